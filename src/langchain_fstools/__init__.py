@@ -1,0 +1,1 @@
+"""File tools for LangChain and LangGraph agents."""

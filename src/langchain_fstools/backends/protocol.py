@@ -1,0 +1,253 @@
+"""The backend contract: storage only, no presentation.
+
+A backend stores bytes under virtual paths (see `paths`). It implements a small
+required core; everything else has a default built on that core, which a backend may
+override with a fast path that gives the same outcome (the conformance suite checks).
+
+Required core (abstract, sync):
+    1. `stat`        size, mtime, kind and an opaque version token of one path.
+    2. `read_bytes`  the bytes of a file, or of a byte range of it.
+    3. `write_bytes` an atomic whole-file write, optionally conditional on a version.
+    4. `delete`      remove a file or an empty directory.
+    5. `mkdir`       create a directory and its parents.
+    6. `list_dir`    the entries of one directory, sorted by name.
+
+Optional, with defaults on the core: `exists`, `move`, `walk`.
+
+Every method has an `a`-prefixed async twin. The defaults run the sync method in a
+worker thread; a backend with a real async transport overrides them.
+
+Backends raise built-in `OSError` subclasses carrying the virtual path as `filename`,
+and the typed errors of `langchain_fstools.errors`. They never format text for a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from langchain_fstools.backends import paths
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+ABSENT: Final = ""
+"""`expected_version` value meaning "the file must not exist yet"."""
+
+
+class EntryKind(StrEnum):
+    """What a path names."""
+
+    FILE = "file"
+    DIRECTORY = "directory"
+    SPECIAL = "special"
+    """A device, FIFO or socket: listed, never opened."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """Metadata of one path.
+
+    Attributes:
+        path: The canonical virtual path.
+        kind: File, directory or special file.
+        size: Size in bytes (0 for directories).
+        mtime: Modification time, seconds since the epoch.
+        version: Opaque token that changes whenever the content changes. Two equal
+            tokens for one path mean the content did not change in between.
+    """
+
+    path: str
+    kind: EntryKind
+    size: int
+    mtime: float
+    version: str
+
+    @property
+    def name(self) -> str:
+        """The last path component (empty for the root)."""
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def is_dir(self) -> bool:
+        """Whether this names a directory."""
+        return self.kind is EntryKind.DIRECTORY
+
+    @property
+    def is_file(self) -> bool:
+        """Whether this names a regular file."""
+        return self.kind is EntryKind.FILE
+
+
+class Backend(ABC):
+    """Storage for the file tools. Subclass and implement the required core.
+
+    Class attributes describe capabilities, so tools never need `isinstance` checks.
+    """
+
+    kind: ClassVar[str] = "custom"
+    """Short name of the backend family, reported in tool metadata and traces."""
+
+    supports_execute: ClassVar[bool] = False
+    """Whether the backend can run shell commands. Default: False."""
+
+    # ----- binding to a graph run ---------------------------------------------------
+
+    def bind(self, runtime: Any) -> Backend:
+        """Return the backend to use for one tool call.
+
+        Backends whose data lives in graph state return a view over
+        `runtime.state` that records its writes; others return themselves.
+
+        Args:
+            runtime: The injected `ToolRuntime`, or None outside a graph.
+        """
+        del runtime
+        return self
+
+    def state_update(self) -> dict[str, Any]:
+        """Graph-state writes made through this (bound) backend, for a `Command`."""
+        return {}
+
+    # ----- required core ------------------------------------------------------------
+
+    @abstractmethod
+    def stat(self, path: str) -> FileInfo:
+        """Return the metadata of `path`.
+
+        Raises:
+            FileNotFoundError: nothing exists at `path`.
+        """
+
+    @abstractmethod
+    def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
+        """Return the bytes of a file, or `size` bytes from offset `start`.
+
+        Reading past the end returns what there is (possibly nothing).
+
+        Raises:
+            FileNotFoundError: no such file.
+            IsADirectoryError: `path` is a directory.
+            SpecialFile: `path` is a device, FIFO or socket.
+        """
+
+    @abstractmethod
+    def write_bytes(
+        self, path: str, data: bytes, *, expected_version: str | None = None
+    ) -> FileInfo:
+        """Replace the whole content of a file atomically, creating parents.
+
+        Readers see the old content or the new one, never a mix.
+
+        Args:
+            path: The file to write.
+            data: The new content.
+            expected_version: If given, the write happens only when the file's current
+                version equals it; `ABSENT` requires that the file does not exist.
+
+        Returns:
+            The file's metadata after the write.
+
+        Raises:
+            VersionConflict: the file's version is not `expected_version`.
+            IsADirectoryError: `path` is a directory.
+        """
+
+    @abstractmethod
+    def delete(self, path: str) -> None:
+        """Remove a file or an empty directory.
+
+        Raises:
+            FileNotFoundError: nothing exists at `path`.
+            OSError: a directory that is not empty (errno ENOTEMPTY).
+        """
+
+    @abstractmethod
+    def mkdir(self, path: str) -> None:
+        """Create a directory and any missing parents; an existing one is fine.
+
+        Raises:
+            FileExistsError: `path` or a parent is a file.
+        """
+
+    @abstractmethod
+    def list_dir(self, path: str) -> list[FileInfo]:
+        """Return the entries directly inside a directory, sorted by name.
+
+        Raises:
+            FileNotFoundError: no such directory.
+            NotADirectoryError: `path` is a file.
+        """
+
+    # ----- optional, defaults on the core -------------------------------------------
+
+    def exists(self, path: str) -> bool:
+        """Whether anything exists at `path`."""
+        try:
+            self.stat(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def move(self, source: str, destination: str) -> FileInfo:
+        """Move a file; the destination is replaced if it exists.
+
+        Default: write a copy, then delete the source.
+        """
+        info = self.write_bytes(destination, self.read_bytes(source))
+        self.delete(source)
+        return info
+
+    def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
+        """Yield every entry below `path`, depth first, each directory sorted by name.
+
+        Default: recursive `list_dir`.
+        """
+        for entry in self.list_dir(path):
+            yield entry
+            if entry.is_dir:
+                yield from self.walk(entry.path)
+
+    # ----- async twins ----------------------------------------------------------------
+
+    async def astat(self, path: str) -> FileInfo:
+        """Async `stat`."""
+        return await asyncio.to_thread(self.stat, path)
+
+    async def aread_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
+        """Async `read_bytes`."""
+        return await asyncio.to_thread(self.read_bytes, path, start, size)
+
+    async def awrite_bytes(
+        self, path: str, data: bytes, *, expected_version: str | None = None
+    ) -> FileInfo:
+        """Async `write_bytes`."""
+        return await asyncio.to_thread(
+            lambda: self.write_bytes(path, data, expected_version=expected_version)
+        )
+
+    async def adelete(self, path: str) -> None:
+        """Async `delete`."""
+        await asyncio.to_thread(self.delete, path)
+
+    async def amkdir(self, path: str) -> None:
+        """Async `mkdir`."""
+        await asyncio.to_thread(self.mkdir, path)
+
+    async def alist_dir(self, path: str) -> list[FileInfo]:
+        """Async `list_dir`."""
+        return await asyncio.to_thread(self.list_dir, path)
+
+    async def aexists(self, path: str) -> bool:
+        """Async `exists`."""
+        return await asyncio.to_thread(self.exists, path)
+
+    async def amove(self, source: str, destination: str) -> FileInfo:
+        """Async `move`."""
+        return await asyncio.to_thread(self.move, source, destination)
+
+
+__all__ = ["ABSENT", "Backend", "EntryKind", "FileInfo"]

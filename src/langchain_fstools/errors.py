@@ -1,0 +1,160 @@
+"""Typed errors shared by every layer.
+
+Backends raise built-in `OSError` subclasses (`FileNotFoundError`, `IsADirectoryError`,
+`NotADirectoryError`, `FileExistsError`, `PermissionError`) with the *virtual* path as
+`filename`, plus the typed errors below. Tools raise the tool-level errors. Only
+`langchain_fstools.tools._render` turns any of them into text for a model.
+
+Every error compares by value, so tests assert on errors, not on strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class FsToolsError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+    def __eq__(self, other: object) -> bool:
+        """Errors are equal when they are of one type with equal fields."""
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        """Hash by type and fields."""
+        return hash((type(self), tuple(sorted(vars(self).items()))))
+
+
+@dataclass(eq=False)
+class InvalidPath(FsToolsError):
+    """A path the model gave cannot name a file in the workspace."""
+
+    path: str
+    reason: str
+
+
+@dataclass(eq=False)
+class OutsideRoot(FsToolsError):
+    """A path (or a symlink on its way) leads outside the workspace root."""
+
+    path: str
+
+
+@dataclass(eq=False)
+class SpecialFile(FsToolsError):
+    """A device, FIFO or socket, which is never opened."""
+
+    path: str
+    kind: str
+
+
+@dataclass(eq=False)
+class VersionConflict(FsToolsError):
+    """A conditional write found another version than the one it expected."""
+
+    path: str
+    expected: str
+    actual: str | None
+
+
+@dataclass(eq=False)
+class NotInGraph(FsToolsError):
+    """A backend that lives in graph state was used without a graph runtime."""
+
+    backend: str
+    missing: str
+
+
+@dataclass(eq=False)
+class InvalidArgument(FsToolsError):
+    """An argument is out of range or contradicts another."""
+
+    argument: str
+    reason: str
+
+
+@dataclass(eq=False)
+class NotReadYet(FsToolsError):
+    """An existing file is written or edited before the agent read it in full."""
+
+    path: str
+    partially: bool
+
+
+@dataclass(eq=False)
+class ChangedSinceRead(FsToolsError):
+    """A file changed on storage after the agent last read it."""
+
+    path: str
+
+
+@dataclass(eq=False)
+class NoMatch(FsToolsError):
+    """`old_string` does not occur in the file."""
+
+    path: str
+
+
+@dataclass(eq=False)
+class AmbiguousMatch(FsToolsError):
+    """`old_string` occurs more than once and `replace_all` is off."""
+
+    path: str
+    count: int
+
+
+@dataclass(eq=False)
+class NoOpEdit(FsToolsError):
+    """`old_string` and `new_string` are the same."""
+
+    path: str
+
+
+@dataclass(eq=False)
+class FileAlreadyExists(FsToolsError):
+    """An edit with an empty `old_string` names a file that already has content."""
+
+    path: str
+
+
+@dataclass(eq=False)
+class BinaryFile(FsToolsError):
+    """A binary file was given to a tool that handles text only."""
+
+    path: str
+
+
+@dataclass(eq=False)
+class UseNotebookEdit(FsToolsError):
+    """A text edit was attempted on a Jupyter notebook."""
+
+    path: str
+
+
+@dataclass(eq=False)
+class FileTooLarge(FsToolsError):
+    """A whole-file operation on a file above the configured byte limit."""
+
+    path: str
+    size: int
+    limit: int
+
+
+__all__ = [
+    "AmbiguousMatch",
+    "BinaryFile",
+    "ChangedSinceRead",
+    "FileAlreadyExists",
+    "FileTooLarge",
+    "FsToolsError",
+    "InvalidArgument",
+    "InvalidPath",
+    "NoMatch",
+    "NoOpEdit",
+    "NotInGraph",
+    "NotReadYet",
+    "OutsideRoot",
+    "SpecialFile",
+    "UseNotebookEdit",
+    "VersionConflict",
+]
