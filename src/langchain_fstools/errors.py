@@ -132,6 +132,14 @@ class UseNotebookEdit(FsToolsError):
 
 
 @dataclass(eq=False)
+class MissingFile(FsToolsError):
+    """A file to read does not exist; `suggestions` holds existing near spellings."""
+
+    path: str
+    suggestions: list[str]
+
+
+@dataclass(eq=False)
 class FileTooLarge(FsToolsError):
     """A whole-file operation on a file above the configured byte limit."""
 
@@ -149,6 +157,7 @@ __all__ = [
     "FsToolsError",
     "InvalidArgument",
     "InvalidPath",
+    "MissingFile",
     "NoMatch",
     "NoOpEdit",
     "NotInGraph",

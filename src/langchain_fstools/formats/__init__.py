@@ -1,0 +1,1 @@
+"""Content handlers used by the tools: encodings, text windows, matching."""

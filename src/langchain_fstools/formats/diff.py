@@ -1,0 +1,37 @@
+"""Diffs of a mutation: a full unified patch for traces, a bounded snippet for models."""
+
+from __future__ import annotations
+
+import difflib
+
+MAX_DIFF_CHARS = 2 * 1024 * 1024
+"""Texts larger than this (old + new, in characters) get no diff. Default: 2 Mi."""
+
+SNIPPET_LINE_WIDTH = 200
+
+
+def unified_patch(path: str, old: str, new: str) -> str | None:
+    """Return a unified diff of `old` → `new` (line endings folded), or None if too big."""
+    if len(old) + len(new) > MAX_DIFF_CHARS:
+        return None
+    old_lines = old.replace("\r\n", "\n").splitlines(keepends=True)
+    new_lines = new.replace("\r\n", "\n").splitlines(keepends=True)
+    diff = difflib.unified_diff(old_lines, new_lines, f"a{path}", f"b{path}", n=3)
+    return "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+
+
+def snippet(patch: str | None, max_lines: int) -> str:
+    """Cut a unified diff to its hunks, at most `max_lines` lines of at most 200 chars."""
+    if patch is None:
+        return "(diff omitted: the file is too large to diff)"
+    lines = [line for line in patch.splitlines() if not line.startswith(("---", "+++"))]
+    shown = [
+        line if len(line) <= SNIPPET_LINE_WIDTH else line[:SNIPPET_LINE_WIDTH] + "…"
+        for line in lines[:max_lines]
+    ]
+    if len(lines) > max_lines:
+        shown.append(f"... ({len(lines) - max_lines} more diff lines)")
+    return "\n".join(shown)
+
+
+__all__ = ["snippet", "unified_patch"]

@@ -1,0 +1,267 @@
+"""Text windows: `cat -n` rows of a line range, at a cost proportional to the window.
+
+A line ends at `\\n` (so `\\r\\n`, form feeds and U+2028 never split lines differently
+from grep); a trailing `\\r` is not shown. Lines longer than `ROW_WIDTH` characters are
+split into rows labelled `N`, `N.1`, `N.2`, ...; rows count toward the limit.
+
+Reading a window seeks through a sparse `LineIndex` (one mark per scanned chunk, built
+lazily and kept per file version), so a window near the end of a large file reads the
+file once, and later windows read only their own bytes plus at most one chunk.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from langchain_fstools.backends.calls import Effect
+from langchain_fstools.tokens import TokenCounter
+
+ROW_WIDTH = 5000
+"""Characters per displayed row; longer lines continue on rows `N.1`, `N.2`, ..."""
+
+CHUNK_BYTES = 256 * 1024
+"""Bytes read per backend call while scanning. Default: 256 KiB."""
+
+LABEL_WIDTH = 6
+ARROW = "→"
+
+Reader = Callable[[int, int], Effect[bytes]]
+"""Reads `size` bytes from byte offset `start` of one file version."""
+
+StopReason = Literal["end", "limit", "tokens", "cut"]
+
+
+@dataclass
+class LineIndex:
+    """Where lines start in one version of a file, learnt lazily.
+
+    Attributes:
+        start: Byte offset of line 1 (after a byte-order mark).
+        mark_lines: Line numbers whose start offset is known, increasing.
+        mark_offsets: The byte offsets of those lines.
+        scanned_to: Bytes scanned so far.
+        scanned_lines: Newlines found before `scanned_to`.
+        last_start: Byte offset where line `scanned_lines + 1` starts.
+        total_lines: The file's line count, once the scan reached the end.
+    """
+
+    start: int = 0
+    mark_lines: list[int] = field(default_factory=list)
+    mark_offsets: list[int] = field(default_factory=list)
+    scanned_to: int = -1
+    scanned_lines: int = 0
+    last_start: int = -1
+    total_lines: int | None = None
+
+    def __post_init__(self) -> None:
+        """Line 1 starts at `start`."""
+        if self.scanned_to < 0:
+            self.scanned_to = self.last_start = self.start
+        if not self.mark_lines:
+            self.mark_lines.append(1)
+            self.mark_offsets.append(self.start)
+
+    def offset_of(self, read: Reader, line: int) -> Effect[int | None]:
+        """Return the byte offset where `line` starts, or None past the last line."""
+        while line > self.scanned_lines + 1 and self.total_lines is None:
+            yield from self._scan_chunk(read)
+        if self.total_lines is not None and line > self.total_lines:
+            return None
+        slot = bisect.bisect_right(self.mark_lines, line) - 1
+        at_line, offset = self.mark_lines[slot], self.mark_offsets[slot]
+        while at_line < line:
+            chunk = yield from read(offset, CHUNK_BYTES)
+            position = 0
+            while at_line < line:
+                newline = chunk.find(b"\n", position)
+                if newline < 0:
+                    break
+                position = newline + 1
+                at_line += 1
+            offset += position if at_line == line else len(chunk)
+        return offset
+
+    def _scan_chunk(self, read: Reader) -> Effect[None]:
+        chunk = yield from read(self.scanned_to, CHUNK_BYTES)
+        newlines = chunk.count(b"\n")
+        if newlines:
+            self.scanned_lines += newlines
+            self.last_start = self.scanned_to + chunk.rfind(b"\n") + 1
+            self.mark_lines.append(self.scanned_lines + 1)
+            self.mark_offsets.append(self.last_start)
+        self.scanned_to += len(chunk)
+        if len(chunk) < CHUNK_BYTES:
+            unterminated = self.scanned_to > self.last_start
+            self.total_lines = self.scanned_lines + (1 if unterminated else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Rows of one read, and where the file continues.
+
+    Attributes:
+        rows: Rendered rows, `{label:>6}→{text}`.
+        first_line: The first line shown (the requested offset).
+        last_line: The last line of which at least one row is shown.
+        total_lines: Line count of the file, when known.
+        next_offset: The offset that continues the read, or None at the end.
+        stopped_by: Why the window ended: the file's end, the row limit, the token
+            budget, or a line too long for what was left of the window.
+        cut_line: A line shown only in part because it alone overflows the window.
+    """
+
+    rows: list[str]
+    first_line: int
+    last_line: int
+    total_lines: int | None
+    next_offset: int | None
+    stopped_by: StopReason
+    cut_line: int | None = None
+
+
+def render_row(label: str, text: str) -> str:
+    """Render one `cat -n` row."""
+    return f"{label:>{LABEL_WIDTH}}{ARROW}{text}"
+
+
+def line_rows(number: int, text: str) -> list[str]:
+    """Render one line as its rows: `N`, then `N.1`, `N.2`, ... per `ROW_WIDTH` chars."""
+    if len(text) <= ROW_WIDTH:
+        return [render_row(str(number), text)]
+    pieces = [text[i : i + ROW_WIDTH] for i in range(0, len(text), ROW_WIDTH)]
+    return [
+        render_row(str(number) if k == 0 else f"{number}.{k}", piece)
+        for k, piece in enumerate(pieces)
+    ]
+
+
+def decode_line(raw: bytes, codec: str) -> str:
+    """Decode one line's bytes for display, dropping a trailing carriage return."""
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    return raw.decode(codec, "replace")
+
+
+def read_window(
+    read: Reader,
+    index: LineIndex,
+    *,
+    codec: str,
+    offset: int,
+    limit: int,
+    token_budget: int,
+    count_tokens: TokenCounter,
+) -> Effect[Window]:
+    """Read rows from line `offset` until `limit` rows, the token budget, or the end.
+
+    The window ends on the last whole row that fits. A line with more rows than the
+    window has room for is shown as far as it fits and ends the window.
+    """
+    position = yield from index.offset_of(read, offset)
+    if position is None:
+        return Window([], offset, offset - 1, index.total_lines, None, "end")
+    rows: list[str] = []
+    tokens = 0
+    line = offset - 1
+    buffer = bytearray()
+    at_eof = False
+    stopped_by: StopReason = "end"
+    cut_line: int | None = None
+    while len(rows) < limit:
+        room = (limit - len(rows)) * ROW_WIDTH * 4 + 4
+        newline = buffer.find(b"\n")
+        while newline < 0 and not at_eof and len(buffer) <= room:
+            chunk = yield from read(position + len(buffer), CHUNK_BYTES)
+            at_eof = len(chunk) < CHUNK_BYTES
+            searched = len(buffer)
+            buffer += chunk
+            newline = buffer.find(b"\n", searched)
+        if newline < 0 and not buffer:
+            break
+        cut = newline < 0 and len(buffer) > room
+        end = room if cut else (newline if newline >= 0 else len(buffer))
+        line += 1
+        candidates = line_rows(line, decode_line(bytes(buffer[:end]), codec))
+        fitted = 0
+        for row in candidates:
+            cost = count_tokens(row + "\n")
+            if len(rows) >= limit or (rows and tokens + cost > token_budget):
+                break
+            rows.append(row)
+            tokens += cost
+            fitted += 1
+        if fitted < len(candidates):
+            stopped_by = "limit" if len(rows) >= limit else "tokens"
+            if line > offset:
+                del rows[len(rows) - fitted :]
+                line -= 1
+            else:
+                cut_line = line
+            break
+        if cut:
+            stopped_by, cut_line = "cut", line
+            break
+        consumed = newline + 1 if newline >= 0 else len(buffer)
+        del buffer[:consumed]
+        position += consumed
+    else:
+        stopped_by = "limit"
+    if stopped_by == "limit" and not (yield from _more_after(read, position, buffer, at_eof)):
+        stopped_by = "end"
+    if stopped_by == "end":
+        index.total_lines = line
+    next_offset = None if stopped_by == "end" else line + 1
+    return Window(rows, offset, line, index.total_lines, next_offset, stopped_by, cut_line)
+
+
+def _more_after(read: Reader, position: int, buffer: bytearray, at_eof: bool) -> Effect[bool]:
+    if buffer:
+        return True
+    if at_eof:
+        return False
+    return bool((yield from read(position, 1)))
+
+
+class LineIndexCache:
+    """Line indexes of recently read file versions, least recently used dropped first."""
+
+    def __init__(self, max_entries: int = 256) -> None:
+        """Keep at most `max_entries` indexes. Default: 256."""
+        self._entries: OrderedDict[Hashable, LineIndex] = OrderedDict()
+        self._max_entries = max_entries
+
+    def get(self, key: Hashable, *, start: int) -> LineIndex:
+        """Return the index for `key` (a file version), creating an empty one."""
+        index = self._entries.get(key)
+        if index is None:
+            index = self._entries[key] = LineIndex(start=start)
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+        else:
+            self._entries.move_to_end(key)
+        return index
+
+
+__all__ = [
+    "ARROW",
+    "CHUNK_BYTES",
+    "ROW_WIDTH",
+    "LineIndex",
+    "LineIndexCache",
+    "Reader",
+    "Window",
+    "count_lines",
+    "decode_line",
+    "line_rows",
+    "read_window",
+    "render_row",
+]
+
+
+def count_lines(text: str) -> int:
+    """Count lines as a window does: newlines, plus an unterminated last line."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)

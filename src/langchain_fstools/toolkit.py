@@ -1,0 +1,83 @@
+"""FileToolkit: the file tools over one backend, sharing settings and read state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.tools import BaseTool, BaseToolkit
+from pydantic import ConfigDict
+
+from langchain_fstools.backends.protocol import Backend
+from langchain_fstools.tools import (
+    EditFileTool,
+    LsTool,
+    ReadFileTool,
+    ToolContext,
+    ToolSettings,
+    WriteFileTool,
+)
+from langchain_fstools.tools._base import FileTool
+
+TOOL_CLASSES: dict[str, Callable[..., FileTool]] = {
+    "ls": LsTool,
+    "read_file": ReadFileTool,
+    "write_file": WriteFileTool,
+    "edit_file": EditFileTool,
+}
+"""Every tool of the toolkit, by model-facing name."""
+
+
+class FileToolkit(BaseToolkit):
+    """The file tools over one backend.
+
+    All tools of one toolkit share its settings, a line-index cache, and the read
+    records used outside graph state, so read-before-write holds across them.
+
+    Args:
+        backend: Where the files live (`LocalBackend`, `StateBackend`, ...).
+        tools: Names of the tools to include. Default: all of `TOOL_CLASSES`.
+        **settings: Fields of `ToolSettings` (e.g. `read_limit=500`).
+
+    Example:
+        ```python
+        from langchain.agents import create_agent
+        from langchain_fstools import FileToolkit, LocalBackend
+
+        toolkit = FileToolkit(LocalBackend("./repo"))
+        agent = create_agent("anthropic:claude-sonnet-4-5", tools=toolkit.get_tools())
+        ```
+    """
+
+    context: ToolContext
+    tool_names: tuple[str, ...]
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def __init__(
+        self, backend: Backend, *, tools: list[str] | None = None, **settings: Any
+    ) -> None:
+        """Build the toolkit; raises ValueError for an unknown tool name or setting."""
+        names = tuple(tools) if tools is not None else tuple(TOOL_CLASSES)
+        unknown = sorted(set(names) - set(TOOL_CLASSES))
+        if unknown:
+            raise ValueError(f"unknown tools {unknown}; choose from {sorted(TOOL_CLASSES)}")
+        try:
+            tool_settings = ToolSettings(**settings)
+        except TypeError as exc:
+            raise ValueError(f"unknown setting: {exc}") from None
+        super().__init__(
+            context=ToolContext(backend=backend, settings=tool_settings), tool_names=names
+        )
+
+    @property
+    def backend(self) -> Backend:
+        """The backend the tools work on."""
+        return self.context.backend
+
+    def get_tools(self) -> list[BaseTool]:
+        """Return new tool instances sharing this toolkit's context."""
+        return [TOOL_CLASSES[name](context=self.context) for name in self.tool_names]
+
+
+__all__ = ["TOOL_CLASSES", "FileToolkit"]

@@ -1,0 +1,16 @@
+"""The file tools, one module each, all `BaseTool` subclasses over any backend."""
+
+from langchain_fstools.tools._base import ToolContext, ToolSettings
+from langchain_fstools.tools.edit_file import EditFileTool
+from langchain_fstools.tools.ls import LsTool
+from langchain_fstools.tools.read_file import ReadFileTool
+from langchain_fstools.tools.write_file import WriteFileTool
+
+__all__ = [
+    "EditFileTool",
+    "LsTool",
+    "ReadFileTool",
+    "ToolContext",
+    "ToolSettings",
+    "WriteFileTool",
+]

@@ -1,0 +1,184 @@
+"""What every file tool shares: settings, the per-call scope, and the call pipeline.
+
+A tool subclass declares its args schema and description and implements `_effect`,
+a generator of backend calls (see `backends.calls`) that returns a `ToolOutcome`.
+`FileTool` runs that one body from both `_run` (sync) and `_arun` (async), binds the
+backend to the graph run, turns errors into one error sentence (`_render`), and returns
+either `(content, artifact)` or, inside a graph with state to update, a `Command`
+carrying the `ToolMessage`.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, InjectedToolArg, ToolException
+from langgraph.types import Command
+from pydantic import BaseModel, ConfigDict
+from pydantic.json_schema import SkipJsonSchema
+
+from langchain_fstools.backends import calls
+from langchain_fstools.formats.text import LineIndexCache
+from langchain_fstools.tokens import TokenCounter, default_counter
+from langchain_fstools.tools._render import render_error
+from langchain_fstools.tracking import READS_KEY, ReadLedger, ReadTracker
+
+if TYPE_CHECKING:
+    from langchain_core.callbacks import CallbackManagerForToolRun
+
+    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.backends.protocol import Backend
+
+RuntimeArg = Annotated[Any, SkipJsonSchema(), InjectedToolArg()]
+"""The injected `ToolRuntime` field every args schema carries, hidden from the model."""
+
+
+class ToolArgs(BaseModel):
+    """Base of every args schema: carries the injected runtime."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    runtime: RuntimeArg = None
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    """Limits shared by the tools of one toolkit.
+
+    Attributes:
+        read_limit: Rows read_file returns when no limit is given. Default: 2000.
+        read_token_budget: Most tokens one read_file result may hold. Default: 25000.
+        ls_limit: Most entries ls lists. Default: 1000.
+        max_edit_bytes: Largest file edit_file and write_file rewrite. Default: 64 MiB.
+        diff_lines: Most diff lines shown after an edit or write. Default: 40.
+        count_tokens: Token counter. Default: `tokens.default_counter()`.
+    """
+
+    read_limit: int = 2000
+    read_token_budget: int = 25_000
+    ls_limit: int = 1000
+    max_edit_bytes: int = 64 * 1024 * 1024
+    diff_lines: int = 40
+    count_tokens: TokenCounter = field(default_factory=default_counter)
+
+
+@dataclass
+class ToolContext:
+    """State shared by the tools of one toolkit: backend, settings, caches, reads."""
+
+    backend: Backend
+    settings: ToolSettings = field(default_factory=ToolSettings)
+    tracker: ReadTracker = field(default_factory=ReadTracker)
+    line_indexes: LineIndexCache = field(default_factory=LineIndexCache)
+
+
+@dataclass
+class CallScope:
+    """One tool call: the backend bound to the run, and the read records it sees."""
+
+    backend: Backend
+    reads: ReadLedger
+    context: ToolContext
+    runtime: Any
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """A successful result: text (or content blocks) for the model, data for traces."""
+
+    content: str | list[str | dict[Any, Any]]
+    artifact: dict[str, Any]
+
+
+class FileTool(BaseTool):
+    """Base class of the file tools. Subclasses implement `_effect`."""
+
+    context: ToolContext
+    read_only: bool = True
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    handle_tool_error: bool = True
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Describe the tool for permission layers, schedulers and traces."""
+        super().model_post_init(context)
+        backend_kind = self.context.backend.kind
+        self.metadata = {
+            "fstools_family": "langchain_fstools",
+            "fstools_backend": backend_kind,
+            "read_only": self.read_only,
+            "concurrency_safe": self.read_only,
+            **(self.metadata or {}),
+        }
+        self.tags = [
+            *(self.tags or []),
+            "langchain_fstools",
+            f"backend:{backend_kind}",
+            "read-only" if self.read_only else "mutating",
+        ]
+
+    @abstractmethod
+    def _effect(self, scope: CallScope, args: Any) -> Effect[ToolOutcome]:
+        """The tool's body: validated arguments and backend calls in, outcome out."""
+
+    def _arguments(self, arguments: dict[str, Any]) -> BaseModel:
+        schema = self.args_schema
+        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise TypeError(f"{self.name} needs a pydantic args_schema")
+        return schema.model_validate(arguments)
+
+    def _run(
+        self,
+        *,
+        runtime: Any = None,
+        run_manager: CallbackManagerForToolRun | None = None,
+        **arguments: Any,
+    ) -> Any:
+        del run_manager
+        scope = self._open_scope(runtime)
+        try:
+            effect = self._effect(scope, self._arguments(arguments))
+            outcome = calls.run(effect, scope.backend)
+        except Exception as exc:
+            raise ToolException(render_error(exc, tool=self.name)) from exc
+        return self._finish(scope, outcome)
+
+    async def _arun(self, *, runtime: Any = None, run_manager: Any = None, **arguments: Any) -> Any:
+        del run_manager
+        scope = self._open_scope(runtime)
+        try:
+            effect = self._effect(scope, self._arguments(arguments))
+            outcome = await calls.arun(effect, scope.backend)
+        except Exception as exc:
+            raise ToolException(render_error(exc, tool=self.name)) from exc
+        return self._finish(scope, outcome)
+
+    def _open_scope(self, runtime: Any) -> CallScope:
+        try:
+            backend = self.context.backend.bind(runtime)
+        except Exception as exc:
+            raise ToolException(render_error(exc, tool=self.name)) from exc
+        return CallScope(backend, self.context.tracker.ledger(runtime), self.context, runtime)
+
+    def _finish(self, scope: CallScope, outcome: ToolOutcome) -> tuple[Any, dict[str, Any]]:
+        update = dict(scope.backend.state_update())
+        if scope.reads.in_state and scope.reads.added:
+            update[READS_KEY] = scope.reads.added
+        self.context.tracker.commit(scope.runtime, scope.reads)
+        tool_call_id = getattr(scope.runtime, "tool_call_id", None)
+        if not update or tool_call_id is None:
+            return outcome.content, outcome.artifact
+        message = ToolMessage(
+            content=outcome.content,
+            artifact=outcome.artifact,
+            tool_call_id=tool_call_id,
+            name=self.name,
+        )
+        return Command(update={**update, "messages": [message]}), outcome.artifact
+
+
+__all__ = ["CallScope", "FileTool", "ToolArgs", "ToolContext", "ToolOutcome", "ToolSettings"]

@@ -1,0 +1,118 @@
+"""Steps shared by the tools that change files.
+
+The read-before-write rule, loading a file's text with its encoding, and writing it
+back conditionally, atomically, with a diff.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from langchain_fstools import errors
+from langchain_fstools.backends import calls
+from langchain_fstools.formats import encoding
+from langchain_fstools.formats.diff import snippet, unified_patch
+from langchain_fstools.formats.text import count_lines
+from langchain_fstools.tracking import after_write, saw_everything
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.backends.protocol import FileInfo
+    from langchain_fstools.tools._base import CallScope
+
+
+@dataclass(frozen=True, slots=True)
+class TextFile:
+    """A text file's decoded content and how to encode it back."""
+
+    info: FileInfo
+    codec: encoding.TextCodec
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """The result of writing a text file."""
+
+    info: FileInfo
+    lines: int
+    patch: str | None
+    diff: str
+
+
+def require_read(scope: CallScope, info: FileInfo, *, whole: bool) -> None:
+    """Refuse to change an existing file the agent has not read at its current version.
+
+    Args:
+        scope: The call's scope (holds the read records).
+        info: The file's current metadata.
+        whole: Whether every line must have been seen (overwrites), or any read will do
+            (edits, whose `old_string` is checked against the whole file).
+
+    Raises:
+        NotReadYet: never read, or (with `whole`) only partly.
+        ChangedSinceRead: read at another version.
+    """
+    record = scope.reads.get(info.path)
+    if record is None:
+        raise errors.NotReadYet(info.path, partially=False)
+    if record["version"] != info.version:
+        raise errors.ChangedSinceRead(info.path)
+    if whole and not saw_everything(record):
+        raise errors.NotReadYet(info.path, partially=True)
+
+
+def load_text(scope: CallScope, info: FileInfo) -> Effect[TextFile]:
+    """Read and decode a whole file for rewriting.
+
+    Raises:
+        FileTooLarge: above `max_edit_bytes`.
+        BinaryFile: not text.
+    """
+    limit = scope.context.settings.max_edit_bytes
+    if info.size > limit:
+        raise errors.FileTooLarge(info.path, info.size, limit)
+    data = yield from calls.read_bytes(info.path)
+    codec = encoding.detect(data)
+    if codec is None:
+        raise errors.BinaryFile(info.path)
+    return TextFile(info, codec, codec.decode(data))
+
+
+def write_text(
+    scope: CallScope,
+    path: str,
+    new_text: str,
+    *,
+    codec: encoding.TextCodec,
+    old_text: str,
+    expected_version: str,
+) -> Effect[Written]:
+    """Encode and write `new_text` if the file is still at `expected_version`.
+
+    The agent is then recorded as knowing the whole new file.
+
+    Raises:
+        InvalidArgument: the text has characters the file's encoding cannot hold.
+        FileTooLarge: the new content is above `max_edit_bytes`.
+        VersionConflict: the file changed since `expected_version`.
+    """
+    try:
+        data = codec.encode(new_text)
+    except UnicodeEncodeError:
+        raise errors.InvalidArgument(
+            "content",
+            f"it has characters that the file's encoding ({codec.label}) cannot represent",
+        ) from None
+    limit = scope.context.settings.max_edit_bytes
+    if len(data) > limit:
+        raise errors.FileTooLarge(path, len(data), limit)
+    info = yield from calls.write_bytes(path, data, expected_version=expected_version)
+    lines = count_lines(new_text)
+    scope.reads.put(path, after_write(version=info.version, total_lines=lines))
+    patch = unified_patch(path, old_text, new_text)
+    return Written(info, lines, patch, snippet(patch, scope.context.settings.diff_lines))
+
+
+__all__ = ["TextFile", "Written", "load_text", "require_read", "write_text"]

@@ -1,0 +1,109 @@
+"""The one place where errors become text for a model.
+
+Each error becomes one sentence saying what went wrong and what to do next. Only
+virtual paths appear; a host path never does, because backends raise errors that carry
+virtual paths only and unexpected errors are reported by type, not by message.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+
+from langchain_fstools import errors
+
+logger = logging.getLogger("langchain_fstools")
+
+
+def render_error(exc: BaseException, *, tool: str) -> str:
+    """Return the model-facing sentence for `exc` raised by `tool`."""
+    message = _known(exc)
+    if message is None:
+        logger.error("%s failed unexpectedly", tool, exc_info=exc)
+        message = (
+            f"Error: {tool} failed unexpectedly ({type(exc).__name__}); "
+            "check the arguments and try again, or use another tool."
+        )
+    return message
+
+
+def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - one branch per error kind
+    match exc:
+        case errors.InvalidPath(path=path, reason=reason):
+            return (
+                f"Error: invalid path {path!r}: {reason}."
+                " Use an absolute workspace path such as /src/app.py."
+            )
+        case errors.OutsideRoot(path=path):
+            return f"Error: {path!r} is outside the workspace. Use a path inside /."
+        case errors.SpecialFile(path=path, kind=kind):
+            return f"Error: {path} is a {kind}, not a regular file; it cannot be read or written."
+        case errors.VersionConflict(path=path) | errors.ChangedSinceRead(path=path):
+            return (
+                f"Error: {path} has been modified since it was last read."
+                " Read it again with read_file, then retry."
+            )
+        case errors.NotReadYet(path=path, partially=True):
+            return (
+                f"Error: only part of {path} has been read."
+                " Read the whole file with read_file before overwriting it."
+            )
+        case errors.NotReadYet(path=path):
+            return f"Error: {path} has not been read yet. Read it with read_file first, then retry."
+        case errors.NoMatch(path=path):
+            return (
+                f"Error: old_string was not found in {path}."
+                " Read the file again and copy the exact text, including whitespace."
+            )
+        case errors.AmbiguousMatch(path=path, count=count):
+            return (
+                f"Error: old_string occurs {count} times in {path}."
+                " Add surrounding lines to make it unique, or set replace_all=true."
+            )
+        case errors.NoOpEdit():
+            return "Error: old_string and new_string are identical; nothing to change."
+        case errors.FileAlreadyExists(path=path):
+            return (
+                f"Error: {path} already exists and is not empty; an empty old_string only creates new files."
+                " Use a non-empty old_string to edit it."
+            )
+        case errors.BinaryFile(path=path):
+            return f"Error: {path} is a binary file; this tool handles text files only."
+        case errors.UseNotebookEdit(path=path):
+            return f"Error: {path} is a Jupyter notebook; use notebook_edit to change its cells."
+        case errors.FileTooLarge(path=path, size=size, limit=limit):
+            return (
+                f"Error:"
+                f" {path} is {size:,} bytes, above the {limit:,}-byte limit for this operation; work on a smaller file or use read_file with offset and limit."
+            )
+        case errors.MissingFile(path=path, suggestions=[_, *_] as suggestions):
+            return f"Error: {path} does not exist. Did you mean {' or '.join(suggestions)}?"
+        case errors.MissingFile(path=path):
+            return f"Error: {path} does not exist. Check the path with ls or glob."
+        case errors.InvalidArgument(argument=argument, reason=reason):
+            return f"Error: invalid {argument}: {reason}."
+        case errors.NotInGraph(missing=missing):
+            return f"Error: {missing}"
+        case FileNotFoundError(filename=path):
+            return f"Error: {path} does not exist. Check the path with ls or glob."
+        case IsADirectoryError(filename=path):
+            return f"Error: {path} is a directory, not a file. Use ls to list it."
+        case NotADirectoryError(filename=path):
+            return (
+                f"Error: a component of {path} is a file, not a directory. Check the path with ls."
+            )
+        case FileExistsError(filename=path):
+            return f"Error: {path} already exists as a file. Choose another path."
+        case PermissionError(filename=path):
+            return f"Error: permission denied for {path}. Choose a file you may access."
+        case OSError(errno=errno.ENOTEMPTY, filename=path):
+            return f"Error: directory {path} is not empty."
+        case OSError(filename=str() as path):
+            return (
+                f"Error: the operation on {path} failed ({type(exc).__name__})."
+                " Check the path and try again."
+            )
+    return None
+
+
+__all__ = ["render_error"]

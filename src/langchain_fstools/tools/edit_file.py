@@ -1,0 +1,132 @@
+"""edit_file: replace an exact string in a file the agent has read."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from langchain_fstools import errors
+from langchain_fstools.backends import ABSENT, calls, paths
+from langchain_fstools.formats import encoding
+from langchain_fstools.formats.matching import plan_replacement
+from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools._mutation import load_text, require_read, write_text
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.backends.protocol import FileInfo
+
+
+class EditFileArgs(ToolArgs):
+    """Arguments of edit_file."""
+
+    file_path: str = Field(description="Absolute path of the file to edit, e.g. /src/app.py.")
+    old_string: str = Field(description="The exact text to replace.")
+    new_string: str = Field(description="The text to replace it with (must differ).")
+    replace_all: bool = Field(
+        default=False, description="Replace every occurrence of old_string. Default: false."
+    )
+
+
+DESCRIPTION = """Replace exact text in a file.
+
+- Read the file with read_file first; edits to files you have not read, or that changed
+  since you read them, are refused.
+- `old_string` must match the file exactly, including indentation. Copy it from
+  read_file output WITHOUT the line-number prefix (`    12→`).
+- The edit fails if `old_string` is not found, or occurs more than once: then add
+  surrounding lines to make it unique, or set `replace_all` to change every occurrence
+  (useful for renaming).
+- An empty `old_string` creates a new file with `new_string` as its content.
+- Line endings (LF/CRLF) and the encoding of the file are preserved; curly quotes in the
+  file match straight quotes in `old_string`.
+- Prefer edit_file over write_file for changes to existing files; for many changes at
+  once use apply_patch. Jupyter notebooks (.ipynb) are edited with notebook_edit."""
+
+
+class EditFileTool(FileTool):
+    """Replace a unique (or every) occurrence of a string, preserving bytes around it."""
+
+    name: str = "edit_file"
+    description: str = DESCRIPTION
+    args_schema: type[EditFileArgs] = EditFileArgs
+    read_only: bool = False
+
+    def _effect(self, scope: CallScope, args: EditFileArgs) -> Effect[ToolOutcome]:
+        path = paths.normalize(args.file_path)
+        if path.lower().endswith(".ipynb"):
+            raise errors.UseNotebookEdit(path)
+        if args.old_string == args.new_string:
+            raise errors.NoOpEdit(path)
+        try:
+            info: FileInfo | None = yield from calls.stat(path)
+        except FileNotFoundError:
+            if args.old_string:
+                raise
+            info = None
+        if info is not None and info.is_dir:
+            raise IsADirectoryError(21, "Is a directory", path)
+        if not args.old_string:
+            return (yield from _create(scope, path, info, args.new_string))
+        assert info is not None  # noqa: S101 - a missing file re-raised above
+        require_read(scope, info, whole=False)
+        current = yield from load_text(scope, info)
+        plan = plan_replacement(
+            current.text, args.old_string, args.new_string, replace_all=args.replace_all
+        )
+        if plan == 0:
+            raise errors.NoMatch(path)
+        if isinstance(plan, int):
+            raise errors.AmbiguousMatch(path, plan)
+        written = yield from write_text(
+            scope,
+            path,
+            plan.text,
+            codec=current.codec,
+            old_text=current.text,
+            expected_version=info.version,
+        )
+        how = {
+            "exact": "",
+            "quotes": " (matched after normalising curly quotes; the file's quote style was kept)",
+            "line_numbers": " (matched after removing line-number prefixes from old_string)",
+        }[plan.matched_by]
+        plural = "occurrence" if plan.count == 1 else "occurrences"
+        text = f"Edited {path}: replaced {plan.count} {plural}{how}.\n{written.diff}"
+        artifact = {
+            "path": path,
+            "replacements": plan.count,
+            "matched_by": plan.matched_by,
+            "encoding": current.codec.label,
+            "patch": written.patch,
+            "version": written.info.version,
+        }
+        return ToolOutcome(text, artifact)
+
+
+def _create(
+    scope: CallScope, path: str, info: FileInfo | None, content: str
+) -> Effect[ToolOutcome]:
+    """An empty old_string: create the file, or fill an existing empty one."""
+    codec, expected = encoding.UTF8, ABSENT
+    if info is not None:
+        existing = yield from load_text(scope, info)
+        if existing.text:
+            raise errors.FileAlreadyExists(path)
+        codec, expected = existing.codec, info.version
+    written = yield from write_text(
+        scope, path, content, codec=codec, old_text="", expected_version=expected
+    )
+    text = f"Created {path} ({written.lines} lines, {written.info.size:,} bytes)."
+    artifact = {
+        "path": path,
+        "replacements": 0,
+        "created": info is None,
+        "patch": written.patch,
+        "version": written.info.version,
+    }
+    return ToolOutcome(text, artifact)
+
+
+__all__ = ["DESCRIPTION", "EditFileArgs", "EditFileTool"]

@@ -1,0 +1,59 @@
+"""ls: list one directory."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from langchain_fstools.backends import calls, paths
+from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.calls import Effect
+
+
+class LsArgs(ToolArgs):
+    """Arguments of ls."""
+
+    path: str = Field(default="/", description="Absolute path of the directory to list.")
+
+
+DESCRIPTION = """List the entries of one directory of the workspace (not recursive).
+
+- `path` is an absolute workspace path; `/` is the workspace root. Default: `/`.
+- Directories end with `/`. Entries are sorted by name; hidden files are included.
+- At most 1000 entries are listed; the output says when it was cut. To find files by
+  name pattern across directories, use glob; to search contents, use grep."""
+
+
+class LsTool(FileTool):
+    """List one directory: sorted, directories marked with `/`, capped."""
+
+    name: str = "ls"
+    description: str = DESCRIPTION
+    args_schema: type[LsArgs] = LsArgs
+
+    def _effect(self, scope: CallScope, args: LsArgs) -> Effect[ToolOutcome]:
+        directory = paths.normalize(args.path)
+        entries = yield from calls.list_dir(directory)
+        limit = scope.context.settings.ls_limit
+        shown = entries[:limit]
+        lines = [entry.path + ("/" if entry.is_dir else "") for entry in shown]
+        if not entries:
+            lines = [f"(empty directory: {directory})"]
+        elif len(entries) > limit:
+            lines.append(
+                f"(Showing {limit} of {len(entries)} entries. "
+                "List a subdirectory or use glob to narrow the listing.)"
+            )
+        artifact = {
+            "path": directory,
+            "entries": [{"path": e.path, "kind": e.kind.value, "size": e.size} for e in shown],
+            "total": len(entries),
+            "truncated": len(entries) > limit,
+        }
+        return ToolOutcome("\n".join(lines), artifact)
+
+
+__all__ = ["DESCRIPTION", "LsArgs", "LsTool"]

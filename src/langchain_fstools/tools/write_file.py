@@ -1,0 +1,86 @@
+"""write_file: create a file, or replace one the agent has read in full."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from langchain_fstools.backends import ABSENT, calls, paths
+from langchain_fstools.formats import encoding
+from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools._mutation import load_text, require_read, write_text
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.calls import Effect
+
+
+class WriteFileArgs(ToolArgs):
+    """Arguments of write_file."""
+
+    file_path: str = Field(description="Absolute path of the file to write, e.g. /src/app.py.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+DESCRIPTION = """Write a file to the workspace, replacing it if it exists.
+
+- `file_path` is an absolute workspace path; missing parent directories are created.
+- To overwrite an existing file you must have read all of it with read_file first, and
+  it must not have changed since; otherwise the write is refused.
+- Prefer edit_file to change part of an existing file (it sends only the change), and
+  apply_patch to change many places or files at once. Use write_file for new files or
+  complete rewrites.
+- An existing file keeps its encoding (UTF-8, UTF-8 with BOM, UTF-16) and, if it used
+  CRLF line endings, `\\n` in `content` is written as CRLF.
+- The reply is a short confirmation with a diff, never the whole content."""
+
+
+class WriteFileTool(FileTool):
+    """Create or overwrite a file atomically, enforcing read-before-write."""
+
+    name: str = "write_file"
+    description: str = DESCRIPTION
+    args_schema: type[WriteFileArgs] = WriteFileArgs
+    read_only: bool = False
+
+    def _effect(self, scope: CallScope, args: WriteFileArgs) -> Effect[ToolOutcome]:
+        path = paths.normalize(args.file_path)
+        try:
+            info = yield from calls.stat(path)
+        except FileNotFoundError:
+            info = None
+        codec, old_text, expected = encoding.UTF8, "", ABSENT
+        content = args.content
+        if info is not None:
+            if info.is_dir:
+                raise IsADirectoryError(21, "Is a directory", path)
+            require_read(scope, info, whole=True)
+            existing = yield from load_text(scope, info)
+            codec, old_text, expected = existing.codec, existing.text, info.version
+            if _mostly_crlf(old_text):
+                content = content.replace("\r\n", "\n").replace("\n", "\r\n")
+        written = yield from write_text(
+            scope, path, content, codec=codec, old_text=old_text, expected_version=expected
+        )
+        verb = "Created" if info is None else "Updated"
+        text = f"{verb} {path} ({written.lines} lines, {written.info.size:,} bytes)."
+        if info is not None:
+            text += f"\n{written.diff}" if written.diff else " The content is unchanged."
+        artifact = {
+            "path": path,
+            "created": info is None,
+            "bytes": written.info.size,
+            "lines": written.lines,
+            "encoding": codec.label,
+            "patch": written.patch,
+            "version": written.info.version,
+        }
+        return ToolOutcome(text, artifact)
+
+
+def _mostly_crlf(text: str) -> bool:
+    newlines = text.count("\n")
+    return newlines > 0 and text.count("\r\n") * 2 > newlines
+
+
+__all__ = ["DESCRIPTION", "WriteFileArgs", "WriteFileTool"]

@@ -1,0 +1,172 @@
+"""Read state: what the agent has read, which lines, at which version.
+
+The safety model rests on it: an existing file may be edited only after the agent
+read it at its current version, and overwritten only after it saw every line; a file
+that changed on storage since is refused. Repeating an identical read of an unchanged
+file returns a short stub instead of the same text again.
+
+Inside a graph the records live in graph state under `file_reads` (per thread, kept by
+the checkpointer); a graph without that channel, or a call outside any graph, uses the
+in-process `ReadTracker` the toolkit owns, keyed by thread id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, TypedDict
+
+READS_KEY = "file_reads"
+"""Name of the graph-state channel holding read records."""
+
+
+class ReadRecord(TypedDict):
+    """What the agent has seen of one file."""
+
+    version: str
+    """The file's version when it was read."""
+    ranges: list[list[int]]
+    """Merged, sorted `[first, last]` 1-based line ranges seen at `version`."""
+    total_lines: int | None
+    """The file's line count at `version`, once a read reached its end."""
+    window: list[int]
+    """The last `[offset, limit]` served, for the unchanged-read stub."""
+
+
+def merge_reads(
+    current: dict[str, ReadRecord] | None, update: Mapping[str, ReadRecord | None]
+) -> dict[str, ReadRecord]:
+    """Reducer for the `file_reads` channel: later records replace, None forgets."""
+    merged = dict(current or {})
+    for path, record in update.items():
+        if record is None:
+            merged.pop(path, None)
+        else:
+            merged[path] = record
+    return merged
+
+
+ReadsChannel = Annotated[dict[str, ReadRecord], merge_reads]
+"""State annotation of the `file_reads` channel."""
+
+
+def after_read(
+    previous: ReadRecord | None,
+    *,
+    version: str,
+    first: int,
+    last: int,
+    total_lines: int | None,
+    window: tuple[int, int],
+) -> ReadRecord:
+    """Return the record after lines `first..last` were shown at `version`.
+
+    Ranges seen at the same version accumulate, so paging through a file counts as
+    reading all of it; a new version starts afresh.
+    """
+    same_version = previous is not None and previous["version"] == version
+    ranges = list(previous["ranges"]) if previous and same_version else []
+    if last >= first:
+        ranges = _merge_ranges([*ranges, [first, last]])
+    if total_lines is None and previous and same_version:
+        total_lines = previous["total_lines"]
+    return ReadRecord(version=version, ranges=ranges, total_lines=total_lines, window=list(window))
+
+
+def after_write(*, version: str, total_lines: int) -> ReadRecord:
+    """Return the record for a file the agent itself just wrote: it knows every line."""
+    return ReadRecord(
+        version=version,
+        ranges=[[1, total_lines]] if total_lines else [],
+        total_lines=total_lines,
+        window=[],
+    )
+
+
+def saw_everything(record: ReadRecord) -> bool:
+    """Whether the ranges in `record` cover every line of the file."""
+    total = record["total_lines"]
+    if total is None:
+        return False
+    ranges = record["ranges"]
+    return total == 0 or (len(ranges) == 1 and ranges[0][0] <= 1 and ranges[0][1] >= total)
+
+
+def _merge_ranges(ranges: list[list[int]]) -> list[list[int]]:
+    merged: list[list[int]] = []
+    for first, last in sorted(ranges):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], last)
+        else:
+            merged.append([first, last])
+    return merged
+
+
+class ReadLedger:
+    """The read records visible to one tool call, plus the ones it adds."""
+
+    def __init__(self, records: Mapping[str, ReadRecord], *, in_state: bool) -> None:
+        """Wrap existing records.
+
+        Args:
+            records: Records seen before this call (not mutated).
+            in_state: Whether additions must be returned as a graph-state update.
+        """
+        self._records = records
+        self._added: dict[str, ReadRecord] = {}
+        self.in_state = in_state
+
+    def get(self, path: str) -> ReadRecord | None:
+        """Return the record of `path`, if any."""
+        return self._added.get(path) or self._records.get(path)
+
+    def put(self, path: str, record: ReadRecord) -> None:
+        """Record what the agent now knows of `path`."""
+        self._added[path] = record
+
+    @property
+    def added(self) -> dict[str, ReadRecord]:
+        """Records this call added or replaced."""
+        return dict(self._added)
+
+
+class ReadTracker:
+    """In-process read records, per thread, for calls outside graph state."""
+
+    def __init__(self) -> None:
+        """Start with no records."""
+        self._threads: dict[str, dict[str, ReadRecord]] = {}
+
+    def ledger(self, runtime: Any) -> ReadLedger:
+        """Return the ledger for one tool call.
+
+        Uses graph state when `runtime.state` has the `file_reads` channel, else this
+        tracker's records for the run's thread (or a shared default outside graphs).
+        """
+        state = getattr(runtime, "state", None)
+        if isinstance(state, Mapping) and READS_KEY in state:
+            return ReadLedger(state[READS_KEY] or {}, in_state=True)
+        return ReadLedger(self._threads.setdefault(_thread_id(runtime), {}), in_state=False)
+
+    def commit(self, runtime: Any, ledger: ReadLedger) -> None:
+        """Keep an in-process ledger's additions (graph-state ledgers go in a Command)."""
+        if not ledger.in_state:
+            self._threads.setdefault(_thread_id(runtime), {}).update(ledger.added)
+
+
+def _thread_id(runtime: Any) -> str:
+    config = getattr(runtime, "config", None) or {}
+    configurable = config.get("configurable") or {}
+    return str(configurable.get("thread_id", ""))
+
+
+__all__ = [
+    "READS_KEY",
+    "ReadLedger",
+    "ReadRecord",
+    "ReadTracker",
+    "ReadsChannel",
+    "after_read",
+    "after_write",
+    "merge_reads",
+    "saw_everything",
+]
