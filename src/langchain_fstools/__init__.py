@@ -1,1 +1,43 @@
-"""File tools for LangChain and LangGraph agents."""
+"""File tools for LangChain and LangGraph agents.
+
+Give an agent `ls`, `read_file`, `write_file` and `edit_file` over a backend of your
+choice; the tools enforce read-before-write, refuse stale edits, keep encodings and line
+endings byte for byte, and never show a host path.
+
+Minimal use, on local disk:
+
+    from langchain.agents import create_agent
+    from langchain_fstools import FileToolkit, LocalBackend
+
+    tools = FileToolkit(LocalBackend("./repo")).get_tools()
+    agent = create_agent(model, tools=tools)
+
+Files in graph state instead (nothing touches disk; checkpointed per thread):
+
+    from langchain_fstools import FilesystemState, StateBackend
+
+    agent = create_agent(
+        model,
+        tools=FileToolkit(StateBackend()).get_tools(),
+        state_schema=FilesystemState,
+        checkpointer=InMemorySaver(),
+    )
+"""
+
+from langchain_fstools.backends.local import LocalBackend
+from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
+from langchain_fstools.backends.state import StateBackend
+from langchain_fstools.state import FilesystemState
+from langchain_fstools.toolkit import FileToolkit
+from langchain_fstools.tools import ToolSettings
+
+__all__ = [
+    "Backend",
+    "EntryKind",
+    "FileInfo",
+    "FileToolkit",
+    "FilesystemState",
+    "LocalBackend",
+    "StateBackend",
+    "ToolSettings",
+]

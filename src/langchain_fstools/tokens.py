@@ -33,10 +33,13 @@ def estimate_tokens(text: str) -> int:
 
 def tiktoken_cache_has(encoding: str) -> bool:
     """Tell whether tiktoken can load `encoding` from its local cache alone."""
-    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
-    if cache_dir is None:
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        cache_dir = os.environ["TIKTOKEN_CACHE_DIR"]
+    elif "DATA_GYM_CACHE_DIR" in os.environ:
+        cache_dir = os.environ["DATA_GYM_CACHE_DIR"]
+    else:
         cache_dir = str(Path(tempfile.gettempdir()) / "data-gym-cache")
-    if not cache_dir:
+    if not cache_dir:  # tiktoken reads an empty setting as "no cache": it would download
         return False
     key = hashlib.sha1(_ENCODING_URL.format(name=encoding).encode()).hexdigest()  # noqa: S324 - tiktoken's cache key
     return (Path(cache_dir) / key).is_file()

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import BaseTool, BaseToolkit
 from pydantic import ConfigDict
 
-from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.tools import (
     EditFileTool,
     LsTool,
@@ -17,7 +15,12 @@ from langchain_fstools.tools import (
     ToolSettings,
     WriteFileTool,
 )
-from langchain_fstools.tools._base import FileTool
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from langchain_fstools.backends.protocol import Backend
+    from langchain_fstools.tools._base import FileTool
 
 TOOL_CLASSES: dict[str, Callable[..., FileTool]] = {
     "ls": LsTool,

@@ -15,10 +15,12 @@ import bisect
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from langchain_fstools.backends.calls import Effect
-from langchain_fstools.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from langchain_fstools.tokens import TokenCounter
 
 ROW_WIDTH = 5000
 """Characters per displayed row; longer lines continue on rows `N.1`, `N.2`, ..."""
@@ -32,7 +34,7 @@ ARROW = "→"
 Reader = Callable[[int, int], Effect[bytes]]
 """Reads `size` bytes from byte offset `start` of one file version."""
 
-StopReason = Literal["end", "limit", "tokens", "cut"]
+StopReason = Literal["end", "limit", "tokens"]
 
 
 @dataclass
@@ -109,8 +111,8 @@ class Window:
         last_line: The last line of which at least one row is shown.
         total_lines: Line count of the file, when known.
         next_offset: The offset that continues the read, or None at the end.
-        stopped_by: Why the window ended: the file's end, the row limit, the token
-            budget, or a line too long for what was left of the window.
+        stopped_by: Why the window ended: the file's end, the row limit, or the token
+            budget.
         cut_line: A line shown only in part because it alone overflows the window.
     """
 
@@ -146,6 +148,47 @@ def decode_line(raw: bytes, codec: str) -> str:
     return raw.decode(codec, "replace")
 
 
+@dataclass
+class _Cursor:
+    """Reads a file line by line from a byte position, buffering one chunk ahead."""
+
+    read: Reader
+    position: int
+    buffer: bytearray = field(default_factory=bytearray)
+    at_eof: bool = False
+
+    def next_line(self, room: int) -> Effect[tuple[bytes, bool] | None]:
+        """Return the next line's bytes (without `\\n`) and whether it was cut at `room`.
+
+        Returns None at the end of the file. The line is consumed unless it was cut.
+        """
+        newline = self.buffer.find(b"\n")
+        while newline < 0 and not self.at_eof and len(self.buffer) <= room:
+            chunk = yield from self.read(self.position + len(self.buffer), CHUNK_BYTES)
+            self.at_eof = len(chunk) < CHUNK_BYTES
+            searched = len(self.buffer)
+            self.buffer += chunk
+            newline = self.buffer.find(b"\n", searched)
+        if newline < 0 and not self.buffer:
+            return None
+        if newline < 0 and len(self.buffer) > room:
+            return bytes(self.buffer[:room]), True
+        end = newline if newline >= 0 else len(self.buffer)
+        line = bytes(self.buffer[:end])
+        consumed = end + 1 if newline >= 0 else end
+        del self.buffer[:consumed]
+        self.position += consumed
+        return line, False
+
+    def more(self) -> Effect[bool]:
+        """Whether any byte follows the consumed lines."""
+        if self.buffer:
+            return True
+        if self.at_eof:
+            return False
+        return bool((yield from self.read(self.position, 1)))
+
+
 def read_window(
     read: Reader,
     index: LineIndex,
@@ -158,72 +201,48 @@ def read_window(
 ) -> Effect[Window]:
     """Read rows from line `offset` until `limit` rows, the token budget, or the end.
 
-    The window ends on the last whole row that fits. A line with more rows than the
-    window has room for is shown as far as it fits and ends the window.
+    The window ends on the last whole row that fits: a line that does not fit whole is
+    left for the next read, unless it is the window's first line, which is then shown
+    as far as it fits (`cut_line`).
     """
     position = yield from index.offset_of(read, offset)
     if position is None:
         return Window([], offset, offset - 1, index.total_lines, None, "end")
+    cursor = _Cursor(read, position)
     rows: list[str] = []
-    tokens = 0
-    line = offset - 1
-    buffer = bytearray()
-    at_eof = False
-    stopped_by: StopReason = "end"
+    tokens, line = 0, offset - 1
+    stopped_by: StopReason = "limit"
     cut_line: int | None = None
     while len(rows) < limit:
         room = (limit - len(rows)) * ROW_WIDTH * 4 + 4
-        newline = buffer.find(b"\n")
-        while newline < 0 and not at_eof and len(buffer) <= room:
-            chunk = yield from read(position + len(buffer), CHUNK_BYTES)
-            at_eof = len(chunk) < CHUNK_BYTES
-            searched = len(buffer)
-            buffer += chunk
-            newline = buffer.find(b"\n", searched)
-        if newline < 0 and not buffer:
+        fetched = yield from cursor.next_line(room)
+        if fetched is None:
+            stopped_by = "end"
             break
-        cut = newline < 0 and len(buffer) > room
-        end = room if cut else (newline if newline >= 0 else len(buffer))
+        raw, cut = fetched
         line += 1
-        candidates = line_rows(line, decode_line(bytes(buffer[:end]), codec))
+        candidates = line_rows(line, decode_line(raw, codec))
         fitted = 0
         for row in candidates:
             cost = count_tokens(row + "\n")
             if len(rows) >= limit or (rows and tokens + cost > token_budget):
                 break
             rows.append(row)
-            tokens += cost
-            fitted += 1
-        if fitted < len(candidates):
-            stopped_by = "limit" if len(rows) >= limit else "tokens"
-            if line > offset:
+            tokens, fitted = tokens + cost, fitted + 1
+        if fitted < len(candidates) or cut:
+            stopped_by = "tokens" if fitted < len(candidates) and len(rows) < limit else "limit"
+            if line == offset:
+                cut_line = line
+            else:
                 del rows[len(rows) - fitted :]
                 line -= 1
-            else:
-                cut_line = line
             break
-        if cut:
-            stopped_by, cut_line = "cut", line
-            break
-        consumed = newline + 1 if newline >= 0 else len(buffer)
-        del buffer[:consumed]
-        position += consumed
-    else:
-        stopped_by = "limit"
-    if stopped_by == "limit" and not (yield from _more_after(read, position, buffer, at_eof)):
+    if stopped_by == "limit" and cut_line is None and not (yield from cursor.more()):
         stopped_by = "end"
     if stopped_by == "end":
         index.total_lines = line
     next_offset = None if stopped_by == "end" else line + 1
     return Window(rows, offset, line, index.total_lines, next_offset, stopped_by, cut_line)
-
-
-def _more_after(read: Reader, position: int, buffer: bytearray, at_eof: bool) -> Effect[bool]:
-    if buffer:
-        return True
-    if at_eof:
-        return False
-    return bool((yield from read(position, 1)))
 
 
 class LineIndexCache:
@@ -255,11 +274,17 @@ __all__ = [
     "Reader",
     "Window",
     "count_lines",
+    "lines_phrase",
     "decode_line",
     "line_rows",
     "read_window",
     "render_row",
 ]
+
+
+def lines_phrase(count: int) -> str:
+    """`1 line`, `2 lines`: a line count for a sentence."""
+    return f"{count:,} line" if count == 1 else f"{count:,} lines"
 
 
 def count_lines(text: str) -> int:

@@ -65,14 +65,19 @@ class ToolSettings:
     count_tokens: TokenCounter = field(default_factory=default_counter)
 
 
-@dataclass
 class ToolContext:
-    """State shared by the tools of one toolkit: backend, settings, caches, reads."""
+    """State shared by the tools of one toolkit: backend, settings, caches, reads.
 
-    backend: Backend
-    settings: ToolSettings = field(default_factory=ToolSettings)
-    tracker: ReadTracker = field(default_factory=ReadTracker)
-    line_indexes: LineIndexCache = field(default_factory=LineIndexCache)
+    A plain class (not a dataclass) so pydantic passes it through tool fields as is:
+    every tool of a toolkit must share the same instance.
+    """
+
+    def __init__(self, backend: Backend, settings: ToolSettings | None = None) -> None:
+        """Share `backend` and `settings` (default `ToolSettings()`) among tools."""
+        self.backend = backend
+        self.settings = settings or ToolSettings()
+        self.tracker = ReadTracker()
+        self.line_indexes = LineIndexCache()
 
 
 @dataclass

@@ -64,8 +64,8 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             return "Error: old_string and new_string are identical; nothing to change."
         case errors.FileAlreadyExists(path=path):
             return (
-                f"Error: {path} already exists and is not empty; an empty old_string only creates new files."
-                " Use a non-empty old_string to edit it."
+                f"Error: {path} already exists and is not empty; an empty old_string only"
+                " creates new files. Use a non-empty old_string to edit it."
             )
         case errors.BinaryFile(path=path):
             return f"Error: {path} is a binary file; this tool handles text files only."
@@ -73,8 +73,8 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             return f"Error: {path} is a Jupyter notebook; use notebook_edit to change its cells."
         case errors.FileTooLarge(path=path, size=size, limit=limit):
             return (
-                f"Error:"
-                f" {path} is {size:,} bytes, above the {limit:,}-byte limit for this operation; work on a smaller file or use read_file with offset and limit."
+                f"Error: {path} is {size:,} bytes, above the {limit:,}-byte limit for this"
+                " operation; work on a smaller file or read it in windows with offset and limit."
             )
         case errors.MissingFile(path=path, suggestions=[_, *_] as suggestions):
             return f"Error: {path} does not exist. Did you mean {' or '.join(suggestions)}?"

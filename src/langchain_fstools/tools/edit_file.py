@@ -10,6 +10,7 @@ from langchain_fstools import errors
 from langchain_fstools.backends import ABSENT, calls, paths
 from langchain_fstools.formats import encoding
 from langchain_fstools.formats.matching import plan_replacement
+from langchain_fstools.formats.text import lines_phrase
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._mutation import load_text, require_read, write_text
 
@@ -118,7 +119,7 @@ def _create(
     written = yield from write_text(
         scope, path, content, codec=codec, old_text="", expected_version=expected
     )
-    text = f"Created {path} ({written.lines} lines, {written.info.size:,} bytes)."
+    text = f"Created {path} ({lines_phrase(written.lines)}, {written.info.size:,} bytes)."
     artifact = {
         "path": path,
         "replacements": 0,

@@ -1,0 +1,160 @@
+"""An offline demo: a scripted model drives `create_agent` with the file tools.
+
+`python -m langchain_fstools demo` copies a small embedded workspace to a temporary
+directory, runs an agent over it with a fake chat model that plays back a fixed list of
+tool calls, and prints every call and result, including the refusals that keep a
+repository safe (editing a file the agent has not read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_fstools.backends.local import LocalBackend
+from langchain_fstools.backends.state import StateBackend
+from langchain_fstools.state import FilesystemState
+from langchain_fstools.toolkit import FileToolkit
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_fstools.backends.protocol import Backend
+
+WORKSPACE: dict[str, str] = {
+    "/README.md": "# greeter\n\nA tiny package that greets people.\n",
+    "/src/greeter/__init__.py": '"""Greeter."""\n',
+    "/src/greeter/greet.py": (
+        'def greet(name: str) -> str:\n    """Return a greeting."""\n    return f"Helo, {name}!"\n'
+    ),
+    "/tests/test_greet.py": (
+        "from greeter.greet import greet\n\n\n"
+        "def test_greet() -> None:\n"
+        '    assert greet("Ada") == "Hello, Ada!"\n'
+    ),
+    "/windows.txt": "line one\r\nline two\r\n",
+}
+"""The sample workspace, virtual path → content."""
+
+SCRIPT: list[tuple[str, dict[str, Any]]] = [
+    ("ls", {"path": "/src/greeter"}),
+    ("read_file", {"file_path": "/src/greeter/greet.py"}),
+    (
+        "edit_file",
+        {"file_path": "/src/greeter/greet.py", "old_string": "Helo", "new_string": "Hello"},
+    ),
+    ("edit_file", {"file_path": "/README.md", "old_string": "tiny", "new_string": "small"}),
+    ("read_file", {"file_path": "/README.md"}),
+    ("edit_file", {"file_path": "/README.md", "old_string": "tiny", "new_string": "small"}),
+    ("read_file", {"file_path": "/windows.txt"}),
+    (
+        "edit_file",
+        {"file_path": "/windows.txt", "old_string": "line two", "new_string": "line 2\nline 3"},
+    ),
+    ("write_file", {"file_path": "/CHANGELOG.md", "content": "- Fix the greeting typo.\n"}),
+    ("read_file", {"file_path": "/src/greeter/greet.py", "offset": 3, "limit": 1}),
+    ("read_file", {"file_path": "/src/greeter/greet.py", "offset": 3, "limit": 1}),
+    ("read_file", {"file_path": "/../etc/passwd"}),
+]
+"""The tool calls the scripted model makes, one per turn."""
+
+
+class ScriptedModel(GenericFakeChatModel):
+    """A fake chat model that accepts tools and plays back scripted messages."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:  # type: ignore[override]
+        """Ignore the tools: the script already knows what to call."""
+        del tools, kwargs
+        return self
+
+
+def scripted_messages() -> list[AIMessage]:
+    """The model's turns: one tool call each, then a closing answer."""
+    turns = [
+        AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call_{n}"}])
+        for n, (name, args) in enumerate(SCRIPT, start=1)
+    ]
+    return [*turns, AIMessage(content="Fixed the greeting typo and noted it in CHANGELOG.md.")]
+
+
+def build_agent(backend: Backend) -> Any:
+    """An agent with the file tools over `backend`, a scripted model and a checkpointer."""
+    model = ScriptedModel(messages=iter(scripted_messages()), disable_streaming=True)
+    return create_agent(
+        model,
+        tools=FileToolkit(backend).get_tools(),
+        state_schema=FilesystemState,
+        checkpointer=InMemorySaver(),
+    )
+
+
+def run(kind: str, root: Path) -> None:
+    """Run the scripted agent on the sample workspace and print the transcript."""
+    if kind == "local":
+        for path, content in WORKSPACE.items():
+            target = root / path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content.encode())
+        backend: Backend = LocalBackend(root)
+        initial: dict[str, Any] = {}
+    else:
+        backend = StateBackend()
+        initial = {"files": seed_state(WORKSPACE)}
+    agent = build_agent(backend)
+    config = {"configurable": {"thread_id": "demo"}}
+    request = {"role": "user", "content": "Fix the failing greeting test."}
+    print(f"== langchain-fstools demo ({kind} backend) ==\n")
+    for update in agent.stream({"messages": [request], **initial}, config, stream_mode="updates"):
+        for node in update.values():
+            for message in (node or {}).get("messages", []):
+                print_message(message)
+    if kind == "local":
+        print("== /src/greeter/greet.py on disk after the run ==")
+        print((root / "src/greeter/greet.py").read_text())
+        print(f"== /windows.txt bytes: {(root / 'windows.txt').read_bytes()!r}")
+
+
+def seed_state(files: dict[str, str]) -> dict[str, Any]:
+    """Turn the sample workspace into `files` channel records."""
+    view = StateBackend().bind(_SeedRuntime())
+    for path, content in files.items():
+        view.write_bytes(path, content.encode())
+    update: dict[str, Any] = view.state_update()["files"]
+    return update
+
+
+class _SeedRuntime:
+    state: dict[str, Any] = {"files": {}}  # noqa: RUF012 - a read-only stand-in
+
+
+def print_message(message: Any) -> None:
+    """Print one AI tool call or tool result."""
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            args = ", ".join(f"{k}={v!r}" for k, v in call["args"].items())
+            print(f">>> {call['name']}({args})")
+        if message.content:
+            print(f"<<< assistant: {message.content}\n")
+    elif isinstance(message, ToolMessage):
+        marker = "!!" if message.status == "error" else "<<"
+        print("\n".join(f"{marker} {line}" for line in str(message.content).splitlines()))
+        print()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `python -m langchain_fstools`."""
+    parser = argparse.ArgumentParser(prog="python -m langchain_fstools")
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser("demo", help="run the offline demo agent")
+    demo.add_argument("--backend", choices=["local", "state"], default="local")
+    options = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="fstools-demo-") as root:
+        run(options.backend, Path(root))
+    return 0

@@ -1,0 +1,40 @@
+"""The graph state the file tools use, for `create_agent` and hand-built graphs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, NotRequired
+
+from langchain.agents import AgentState
+from langchain.agents.middleware.types import PrivateStateAttr
+
+from langchain_fstools.backends.state import FilesChannel
+from langchain_fstools.tracking import ReadRecord, merge_reads
+
+
+class FilesystemState(AgentState[Any]):
+    """Agent state with the file tools' channels.
+
+    Pass it as `state_schema` to `create_agent`, or copy its two fields into the state
+    of your own `StateGraph` and run the tools in a `ToolNode`.
+
+    Example:
+        ```python
+        from langchain.agents import create_agent
+        from langchain_fstools import FileToolkit, FilesystemState, StateBackend
+
+        agent = create_agent(
+            model,
+            tools=FileToolkit(StateBackend()).get_tools(),
+            state_schema=FilesystemState,
+        )
+        ```
+    """
+
+    files: FilesChannel
+    """Files kept in graph state by `StateBackend` (path → record)."""
+
+    file_reads: Annotated[NotRequired[dict[str, ReadRecord]], merge_reads, PrivateStateAttr]
+    """What the agent has read, per path and version (read-before-write, staleness)."""
+
+
+__all__ = ["FilesystemState"]

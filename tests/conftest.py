@@ -1,0 +1,1 @@
+"""Shared test configuration. Unit tests run with sockets disabled (see pyproject)."""

@@ -1,0 +1,107 @@
+"""End to end: create_agent + a scripted chat model + InMemorySaver, on both backends.
+
+Read, edit, write; resume the thread; read-before-write still enforced after resuming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_fstools import FileToolkit, FilesystemState, LocalBackend, StateBackend
+from langchain_fstools.backends.protocol import Backend
+from langchain_fstools.demo import ScriptedModel, seed_state
+
+
+def call(name: str, n: int, **args: Any) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"c{n}"}])
+
+
+FIRST_TURN = [
+    call("read_file", 1, file_path="/app.py"),
+    call("edit_file", 2, file_path="/app.py", old_string="1", new_string="2"),
+    call("write_file", 3, file_path="/notes/todo.md", content="- ship\n"),
+    call("edit_file", 4, file_path="/other.py", old_string="a", new_string="b"),
+    AIMessage(content="done"),
+]
+SECOND_TURN = [
+    call("edit_file", 5, file_path="/app.py", old_string="2", new_string="3"),
+    call("write_file", 6, file_path="/other.py", content="overwritten\n"),
+    call("read_file", 7, file_path="/other.py"),
+    call("write_file", 8, file_path="/other.py", content="overwritten\n"),
+    AIMessage(content="done again"),
+]
+
+
+class Scenario:
+    def __init__(self, kind: str, tmp_path: Path) -> None:
+        self.kind = kind
+        initial = {"/app.py": "x = 1\n", "/other.py": "a\n"}
+        if kind == "local":
+            for path, text in initial.items():
+                (tmp_path / path.lstrip("/")).write_text(text)
+            self.backend: Backend = LocalBackend(tmp_path)
+            self.seed: dict[str, Any] = {}
+        else:
+            self.backend = StateBackend()
+            self.seed = {"files": seed_state(initial)}
+        self.root = tmp_path
+        self.model = ScriptedModel(messages=iter(FIRST_TURN + SECOND_TURN), disable_streaming=True)
+        self.agent = create_agent(
+            self.model,
+            tools=FileToolkit(self.backend).get_tools(),
+            state_schema=FilesystemState,
+            checkpointer=InMemorySaver(),
+        )
+        self.config = {"configurable": {"thread_id": "t1"}}
+
+    def file(self, state: dict[str, Any], path: str) -> str:
+        if self.kind == "local":
+            return (self.root / path.lstrip("/")).read_text()
+        return str(state["files"][path]["content"])
+
+
+def tool_results(state: dict[str, Any]) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+
+
+@pytest.mark.parametrize("kind", ["local", "state"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_read_edit_write_resume(kind: str, mode: str, tmp_path: Path) -> None:
+    s = Scenario(kind, tmp_path)
+
+    def turn(text: str, extra: dict[str, Any]) -> dict[str, Any]:
+        payload = {"messages": [{"role": "user", "content": text}], **extra}
+        if mode == "sync":
+            return s.agent.invoke(payload, s.config)
+        return asyncio.run(s.agent.ainvoke(payload, s.config))
+
+    state = turn("fix it", s.seed)
+    results = tool_results(state)
+    assert [results[f"c{n}"].status for n in range(1, 5)] == [
+        "success",
+        "success",
+        "success",
+        "error",
+    ]
+    assert "has not been read yet" in str(results["c4"].content)
+    assert s.file(state, "/app.py") == "x = 2\n"
+    assert s.file(state, "/notes/todo.md") == "- ship\n"
+    assert state["messages"][-1].content == "done"
+
+    state = turn("again", {})  # same thread: state and read records come back
+    results = tool_results(state)
+    assert results["c5"].status == "success", results["c5"].content
+    assert s.file(state, "/app.py") == "x = 3\n"
+    assert results["c6"].status == "error"
+    assert "has not been read yet" in str(results["c6"].content)
+    assert results["c8"].status == "success"
+    assert s.file(state, "/other.py") == "overwritten\n"
+    if kind == "state":
+        assert not (tmp_path / "app.py").exists()

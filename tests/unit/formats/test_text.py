@@ -1,0 +1,141 @@
+"""Text windows: rows, continuation, token budget, line index, odd line breaks."""
+
+from __future__ import annotations
+
+import pytest
+
+from langchain_fstools.backends import calls
+from langchain_fstools.backends.calls import Effect
+from langchain_fstools.formats import text
+from langchain_fstools.formats.text import LineIndex, Window, count_lines, read_window
+
+
+def _reader(data: bytes, log: list[tuple[int, int]] | None = None) -> text.Reader:
+    def read(start: int, size: int) -> Effect[bytes]:
+        if log is not None:
+            log.append((start, size))
+        return data[start : start + size]
+        yield
+
+    return read
+
+
+def window(
+    data: bytes,
+    offset: int = 1,
+    limit: int = 2000,
+    budget: int = 25_000,
+    index: LineIndex | None = None,
+    reader: text.Reader | None = None,
+) -> Window:
+    effect = read_window(
+        reader or _reader(data),
+        index or LineIndex(),
+        codec="utf-8",
+        offset=offset,
+        limit=limit,
+        token_budget=budget,
+        count_tokens=lambda row: len(row),
+    )
+    return calls.run(effect, None)  # type: ignore[arg-type]
+
+
+NUMBERED = b"".join(b"line %d\n" % n for n in range(1, 101))
+
+
+def test_rows_are_cat_n_style() -> None:
+    w = window(b"alpha\nbeta\n")
+    assert w.rows == ["     1→alpha", "     2→beta"]
+    assert (w.total_lines, w.next_offset, w.stopped_by) == (2, None, "end")
+
+
+def test_limit_gives_exact_next_offset() -> None:
+    w = window(NUMBERED, offset=10, limit=5)
+    assert w.rows[0] == "    10→line 10"
+    assert w.rows[-1] == "    14→line 14"
+    assert (w.next_offset, w.stopped_by) == (15, "limit")
+
+
+def test_window_ending_exactly_at_last_line_says_end() -> None:
+    w = window(NUMBERED, offset=96, limit=5)
+    assert (w.last_line, w.next_offset, w.total_lines, w.stopped_by) == (100, None, 100, "end")
+
+
+def test_offset_past_end_is_empty_with_total() -> None:
+    w = window(NUMBERED, offset=150, limit=5)
+    assert w.rows == []
+    assert w.total_lines == 100
+
+
+def test_crlf_not_shown_and_no_final_newline_counts() -> None:
+    w = window(b"a\r\nb\r\nc")
+    assert w.rows == ["     1→a", "     2→b", "     3→c"]
+    assert w.total_lines == 3
+
+
+@pytest.mark.parametrize("separator", ["\f", "\u2028", "\u2029", "\x85", "\v", "\r"])
+def test_only_newline_splits_lines(separator: str) -> None:
+    data = f"a{separator}b\nc\n".encode()
+    w = window(data)
+    assert len(w.rows) == 2
+    assert w.rows[1] == "     2→c"
+    assert count_lines(data.decode()) == 2
+
+
+def test_long_line_continues_on_dotted_rows() -> None:
+    data = b"x" * (text.ROW_WIDTH * 2 + 10) + b"\nnext\n"
+    w = window(data)
+    assert [row.split("→")[0].strip() for row in w.rows] == ["1", "1.1", "1.2", "2"]
+    assert len(w.rows[2]) == len("     1→") + 10
+
+
+def test_rows_count_toward_limit_and_partial_line_is_retried() -> None:
+    data = b"short\n" + b"y" * (text.ROW_WIDTH * 3) + b"\nend\n"
+    w = window(data, limit=2)
+    # line 2 needs 3 rows; only 1 fits, so the window stops after line 1
+    assert w.rows == ["     1→short"]
+    assert w.next_offset == 2
+
+
+def test_a_line_longer_than_the_whole_window_is_cut_and_skipped() -> None:
+    data = b"z" * (text.ROW_WIDTH * 3) + b"\nafter\n"
+    w = window(data, limit=2)
+    assert len(w.rows) == 2
+    assert (w.cut_line, w.next_offset) == (1, 2)
+
+
+def test_token_budget_ends_on_last_whole_row() -> None:
+    w = window(NUMBERED, budget=40)  # each row costs len(row) + 1 chars here
+    assert len(w.rows) == 2
+    assert (w.stopped_by, w.next_offset) == ("tokens", 3)
+
+
+def test_first_row_always_shown_even_over_budget() -> None:
+    w = window(b"a fairly long line\n", budget=1)
+    assert len(w.rows) == 1
+
+
+def test_empty_file() -> None:
+    w = window(b"")
+    assert (w.rows, w.total_lines) == ([], 0)
+
+
+def test_line_index_makes_second_read_proportional_to_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(text, "CHUNK_BYTES", 64)
+    data = b"".join(b"row %05d\n" % n for n in range(1, 5001))
+    index = LineIndex()
+    first = window(data, offset=4900, limit=10, index=index)
+    assert first.rows[0] == "  4900→row 04900"
+    log: list[tuple[int, int]] = []
+    again = window(data, offset=4890, limit=10, index=index, reader=_reader(data, log))
+    assert again.rows[0] == "  4890→row 04890"
+    assert sum(size for _, size in log) < 64 * 6
+    assert all(start > len(data) - 64 * 200 for start, _ in log)
+
+
+def test_bom_is_not_part_of_line_one() -> None:
+    data = b"\xef\xbb\xbfhello\n"
+    w = window(data, index=LineIndex(start=3))
+    assert w.rows == ["     1→hello"]

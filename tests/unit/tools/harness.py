@@ -1,0 +1,91 @@
+"""Run the file tools the way a LangGraph ToolNode does, on any backend.
+
+`Harness` injects a real `ToolRuntime` (state, tool_call_id, config) into each call and
+applies the `Command` updates a tool returns through the channels' own reducers, so a
+StateBackend is exercised exactly as inside a graph, without a model.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langgraph.prebuilt import ToolRuntime
+from langgraph.types import Command
+
+from langchain_fstools import FileToolkit, LocalBackend, StateBackend
+from langchain_fstools.backends import calls
+from langchain_fstools.backends.protocol import Backend
+from langchain_fstools.backends.state import merge_files
+from langchain_fstools.tracking import READS_KEY, merge_reads
+
+BACKENDS = ["local", "state"]
+
+
+class Harness:
+    """A toolkit plus a simulated graph state for one backend."""
+
+    def __init__(self, kind: str, tmp_path: Path, **settings: Any) -> None:
+        self.kind = kind
+        self.root = tmp_path / "root"
+        self.root.mkdir(parents=True, exist_ok=True)
+        backend: Backend = LocalBackend(self.root) if kind == "local" else StateBackend()
+        self.toolkit = FileToolkit(backend, **settings)
+        self.tools = {tool.name: tool for tool in self.toolkit.get_tools()}
+        self.state: dict[str, Any] = {"files": {}, READS_KEY: {}, "messages": []}
+        self._ids = itertools.count(1)
+
+    def runtime(self) -> ToolRuntime[Any, Any]:
+        return ToolRuntime(
+            state=dict(self.state),
+            context=None,
+            config={"configurable": {"thread_id": "t"}},
+            stream_writer=lambda _chunk: None,
+            tool_call_id=f"call_{next(self._ids)}",
+            store=None,
+        )
+
+    def _call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        runtime = self.runtime()
+        return {
+            "type": "tool_call",
+            "name": name,
+            "id": runtime.tool_call_id,
+            "args": {**args, "runtime": runtime},
+        }
+
+    def call(self, name: str, **args: Any) -> ToolMessage:
+        return self._apply(self.tools[name].invoke(self._call(name, args)))
+
+    async def acall(self, name: str, **args: Any) -> ToolMessage:
+        return self._apply(await self.tools[name].ainvoke(self._call(name, args)))
+
+    def _apply(self, result: Any) -> ToolMessage:
+        if isinstance(result, Command):
+            update = dict(result.update or {})
+            if "files" in update:
+                self.state["files"] = merge_files(self.state["files"], [update.pop("files")])
+            if READS_KEY in update:
+                self.state[READS_KEY] = merge_reads(self.state[READS_KEY], update.pop(READS_KEY))
+            (message,) = update.pop("messages")
+            assert not update, f"unexpected state keys {sorted(update)}"
+            return message
+        assert isinstance(result, ToolMessage)
+        return result
+
+    def seed(self, path: str, data: bytes) -> None:
+        """Put a file in place as if it had been there before the agent started."""
+        backend = self.toolkit.backend.bind(self.runtime())
+        calls.run(calls.write_bytes(path, data), backend)
+        update = backend.state_update()
+        if "files" in update:
+            self.state["files"] = merge_files(self.state["files"], [update["files"]])
+
+    def content(self, path: str) -> bytes:
+        backend = self.toolkit.backend.bind(self.runtime())
+        return calls.run(calls.read_bytes(path), backend)
+
+    def change_behind_the_agents_back(self, path: str, data: bytes) -> None:
+        self.seed(path, data)

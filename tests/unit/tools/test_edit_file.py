@@ -1,0 +1,142 @@
+"""edit_file on every backend: the Claude Code safety model, byte-exact encodings."""
+
+from __future__ import annotations
+
+import codecs
+
+import pytest
+
+from tests.unit.tools.conftest import Run
+from tests.unit.tools.harness import Harness
+
+
+def edit(run: Run, path: str, old: str, new: str, **extra: object):  # noqa: ANN201
+    return run("edit_file", file_path=path, old_string=old, new_string=new, **extra)
+
+
+def test_requires_read(h: Harness, run: Run) -> None:
+    h.seed("/a.py", b"x = 1\n")
+    msg = edit(run, "/a.py", "x = 1", "x = 2")
+    assert (msg.status, h.content("/a.py")) == ("error", b"x = 1\n")
+
+
+def test_partial_read_is_enough_for_an_edit(h: Harness, run: Run) -> None:
+    h.seed("/a.py", b"a\nb\nc\n")
+    run("read_file", file_path="/a.py", limit=1)
+    assert edit(run, "/a.py", "c", "C").status == "success"
+    assert h.content("/a.py") == b"a\nb\nC\n"
+
+
+def test_stale_file_refused(h: Harness, run: Run) -> None:
+    h.seed("/a.py", b"x = 1\n")
+    run("read_file", file_path="/a.py")
+    h.change_behind_the_agents_back("/a.py", b"x = 1\ny = 2\n")
+    msg = edit(run, "/a.py", "x = 1", "x = 3")
+    assert msg.content == (
+        "Error: /a.py has been modified since it was last read. "
+        "Read it again with read_file, then retry."
+    )
+    assert h.content("/a.py") == b"x = 1\ny = 2\n"
+
+
+def test_unique_replacement_with_diff(h: Harness, run: Run) -> None:
+    h.seed("/a.py", b"def f():\n    return 1\n")
+    run("read_file", file_path="/a.py")
+    msg = edit(run, "/a.py", "return 1", "return 2")
+    assert msg.content.splitlines()[0] == "Edited /a.py: replaced 1 occurrence."
+    assert "-    return 1" in msg.content
+    assert "+    return 2" in msg.content
+    assert msg.artifact["replacements"] == 1
+    assert h.content("/a.py") == b"def f():\n    return 2\n"
+
+
+def test_errors_no_match_ambiguous_noop(h: Harness, run: Run) -> None:
+    h.seed("/a.py", b"x\nx\n")
+    run("read_file", file_path="/a.py")
+    assert "was not found" in edit(run, "/a.py", "y", "z").content
+    ambiguous = edit(run, "/a.py", "x", "z")
+    assert ambiguous.content.startswith("Error: old_string occurs 2 times in /a.py.")
+    assert "identical" in edit(run, "/a.py", "x", "x").content
+    assert h.content("/a.py") == b"x\nx\n"
+    assert edit(run, "/a.py", "x", "z", replace_all=True).status == "success"
+    assert h.content("/a.py") == b"z\nz\n"
+
+
+def test_empty_old_string_creates_only(h: Harness, run: Run) -> None:
+    msg = edit(run, "/new.txt", "", "hello\n")
+    assert (msg.status, h.content("/new.txt")) == ("success", b"hello\n")
+    msg = edit(run, "/new.txt", "", "again\n")
+    assert msg.status == "error"
+    assert "already exists and is not empty" in msg.content
+
+
+def test_notebook_redirected(h: Harness, run: Run) -> None:
+    h.seed("/n.ipynb", b"{}")
+    msg = edit(run, "/n.ipynb", "{}", "[]")
+    assert (
+        msg.content
+        == "Error: /n.ipynb is a Jupyter notebook; use notebook_edit to change its cells."
+    )
+
+
+def test_missing_file(h: Harness, run: Run) -> None:
+    assert edit(run, "/none.py", "a", "b").status == "error"
+
+
+@pytest.mark.parametrize(
+    ("original", "old", "new", "expected"),
+    [
+        pytest.param(b"a\r\nb\r\nc\r\n", "a\nb", "A\nB", b"A\r\nB\r\nc\r\n", id="crlf"),
+        pytest.param(b"a\nb\r\nc\nd\r\n", "c", "C\nC2", b"a\nb\r\nC\nC2\nd\r\n", id="mixed"),
+        pytest.param(b"\xef\xbb\xbfx\r\ny\r\n", "y", "z", b"\xef\xbb\xbfx\r\nz\r\n", id="utf8-bom"),
+        pytest.param(
+            codecs.BOM_UTF16_LE + "é\r\nü\r\n".encode("utf-16-le"),
+            "ü",
+            "ö\nß",
+            codecs.BOM_UTF16_LE + "é\r\nö\r\nß\r\n".encode("utf-16-le"),
+            id="utf16-le",
+        ),
+        pytest.param(
+            codecs.BOM_UTF16_BE + "a\nb".encode("utf-16-be"),
+            "b",
+            "c",
+            codecs.BOM_UTF16_BE + "a\nc".encode("utf-16-be"),
+            id="utf16-be",
+        ),
+        pytest.param("naïve\n".encode("latin-1"), "naïve", "naive", b"naive\n", id="latin-1"),
+        pytest.param(b"no newline at end", "end", "END", b"no newline at END", id="no-eol"),
+    ],
+)
+def test_bytes_outside_the_span_are_unchanged(
+    h: Harness, run: Run, original: bytes, old: str, new: str, expected: bytes
+) -> None:
+    h.seed("/f.txt", original)
+    run("read_file", file_path="/f.txt")
+    msg = edit(run, "/f.txt", old, new)
+    assert msg.status == "success", msg.content
+    assert h.content("/f.txt") == expected
+
+
+def test_curly_quotes_keep_style(h: Harness, run: Run) -> None:
+    h.seed("/q.md", "He said “hi” and it’s fine.\n".encode())
+    run("read_file", file_path="/q.md")
+    msg = edit(run, "/q.md", 'said "hi" and it\'s', 'said "bye" and it\'s')
+    assert "curly quotes" in msg.content
+    assert h.content("/q.md") == "He said “bye” and it’s fine.\n".encode()
+
+
+def test_line_number_prefixes_stripped(h: Harness, run: Run) -> None:
+    h.seed("/a.py", b"x = 1\ny = 2\n")
+    run("read_file", file_path="/a.py")
+    msg = edit(run, "/a.py", "     2→y = 2", "     2→y = 3")
+    assert msg.status == "success"
+    assert h.content("/a.py") == b"x = 1\ny = 3\n"
+
+
+def test_unencodable_replacement_refused_and_file_kept(h: Harness, run: Run) -> None:
+    h.seed("/l1.txt", "café\n".encode("latin-1"))
+    run("read_file", file_path="/l1.txt")
+    msg = edit(run, "/l1.txt", "café", "café →")
+    assert msg.status == "error"
+    assert "latin-1" in msg.content
+    assert h.content("/l1.txt") == "café\n".encode("latin-1")

@@ -1,0 +1,58 @@
+"""What the model sees — names, descriptions, JSON schemas — changes only on purpose.
+
+Regenerate after a deliberate change with `FSTOOLS_UPDATE_SNAPSHOTS=1 pytest`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from langchain_fstools import FileToolkit, StateBackend
+from langchain_fstools.toolkit import TOOL_CLASSES
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+@pytest.mark.parametrize("name", sorted(TOOL_CLASSES))
+def test_tool_schema_snapshot(name: str) -> None:
+    (tool,) = FileToolkit(StateBackend(), tools=[name]).get_tools()
+    seen = convert_to_openai_tool(tool)
+    snapshot = SNAPSHOTS / f"{name}.json"
+    rendered = json.dumps(seen, indent=2, ensure_ascii=False) + "\n"
+    if os.environ.get("FSTOOLS_UPDATE_SNAPSHOTS") == "1":
+        snapshot.write_text(rendered, encoding="utf-8")
+    assert snapshot.read_text(encoding="utf-8") == rendered
+
+
+@pytest.mark.parametrize("name", sorted(TOOL_CLASSES))
+def test_runtime_is_hidden_from_the_model(name: str) -> None:
+    (tool,) = FileToolkit(StateBackend(), tools=[name]).get_tools()
+    properties = convert_to_openai_tool(tool)["function"]["parameters"]["properties"]
+    assert "runtime" not in properties
+
+
+def test_metadata_tells_reads_from_mutations() -> None:
+    tools = {t.name: t for t in FileToolkit(StateBackend()).get_tools()}
+    for name in ("ls", "read_file"):
+        assert tools[name].metadata == {
+            "fstools_family": "langchain_fstools",
+            "fstools_backend": "state",
+            "read_only": True,
+            "concurrency_safe": True,
+        }
+    for name in ("write_file", "edit_file"):
+        assert tools[name].metadata is not None
+        assert tools[name].metadata["read_only"] is False
+        assert "mutating" in (tools[name].tags or [])
+
+
+def test_unknown_tool_or_setting_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown tools"):
+        FileToolkit(StateBackend(), tools=["rm"])
+    with pytest.raises(ValueError, match="unknown setting"):
+        FileToolkit(StateBackend(), read_limt=5)
