@@ -69,7 +69,7 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
 class ScriptedModel(GenericFakeChatModel):
     """A fake chat model that accepts tools and plays back scripted messages."""
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:
         """Ignore the tools: the script already knows what to call."""
         del tools, kwargs
         return self

@@ -14,7 +14,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_fstools import FileToolkit, FilesystemState, LocalBackend, StateBackend
+from langchain_fstools import FilesystemState, FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.demo import ScriptedModel, seed_state
 

@@ -274,9 +274,9 @@ __all__ = [
     "Reader",
     "Window",
     "count_lines",
-    "lines_phrase",
     "decode_line",
     "line_rows",
+    "lines_phrase",
     "read_window",
     "render_row",
 ]

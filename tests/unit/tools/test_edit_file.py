@@ -10,7 +10,7 @@ from tests.unit.tools.conftest import Run
 from tests.unit.tools.harness import Harness
 
 
-def edit(run: Run, path: str, old: str, new: str, **extra: object):  # noqa: ANN201
+def edit(run: Run, path: str, old: str, new: str, **extra: object):
     return run("edit_file", file_path=path, old_string=old, new_string=new, **extra)
 
 

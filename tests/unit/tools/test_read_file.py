@@ -35,7 +35,7 @@ def test_footer_gives_total_once_known(h: Harness, run: Run) -> None:
     assert msg.content.endswith("(Showing lines 1-5 of 50. Continue with offset=6 (limit=5).)")
 
 
-def test_token_budget_footer(tmp_path, run: Run) -> None:  # noqa: ANN001
+def test_token_budget_footer(tmp_path, run: Run) -> None:
     del run
     h = Harness("local", tmp_path, read_token_budget=30, count_tokens=len)
     h.seed("/n.txt", b"".join(b"line %d\n" % i for i in range(1, 51)))
