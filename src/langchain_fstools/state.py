@@ -30,7 +30,7 @@ class FilesystemState(AgentState[Any]):
         ```
     """
 
-    files: FilesChannel
+    files: NotRequired[FilesChannel]
     """Files kept in graph state by `StateBackend` (path → record)."""
 
     file_reads: Annotated[NotRequired[dict[str, ReadRecord]], merge_reads, PrivateStateAttr]

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import ToolMessage
-from langchain_fstools.backends.state import merge_files
 from langgraph.prebuilt import ToolRuntime
 from langgraph.types import Command
 
 from langchain_fstools import FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.backends import calls
 from langchain_fstools.backends.protocol import Backend
+from langchain_fstools.backends.state import merge_files
 from langchain_fstools.tracking import READS_KEY, merge_reads
 
 BACKENDS = ["local", "state"]

@@ -63,8 +63,8 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def transcript(kind: str, tmp_path: Path, *, use_async: bool) -> list[tuple[str, Any]]:
-    h = Harness(kind, tmp_path / f"{kind}-{use_async}")
+def transcript(kind: str, workspace: Path, *, use_async: bool) -> list[tuple[str, Any]]:
+    h = Harness(kind, workspace)
     for path, data in FILES.items():
         h.seed(path, data)
     out: list[tuple[str, Any]] = []
@@ -76,10 +76,10 @@ def transcript(kind: str, tmp_path: Path, *, use_async: bool) -> list[tuple[str,
 
 
 def test_backends_agree_call_for_call(tmp_path: Path) -> None:
-    reference = transcript("local", tmp_path, use_async=False)
+    reference = transcript("local", tmp_path / "reference", use_async=False)
     for kind in BACKENDS:
         for use_async in (False, True):
-            other = transcript(kind, tmp_path, use_async=use_async)
+            other = transcript(kind, tmp_path / f"{kind}-{use_async}", use_async=use_async)
             for n, (expected, got) in enumerate(zip(reference, other, strict=True)):
                 assert got == expected, f"{kind} async={use_async} step {n}: {CALLS[n : n + 1]}"
 
@@ -96,7 +96,7 @@ def test_the_scenario_means_what_it_says(tmp_path: Path) -> None:
         "error", "success", "success", "success",
     ]  # fmt: skip
     assert out[5][1].startswith("File unchanged since your last read")
-    assert out[12][1].splitlines() == [
+    assert out[12][1].split("\n") == [
         "     1→a\fb",
         "     2→c\u2028d",
         "     3→e\x85f",

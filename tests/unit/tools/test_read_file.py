@@ -25,7 +25,7 @@ def test_window_footer_names_the_next_offset(h: Harness, run: Run) -> None:
     h.seed("/n.txt", b"".join(b"%d\n" % i for i in range(1, 51)))
     msg = run("read_file", file_path="/n.txt", offset=10, limit=5)
     assert msg.content.splitlines()[0] == "    10→10"
-    assert msg.content.endswith("(Showing lines 10-14. Continue with offset=15 (limit=5).)")
+    assert msg.content.endswith("(Showing lines 10-14 of 50. Continue with offset=15 (limit=5).)")
 
 
 def test_footer_gives_total_once_known(h: Harness, run: Run) -> None:
