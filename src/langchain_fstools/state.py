@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents import AgentState
-from langchain.agents.middleware.types import PrivateStateAttr
 
 from langchain_fstools.backends.state import FilesChannel
 from langchain_fstools.tracking import ReadRecord, merge_reads
@@ -33,8 +32,12 @@ class FilesystemState(AgentState[Any]):
     files: NotRequired[FilesChannel]
     """Files kept in graph state by `StateBackend` (path → record)."""
 
-    file_reads: Annotated[NotRequired[dict[str, ReadRecord]], merge_reads, PrivateStateAttr]
-    """What the agent has read, per path and version (read-before-write, staleness)."""
+    file_reads: NotRequired[Annotated[dict[str, ReadRecord], merge_reads]]
+    """What the agent has read, per path and version (read-before-write, staleness).
+
+    Not marked private: LangGraph hands tools only the fields of a node's input
+    schema, and the tools must see this one.
+    """
 
 
 __all__ = ["FilesystemState"]

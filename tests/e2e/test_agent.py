@@ -52,14 +52,17 @@ class Scenario:
             self.backend = StateBackend()
             self.seed = {"files": seed_state(initial)}
         self.root = tmp_path
-        self.model = ScriptedModel(messages=iter(FIRST_TURN + SECOND_TURN), disable_streaming=True)
-        self.agent = create_agent(
-            self.model,
+        self.checkpointer = InMemorySaver()
+        self.config = {"configurable": {"thread_id": "t1"}}
+
+    def agent(self, script: list[AIMessage]) -> Any:
+        """A fresh agent and toolkit (nothing kept in process) on the shared checkpointer."""
+        return create_agent(
+            ScriptedModel(messages=iter(script), disable_streaming=True),
             tools=FileToolkit(self.backend).get_tools(),
             state_schema=FilesystemState,
-            checkpointer=InMemorySaver(),
+            checkpointer=self.checkpointer,
         )
-        self.config = {"configurable": {"thread_id": "t1"}}
 
     def file(self, state: dict[str, Any], path: str) -> str:
         if self.kind == "local":
@@ -76,13 +79,14 @@ def tool_results(state: dict[str, Any]) -> dict[str, ToolMessage]:
 def test_read_edit_write_resume(kind: str, mode: str, tmp_path: Path) -> None:
     s = Scenario(kind, tmp_path)
 
-    def turn(text: str, extra: dict[str, Any]) -> dict[str, Any]:
+    def turn(script: list[AIMessage], text: str, extra: dict[str, Any]) -> dict[str, Any]:
+        agent = s.agent(script)
         payload = {"messages": [{"role": "user", "content": text}], **extra}
         if mode == "sync":
-            return s.agent.invoke(payload, s.config)
-        return asyncio.run(s.agent.ainvoke(payload, s.config))
+            return agent.invoke(payload, s.config)
+        return asyncio.run(agent.ainvoke(payload, s.config))
 
-    state = turn("fix it", s.seed)
+    state = turn(FIRST_TURN, "fix it", s.seed)
     results = tool_results(state)
     assert [results[f"c{n}"].status for n in range(1, 5)] == [
         "success",
@@ -95,7 +99,9 @@ def test_read_edit_write_resume(kind: str, mode: str, tmp_path: Path) -> None:
     assert s.file(state, "/notes/todo.md") == "- ship\n"
     assert state["messages"][-1].content == "done"
 
-    state = turn("again", {})  # same thread: state and read records come back
+    # Resume the thread with a new agent and toolkit: files and read records come back
+    # from the checkpoint, so /app.py (read in turn one) can be edited without a re-read.
+    state = turn(SECOND_TURN, "again", {})
     results = tool_results(state)
     assert results["c5"].status == "success", results["c5"].content
     assert s.file(state, "/app.py") == "x = 3\n"
