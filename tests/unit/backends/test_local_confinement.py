@@ -182,7 +182,7 @@ def test_host_absolute_path_is_a_virtual_path(world: tuple[Path, Path]) -> None:
 
 
 def test_case_tricks_stay_inside(world: tuple[Path, Path]) -> None:
-    root, outside = world
+    root, _ = world
     backend = LocalBackend(root)
     upper = str(root).upper() + "/X.TXT"
     backend.write_bytes(upper, b"x")
@@ -228,7 +228,7 @@ def test_errors_name_virtual_paths(world: tuple[Path, Path]) -> None:
         backend.read_bytes("/missing/file.txt")
     assert caught.value.filename == "/missing/file.txt"
     assert str(root) not in str(caught.value)
-    os.chmod(root / "inside.txt", 0)
+    (root / "inside.txt").chmod(0)
     if os.geteuid() != 0:
         with pytest.raises(PermissionError) as denied:
             backend.read_bytes("/inside.txt")
