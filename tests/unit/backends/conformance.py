@@ -152,7 +152,7 @@ class ListTests:
             drive(put("/l/" + name))
         entries = drive(calls.list_dir("/l"))
         assert [e.name for e in entries] == [".hidden", "B", "_x", "a", "sub", "é"]
-        assert [e.path for e in entries][0] == "/l/.hidden"
+        assert entries[0].path == "/l/.hidden"
         assert {e.name: e.kind for e in entries}["sub"] is EntryKind.DIRECTORY
 
     def test_errors(self, drive: Drive) -> None:
