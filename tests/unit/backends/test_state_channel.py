@@ -27,7 +27,7 @@ def test_reducer_merges_and_deletes() -> None:
 
 
 def test_reducer_is_batching_invariant_and_pure() -> None:
-    rng = random.Random(7)
+    rng = random.Random(7)  # noqa: S311 - reproducible test data
     paths = [f"/f{i}" for i in range(6)]
     for _ in range(200):
         updates: list[dict[str, FileRecord | None]] = [
