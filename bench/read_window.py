@@ -25,7 +25,21 @@ from pathlib import Path
 from typing import Any
 
 WINDOW = 100
-WORDS = "def class return self value index result items config path data node tree".split()
+WORDS = [
+    "def",
+    "class",
+    "return",
+    "self",
+    "value",
+    "index",
+    "result",
+    "items",
+    "config",
+    "path",
+    "data",
+    "node",
+    "tree",
+]
 
 
 def generate(path: Path, size_mb: int) -> int:
@@ -71,7 +85,7 @@ def child(mode: str, file: Path, first: int) -> dict[str, Any]:
         sed_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         return {"wall": wall, "peak_mb": sed_peak / 1024, "first_line": out.split("\n", 1)[0]}
     if mode == "deepagents":
-        from deepagents.backends.filesystem import FilesystemBackend  # noqa: PLC0415
+        from deepagents.backends.filesystem import FilesystemBackend
 
         backend = FilesystemBackend(root_dir=str(file.parent), virtual_mode=True)
         baseline = peak_kib()
@@ -86,7 +100,7 @@ def child(mode: str, file: Path, first: int) -> dict[str, Any]:
             "peak_mb": (peak_kib() - baseline) / 1024,
             "first_line": text.split("\n", 1)[0],
         }
-    from langchain_fstools import FileToolkit, LocalBackend  # noqa: PLC0415
+    from langchain_fstools import FileToolkit, LocalBackend
 
     (read,) = FileToolkit(LocalBackend(file.parent), tools=["read_file"]).get_tools()
     args = {"file_path": f"/{file.name}", "offset": first, "limit": WINDOW}
