@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, TypedDict
 
+from langchain_fstools.reducers import merge_keyed
+
 READS_KEY = "file_reads"
 """Name of the graph-state channel holding read records."""
 
@@ -36,13 +38,7 @@ def merge_reads(
     current: dict[str, ReadRecord] | None, update: Mapping[str, ReadRecord | None]
 ) -> dict[str, ReadRecord]:
     """Reducer for the `file_reads` channel: later records replace, None forgets."""
-    merged = dict(current or {})
-    for path, record in update.items():
-        if record is None:
-            merged.pop(path, None)
-        else:
-            merged[path] = record
-    return merged
+    return merge_keyed(current, [update])
 
 
 ReadsChannel = Annotated[dict[str, ReadRecord], merge_reads]

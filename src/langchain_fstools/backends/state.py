@@ -25,6 +25,7 @@ from langgraph.channels.delta import DeltaChannel
 from langchain_fstools.backends import paths
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.errors import InvalidPath, NotInGraph, VersionConflict
+from langchain_fstools.reducers import merge_keyed
 
 FILES_KEY = "files"
 """Name of the graph-state channel holding the files."""
@@ -51,19 +52,8 @@ def merge_files(
     current: Mapping[str, FileRecord] | None,
     updates: Sequence[Mapping[str, FileRecord | None]],
 ) -> dict[str, FileRecord]:
-    """Reducer of the `files` channel: later records replace earlier ones, None deletes.
-
-    Deterministic and batching-invariant, as `DeltaChannel` requires; never mutates its
-    inputs.
-    """
-    merged = dict(current or {})
-    for update in updates:
-        for path, record in update.items():
-            if record is None:
-                merged.pop(path, None)
-            else:
-                merged[path] = record
-    return merged
+    """Reducer of the `files` channel: later records replace earlier ones, None deletes."""
+    return merge_keyed(current, updates)
 
 
 FilesChannel = Annotated[dict[str, FileRecord], DeltaChannel(merge_files, snapshot_frequency=50)]
