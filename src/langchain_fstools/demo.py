@@ -9,6 +9,7 @@ repository safe (editing a file the agent has not read).
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -156,5 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--backend", choices=["local", "state"], default="local")
     options = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="fstools-demo-") as root:
-        run(options.backend, Path(root))
+        try:
+            run(options.backend, Path(root))
+        except BrokenPipeError:  # output piped into `head`: stop quietly
+            sys.stderr.close()
     return 0
