@@ -388,6 +388,11 @@ def median(runs: list[Result], key: str) -> float:
     return statistics.median(values) if values else math.nan
 
 
+def ratio_text(ratio: float) -> str:
+    """`1.03x`, or `0.0009x` for ratios too small for two decimals."""
+    return f"{ratio:,.2f}x" if math.isnan(ratio) or ratio >= 0.1 else f"{ratio:.4f}x"
+
+
 def check_lines(label: str, got: Window | None, expected: Window, problems: list[str]) -> None:
     if got != expected:
         shown = "missing" if got is None else f"{len(got)} lines, first {got[:1]!r}"
@@ -492,7 +497,7 @@ def main() -> int:  # noqa: C901, PLR0912, PLR0915 - a linear script
     for row in rows:
         print(
             f"| {row.name} | {row.wall * 1000:,.1f} | {row.peak_mb:,.1f} | "
-            f"{row.wall / sed_wall:,.2f}x | {row.note} |"
+            f"{ratio_text(row.wall / sed_wall)} | {row.note} |"
         )
     print()
     ours_peak = max(median(ours, key) for key in ("peak_mb", "stub_peak_mb", "other_peak_mb"))
