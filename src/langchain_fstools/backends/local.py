@@ -7,15 +7,19 @@ import errno
 import os
 import stat as stat_module
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_fstools.backends import paths
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
+from langchain_fstools.backends.ripgrep import RipgrepSearch, find_ripgrep
 from langchain_fstools.errors import InvalidPath, OutsideRoot, SpecialFile, VersionConflict
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from langchain_fstools.backends.search import NativeSearch
 
 TEMP_SUFFIX = ".fstools-tmp"
 """Suffix of the temporary files atomic writes rename into place."""
@@ -85,13 +89,24 @@ class LocalBackend(Backend):
 
     kind = "local"
 
-    def __init__(self, root_dir: str | os.PathLike[str]) -> None:
-        """Confine the backend to `root_dir`; raises ValueError if it is not a directory."""
+    def __init__(self, root_dir: str | os.PathLike[str], *, use_ripgrep: bool = True) -> None:
+        """Confine the backend to `root_dir`; raises ValueError if it is not a directory.
+
+        Args:
+            root_dir: The workspace directory.
+            use_ripgrep: Search with ripgrep when `rg` is available. Default: True.
+        """
         root = os.path.realpath(os.fspath(root_dir))
         if not os.path.isdir(root):
             raise ValueError("root_dir must be an existing directory")
         self._root = root
         self._umask = _current_umask()
+        executable = find_ripgrep() if use_ripgrep else None
+        self._ripgrep = RipgrepSearch(executable, self.host_path) if executable else None
+
+    def native_search(self) -> NativeSearch | None:
+        """The ripgrep search of the root, when `rg` exists and `use_ripgrep` is set."""
+        return self._ripgrep
 
     # ----- path resolution -------------------------------------------------------------
 
@@ -239,7 +254,7 @@ class LocalBackend(Backend):
         """Every entry below `path`, depth first, sorted; symlinked directories not entered."""
         for entry in self.list_dir(path):
             yield entry
-            if entry.is_dir and not os.path.islink(self._entry(entry.path)):
+            if entry.is_dir and not entry.link:
                 yield from self.walk(entry.path)
 
     # ----- helpers -----------------------------------------------------------------------
@@ -251,11 +266,13 @@ class LocalBackend(Backend):
 
     def _listed(self, virtual: str) -> FileInfo:
         entry = self._entry(virtual)
+        link = os.path.islink(entry)
         try:
-            return self._info(virtual, os.stat(self._resolve(virtual)))
+            info = self._info(virtual, os.stat(self._resolve(virtual)))
         except (OutsideRoot, OSError):
             result = os.lstat(entry)
-            return FileInfo(virtual, EntryKind.SPECIAL, 0, result.st_mtime, _version(result))
+            return FileInfo(virtual, EntryKind.SPECIAL, 0, result.st_mtime, _version(result), link)
+        return replace(info, link=True) if link else info
 
     @staticmethod
     def _require_regular(virtual: str, mode: int) -> None:

@@ -34,6 +34,8 @@ from langchain_fstools.backends import paths
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from langchain_fstools.backends.search import NativeSearch
+
 ABSENT: Final = ""
 """`expected_version` value meaning "the file must not exist yet"."""
 
@@ -58,6 +60,8 @@ class FileInfo:
         mtime: Modification time, seconds since the epoch.
         version: Opaque token that changes whenever the content changes. Two equal
             tokens for one path mean the content did not change in between.
+        link: Whether the path itself is a symbolic link (reported by `list_dir`;
+            search does not follow links).
     """
 
     path: str
@@ -65,6 +69,7 @@ class FileInfo:
     size: int
     mtime: float
     version: str
+    link: bool = False
 
     @property
     def name(self) -> str:
@@ -93,6 +98,13 @@ class Backend(ABC):
 
     supports_execute: ClassVar[bool] = False
     """Whether the backend can run shell commands. Default: False."""
+
+    def native_search(self) -> NativeSearch | None:
+        """A fast search giving the pure-Python engine's answers, if the backend has one.
+
+        Default: None (the tools walk the backend through its core calls).
+        """
+        return None
 
     # ----- binding to a graph run ---------------------------------------------------
 

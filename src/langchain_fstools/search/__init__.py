@@ -1,0 +1,1 @@
+"""The pure-Python search engine: globs, ignore rules, walking and grepping any backend."""

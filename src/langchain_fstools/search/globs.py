@@ -1,0 +1,107 @@
+"""Glob patterns, with gitignore/ripgrep meaning, compiled to one regex.
+
+One module serves the glob tool, grep's `glob` and `type` filters, and both engines,
+so a pattern means the same everywhere:
+
+    1. A pattern without `/` matches a file's *name* at any depth: `*.py`.
+    2. A pattern with `/` matches the path relative to the search directory, from its
+       start: `src/*.py`, `src/**/test_*.py` (a leading `/` is dropped).
+    3. `*` and `?` stay within one path component; `**` spans components (`**/`
+       matches zero or more directories); `[abc]`, `[a-z]`, `[!x]` are classes;
+       `{a,b}` alternatives nest.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from langchain_fstools.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+
+def compile_globs(patterns: Iterable[str]) -> Callable[[str], bool]:
+    """Return a predicate over relative POSIX paths: does any pattern match?
+
+    Raises:
+        InvalidArgument: a pattern is empty or malformed (unclosed `[` or `{`).
+    """
+    compiled = [_compile(pattern) for pattern in patterns]
+    if not compiled:
+        return lambda _path: True
+    return lambda path: any(regex.fullmatch(path) for regex in compiled)
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    if not pattern.strip():
+        raise InvalidArgument("glob", "the pattern is empty")
+    anchored = "/" in pattern.rstrip("/")
+    body = _translate(pattern.lstrip("/").rstrip("/"), pattern)
+    return re.compile(body if anchored else f"(?:.*/)?{body}", re.DOTALL)
+
+
+def _translate(pattern: str, original: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif char == "*":
+            out.append("[^/]*")
+            i += 1
+        elif char == "?":
+            out.append("[^/]")
+            i += 1
+        elif char == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^", "]") else i + 1)
+            if end < 0:
+                raise InvalidArgument("glob", f"unclosed '[' in {original!r}")
+            inner = pattern[i + 1 : end]
+            negate = inner[:1] in ("!", "^")
+            inner = inner[1:] if negate else inner
+            escaped = inner.replace("\\", "\\\\").replace("^", "\\^")
+            out.append(f"[{'^/' if negate else ''}{escaped}]")
+            i = end + 1
+        elif char == "{":
+            end, options = _braces(pattern, i, original)
+            out.append("(?:" + "|".join(_translate(o, original) for o in options) + ")")
+            i = end + 1
+        elif char == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(char))
+            i += 1
+    return "".join(out)
+
+
+def _braces(pattern: str, start: int, original: str) -> tuple[int, list[str]]:
+    """Split `{a,b{c,d}}` at top-level commas; return the closing index and parts."""
+    depth = 0
+    options: list[str] = []
+    current: list[str] = []
+    for index in range(start + 1, len(pattern)):
+        char = pattern[index]
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            if depth == 0:
+                options.append("".join(current))
+                return index, options
+            depth -= 1
+        elif char == "," and depth == 0:
+            options.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    raise InvalidArgument("glob", f"unclosed '{{' in {original!r}")
+
+
+__all__ = ["compile_globs"]
