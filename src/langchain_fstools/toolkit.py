@@ -9,6 +9,8 @@ from pydantic import ConfigDict
 
 from langchain_fstools.tools import (
     EditFileTool,
+    GlobTool,
+    GrepTool,
     LsTool,
     ReadFileTool,
     ToolContext,
@@ -27,6 +29,8 @@ TOOL_CLASSES: dict[str, Callable[..., FileTool]] = {
     "read_file": ReadFileTool,
     "write_file": WriteFileTool,
     "edit_file": EditFileTool,
+    "glob": GlobTool,
+    "grep": GrepTool,
 }
 """Every tool of the toolkit, by model-facing name."""
 

@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from langchain_fstools.backends.protocol import Backend, FileInfo
+    from langchain_fstools.backends.search import NativeSearch
 
 T = TypeVar("T")
 
@@ -115,6 +118,12 @@ def move(source: str, destination: str) -> Effect[FileInfo]:
     return info
 
 
+def native_search(operation: Callable[[NativeSearch], T]) -> Effect[T]:
+    """`Backend.run_native_search` as an effect."""
+    result: T = yield Call("run_native_search", (operation,))
+    return result
+
+
 __all__ = [
     "Call",
     "Effect",
@@ -124,6 +133,7 @@ __all__ = [
     "list_dir",
     "mkdir",
     "move",
+    "native_search",
     "read_bytes",
     "run",
     "stat",

@@ -27,14 +27,16 @@ import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 from langchain_fstools.backends import paths
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from langchain_fstools.backends.search import NativeSearch
+
+T = TypeVar("T")
 
 ABSENT: Final = ""
 """`expected_version` value meaning "the file must not exist yet"."""
@@ -105,6 +107,13 @@ class Backend(ABC):
         Default: None (the tools walk the backend through its core calls).
         """
         return None
+
+    def run_native_search(self, operation: Callable[[NativeSearch], T]) -> T:
+        """Run `operation` with `native_search()` (only call when that is not None)."""
+        native = self.native_search()
+        if native is None:
+            raise NotImplementedError(f"{type(self).__name__} has no native search")
+        return operation(native)
 
     # ----- binding to a graph run ---------------------------------------------------
 
@@ -260,6 +269,10 @@ class Backend(ABC):
     async def amove(self, source: str, destination: str) -> FileInfo:
         """Async `move`."""
         return await asyncio.to_thread(self.move, source, destination)
+
+    async def arun_native_search(self, operation: Callable[[NativeSearch], T]) -> T:
+        """Async `run_native_search` (native searches block, so in a worker thread)."""
+        return await asyncio.to_thread(self.run_native_search, operation)
 
 
 __all__ = ["ABSENT", "Backend", "EntryKind", "FileInfo"]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self
 
 from langchain_fstools.backends import paths
+from langchain_fstools.backends.globs import compile_glob_groups
 from langchain_fstools.backends.search import (
     VCS_DIRECTORIES,
     FileHits,
@@ -89,11 +90,17 @@ class RipgrepSearch:
         if single_file:
             command += ["--", target.name]
         base = paths.parent(request.directory) if single_file else request.directory
+        wanted = compile_glob_groups(() if single_file else request.globs)
+
+        def filtered(hits: FileHits) -> None:
+            if wanted(hits.path[len(base) :].lstrip("/")):
+                sink(hits)
+
         with _Run(command, cwd, deadline) as run:
             if request.mode == "content":
-                delivered = _content(run.stdout, base, cwd, sink)
+                delivered = _content(run.stdout, base, cwd, filtered)
             else:
-                delivered = _summaries(run.stdout, request, base, cwd, sink)
+                delivered = _summaries(run.stdout, request, base, cwd, filtered)
         if run.returncode == 2 and not delivered and run.stderr_text.strip():  # noqa: PLR2004
             raise InvalidPattern(_first_error_line(run.stderr_text))
         return not run.timed_out
@@ -105,7 +112,7 @@ def _query_options(request: GrepRequest) -> list[str]:
         options.append("--ignore-case")
     if request.multiline:
         options += ["--multiline", "--multiline-dotall"]
-    for glob in request.globs:
+    for glob in request.globs[0] if request.globs else ():
         options += ["--glob", glob]
     if request.mode == "files_with_matches":
         options += ["--files-with-matches", "--null"]

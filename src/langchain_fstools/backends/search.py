@@ -39,8 +39,8 @@ class GrepRequest:
         regex: Whether `pattern` is a regular expression.
         ignore_case: Case-insensitive matching.
         multiline: Let a match span lines (`.` matches newlines too).
-        globs: Filename globs a file must match one of (ripgrep `-g` style); empty
-            means every file.
+        globs: Groups of filename globs (`backends.globs` meaning); a file must match
+            a glob of every group. No groups: every file.
         mode: What is collected per file: nothing but the fact, matching lines with
             context, or the number of matching lines.
         before: Context lines before each match (content mode).
@@ -52,7 +52,7 @@ class GrepRequest:
     regex: bool = False
     ignore_case: bool = False
     multiline: bool = False
-    globs: tuple[str, ...] = ()
+    globs: tuple[tuple[str, ...], ...] = ()
     mode: GrepMode = "files_with_matches"
     before: int = 0
     after: int = 0

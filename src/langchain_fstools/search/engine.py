@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from langchain_fstools.backends import calls
+from langchain_fstools.backends.globs import compile_glob_groups
 from langchain_fstools.backends.search import (
     VCS_DIRECTORIES,
     FileHits,
@@ -22,7 +23,6 @@ from langchain_fstools.backends.search import (
     Listing,
 )
 from langchain_fstools.formats import encoding
-from langchain_fstools.search.globs import compile_globs
 from langchain_fstools.search.ignore import EXCLUDE_FILE, IGNORE_FILES, IgnoreRules
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def grep(
         candidates, complete = [ListedFile(info.path, info.mtime)], True
     else:
         listing = yield from list_files(
-            request.directory, keep=compile_globs(request.globs), deadline=deadline
+            request.directory, keep=compile_glob_groups(request.globs), deadline=deadline
         )
         candidates, complete = listing.files, listing.complete
     for candidate in candidates:

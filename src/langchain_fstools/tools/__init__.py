@@ -2,12 +2,16 @@
 
 from langchain_fstools.tools._base import ToolContext, ToolSettings
 from langchain_fstools.tools.edit_file import EditFileTool
+from langchain_fstools.tools.glob import GlobTool
+from langchain_fstools.tools.grep import GrepTool
 from langchain_fstools.tools.ls import LsTool
 from langchain_fstools.tools.read_file import ReadFileTool
 from langchain_fstools.tools.write_file import WriteFileTool
 
 __all__ = [
     "EditFileTool",
+    "GlobTool",
+    "GrepTool",
     "LsTool",
     "ReadFileTool",
     "ToolContext",

@@ -54,6 +54,11 @@ class ToolSettings:
         ls_limit: Most entries ls lists. Default: 1000.
         max_edit_bytes: Largest file edit_file and write_file rewrite. Default: 64 MiB.
         diff_lines: Most diff lines shown after an edit or write. Default: 40.
+        glob_limit: Most paths glob returns. Default: 100.
+        grep_head_limit: Entries grep returns when `head_limit` is not given.
+            Default: 250.
+        search_timeout: Seconds glob and grep may run before returning what they
+            found. Default: 20.
         count_tokens: Token counter. Default: `tokens.default_counter()`.
     """
 
@@ -62,6 +67,9 @@ class ToolSettings:
     ls_limit: int = 1000
     max_edit_bytes: int = 64 * 1024 * 1024
     diff_lines: int = 40
+    glob_limit: int = 100
+    grep_head_limit: int = 250
+    search_timeout: float = 20.0
     count_tokens: TokenCounter = field(default_factory=default_counter)
 
 

@@ -21,7 +21,8 @@ from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import merge_files
 from langchain_fstools.tracking import READS_KEY, merge_reads
 
-BACKENDS = ["local", "state"]
+BACKENDS = ["local", "local-python", "state"]
+"""local: LocalBackend with ripgrep; local-python: without; state: StateBackend."""
 
 
 class Harness:
@@ -31,7 +32,11 @@ class Harness:
         self.kind = kind
         self.root = tmp_path / "root"
         self.root.mkdir(parents=True, exist_ok=True)
-        backend: Backend = LocalBackend(self.root) if kind == "local" else StateBackend()
+        backend: Backend = (
+            StateBackend()
+            if kind == "state"
+            else LocalBackend(self.root, use_ripgrep=kind == "local")
+        )
         self.toolkit = FileToolkit(backend, **settings)
         self.tools = {tool.name: tool for tool in self.toolkit.get_tools()}
         self.state: dict[str, Any] = {"files": {}, READS_KEY: {}, "messages": []}

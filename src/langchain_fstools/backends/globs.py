@@ -34,6 +34,12 @@ def compile_globs(patterns: Iterable[str]) -> Callable[[str], bool]:
     return lambda path: any(regex.fullmatch(path) for regex in compiled)
 
 
+def compile_glob_groups(groups: Iterable[Iterable[str]]) -> Callable[[str], bool]:
+    """Return a predicate: does the path match some glob of every group?"""
+    predicates = [compile_globs(group) for group in groups]
+    return lambda path: all(predicate(path) for predicate in predicates)
+
+
 def _compile(pattern: str) -> re.Pattern[str]:
     if not pattern.strip():
         raise InvalidArgument("glob", "the pattern is empty")
@@ -104,4 +110,4 @@ def _braces(pattern: str, start: int, original: str) -> tuple[int, list[str]]:
     raise InvalidArgument("glob", f"unclosed '{{' in {original!r}")
 
 
-__all__ = ["compile_globs"]
+__all__ = ["compile_glob_groups", "compile_globs"]

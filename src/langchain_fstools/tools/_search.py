@@ -1,0 +1,112 @@
+"""Search plumbing shared by glob and grep: pick the engine, bound the results."""
+
+from __future__ import annotations
+
+import bisect
+import time
+from typing import TYPE_CHECKING
+
+from langchain_fstools.backends import calls, paths
+from langchain_fstools.search import engine
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.backends.protocol import FileInfo
+    from langchain_fstools.backends.search import FileHits, GrepRequest, Listing
+    from langchain_fstools.tools._base import CallScope
+
+LINE_WIDTH = 500
+"""Longest line text shown by grep; longer lines are cut with `…`."""
+
+
+def deadline_of(scope: CallScope) -> float:
+    """The monotonic time at which this call's search must stop."""
+    return time.monotonic() + scope.context.settings.search_timeout
+
+
+def search_root(path: str | None) -> Effect[FileInfo]:
+    """Stat the search path (default `/`): must exist."""
+    return calls.stat(paths.normalize(path or "/"))
+
+
+def list_files(
+    scope: CallScope, directory: str, keep: Callable[[str], bool], deadline: float
+) -> Effect[Listing]:
+    """List searchable files, natively when the backend can."""
+    if scope.backend.native_search() is not None:
+        return (
+            yield from calls.native_search(
+                lambda native: native.list_files(directory, keep=keep, deadline=deadline)
+            )
+        )
+    return (yield from engine.list_files(directory, keep=keep, deadline=deadline))
+
+
+def grep(
+    scope: CallScope, request: GrepRequest, deadline: float, sink: Callable[[FileHits], None]
+) -> Effect[bool]:
+    """Search file contents, natively when the backend can; True if it finished."""
+    if scope.backend.native_search() is not None:
+        return (
+            yield from calls.native_search(
+                lambda native: native.grep(request, deadline=deadline, sink=sink)
+            )
+        )
+    return (yield from engine.grep(request, deadline=deadline, sink=sink))
+
+
+def engine_name(scope: CallScope) -> str:
+    """Which engine served the call, for traces."""
+    return "native" if scope.backend.native_search() is not None else "python"
+
+
+def cut(text: str) -> str:
+    """Cut a line to `LINE_WIDTH` characters."""
+    return text if len(text) <= LINE_WIDTH else text[:LINE_WIDTH] + "…"
+
+
+class ContentPage:
+    """Keeps the files whose lines can fall in one page of path-sorted output.
+
+    Files arrive in any order; only the first `needed` output lines (by path) can be
+    shown, so files sorted after them are dropped as soon as they cannot matter.
+    Memory stays bounded by the page plus one file, however many matches there are.
+    """
+
+    def __init__(self, needed: int | None) -> None:
+        """Keep enough files for `needed` lines (None: keep everything)."""
+        self.needed = needed
+        self.files: list[FileHits] = []
+        self._keys: list[str] = []
+        self.total_lines = 0
+        self.total_files = 0
+        self.total_matches = 0
+
+    def add(self, hits: FileHits) -> None:
+        """Take one file's hits."""
+        self.total_lines += len(hits.lines)
+        self.total_files += 1
+        self.total_matches += hits.count
+        slot = bisect.bisect(self._keys, hits.path)
+        self._keys.insert(slot, hits.path)
+        self.files.insert(slot, hits)
+        if self.needed is None:
+            return
+        kept = sum(len(f.lines) for f in self.files)
+        while len(self.files) > 1 and kept - len(self.files[-1].lines) >= self.needed:
+            kept -= len(self.files.pop().lines)
+            self._keys.pop()
+
+
+__all__ = [
+    "LINE_WIDTH",
+    "ContentPage",
+    "cut",
+    "deadline_of",
+    "engine_name",
+    "grep",
+    "list_files",
+    "search_root",
+]

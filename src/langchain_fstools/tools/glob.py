@@ -1,0 +1,80 @@
+"""glob: find files by name pattern, newest first."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from langchain_fstools.backends.globs import compile_globs
+from langchain_fstools.tools import _search
+from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.calls import Effect
+
+
+class GlobArgs(ToolArgs):
+    """Arguments of glob."""
+
+    pattern: str = Field(description='Glob pattern, e.g. "**/*.py", "src/**/*.{ts,tsx}".')
+    path: str | None = Field(
+        default=None, description="Absolute path of the directory to search. Default: /."
+    )
+
+
+DESCRIPTION = """Find files by name pattern, fast, in any size of workspace.
+
+- Patterns: `*` and `?` within a name, `**` across directories, `[abc]` classes and
+  `{a,b}` alternatives. A pattern without `/` matches file names at any depth (`*.py`
+  finds every Python file); a pattern with `/` matches from the search directory
+  (`src/**/test_*.py`).
+- Returns absolute paths, most recently modified first, at most 100; the output says
+  when there are more, so narrow the pattern or the path.
+- Files ignored by .gitignore / .ignore and VCS folders (.git, ...) are skipped;
+  hidden files are included.
+- To search file contents, use grep."""
+
+NO_MATCH = "No files found matching {pattern!r} in {path}."
+
+
+class GlobTool(FileTool):
+    """Find files matching a glob pattern, newest first, capped."""
+
+    name: str = "glob"
+    description: str = DESCRIPTION
+    args_schema: type[GlobArgs] = GlobArgs
+
+    def _effect(self, scope: CallScope, args: GlobArgs) -> Effect[ToolOutcome]:
+        keep = compile_globs([args.pattern])
+        root = yield from _search.search_root(args.path)
+        if not root.is_dir:
+            raise NotADirectoryError(20, "Not a directory", root.path)
+        listing = yield from _search.list_files(scope, root.path, keep, _search.deadline_of(scope))
+        ordered = sorted(listing.files, key=lambda f: (-f.mtime, f.path))
+        limit = scope.context.settings.glob_limit
+        lines = [f.path for f in ordered[:limit]]
+        if not ordered:
+            lines = [NO_MATCH.format(pattern=args.pattern, path=root.path)]
+        if len(ordered) > limit:
+            lines.append(
+                f"(Results are truncated: showing the {limit} most recently modified of "
+                f"{len(ordered)} files. Use a more specific pattern or path.)"
+            )
+        if not listing.complete:
+            lines.append(
+                f"(The search stopped at its {scope.context.settings.search_timeout:g} s "
+                "deadline; there may be more files. Narrow the pattern or the path.)"
+            )
+        artifact = {
+            "pattern": args.pattern,
+            "path": root.path,
+            "total": len(ordered),
+            "shown": min(limit, len(ordered)),
+            "complete": listing.complete,
+            "engine": _search.engine_name(scope),
+        }
+        return ToolOutcome("\n".join(lines), artifact)
+
+
+__all__ = ["DESCRIPTION", "GlobArgs", "GlobTool"]

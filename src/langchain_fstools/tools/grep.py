@@ -1,0 +1,263 @@
+"""grep: search file contents, literal by default, ripgrep-fast on local disk."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from langchain_fstools import errors
+from langchain_fstools.backends.search import FileHits, GrepRequest, InvalidPattern
+from langchain_fstools.search.filetypes import FILE_TYPES, globs_for
+from langchain_fstools.tools import _search
+from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.backends.protocol import FileInfo
+
+OutputMode = Literal["files_with_matches", "content", "count"]
+
+
+class GrepArgs(ToolArgs):
+    """Arguments of grep."""
+
+    pattern: str = Field(description="Text to search for (a regex only with regex=true).")
+    path: str | None = Field(
+        default=None, description="Absolute path of a directory or file to search. Default: /."
+    )
+    glob: str | None = Field(
+        default=None, description='Only search files matching this glob, e.g. "*.py", "*.{ts,tsx}".'
+    )
+    type: str | None = Field(
+        default=None, description='Only search files of this type, e.g. "py", "js", "md".'
+    )
+    output_mode: OutputMode = Field(
+        default="files_with_matches",
+        description=(
+            '"files_with_matches" (file paths, newest first; default), "content" '
+            '(matching lines as path:line:text), or "count" (matching lines per file).'
+        ),
+    )
+    after_context: int | None = Field(
+        default=None, alias="-A", description="Lines of context after each match (content)."
+    )
+    before_context: int | None = Field(
+        default=None, alias="-B", description="Lines of context before each match (content)."
+    )
+    context: int | None = Field(
+        default=None, alias="-C", description="Lines of context around each match (content)."
+    )
+    ignore_case: bool = Field(default=False, alias="-i", description="Case-insensitive search.")
+    line_numbers: bool = Field(
+        default=True, alias="-n", description="Show line numbers (content). Default: true."
+    )
+    multiline: bool = Field(
+        default=False, description="Let a match span lines (regex `.` matches newlines)."
+    )
+    head_limit: int | None = Field(
+        default=None,
+        description="Most entries (files, lines or counts) to return. Default: 250; 0: no limit.",
+    )
+    offset: int = Field(default=0, description="Entries to skip first, for paging. Default: 0.")
+    regex: bool = Field(
+        default=False,
+        description="Treat pattern as a regular expression (ripgrep syntax). Default: false.",
+    )
+
+
+DESCRIPTION = """Search file contents across the workspace (ripgrep on local disk).
+
+- The pattern is LITERAL text by default: no escaping needed for `foo(bar)` or `a.b`.
+  Set `regex=true` for a regular expression (ripgrep syntax, e.g. `def \\w+\\(`). If a
+  literal search finds nothing and the pattern looks like a regex, it is retried as
+  one and the output says so.
+- `output_mode`: "files_with_matches" (default; paths, newest first), "content"
+  (`path:line:text`, with `-A`/`-B`/`-C` context lines as `path-line-text`), "count".
+- Narrow with `path`, `glob` (e.g. "*.py") or `type` (e.g. "py"); `-i` ignores case;
+  `multiline=true` lets a match span lines.
+- Results are paged: `head_limit` (default 250, 0 for all) and `offset`; the output
+  says how to get the next page. Lines are cut at 500 characters.
+- Files ignored by .gitignore / .ignore, VCS folders and binary files are skipped.
+- Use grep instead of running grep or rg through execute."""
+
+_REGEX_HINT = re.compile(r"\\[dwsbDWSB.(){}\[\]|*+?^$]|\.\*|\.\+|\[[^\]]+\]|\(\?|\||\^|\$$")
+
+
+class GrepTool(FileTool):
+    """Search contents: literal by default, paged, newest-first file lists."""
+
+    name: str = "grep"
+    description: str = DESCRIPTION
+    args_schema: type[GrepArgs] = GrepArgs
+
+    def _effect(self, scope: CallScope, args: GrepArgs) -> Effect[ToolOutcome]:
+        if not args.pattern:
+            raise errors.InvalidArgument("pattern", "it is empty; give the text to search for")
+        head_limit, offset = _paging(args, scope.context.settings.grep_head_limit)
+        root = yield from _search.search_root(args.path)
+        request = _request(args, root)
+        page = _search.ContentPage(
+            None if head_limit is None or args.output_mode != "content" else offset + head_limit
+        )
+        summaries: list[FileHits] = []
+        sink = page.add if args.output_mode == "content" else summaries.append
+        deadline = _search.deadline_of(scope)
+        complete = yield from _grep(scope, request, deadline, sink)
+        note = ""
+        if (
+            not (page.total_files or summaries)
+            and not args.regex
+            and _REGEX_HINT.search(args.pattern)
+        ):
+            retry = GrepRequest(**{**_fields(request), "regex": True})
+            try:
+                complete = yield from _grep(scope, retry, deadline, sink)
+            except errors.InvalidArgument:
+                pass
+            else:
+                note = (
+                    f"No literal match for {args.pattern!r}; "
+                    "searched it as a regular expression instead.\n"
+                )
+        if args.output_mode == "content":
+            entries, total = _content_lines(page, args.line_numbers), page.total_lines
+            shown = entries[offset : None if head_limit is None else offset + head_limit]
+        else:
+            ordered = _order(summaries, args.output_mode)
+            total = len(ordered)
+            window = ordered[offset : None if head_limit is None else offset + head_limit]
+            shown = [_summary_line(h, args.output_mode) for h in window]
+        text = note + _render(args, shown, total, offset, summaries, complete, scope)
+        artifact: dict[str, Any] = {
+            "pattern": args.pattern,
+            "path": root.path,
+            "mode": args.output_mode,
+            "regex": request.regex or bool(note),
+            "total": total,
+            "shown": len(shown),
+            "offset": offset,
+            "complete": complete,
+            "engine": _search.engine_name(scope),
+        }
+        return ToolOutcome(text, artifact)
+
+
+def _grep(scope: CallScope, request: GrepRequest, deadline: float, sink: Any) -> Effect[bool]:
+    try:
+        return (yield from _search.grep(scope, request, deadline, sink))
+    except InvalidPattern:
+        raise errors.InvalidArgument(
+            "regex",
+            f"{request.pattern!r} does not compile as a regular expression; fix its syntax, "
+            "or search for it literally with regex=false",
+        ) from None
+
+
+def _fields(request: GrepRequest) -> dict[str, Any]:
+    return {name: getattr(request, name) for name in GrepRequest.__dataclass_fields__}
+
+
+def _paging(args: GrepArgs, default_limit: int) -> tuple[int | None, int]:
+    limit = default_limit if args.head_limit is None else args.head_limit
+    if limit < 0:
+        raise errors.InvalidArgument("head_limit", "it must be 0 (no limit) or more")
+    if args.offset < 0:
+        raise errors.InvalidArgument("offset", "it must be 0 or more")
+    return (None if limit == 0 else limit), args.offset
+
+
+def _request(args: GrepArgs, root: FileInfo) -> GrepRequest:
+    for name, value in (
+        ("-A", args.after_context),
+        ("-B", args.before_context),
+        ("-C", args.context),
+    ):
+        if value is not None and value < 0:
+            raise errors.InvalidArgument(name, "context lines must be 0 or more")
+    groups: list[tuple[str, ...]] = []
+    if args.glob:
+        groups.append((args.glob,))
+    if args.type:
+        type_globs = globs_for(args.type)
+        if type_globs is None:
+            known = ", ".join(sorted(FILE_TYPES))
+            raise errors.InvalidArgument(
+                "type", f"unknown type {args.type!r}; known types: {known}"
+            )
+        groups.append(type_globs)
+    around = args.context or 0
+    return GrepRequest(
+        pattern=args.pattern,
+        directory=root.path,
+        regex=args.regex,
+        ignore_case=args.ignore_case,
+        multiline=args.multiline,
+        globs=tuple(groups),
+        mode=args.output_mode,
+        before=args.before_context if args.before_context is not None else around,
+        after=args.after_context if args.after_context is not None else around,
+    )
+
+
+def _order(summaries: list[FileHits], mode: OutputMode) -> list[FileHits]:
+    if mode == "files_with_matches":
+        return sorted(summaries, key=lambda h: (-h.mtime, h.path))
+    return sorted(summaries, key=lambda h: h.path)
+
+
+def _summary_line(hits: FileHits, mode: OutputMode) -> str:
+    return hits.path if mode == "files_with_matches" else f"{hits.path}:{hits.count}"
+
+
+def _content_lines(page: _search.ContentPage, numbered: bool) -> list[str]:  # noqa: FBT001
+    lines: list[str] = []
+    for hits in page.files:
+        for hit in hits.lines:
+            mark = ":" if hit.is_match else "-"
+            number = f"{hit.number}{mark}" if numbered else ""
+            lines.append(f"{hits.path}{mark}{number}{_search.cut(hit.text)}")
+    return lines
+
+
+def _render(  # noqa: PLR0917 - the pieces of one reply
+    args: GrepArgs,
+    shown: list[str],
+    total: int,
+    offset: int,
+    summaries: list[FileHits],
+    complete: bool,  # noqa: FBT001
+    scope: CallScope,
+) -> str:
+    unit = {"files_with_matches": "files", "content": "lines", "count": "files"}[args.output_mode]
+    if total == 0:
+        body = f"No matches found for {args.pattern!r}."
+    else:
+        header = ""
+        if args.output_mode == "files_with_matches":
+            header = f"Found {_plural(total, 'file')}\n"
+        elif args.output_mode == "count":
+            matches = sum(h.count for h in summaries)
+            header = f"Found {_plural(matches, 'matching line')} in {_plural(total, 'file')}\n"
+        body = header + "\n".join(shown)
+        end = offset + len(shown)
+        if end < total:
+            body += (
+                f"\n\n(Showing {unit} {offset + 1}-{end} of {total}. Continue with offset={end}.)"
+            )
+        elif not shown:
+            body += f"\n(offset={offset} is past the last of {total} {unit}.)"
+    if not complete:
+        body += (
+            f"\n(The search stopped at its {scope.context.settings.search_timeout:g} s deadline; "
+            "results are incomplete. Narrow the path, glob or type.)"
+        )
+    return body
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
+__all__ = ["DESCRIPTION", "GrepArgs", "GrepTool"]
