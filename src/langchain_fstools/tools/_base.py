@@ -10,6 +10,7 @@ carrying the `ToolMessage`.
 
 from __future__ import annotations
 
+import copy
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg, ToolException
 from langgraph.types import Command
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.json_schema import SkipJsonSchema
 
 from langchain_fstools.backends import calls
@@ -28,6 +29,7 @@ from langchain_fstools.tracking import READS_KEY, ReadLedger, ReadTracker
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import CallbackManagerForToolRun
+    from langchain_core.tools.base import ArgsSchema
 
     from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import Backend
@@ -133,6 +135,38 @@ class FileTool(BaseTool):
             f"backend:{backend_kind}",
             "read-only" if self.read_only else "mutating",
         ]
+
+    @property
+    def tool_call_schema(self) -> ArgsSchema:
+        """The schema the model sees: as LangChain builds it, keeping field aliases.
+
+        LangChain's subset model drops aliases, so grep's `-A`, `-i`, ... would show as
+        Python names; the aliases are the names models know.
+        """
+        schema = super().tool_call_schema
+        source = self.args_schema
+        if not (
+            isinstance(schema, type)
+            and issubclass(schema, BaseModel)
+            and isinstance(source, type)
+            and issubclass(source, BaseModel)
+        ):
+            return schema
+        aliases = {n: f.alias for n, f in source.model_fields.items() if f.alias}
+        if not aliases:
+            return schema
+        fields: dict[str, Any] = {}
+        for name, info in schema.model_fields.items():
+            copied = copy.copy(info)
+            copied.alias = copied.validation_alias = copied.serialization_alias = aliases.get(name)
+            fields[name] = (info.annotation, copied)
+        aliased: type[BaseModel] = create_model(
+            schema.__name__,
+            __config__=ConfigDict(populate_by_name=True),
+            __doc__=schema.__doc__,
+            **fields,
+        )
+        return aliased
 
     @abstractmethod
     def _effect(self, scope: CallScope, args: Any) -> Effect[ToolOutcome]:
