@@ -1,0 +1,107 @@
+"""glob on every backend (local with and without ripgrep, state), sync and async."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.unit.tools.conftest import Run
+from tests.unit.tools.harness import BACKENDS, Harness
+
+TREE = {
+    "/src/app.py": b"x",
+    "/src/pkg/mod.py": b"x",
+    "/src/pkg/mod.pyi": b"x",
+    "/src/web/app.ts": b"x",
+    "/src/web/app.tsx": b"x",
+    "/README.md": b"x",
+    "/.hidden/conf.py": b"x",
+    "/build/out.py": b"x",
+    "/logs/a.log": b"x",
+    "/.gitignore": b"build/\n*.log\nnode_modules/\n",
+    "/.git/HEAD": b"ref",
+    "/node_modules/dep/index.js": b"x",
+    "/src/.ignore": b"pkg/*.pyi\n",
+}
+
+
+def seed(h: Harness) -> None:
+    for path, data in TREE.items():
+        h.seed(path, data)
+
+
+def test_name_patterns_match_at_any_depth_and_respect_ignores(h: Harness, run: Run) -> None:
+    seed(h)
+    assert sorted(run("glob", pattern="*.py").content.splitlines()) == [
+        "/.hidden/conf.py",
+        "/src/app.py",
+        "/src/pkg/mod.py",
+    ]
+
+
+def test_path_patterns_braces_and_search_path(h: Harness, run: Run) -> None:
+    seed(h)
+    assert sorted(run("glob", pattern="src/**/*.{ts,tsx}").content.splitlines()) == [
+        "/src/web/app.ts",
+        "/src/web/app.tsx",
+    ]
+    assert sorted(run("glob", pattern="web/*", path="/src").content.splitlines()) == [
+        "/src/web/app.ts",
+        "/src/web/app.tsx",
+    ]
+
+
+def test_vcs_directories_are_never_listed(h: Harness, run: Run) -> None:
+    seed(h)
+    listed = run("glob", pattern="**/*").content.splitlines()
+    assert "/.git/HEAD" not in listed
+    assert "/.gitignore" in listed
+    assert not [p for p in listed if p.startswith(("/build", "/logs", "/node_modules"))]
+
+
+def test_newest_first_then_by_path(tmp_path: Path) -> None:
+    for kind in BACKENDS:
+        if kind == "state":
+            continue
+        h = Harness(kind, tmp_path / kind)
+        for index, name in enumerate(["old.txt", "new.txt", "mid.txt", "tie.txt"]):
+            h.seed(f"/{name}", b"x")
+            stamp = 1_000_000 + {0: 1, 1: 3, 2: 2, 3: 2}[index]
+            os.utime(h.root / name, (stamp, stamp))
+        assert h.call("glob", pattern="*.txt").content.splitlines() == [
+            "/new.txt",
+            "/mid.txt",
+            "/tie.txt",
+            "/old.txt",
+        ], kind
+
+
+def test_truncated_at_limit_with_notice(tmp_path: Path) -> None:
+    for kind in BACKENDS:
+        h = Harness(kind, tmp_path / kind, glob_limit=3)
+        for n in range(5):
+            h.seed(f"/f{n}.txt", b"x")
+        lines = h.call("glob", pattern="*.txt").content.splitlines()
+        assert len(lines) == 4
+        assert lines[-1].startswith(
+            "(Results are truncated: showing the 3 most recently modified of 5 files."
+        )
+
+
+def test_no_match_and_bad_input(h: Harness, run: Run) -> None:
+    seed(h)
+    assert run("glob", pattern="*.nothing").content == "No files found matching '*.nothing' in /."
+    assert run("glob", pattern="*.py", path="/src/app.py").status == "error"
+    assert run("glob", pattern="*.py", path="/missing").status == "error"
+    assert run("glob", pattern="*.py", path="/../x").status == "error"
+    assert run("glob", pattern="").status == "error"
+    assert run("glob", pattern="[abc").status == "error"
+
+
+def test_deadline_returns_partial_result_and_says_so(tmp_path: Path) -> None:
+    for kind in BACKENDS:
+        h = Harness(kind, tmp_path / kind, search_timeout=0)
+        h.seed("/a.txt", b"x")
+        message = h.call("glob", pattern="*.txt")
+        assert message.status == "success"
+        assert "stopped at its 0 s deadline" in message.content, kind
