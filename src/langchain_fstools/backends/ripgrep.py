@@ -46,6 +46,9 @@ COMMON_OPTIONS = (
 )
 
 
+_TYPE = "fstoolsfilter"
+
+
 def find_ripgrep() -> str | None:
     """The `rg` executable: next to this interpreter (the wheel's), else on PATH."""
     beside = shutil.which("rg", path=str(Path(sys.executable).parent))
@@ -107,13 +110,17 @@ class RipgrepSearch:
 
 
 def _query_options(request: GrepRequest) -> list[str]:
-    options = ["--no-fixed-strings" if request.regex else "--fixed-strings"]
+    options = ["--with-filename", "--no-fixed-strings" if request.regex else "--fixed-strings"]
     if request.ignore_case:
         options.append("--ignore-case")
     if request.multiline:
         options += ["--multiline", "--multiline-dotall"]
-    for glob in request.globs[0] if request.globs else ():
-        options += ["--glob", glob]
+    first = request.globs[0] if request.globs else ()
+    if first and not any("/" in glob for glob in first):
+        # A file type, unlike a positive --glob, keeps ignore rules in force. Every
+        # group is applied again to rg's output (`compile_glob_groups`).
+        options += [arg for glob in first for arg in ("--type-add", f"{_TYPE}:{glob}")]
+        options += ["--type", _TYPE]
     if request.mode == "files_with_matches":
         options += ["--files-with-matches", "--null"]
     elif request.mode == "count":

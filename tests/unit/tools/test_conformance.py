@@ -60,6 +60,14 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("write_file", {"file_path": "/new/deep/file.txt", "content": "n\n"}),
     ("ls", {"path": "/new"}),
     ("read_file", {"file_path": "/src/app.py"}),
+    ("grep", {"pattern": "sys", "output_mode": "content", "-B": 1}),
+    ("grep", {"pattern": "paragraph 1", "output_mode": "count"}),
+    ("grep", {"pattern": "e", "path": "/odd", "output_mode": "content", "head_limit": 3}),
+    ("grep", {"pattern": "e", "path": "/odd", "output_mode": "content", "offset": 3}),
+    ("grep", {"pattern": "w+", "regex": True, "path": "/odd/wide.txt", "output_mode": "count"}),
+    ("grep", {"pattern": "[", "regex": True}),
+    ("glob", {"pattern": "src/*"}),
+    ("glob", {"pattern": "**/*.txt", "path": "/odd"}),
 ]
 
 
@@ -94,6 +102,7 @@ def test_the_scenario_means_what_it_says(tmp_path: Path) -> None:
         "error", "error", "success", "success",
         "success", "success",
         "error", "success", "success", "success",
+        "success", "success", "success", "success", "success", "error", "success", "success",
     ]  # fmt: skip
     assert out[5][1].startswith("File unchanged since your last read")
     assert out[12][1].split("\n") == [
