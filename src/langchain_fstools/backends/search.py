@@ -106,13 +106,14 @@ class NativeSearch(Protocol):
     """A backend's fast search: the same answers as the pure-Python engine."""
 
     def list_files(
-        self, directory: str, *, keep: Callable[[str], bool], deadline: float
+        self, directory: str, *, globs: tuple[tuple[str, ...], ...], deadline: float
     ) -> Listing:
-        """The searchable files below `directory` (rule 1 above) that `keep` accepts.
+        """The searchable files below `directory` (rule 1 above) matching `globs`.
 
         Args:
             directory: Canonical virtual directory.
-            keep: Called with each file's path relative to `directory`.
+            globs: Glob groups, as in `GrepRequest.globs`, over paths relative to
+                `directory`.
             deadline: `time.monotonic()` value after which it stops with what it has.
         """
 

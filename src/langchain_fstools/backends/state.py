@@ -44,6 +44,8 @@ class FileRecord(TypedDict):
     """What the path names."""
     modified_at: float
     """Seconds since the epoch."""
+    size: int
+    """Size in bytes (0 for directories)."""
     version: str
     """Content hash; changes whenever the bytes change."""
 
@@ -79,6 +81,7 @@ def file_record(data: bytes) -> FileRecord:
         encoding=encoding,  # type: ignore[typeddict-item]
         kind="file",
         modified_at=time.time(),
+        size=len(data),
         version=digest,
     )
 
@@ -89,6 +92,7 @@ def _directory_record() -> FileRecord:
         encoding="utf-8",
         kind="directory",
         modified_at=time.time(),
+        size=0,
         version=DIRECTORY_VERSION,
     )
 
@@ -229,9 +233,7 @@ class _StateView(Backend):
     def _info(self, path: str, kind: EntryKind) -> FileInfo:
         record = self._record(path)
         if kind is EntryKind.FILE and record is not None:
-            return FileInfo(
-                path, kind, len(self._bytes(path, record)), record["modified_at"], record["version"]
-            )
+            return FileInfo(path, kind, record["size"], record["modified_at"], record["version"])
         mtime = record["modified_at"] if record is not None else 0.0
         return FileInfo(path, EntryKind.DIRECTORY, 0, mtime, DIRECTORY_VERSION)
 

@@ -31,14 +31,17 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.calls import Effect
 
 
-def list_files(directory: str, *, keep: Callable[[str], bool], deadline: float) -> Effect[Listing]:
-    """The searchable files below `directory` that `keep` accepts (relative paths).
+def list_files(
+    directory: str, *, globs: tuple[tuple[str, ...], ...], deadline: float
+) -> Effect[Listing]:
+    """The searchable files below `directory` that match the glob groups.
 
     Ignore files from the workspace root down to `directory` apply, as do those met
     on the way down. Stops at `deadline` (monotonic) with what it found.
     """
     rules = yield from _rules_above(directory)
     found: list[ListedFile] = []
+    keep = compile_glob_groups(globs)
     complete = yield from _walk(directory, directory, rules, keep, deadline, found)
     return Listing(found, complete)
 
@@ -118,9 +121,7 @@ def grep(
     if info.is_file:
         candidates, complete = [ListedFile(info.path, info.mtime)], True
     else:
-        listing = yield from list_files(
-            request.directory, keep=compile_glob_groups(request.globs), deadline=deadline
-        )
+        listing = yield from list_files(request.directory, globs=request.globs, deadline=deadline)
         candidates, complete = listing.files, listing.complete
     for candidate in candidates:
         if time.monotonic() > deadline:
@@ -145,15 +146,16 @@ class _Matcher:
         except re.error as exc:
             raise InvalidPattern(str(exc)) from None
         self.request = request
-        self.literal = None if request.regex or request.ignore_case else request.pattern
+        literal = None if request.regex or request.ignore_case else request.pattern
+        self.literal = literal.encode("utf-8") if literal else None
 
     def search(self, listed: ListedFile, data: bytes) -> FileHits | None:
         codec = encoding.sniff(data[: encoding.SNIFF_BYTES])
         if codec is None:
             return None
-        text = codec.decode(data, errors="replace")
-        if self.literal is not None and self.literal not in text:
+        if self.literal is not None and codec.name == "utf-8" and self.literal not in data:
             return None
+        text = codec.decode(data, errors="replace")
         if not self.regex.search(text):
             return None
         lines = text.split("\n")

@@ -32,16 +32,16 @@ def search_root(path: str | None) -> Effect[FileInfo]:
 
 
 def list_files(
-    scope: CallScope, directory: str, keep: Callable[[str], bool], deadline: float
+    scope: CallScope, directory: str, globs: tuple[tuple[str, ...], ...], deadline: float
 ) -> Effect[Listing]:
     """List searchable files, natively when the backend can."""
     if scope.backend.native_search() is not None:
         return (
             yield from calls.native_search(
-                lambda native: native.list_files(directory, keep=keep, deadline=deadline)
+                lambda native: native.list_files(directory, globs=globs, deadline=deadline)
             )
         )
-    return (yield from engine.list_files(directory, keep=keep, deadline=deadline))
+    return (yield from engine.list_files(directory, globs=globs, deadline=deadline))
 
 
 def grep(

@@ -46,11 +46,13 @@ class GlobTool(FileTool):
     args_schema: type[GlobArgs] = GlobArgs
 
     def _effect(self, scope: CallScope, args: GlobArgs) -> Effect[ToolOutcome]:
-        keep = compile_globs([args.pattern])
+        compile_globs([args.pattern])  # a malformed pattern fails here, on every engine
         root = yield from _search.search_root(args.path)
         if not root.is_dir:
             raise NotADirectoryError(20, "Not a directory", root.path)
-        listing = yield from _search.list_files(scope, root.path, keep, _search.deadline_of(scope))
+        listing = yield from _search.list_files(
+            scope, root.path, ((args.pattern,),), _search.deadline_of(scope)
+        )
         ordered = sorted(listing.files, key=lambda f: (-f.mtime, f.path))
         limit = scope.context.settings.glob_limit
         lines = [f.path for f in ordered[:limit]]

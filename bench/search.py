@@ -1,0 +1,222 @@
+"""Search speed: our grep and glob vs raw ripgrep, deepagents, and a StateBackend grep.
+
+    python bench/search.py [--files 20000] [--file-kb 15] [--data-dir bench/.data] [--repeat 5]
+
+Generates (once) a corpus of code-like files plus a large, git-ignored `node_modules`,
+then times, in one process with warm caches, the median of `--repeat` runs of:
+
+- raw `rg -l` and raw `rg -n` (same ignore and hidden-file options as ours),
+  raw `rg --files -g '*.py'`;
+- our `grep` (files_with_matches, content) and `glob` tools on `LocalBackend`;
+- deepagents' `FilesystemBackend.grep` / `.glob` on the same tree;
+- our `grep` on `StateBackend` over 5,000 in-state files (MB/s of file content).
+
+Targets (issue 3): grep within 1.3x of raw rg, glob within 1.5x of `rg --files`, both
+faster than deepagents, StateBackend literal grep at least 100 MB/s. A benchmark, not a
+test: it asserts only that every engine found the same files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langgraph.prebuilt import ToolRuntime
+
+from langchain_fstools import FileToolkit, LocalBackend, StateBackend
+from langchain_fstools.backends.ripgrep import find_ripgrep
+from langchain_fstools.backends.state import file_record
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+NEEDLE = "needle_token"
+WORDS = [
+    "def",
+    "class",
+    "return",
+    "self",
+    "value",
+    "index",
+    "result",
+    "items",
+    "config",
+    "path",
+    "data",
+    "node",
+    "tree",
+]
+RG_OPTIONS = ["--no-config", "--hidden", "--no-require-git", "--no-ignore-global", "-g", "!.git/"]
+
+
+def generate(root: Path, files: int, file_kb: int) -> dict[str, Any]:
+    meta = root / "corpus.json"
+    wanted = {"files": files, "file_kb": file_kb, "version": 1}
+    if meta.exists() and json.loads(meta.read_text()).get("spec") == wanted:
+        return json.loads(meta.read_text())
+    rng = random.Random(3)  # noqa: S311 - reproducible data
+    tree = root / "tree"
+    if tree.exists():
+        subprocess.run(["rm", "-rf", str(tree)], check=True)
+    total = 0
+    for n in range(files):
+        directory = tree / "src" / f"pkg{n % 200:03d}" / f"mod{n % 7}"
+        directory.mkdir(parents=True, exist_ok=True)
+        lines = []
+        while sum(len(x) for x in lines) < file_kb * 1024:
+            words = " ".join(rng.choices(WORDS, k=rng.randint(3, 12)))
+            lines.append(f"    {words} = {rng.randint(0, 10**6)}\n")
+        if n % 50 == 0:
+            lines.insert(rng.randrange(len(lines)), f"    {NEEDLE} = True\n")
+        body = "".join(lines)
+        suffix = ".py" if n % 3 else ".txt"
+        (directory / f"file{n}{suffix}").write_text(body)
+        total += len(body)
+    modules = tree / "node_modules"
+    for n in range(files // 2):
+        directory = modules / f"dep{n % 500}"
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / f"index{n}.py").write_text(f"{NEEDLE} = {n}\n" + "x = 1\n" * 400)
+    (tree / ".gitignore").write_text("node_modules/\n")
+    info = {"spec": wanted, "bytes": total, "tree": str(tree)}
+    meta.write_text(json.dumps(info))
+    return info
+
+
+def timed(action: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    action()  # warm-up
+    walls, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = action()
+        walls.append(time.perf_counter() - start)
+    return statistics.median(walls), result
+
+
+def rg(tree: Path, *arguments: str) -> str:
+    executable = find_ripgrep()
+    assert executable is not None, "rg is not installed"
+    run = subprocess.run(
+        [executable, *RG_OPTIONS, *arguments], cwd=tree, capture_output=True, check=False
+    )
+    return run.stdout.decode()
+
+
+def state_runtime(files: dict[str, Any]) -> ToolRuntime[Any, Any]:
+    return ToolRuntime(
+        state={"files": files, "messages": []},
+        context=None,
+        config={},
+        stream_writer=lambda _c: None,
+        tool_call_id="bench",
+        store=None,
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=20_000)
+    parser.add_argument("--file-kb", type=int, default=15)
+    parser.add_argument("--data-dir", type=Path, default=Path(__file__).parent / ".data")
+    parser.add_argument("--repeat", type=int, default=5)
+    options = parser.parse_args()
+    options.data_dir.mkdir(parents=True, exist_ok=True)
+    print("generating corpus ...", flush=True)
+    info = generate(options.data_dir / "search", options.files, options.file_kb)
+    tree = Path(info["tree"])
+    tools = {t.name: t for t in FileToolkit(LocalBackend(tree), search_timeout=600).get_tools()}
+
+    def ours(name: str, **args: Any) -> str:
+        return str(tools[name].invoke(args))
+
+    rows: list[tuple[str, float, str]] = []
+    rg_l, rg_l_out = timed(lambda: rg(tree, "-l", "-F", "-e", NEEDLE), options.repeat)
+    ours_l, ours_l_out = timed(lambda: ours("grep", pattern=NEEDLE, head_limit=0), options.repeat)
+    expected = {"/" + p for p in rg_l_out.split()}
+    assert set(ours_l_out.split("\n")[1:]) == expected, "grep found other files than rg"
+    rg_n, _ = timed(lambda: rg(tree, "-n", "-F", "-e", NEEDLE), options.repeat)
+    ours_n, _ = timed(lambda: ours("grep", pattern=NEEDLE, output_mode="content"), options.repeat)
+    rg_files, rg_files_out = timed(lambda: rg(tree, "--files", "-g", "*.py"), options.repeat)
+    ours_glob, _ = timed(lambda: ours("glob", pattern="*.py"), options.repeat)
+    assert len(rg_files_out.split()) == sum(1 for n in range(options.files) if n % 3), "glob count"
+
+    from deepagents.backends.filesystem import FilesystemBackend
+
+    deep = FilesystemBackend(root_dir=str(tree), virtual_mode=True)
+    deep_grep, deep_grep_out = timed(lambda: deep.grep(NEEDLE, "/"), max(1, options.repeat // 2))
+    deep_glob, _ = timed(lambda: deep.glob("**/*.py", "/"), max(1, options.repeat // 2))
+    deep_files = {m["path"] for m in (deep_grep_out.matches or [])}
+    rows += [
+        ("raw `rg -l`", rg_l, "reference"),
+        ("ours grep files_with_matches", ours_l, f"{ours_l / rg_l:.2f}x rg -l"),
+        (
+            "deepagents grep",
+            deep_grep,
+            f"{deep_grep / rg_l:.2f}x rg -l; {len(deep_files)} files (includes node_modules: {any('node_modules' in p for p in deep_files)})",
+        ),
+        ("raw `rg -n`", rg_n, "reference"),
+        ("ours grep content (head_limit 250)", ours_n, f"{ours_n / rg_n:.2f}x rg -n"),
+        ("raw `rg --files -g '*.py'`", rg_files, "reference"),
+        ("ours glob *.py (100 newest)", ours_glob, f"{ours_glob / rg_files:.2f}x rg --files"),
+        ("deepagents glob **/*.py", deep_glob, f"{deep_glob / rg_files:.2f}x rg --files"),
+    ]
+
+    state_files: dict[str, Any] = {}
+    state_bytes = 0
+    for n, path in enumerate(sorted(tree.glob("src/**/*.py"))[:5000]):
+        data = path.read_bytes()
+        state_files[f"/s/{n}.py"] = file_record(data)
+        state_bytes += len(data)
+    (state_grep,) = FileToolkit(StateBackend(), tools=["grep"], search_timeout=600).get_tools()
+
+    def state_call() -> Any:
+        runtime = state_runtime(state_files)
+        return state_grep.invoke(
+            {
+                "type": "tool_call",
+                "id": "b",
+                "name": "grep",
+                "args": {"pattern": NEEDLE, "runtime": runtime},
+            }
+        )
+
+    state_wall, _ = timed(state_call, options.repeat)
+    mb_per_s = state_bytes / 2**20 / state_wall
+    rows.append(
+        (
+            f"ours grep on StateBackend ({len(state_files):,} files, {state_bytes / 2**20:,.0f} MiB)",
+            state_wall,
+            f"{mb_per_s:,.0f} MB/s",
+        )
+    )
+
+    print(
+        f"\ncorpus: {options.files:,} files, {info['bytes'] / 2**20:,.0f} MiB under src/, plus {options.files // 2:,} ignored files in node_modules/; median of {options.repeat}\n"
+    )
+    print("| search | wall ms | note |")
+    print("|---|---:|---|")
+    for name, wall, note in rows:
+        print(f"| {name} | {wall * 1000:,.1f} | {note} |")
+    print()
+    checks = [
+        (f"grep files_with_matches {ours_l / rg_l:.2f}x raw rg (<= 1.3x)", ours_l <= 1.3 * rg_l),
+        (f"grep content {ours_n / rg_n:.2f}x raw rg (<= 1.3x)", ours_n <= 1.3 * rg_n),
+        (f"glob {ours_glob / rg_files:.2f}x rg --files (<= 1.5x)", ours_glob <= 1.5 * rg_files),
+        (f"grep faster than deepagents ({deep_grep / ours_l:.1f}x)", ours_l < deep_grep),
+        (f"glob faster than deepagents ({deep_glob / ours_glob:.1f}x)", ours_glob < deep_glob),
+        (f"StateBackend literal grep {mb_per_s:,.0f} MB/s (>= 100)", mb_per_s >= 100),
+    ]
+    for text, ok in checks:
+        print(f"- {'PASS' if ok else 'FAIL'}: {text}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
