@@ -77,6 +77,7 @@ def make_tree(root: Path, seed: int) -> list[tuple[str, bytes]]:
 
 
 def git_files(root: Path) -> set[str]:
+    assert shutil.which("git"), "git is required (.ci/run installs it)"
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     (root / ".git" / "info").mkdir(parents=True, exist_ok=True)
     (root / ".git" / "info" / "exclude").write_text("*.exclude-me\n")
@@ -89,10 +90,6 @@ def git_files(root: Path) -> set[str]:
     return {"/" + p for p in listed.decode().split("\0") if p}
 
 
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-
-@needs_git
 @pytest.mark.parametrize("seed", range(6))
 def test_files_considered_equal_git_ls_files(tmp_path: Path, seed: int) -> None:
     reference = Harness("local", tmp_path / "reference")

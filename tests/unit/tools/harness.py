@@ -37,6 +37,8 @@ class Harness:
             if kind == "state"
             else LocalBackend(self.root, use_ripgrep=kind == "local")
         )
+        if kind == "local":
+            assert backend.native_search() is not None, "rg (the ripgrep wheel) is missing"
         self.toolkit = FileToolkit(backend, **settings)
         self.tools = {tool.name: tool for tool in self.toolkit.get_tools()}
         self.state: dict[str, Any] = {"files": {}, READS_KEY: {}, "messages": []}
