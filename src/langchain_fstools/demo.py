@@ -45,6 +45,9 @@ WORKSPACE: dict[str, str] = {
 """The sample workspace, virtual path → content."""
 
 SCRIPT: list[tuple[str, dict[str, Any]]] = [
+    ("glob", {"pattern": "*.py"}),
+    ("grep", {"pattern": "Hello", "output_mode": "content"}),
+    ("grep", {"pattern": r"return f\"\w+", "regex": True, "output_mode": "content"}),
     ("ls", {"path": "/src/greeter"}),
     ("read_file", {"file_path": "/src/greeter/greet.py"}),
     (
