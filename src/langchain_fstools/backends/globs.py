@@ -28,24 +28,28 @@ def compile_globs(patterns: Iterable[str]) -> Callable[[str], bool]:
     Raises:
         InvalidArgument: a pattern is empty or malformed (unclosed `[` or `{`).
     """
-    compiled = [_compile(pattern) for pattern in patterns]
-    if not compiled:
+    sources = [_source(pattern) for pattern in patterns]
+    if not sources:
         return lambda _path: True
-    return lambda path: any(regex.fullmatch(path) for regex in compiled)
+    matcher = re.compile("|".join(f"(?:{source})" for source in sources), re.DOTALL).fullmatch
+    return lambda path: matcher(path) is not None
 
 
 def compile_glob_groups(groups: Iterable[Iterable[str]]) -> Callable[[str], bool]:
     """Return a predicate: does the path match some glob of every group?"""
     predicates = [compile_globs(group) for group in groups]
+    if len(predicates) == 1:
+        return predicates[0]
     return lambda path: all(predicate(path) for predicate in predicates)
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
+def _source(pattern: str) -> str:
+    """The regex source matching what `pattern` names (module docstring rules)."""
     if not pattern.strip():
         raise InvalidArgument("glob", "the pattern is empty")
     anchored = "/" in pattern.rstrip("/")
     body = _translate(pattern.lstrip("/").rstrip("/"), pattern)
-    return re.compile(body if anchored else f"(?:.*/)?{body}", re.DOTALL)
+    return body if anchored else f"(?:.*/)?{body}"
 
 
 def _translate(pattern: str, original: str) -> str:

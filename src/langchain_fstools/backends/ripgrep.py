@@ -78,12 +78,11 @@ class RipgrepSearch:
         found: list[ListedFile] = []
         prefix = str(cwd) + "/"
         with _Run(command, cwd, deadline) as run:
+            # Stat each path as rg streams it, while rg walks on in its own process.
             for raw in _split(run.stdout, b"\0"):
                 relative = raw.decode("utf-8", "surrogateescape")
-                if keep(relative):
-                    mtime = _mtime(prefix + relative)
-                    if mtime is not None:
-                        found.append(ListedFile(paths.join(directory, relative), mtime))
+                if keep(relative) and (mtime := _mtime(prefix + relative)) is not None:
+                    found.append(ListedFile(paths.join(directory, relative), mtime))
         return Listing(found, not run.timed_out)
 
     def grep(
@@ -204,7 +203,8 @@ def _mtime(path: str | Path) -> float | None:
 
 def _split(stream: IO[bytes], separator: bytes) -> Iterator[bytes]:
     pending = b""
-    while chunk := stream.read(1 << 16):
+    read = getattr(stream, "read1", stream.read)  # read1: whatever has arrived, no waiting
+    while chunk := read(1 << 16):
         pending += chunk
         *records, pending = pending.split(separator)
         yield from (record for record in records if record)
