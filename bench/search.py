@@ -149,6 +149,10 @@ def main() -> int:
     rg_files, rg_files_out = timed(
         lambda: rg(tree, "--files", "--type-add", "q:*.py", "-t", "q"), options.repeat
     )
+    rg_sorted, _ = timed(
+        lambda: rg(tree, "--files", "--type-add", "q:*.py", "-t", "q", "--sortr", "modified"),
+        options.repeat,
+    )
     ours_glob, _ = timed(lambda: ours("glob", pattern="*.py"), options.repeat)
     assert len(rg_files_out.split()) == sum(1 for n in range(options.files) if n % 3), "glob count"
 
@@ -169,7 +173,12 @@ def main() -> int:
         ("raw `rg -n`", rg_n, "reference"),
         ("ours grep content (head_limit 250)", ours_n, f"{ours_n / rg_n:.2f}x rg -n"),
         ("raw `rg --files -t py`", rg_files, "reference"),
-        ("ours glob *.py (100 newest)", ours_glob, f"{ours_glob / rg_files:.2f}x rg --files"),
+        ("raw `rg --files -t py --sortr modified`", rg_sorted, "newest first, as glob returns"),
+        (
+            "ours glob *.py (100 newest)",
+            ours_glob,
+            f"{ours_glob / rg_files:.2f}x rg --files; {ours_glob / rg_sorted:.2f}x sorted",
+        ),
         ("deepagents glob **/*.py", deep_glob, f"{deep_glob / rg_files:.2f}x rg --files"),
     ]
 
