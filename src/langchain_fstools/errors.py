@@ -132,6 +132,24 @@ class UseNotebookEdit(FsToolsError):
 
 
 @dataclass(eq=False)
+class NeedsWindow(FsToolsError):
+    """A text file too large to read whole was read without offset or limit."""
+
+    path: str
+    size: int
+    limit: int
+
+
+@dataclass(eq=False)
+class UnreadableMedia(FsToolsError):
+    """An image or PDF that cannot be read; `reason` says why."""
+
+    path: str
+    kind: str
+    reason: str
+
+
+@dataclass(eq=False)
 class MissingFile(FsToolsError):
     """A file to read does not exist; `suggestions` holds existing near spellings."""
 
@@ -158,12 +176,14 @@ __all__ = [
     "InvalidArgument",
     "InvalidPath",
     "MissingFile",
+    "NeedsWindow",
     "NoMatch",
     "NoOpEdit",
     "NotInGraph",
     "NotReadYet",
     "OutsideRoot",
     "SpecialFile",
+    "UnreadableMedia",
     "UseNotebookEdit",
     "VersionConflict",
 ]

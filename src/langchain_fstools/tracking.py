@@ -30,8 +30,9 @@ class ReadRecord(TypedDict):
     """Merged, sorted `[first, last]` 1-based line ranges seen at `version`."""
     total_lines: int | None
     """The file's line count at `version`, once a read reached its end."""
-    window: list[int]
-    """The last `[offset, limit]` served, for the unchanged-read stub."""
+    view: str
+    """What the last read showed (e.g. `lines:1:2000`, `image`, `pages:1-5`), for the
+    unchanged-read stub."""
 
 
 def merge_reads(
@@ -52,7 +53,7 @@ def after_read(
     first: int,
     last: int,
     total_lines: int | None,
-    window: tuple[int, int],
+    view: str,
 ) -> ReadRecord:
     """Return the record after lines `first..last` were shown at `version`.
 
@@ -65,7 +66,7 @@ def after_read(
         ranges = _merge_ranges([*ranges, [first, last]])
     if total_lines is None and previous and same_version:
         total_lines = previous["total_lines"]
-    return ReadRecord(version=version, ranges=ranges, total_lines=total_lines, window=list(window))
+    return ReadRecord(version=version, ranges=ranges, total_lines=total_lines, view=view)
 
 
 def after_write(*, version: str, total_lines: int) -> ReadRecord:
@@ -74,7 +75,7 @@ def after_write(*, version: str, total_lines: int) -> ReadRecord:
         version=version,
         ranges=[[1, total_lines]] if total_lines else [],
         total_lines=total_lines,
-        window=[],
+        view="",
     )
 
 

@@ -15,23 +15,23 @@ from langchain_fstools.tracking import (
 
 
 def test_windows_at_one_version_accumulate_to_everything() -> None:
-    first = after_read(None, version="v1", first=1, last=10, total_lines=None, window=(1, 10))
+    first = after_read(None, version="v1", first=1, last=10, total_lines=None, view="lines:1:10")
     assert not saw_everything(first)
-    second = after_read(first, version="v1", first=11, last=20, total_lines=20, window=(11, 10))
+    second = after_read(first, version="v1", first=11, last=20, total_lines=20, view="lines:11:10")
     assert second["ranges"] == [[1, 20]]
     assert saw_everything(second)
 
 
 def test_gap_means_not_everything() -> None:
-    a = after_read(None, version="v1", first=1, last=5, total_lines=None, window=(1, 5))
-    b = after_read(a, version="v1", first=8, last=10, total_lines=10, window=(8, 5))
+    a = after_read(None, version="v1", first=1, last=5, total_lines=None, view="lines:1:5")
+    b = after_read(a, version="v1", first=8, last=10, total_lines=10, view="lines:8:5")
     assert b["ranges"] == [[1, 5], [8, 10]]
     assert not saw_everything(b)
 
 
 def test_new_version_starts_afresh() -> None:
-    a = after_read(None, version="v1", first=1, last=10, total_lines=10, window=(1, 10))
-    b = after_read(a, version="v2", first=5, last=6, total_lines=None, window=(5, 2))
+    a = after_read(None, version="v1", first=1, last=10, total_lines=10, view="lines:1:10")
+    b = after_read(a, version="v2", first=5, last=6, total_lines=None, view="lines:5:2")
     assert b["ranges"] == [[5, 6]]
     assert b["total_lines"] is None
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.json_schema import SkipJsonSchema
 
 from langchain_fstools.backends import calls
+from langchain_fstools.formats.image import ImageLimits
 from langchain_fstools.formats.text import LineIndexCache
 from langchain_fstools.tokens import TokenCounter, default_counter
 from langchain_fstools.tools._render import render_error
@@ -61,6 +62,14 @@ class ToolSettings:
             Default: 250.
         search_timeout: Seconds glob and grep may run before returning what they
             found. Default: 20.
+        read_max_bytes: Largest text file read_file reads without offset or limit;
+            0 for no cap. Default: 256 KiB.
+        max_media_bytes: Largest image or PDF read_file opens. Default: 128 MiB.
+        image_limits: What images are scaled to fit. Default: `ImageLimits()`.
+        pdf_pages_without_range: Most pages of a PDF read without `pages`. Default: 10.
+        pdf_pages_per_call: Most PDF pages per read. Default: 20.
+        pdf_file_blocks: Also attach the selected PDF pages as a `file` block, for
+            models that read PDFs natively. Default: False.
         count_tokens: Token counter. Default: `tokens.default_counter()`.
     """
 
@@ -72,6 +81,12 @@ class ToolSettings:
     glob_limit: int = 100
     grep_head_limit: int = 250
     search_timeout: float = 20.0
+    read_max_bytes: int = 256 * 1024
+    max_media_bytes: int = 128 * 1024 * 1024
+    image_limits: ImageLimits = field(default_factory=ImageLimits)
+    pdf_pages_without_range: int = 10
+    pdf_pages_per_call: int = 20
+    pdf_file_blocks: bool = False
     count_tokens: TokenCounter = field(default_factory=default_counter)
 
 

@@ -80,6 +80,14 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             return f"Error: {path} does not exist. Did you mean {' or '.join(suggestions)}?"
         case errors.MissingFile(path=path):
             return f"Error: {path} does not exist. Check the path with ls or glob."
+        case errors.NeedsWindow(path=path, size=size, limit=limit):
+            return (
+                f"Error: {path} is {size:,} bytes, more than the {limit:,} bytes read_file"
+                " returns at once. Read it in windows with offset and limit, or find the"
+                " place with grep."
+            )
+        case errors.UnreadableMedia(path=path, kind=kind, reason=reason):
+            return f"Error: cannot read the {kind} {path}: {reason}."
         case errors.InvalidArgument(argument=argument, reason=reason):
             return f"Error: invalid {argument}: {reason}."
         case errors.NotInGraph(missing=missing):

@@ -9,9 +9,11 @@ from pydantic import Field
 
 from langchain_fstools import errors
 from langchain_fstools.backends import calls, paths
-from langchain_fstools.formats import encoding
+from langchain_fstools.formats import encoding, kinds
+from langchain_fstools.formats.kinds import ContentKind
 from langchain_fstools.formats.text import Reader, Window, read_window
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools._media import read_image, read_pdf
 from langchain_fstools.tracking import after_read
 
 if TYPE_CHECKING:
@@ -30,7 +32,8 @@ class ReadFileArgs(ToolArgs):
         default=None, description="Maximum number of lines (rows) to read. Default: 2000."
     )
     pages: str | None = Field(
-        default=None, description='Page range for PDF files only, e.g. "3" or "1-5".'
+        default=None,
+        description='PDF pages to read, e.g. "3", "1-5" or "2,4-6" (PDF files only).',
     )
 
 
@@ -46,7 +49,11 @@ DESCRIPTION = """Read a file from the workspace.
   you have not read, or that changed since you read them.
 - Reading the same unchanged range again returns a short "unchanged" note; the text you
   read earlier is still current.
-- Text in UTF-8, UTF-16 and Latin-1 is read; binary files are refused. To list a
+- Images (PNG, JPEG, GIF, WebP) come back as images you can see, scaled to fit.
+- PDFs come back as text with page markers; for PDFs over 10 pages give `pages`
+  ("3", "1-5", "2,4-6"), at most 20 pages per call.
+- Text files over 256 KB need `offset`/`limit` (or use grep to find the place).
+- Text in UTF-8, UTF-16 and Latin-1 is read; other binary files are refused. To list a
   directory use ls; to find files use glob; to search contents use grep."""
 
 UNCHANGED = (
@@ -73,60 +80,74 @@ class ReadFileTool(FileTool):
         info = yield from _stat_or_suggest(path)
         if info.is_dir:
             raise IsADirectoryError(21, "Is a directory", path)
-        if args.pages is not None:
-            raise errors.InvalidArgument("pages", "it applies to PDF files only")
-        previous = scope.reads.get(path)
-        if (
-            previous
-            and previous["version"] == info.version
-            and previous["window"] == [offset, limit]
-        ):
-            first, last = offset, offset + limit - 1
-            if previous["total_lines"] is not None:
-                last = min(last, previous["total_lines"])
-            text = UNCHANGED.format(path=path, first=first, last=last)
-            return ToolOutcome(text, {"path": path, "unchanged": True, "version": info.version})
         head = yield from calls.read_bytes(path, 0, encoding.SNIFF_BYTES)
-        codec = encoding.sniff(head)
-        if codec is None:
+        kind, mime = kinds.detect(head)
+        if args.pages is not None and kind is not ContentKind.PDF:
+            raise errors.InvalidArgument("pages", "it applies to PDF files only")
+        if kind is ContentKind.BINARY:
             raise errors.BinaryFile(path)
-        read, start = yield from _reader(scope, path, info, codec)
-        index = scope.context.line_indexes.get(
-            (id(scope.context.backend), path, info.version, codec.name), start=start
-        )
-        window = yield from read_window(
-            read,
-            index,
-            codec="utf-8" if codec.name.startswith("utf-16") else codec.name,
-            offset=offset,
-            limit=limit,
-            token_budget=scope.context.settings.read_token_budget,
-            count_tokens=scope.context.settings.count_tokens,
-        )
-        seen_last = window.last_line - (1 if window.cut_line is not None else 0)
-        scope.reads.put(
-            path,
-            after_read(
-                previous,
-                version=info.version,
-                first=offset,
-                last=seen_last,
-                total_lines=window.total_lines,
-                window=(offset, limit),
-            ),
-        )
-        artifact: dict[str, Any] = {
-            "path": path,
-            "kind": "text",
-            "encoding": codec.label,
-            "first_line": offset,
-            "last_line": window.last_line,
-            "total_lines": window.total_lines,
-            "next_offset": window.next_offset,
-            "stopped_by": window.stopped_by,
-            "version": info.version,
-        }
-        return ToolOutcome(_render(path, window, offset, limit), artifact)
+        if kind is ContentKind.IMAGE:
+            return (yield from read_image(scope, info, mime or "image/png"))
+        if kind is ContentKind.PDF:
+            return (yield from read_pdf(scope, info, args.pages))
+        return (yield from _read_text(scope, info, head, args, offset, limit))
+
+
+def _read_text(  # noqa: PLR0917 - one read's facts
+    scope: CallScope, info: FileInfo, head: bytes, args: ReadFileArgs, offset: int, limit: int
+) -> Effect[ToolOutcome]:
+    path = info.path
+    view = f"lines:{offset}:{limit}"
+    previous = scope.reads.get(path)
+    if previous and previous["version"] == info.version and previous["view"] == view:
+        last = offset + limit - 1
+        if previous["total_lines"] is not None:
+            last = min(last, previous["total_lines"])
+        text = UNCHANGED.format(path=path, first=offset, last=last)
+        return ToolOutcome(text, {"path": path, "unchanged": True, "version": info.version})
+    cap = scope.context.settings.read_max_bytes
+    if cap and info.size > cap and args.offset is None and args.limit is None:
+        raise errors.NeedsWindow(path, info.size, cap)
+    codec = encoding.sniff(head)
+    if codec is None:
+        raise errors.BinaryFile(path)
+    read, start = yield from _reader(scope, path, info, codec)
+    index = scope.context.line_indexes.get(
+        (id(scope.context.backend), path, info.version, codec.name), start=start
+    )
+    window = yield from read_window(
+        read,
+        index,
+        codec="utf-8" if codec.name.startswith("utf-16") else codec.name,
+        offset=offset,
+        limit=limit,
+        token_budget=scope.context.settings.read_token_budget,
+        count_tokens=scope.context.settings.count_tokens,
+    )
+    seen_last = window.last_line - (1 if window.cut_line is not None else 0)
+    scope.reads.put(
+        path,
+        after_read(
+            previous,
+            version=info.version,
+            first=offset,
+            last=seen_last,
+            total_lines=window.total_lines,
+            view=view,
+        ),
+    )
+    artifact: dict[str, Any] = {
+        "path": path,
+        "kind": "text",
+        "encoding": codec.label,
+        "first_line": offset,
+        "last_line": window.last_line,
+        "total_lines": window.total_lines,
+        "next_offset": window.next_offset,
+        "stopped_by": window.stopped_by,
+        "version": info.version,
+    }
+    return ToolOutcome(_render(path, window, offset, limit), artifact)
 
 
 def _window_arguments(args: ReadFileArgs, default_limit: int) -> tuple[int, int]:

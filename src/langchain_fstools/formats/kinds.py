@@ -1,0 +1,45 @@
+"""What a file holds, decided by its first bytes; the extension only breaks ties."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from langchain_fstools.formats import encoding
+
+
+class ContentKind(StrEnum):
+    """How read_file presents a file."""
+
+    TEXT = "text"
+    IMAGE = "image"
+    PDF = "pdf"
+    BINARY = "binary"
+
+
+_IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def detect(head: bytes) -> tuple[ContentKind, str | None]:
+    """Return the kind of a file from its head, and the MIME type of images and PDFs.
+
+    Args:
+        head: The first `encoding.SNIFF_BYTES` bytes (or the whole file if shorter).
+    """
+    for magic, mime in _IMAGE_MAGIC:
+        if head.startswith(magic):
+            return ContentKind.IMAGE, mime
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return ContentKind.IMAGE, "image/webp"
+    if b"%PDF-" in head[:1024]:
+        return ContentKind.PDF, "application/pdf"
+    if encoding.sniff(head) is None:
+        return ContentKind.BINARY, None
+    return ContentKind.TEXT, None
+
+
+__all__ = ["ContentKind", "detect"]

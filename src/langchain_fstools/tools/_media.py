@@ -1,0 +1,167 @@
+"""read_file for images and PDFs: content blocks for the model, records for tracking."""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+from langchain_fstools import errors
+from langchain_fstools.backends import calls
+from langchain_fstools.formats import image, pdf
+from langchain_fstools.tools._base import CallScope, ToolOutcome
+from langchain_fstools.tracking import after_read
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.backends.protocol import FileInfo
+
+UNCHANGED = (
+    "File unchanged since your last read: the {what} of {path} you read earlier is still current."
+)
+
+
+def read_image(scope: CallScope, info: FileInfo, mime: str) -> Effect[ToolOutcome]:
+    """An image block scaled to the model's limits, with a text block describing it."""
+    stub = _unchanged(scope, info, "image", "image")
+    if stub is not None:
+        return stub
+    data = yield from _load(scope, info, "image")
+    try:
+        prepared = image.prepare(data, scope.context.settings.image_limits)
+    except image.UnreadableImage as exc:
+        raise errors.UnreadableMedia(info.path, "image", exc.reason) from None
+    (width, height), (sent_w, sent_h) = prepared.original_size, prepared.size
+    note = (
+        f"Image {info.path}: {prepared.original_format} {width}x{height}"
+        f"{f', {prepared.frames} frames (first shown)' if prepared.frames > 1 else ''}; "
+        f"sent as {prepared.mime_type} {sent_w}x{sent_h} ({len(prepared.data):,} bytes)."
+    )
+    blocks: list[str | dict[str, Any]] = [
+        {"type": "text", "text": note},
+        {
+            "type": "image",
+            "base64": base64.b64encode(prepared.data).decode("ascii"),
+            "mime_type": prepared.mime_type,
+        },
+    ]
+    _record(scope, info, "image")
+    artifact = {
+        "path": info.path,
+        "kind": "image",
+        "source_mime_type": mime,
+        "original_size": [width, height],
+        "sent_size": [sent_w, sent_h],
+        "sent_bytes": len(prepared.data),
+        "version": info.version,
+    }
+    return ToolOutcome(blocks, artifact)
+
+
+def read_pdf(scope: CallScope, info: FileInfo, pages: str | None) -> Effect[ToolOutcome]:
+    """Page text with `--- Page N ---` markers, optionally the pages as a file block."""
+    data = yield from _load(scope, info, "PDF")
+    try:
+        reader = pdf.open_pdf(data)
+    except pdf.UnreadablePdf as exc:
+        raise errors.UnreadableMedia(info.path, "PDF", exc.reason) from None
+    settings = scope.context.settings
+    count = len(reader.pages)
+    if pages is None:
+        if count > settings.pdf_pages_without_range:
+            raise errors.InvalidArgument(
+                "pages",
+                f'{info.path} has {count} pages; give pages, e.g. pages="1-5" '
+                f"(at most {settings.pdf_pages_per_call} per call)",
+            )
+        numbers = list(range(1, count + 1))
+    else:
+        numbers = pdf.parse_pages(pages, count)
+    if len(numbers) > settings.pdf_pages_per_call:
+        raise errors.InvalidArgument(
+            "pages", f"at most {settings.pdf_pages_per_call} pages per call; ask for fewer"
+        )
+    view = "pages:" + ",".join(map(str, numbers))
+    stub = _unchanged(scope, info, view, f"pages {_spell(numbers)}")
+    if stub is not None:
+        return stub
+    try:
+        extracted = pdf.extract(reader, numbers)
+    except pdf.UnreadablePdf as exc:
+        raise errors.UnreadableMedia(info.path, "PDF", exc.reason) from None
+    text, shown = _within_budget(scope, info.path, extracted)
+    blocks: list[str | dict[str, Any]] = [{"type": "text", "text": text}]
+    if settings.pdf_file_blocks:
+        blocks.append(
+            {
+                "type": "file",
+                "base64": base64.b64encode(pdf.subset(reader, shown)).decode("ascii"),
+                "mime_type": "application/pdf",
+            }
+        )
+    _record(scope, info, view)
+    artifact = {"path": info.path, "kind": "pdf", "page_count": count, "pages": shown}
+    return ToolOutcome(blocks if len(blocks) > 1 else text, artifact)
+
+
+def _within_budget(scope: CallScope, path: str, extracted: pdf.PdfPages) -> tuple[str, list[int]]:
+    budget = scope.context.settings.read_token_budget
+    count_tokens = scope.context.settings.count_tokens
+    parts: list[str] = []
+    shown: list[int] = []
+    used = 0
+    for number, page_text in extracted.pages:
+        part = f"--- Page {number} ---\n{page_text.strip() or '(no text on this page)'}"
+        cost = count_tokens(part)
+        if parts and used + cost > budget:
+            break
+        parts.append(part)
+        shown.append(number)
+        used += cost
+    header = f"PDF {path}: {extracted.page_count} pages; showing pages {_spell(shown)}."
+    rest = [n for n, _ in extracted.pages if n not in shown]
+    footer = (
+        f"\n\n(Output reached the token budget; read the remaining pages with "
+        f'pages="{_spell(rest)}".)'
+        if rest
+        else ""
+    )
+    return header + "\n\n" + "\n\n".join(parts) + footer, shown
+
+
+def _spell(numbers: list[int]) -> str:
+    """`[1, 2, 3, 5]` → `1-3,5`."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][1] + 1:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in runs)
+
+
+def _load(scope: CallScope, info: FileInfo, kind: str) -> Effect[bytes]:
+    limit = scope.context.settings.max_media_bytes
+    if info.size > limit:
+        raise errors.UnreadableMedia(
+            info.path, kind, f"it is {info.size:,} bytes, above the {limit:,}-byte limit"
+        )
+    return (yield from calls.read_bytes(info.path))
+
+
+def _unchanged(scope: CallScope, info: FileInfo, view: str, what: str) -> ToolOutcome | None:
+    previous = scope.reads.get(info.path)
+    if previous and previous["version"] == info.version and previous["view"] == view:
+        text = UNCHANGED.format(what=what, path=info.path)
+        return ToolOutcome(text, {"path": info.path, "unchanged": True, "version": info.version})
+    return None
+
+
+def _record(scope: CallScope, info: FileInfo, view: str) -> None:
+    previous = scope.reads.get(info.path)
+    record = after_read(
+        previous, version=info.version, first=1, last=0, total_lines=None, view=view
+    )
+    scope.reads.put(info.path, record)
+
+
+__all__ = ["read_image", "read_pdf"]
