@@ -12,6 +12,7 @@ from langchain_fstools.tools import (
     GlobTool,
     GrepTool,
     LsTool,
+    NotebookEditTool,
     ReadFileTool,
     ToolContext,
     ToolSettings,
@@ -31,6 +32,7 @@ TOOL_CLASSES: dict[str, Callable[..., FileTool]] = {
     "edit_file": EditFileTool,
     "glob": GlobTool,
     "grep": GrepTool,
+    "notebook_edit": NotebookEditTool,
 }
 """Every tool of the toolkit, by model-facing name."""
 

@@ -13,6 +13,7 @@ class ContentKind(StrEnum):
     TEXT = "text"
     IMAGE = "image"
     PDF = "pdf"
+    NOTEBOOK = "notebook"
     BINARY = "binary"
 
 
@@ -24,11 +25,13 @@ _IMAGE_MAGIC = (
 )
 
 
-def detect(head: bytes) -> tuple[ContentKind, str | None]:
+def detect(head: bytes, path: str = "") -> tuple[ContentKind, str | None]:
     """Return the kind of a file from its head, and the MIME type of images and PDFs.
 
     Args:
         head: The first `encoding.SNIFF_BYTES` bytes (or the whole file if shorter).
+        path: The file's path; its extension only breaks ties (a JSON text file
+            named `.ipynb` is a notebook).
     """
     for magic, mime in _IMAGE_MAGIC:
         if head.startswith(magic):
@@ -39,6 +42,8 @@ def detect(head: bytes) -> tuple[ContentKind, str | None]:
         return ContentKind.PDF, "application/pdf"
     if encoding.sniff(head) is None:
         return ContentKind.BINARY, None
+    if path.lower().endswith(".ipynb") and head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        return ContentKind.NOTEBOOK, "application/x-ipynb+json"
     return ContentKind.TEXT, None
 
 

@@ -5,6 +5,7 @@ from langchain_fstools.tools.edit_file import EditFileTool
 from langchain_fstools.tools.glob import GlobTool
 from langchain_fstools.tools.grep import GrepTool
 from langchain_fstools.tools.ls import LsTool
+from langchain_fstools.tools.notebook_edit import NotebookEditTool
 from langchain_fstools.tools.read_file import ReadFileTool
 from langchain_fstools.tools.write_file import WriteFileTool
 
@@ -13,6 +14,7 @@ __all__ = [
     "GlobTool",
     "GrepTool",
     "LsTool",
+    "NotebookEditTool",
     "ReadFileTool",
     "ToolContext",
     "ToolSettings",

@@ -12,20 +12,21 @@ from __future__ import annotations
 
 import copy
 from abc import abstractmethod
+from collections.abc import Callable  # noqa: TC003 - pydantic resolves field types at runtime
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg, ToolException
 from langgraph.types import Command
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.json_schema import SkipJsonSchema
 
 from langchain_fstools.backends import calls
 from langchain_fstools.formats.image import ImageLimits
 from langchain_fstools.formats.text import LineIndexCache
 from langchain_fstools.tokens import TokenCounter, default_counter
-from langchain_fstools.tools._render import render_error
+from langchain_fstools.tools._render import render_error, render_validation_error
 from langchain_fstools.tracking import READS_KEY, ReadLedger, ReadTracker
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ class FileTool(BaseTool):
     read_only: bool = True
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     handle_tool_error: bool = True
+    handle_validation_error: Callable[[ValidationError], str] = render_validation_error  # type: ignore[assignment]
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_fstools import errors
 from langchain_fstools.backends import calls
-from langchain_fstools.formats import image, pdf
+from langchain_fstools.formats import image, notebook, pdf
+from langchain_fstools.formats.text import line_rows
 from langchain_fstools.tools._base import CallScope, ToolOutcome
 from langchain_fstools.tracking import after_read
 
@@ -103,6 +104,116 @@ def read_pdf(scope: CallScope, info: FileInfo, pages: str | None) -> Effect[Tool
     return ToolOutcome(blocks if len(blocks) > 1 else text, artifact)
 
 
+def read_notebook(
+    scope: CallScope, info: FileInfo, offset: int, limit: int | None
+) -> Effect[ToolOutcome]:
+    """Cells with ids, types, numbered sources and outputs (images as image blocks)."""
+    view = f"cells:{offset}:{limit}"
+    stub = _unchanged(scope, info, view, "cells")
+    if stub is not None:
+        return stub
+    data = yield from _load(scope, info, "notebook")
+    try:
+        book = notebook.parse(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, notebook.UnreadableNotebook) as exc:
+        reason = getattr(exc, "reason", "it is not UTF-8 text")
+        raise errors.UnreadableMedia(info.path, "notebook", reason) from None
+    total = len(book.cells)
+    if offset > max(total, 1):
+        raise errors.InvalidArgument("offset", f"the notebook has {total} cells")
+    last_allowed = total if limit is None else min(total, offset + limit - 1)
+    blocks = _NotebookBlocks(scope)
+    kernel = book.get("metadata", {}).get("kernelspec", {}).get("name", "unknown")
+    version = f"{book.get('nbformat')}.{book.get('nbformat_minor')}"
+    shown = offset - 1
+    for index in range(offset - 1, last_allowed):
+        if not blocks.add_cell(book, index) and shown >= offset:
+            break
+        shown = index + 1
+    header = (
+        f"Notebook {info.path}: {total} cells (nbformat {version}, kernel {kernel}); "
+        f"showing cells {offset}-{shown}."
+    )
+    footer = ""
+    if shown < total:
+        footer = f"(Showing cells {offset}-{shown} of {total}. Continue with offset={shown + 1}.)"
+    _record(scope, info, view)
+    artifact = {"path": info.path, "kind": "notebook", "cells": total, "shown": [offset, shown]}
+    return ToolOutcome(blocks.finish(header, footer), artifact)
+
+
+class _NotebookBlocks:
+    """Text and image blocks of a notebook read, within the token budget."""
+
+    def __init__(self, scope: CallScope) -> None:
+        self._scope = scope
+        self._budget = scope.context.settings.read_token_budget
+        self._used = 0
+        self._blocks: list[str | dict[str, Any]] = []
+        self._text: list[str] = []
+
+    def add_cell(self, book: Any, index: int) -> bool:
+        """Add one cell; False (and nothing added) when it does not fit the budget."""
+        cell = book.cells[index]
+        kind = cell.get("cell_type", "code")
+        count = cell.get("execution_count")
+        counted = f' execution_count="{count}"' if count is not None else ""
+        lines = notebook.source(cell).split("\n")
+        rows = "\n".join(row for n, line in enumerate(lines, 1) for row in line_rows(n, line))
+        parts = [
+            f'<cell id="{notebook.cell_id(book, index)}" type="{kind}"{counted}>\n{rows}\n</cell>'
+        ]
+        images: list[notebook.Output] = []
+        for output in notebook.outputs(cell):
+            if output.kind == "image":
+                images.append(output)
+            else:
+                tag = "output error" if output.kind == "error" else "output"
+                parts.append(f"<{tag}>\n{output.text}\n</output>")
+        text = "\n".join(parts)
+        cost = self._scope.context.settings.count_tokens(text)
+        if self._used and self._used + cost > self._budget:
+            return False
+        self._used += cost
+        self._text.append(text)
+        for output in images:
+            self._image(output)
+        return True
+
+    def _image(self, output: notebook.Output) -> None:
+        try:
+            prepared = image.prepare(output.image, self._scope.context.settings.image_limits)
+        except image.UnreadableImage as exc:
+            self._text.append(f"<output>(an image that cannot be shown: {exc.reason})</output>")
+            return
+        self._flush()
+        self._blocks.append(
+            {
+                "type": "image",
+                "base64": base64.b64encode(prepared.data).decode("ascii"),
+                "mime_type": prepared.mime_type,
+            }
+        )
+
+    def _flush(self) -> None:
+        if self._text:
+            self._blocks.append({"type": "text", "text": "\n\n".join(self._text)})
+            self._text = []
+
+    def finish(self, header: str, footer: str) -> str | list[str | dict[str, Any]]:
+        """The blocks, header first; plain text when there is no image."""
+        if footer:
+            self._text.append(footer)
+        self._flush()
+        if not self._blocks:
+            return header
+        first = self._blocks[0]  # a text block: a cell's text always precedes its images
+        if not isinstance(first, dict):
+            raise TypeError("notebook blocks must be dicts")
+        first["text"] = f"{header}\n\n{first['text']}"
+        return str(first["text"]) if len(self._blocks) == 1 else self._blocks
+
+
 def _within_budget(scope: CallScope, path: str, extracted: pdf.PdfPages) -> tuple[str, list[int]]:
     budget = scope.context.settings.read_token_budget
     count_tokens = scope.context.settings.count_tokens
@@ -164,4 +275,4 @@ def _record(scope: CallScope, info: FileInfo, view: str) -> None:
     scope.reads.put(info.path, record)
 
 
-__all__ = ["read_image", "read_pdf"]
+__all__ = ["read_image", "read_notebook", "read_pdf"]

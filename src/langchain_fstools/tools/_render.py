@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import errno
 import logging
+from typing import TYPE_CHECKING
 
 from langchain_fstools import errors
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 logger = logging.getLogger("langchain_fstools")
 
@@ -25,6 +29,15 @@ def render_error(exc: BaseException, *, tool: str) -> str:
             "check the arguments and try again, or use another tool."
         )
     return message
+
+
+def render_validation_error(exc: ValidationError) -> str:
+    """The model-facing sentence for arguments that do not fit the tool's schema."""
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+        for error in exc.errors()[:5]
+    )
+    return f"Error: invalid arguments ({problems}). Fix them and call the tool again."
 
 
 def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - one branch per error kind
@@ -114,4 +127,4 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
     return None
 
 
-__all__ = ["render_error"]
+__all__ = ["render_error", "render_validation_error"]

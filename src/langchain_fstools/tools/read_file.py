@@ -13,7 +13,7 @@ from langchain_fstools.formats import encoding, kinds
 from langchain_fstools.formats.kinds import ContentKind
 from langchain_fstools.formats.text import Reader, Window, read_window
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools._media import read_image, read_pdf
+from langchain_fstools.tools._media import read_image, read_notebook, read_pdf
 from langchain_fstools.tracking import after_read
 
 if TYPE_CHECKING:
@@ -52,6 +52,8 @@ DESCRIPTION = """Read a file from the workspace.
 - Images (PNG, JPEG, GIF, WebP) come back as images you can see, scaled to fit.
 - PDFs come back as text with page markers; for PDFs over 10 pages give `pages`
   ("3", "1-5", "2,4-6"), at most 20 pages per call.
+- Jupyter notebooks (.ipynb) come back as cells with ids, numbered sources and outputs
+  (images as images); `offset`/`limit` count cells. Edit them with notebook_edit.
 - Text files over 256 KB need `offset`/`limit` (or use grep to find the place).
 - Text in UTF-8, UTF-16 and Latin-1 is read; other binary files are refused. To list a
   directory use ls; to find files use glob; to search contents use grep."""
@@ -81,7 +83,7 @@ class ReadFileTool(FileTool):
         if info.is_dir:
             raise IsADirectoryError(21, "Is a directory", path)
         head = yield from calls.read_bytes(path, 0, encoding.SNIFF_BYTES)
-        kind, mime = kinds.detect(head)
+        kind, mime = kinds.detect(head, path)
         if args.pages is not None and kind is not ContentKind.PDF:
             raise errors.InvalidArgument("pages", "it applies to PDF files only")
         if kind is ContentKind.BINARY:
@@ -90,6 +92,8 @@ class ReadFileTool(FileTool):
             return (yield from read_image(scope, info, mime or "image/png"))
         if kind is ContentKind.PDF:
             return (yield from read_pdf(scope, info, args.pages))
+        if kind is ContentKind.NOTEBOOK:
+            return (yield from read_notebook(scope, info, offset, args.limit))
         return (yield from _read_text(scope, info, head, args, offset, limit))
 
 

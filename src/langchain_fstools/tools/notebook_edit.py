@@ -1,0 +1,136 @@
+"""notebook_edit: replace, insert or delete one cell of a Jupyter notebook."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from langchain_fstools import errors
+from langchain_fstools.backends import calls, paths
+from langchain_fstools.formats import notebook
+from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools._mutation import load_text, require_read, write_text
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.calls import Effect
+
+
+class NotebookEditArgs(ToolArgs):
+    """Arguments of notebook_edit."""
+
+    notebook_path: str = Field(description="Absolute path of the .ipynb file.")
+    new_source: str = Field(description="The new source of the cell (ignored for delete).")
+    cell_id: str | None = Field(
+        default=None,
+        description=(
+            "Id of the cell to replace or delete, or to insert after (as shown by "
+            "read_file). For insert, omit it to insert at the top."
+        ),
+    )
+    cell_type: Literal["code", "markdown", "raw"] | None = Field(
+        default=None,
+        description="Type of the cell: required for insert; for replace, changes the type.",
+    )
+    edit_mode: Literal["replace", "insert", "delete"] = Field(
+        default="replace", description='"replace" (default), "insert" or "delete".'
+    )
+
+
+DESCRIPTION = """Edit one cell of a Jupyter notebook (.ipynb).
+
+- Read the notebook with read_file first: it shows each cell's id. Edits to notebooks
+  you have not read, or that changed since, are refused.
+- edit_mode "replace" (default): give `cell_id` and `new_source`; a code cell's outputs
+  and execution count are cleared. "insert": a new cell after `cell_id` (or at the top
+  without one); `cell_type` is required. "delete": remove the cell `cell_id`.
+- The notebook keeps its nbformat version, metadata and other cells.
+- Use edit_file or write_file for other files, never for notebooks."""
+
+
+class NotebookEditTool(FileTool):
+    """Replace, insert or delete a notebook cell by id, validated and written atomically."""
+
+    name: str = "notebook_edit"
+    description: str = DESCRIPTION
+    args_schema: type[NotebookEditArgs] = NotebookEditArgs
+    read_only: bool = False
+
+    def _effect(self, scope: CallScope, args: NotebookEditArgs) -> Effect[ToolOutcome]:
+        path = paths.normalize(args.notebook_path)
+        if not path.lower().endswith(".ipynb"):
+            raise errors.InvalidArgument(
+                "notebook_path", "it is not a .ipynb file; use edit_file for other files"
+            )
+        info = yield from calls.stat(path)
+        if info.is_dir:
+            raise IsADirectoryError(21, "Is a directory", path)
+        require_read(scope, info, whole=False)
+        current = yield from load_text(scope, info)
+        try:
+            book = notebook.parse(current.text)
+        except notebook.UnreadableNotebook as exc:
+            raise errors.UnreadableMedia(path, "notebook", exc.reason) from None
+        summary = _apply(book, args)
+        try:
+            text = notebook.serialize(book, trailing_newline=current.text.endswith("\n"))
+        except notebook.UnreadableNotebook as exc:
+            raise errors.InvalidArgument("new_source", exc.reason) from None
+        written = yield from write_text(
+            scope,
+            path,
+            text,
+            codec=current.codec,
+            old_text=current.text,
+            expected_version=info.version,
+        )
+        artifact = {
+            "path": path,
+            "edit_mode": args.edit_mode,
+            "cell_id": summary[1],
+            "patch": written.patch,
+            "version": written.info.version,
+        }
+        return ToolOutcome(f"{summary[0]} in {path}.", artifact)
+
+
+def _apply(book: notebook.NotebookNode, args: NotebookEditArgs) -> tuple[str, str]:
+    """Change `book` in place; return a sentence and the cell id concerned."""
+    index = None
+    if args.cell_id is not None:
+        index = notebook.find(book, args.cell_id)
+        if index is None:
+            known = ", ".join(notebook.cell_id(book, i) for i in range(min(len(book.cells), 20)))
+            raise errors.InvalidArgument("cell_id", f"no cell {args.cell_id!r}; cells are: {known}")
+    if args.edit_mode == "insert":
+        if args.cell_type is None:
+            raise errors.InvalidArgument("cell_type", "insert needs code, markdown or raw")
+        cell = notebook.new_cell(book, args.cell_type, args.new_source)
+        position = 0 if index is None else index + 1
+        book.cells.insert(position, cell)
+        return (
+            f"Inserted a {args.cell_type} cell {notebook.cell_id(book, position)}",
+            notebook.cell_id(book, position),
+        )
+    if index is None:
+        raise errors.InvalidArgument("cell_id", f"{args.edit_mode} needs the id of a cell")
+    target = notebook.cell_id(book, index)
+    if args.edit_mode == "delete":
+        del book.cells[index]
+        return f"Deleted cell {target}", target
+    cell = book.cells[index]
+    if args.cell_type is not None and args.cell_type != cell.get("cell_type"):
+        replacement = notebook.new_cell(book, args.cell_type, args.new_source)
+        if "id" in cell:
+            replacement["id"] = cell["id"]
+        replacement["metadata"] = cell.get("metadata", {})
+        book.cells[index] = replacement
+    else:
+        cell["source"] = args.new_source
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = []
+            cell["execution_count"] = None
+    return f"Replaced cell {target}", target
+
+
+__all__ = ["DESCRIPTION", "NotebookEditArgs", "NotebookEditTool"]
