@@ -97,6 +97,7 @@ def read_pdf(scope: CallScope, info: FileInfo, pages: str | None) -> Effect[Tool
                 "type": "file",
                 "base64": base64.b64encode(pdf.subset(reader, shown)).decode("ascii"),
                 "mime_type": "application/pdf",
+                "filename": info.name,
             }
         )
     _record(scope, info, view)
@@ -228,7 +229,8 @@ def _within_budget(scope: CallScope, path: str, extracted: pdf.PdfPages) -> tupl
         parts.append(part)
         shown.append(number)
         used += cost
-    header = f"PDF {path}: {extracted.page_count} pages; showing pages {_spell(shown)}."
+    pages = "1 page" if extracted.page_count == 1 else f"{extracted.page_count} pages"
+    header = f"PDF {path}: {pages}; showing pages {_spell(shown)}."
     rest = [n for n, _ in extracted.pages if n not in shown]
     footer = (
         f"\n\n(Output reached the token budget; read the remaining pages with "
