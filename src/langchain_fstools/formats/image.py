@@ -108,7 +108,7 @@ def _prepare(data: bytes, limits: ImageLimits) -> PreparedImage:
             return PreparedImage(
                 data, SUPPORTED[format_name], (width, height), format_name, (width, height), frames
             )
-        oriented = ImageOps.exif_transpose(opened)
+        oriented = ImageOps.exif_transpose(opened) if rotated else opened
         return _encode(oriented, scale, limits, (width, height), format_name, frames)
 
 
@@ -121,11 +121,16 @@ def _encode(  # noqa: PLR0917 - the image and what to report about its source
     frames: int,
 ) -> PreparedImage:
     has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
-    base = image.convert("RGBA" if has_alpha else "RGB")
+    wanted = "RGBA" if has_alpha else "RGB"
+    base = image if image.mode == wanted else image.convert(wanted)
     while True:
         width, height = base.size
         target = (max(1, round(width * scale)), max(1, round(height * scale)))
-        resized = base if target == base.size else base.resize(target, Image.Resampling.LANCZOS)
+        resized = (
+            base
+            if target == base.size
+            else base.resize(target, Image.Resampling.LANCZOS, reducing_gap=3.0)
+        )
         for encoded, mime in _candidates(resized, has_alpha):
             if len(encoded) <= limits.max_bytes:
                 return PreparedImage(encoded, mime, original, format_name, resized.size, frames)
