@@ -8,7 +8,7 @@ Pillow does the work. The pipeline, in order:
     4. send the original bytes when nothing had to change and they fit `max_bytes`;
        otherwise encode PNG (for transparency) or JPEG at falling quality, shrinking
        further until the result fits `max_bytes`.
-Corrupt, truncated and unsupported files raise `UnreadableImage`.
+Corrupt, truncated and unsupported files raise `Unreadable`.
 """
 
 from __future__ import annotations
@@ -20,17 +20,10 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from langchain_fstools.formats.kinds import Unreadable
+
 _ORIENTATION = 0x0112
 SUPPORTED = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
-
-
-class UnreadableImage(ValueError):
-    """The bytes are not an image this module can send; `reason` says why."""
-
-    def __init__(self, reason: str) -> None:
-        """Keep a one-line reason."""
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,32 +60,30 @@ def prepare(data: bytes, limits: ImageLimits) -> PreparedImage:
     """Make `data` fit `limits`.
 
     Raises:
-        UnreadableImage: not an image, unsupported, truncated, corrupt, or too large.
+        Unreadable: not an image, unsupported, truncated, corrupt, or too large.
     """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             return _prepare(data, limits)
-    except UnreadableImage:
+    except Unreadable:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise UnreadableImage("it has too many pixels to decode safely") from None
+        raise Unreadable("it has too many pixels to decode safely") from None
     except UnidentifiedImageError:
-        raise UnreadableImage("it is not an image format that can be read") from None
+        raise Unreadable("it is not an image format that can be read") from None
     except (OSError, SyntaxError, ValueError) as exc:
-        raise UnreadableImage(f"it is corrupt or truncated ({_first_line(exc)})") from None
+        raise Unreadable(f"it is corrupt or truncated ({_first_line(exc)})") from None
 
 
 def _prepare(data: bytes, limits: ImageLimits) -> PreparedImage:
     with Image.open(io.BytesIO(data)) as opened:
         format_name = opened.format or "unknown"
         if format_name not in SUPPORTED:
-            raise UnreadableImage(
-                f"{format_name} images are not supported; use PNG, JPEG, GIF or WebP"
-            )
+            raise Unreadable(f"{format_name} images are not supported; use PNG, JPEG, GIF or WebP")
         width, height = opened.size
         if width * height > limits.max_source_pixels:
-            raise UnreadableImage(f"it is {width}x{height}, too many pixels to decode safely")
+            raise Unreadable(f"it is {width}x{height}, too many pixels to decode safely")
         frames = getattr(opened, "n_frames", 1)
         scale = min(
             1.0,
@@ -156,4 +147,4 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
-__all__ = ["SUPPORTED", "ImageLimits", "PreparedImage", "UnreadableImage", "prepare"]
+__all__ = ["SUPPORTED", "ImageLimits", "PreparedImage", "prepare"]

@@ -7,6 +7,15 @@ from enum import StrEnum
 from langchain_fstools.formats import encoding
 
 
+class Unreadable(ValueError):
+    """Content a format handler cannot present; `reason` says why in one phrase."""
+
+    def __init__(self, reason: str) -> None:
+        """Keep the reason (no paths: the caller knows which file it was)."""
+        super().__init__(reason)
+        self.reason = reason
+
+
 class ContentKind(StrEnum):
     """How read_file presents a file."""
 
@@ -47,4 +56,4 @@ def detect(head: bytes, path: str = "") -> tuple[ContentKind, str | None]:
     return ContentKind.TEXT, None
 
 
-__all__ = ["ContentKind", "detect"]
+__all__ = ["ContentKind", "Unreadable", "detect"]

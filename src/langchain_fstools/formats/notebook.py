@@ -17,20 +17,13 @@ from typing import Any, Literal
 import nbformat
 from nbformat import NotebookNode
 
+from langchain_fstools.formats.kinds import Unreadable
+
 MAX_OUTPUT_CHARS = 2000
 """Text kept per output (stream, result, traceback)."""
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 CellType = Literal["code", "markdown", "raw"]
-
-
-class UnreadableNotebook(ValueError):
-    """Not a notebook nbformat can read or write; `reason` says why."""
-
-    def __init__(self, reason: str) -> None:
-        """Keep a one-line reason."""
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,14 +40,14 @@ def parse(text: str) -> NotebookNode:
     """Read a notebook without converting its version.
 
     Raises:
-        UnreadableNotebook: not JSON, or not a notebook.
+        Unreadable: not JSON, or not a notebook.
     """
     try:
         notebook: NotebookNode = nbformat.reads(text, as_version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]
     except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds
-        raise UnreadableNotebook(f"it is not a valid notebook ({type(exc).__name__})") from None
+        raise Unreadable(f"it is not a valid notebook ({type(exc).__name__})") from None
     if not isinstance(notebook.get("cells"), list):
-        raise UnreadableNotebook("it has no list of cells")
+        raise Unreadable("it has no list of cells")
     return notebook
 
 
@@ -130,13 +123,13 @@ def serialize(notebook: NotebookNode, *, trailing_newline: bool) -> str:
     """Validate and serialise like Jupyter does.
 
     Raises:
-        UnreadableNotebook: the edited notebook is not valid.
+        Unreadable: the edited notebook is not valid.
     """
     try:
         nbformat.validate(notebook)
     except nbformat.ValidationError as exc:
         reason = str(exc).splitlines()[0]
-        raise UnreadableNotebook(f"the result would not be a valid notebook ({reason})") from None
+        raise Unreadable(f"the result would not be a valid notebook ({reason})") from None
     text: str = nbformat.writes(notebook, version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]
     return text + "\n" if trailing_newline and not text.endswith("\n") else text
 
@@ -158,7 +151,6 @@ __all__ = [
     "CellType",
     "NotebookNode",
     "Output",
-    "UnreadableNotebook",
     "cell_id",
     "find",
     "new_cell",

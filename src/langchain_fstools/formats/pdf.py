@@ -14,18 +14,10 @@ from pypdf import PdfReader, PdfWriter
 from pypdf.errors import PyPdfError
 
 from langchain_fstools.errors import InvalidArgument
+from langchain_fstools.formats.kinds import Unreadable
 
 MAX_PAGE_CHARS = 100_000
 """Most characters of text kept per page."""
-
-
-class UnreadablePdf(ValueError):
-    """The PDF cannot be opened; `reason` says why (encrypted, corrupt)."""
-
-    def __init__(self, reason: str) -> None:
-        """Keep a one-line reason."""
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +33,7 @@ def open_pdf(data: bytes) -> PdfReader:
     """Open a PDF, decrypting with the empty password when it is encrypted.
 
     Raises:
-        UnreadablePdf: corrupt, or encrypted with a password.
+        Unreadable: corrupt, or encrypted with a password.
     """
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)
@@ -49,9 +41,9 @@ def open_pdf(data: bytes) -> PdfReader:
         if not locked:
             _ = len(reader.pages)
     except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
-        raise UnreadablePdf(f"it is corrupt ({type(exc).__name__})") from None
+        raise Unreadable(f"it is corrupt ({type(exc).__name__})") from None
     if locked:
-        raise UnreadablePdf("it is encrypted with a password")
+        raise Unreadable("it is encrypted with a password")
     return reader
 
 
@@ -79,14 +71,14 @@ def extract(reader: PdfReader, numbers: list[int]) -> PdfPages:
     """The text of the given pages.
 
     Raises:
-        UnreadablePdf: a page cannot be parsed.
+        Unreadable: a page cannot be parsed.
     """
     pages: list[tuple[int, str]] = []
     for number in numbers:
         try:
             text = reader.pages[number - 1].extract_text() or ""
         except (PyPdfError, ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise UnreadablePdf(f"page {number} is corrupt ({type(exc).__name__})") from None
+            raise Unreadable(f"page {number} is corrupt ({type(exc).__name__})") from None
         pages.append((number, text[:MAX_PAGE_CHARS]))
     return PdfPages(len(reader.pages), pages)
 
@@ -104,7 +96,6 @@ def subset(reader: PdfReader, numbers: list[int]) -> bytes:
 __all__ = [
     "MAX_PAGE_CHARS",
     "PdfPages",
-    "UnreadablePdf",
     "extract",
     "open_pdf",
     "parse_pages",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_fstools import errors
 from langchain_fstools.backends import calls
 from langchain_fstools.formats import image, notebook, pdf
+from langchain_fstools.formats.kinds import Unreadable
 from langchain_fstools.formats.text import line_rows
 from langchain_fstools.tools._base import CallScope, ToolOutcome
 from langchain_fstools.tracking import after_read
@@ -29,7 +30,7 @@ def read_image(scope: CallScope, info: FileInfo, mime: str) -> Effect[ToolOutcom
     data = yield from _load(scope, info, "image")
     try:
         prepared = image.prepare(data, scope.context.settings.image_limits)
-    except image.UnreadableImage as exc:
+    except Unreadable as exc:
         raise errors.UnreadableMedia(info.path, "image", exc.reason) from None
     (width, height), (sent_w, sent_h) = prepared.original_size, prepared.size
     note = (
@@ -63,7 +64,7 @@ def read_pdf(scope: CallScope, info: FileInfo, pages: str | None) -> Effect[Tool
     data = yield from _load(scope, info, "PDF")
     try:
         reader = pdf.open_pdf(data)
-    except pdf.UnreadablePdf as exc:
+    except Unreadable as exc:
         raise errors.UnreadableMedia(info.path, "PDF", exc.reason) from None
     settings = scope.context.settings
     count = len(reader.pages)
@@ -87,7 +88,7 @@ def read_pdf(scope: CallScope, info: FileInfo, pages: str | None) -> Effect[Tool
         return stub
     try:
         extracted = pdf.extract(reader, numbers)
-    except pdf.UnreadablePdf as exc:
+    except Unreadable as exc:
         raise errors.UnreadableMedia(info.path, "PDF", exc.reason) from None
     text, shown = _within_budget(scope, info.path, extracted)
     blocks: list[str | dict[str, Any]] = [{"type": "text", "text": text}]
@@ -116,7 +117,7 @@ def read_notebook(
     data = yield from _load(scope, info, "notebook")
     try:
         book = notebook.parse(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, notebook.UnreadableNotebook) as exc:
+    except (UnicodeDecodeError, Unreadable) as exc:
         reason = getattr(exc, "reason", "it is not UTF-8 text")
         raise errors.UnreadableMedia(info.path, "notebook", reason) from None
     total = len(book.cells)
@@ -184,7 +185,7 @@ class _NotebookBlocks:
     def _image(self, output: notebook.Output) -> None:
         try:
             prepared = image.prepare(output.image, self._scope.context.settings.image_limits)
-        except image.UnreadableImage as exc:
+        except Unreadable as exc:
             self._text.append(f"<output>(an image that cannot be shown: {exc.reason})</output>")
             return
         self._flush()

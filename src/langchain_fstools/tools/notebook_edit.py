@@ -9,6 +9,7 @@ from pydantic import Field
 from langchain_fstools import errors
 from langchain_fstools.backends import calls, paths
 from langchain_fstools.formats import notebook
+from langchain_fstools.formats.kinds import Unreadable
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._mutation import load_text, require_read, write_text
 
@@ -69,12 +70,12 @@ class NotebookEditTool(FileTool):
         current = yield from load_text(scope, info)
         try:
             book = notebook.parse(current.text)
-        except notebook.UnreadableNotebook as exc:
+        except Unreadable as exc:
             raise errors.UnreadableMedia(path, "notebook", exc.reason) from None
         summary = _apply(book, args)
         try:
             text = notebook.serialize(book, trailing_newline=current.text.endswith("\n"))
-        except notebook.UnreadableNotebook as exc:
+        except Unreadable as exc:
             raise errors.InvalidArgument("new_source", exc.reason) from None
         written = yield from write_text(
             scope,
