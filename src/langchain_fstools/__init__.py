@@ -7,10 +7,15 @@ endings byte for byte, and never show a host path.
 Minimal use, on local disk:
 
     from langchain.agents import create_agent
-    from langchain_fstools import FileToolkit, LocalBackend
+    from langchain_fstools import FilesystemMiddleware, LocalBackend
+
+    agent = create_agent(model, middleware=[FilesystemMiddleware(backend=LocalBackend("./repo"))])
+
+The tools alone, for your own graph or tool list:
+
+    from langchain_fstools import FileToolkit
 
     tools = FileToolkit(LocalBackend("./repo")).get_tools()
-    agent = create_agent(model, tools=tools)
 
 Files in graph state instead (nothing touches disk; checkpointed per thread):
 
@@ -27,6 +32,7 @@ Files in graph state instead (nothing touches disk; checkpointed per thread):
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
 from langchain_fstools.backends.state import StateBackend
+from langchain_fstools.middleware import FilesystemMiddleware
 from langchain_fstools.state import FilesystemState
 from langchain_fstools.toolkit import FileToolkit
 from langchain_fstools.tools import ToolSettings
@@ -36,6 +42,7 @@ __all__ = [
     "EntryKind",
     "FileInfo",
     "FileToolkit",
+    "FilesystemMiddleware",
     "FilesystemState",
     "LocalBackend",
     "StateBackend",

@@ -1,0 +1,120 @@
+"""FilesystemMiddleware: hooks on hand-built requests, then through create_agent."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
+from langchain_fstools.backends.protocol import Backend
+from langchain_fstools.demo import ScriptedModel, seed_state
+from langchain_fstools.middleware import SYSTEM_PROMPT
+
+
+class RecordingModel(ScriptedModel):
+    """A scripted model that keeps the messages of every call."""
+
+    seen: list[list[BaseMessage]] = []  # noqa: RUF012 - per-instance copy in model_post_init
+
+    def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
+        self.seen = []
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def backend_for(kind: str, tmp_path: Path) -> tuple[Backend, dict[str, Any]]:
+    if kind == "local":
+        (tmp_path / "a.py").write_text("x = 1\ny = 2\n")
+        return LocalBackend(tmp_path), {}
+    return StateBackend(), {"files": seed_state({"/a.py": "x = 1\ny = 2\n"})}
+
+
+def test_unknown_tool_or_setting_refused_up_front() -> None:
+    with pytest.raises(ValueError, match="unknown tools"):
+        FilesystemMiddleware(backend=StateBackend(), tools=["rm"])
+    with pytest.raises(ValueError, match="unknown setting"):
+        FilesystemMiddleware(backend=StateBackend(), readlimit=3)
+
+
+def test_subset_of_tools() -> None:
+    middleware = FilesystemMiddleware(backend=StateBackend(), tools=["read_file", "grep"])
+    assert [t.name for t in middleware.tools] == ["read_file", "grep"]
+
+
+@pytest.mark.parametrize("kind", ["local", "state"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_prompt_tools_state_and_parallel_guard(kind: str, mode: str, tmp_path: Path) -> None:
+    backend, seed = backend_for(kind, tmp_path)
+    turns = [
+        AIMessage(
+            "", tool_calls=[{"name": "read_file", "args": {"file_path": "/a.py"}, "id": "r1"}]
+        ),
+        AIMessage(
+            "",
+            tool_calls=[
+                {
+                    "name": "edit_file",
+                    "args": {"file_path": "/a.py", "old_string": "x = 1", "new_string": "x = 10"},
+                    "id": "e1",
+                },
+                {
+                    "name": "edit_file",
+                    "args": {"file_path": "a.py", "old_string": "y = 2", "new_string": "y = 20"},
+                    "id": "e2",
+                },
+                {
+                    "name": "write_file",
+                    "args": {"file_path": "/b.py", "content": "b\n"},
+                    "id": "w1",
+                },
+            ],
+        ),
+        AIMessage("done"),
+    ]
+    model = RecordingModel(messages=iter(turns), disable_streaming=True)
+    agent = create_agent(
+        model,
+        system_prompt="You are careful.",
+        middleware=[FilesystemMiddleware(backend=backend)],
+        checkpointer=InMemorySaver(),
+    )
+    payload = {"messages": [{"role": "user", "content": "go"}], **seed}
+    config = {"configurable": {"thread_id": "t"}}
+    state = (
+        agent.invoke(payload, config)
+        if mode == "sync"
+        else asyncio.run(agent.ainvoke(payload, config))
+    )
+    results = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+    assert results["e1"].status == "success", results["e1"].content
+    assert results["e2"].status == "error"
+    assert results["e2"].content.startswith(
+        "Error: another call in this turn already changes /a.py;"
+    )
+    assert results["w1"].status == "success"
+    content = (
+        (tmp_path / "a.py").read_text() if kind == "local" else state["files"]["/a.py"]["content"]
+    )
+    assert content == "x = 10\ny = 2\n"
+    system = model.seen[0][0]
+    assert isinstance(system, SystemMessage)
+    assert system.text.startswith("You are careful.")
+    assert SYSTEM_PROMPT in system.text
+
+
+def test_without_prompt_section(tmp_path: Path) -> None:
+    model = RecordingModel(messages=iter([AIMessage("ok")]), disable_streaming=True)
+    agent = create_agent(
+        model, middleware=[FilesystemMiddleware(backend=LocalBackend(tmp_path), system_prompt=None)]
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+    assert not any(isinstance(m, SystemMessage) for m in model.seen[0])
