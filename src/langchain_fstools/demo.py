@@ -21,8 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.state import StateBackend
-from langchain_fstools.state import FilesystemState
-from langchain_fstools.toolkit import FileToolkit
+from langchain_fstools.middleware import FilesystemMiddleware
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -89,12 +88,11 @@ def scripted_messages() -> list[AIMessage]:
 
 
 def build_agent(backend: Backend) -> Any:
-    """An agent with the file tools over `backend`, a scripted model and a checkpointer."""
+    """An agent with FilesystemMiddleware over `backend`, a scripted model, a checkpointer."""
     model = ScriptedModel(messages=iter(scripted_messages()), disable_streaming=True)
     return create_agent(
         model,
-        tools=FileToolkit(backend).get_tools(),
-        state_schema=FilesystemState,
+        middleware=[FilesystemMiddleware(backend=backend)],
         checkpointer=InMemorySaver(),
     )
 
