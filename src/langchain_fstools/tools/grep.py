@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
@@ -111,7 +112,7 @@ class GrepTool(FileTool):
             and not args.regex
             and _REGEX_HINT.search(args.pattern)
         ):
-            retry = GrepRequest(**{**_fields(request), "regex": True})
+            retry = replace(request, regex=True)
             try:
                 complete = yield from _grep(scope, retry, deadline, sink)
             except errors.InvalidArgument:
@@ -153,10 +154,6 @@ def _grep(scope: CallScope, request: GrepRequest, deadline: float, sink: Any) ->
             f"{request.pattern!r} does not compile as a regular expression; fix its syntax, "
             "or search for it literally with regex=false",
         ) from None
-
-
-def _fields(request: GrepRequest) -> dict[str, Any]:
-    return {name: getattr(request, name) for name in GrepRequest.__dataclass_fields__}
 
 
 def _paging(args: GrepArgs, default_limit: int) -> tuple[int | None, int]:
