@@ -13,6 +13,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_fstools import FilesystemState, FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
@@ -40,7 +41,7 @@ SECOND_TURN = [
 
 
 class Scenario:
-    def __init__(self, kind: str, tmp_path: Path) -> None:
+    def __init__(self, kind: str, tmp_path: Path, checkpointer: Any = None) -> None:
         self.kind = kind
         initial = {"/app.py": "x = 1\n", "/other.py": "a\n"}
         if kind == "local":
@@ -52,7 +53,7 @@ class Scenario:
             self.backend = StateBackend()
             self.seed = {"files": seed_state(initial)}
         self.root = tmp_path
-        self.checkpointer = InMemorySaver()
+        self.checkpointer = checkpointer or InMemorySaver()
         self.config = {"configurable": {"thread_id": "t1"}}
 
     def agent(self, script: list[AIMessage]) -> Any:
@@ -78,6 +79,34 @@ def tool_results(state: dict[str, Any]) -> dict[str, ToolMessage]:
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_read_edit_write_resume(kind: str, mode: str, tmp_path: Path) -> None:
     s = Scenario(kind, tmp_path)
+    run_scenario(s, kind, mode, tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["local", "state"])
+def test_resume_from_sqlite_checkpoints(kind: str, tmp_path: Path) -> None:
+    """Files and read records survive real serialisation, in a fresh connection."""
+    database = tmp_path / "checkpoints.sqlite"
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    with SqliteSaver.from_conn_string(str(database)) as saver:
+        s = Scenario(kind, workspace, saver)
+        state = s.agent(FIRST_TURN).invoke(
+            {"messages": [{"role": "user", "content": "go"}], **s.seed}, s.config
+        )
+        assert s.file(state, "/app.py") == "x = 2\n"
+    with SqliteSaver.from_conn_string(str(database)) as reopened:
+        s.checkpointer = reopened
+        state = s.agent(SECOND_TURN).invoke(
+            {"messages": [{"role": "user", "content": "again"}]}, s.config
+        )
+        results = tool_results(state)
+        assert results["c5"].status == "success", results["c5"].content
+        assert results["c6"].status == "error"
+        assert s.file(state, "/app.py") == "x = 3\n"
+        assert s.file(state, "/other.py") == "overwritten\n"
+
+
+def run_scenario(s: Scenario, kind: str, mode: str, tmp_path: Path) -> None:
 
     def turn(script: list[AIMessage], text: str, extra: dict[str, Any]) -> dict[str, Any]:
         agent = s.agent(script)
