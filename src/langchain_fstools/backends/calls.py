@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from langchain_fstools.backends.protocol import Backend, FileInfo
-    from langchain_fstools.backends.search import NativeSearch
 
 T = TypeVar("T")
 
@@ -118,9 +117,9 @@ def move(source: str, destination: str) -> Effect[FileInfo]:
     return info
 
 
-def native_search(operation: Callable[[NativeSearch], T]) -> Effect[T]:
-    """`Backend.run_native_search` as an effect."""
-    result: T = yield Call("run_native_search", (operation,))
+def blocking(function: Callable[[], T]) -> Effect[T]:
+    """`Backend.run_blocking` as an effect: a thread on the async path."""
+    result: T = yield Call("run_blocking", (function,))
     return result
 
 
@@ -128,12 +127,12 @@ __all__ = [
     "Call",
     "Effect",
     "arun",
+    "blocking",
     "delete",
     "exists",
     "list_dir",
     "mkdir",
     "move",
-    "native_search",
     "read_bytes",
     "run",
     "stat",

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
     from langchain_fstools.backends.search import NativeSearch
 
+from langchain_fstools.backends.search import SearchPart
+
 T = TypeVar("T")
 
 ABSENT: Final = ""
@@ -108,12 +110,16 @@ class Backend(ABC):
         """
         return None
 
-    def run_native_search(self, operation: Callable[[NativeSearch], T]) -> T:
-        """Run `operation` with `native_search()` (only call when that is not None)."""
-        native = self.native_search()
-        if native is None:
-            raise NotImplementedError(f"{type(self).__name__} has no native search")
-        return operation(native)
+    def search_parts(self, directory: str) -> list[SearchPart]:
+        """How to search below `directory`: which part each native search covers.
+
+        Default: one part, this backend's `native_search()` (or None: walk it).
+        """
+        return [SearchPart(directory, self.native_search())]
+
+    def run_blocking(self, function: Callable[[], T]) -> T:
+        """Run a blocking function (a native search); its async twin uses a thread."""
+        return function()
 
     # ----- binding to a graph run ---------------------------------------------------
 
@@ -270,9 +276,9 @@ class Backend(ABC):
         """Async `move`."""
         return await asyncio.to_thread(self.move, source, destination)
 
-    async def arun_native_search(self, operation: Callable[[NativeSearch], T]) -> T:
-        """Async `run_native_search` (native searches block, so in a worker thread)."""
-        return await asyncio.to_thread(self.run_native_search, operation)
+    async def arun_blocking(self, function: Callable[[], T]) -> T:
+        """Async `run_blocking`: in a worker thread."""
+        return await asyncio.to_thread(function)
 
 
 __all__ = ["ABSENT", "Backend", "EntryKind", "FileInfo"]

@@ -102,6 +102,19 @@ class InvalidPattern(ValueError):
         self.reason = reason
 
 
+@dataclass(frozen=True, slots=True)
+class SearchPart:
+    """One piece of a search.
+
+    A directory, its native search (None: walk it through the backend's calls), and
+    the directories below it that other parts cover and this one must leave out.
+    """
+
+    directory: str
+    native: NativeSearch | None
+    excluded: tuple[str, ...] = ()
+
+
 class NativeSearch(Protocol):
     """A backend's fast search: the same answers as the pure-Python engine."""
 
@@ -140,4 +153,5 @@ __all__ = [
     "ListedFile",
     "Listing",
     "NativeSearch",
+    "SearchPart",
 ]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import bisect
 import time
+from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from langchain_fstools.backends import calls, paths
+from langchain_fstools.backends.search import ListedFile, Listing
 from langchain_fstools.search import engine
 
 if TYPE_CHECKING:
@@ -14,7 +17,7 @@ if TYPE_CHECKING:
 
     from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import FileInfo
-    from langchain_fstools.backends.search import FileHits, GrepRequest, Listing
+    from langchain_fstools.backends.search import FileHits, GrepRequest, SearchPart
     from langchain_fstools.tools._base import CallScope
 
 LINE_WIDTH = 500
@@ -34,32 +37,71 @@ def search_root(path: str | None) -> Effect[FileInfo]:
 def list_files(
     scope: CallScope, directory: str, globs: tuple[tuple[str, ...], ...], deadline: float
 ) -> Effect[Listing]:
-    """List searchable files, natively when the backend can."""
-    if scope.backend.native_search() is not None:
-        return (
-            yield from calls.native_search(
-                lambda native: native.list_files(directory, globs=globs, deadline=deadline)
+    """List searchable files, each part of the tree natively when its backend can."""
+    found: list[ListedFile] = []
+    complete = True
+    for part in scope.backend.search_parts(directory):
+        sub_globs = _below(globs, directory, part.directory)
+        if part.native is not None:
+            listing = yield from calls.blocking(
+                partial(part.native.list_files, part.directory, globs=sub_globs, deadline=deadline)
             )
-        )
-    return (yield from engine.list_files(directory, globs=globs, deadline=deadline))
+        else:
+            listing = yield from engine.list_files(
+                part.directory, globs=sub_globs, deadline=deadline
+            )
+        found += [f for f in listing.files if not _excluded(f.path, part.excluded)]
+        complete = complete and listing.complete
+    return Listing(found, complete)
 
 
 def grep(
     scope: CallScope, request: GrepRequest, deadline: float, sink: Callable[[FileHits], None]
 ) -> Effect[bool]:
-    """Search file contents, natively when the backend can; True if it finished."""
-    if scope.backend.native_search() is not None:
-        return (
-            yield from calls.native_search(
-                lambda native: native.grep(request, deadline=deadline, sink=sink)
-            )
+    """Search file contents, each part natively when its backend can; True if finished."""
+    complete = True
+    for part in scope.backend.search_parts(request.directory):
+        sub = replace(
+            request,
+            directory=part.directory,
+            globs=_below(request.globs, request.directory, part.directory),
         )
-    return (yield from engine.grep(request, deadline=deadline, sink=sink))
+
+        def keep(hits: FileHits, part: SearchPart = part) -> None:
+            if not _excluded(hits.path, part.excluded):
+                sink(hits)
+
+        if part.native is not None:
+            finished = yield from calls.blocking(
+                partial(part.native.grep, sub, deadline=deadline, sink=keep)
+            )
+        else:
+            finished = yield from engine.grep(sub, deadline=deadline, sink=keep)
+        complete = complete and finished
+    return complete
+
+
+def _excluded(path: str, excluded: tuple[str, ...]) -> bool:
+    return any(paths.is_within(path, prefix) for prefix in excluded)
+
+
+def _below(
+    globs: tuple[tuple[str, ...], ...], top: str, directory: str
+) -> tuple[tuple[str, ...], ...]:
+    """Re-anchor path globs (those with `/`) from `top` to its subdirectory `directory`."""
+    if directory == top:
+        return globs
+    inner = directory[len(top) :].strip("/") + "/"
+    return tuple(
+        tuple(g.removeprefix("/").removeprefix(inner) if "/" in g.rstrip("/") else g for g in group)
+        for group in globs
+    )
 
 
 def engine_name(scope: CallScope) -> str:
     """Which engine served the call, for traces."""
-    return "native" if scope.backend.native_search() is not None else "python"
+    natives = {part.native is not None for part in scope.backend.search_parts("/")}
+    return "native" if natives == {True} else "python" if natives == {False} else "mixed"
 
 
 def cut(text: str) -> str:
