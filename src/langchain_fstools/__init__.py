@@ -29,6 +29,7 @@ Files in graph state instead (nothing touches disk; checkpointed per thread):
     )
 """
 
+from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
 from langchain_fstools.backends.state import StateBackend
@@ -39,6 +40,7 @@ from langchain_fstools.tools import ToolSettings
 
 __all__ = [
     "Backend",
+    "CompositeBackend",
     "EntryKind",
     "FileInfo",
     "FileToolkit",

@@ -15,14 +15,15 @@ from langchain_core.messages import ToolMessage
 from langgraph.prebuilt import ToolRuntime
 from langgraph.types import Command
 
-from langchain_fstools import FileToolkit, LocalBackend, StateBackend
+from langchain_fstools import CompositeBackend, FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.backends import calls
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import merge_files
 from langchain_fstools.tracking import READS_KEY, merge_reads
 
-BACKENDS = ["local", "local-python", "state"]
-"""local: LocalBackend with ripgrep; local-python: without; state: StateBackend."""
+BACKENDS = ["local", "local-python", "state", "composite"]
+"""local: LocalBackend with ripgrep; local-python: without; state: StateBackend;
+composite: LocalBackend with /docs/ and /odd/ mounted from graph state."""
 
 
 class Harness:
@@ -32,11 +33,14 @@ class Harness:
         self.kind = kind
         self.root = tmp_path / "root"
         self.root.mkdir(parents=True, exist_ok=True)
-        backend: Backend = (
-            StateBackend()
-            if kind == "state"
-            else LocalBackend(self.root, use_ripgrep=kind == "local")
-        )
+        backend: Backend = {
+            "state": lambda: StateBackend(),
+            "composite": lambda: CompositeBackend(
+                LocalBackend(self.root), {"/docs/": StateBackend(), "/odd/": StateBackend()}
+            ),
+        }.get(kind, lambda: LocalBackend(self.root, use_ripgrep=kind == "local"))()
+        self.mounts = ["/docs/", "/odd/"] if kind == "composite" else []
+        """Mount points `ls /` shows even when empty."""
         if kind == "local":
             assert backend.native_search() is not None, "rg (the ripgrep wheel) is missing"
         self.toolkit = FileToolkit(backend, **settings)

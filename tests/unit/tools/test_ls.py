@@ -12,13 +12,14 @@ def test_sorted_with_directories_marked(h: Harness, run: Run) -> None:
     for path in ["/b.txt", "/a/x.txt", "/C.md", "/.hidden"]:
         h.seed(path, b"x")
     msg = run("ls", path="/")
-    assert msg.content == "/.hidden\n/C.md\n/a/\n/b.txt"
-    assert msg.artifact["total"] == 4
+    listed = [line for line in msg.content.split("\n") if line not in h.mounts]
+    assert listed == ["/.hidden", "/C.md", "/a/", "/b.txt"]
+    assert msg.artifact["total"] == 4 + len(h.mounts)
 
 
 def test_default_path_is_root(h: Harness, run: Run) -> None:
     h.seed("/a.txt", b"x")
-    assert run("ls").content == "/a.txt"
+    assert [line for line in run("ls").content.split("\n") if line not in h.mounts] == ["/a.txt"]
 
 
 def test_truncation_notice(tmp_path: Path) -> None:
@@ -38,3 +39,14 @@ def test_missing_directory_and_file(h: Harness, run: Run) -> None:
     h.seed("/a.txt", b"x")
     assert run("ls", path="/nope").status == "error"
     assert run("ls", path="/a.txt").status == "error"
+
+
+def test_composite_shows_mount_points_and_routes_writes(tmp_path: Path) -> None:
+    h = Harness("composite", tmp_path)
+    h.seed("/a.txt", b"local")
+    h.seed("/docs/guide.md", b"in state")
+    assert h.call("ls", path="/").content == "/a.txt\n/docs/\n/odd/"
+    assert h.call("ls", path="/odd").content == "(empty directory: /odd)"
+    assert (h.root / "a.txt").read_bytes() == b"local"
+    assert not (h.root / "docs").exists()
+    assert h.state["files"]["/docs/guide.md"]["content"] == "in state"
