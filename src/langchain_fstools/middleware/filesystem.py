@@ -8,7 +8,10 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 
 from langchain_fstools.backends import paths
+from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.errors import FsToolsError
+from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
 from langchain_fstools.state import FilesystemState
 from langchain_fstools.toolkit import FileToolkit
 
@@ -31,7 +34,9 @@ You have file tools over a workspace whose root is `/`.
 - Change existing files with `edit_file` (exact text replacement); use `write_file` for
   new files or complete rewrites, and `notebook_edit` for Jupyter notebooks.
 - Change a file at most once per turn: when one turn asks for several changes to the
-  same file, only the first is made; make the others in the next turn."""
+  same file, only the first is made; make the others in the next turn.
+- A tool result too large for the conversation is saved under `/large_tool_results/`;
+  the notice says where. Read it back with `read_file` (`offset`, `limit`) or `grep`."""
 """The section appended to the agent's system prompt."""
 
 PATH_ARGUMENTS = ("file_path", "notebook_path")
@@ -47,11 +52,18 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     runs and the others get an error to retry, since parallel calls all see the state
     from before the turn.
 
+    Large results of other tools (shell, MCP, ...) are evicted to
+    `/large_tool_results/` (see `LargeResultEviction`). Unless the backend already keeps
+    files in graph state, that folder is mounted from graph state
+    (`CompositeBackend`), so nothing is written to the user's disk.
+
     Args:
         backend: Where the files live.
         tools: Names of the tools to give (default: all).
         system_prompt: The section appended to the system prompt; None adds nothing.
             Default: `SYSTEM_PROMPT`.
+        eviction: True for the default `LargeResultEviction`, an instance to configure
+            it (its backend is replaced by the tools' one), or False. Default: True.
         **settings: `ToolSettings` fields, e.g. `read_limit=500`.
 
     Example:
@@ -74,10 +86,18 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         backend: Backend,
         tools: list[str] | None = None,
         system_prompt: str | None = SYSTEM_PROMPT,
+        eviction: LargeResultEviction | bool = True,
         **settings: Any,
     ) -> None:
         """Build the tools; raises ValueError for an unknown tool or setting."""
         super().__init__()
+        if eviction and backend.kind != "state":
+            backend = CompositeBackend(backend, {RESULTS_DIR + "/": StateBackend()})
+        self.eviction = (
+            None
+            if eviction is False
+            else _with_backend(eviction if eviction is not True else LargeResultEviction(), backend)
+        )
         self.toolkit = FileToolkit(backend, tools=tools, **settings)
         self.tools = self.toolkit.get_tools()
         self.system_prompt = system_prompt
@@ -117,9 +137,13 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        """Refuse a second change to one file in one turn; run everything else."""
+        """Refuse a second change to one file in one turn; evict large results."""
         refusal = self._parallel_refusal(request)
-        return refusal if refusal is not None else handler(request)
+        if refusal is not None:
+            return refusal
+        if self.eviction is None:
+            return handler(request)
+        return self.eviction.wrap_tool_call(request, handler)
 
     async def awrap_tool_call(
         self,
@@ -128,7 +152,11 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     ) -> ToolMessage | Command[Any]:
         """Async `wrap_tool_call`."""
         refusal = self._parallel_refusal(request)
-        return refusal if refusal is not None else await handler(request)
+        if refusal is not None:
+            return refusal
+        if self.eviction is None:
+            return await handler(request)
+        return await self.eviction.awrap_tool_call(request, handler)
 
     def _parallel_refusal(self, request: ToolCallRequest) -> ToolMessage | None:
         call = request.tool_call
@@ -153,6 +181,12 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
                     status="error",
                 )
         return None
+
+
+def _with_backend(eviction: LargeResultEviction, backend: Backend) -> LargeResultEviction:
+    """Point an eviction middleware at the tools' backend."""
+    eviction.backend = backend
+    return eviction
 
 
 def _target(args: dict[str, Any]) -> str | None:

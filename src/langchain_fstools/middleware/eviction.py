@@ -1,0 +1,234 @@
+"""LargeResultEviction: huge tool results go to a file; the model gets a notice.
+
+A tool result above the token threshold is written to
+`/large_tool_results/<tool_call_id>` and replaced by a notice saying where it is, how to
+read it back in windows or grep it, and a head/tail preview. The file tools bound their
+own output and are never evicted; `execute` and any other tool are. Non-text blocks
+(images, files) stay in the message. The folder is bounded: beyond `max_files` files or
+`max_bytes` bytes, the oldest results are removed first.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, NotRequired
+
+from langchain.agents import AgentState
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import ToolMessage
+from langgraph.types import Command
+
+from langchain_fstools.backends import calls
+from langchain_fstools.backends.state import FilesChannel, StateBackend
+from langchain_fstools.tokens import TokenCounter, default_counter
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Iterable
+
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+
+    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.backends.protocol import Backend, FileInfo
+
+RESULTS_DIR = "/large_tool_results"
+"""Where evicted results are written."""
+
+EXCLUDED_TOOLS = frozenset(
+    {"ls", "glob", "grep", "read_file", "edit_file", "write_file", "apply_patch", "notebook_edit"}
+)
+"""Tools that bound their own output and are never evicted."""
+
+NOTICE = """Tool result too large ({tokens:,} tokens, {lines:,} lines): saved to {path}.
+Read it in windows with read_file(file_path="{path}", offset=N, limit=M),
+or search it with grep(pattern=..., path="{path}").
+
+First {head} lines:
+{first}
+...
+({omitted:,} lines omitted)
+...
+Last {tail} lines:
+{last}"""
+"""The notice that replaces an evicted result."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class EvictionState(AgentState[Any]):
+    """The state eviction needs when results are kept in graph state."""
+
+    files: NotRequired[FilesChannel]
+    """Files in graph state, where evicted results live by default."""
+
+
+class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
+    """Move tool results above a token threshold to `/large_tool_results/`.
+
+    Usable alone around any tools (langchain's shell tool, MCP tools, ...), and built
+    into `FilesystemMiddleware`.
+
+    Args:
+        backend: Where results are written. Default: a `StateBackend` (graph state), so
+            nothing is written to the user's disk.
+        threshold_tokens: Results above this many tokens are evicted. Default: 20,000.
+        excluded_tools: Tool names never evicted. Default: `EXCLUDED_TOOLS`.
+        max_files: Most evicted results kept. Default: 50.
+        max_bytes: Most bytes of evicted results kept. Default: 64 MiB.
+        preview_lines: Lines shown from the head and from the tail. Default: 5.
+        preview_width: Longest preview line, in characters. Default: 200.
+        count_tokens: Token counter. Default: `tokens.default_counter()`.
+
+    Example:
+        ```python
+        from langchain.agents import create_agent
+        from langchain_fstools.middleware import LargeResultEviction
+
+        agent = create_agent(model, tools=[shell_tool], middleware=[LargeResultEviction()])
+        ```
+    """
+
+    state_schema = EvictionState
+
+    def __init__(
+        self,
+        *,
+        backend: Backend | None = None,
+        threshold_tokens: int = 20_000,
+        excluded_tools: Iterable[str] = EXCLUDED_TOOLS,
+        max_files: int = 50,
+        max_bytes: int = 64 * 1024 * 1024,
+        preview_lines: int = 5,
+        preview_width: int = 200,
+        count_tokens: TokenCounter | None = None,
+    ) -> None:
+        """Configure eviction; raises ValueError for non-positive limits."""
+        super().__init__()
+        if min(threshold_tokens, max_files, max_bytes) <= 0 or preview_lines < 0:
+            raise ValueError("threshold_tokens, max_files and max_bytes must be positive")
+        self.backend = backend or StateBackend()
+        self.threshold_tokens = threshold_tokens
+        self.excluded_tools = frozenset(excluded_tools)
+        self.max_files = max_files
+        self.max_bytes = max_bytes
+        self.preview_lines = preview_lines
+        self.preview_width = preview_width
+        self.count_tokens = count_tokens or default_counter()
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Run the tool, then evict its result if it is too large."""
+        result = handler(request)
+        backend = self.backend.bind(request.runtime)
+        return calls.run(self._evicted(request, result, backend), backend)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Async `wrap_tool_call`."""
+        result = await handler(request)
+        backend = self.backend.bind(request.runtime)
+        return await calls.arun(self._evicted(request, result, backend), backend)
+
+    def _evicted(
+        self, request: ToolCallRequest, result: ToolMessage | Command[Any], backend: Backend
+    ) -> Effect[ToolMessage | Command[Any]]:
+        message = _message_of(result)
+        if message is None or request.tool_call["name"] in self.excluded_tools:
+            return result
+        text, other_blocks = _split_content(message.content)
+        tokens = self.count_tokens(text)
+        if tokens <= self.threshold_tokens:
+            return result
+        path = f"{RESULTS_DIR}/{_safe_name(message.tool_call_id)}"
+        data = text.encode("utf-8")
+        yield from self._make_room(len(data))
+        yield from calls.write_bytes(path, data)
+        notice = self._notice(text, tokens, path)
+        content: str | list[str | dict[str, Any]] = (
+            [{"type": "text", "text": notice}, *other_blocks] if other_blocks else notice
+        )
+        replaced = message.model_copy(update={"content": content})
+        return _with_message(result, replaced, backend.state_update())
+
+    def _make_room(self, incoming: int) -> Effect[None]:
+        try:
+            entries: list[FileInfo] = yield from calls.list_dir(RESULTS_DIR)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        files = sorted((e for e in entries if e.is_file), key=lambda e: (e.mtime, e.path))
+        total = sum(e.size for e in files) + incoming
+        while files and (len(files) >= self.max_files or total > self.max_bytes):
+            oldest = files.pop(0)
+            total -= oldest.size
+            yield from calls.delete(oldest.path)
+
+    def _notice(self, text: str, tokens: int, path: str) -> str:
+        lines = text.split("\n")
+        head = lines[: self.preview_lines]
+        tail = lines[max(len(head), len(lines) - self.preview_lines) :]
+        return NOTICE.format(
+            tokens=tokens,
+            lines=len(lines),
+            path=path,
+            head=len(head),
+            tail=len(tail),
+            first="\n".join(self._cut(line) for line in head),
+            last="\n".join(self._cut(line) for line in tail),
+            omitted=len(lines) - len(head) - len(tail),
+        )
+
+    def _cut(self, line: str) -> str:
+        return line if len(line) <= self.preview_width else line[: self.preview_width] + "…"
+
+
+def _message_of(result: ToolMessage | Command[Any]) -> ToolMessage | None:
+    if isinstance(result, ToolMessage):
+        return result
+    update = result.update if isinstance(result, Command) else None
+    if isinstance(update, dict):
+        found = [m for m in update.get("messages", []) if isinstance(m, ToolMessage)]
+        return found[0] if len(found) == 1 else None
+    return None
+
+
+def _with_message(
+    result: ToolMessage | Command[Any], message: ToolMessage, state_update: dict[str, Any]
+) -> ToolMessage | Command[Any]:
+    if isinstance(result, ToolMessage) and not state_update:
+        return message
+    update: dict[str, Any] = (
+        dict(result.update)
+        if isinstance(result, Command) and isinstance(result.update, dict)
+        else {}
+    )
+    for channel, values in state_update.items():
+        update[channel] = {**update.get(channel, {}), **values}
+    update["messages"] = [message]
+    return Command(update=update)
+
+
+def _split_content(content: str | list[Any]) -> tuple[str, list[Any]]:
+    if isinstance(content, str):
+        return content, []
+    texts, others = [], []
+    for block in content:
+        if isinstance(block, str):
+            texts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            texts.append(str(block.get("text", "")))
+        else:
+            others.append(block)
+    return "\n".join(texts), others
+
+
+def _safe_name(tool_call_id: str | None) -> str:
+    name = _UNSAFE.sub("_", tool_call_id or "result").strip("._") or "result"
+    return name[:100]
+
+
+__all__ = ["EXCLUDED_TOOLS", "NOTICE", "RESULTS_DIR", "EvictionState", "LargeResultEviction"]

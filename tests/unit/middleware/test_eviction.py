@@ -1,0 +1,149 @@
+"""Large-result eviction: through FilesystemMiddleware and alone, on both backends."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
+from langchain_fstools.backends.protocol import Backend
+from langchain_fstools.demo import ScriptedModel
+from langchain_fstools.middleware import LargeResultEviction
+
+BIG = "\n".join(f"log line {n}: " + "x" * 60 for n in range(1, 3001))
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+
+
+@tool
+def dump_logs(lines: int = 3000) -> str:
+    """Return many log lines."""
+    return "\n".join(BIG.split("\n")[:lines])
+
+
+@tool(response_format="content_and_artifact")
+def snapshot() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Return a large text and an image."""
+    return [
+        {"type": "text", "text": BIG},
+        {"type": "image", "base64": PIXEL, "mime_type": "image/png"},
+    ], {"id": 7}
+
+
+def call(name: str, n: int, **args: Any) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call-{n}"}])
+
+
+def run_agent(
+    backend: Backend, script: list[AIMessage], mode: str = "sync", **options: Any
+) -> dict[str, Any]:
+    agent = create_agent(
+        ScriptedModel(messages=iter([*script, AIMessage("done")]), disable_streaming=True),
+        tools=[dump_logs, snapshot],
+        middleware=[FilesystemMiddleware(backend=backend, **options)],
+        checkpointer=InMemorySaver(),
+    )
+    payload = {"messages": [{"role": "user", "content": "go"}]}
+    config = {"configurable": {"thread_id": "t"}}
+    return (
+        agent.invoke(payload, config)
+        if mode == "sync"
+        else asyncio.run(agent.ainvoke(payload, config))
+    )
+
+
+def results(state: dict[str, Any]) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+
+
+@pytest.mark.parametrize("kind", ["local", "state"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_evicted_result_is_readable_and_greppable(kind: str, mode: str, tmp_path: Path) -> None:
+    backend: Backend = LocalBackend(tmp_path) if kind == "local" else StateBackend()
+    state = run_agent(
+        backend,
+        [
+            call("dump_logs", 1),
+            call("read_file", 2, file_path="/large_tool_results/call-1", offset=2999, limit=5),
+            call(
+                "grep",
+                3,
+                pattern="log line 1500:",
+                path="/large_tool_results",
+                output_mode="content",
+            ),
+            call("dump_logs", 4, lines=10),
+        ],
+        mode,
+    )
+    got = results(state)
+    notice = str(got["call-1"].content)
+    assert notice.startswith("Tool result too large (")
+    assert "saved to /large_tool_results/call-1." in notice
+    assert "log line 1: " in notice
+    assert "log line 3000: " in notice
+    assert "(2,990 lines omitted)" in notice
+    assert got["call-2"].content.split("\n")[:2] == [
+        f"  2999→log line 2999: {'x' * 60}",
+        f"  3000→log line 3000: {'x' * 60}",
+    ]
+    assert got["call-3"].content == f"/large_tool_results/call-1:1500:log line 1500: {'x' * 60}"
+    assert str(got["call-4"].content).startswith("log line 1:")  # small results stay inline
+    assert "/large_tool_results/call-1" in state["files"]
+    assert not (tmp_path / "large_tool_results").exists()  # nothing on the user's disk
+
+
+def test_excluded_tools_are_never_evicted(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_text(BIG)
+    state = run_agent(
+        LocalBackend(tmp_path), [call("read_file", 1, file_path="/big.txt", offset=1, limit=2000)]
+    )
+    message = results(state)["call-1"]
+    assert str(message.content).startswith("     1→log line 1:")
+    assert "files" not in state or not state["files"]
+
+
+def test_non_text_blocks_and_artifacts_survive(tmp_path: Path) -> None:
+    message = results(run_agent(StateBackend(), [call("snapshot", 1)]))["call-1"]
+    notice, image = message.content
+    assert notice["text"].startswith("Tool result too large (")
+    assert image == {"type": "image", "base64": PIXEL, "mime_type": "image/png"}
+    assert message.artifact == {"id": 7}
+
+
+def test_folder_is_bounded_oldest_first(tmp_path: Path) -> None:
+    eviction = LargeResultEviction(max_files=2)
+    state = run_agent(StateBackend(), [call("dump_logs", n) for n in (1, 2, 3)], eviction=eviction)
+    kept = sorted(p for p in state["files"] if p.startswith("/large_tool_results/"))
+    assert kept == ["/large_tool_results/call-2", "/large_tool_results/call-3"]
+
+
+def test_eviction_can_be_switched_off(tmp_path: Path) -> None:
+    state = run_agent(LocalBackend(tmp_path), [call("dump_logs", 1)], eviction=False)
+    assert results(state)["call-1"].content == BIG
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_standalone_around_any_tool(mode: str) -> None:
+    agent = create_agent(
+        ScriptedModel(
+            messages=iter([call("dump_logs", 1), AIMessage("done")]), disable_streaming=True
+        ),
+        tools=[dump_logs],
+        middleware=[LargeResultEviction(threshold_tokens=1000)],
+    )
+    payload = {"messages": [{"role": "user", "content": "go"}]}
+    state = agent.invoke(payload) if mode == "sync" else asyncio.run(agent.ainvoke(payload))
+    assert str(results(state)["call-1"].content).startswith("Tool result too large (")
+    assert state["files"]["/large_tool_results/call-1"]["content"] == BIG
+
+
+def test_bad_settings_refused() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        LargeResultEviction(threshold_tokens=0)
