@@ -152,7 +152,13 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         content: str | list[str | dict[str, Any]] = (
             [{"type": "text", "text": notice}, *other_blocks] if other_blocks else notice
         )
-        replaced = message.model_copy(update={"content": content})
+        evicted = {"evicted_to": path, "tokens": tokens, "bytes": len(data)}
+        artifact = message.artifact
+        if artifact is None:
+            artifact = {"eviction": evicted}
+        elif isinstance(artifact, dict):
+            artifact = {**artifact, "eviction": evicted}
+        replaced = message.model_copy(update={"content": content, "artifact": artifact})
         return _with_message(result, replaced, backend.state_update())
 
     def _make_room(self, incoming: int) -> Effect[None]:

@@ -11,6 +11,7 @@ from langchain_fstools.backends import paths
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.errors import FsToolsError
+from langchain_fstools.middleware.capabilities import adapt_messages
 from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
 from langchain_fstools.state import FilesystemState
 from langchain_fstools.toolkit import FileToolkit
@@ -108,8 +109,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        """Append the file tools' section to the system prompt."""
-        return handler(self._with_prompt(request))
+        """Append the tools' prompt section; fit tool results to the model."""
+        return handler(self._prepared(request))
 
     async def awrap_model_call(
         self,
@@ -117,9 +118,13 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         """Async `wrap_model_call`."""
-        return await handler(self._with_prompt(request))
+        return await handler(self._prepared(request))
 
-    def _with_prompt(self, request: ModelRequest) -> ModelRequest:
+    def _prepared(self, request: ModelRequest) -> ModelRequest:
+        profile = getattr(request.model, "profile", None)
+        messages = adapt_messages(request.messages, profile)
+        if messages != request.messages:
+            request = request.override(messages=messages)
         if not self.system_prompt:
             return request
         section = {"type": "text", "text": self.system_prompt}

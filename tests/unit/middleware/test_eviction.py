@@ -114,7 +114,9 @@ def test_non_text_blocks_and_artifacts_survive(tmp_path: Path) -> None:
     notice, image = message.content
     assert notice["text"].startswith("Tool result too large (")
     assert image == {"type": "image", "base64": PIXEL, "mime_type": "image/png"}
-    assert message.artifact == {"id": 7}
+    assert message.artifact["id"] == 7
+    assert message.artifact["eviction"]["evicted_to"] == "/large_tool_results/call-1"
+    assert message.artifact["eviction"]["bytes"] == len(BIG)
 
 
 def test_folder_is_bounded_oldest_first(tmp_path: Path) -> None:

@@ -1,0 +1,75 @@
+"""Tool-result blocks a model cannot read become notes in its request; state keeps them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langchain_fstools import FilesystemMiddleware, LocalBackend
+from langchain_fstools.demo import ScriptedModel
+from langchain_fstools.middleware.capabilities import IMAGE_NOTE, PDF_NOTE, adapt_messages
+from tests.media import image_bytes
+
+IMAGE = {"type": "image", "base64": "AAAA", "mime_type": "image/png"}
+PDF = {"type": "file", "base64": "AAAA", "mime_type": "application/pdf"}
+
+
+def tool_message() -> ToolMessage:
+    return ToolMessage(content=[{"type": "text", "text": "x"}, IMAGE, PDF], tool_call_id="1")
+
+
+def test_unknown_profile_changes_nothing() -> None:
+    messages = [HumanMessage("hi"), tool_message()]
+    assert adapt_messages(messages, None) == messages
+    assert adapt_messages(messages, {"image_tool_message": True}) == messages
+
+
+def test_blocks_replaced_by_notes() -> None:
+    (adapted,) = adapt_messages(
+        [tool_message()], {"image_tool_message": False, "pdf_tool_message": False}
+    )
+    assert adapted.content == [
+        {"type": "text", "text": "x"},
+        {"type": "text", "text": IMAGE_NOTE},
+        {"type": "text", "text": PDF_NOTE},
+    ]
+    (only_pdf,) = adapt_messages([tool_message()], {"pdf_tool_message": False})
+    assert only_pdf.content[1] == IMAGE
+
+
+class TextOnlyModel(ScriptedModel):
+    seen: list[list[BaseMessage]] = []  # noqa: RUF012 - reset per instance below
+
+    def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
+        self.seen = []
+        self.profile = {"image_tool_message": False}
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def test_model_without_image_support_gets_a_note_and_state_keeps_the_image(tmp_path: Path) -> None:
+    (tmp_path / "p.png").write_bytes(image_bytes())
+    model = TextOnlyModel(
+        messages=iter(
+            [
+                AIMessage(
+                    "",
+                    tool_calls=[{"name": "read_file", "args": {"file_path": "/p.png"}, "id": "r"}],
+                ),
+                AIMessage("ok"),
+            ]
+        ),
+        disable_streaming=True,
+    )
+    agent = create_agent(model, middleware=[FilesystemMiddleware(backend=LocalBackend(tmp_path))])
+    state = agent.invoke({"messages": [{"role": "user", "content": "look"}]})
+    sent = [m for m in model.seen[1] if isinstance(m, ToolMessage)][0]
+    assert {"type": "text", "text": IMAGE_NOTE} in sent.content
+    kept = [m for m in state["messages"] if isinstance(m, ToolMessage)][0]
+    assert any(isinstance(b, dict) and b.get("type") == "image" for b in kept.content)
