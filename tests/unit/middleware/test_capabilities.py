@@ -69,7 +69,7 @@ def test_model_without_image_support_gets_a_note_and_state_keeps_the_image(tmp_p
     )
     agent = create_agent(model, middleware=[FilesystemMiddleware(backend=LocalBackend(tmp_path))])
     state = agent.invoke({"messages": [{"role": "user", "content": "look"}]})
-    sent = [m for m in model.seen[1] if isinstance(m, ToolMessage)][0]
+    sent = next(m for m in model.seen[1] if isinstance(m, ToolMessage))
     assert {"type": "text", "text": IMAGE_NOTE} in sent.content
-    kept = [m for m in state["messages"] if isinstance(m, ToolMessage)][0]
+    kept = next(m for m in state["messages"] if isinstance(m, ToolMessage))
     assert any(isinstance(b, dict) and b.get("type") == "image" for b in kept.content)
