@@ -11,6 +11,8 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
@@ -41,13 +43,13 @@ def call(name: str, n: int, **args: Any) -> AIMessage:
 
 
 def run_agent(
-    backend: Backend, script: list[AIMessage], mode: str = "sync", **options: Any
+    backend: Backend, script: list[AIMessage], mode: str = "sync", saver: Any = None, **options: Any
 ) -> dict[str, Any]:
     agent = create_agent(
         ScriptedModel(messages=iter([*script, AIMessage("done")]), disable_streaming=True),
         tools=[dump_logs, snapshot],
         middleware=[FilesystemMiddleware(backend=backend, **options)],
-        checkpointer=InMemorySaver(),
+        checkpointer=saver or InMemorySaver(),
     )
     payload = {"messages": [{"role": "user", "content": "go"}]}
     config = {"configurable": {"thread_id": "t"}}
@@ -64,8 +66,26 @@ def results(state: dict[str, Any]) -> dict[str, ToolMessage]:
 
 @pytest.mark.parametrize("kind", ["local", "state"])
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_evicted_result_is_readable_and_greppable(kind: str, mode: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("saver_kind", ["memory", "sqlite"])
+def test_evicted_result_is_readable_and_greppable(
+    kind: str, mode: str, saver_kind: str, tmp_path: Path
+) -> None:
     backend: Backend = LocalBackend(tmp_path) if kind == "local" else StateBackend()
+    if saver_kind == "memory":
+        check_eviction(backend, mode, None, tmp_path)
+    elif mode == "sync":
+        with SqliteSaver.from_conn_string(str(tmp_path / "c.sqlite")) as saver:
+            check_eviction(backend, mode, saver, tmp_path)
+    else:
+
+        async def with_async_saver() -> None:
+            async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "c.sqlite")) as saver:
+                await asyncio.to_thread(check_eviction, backend, mode, saver, tmp_path)
+
+        asyncio.run(with_async_saver())
+
+
+def check_eviction(backend: Backend, mode: str, saver: Any, tmp_path: Path) -> None:
     state = run_agent(
         backend,
         [
@@ -81,6 +101,7 @@ def test_evicted_result_is_readable_and_greppable(kind: str, mode: str, tmp_path
             call("dump_logs", 4, lines=10),
         ],
         mode,
+        saver,
     )
     got = results(state)
     notice = str(got["call-1"].content)
