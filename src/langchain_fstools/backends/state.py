@@ -192,6 +192,8 @@ class _StateView(Backend):
         self._files = files
         self._pending: dict[str, FileRecord | None] = {}
         self._decoded: dict[str, bytes] = {}
+        self._parents: set[str] | None = None
+        """Every directory holding something, built on first need, reset by writes."""
 
     def state_update(self) -> dict[str, Any]:
         return {FILES_KEY: dict(self._pending)} if self._pending else {}
@@ -209,8 +211,16 @@ class _StateView(Backend):
         return present
 
     def _has_children(self, path: str) -> bool:
-        prefix = path.rstrip("/") + "/"
-        return any(p.startswith(prefix) for p in self._paths())
+        if self._parents is None:
+            self._parents = {paths.parent(p) for p in self._paths()}
+            for start in list(self._parents):
+                directory = start
+                while directory != paths.ROOT:
+                    directory = paths.parent(directory)
+                    if directory in self._parents:
+                        break
+                    self._parents.add(directory)
+        return path in self._parents
 
     def _kind(self, path: str) -> EntryKind | None:
         """What `path` names; raises NotADirectoryError if an ancestor is a file."""
@@ -246,6 +256,7 @@ class _StateView(Backend):
     def _put(self, path: str, record: FileRecord | None) -> None:
         self._pending[path] = record
         self._decoded.pop(path, None)
+        self._parents = None
 
     def _ensure_parents(self, path: str) -> None:
         ancestor = paths.parent(path)

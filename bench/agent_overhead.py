@@ -1,0 +1,135 @@
+"""Agent overhead: a scripted 50-call trajectory, our middleware vs deepagents'.
+
+    python bench/agent_overhead.py [--repeat 3]
+
+Both agents run the same 50 tool calls (ls, read_file, write_file, edit_file, grep)
+through `langchain.agents.create_agent` with a scripted chat model, files in graph
+state, and an `InMemorySaver`. Reported: wall time per tool call (median of
+`--repeat` runs), and checkpoint bytes written per mutation with 100 and with 1,000
+other files in state (the bytes the saver holds after the run minus before, over the
+number of mutations). A benchmark, not a test: it checks only that both agents ran
+every call successfully.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import statistics
+import sys
+import time
+from typing import Any
+
+from deepagents.backends.utils import create_file_data
+from deepagents.middleware.filesystem import FilesystemMiddleware as DeepFilesystemMiddleware
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_fstools import FilesystemMiddleware, StateBackend
+from langchain_fstools.backends.state import file_record
+from langchain_fstools.demo import ScriptedModel
+
+CALLS = 50
+BODY = "".join(f"line {n}: value = {n * 7}\n" for n in range(1, 201))
+
+
+def trajectory() -> tuple[list[AIMessage], int]:
+    """Ten rounds of write, read, edit, read, and a listing or a search."""
+    turns: list[AIMessage] = []
+    mutations = 0
+    for n in range(CALLS // 5):
+        path = f"/work/file_{n}.txt"
+        steps = [
+            ("write_file", {"file_path": path, "content": BODY}),
+            ("read_file", {"file_path": path}),
+            (
+                "edit_file",
+                {"file_path": path, "old_string": "line 100:", "new_string": "line one hundred:"},
+            ),
+            ("read_file", {"file_path": path, "offset": 95, "limit": 10}),
+            ("ls", {"path": "/work"})
+            if n % 2
+            else ("grep", {"pattern": "one hundred", "path": "/work"}),
+        ]
+        mutations += 2
+        turns += [
+            AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"c{n}-{k}"}])
+            for k, (name, args) in enumerate(steps)
+        ]
+    return [*turns, AIMessage("done")], mutations
+
+
+def saver_bytes(saver: InMemorySaver) -> int:
+    return len(pickle.dumps((dict(saver.storage), dict(saver.writes), dict(saver.blobs))))
+
+
+def run(kind: str, others: int) -> dict[str, float]:
+    script, mutations = trajectory()
+    model = ScriptedModel(messages=iter(script), disable_streaming=True)
+    if kind == "ours":
+        middleware: Any = FilesystemMiddleware(backend=StateBackend())
+        seed = {f"/seed/{n}.txt": file_record(BODY.encode()) for n in range(others)}
+    else:
+        middleware = DeepFilesystemMiddleware()
+        seed = {f"/seed/{n}.txt": create_file_data(BODY) for n in range(others)}
+    saver = InMemorySaver()
+    agent = create_agent(model, middleware=[middleware], checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 500}
+    agent.invoke(
+        {"messages": [{"role": "user", "content": "seed"}], "files": seed},
+        config,
+        interrupt_before=["model"],
+    )
+    before = saver_bytes(saver)
+    start = time.perf_counter()
+    state = agent.invoke(None, config)
+    wall = time.perf_counter() - start
+    after = saver_bytes(saver)
+    results = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    failed = [m.content for m in results if m.status == "error"]
+    assert len(results) == CALLS, (kind, len(results))
+    assert not failed, (kind, failed[:2])
+    return {"per_call_ms": wall / CALLS * 1000, "bytes_per_mutation": (after - before) / mutations}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    options = parser.parse_args()
+    rows = []
+    for kind in ("ours", "deepagents"):
+        for others in (100, 1000):
+            runs = [run(kind, others) for _ in range(options.repeat)]
+            rows.append(
+                (
+                    kind,
+                    others,
+                    statistics.median(r["per_call_ms"] for r in runs),
+                    statistics.median(r["bytes_per_mutation"] for r in runs),
+                )
+            )
+    print(
+        f"{CALLS} tool calls through create_agent, files in graph state, InMemorySaver; median of {options.repeat}\n"
+    )
+    print(
+        "| middleware | other files in state | ms per tool call | checkpoint bytes per mutation |"
+    )
+    print("|---|---:|---:|---:|")
+    for kind, others, per_call, per_mutation in rows:
+        print(f"| {kind} | {others:,} | {per_call:,.2f} | {per_mutation:,.0f} |")
+    ours = {others: (pc, pm) for kind, others, pc, pm in rows if kind == "ours"}
+    deep = {others: (pc, pm) for kind, others, pc, pm in rows if kind == "deepagents"}
+    print()
+    print(
+        f"- {'PASS' if ours[1000][0] <= deep[1000][0] else 'FAIL'}: per-call overhead {ours[1000][0]:.2f} ms vs deepagents {deep[1000][0]:.2f} ms (1,000 files)"
+    )
+    growth = ours[1000][1] / ours[100][1]
+    print(
+        f"- {'PASS' if growth < 1.2 else 'FAIL'}: bytes per mutation with 1,000 vs 100 other files: {growth:.2f}x (independent of state size)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
