@@ -17,7 +17,7 @@ import errno
 import hashlib
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langgraph.channels.delta import DeltaChannel
@@ -205,14 +205,16 @@ class _StateView(Backend):
             return self._pending[path]
         return self._files.get(path)
 
-    def _paths(self) -> set[str]:
+    def _paths(self) -> Iterable[str]:
+        if not self._pending:
+            return self._files.keys()
         present = {p for p in self._files if p not in self._pending}
         present.update(p for p, r in self._pending.items() if r is not None)
         return present
 
     def _has_children(self, path: str) -> bool:
         if self._parents is None:
-            self._parents = {paths.parent(p) for p in self._paths()}
+            self._parents = {p.rpartition("/")[0] or paths.ROOT for p in self._paths()}
             for start in list(self._parents):
                 directory = start
                 while directory != paths.ROOT:
