@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import stat as stat_module
-import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +15,12 @@ from typing import TYPE_CHECKING
 from langchain_fstools.backends import paths
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.backends.ripgrep import RipgrepSearch, find_ripgrep
-from langchain_fstools.errors import InvalidPath, OutsideRoot, SpecialFile, VersionConflict
+from langchain_fstools.errors import (
+    InvalidPath,
+    OutsideRoot,
+    SpecialFile,
+    VersionConflict,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -24,7 +30,11 @@ if TYPE_CHECKING:
 TEMP_SUFFIX = ".fstools-tmp"
 """Suffix of the temporary files atomic writes rename into place."""
 
-_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
+_TEMP_STEM_BYTES = 200
+"""Bytes of the target's name kept in a temporary name, so it stays under NAME_MAX."""
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _SPECIAL_KINDS = (
     (stat_module.S_ISFIFO, "FIFO"),
     (stat_module.S_ISCHR, "character device"),
@@ -33,51 +43,40 @@ _SPECIAL_KINDS = (
 )
 
 
-def _kind_of(mode: int) -> EntryKind:
-    if stat_module.S_ISREG(mode):
-        return EntryKind.FILE
-    if stat_module.S_ISDIR(mode):
-        return EntryKind.DIRECTORY
-    return EntryKind.SPECIAL
-
-
-def _special_name(mode: int) -> str:
-    return next((name for test, name in _SPECIAL_KINDS if test(mode)), "special file")
-
-
-def _version(result: os.stat_result) -> str:
-    return f"{result.st_mtime_ns:x}-{result.st_size:x}-{result.st_ino:x}"
-
-
-@contextlib.contextmanager
-def _virtual_errors(path: str) -> Iterator[None]:
-    """Re-raise OS errors with the virtual path instead of the host path."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.errno is None or isinstance(exc, OutsideRoot | SpecialFile | VersionConflict):
-            raise
-        raise type(exc)(exc.errno, os.strerror(exc.errno), path) from None
-
-
 class LocalBackend(Backend):
     """Files on local disk under `root_dir`, which the model sees as `/`.
 
-    Every path is resolved on the host (symlinks in any component included) and must
-    stay inside the root; a path that would leave it raises `OutsideRoot`, whatever
-    route it takes (`..`, a symlinked file or parent directory, a dangling link). Links
-    that stay inside the root are followed. Errors carry virtual paths only.
+    Confinement: every virtual path passes `paths.normalize`, is joined under the root,
+    resolved with `os.path.realpath` (symlinks in every component followed) and must
+    still lie inside the root's real path, or `OutsideRoot` is raised. So `..`, a
+    symlinked file or parent directory, a chain of links and a dangling link that
+    leads outside are all refused, for reads and writes alike; links that stay inside
+    are followed (a write through one updates its target, and the link survives). An
+    absolute host path given as a path is just a virtual path under the root. Errors
+    are built-in `OSError` subclasses re-raised with the virtual path only: no host
+    path ever appears in an exception.
 
-    Writes are atomic: a temporary file in the same directory is written, fsynced,
-    given the old file's permission bits, and renamed over the target; a writer killed
-    midway leaves the old content. Devices, FIFOs and sockets are never opened.
+    Writes are atomic: a hidden temporary file in the target's directory is written,
+    fsynced, given the old file's owner and permission bits (a new file gets the
+    umask default) and renamed over the target, then the directory is fsynced. A
+    writer killed midway leaves the old content (and possibly a stale
+    `*.fstools-tmp` file, which listings show as it is). A conditional write compares
+    versions just before the rename; a writer outside this process can still slip in
+    between those two steps. The version token combines mtime, size and inode; each
+    write stamps a precise mtime later than the replaced file's, so quick same-size
+    writes never share a token. Devices, FIFOs and sockets are listed as special
+    entries and never opened; reads never block.
 
-    A process that swaps a directory for a symlink between the check and the open can
-    still win that race (reads open with `O_NOFOLLOW` on the last component only);
-    the agent's own tools cannot create symlinks.
+    Limits: the check and the use of a path are separate system calls. A process
+    other than the agent that swaps a directory inside the root for a symlink to
+    the outside between the two can win that race. The final open of a read uses
+    `O_NOFOLLOW` and a write's temporary file is created with `O_EXCL`, and the
+    rename replaces a link rather than following it, so only parent directories
+    remain exposed. The agent's own tools cannot create symlinks.
 
     Args:
         root_dir: The workspace directory. It must exist.
+        use_ripgrep: Search with ripgrep when `rg` is available. Default: True.
 
     Example:
         ```python
@@ -90,17 +89,19 @@ class LocalBackend(Backend):
     kind = "local"
 
     def __init__(self, root_dir: str | os.PathLike[str], *, use_ripgrep: bool = True) -> None:
-        """Confine the backend to `root_dir`; raises ValueError if it is not a directory.
+        """Confine the backend to `root_dir`.
 
         Args:
             root_dir: The workspace directory.
             use_ripgrep: Search with ripgrep when `rg` is available. Default: True.
+
+        Raises:
+            ValueError: `root_dir` is not an existing directory.
         """
         root = os.path.realpath(os.fspath(root_dir))
         if not os.path.isdir(root):
             raise ValueError("root_dir must be an existing directory")
         self._root = root
-        self._umask = _current_umask()
         executable = find_ripgrep() if use_ripgrep else None
         self._ripgrep = RipgrepSearch(executable, self.host_path) if executable else None
 
@@ -108,101 +109,96 @@ class LocalBackend(Backend):
         """The ripgrep search of the root, when `rg` exists and `use_ripgrep` is set."""
         return self._ripgrep
 
-    # ----- path resolution -------------------------------------------------------------
-
     def host_path(self, path: str) -> Path:
-        """Return the confined host path of a virtual path (for fast paths such as rg).
+        """Return the confined host path of a virtual path, for fast paths such as rg.
 
-        Never show the result to a model.
+        The result is for the process only: never show it to a model.
+
+        Args:
+            path: A virtual path.
+
+        Returns:
+            The real host path (symlinks resolved), guaranteed inside the root.
 
         Raises:
             OutsideRoot: the path, with symlinks followed, leaves the root.
+            InvalidPath: `paths.normalize` refuses the path.
         """
         return Path(self._resolve(paths.normalize(path)))
-
-    def _resolve(self, virtual: str) -> str:
-        host = os.path.realpath(os.path.join(self._root, virtual.lstrip("/")))
-        if not self._inside(host):
-            raise OutsideRoot(virtual)
-        return host
-
-    def _entry(self, virtual: str) -> str:
-        """The host path of the entry itself: parent resolved, last component not."""
-        if virtual == paths.ROOT:
-            return self._root
-        parent = self._resolve(paths.parent(virtual))
-        return os.path.join(parent, virtual.rsplit("/", 1)[-1])
-
-    def _inside(self, host: str) -> bool:
-        return host == self._root or host.startswith(self._root + os.sep)
 
     # ----- the core --------------------------------------------------------------------
 
     def stat(self, path: str) -> FileInfo:
-        """Metadata of `path`, symlinks inside the root followed."""
+        """Metadata of `path`; symlinks inside the root report their target."""
         virtual = paths.normalize(path)
         with _virtual_errors(virtual):
             result = os.stat(self._resolve(virtual))
-        return self._info(virtual, result)
+        return _info(virtual, result)
 
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
-        """Bytes of a regular file; never opens devices, FIFOs or sockets."""
+        """Bytes of a regular file, whole or `size` bytes from `start`.
+
+        Decides from `stat` before opening, opens with `O_NOFOLLOW | O_NONBLOCK` and
+        checks the open descriptor again, so devices, FIFOs and sockets are refused
+        without blocking. Memory is bounded by what is asked for.
+
+        Raises:
+            OSError: `start` or `size` is negative (errno EINVAL, as `pread` says).
+        """
         virtual = paths.normalize(path)
         with _virtual_errors(virtual):
             host = self._resolve(virtual)
-            mode = os.stat(host).st_mode
-            self._require_regular(virtual, mode)
+            _require_regular(virtual, os.stat(host).st_mode)
+            if start < 0 or (size is not None and size < 0):
+                raise _error(OSError, errno.EINVAL, virtual)
             descriptor = os.open(host, _READ_FLAGS)
             try:
-                self._require_regular(virtual, os.fstat(descriptor).st_mode)
-                if size is not None:
-                    return os.pread(descriptor, size, start)
-                chunks: list[bytes] = []
-                offset = start
-                while chunk := os.pread(descriptor, 1 << 20, offset):
-                    chunks.append(chunk)
-                    offset += len(chunk)
-                return b"".join(chunks)
+                result = os.fstat(descriptor)
+                _require_regular(virtual, result.st_mode)
+                wanted = max(result.st_size - start, 0)
+                return _pread(descriptor, start, wanted if size is None else min(size, wanted))
             finally:
                 os.close(descriptor)
 
     def write_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
     ) -> FileInfo:
-        """Atomically replace a file's content (temp file, fsync, rename)."""
+        """Atomically replace a file's content: temporary file, fsync, rename."""
         virtual = paths.normalize(path)
         if virtual == paths.ROOT:
             raise _error(IsADirectoryError, errno.EISDIR, virtual)
         with _virtual_errors(virtual):
             host = self._resolve(virtual)
-            current = _lstat_or_none(host)
-            if current is not None and stat_module.S_ISDIR(current.st_mode):
-                raise _error(IsADirectoryError, errno.EISDIR, virtual)
+            current = _stat_or_none(host)
             if current is not None:
-                self._require_regular(virtual, current.st_mode)
-            directory = os.path.dirname(host)
+                _require_regular(virtual, current.st_mode)
+            directory, name = os.path.split(host)
             self._make_parents(virtual, directory)
-            mode = stat_module.S_IMODE(current.st_mode) if current else 0o666 & ~self._umask
-            descriptor, temp = tempfile.mkstemp(
-                dir=directory, prefix=f".{os.path.basename(host)}.", suffix=TEMP_SUFFIX
-            )
+            descriptor, temp = _create_temp(directory, name, private=current is not None)
             try:
-                with os.fdopen(descriptor, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fchmod(handle.fileno(), mode)
-                    os.fsync(handle.fileno())
-                self._check_version(virtual, host, expected_version)
+                try:
+                    if current is not None:
+                        _copy_owner_and_mode(descriptor, current)
+                    _write_all(descriptor, data)
+                    _stamp(descriptor, current)
+                    os.fsync(descriptor)
+                finally:
+                    os.close(descriptor)
+                _check_version(virtual, host, expected_version)
                 os.replace(temp, host)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
                 raise
             _fsync_directory(directory)
-            return self._info(virtual, os.stat(host))
+            return _info(virtual, os.stat(host))
 
     def delete(self, path: str) -> None:
-        """Remove a file, a symlink, or an empty directory."""
+        """Remove a file, a symlink (never its target), or an empty directory.
+
+        Raises:
+            InvalidPath: `path` is the root.
+        """
         virtual = paths.normalize(path)
         if virtual == paths.ROOT:
             raise InvalidPath(virtual, "the workspace root cannot be deleted")
@@ -214,124 +210,269 @@ class LocalBackend(Backend):
                 os.unlink(entry)
 
     def mkdir(self, path: str) -> None:
-        """Create a directory and its parents; an existing directory is fine."""
-        virtual = paths.normalize(path)
-        with _virtual_errors(virtual):
-            host = self._resolve(virtual)
-            existing = _lstat_or_none(host)
-            if existing is not None and not stat_module.S_ISDIR(existing.st_mode):
-                raise _error(FileExistsError, errno.EEXIST, virtual)
-            self._make_parents(virtual, host)
+        """Create a directory and its parents; an existing directory is fine.
 
-    def list_dir(self, path: str) -> list[FileInfo]:
-        """Entries of a directory, sorted by name.
-
-        A symlink is listed as what it points to; one that leads outside the root, or
-        nowhere, is listed as a special entry (visible, never opened).
+        Raises:
+            FileExistsError: `path` or one of its parents is a file.
         """
         virtual = paths.normalize(path)
         with _virtual_errors(virtual):
             host = self._resolve(virtual)
-            with os.scandir(host) as scan:
-                names = sorted(entry.name for entry in scan)
-        return [self._listed(paths.join(virtual, name)) for name in names]
+            try:
+                existing = _stat_or_none(host)
+            except NotADirectoryError:
+                existing = None  # a parent is a file: reported below
+            if existing is not None and not stat_module.S_ISDIR(existing.st_mode):
+                raise _error(FileExistsError, errno.EEXIST, virtual)
+            self._make_parents(virtual, host, blocked=FileExistsError)
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        """Entries of a directory, sorted by name.
+
+        A symlink is listed as what it points to, with `link` set; one that leads
+        outside the root, or nowhere, is listed as a special entry (visible, never
+        opened).
+        """
+        virtual = paths.normalize(path)
+        with _virtual_errors(virtual):
+            host = self._resolve(virtual)
+        return self._scan(virtual, host)
 
     # ----- optional fast paths ---------------------------------------------------------
 
+    def exists(self, path: str) -> bool:
+        """Whether anything exists at `path` (False below a file, too)."""
+        try:
+            self.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        return True
+
     def move(self, source: str, destination: str) -> FileInfo:
-        """Rename within the root (`os.replace`), creating the destination's parents."""
+        """Rename a file or a directory tree as POSIX `rename` does, creating parents.
+
+        A file replaces a file, a directory replaces an empty directory, and a symlink
+        is moved as a link (on either side, the link itself is renamed or replaced).
+        Errors are the kernel's: `EINVAL` for a move into itself, `ENOTEMPTY` onto a
+        non-empty directory or an ancestor, `EISDIR`/`ENOTDIR` for kind mismatches.
+        """
         origin, target = paths.normalize(source), paths.normalize(destination)
         with _virtual_errors(origin):
             origin_host = self._entry(origin)
             os.lstat(origin_host)
         with _virtual_errors(target):
             target_host = self._entry(target)
+            if origin == target:
+                return self._describe(target, target_host)
+            if paths.is_within(target, origin):
+                raise _error(OSError, errno.EINVAL, target)
             self._make_parents(target, os.path.dirname(target_host))
             os.replace(origin_host, target_host)
-            return self._info(target, os.stat(self._resolve(target)))
+            for directory in {os.path.dirname(origin_host), os.path.dirname(target_host)}:
+                _fsync_directory(directory)
+            return self._describe(target, target_host)
 
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
-        """Every entry below `path`, depth first, sorted; symlinked directories not entered."""
-        for entry in self.list_dir(path):
-            yield entry
-            if entry.is_dir and not entry.link:
-                yield from self.walk(entry.path)
+        """Every entry below `path`, depth first, sorted; symlinked directories not entered.
+
+        Resolves `path` once, then scans real directories by host path.
+        """
+        virtual = paths.normalize(path)
+        with _virtual_errors(virtual):
+            host = self._resolve(virtual)
+        yield from self._walk(virtual, host)
 
     # ----- helpers -----------------------------------------------------------------------
 
-    def _info(self, virtual: str, result: os.stat_result) -> FileInfo:
-        kind = _kind_of(result.st_mode)
-        size = result.st_size if kind is EntryKind.FILE else 0
-        return FileInfo(virtual, kind, size, result.st_mtime, _version(result))
+    def _resolve(self, virtual: str) -> str:
+        """The real host path of a canonical virtual path; `OutsideRoot` if it leaves."""
+        host = os.path.realpath(os.path.join(self._root, virtual.lstrip("/")))
+        return self._confine(host, virtual)
 
-    def _listed(self, virtual: str) -> FileInfo:
-        entry = self._entry(virtual)
-        link = os.path.islink(entry)
+    def _confine(self, host: str, virtual: str) -> str:
+        if os.path.commonpath((self._root, host)) != self._root:
+            raise OutsideRoot(virtual)
+        return host
+
+    def _entry(self, virtual: str) -> str:
+        """The host path of the entry itself: parent resolved, last component not."""
+        if virtual == paths.ROOT:
+            return self._root
+        parent, name = virtual.rsplit("/", 1)
+        return os.path.join(self._resolve(parent or paths.ROOT), name)
+
+    def _walk(self, virtual: str, host: str) -> Iterator[FileInfo]:
+        for info in self._scan(virtual, host):
+            yield info
+            if info.is_dir and not info.link:
+                yield from self._walk(info.path, os.path.join(host, info.name))
+
+    def _scan(self, virtual: str, host: str) -> list[FileInfo]:
+        """The entries of the real directory `host`, which `virtual` names."""
+        with _virtual_errors(virtual):
+            with os.scandir(host) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+            listed = (self._listed(paths.join(virtual, e.name), e) for e in entries)
+            return [info for info in listed if info is not None]
+
+    def _listed(self, virtual: str, entry: os.DirEntry[str]) -> FileInfo | None:
+        """One scanned entry; None if it vanished since the scan."""
         try:
-            info = self._info(virtual, os.stat(self._resolve(virtual)))
+            return self._describe(virtual, entry.path)
+        except FileNotFoundError:
+            return None
+
+    def _describe(self, virtual: str, host: str) -> FileInfo:
+        """The entry at `host` as listed: a symlink as its target, with `link` set.
+
+        A link that leads outside the root or nowhere is a special entry: its target
+        is never examined further.
+        """
+        own = os.lstat(host)
+        if not stat_module.S_ISLNK(own.st_mode):
+            return _info(virtual, own)
+        try:
+            target = os.stat(self._confine(os.path.realpath(host), virtual))
         except (OutsideRoot, OSError):
-            result = os.lstat(entry)
-            return FileInfo(virtual, EntryKind.SPECIAL, 0, result.st_mtime, _version(result), link)
-        return replace(info, link=True) if link else info
+            return FileInfo(virtual, EntryKind.SPECIAL, 0, own.st_mtime, _version(own), link=True)
+        return replace(_info(virtual, target), link=True)
 
-    @staticmethod
-    def _require_regular(virtual: str, mode: int) -> None:
-        if stat_module.S_ISDIR(mode):
-            raise _error(IsADirectoryError, errno.EISDIR, virtual)
-        if not stat_module.S_ISREG(mode):
-            raise SpecialFile(virtual, _special_name(mode))
+    def _make_parents(
+        self, virtual: str, directory: str, *, blocked: type[OSError] = NotADirectoryError
+    ) -> None:
+        """`mkdir -p` of a resolved host directory, never above the root.
 
-    def _make_parents(self, virtual: str, directory: str) -> None:
-        """`mkdir -p`, reporting a file in the way as POSIX does."""
-        missing: list[str] = []
-        current = directory
-        while not os.path.isdir(current):
-            if os.path.lexists(current):
-                raise _error(NotADirectoryError, errno.ENOTDIR, virtual)
-            missing.append(current)
-            current = os.path.dirname(current)
-        for folder in reversed(missing):
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(folder)
-
-    def _check_version(self, virtual: str, host: str, expected: str | None) -> None:
-        if expected is None:
+        Raises:
+            OSError: `blocked` (errno to match), naming `virtual`, if a component is
+                not a directory.
+        """
+        if os.path.isdir(directory):
             return
-        current = _lstat_or_none(host)
-        actual = _version(os.stat(host)) if current is not None else None
-        wanted = None if expected == ABSENT else expected
-        if actual != wanted:
-            raise VersionConflict(virtual, expected, actual)
+        current = self._root
+        for part in os.path.relpath(directory, self._root).split(os.sep):
+            current = os.path.join(current, part)
+            try:
+                os.mkdir(current)
+            except FileExistsError:
+                if not os.path.isdir(current):
+                    code = errno.EEXIST if blocked is FileExistsError else errno.ENOTDIR
+                    raise _error(blocked, code, virtual) from None
+
+
+@contextlib.contextmanager
+def _virtual_errors(virtual: str) -> Iterator[None]:
+    """Re-raise any `OSError` as the same class, naming the virtual path only."""
+    try:
+        yield
+    except OSError as exc:
+        code = exc.errno if exc.errno is not None else errno.EIO
+        raise type(exc)(code, os.strerror(code), virtual) from None
 
 
 def _error(cls: type[OSError], code: int, virtual: str) -> OSError:
     return cls(code, os.strerror(code), virtual)
 
 
-def _lstat_or_none(host: str) -> os.stat_result | None:
+def _info(virtual: str, result: os.stat_result) -> FileInfo:
+    mode = result.st_mode
+    if stat_module.S_ISREG(mode):
+        kind = EntryKind.FILE
+    elif stat_module.S_ISDIR(mode):
+        kind = EntryKind.DIRECTORY
+    else:
+        kind = EntryKind.SPECIAL
+    size = result.st_size if kind is EntryKind.FILE else 0
+    return FileInfo(virtual, kind, size, result.st_mtime, _version(result))
+
+
+def _version(result: os.stat_result) -> str:
+    """Changes with the content: mtime, size, and the inode (each write renames)."""
+    return f"{result.st_mtime_ns:x}-{result.st_size:x}-{result.st_ino:x}"
+
+
+def _require_regular(virtual: str, mode: int) -> None:
+    if stat_module.S_ISDIR(mode):
+        raise _error(IsADirectoryError, errno.EISDIR, virtual)
+    if not stat_module.S_ISREG(mode):
+        kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "special file")
+        raise SpecialFile(virtual, kind)
+
+
+def _stat_or_none(host: str) -> os.stat_result | None:
     try:
-        return os.lstat(host)
+        return os.stat(host)
     except FileNotFoundError:
         return None
 
 
+def _pread(descriptor: int, start: int, size: int) -> bytes:
+    """Read at most `size` bytes from `start`, never allocating more than that."""
+    parts: list[bytes] = []
+    done = 0
+    while done < size and (chunk := os.pread(descriptor, size - done, start + done)):
+        parts.append(chunk)
+        done += len(chunk)
+    return b"".join(parts)
+
+
+def _create_temp(directory: str, name: str, *, private: bool) -> tuple[int, str]:
+    """Create `.{name}.{random}.fstools-tmp` exclusively in `directory`.
+
+    A replacement starts private (0o600) until the old file's mode is copied; a new
+    file is created 0o666, which the kernel narrows by the umask.
+    """
+    stem = os.fsdecode(os.fsencode(name)[:_TEMP_STEM_BYTES])
+    while True:
+        temp = os.path.join(directory, f".{stem}.{secrets.token_hex(6)}{TEMP_SUFFIX}")
+        try:
+            return os.open(temp, _TEMP_FLAGS, 0o600 if private else 0o666), temp
+        except FileExistsError:
+            continue
+
+
+def _copy_owner_and_mode(descriptor: int, original: os.stat_result) -> None:
+    """Give the temporary file the replaced file's owner (when allowed) and mode."""
+    own = os.fstat(descriptor)
+    if (own.st_uid, own.st_gid) != (original.st_uid, original.st_gid):
+        with contextlib.suppress(PermissionError):
+            os.fchown(descriptor, original.st_uid, original.st_gid)
+    os.fchmod(descriptor, stat_module.S_IMODE(original.st_mode))
+
+
+def _stamp(descriptor: int, previous: os.stat_result | None) -> None:
+    """Set a precise modification time, later than the replaced file's.
+
+    The kernel stamps files with a coarse clock and reuses freed inode numbers, so two
+    quick same-size writes could otherwise share a version token.
+    """
+    now = time.time_ns()
+    if previous is not None:
+        now = max(now, previous.st_mtime_ns + 1)
+    os.utime(descriptor, ns=(now, now))
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
+def _check_version(virtual: str, host: str, expected: str | None) -> None:
+    """Raise `VersionConflict` unless the file is at `expected` (None: no condition)."""
+    if expected is None:
+        return
+    current = _stat_or_none(host)
+    actual = _version(current) if current is not None else None
+    if actual != (None if expected == ABSENT else expected):
+        raise VersionConflict(virtual, expected, actual)
+
+
 def _fsync_directory(directory: str) -> None:
-    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
-
-
-def _current_umask() -> int:
-    """Read the process umask without changing it (Linux), else by set-and-restore."""
-    with contextlib.suppress(OSError, ValueError), Path("/proc/self/status").open() as status:
-        for line in status:
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 __all__ = ["TEMP_SUFFIX", "LocalBackend"]

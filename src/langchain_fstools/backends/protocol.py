@@ -215,7 +215,7 @@ class Backend(ABC):
         """Whether anything exists at `path`."""
         try:
             self.stat(path)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return False
         return True
 

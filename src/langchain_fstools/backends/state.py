@@ -1,12 +1,17 @@
 """Files kept in the agent's LangGraph state, under the `files` channel.
 
-The channel is a `DeltaChannel`: checkpoints store the writes of each step rather than a
-full copy of every file, so a thread's checkpoints do not grow with every write. Each
-update maps a path to its new record, or to None to delete it.
+The channel is a `DeltaChannel`: checkpoints store the writes of each step (and a full
+snapshot every 50 updates) rather than a full copy of every file at every step, so a
+thread's checkpoints do not grow with the square of its writes. Each update maps a path
+to its new record, or to None to delete it.
 
-Tools reach the files through `StateBackend.bind(runtime)`, a view over
-`runtime.state["files"]` that also holds the writes of the current call; the tool then
-returns those writes in a `Command`, and the reducer merges them.
+Tools reach the files through `StateBackend.bind(runtime)`: a view over
+`runtime.state["files"]` plus the writes of the current tool call (later reads in the
+same call see earlier writes). The tool returns `view.state_update()` in a `Command`,
+and the channel's reducer merges it into the state.
+
+Directories are implicit in file paths (`/a/b.txt` makes `/a` a directory) and can also
+be explicit records, so empty directories exist. The root `/` always exists.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ import binascii
 import errno
 import hashlib
 import os
+import posixpath
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langgraph.channels.delta import DeltaChannel
@@ -30,59 +36,84 @@ from langchain_fstools.reducers import merge_keyed
 FILES_KEY = "files"
 """Name of the graph-state channel holding the files."""
 
-DIRECTORY_VERSION = "directory"
+SNAPSHOT_FREQUENCY = 50
+"""Updates of the `files` channel between two full snapshots in the checkpoints."""
 
 
 class FileRecord(TypedDict):
-    """One file or directory in graph state."""
+    """One file or directory in graph state (build file records with `file_record`)."""
 
     content: str
     """The bytes, as UTF-8 text or base64 (see `encoding`); empty for directories."""
     encoding: Literal["utf-8", "base64"]
-    """How `content` holds the bytes."""
+    """`utf-8` when the bytes decode strictly as UTF-8, else `base64`."""
     kind: Literal["file", "directory"]
     """What the path names."""
     modified_at: float
     """Seconds since the epoch."""
     size: int
-    """Size in bytes (0 for directories)."""
+    """Size in bytes (0 for directories), so listing and search need not decode."""
     version: str
-    """Content hash; changes whenever the bytes change."""
+    """Kind plus content hash (`file:<blake2b-8 hex>`); changes whenever the bytes do."""
 
 
 def merge_files(
     current: Mapping[str, FileRecord] | None,
     updates: Sequence[Mapping[str, FileRecord | None]],
 ) -> dict[str, FileRecord]:
-    """Reducer of the `files` channel: later records replace earlier ones, None deletes."""
+    """Reducer of the `files` channel: later records replace earlier ones, None deletes.
+
+    Deterministic and batching-invariant, as `DeltaChannel` requires
+    (`merge_files(merge_files(s, xs), ys) == merge_files(s, xs + ys)`); never mutates
+    its inputs.
+    """
     return merge_keyed(current, updates)
 
 
-FilesChannel = Annotated[dict[str, FileRecord], DeltaChannel(merge_files, snapshot_frequency=50)]
-"""State annotation of the `files` channel (declare it `NotRequired[FilesChannel]`)."""
+FilesChannel = Annotated[
+    dict[str, FileRecord], DeltaChannel(merge_files, snapshot_frequency=SNAPSHOT_FREQUENCY)
+]
+"""State annotation of the `files` channel; declare the field `NotRequired[FilesChannel]`.
+
+`NotRequired` stays outside the alias so type checkers keep the field's type (mypy
+rejects `NotRequired` inside a type alias); LangGraph reads the channel either way.
+"""
 
 
 class FilesState(TypedDict):
-    """The state a graph needs for `StateBackend`."""
+    """The state a graph needs for `StateBackend`: merge it into your own state."""
 
     files: NotRequired[FilesChannel]
-    """Files in graph state: path → record."""
+    """Files in graph state, path → `FileRecord`. Updates map a path to its new record,
+    or to None to delete it; checkpoints store deltas, not copies."""
 
 
-def file_record(data: bytes) -> FileRecord:
-    """Make the record of a file holding `data`."""
+def _version(kind: Literal["file", "directory"], data: bytes) -> str:
+    return f"{kind}:{hashlib.blake2b(data, digest_size=8).hexdigest()}"
+
+
+_DIRECTORY_VERSION = _version("directory", b"")
+
+
+def file_record(data: bytes, *, modified_at: float | None = None) -> FileRecord:
+    """Make the record of a file holding `data` (for seeding a graph's state, too).
+
+    Args:
+        data: The file's bytes.
+        modified_at: Modification time. Default: now.
+    """
+    encoding: Literal["utf-8", "base64"]
     try:
         content, encoding = data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         content, encoding = base64.b64encode(data).decode("ascii"), "base64"
-    digest = hashlib.blake2b(data, digest_size=8).hexdigest()
     return FileRecord(
         content=content,
-        encoding=encoding,  # type: ignore[typeddict-item]
+        encoding=encoding,
         kind="file",
-        modified_at=time.time(),
+        modified_at=time.time() if modified_at is None else modified_at,
         size=len(data),
-        version=digest,
+        version=_version("file", data),
     )
 
 
@@ -93,21 +124,27 @@ def _directory_record() -> FileRecord:
         kind="directory",
         modified_at=time.time(),
         size=0,
-        version=DIRECTORY_VERSION,
+        version=_DIRECTORY_VERSION,
     )
 
 
-def _record_bytes(record: FileRecord) -> bytes:
-    if record["encoding"] == "base64":
+def record_bytes(record: FileRecord) -> bytes:
+    """Return the bytes a file record holds."""
+    if record.get("encoding") == "base64":
         try:
             return base64.b64decode(record["content"], validate=True)
         except binascii.Error:
-            return record["content"].encode("utf-8")
-    return record["content"].encode("utf-8")
+            pass
+    return record["content"].encode("utf-8", "surrogatepass")
 
 
 def _os_error(cls: type[OSError], code: int, path: str) -> OSError:
+    """The error a POSIX filesystem gives, carrying the virtual path."""
     return cls(code, os.strerror(code), path)
+
+
+def _is_file(record: FileRecord) -> bool:
+    return record.get("kind", "file") != "directory"
 
 
 class StateBackend(Backend):
@@ -115,7 +152,7 @@ class StateBackend(Backend):
 
     Nothing touches disk; files are checkpointed with the thread. Use it inside a graph
     whose state has the `files` channel (`FilesystemState`, or `FilesState` merged into
-    your own state). Unbound, every method raises `NotInGraph`.
+    your own state). Unbound (outside a tool call), every method raises `NotInGraph`.
 
     Example:
         ```python
@@ -133,252 +170,370 @@ class StateBackend(Backend):
     def bind(self, runtime: Any) -> Backend:
         """Return a view over `runtime.state["files"]` that records this call's writes.
 
+        Args:
+            runtime: The injected `ToolRuntime` (anything with a `.state` mapping).
+
         Raises:
-            NotInGraph: no runtime, or a runtime without graph state.
+            NotInGraph: no runtime, or a runtime without a graph-state mapping.
         """
         state = getattr(runtime, "state", None)
         if not isinstance(state, Mapping):
-            raise self._not_in_graph()
-        return _StateView(state.get(FILES_KEY) or {})
-
-    @staticmethod
-    def _not_in_graph() -> NotInGraph:
-        return NotInGraph(
-            "state",
-            "StateBackend keeps files in LangGraph state, so its tools must run inside a "
-            "graph (create_agent or a ToolNode) whose state has the 'files' channel "
-            "(use FilesystemState).",
-        )
+            raise _not_in_graph()
+        files = state.get(FILES_KEY)
+        return _StateView(files if isinstance(files, Mapping) else {})
 
     def stat(self, path: str) -> FileInfo:
         """Unbound: raises `NotInGraph`."""
         del path
-        raise self._not_in_graph()
+        raise _not_in_graph()
 
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Unbound: raises `NotInGraph`."""
         del path, start, size
-        raise self._not_in_graph()
+        raise _not_in_graph()
 
     def write_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
     ) -> FileInfo:
         """Unbound: raises `NotInGraph`."""
         del path, data, expected_version
-        raise self._not_in_graph()
+        raise _not_in_graph()
 
     def delete(self, path: str) -> None:
         """Unbound: raises `NotInGraph`."""
         del path
-        raise self._not_in_graph()
+        raise _not_in_graph()
 
     def mkdir(self, path: str) -> None:
         """Unbound: raises `NotInGraph`."""
         del path
-        raise self._not_in_graph()
+        raise _not_in_graph()
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """Unbound: raises `NotInGraph`."""
         del path
-        raise self._not_in_graph()
+        raise _not_in_graph()
+
+
+def _not_in_graph() -> NotInGraph:
+    return NotInGraph(
+        "state",
+        "StateBackend keeps files in LangGraph state, so its tools must run inside a "
+        "graph (create_agent, or a StateGraph with a ToolNode) whose state includes the "
+        "'files' channel (use FilesystemState).",
+    )
+
+
+_Tree = dict[str, dict[str, EntryKind]]
+"""Directory path → {entry name: kind}, for every directory that exists."""
 
 
 class _StateView(Backend):
-    """The files of one graph state plus the writes of the current tool call."""
+    """The files of one graph state plus the writes of the current tool call.
+
+    The base mapping is never mutated; writes go to an overlay that `state_update`
+    reports. A directory index is built on first need and kept up to date by writes.
+    """
 
     kind = "state"
 
     def __init__(self, files: Mapping[str, FileRecord]) -> None:
-        self._files = files
+        self._base = files
         self._pending: dict[str, FileRecord | None] = {}
         self._decoded: dict[str, bytes] = {}
-        self._parents: set[str] | None = None
-        """Every directory holding something, built on first need, reset by writes."""
+        self._tree: _Tree | None = None
 
     def state_update(self) -> dict[str, Any]:
-        return {FILES_KEY: dict(self._pending)} if self._pending else {}
+        """`{"files": {path: record or None}}` for what this call changed, or `{}`."""
+        changes = {
+            path: record
+            for path, record in self._pending.items()
+            if record is not self._base.get(path)
+        }
+        return {FILES_KEY: changes} if changes else {}
 
     # ----- lookups ---------------------------------------------------------------------
 
     def _record(self, path: str) -> FileRecord | None:
         if path in self._pending:
             return self._pending[path]
-        return self._files.get(path)
+        return self._base.get(path)
 
-    def _paths(self) -> Iterable[str]:
+    def _records(self) -> Mapping[str, FileRecord]:
         if not self._pending:
-            return self._files.keys()
-        present = {p for p in self._files if p not in self._pending}
-        present.update(p for p, r in self._pending.items() if r is not None)
-        return present
+            return self._base
+        merged = {p: r for p, r in self._base.items() if p not in self._pending}
+        merged.update((p, r) for p, r in self._pending.items() if r is not None)
+        return merged
 
-    def _has_children(self, path: str) -> bool:
-        if self._parents is None:
-            self._parents = {p.rpartition("/")[0] or paths.ROOT for p in self._paths()}
-            for start in list(self._parents):
-                directory = start
-                while directory != paths.ROOT:
-                    directory = paths.parent(directory)
-                    if directory in self._parents:
-                        break
-                    self._parents.add(directory)
-        return path in self._parents
+    def _index(self) -> _Tree:
+        if self._tree is None:
+            tree: _Tree = {paths.ROOT: {}}
+            for path, record in self._records().items():
+                _link(tree, path, record)
+            self._tree = tree
+        return self._tree
 
     def _kind(self, path: str) -> EntryKind | None:
-        """What `path` names; raises NotADirectoryError if an ancestor is a file."""
-        self._check_ancestors(path)
+        """What `path` names, or None; NotADirectoryError if an ancestor is a file."""
+        ancestor = paths.parent(path)
+        while ancestor != paths.ROOT:
+            record = self._record(ancestor)
+            if record is not None and _is_file(record):
+                raise _os_error(NotADirectoryError, errno.ENOTDIR, path)
+            ancestor = paths.parent(ancestor)
         if path == paths.ROOT:
             return EntryKind.DIRECTORY
         record = self._record(path)
         if record is not None:
-            return EntryKind.FILE if record["kind"] == "file" else EntryKind.DIRECTORY
-        return EntryKind.DIRECTORY if self._has_children(path) else None
+            return EntryKind.FILE if _is_file(record) else EntryKind.DIRECTORY
+        return EntryKind.DIRECTORY if path in self._index() else None
 
-    def _check_ancestors(self, path: str) -> None:
-        ancestor = paths.parent(path)
-        while ancestor != paths.ROOT:
-            record = self._record(ancestor)
-            if record is not None and record["kind"] == "file":
-                raise _os_error(NotADirectoryError, errno.ENOTDIR, path)
-            ancestor = paths.parent(ancestor)
+    def _existing(self, path: str) -> EntryKind:
+        kind = self._kind(path)
+        if kind is None:
+            raise _os_error(FileNotFoundError, errno.ENOENT, path)
+        return kind
 
     def _info(self, path: str, kind: EntryKind) -> FileInfo:
         record = self._record(path)
-        if kind is EntryKind.FILE and record is not None:
-            return FileInfo(path, kind, record["size"], record["modified_at"], record["version"])
-        mtime = record["modified_at"] if record is not None else 0.0
-        return FileInfo(path, EntryKind.DIRECTORY, 0, mtime, DIRECTORY_VERSION)
+        if record is None:  # an implicit directory
+            return FileInfo(path, EntryKind.DIRECTORY, 0, 0.0, _DIRECTORY_VERSION)
+        mtime = float(record.get("modified_at", 0.0))
+        if kind is EntryKind.DIRECTORY:
+            return FileInfo(path, kind, 0, mtime, record.get("version", _DIRECTORY_VERSION))
+        size = record.get("size")
+        version = record.get("version")
+        if not isinstance(size, int) or not version:  # a record written by hand
+            data = self._bytes(path, record)
+            size, version = len(data), version or _version("file", data)
+        return FileInfo(path, kind, size, mtime, version)
 
     def _bytes(self, path: str, record: FileRecord) -> bytes:
         cached = self._decoded.get(path)
         if cached is None:
-            cached = self._decoded[path] = _record_bytes(record)
+            cached = self._decoded[path] = record_bytes(record)
         return cached
+
+    # ----- changes ---------------------------------------------------------------------
 
     def _put(self, path: str, record: FileRecord | None) -> None:
         self._pending[path] = record
         self._decoded.pop(path, None)
-        self._parents = None
+        if self._tree is None:
+            return
+        if record is not None:
+            _link(self._tree, path, record)
+        else:
+            self._tree.get(paths.parent(path), {}).pop(posixpath.basename(path), None)
+            self._tree.pop(path, None)
 
     def _ensure_parents(self, path: str) -> None:
-        ancestor = paths.parent(path)
+        """Give every missing or implicit ancestor of `path` a directory record."""
         missing: list[str] = []
+        ancestor = paths.parent(path)
         while ancestor != paths.ROOT and self._record(ancestor) is None:
             missing.append(ancestor)
             ancestor = paths.parent(ancestor)
-        for directory in missing:
+        for directory in reversed(missing):
             self._put(directory, _directory_record())
 
     # ----- the core --------------------------------------------------------------------
 
     def stat(self, path: str) -> FileInfo:
+        """Metadata of `path`."""
         path = paths.normalize(path)
-        kind = self._kind(path)
-        if kind is None:
-            raise _os_error(FileNotFoundError, errno.ENOENT, path)
-        return self._info(path, kind)
+        return self._info(path, self._existing(path))
 
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
+        """Bytes of a file, or `size` bytes from `start`."""
         path = paths.normalize(path)
-        kind = self._kind(path)
-        if kind is None:
-            raise _os_error(FileNotFoundError, errno.ENOENT, path)
         record = self._record(path)
-        if kind is EntryKind.DIRECTORY or record is None:
+        if self._existing(path) is EntryKind.DIRECTORY or record is None:
             raise _os_error(IsADirectoryError, errno.EISDIR, path)
+        if start < 0 or (size is not None and size < 0):
+            raise _os_error(OSError, errno.EINVAL, path)
         data = self._bytes(path, record)
+        if start == 0 and size is None:
+            return data
         return data[start:] if size is None else data[start : start + size]
 
     def write_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
     ) -> FileInfo:
+        """Replace a file's content, creating parents; conditional on a version if asked."""
         path = paths.normalize(path)
-        kind = self._kind(path)
-        if kind is EntryKind.DIRECTORY:
+        if self._kind(path) is EntryKind.DIRECTORY:
             raise _os_error(IsADirectoryError, errno.EISDIR, path)
         if expected_version is not None:
-            record = self._record(path)
-            actual = record["version"] if record is not None else None
-            wanted = None if expected_version == ABSENT else expected_version
-            if actual != wanted:
+            current = self._record(path)
+            actual = self._info(path, EntryKind.FILE).version if current is not None else None
+            if actual != (None if expected_version == ABSENT else expected_version):
                 raise VersionConflict(path, expected_version, actual)
+        data = bytes(data)
         self._ensure_parents(path)
-        record = file_record(bytes(data))
-        self._put(path, record)
+        self._put(path, file_record(data))
+        self._decoded[path] = data
         return self._info(path, EntryKind.FILE)
 
     def delete(self, path: str) -> None:
+        """Remove a file or an empty directory; its parent directory stays."""
         path = paths.normalize(path)
         if path == paths.ROOT:
             raise InvalidPath(path, "the workspace root cannot be deleted")
-        kind = self._kind(path)
-        if kind is None:
-            raise _os_error(FileNotFoundError, errno.ENOENT, path)
-        if kind is EntryKind.DIRECTORY and self._has_children(path):
+        kind = self._existing(path)
+        if kind is EntryKind.DIRECTORY and self._index().get(path):
             raise _os_error(OSError, errno.ENOTEMPTY, path)
+        self._ensure_parents(path)
         self._put(path, None)
 
     def mkdir(self, path: str) -> None:
+        """Create a directory and its parents; an existing directory is fine.
+
+        Raises:
+            FileExistsError: `path` or one of its parents is a file (the protocol's
+                contract, which `LocalBackend` follows too).
+        """
         path = paths.normalize(path)
-        kind = self._kind(path)
+        try:
+            kind = self._kind(path)
+        except NotADirectoryError:
+            raise _os_error(FileExistsError, errno.EEXIST, path) from None
         if kind is EntryKind.FILE:
             raise _os_error(FileExistsError, errno.EEXIST, path)
-        if kind is None or (path != paths.ROOT and self._record(path) is None):
+        if kind is None:
             self._ensure_parents(path)
             self._put(path, _directory_record())
 
     def list_dir(self, path: str) -> list[FileInfo]:
+        """Entries directly inside a directory, sorted by name."""
         path = paths.normalize(path)
-        kind = self._kind(path)
-        if kind is None:
-            raise _os_error(FileNotFoundError, errno.ENOENT, path)
-        if kind is EntryKind.FILE:
+        if self._existing(path) is EntryKind.FILE:
             raise _os_error(NotADirectoryError, errno.ENOTDIR, path)
-        prefix = "/" if path == paths.ROOT else path + "/"
-        names: dict[str, EntryKind] = {}
-        for candidate in self._paths():
-            if candidate.startswith(prefix):
-                name, deeper, _ = candidate[len(prefix) :].partition("/")
-                record = self._record(prefix + name)
-                is_file = not deeper and record is not None and record["kind"] == "file"
-                names[name] = EntryKind.FILE if is_file else EntryKind.DIRECTORY
-        return [self._info(prefix + name, names[name]) for name in sorted(names)]
+        children = self._index().get(path, {})
+        return [self._info(paths.join(path, name), children[name]) for name in sorted(children)]
+
+    def exists(self, path: str) -> bool:
+        """Whether anything exists at `path` (False below a file, too)."""
+        try:
+            return self._kind(paths.normalize(path)) is not None
+        except NotADirectoryError:
+            return False
+
+    def move(self, source: str, destination: str) -> FileInfo:
+        """Rename a file or a directory tree, as POSIX `rename` does, creating parents.
+
+        A file replaces a file, a directory replaces an empty directory; the moved
+        records keep their versions and times.
+        """
+        origin, target = paths.normalize(source), paths.normalize(destination)
+        origin_kind = self._existing(origin)
+        target_kind = self._kind(target)
+        if origin == target:
+            return self._info(target, origin_kind)
+        self._refuse_rename(origin, origin_kind, target, target_kind)
+        self._ensure_parents(origin)
+        self._ensure_parents(target)
+        record = self._record(origin)
+        if origin_kind is EntryKind.FILE and record is not None:
+            moved = {origin: record}
+        else:
+            moved = {p: r for p, r in self._records().items() if paths.is_within(p, origin)}
+        if origin not in moved:  # an implicit directory becomes an explicit one
+            moved[origin] = _directory_record()
+        decoded = {path: self._decoded.get(path) for path in moved}
+        for path in moved:
+            self._put(path, None)
+        for path, record in moved.items():
+            new_path = target + path[len(origin) :]
+            self._put(new_path, record)
+            if (data := decoded[path]) is not None:
+                self._decoded[new_path] = data
+        if origin_kind is EntryKind.DIRECTORY:
+            self._tree = None  # implicit subdirectories moved too: rebuild on need
+        return self._info(target, origin_kind)
+
+    def _refuse_rename(
+        self, origin: str, origin_kind: EntryKind, target: str, target_kind: EntryKind | None
+    ) -> None:
+        """Raise what POSIX `rename(origin, target)` raises, in the kernel's order."""
+        if paths.is_within(target, origin):
+            raise _os_error(OSError, errno.EINVAL, target)
+        if paths.is_within(origin, target):
+            raise _os_error(OSError, errno.ENOTEMPTY, target)
+        if origin_kind is EntryKind.FILE and target_kind is EntryKind.DIRECTORY:
+            raise _os_error(IsADirectoryError, errno.EISDIR, target)
+        if origin_kind is EntryKind.DIRECTORY and target_kind is EntryKind.FILE:
+            raise _os_error(NotADirectoryError, errno.ENOTDIR, target)
+        if target_kind is EntryKind.DIRECTORY and self._index().get(target):
+            raise _os_error(OSError, errno.ENOTEMPTY, target)
 
     # ----- async: in memory, so no threads ---------------------------------------------
 
     async def astat(self, path: str) -> FileInfo:
+        """Async `stat`, run inline."""
         return self.stat(path)
 
     async def aread_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
+        """Async `read_bytes`, run inline."""
         return self.read_bytes(path, start, size)
 
     async def awrite_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
     ) -> FileInfo:
+        """Async `write_bytes`, run inline."""
         return self.write_bytes(path, data, expected_version=expected_version)
 
     async def adelete(self, path: str) -> None:
+        """Async `delete`, run inline."""
         self.delete(path)
 
     async def amkdir(self, path: str) -> None:
+        """Async `mkdir`, run inline."""
         self.mkdir(path)
 
     async def alist_dir(self, path: str) -> list[FileInfo]:
+        """Async `list_dir`, run inline."""
         return self.list_dir(path)
 
     async def aexists(self, path: str) -> bool:
+        """Async `exists`, run inline."""
         return self.exists(path)
 
     async def amove(self, source: str, destination: str) -> FileInfo:
+        """Async `move`, run inline."""
         return self.move(source, destination)
+
+
+def _link(tree: _Tree, path: str, record: FileRecord) -> None:
+    """Enter `path` and its ancestors into the directory index."""
+    if not path.startswith(paths.ROOT) or path == paths.ROOT:
+        return
+    kind = EntryKind.FILE if _is_file(record) else EntryKind.DIRECTORY
+    if kind is EntryKind.DIRECTORY:
+        tree.setdefault(path, {})
+    child = path
+    while child != paths.ROOT:
+        head, _, name = child.rpartition("/")
+        parent = head or paths.ROOT
+        siblings = tree.setdefault(parent, {})
+        known = siblings.get(name)
+        if known is not None:
+            if kind is EntryKind.FILE:  # an explicit file record wins
+                siblings[name] = kind
+            return
+        siblings[name] = kind
+        child, kind = parent, EntryKind.DIRECTORY
 
 
 __all__ = [
     "FILES_KEY",
+    "SNAPSHOT_FREQUENCY",
     "FileRecord",
     "FilesChannel",
     "FilesState",
     "StateBackend",
     "file_record",
     "merge_files",
+    "record_bytes",
 ]

@@ -6,9 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from langchain_fstools import LocalBackend
+from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.protocol import Backend
-from tests.unit.backends.conformance import BackendConformance, drive  # noqa: F401
+from tests.unit.backends.conformance import (  # noqa: F401 - `drive` is a fixture
+    DirectoryTests,
+    ListTests,
+    MoveDeleteTests,
+    PathTests,
+    ReadTests,
+    StatTests,
+    VersionTests,
+    WalkTests,
+    WriteTests,
+    drive,
+)
 
 
 @pytest.fixture
@@ -16,5 +27,37 @@ def backend(tmp_path: Path) -> Backend:
     return LocalBackend(tmp_path)
 
 
-class TestLocalBackend(BackendConformance):
+class TestLocalStat(StatTests):
+    pass
+
+
+class TestLocalRead(ReadTests):
+    pass
+
+
+class TestLocalWrite(WriteTests):
+    pass
+
+
+class TestLocalVersion(VersionTests):
+    pass
+
+
+class TestLocalDirectory(DirectoryTests):
+    pass
+
+
+class TestLocalList(ListTests):
+    pass
+
+
+class TestLocalWalk(WalkTests):
+    pass
+
+
+class TestLocalMoveDelete(MoveDeleteTests):
+    pass
+
+
+class TestLocalPath(PathTests):
     pass

@@ -1,4 +1,7 @@
-"""The backend contract in graph state (a view bound to a runtime)."""
+"""The backend contract in graph state: a view bound to a stand-in runtime.
+
+A bound view keeps its own writes for the rest of its life, so each test gets its own.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,20 @@ from types import SimpleNamespace
 
 import pytest
 
-from langchain_fstools import StateBackend
 from langchain_fstools.backends.protocol import Backend
-from tests.unit.backends.conformance import BackendConformance, drive  # noqa: F401
+from langchain_fstools.backends.state import StateBackend
+from tests.unit.backends.conformance import (  # noqa: F401 - `drive` is a fixture
+    DirectoryTests,
+    ListTests,
+    MoveDeleteTests,
+    PathTests,
+    ReadTests,
+    StatTests,
+    VersionTests,
+    WalkTests,
+    WriteTests,
+    drive,
+)
 
 
 @pytest.fixture
@@ -16,5 +30,37 @@ def backend() -> Backend:
     return StateBackend().bind(SimpleNamespace(state={"files": {}}))
 
 
-class TestStateBackend(BackendConformance):
+class TestStateStat(StatTests):
+    pass
+
+
+class TestStateRead(ReadTests):
+    pass
+
+
+class TestStateWrite(WriteTests):
+    pass
+
+
+class TestStateVersion(VersionTests):
+    pass
+
+
+class TestStateDirectory(DirectoryTests):
+    pass
+
+
+class TestStateList(ListTests):
+    pass
+
+
+class TestStateWalk(WalkTests):
+    pass
+
+
+class TestStateMoveDelete(MoveDeleteTests):
+    pass
+
+
+class TestStatePath(PathTests):
     pass
