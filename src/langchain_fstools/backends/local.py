@@ -240,14 +240,6 @@ class LocalBackend(Backend):
 
     # ----- optional fast paths ---------------------------------------------------------
 
-    def exists(self, path: str) -> bool:
-        """Whether anything exists at `path` (False below a file, too)."""
-        try:
-            self.stat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            return False
-        return True
-
     def move(self, source: str, destination: str) -> FileInfo:
         """Rename a file or a directory tree as POSIX `rename` does, creating parents.
 

@@ -212,7 +212,7 @@ class Backend(ABC):
     # ----- optional, defaults on the core -------------------------------------------
 
     def exists(self, path: str) -> bool:
-        """Whether anything exists at `path`."""
+        """Whether anything exists at `path` (False below a file, too)."""
         try:
             self.stat(path)
         except (FileNotFoundError, NotADirectoryError):
