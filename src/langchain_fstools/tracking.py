@@ -79,6 +79,11 @@ def after_write(*, version: str, total_lines: int) -> ReadRecord:
     )
 
 
+def shows_the_same(record: ReadRecord | None, *, version: str, view: str) -> bool:
+    """Whether a read of `view` at `version` would repeat what `record` already showed."""
+    return record is not None and record["version"] == version and record["view"] == view
+
+
 def saw_everything(record: ReadRecord) -> bool:
     """Whether the ranges in `record` cover every line of the file."""
     total = record["total_lines"]
@@ -166,4 +171,5 @@ __all__ = [
     "after_write",
     "merge_reads",
     "saw_everything",
+    "shows_the_same",
 ]

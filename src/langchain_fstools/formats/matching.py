@@ -76,12 +76,6 @@ class _Folded:
         return index + bisect.bisect_left(self.crlf_at, index)
 
 
-def count_occurrences(raw: str, old: str) -> tuple[int, MatchPass | None]:
-    """Return how often `old` occurs in `raw`, and through which pass."""
-    found = _find(raw, old)
-    return (len(found[0]), found[1]) if found else (0, None)
-
-
 def plan_replacement(raw: str, old: str, new: str, *, replace_all: bool) -> Replacement | int:
     """Replace `old` by `new` in `raw`.
 
@@ -181,4 +175,4 @@ def _strip_line_prefixes(text: str) -> str:
     return "\n".join(_LINE_PREFIX.sub("", line, count=1) for line in text.split("\n"))
 
 
-__all__ = ["MatchPass", "Replacement", "count_occurrences", "plan_replacement"]
+__all__ = ["MatchPass", "Replacement", "plan_replacement"]

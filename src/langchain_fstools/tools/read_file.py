@@ -14,7 +14,7 @@ from langchain_fstools.formats.kinds import ContentKind
 from langchain_fstools.formats.text import Reader, Window, read_window
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._media import read_image, read_notebook, read_pdf
-from langchain_fstools.tracking import after_read
+from langchain_fstools.tracking import after_read, shows_the_same
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.calls import Effect
@@ -103,7 +103,7 @@ def _read_text(  # noqa: PLR0917 - one read's facts
     path = info.path
     view = f"lines:{offset}:{limit}"
     previous = scope.reads.get(path)
-    if previous and previous["version"] == info.version and previous["view"] == view:
+    if previous and shows_the_same(previous, version=info.version, view=view):
         last = offset + limit - 1
         if previous["total_lines"] is not None:
             last = min(last, previous["total_lines"])
