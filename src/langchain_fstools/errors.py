@@ -166,10 +166,18 @@ class FileTooLarge(FsToolsError):
     limit: int
 
 
+@dataclass(eq=False)
+class ExecutionUnsupported(FsToolsError):
+    """The backend cannot run commands."""
+
+    backend: str
+
+
 __all__ = [
     "AmbiguousMatch",
     "BinaryFile",
     "ChangedSinceRead",
+    "ExecutionUnsupported",
     "FileAlreadyExists",
     "FileTooLarge",
     "FsToolsError",

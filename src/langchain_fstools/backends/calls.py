@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from langchain_fstools.backends.execution import ExecutionResult
     from langchain_fstools.backends.protocol import Backend, FileInfo
 
 T = TypeVar("T")
@@ -117,6 +118,14 @@ def move(source: str, destination: str) -> Effect[FileInfo]:
     return info
 
 
+def execute(command: str, *, timeout: float, output_limit: int) -> Effect[ExecutionResult]:
+    """`Backend.execute` as an effect."""
+    result: ExecutionResult = yield Call(
+        "execute", (command,), {"timeout": timeout, "output_limit": output_limit}
+    )
+    return result
+
+
 def blocking(function: Callable[[], T]) -> Effect[T]:
     """`Backend.run_blocking` as an effect: a thread on the async path."""
     result: T = yield Call("run_blocking", (function,))
@@ -129,6 +138,7 @@ __all__ = [
     "arun",
     "blocking",
     "delete",
+    "execute",
     "exists",
     "list_dir",
     "mkdir",

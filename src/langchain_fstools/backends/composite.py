@@ -13,6 +13,7 @@ from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from langchain_fstools.backends.execution import ExecutionResult
     from langchain_fstools.backends.search import SearchPart
 
 MOUNT_VERSION = "mount"
@@ -52,6 +53,7 @@ class CompositeBackend(Backend):
             if mount == paths.ROOT or "/" in mount[1:]:
                 raise ValueError(f"mount {prefix!r} must be one top-level directory, like '/name/'")
             self.routes[mount] = backend
+        self.supports_execute = default.supports_execute
 
     # ----- routing ---------------------------------------------------------------------
 
@@ -152,6 +154,20 @@ class CompositeBackend(Backend):
         if owner is self._backend(destination):
             return owner.move(source, destination)
         return super().move(source, destination)
+
+    def execute(self, command: str, *, timeout: float, output_limit: int) -> ExecutionResult:
+        """Commands run on the default backend."""
+        return self.default.execute(command, timeout=timeout, output_limit=output_limit)
+
+    async def aexecute(
+        self,
+        command: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced by the backend
+        output_limit: int,
+    ) -> ExecutionResult:
+        """Async `execute`, on the default backend."""
+        return await self.default.aexecute(command, timeout=timeout, output_limit=output_limit)
 
 
 __all__ = ["CompositeBackend"]

@@ -14,6 +14,9 @@ Required core (abstract, sync):
 
 Optional, with defaults on the core: `exists`, `move`, `walk`.
 
+Capability: `execute` runs a shell command in the workspace; backends that can set
+`supports_execute = True` and override it (the default raises `ExecutionUnsupported`).
+
 Every method has an `a`-prefixed async twin. The defaults run the sync method in a
 worker thread; a backend with a real async transport overrides them.
 
@@ -30,10 +33,12 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 from langchain_fstools.backends import paths
+from langchain_fstools.errors import ExecutionUnsupported
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from langchain_fstools.backends.execution import ExecutionResult
     from langchain_fstools.backends.search import NativeSearch
 
 from langchain_fstools.backends.search import SearchPart
@@ -100,8 +105,10 @@ class Backend(ABC):
     kind: ClassVar[str] = "custom"
     """Short name of the backend family, reported in tool metadata and traces."""
 
-    supports_execute: ClassVar[bool] = False
-    """Whether the backend can run shell commands. Default: False."""
+    supports_execute: bool = False
+    """Whether the backend can run shell commands (see `execute`). Default: False.
+
+    A class attribute for most backends; a composite sets it per instance."""
 
     def native_search(self) -> NativeSearch | None:
         """A fast search giving the pure-Python engine's answers, if the backend has one.
@@ -238,6 +245,26 @@ class Backend(ABC):
             if entry.is_dir:
                 yield from self.walk(entry.path)
 
+    # ----- capability: running commands -----------------------------------------------
+
+    def execute(self, command: str, *, timeout: float, output_limit: int) -> ExecutionResult:
+        """Run a shell command with the workspace root as working directory.
+
+        The command runs in its own process group; at the deadline the whole group is
+        killed and the call returns what it collected. Output goes through
+        `execution.OutputBuffer(output_limit)`.
+
+        Args:
+            command: The command line, run by a POSIX shell.
+            timeout: Seconds before the command is killed.
+            output_limit: Most bytes of output kept (head and tail).
+
+        Raises:
+            ExecutionUnsupported: this backend cannot run commands (the default).
+        """
+        del command, timeout, output_limit
+        raise ExecutionUnsupported(self.kind)
+
     # ----- async twins ----------------------------------------------------------------
 
     async def astat(self, path: str) -> FileInfo:
@@ -275,6 +302,18 @@ class Backend(ABC):
     async def amove(self, source: str, destination: str) -> FileInfo:
         """Async `move`."""
         return await asyncio.to_thread(self.move, source, destination)
+
+    async def aexecute(
+        self,
+        command: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced by the backend
+        output_limit: int,
+    ) -> ExecutionResult:
+        """Async `execute`."""
+        return await asyncio.to_thread(
+            lambda: self.execute(command, timeout=timeout, output_limit=output_limit)
+        )
 
     async def arun_blocking(self, function: Callable[[], T]) -> T:
         """Async `run_blocking`: in a worker thread."""

@@ -103,6 +103,11 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             return f"Error: cannot read the {kind} {path}: {reason}."
         case errors.InvalidArgument(argument=argument, reason=reason):
             return f"Error: invalid {argument}: {reason}."
+        case errors.ExecutionUnsupported(backend=backend):
+            return (
+                f"Error: the {backend} backend cannot run commands;"
+                " use the file tools (read_file, grep, glob, edit_file) instead."
+            )
         case errors.NotInGraph(missing=missing):
             return f"Error: {missing}"
         case FileNotFoundError(filename=path):
