@@ -173,10 +173,53 @@ class ExecutionUnsupported(FsToolsError):
     backend: str
 
 
+@dataclass(eq=False)
+class PatchParseError(FsToolsError):
+    """A patch does not follow the apply_patch grammar; `line` is 1-based in the patch."""
+
+    message: str
+    line: int
+
+
+@dataclass(eq=False)
+class ContextNotFound(FsToolsError):
+    """A chunk of an `Update File` section matches no place in the file.
+
+    Attributes:
+        path: The file being updated.
+        chunk: 1-based number of the chunk within its `Update File` section.
+        expected: The lines the chunk looked for (`@@` context or ` `/`-` lines).
+        closest: The region of the file most like `expected` (empty if none).
+        closest_line: 1-based line where `closest` starts (0 if none).
+    """
+
+    path: str
+    chunk: int
+    expected: tuple[str, ...]
+    closest: tuple[str, ...]
+    closest_line: int
+
+
+@dataclass(eq=False)
+class PatchConflict(FsToolsError):
+    """A patch asks for something the workspace does not allow; `reason` says what."""
+
+    path: str
+    reason: str
+
+
+@dataclass(eq=False)
+class UnsupportedInvocation(FsToolsError):
+    """A shell command calls apply_patch in a form that is refused; `reason` says why."""
+
+    reason: str
+
+
 __all__ = [
     "AmbiguousMatch",
     "BinaryFile",
     "ChangedSinceRead",
+    "ContextNotFound",
     "ExecutionUnsupported",
     "FileAlreadyExists",
     "FileTooLarge",
@@ -190,8 +233,11 @@ __all__ = [
     "NotInGraph",
     "NotReadYet",
     "OutsideRoot",
+    "PatchConflict",
+    "PatchParseError",
     "SpecialFile",
     "UnreadableMedia",
+    "UnsupportedInvocation",
     "UseNotebookEdit",
     "VersionConflict",
 ]

@@ -1,0 +1,415 @@
+"""Hunks + a backend → a change set, then an all-or-nothing commit.
+
+Applying a patch has two stages, both effects over `backends.calls`:
+
+1. `plan` resolves every hunk of every file before anything is written: paths are made
+   canonical (relative ones from `workdir`), each file is read and decoded, every chunk
+   is located (`seek`) and the new bytes are computed. Any problem raises here, and the
+   workspace is untouched. The plan is a dry run a caller may show or approve.
+2. `commit` writes the plan: each write is conditional on the version read in stage 1,
+   and each step records how to undo it. If a step fails, the steps already taken are
+   undone in reverse order (written files restored, added files removed, moved files
+   put back) and the error is raised: a failed patch changes nothing.
+
+Updated files keep their encoding (UTF-8, UTF-8 with BOM, UTF-16, Latin-1) and line
+endings: untouched lines keep theirs, new lines take the file's dominant one.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from langchain_fstools import errors
+from langchain_fstools.backends import ABSENT, calls, paths
+from langchain_fstools.formats import encoding
+from langchain_fstools.formats.diff import unified_patch
+from langchain_fstools.patch.parser import AddFile, Chunk, DeleteFile, Patch, UpdateFile
+from langchain_fstools.patch.seek import closest, seek
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.backends.protocol import FileInfo
+
+logger = logging.getLogger("langchain_fstools")
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""Largest file a patch reads or writes, in bytes. Default: 64 MiB."""
+
+ChangeKind = Literal["add", "delete", "update"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """One file's planned change.
+
+    Attributes:
+        kind: `add`, `delete` or `update`.
+        path: The canonical virtual path the hunk names.
+        move_to: Where an update moves the file, if anywhere.
+        old_data: The bytes before (None for an added file).
+        new_data: The bytes after (None for a deleted file).
+        old_text: The decoded text before ("" for an added file).
+        new_text: The decoded text after ("" for a deleted file).
+        version: The version `path` had when planned (`ABSENT` for an added file).
+        encoding: The label of the file's encoding.
+    """
+
+    kind: ChangeKind
+    path: str
+    move_to: str | None
+    old_data: bytes | None
+    new_data: bytes | None
+    old_text: str
+    new_text: str
+    version: str
+    encoding: str
+
+    @property
+    def final_path(self) -> str:
+        """Where the content lives after the change."""
+        return self.move_to or self.path
+
+    @property
+    def letter(self) -> str:
+        """`A`, `M` or `D`, as in the success summary."""
+        return {"add": "A", "update": "M", "delete": "D"}[self.kind]
+
+    def unified_patch(self) -> str | None:
+        """A unified diff of the change (None when too large to diff)."""
+        return unified_patch(self.final_path, self.old_text, self.new_text)
+
+
+@dataclass(frozen=True, slots=True)
+class PatchResult:
+    """What a committed patch changed.
+
+    Attributes:
+        changes: The file changes, in patch order.
+        versions: The version of each written file after the commit, by final path.
+    """
+
+    changes: tuple[FileChange, ...]
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """`Success. Updated the following files:` then one `A|M|D path` line each."""
+        lines = [f"{change.letter} {change.final_path}" for change in self.changes]
+        return "\n".join(["Success. Updated the following files:", *lines])
+
+
+def plan(
+    patch: Patch,
+    *,
+    workdir: str = paths.ROOT,
+    max_bytes: int = MAX_FILE_BYTES,
+    check: Callable[[FileInfo], None] | None = None,
+) -> Effect[tuple[FileChange, ...]]:
+    """Resolve every hunk against the backend without writing anything.
+
+    Args:
+        patch: The parsed patch.
+        workdir: The directory relative paths in the patch start from. Default: `/`.
+        max_bytes: Largest file read or written. Default: `MAX_FILE_BYTES`.
+        check: Called with the metadata of every existing file the patch reads or
+            deletes, before its content is used; raise to refuse it (read tracking).
+
+    Returns:
+        The planned changes, in patch order.
+
+    Raises:
+        PatchConflict: a path named twice, an added file or move target that exists.
+        ContextNotFound: a chunk matches no place in its file.
+        UseNotebookEdit: a notebook would be changed as text.
+        FileNotFoundError, IsADirectoryError, BinaryFile, FileTooLarge, InvalidPath,
+        OutsideRoot: as their names say, for the path concerned.
+    """
+    base = paths.normalize(workdir)
+    resolved = [
+        (hunk, _resolve(base, hunk.path), _resolve_move(base, hunk)) for hunk in patch.hunks
+    ]
+    seen: set[str] = set()
+    for _, path, move_to in resolved:
+        for named in (path, move_to):
+            if named is None:
+                continue
+            if named in seen:
+                raise errors.PatchConflict(
+                    named,
+                    "the patch names it more than once; put all changes to one file in one section",
+                )
+            seen.add(named)
+    changes: list[FileChange] = []
+    for hunk, path, move_to in resolved:
+        if isinstance(hunk, AddFile):
+            changes.append((yield from _plan_add(path, hunk.content, max_bytes)))
+        elif isinstance(hunk, DeleteFile):
+            changes.append((yield from _plan_delete(path, max_bytes, check)))
+        else:
+            changes.append((yield from _plan_update(path, move_to, hunk, max_bytes, check)))
+    return tuple(changes)
+
+
+def commit(changes: Sequence[FileChange]) -> Effect[dict[str, str]]:
+    """Write planned changes all or nothing.
+
+    Returns:
+        The version of each written file, by final path.
+
+    Raises:
+        VersionConflict: a file changed after it was planned; nothing is left changed.
+        OSError: a write failed; the steps already taken were undone.
+    """
+    undo: list[tuple[str, bytes | None]] = []
+    versions: dict[str, str] = {}
+    try:
+        for change in changes:
+            yield from _commit_one(change, undo, versions)
+    except Exception:
+        yield from _roll_back(undo)
+        raise
+    return versions
+
+
+def apply(
+    patch: Patch,
+    *,
+    workdir: str = paths.ROOT,
+    max_bytes: int = MAX_FILE_BYTES,
+    check: Callable[[FileInfo], None] | None = None,
+) -> Effect[PatchResult]:
+    """`plan`, then `commit`: the whole patch as one effect."""
+    changes = yield from plan(patch, workdir=workdir, max_bytes=max_bytes, check=check)
+    versions = yield from commit(changes)
+    return PatchResult(changes, versions)
+
+
+# ----- planning -------------------------------------------------------------------------
+
+
+def _resolve(base: str, path: str) -> str:
+    return paths.normalize(path if path.startswith("/") else posixpath.join(base, path))
+
+
+def _resolve_move(base: str, hunk: AddFile | DeleteFile | UpdateFile) -> str | None:
+    if not isinstance(hunk, UpdateFile) or hunk.move_to is None:
+        return None
+    target = _resolve(base, hunk.move_to)
+    return None if target == _resolve(base, hunk.path) else target
+
+
+def _refuse_notebook(path: str) -> None:
+    if path.lower().endswith(".ipynb"):
+        raise errors.UseNotebookEdit(path)
+
+
+def _stat_missing(path: str) -> Effect[FileInfo | None]:
+    try:
+        info: FileInfo = yield from calls.stat(path)
+    except FileNotFoundError:
+        return None
+    return info
+
+
+def _existing_file(
+    path: str, max_bytes: int, check: Callable[[FileInfo], None] | None
+) -> Effect[tuple[FileInfo, bytes]]:
+    info = yield from calls.stat(path)
+    if info.is_dir:
+        raise IsADirectoryError(21, "Is a directory", path)
+    if check is not None:
+        check(info)
+    if info.size > max_bytes:
+        raise errors.FileTooLarge(path, info.size, max_bytes)
+    data = yield from calls.read_bytes(path)
+    return info, data
+
+
+def _refuse_existing(path: str, reason: str) -> Effect[None]:
+    if (yield from _stat_missing(path)) is not None:
+        raise errors.PatchConflict(path, reason)
+
+
+def _plan_add(path: str, content: str, max_bytes: int) -> Effect[FileChange]:
+    _refuse_notebook(path)
+    yield from _refuse_existing(
+        path, "it already exists; use '*** Update File:' to change an existing file"
+    )
+    data = encoding.UTF8.encode(content)
+    if len(data) > max_bytes:
+        raise errors.FileTooLarge(path, len(data), max_bytes)
+    label = encoding.UTF8.label
+    return FileChange("add", path, None, None, data, "", content, ABSENT, label)
+
+
+def _plan_delete(
+    path: str, max_bytes: int, check: Callable[[FileInfo], None] | None
+) -> Effect[FileChange]:
+    info, data = yield from _existing_file(path, max_bytes, check)
+    codec = encoding.detect(data)
+    text = codec.decode(data, errors="replace") if codec is not None else ""
+    label = codec.label if codec is not None else "binary"
+    return FileChange("delete", path, None, data, None, text, "", info.version, label)
+
+
+def _plan_update(
+    path: str,
+    move_to: str | None,
+    hunk: UpdateFile,
+    max_bytes: int,
+    check: Callable[[FileInfo], None] | None,
+) -> Effect[FileChange]:
+    _refuse_notebook(path)
+    if move_to is not None:
+        _refuse_notebook(move_to)
+        yield from _refuse_existing(
+            move_to, "it is the target of '*** Move to:' and already exists; delete it first"
+        )
+    info, data = yield from _existing_file(path, max_bytes, check)
+    codec = encoding.detect(data)
+    if codec is None:
+        raise errors.BinaryFile(path)
+    old_text = codec.decode(data)
+    new_text = apply_chunks(path, old_text, hunk.chunks)
+    try:
+        new_data = codec.encode(new_text)
+    except UnicodeEncodeError:
+        raise errors.PatchConflict(
+            path,
+            f"the new lines have characters its encoding ({codec.label}) cannot represent",
+        ) from None
+    if len(new_data) > max_bytes:
+        raise errors.FileTooLarge(path, len(new_data), max_bytes)
+    return FileChange(
+        "update", path, move_to, data, new_data, old_text, new_text, info.version, codec.label
+    )
+
+
+def apply_chunks(path: str, text: str, chunks: Sequence[Chunk]) -> str:
+    """Return `text` with `chunks` applied in order (pure; `path` is for errors).
+
+    Raises:
+        ContextNotFound: a chunk's `@@` context or its old lines are not found after the
+            previous chunk.
+    """
+    lines, ends = _split(text)
+    eol = _dominant_eol(ends)
+    edits: list[tuple[int, int, tuple[str, ...]]] = []
+    cursor = 0
+    for number, chunk in enumerate(chunks, 1):
+        for context in chunk.contexts:
+            found = seek(lines, [context], cursor, at_end=False)
+            if found is None:
+                raise _not_found(path, number, [context], lines, cursor)
+            cursor = found + 1
+        if not chunk.old_lines:
+            at = cursor if chunk.contexts else len(lines)
+            edits.append((at, 0, chunk.new_lines))
+            cursor = at
+            continue
+        found = seek(lines, chunk.old_lines, cursor, at_end=chunk.end_of_file)
+        if found is None:
+            raise _not_found(path, number, chunk.old_lines, lines, cursor)
+        edits.append((found, len(chunk.old_lines), chunk.new_lines))
+        cursor = found + len(chunk.old_lines)
+    for at, length, new in sorted(edits, key=lambda edit: edit[0], reverse=True):
+        lines[at : at + length] = new
+        ends[at : at + length] = [eol] * len(new)
+    for index in range(len(ends) - 1):
+        if not ends[index]:
+            ends[index] = eol
+    return "".join(line + end for line, end in zip(lines, ends, strict=True))
+
+
+def _split(text: str) -> tuple[list[str], list[str]]:
+    """Lines without terminators, and each line's terminator (`\\n`, `\\r\\n` or "")."""
+    parts = text.split("\n")
+    lines: list[str] = []
+    ends: list[str] = []
+    for part in parts[:-1]:
+        if part.endswith("\r"):
+            lines.append(part[:-1])
+            ends.append("\r\n")
+        else:
+            lines.append(part)
+            ends.append("\n")
+    if parts[-1]:
+        lines.append(parts[-1])
+        ends.append("")
+    return lines, ends
+
+
+def _dominant_eol(ends: Sequence[str]) -> str:
+    crlf = sum(1 for end in ends if end == "\r\n")
+    return "\r\n" if crlf * 2 > sum(1 for end in ends if end) else "\n"
+
+
+def _not_found(
+    path: str, chunk: int, expected: Sequence[str], lines: Sequence[str], cursor: int
+) -> errors.ContextNotFound:
+    region = closest(lines, expected, cursor) or closest(lines, expected, 0)
+    if region is None:
+        return errors.ContextNotFound(path, chunk, tuple(expected), (), 0)
+    at, size = region
+    return errors.ContextNotFound(
+        path, chunk, tuple(expected), tuple(lines[at : at + size]), at + 1
+    )
+
+
+# ----- committing -----------------------------------------------------------------------
+
+
+def _commit_one(
+    change: FileChange, undo: list[tuple[str, bytes | None]], versions: dict[str, str]
+) -> Effect[None]:
+    """Perform one change, pushing `(path, bytes to restore or None to remove)` per step."""
+    if change.kind == "delete":
+        current = yield from calls.stat(change.path)
+        if current.version != change.version:
+            raise errors.VersionConflict(change.path, change.version, current.version)
+        yield from calls.delete(change.path)
+        undo.append((change.path, change.old_data))
+        return
+    assert change.new_data is not None  # noqa: S101 - adds and updates carry new bytes
+    if change.move_to is None:
+        info = yield from calls.write_bytes(
+            change.path, change.new_data, expected_version=change.version
+        )
+        undo.append((change.path, change.old_data))
+        versions[change.path] = info.version
+        return
+    info = yield from calls.write_bytes(change.move_to, change.new_data, expected_version=ABSENT)
+    undo.append((change.move_to, None))
+    versions[change.move_to] = info.version
+    current = yield from calls.stat(change.path)
+    if current.version != change.version:
+        raise errors.VersionConflict(change.path, change.version, current.version)
+    yield from calls.delete(change.path)
+    undo.append((change.path, change.old_data))
+
+
+def _roll_back(undo: list[tuple[str, bytes | None]]) -> Effect[None]:
+    """Undo committed steps, newest first; a failing step is logged and skipped."""
+    for path, data in reversed(undo):
+        try:
+            if data is None:
+                yield from calls.delete(path)
+            else:
+                yield from calls.write_bytes(path, data)
+        except Exception:  # noqa: BLE001 - keep undoing the other steps
+            logger.warning("apply_patch could not restore %s after a failed commit", path)
+
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "FileChange",
+    "PatchResult",
+    "apply",
+    "apply_chunks",
+    "commit",
+    "plan",
+]
