@@ -8,6 +8,7 @@ from langchain_core.tools import BaseTool, BaseToolkit
 from pydantic import ConfigDict
 
 from langchain_fstools.tools import (
+    ApplyPatchTool,
     EditFileTool,
     GlobTool,
     GrepTool,
@@ -30,6 +31,7 @@ TOOL_CLASSES: dict[str, Callable[..., FileTool]] = {
     "read_file": ReadFileTool,
     "write_file": WriteFileTool,
     "edit_file": EditFileTool,
+    "apply_patch": ApplyPatchTool,
     "glob": GlobTool,
     "grep": GrepTool,
     "notebook_edit": NotebookEditTool,

@@ -15,6 +15,7 @@ from langchain_fstools.middleware.capabilities import adapt_messages
 from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
 from langchain_fstools.state import FilesystemState
 from langchain_fstools.toolkit import FileToolkit
+from langchain_fstools.tools.apply_patch import patch_paths
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -167,14 +168,16 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         call = request.tool_call
         if call["name"] not in self._mutating:
             return None
-        target = _target(call["args"])
+        targets = _targets(call["args"])
         turn = _turn_of(request.state, call["id"])
-        if target is None or turn is None:
+        if not targets or turn is None:
             return None
         for earlier in turn.tool_calls:
             if earlier["id"] == call["id"]:
                 return None
-            if earlier["name"] in self._mutating and _target(earlier["args"]) == target:
+            shared = targets & _targets(earlier["args"])
+            if earlier["name"] in self._mutating and shared:
+                target = min(shared)
                 return ToolMessage(
                     content=(
                         f"Error: another call in this turn already changes {target}; a file "
@@ -194,16 +197,19 @@ def _with_backend(eviction: LargeResultEviction, backend: Backend) -> LargeResul
     return eviction
 
 
-def _target(args: dict[str, Any]) -> str | None:
-    """The canonical path a mutation targets, or None if it names none validly."""
-    for name in PATH_ARGUMENTS:
-        value = args.get(name)
-        if isinstance(value, str):
-            try:
-                return paths.normalize(value)
-            except FsToolsError:
-                return None
-    return None
+def _targets(args: dict[str, Any]) -> frozenset[str]:
+    """The canonical paths a mutation changes (those of a patch too); invalid ones skipped."""
+    named = [value for name in PATH_ARGUMENTS if isinstance(value := args.get(name), str)]
+    patch = args.get("patch")
+    if isinstance(patch, str):
+        named.extend(patch_paths(patch))
+    found: set[str] = set()
+    for value in named:
+        try:
+            found.add(paths.normalize(value))
+        except FsToolsError:
+            continue
+    return frozenset(found)
 
 
 def _turn_of(state: Any, call_id: str | None) -> AIMessage | None:

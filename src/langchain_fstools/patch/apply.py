@@ -130,7 +130,7 @@ def plan(
     """
     base = paths.normalize(workdir)
     resolved = [
-        (hunk, _resolve(base, hunk.path), _resolve_move(base, hunk)) for hunk in patch.hunks
+        (hunk, resolve_path(base, hunk.path), _resolve_move(base, hunk)) for hunk in patch.hunks
     ]
     seen: set[str] = set()
     for _, path, move_to in resolved:
@@ -191,15 +191,21 @@ def apply(
 # ----- planning -------------------------------------------------------------------------
 
 
-def _resolve(base: str, path: str) -> str:
+def resolve_path(workdir: str, path: str) -> str:
+    """The canonical virtual path of a patch path: absolute, or relative to `workdir`.
+
+    Raises:
+        InvalidPath, OutsideRoot: as `paths.normalize`.
+    """
+    base = paths.normalize(workdir)
     return paths.normalize(path if path.startswith("/") else posixpath.join(base, path))
 
 
 def _resolve_move(base: str, hunk: AddFile | DeleteFile | UpdateFile) -> str | None:
     if not isinstance(hunk, UpdateFile) or hunk.move_to is None:
         return None
-    target = _resolve(base, hunk.move_to)
-    return None if target == _resolve(base, hunk.path) else target
+    target = resolve_path(base, hunk.move_to)
+    return None if target == resolve_path(base, hunk.path) else target
 
 
 def _refuse_notebook(path: str) -> None:
@@ -412,4 +418,5 @@ __all__ = [
     "apply_chunks",
     "commit",
     "plan",
+    "resolve_path",
 ]

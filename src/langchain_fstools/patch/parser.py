@@ -40,7 +40,7 @@ MOVE = "*** Move to: "
 END_OF_FILE = "*** End of File"
 HEADER = "@@"
 
-_HEREDOC_START = re.compile(r"""^\s*(?:\S+\s+)?<<-?\s*(['"]?)(\w+)\1\s*$""")
+_HEREDOC_START = re.compile(r"""^\s*<<-?\s*(['"]?)(\w+)\1\s*$""")
 _SECTIONS = (ADD.strip(), DELETE.strip(), UPDATE.strip(), END)
 
 

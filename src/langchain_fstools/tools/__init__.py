@@ -1,6 +1,7 @@
 """The file tools, one module each, all `BaseTool` subclasses over any backend."""
 
 from langchain_fstools.tools._base import ToolContext, ToolSettings
+from langchain_fstools.tools.apply_patch import ApplyPatchTool
 from langchain_fstools.tools.edit_file import EditFileTool
 from langchain_fstools.tools.glob import GlobTool
 from langchain_fstools.tools.grep import GrepTool
@@ -10,6 +11,7 @@ from langchain_fstools.tools.read_file import ReadFileTool
 from langchain_fstools.tools.write_file import WriteFileTool
 
 __all__ = [
+    "ApplyPatchTool",
     "EditFileTool",
     "GlobTool",
     "GrepTool",

@@ -101,6 +101,17 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             )
         case errors.UnreadableMedia(path=path, kind=kind, reason=reason):
             return f"Error: cannot read the {kind} {path}: {reason}."
+        case errors.PatchParseError(message=message, line=line):
+            return (
+                f"Error: invalid patch at line {line}: {message}."
+                " Fix the patch and send it again; nothing was changed."
+            )
+        case errors.ContextNotFound():
+            return _context_not_found(exc)
+        case errors.PatchConflict(path=path, reason=reason):
+            return f"Error: cannot apply the patch to {path}: {reason}. Nothing was changed."
+        case errors.UnsupportedInvocation(reason=reason):
+            return f"Error: {reason}. Nothing was changed."
         case errors.InvalidArgument(argument=argument, reason=reason):
             return f"Error: invalid {argument}: {reason}."
         case errors.ExecutionUnsupported(backend=backend):
@@ -130,6 +141,34 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 " Check the path and try again."
             )
     return None
+
+
+_SHOWN_LINES = 12
+_SHOWN_WIDTH = 200
+
+
+def _shown(lines: tuple[str, ...], first: int | None = None) -> str:
+    rows = [
+        (f"{first + n:>6}→" if first is not None else "  ")
+        + (line if len(line) <= _SHOWN_WIDTH else line[:_SHOWN_WIDTH] + "…")
+        for n, line in enumerate(lines[:_SHOWN_LINES])
+    ]
+    if len(lines) > _SHOWN_LINES:
+        rows.append(f"  ... ({len(lines) - _SHOWN_LINES} more lines)")
+    return "\n".join(rows)
+
+
+def _context_not_found(exc: errors.ContextNotFound) -> str:
+    text = (
+        f"Error: chunk {exc.chunk} of the update of {exc.path} does not match the file;"
+        f" these lines were not found:\n{_shown(exc.expected)}"
+    )
+    if exc.closest:
+        text += f"\nThe closest lines in the file are:\n{_shown(exc.closest, exc.closest_line)}"
+    return (
+        text + "\nRead the file, fix the ' ' and '-' lines (and '@@' lines) of that chunk"
+        " to match it exactly, and send the whole patch again; nothing was changed."
+    )
 
 
 __all__ = ["render_error", "render_validation_error"]

@@ -1,0 +1,163 @@
+"""apply_patch: add, delete, update and move files with one patch, all or nothing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from langchain_fstools import errors
+from langchain_fstools.backends import paths
+from langchain_fstools.formats.diff import snippet
+from langchain_fstools.formats.text import count_lines
+from langchain_fstools.patch.apply import commit, plan, resolve_path
+from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
+from langchain_fstools.patch.parser import BEGIN, parse_patch
+from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tracking import after_write
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.backends.protocol import FileInfo
+
+
+class ApplyPatchArgs(ToolArgs):
+    """Arguments of apply_patch."""
+
+    patch: str = Field(description="The whole patch, from '*** Begin Patch' to '*** End Patch'.")
+
+
+DESCRIPTION = """Apply a patch that adds, deletes, updates or moves files, all or nothing.
+
+Prefer apply_patch over repeated edit_file calls when you change many places or files at
+once. The patch format:
+
+*** Begin Patch
+*** Update File: /src/app.py
+@@ class App:
+@@     def run(self):
+         setup()
+-        return 1
++        return 2
+*** Add File: /src/new.py
++print("hi")
+*** Delete File: /src/old.py
+*** End Patch
+
+- Sections: `*** Add File: PATH` (every line starts with `+`), `*** Delete File: PATH`,
+  `*** Update File: PATH`, optionally followed by `*** Move to: NEW_PATH`.
+- An update has chunks. Each starts with `@@`, or `@@ LINE` naming a line above the
+  change (a class or function header; several `@@ LINE` in a row narrow it down). Chunk
+  lines start with ` ` (unchanged), `-` (removed) or `+` (added). Give about 3 unchanged
+  lines above and below each change, copied exactly from the file without read_file's
+  line-number prefixes. Chunks of one file must be in file order.
+- `*** End of File` after a chunk anchors it at the end of the file; a chunk with only
+  `+` lines and no `@@ LINE` is appended at the end.
+- Paths are workspace paths; relative ones start from `/`.
+- If any chunk does not match, nothing is changed and the error shows the closest lines:
+  fix that chunk and send the whole patch again. Files changed since you last read them
+  are refused. Line endings and encodings are preserved. Notebooks (.ipynb) are edited
+  with notebook_edit."""
+
+_MIN_DIFF_LINES = 8
+
+
+class ApplyPatchTool(FileTool):
+    """Apply a Codex-format patch across files, atomically."""
+
+    name: str = "apply_patch"
+    description: str = DESCRIPTION
+    args_schema: type[ApplyPatchArgs] = ApplyPatchArgs
+    read_only: bool = False
+
+    def _effect(self, scope: CallScope, args: ApplyPatchArgs) -> Effect[ToolOutcome]:
+        text, workdir = patch_text(args.patch)
+        parsed = parse_patch(text)
+
+        def check(info: FileInfo) -> None:
+            record = scope.reads.get(info.path)
+            if record is not None and record["version"] != info.version:
+                raise errors.ChangedSinceRead(info.path)
+
+        changes = yield from plan(
+            parsed,
+            workdir=workdir,
+            max_bytes=scope.context.settings.max_edit_bytes,
+            check=check,
+        )
+        versions = yield from commit(changes)
+        summary = "\n".join(
+            [
+                "Success. Updated the following files:",
+                *(f"{change.letter} {change.final_path}" for change in changes),
+            ]
+        )
+        updated = [change for change in changes if change.kind == "update"]
+        budget = max(_MIN_DIFF_LINES, scope.context.settings.diff_lines // max(1, len(updated)))
+        files = []
+        diffs = []
+        for change in changes:
+            patch = change.unified_patch()
+            version = versions.get(change.final_path)
+            if version is not None:
+                scope.reads.put(
+                    change.final_path,
+                    after_write(version=version, total_lines=count_lines(change.new_text)),
+                )
+            if change.kind == "update" and change.old_text != change.new_text:
+                diffs.append(f"{change.final_path}:\n{snippet(patch, budget)}")
+            files.append(
+                {
+                    "path": change.path,
+                    "action": change.kind,
+                    "move_to": change.move_to,
+                    "encoding": change.encoding,
+                    "patch": patch,
+                    "version": version,
+                }
+            )
+        content = "\n\n".join([summary, *diffs])
+        return ToolOutcome(content, {"files": files, "workdir": workdir})
+
+
+def patch_text(argument: str) -> tuple[str, str]:
+    """Return the patch and its working directory from the tool's `patch` argument.
+
+    The argument is a patch (possibly heredoc-wrapped) or, as models trained on shell
+    tools often send, an `apply_patch <<'EOF' ...` command line.
+
+    Raises:
+        UnsupportedInvocation: a command line calling apply_patch in a refused form.
+    """
+    stripped = argument.lstrip()
+    if stripped.startswith((BEGIN, "<<")):
+        return argument, paths.ROOT
+    invocation = parse_invocation(argument)
+    if isinstance(invocation, InvalidInvocation):
+        raise errors.UnsupportedInvocation(invocation.reason)
+    if isinstance(invocation, PatchInvocation):
+        return invocation.patch, invocation.workdir or paths.ROOT
+    return argument, paths.ROOT
+
+
+def patch_paths(argument: str) -> list[str]:
+    """The canonical paths a `patch` argument names (move targets too).
+
+    For guards that must know a call's targets before it runs; an argument that does
+    not parse names no paths, and paths that are not valid are left out.
+    """
+    try:
+        text, workdir = patch_text(argument)
+        named = parse_patch(text).paths()
+    except errors.FsToolsError:
+        return []
+    found: list[str] = []
+    for path in named:
+        try:
+            found.append(resolve_path(workdir, path))
+        except errors.FsToolsError:
+            continue
+    return found
+
+
+__all__ = ["DESCRIPTION", "ApplyPatchArgs", "ApplyPatchTool", "patch_paths", "patch_text"]
