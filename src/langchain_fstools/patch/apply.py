@@ -304,7 +304,7 @@ def apply_chunks(path: str, text: str, chunks: Sequence[Chunk]) -> str:
     """
     lines, ends = _split(text)
     eol = _dominant_eol(ends)
-    edits: list[tuple[int, int, tuple[str, ...]]] = []
+    edits: list[tuple[int, int, list[tuple[str, str]]]] = []
     cursor = 0
     for number, chunk in enumerate(chunks, 1):
         for context in chunk.contexts:
@@ -314,21 +314,37 @@ def apply_chunks(path: str, text: str, chunks: Sequence[Chunk]) -> str:
             cursor = found + 1
         if not chunk.old_lines:
             at = cursor if chunk.contexts else len(lines)
-            edits.append((at, 0, chunk.new_lines))
+            edits.append((at, 0, [(line, eol) for line in chunk.new_lines]))
             cursor = at
             continue
         found = seek(lines, chunk.old_lines, cursor, at_end=chunk.end_of_file)
         if found is None:
             raise _not_found(path, number, chunk.old_lines, lines, cursor)
-        edits.append((found, len(chunk.old_lines), chunk.new_lines))
+        edits.append((found, len(chunk.old_lines), _replacement(chunk, lines, ends, found, eol)))
         cursor = found + len(chunk.old_lines)
-    for at, length, new in sorted(edits, key=lambda edit: edit[0], reverse=True):
-        lines[at : at + length] = new
-        ends[at : at + length] = [eol] * len(new)
+    for at, length, replacement in sorted(edits, key=lambda edit: edit[0], reverse=True):
+        lines[at : at + length] = [line for line, _ in replacement]
+        ends[at : at + length] = [end for _, end in replacement]
     for index in range(len(ends) - 1):
         if not ends[index]:
             ends[index] = eol
     return "".join(line + end for line, end in zip(lines, ends, strict=True))
+
+
+def _replacement(
+    chunk: Chunk, lines: Sequence[str], ends: Sequence[str], at: int, eol: str
+) -> list[tuple[str, str]]:
+    """The lines that replace a located chunk: context lines stay as the file has them."""
+    replacement: list[tuple[str, str]] = []
+    old = new = 0
+    for kind in chunk.kinds:
+        if kind == " ":
+            replacement.append((lines[at + old], ends[at + old]))
+        elif kind == "+":
+            replacement.append((chunk.new_lines[new], eol))
+        old += kind != "+"
+        new += kind != "-"
+    return replacement
 
 
 def _split(text: str) -> tuple[list[str], list[str]]:

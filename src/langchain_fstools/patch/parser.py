@@ -69,6 +69,8 @@ class Chunk:
         new_lines: The lines that replace them (` ` and `+`).
         end_of_file: Whether `*** End of File` anchors it at the end.
         line: 1-based line of the chunk's first line in the patch.
+        kinds: The prefix of each change line in order (` `, `-` or `+`), which says
+            how `old_lines` and `new_lines` interleave.
     """
 
     contexts: tuple[str, ...]
@@ -76,6 +78,7 @@ class Chunk:
     new_lines: tuple[str, ...]
     end_of_file: bool
     line: int
+    kinds: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,10 +213,10 @@ class _Reader:
                 f" but found {_quote(self.lines[self.at])}",
                 self.number,
             )
-        old, new, end_of_file = self._changes(path)
-        if not old and not new:
+        old, new, kinds, end_of_file = self._changes(path)
+        if not kinds:
             raise PatchParseError(f"a chunk of {path} has no lines", start)
-        return Chunk(tuple(contexts), tuple(old), tuple(new), end_of_file, start)
+        return Chunk(tuple(contexts), tuple(old), tuple(new), end_of_file, start, kinds)
 
     def _headers(self, start: int) -> list[str]:
         contexts: list[str] = []
@@ -226,15 +229,16 @@ class _Reader:
             self.at += 1
         return contexts
 
-    def _changes(self, path: str) -> tuple[list[str], list[str], bool]:
+    def _changes(self, path: str) -> tuple[list[str], list[str], str, bool]:
         old: list[str] = []
         new: list[str] = []
+        kinds: list[str] = []
         blanks = 0
         while self.at < self.last:
             raw = self.lines[self.at]
             if raw.strip() == END_OF_FILE:
                 self.at += 1
-                return old, new, True
+                return old, new, "".join(kinds), True
             if self._at_section() or raw.strip().startswith(HEADER):
                 break
             kind, text = (raw[:1], raw[1:]) if raw else (" ", "")
@@ -244,6 +248,7 @@ class _Reader:
                     f" or '+' but found {_quote(raw)}",
                     self.number,
                 )
+            kinds.append(kind)
             if kind != "+":
                 old.append(text)
             if kind != "-":
@@ -251,8 +256,8 @@ class _Reader:
             blanks = blanks + 1 if not raw else 0
             self.at += 1
         if blanks:
-            del old[len(old) - blanks :], new[len(new) - blanks :]
-        return old, new, False
+            del old[len(old) - blanks :], new[len(new) - blanks :], kinds[len(kinds) - blanks :]
+        return old, new, "".join(kinds), False
 
     def _at_section(self) -> bool:
         line = self.lines[self.at].strip()
