@@ -34,7 +34,8 @@ You have file tools over a workspace whose root is `/`.
   shell for that. Read files with `read_file`, in windows (`offset`, `limit`) when long.
 - Read a file before you edit or overwrite it; if it changed since, read it again.
 - Change existing files with `edit_file` (exact text replacement); use `write_file` for
-  new files or complete rewrites, and `notebook_edit` for Jupyter notebooks.
+  new files or complete rewrites, and `notebook_edit` for Jupyter notebooks. For many
+  changes at once, in one file or several, send one `apply_patch`.
 - Change a file at most once per turn: when one turn asks for several changes to the
   same file, only the first is made; make the others in the next turn.
 - A tool result too large for the conversation is saved under `/large_tool_results/`;

@@ -118,3 +118,41 @@ def test_without_prompt_section(tmp_path: Path) -> None:
     )
     agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
     assert not any(isinstance(m, SystemMessage) for m in model.seen[0])
+
+
+def test_parallel_guard_sees_the_paths_of_a_patch(tmp_path: Path) -> None:
+    backend, _ = backend_for("local", tmp_path)
+    patch_a = "*** Begin Patch\n*** Update File: a.py\n-y = 2\n+y = 20\n*** End Patch"
+    patch_c = "*** Begin Patch\n*** Add File: /c.py\n+c = 3\n*** End Patch"
+    turns = [
+        AIMessage(
+            "", tool_calls=[{"name": "read_file", "args": {"file_path": "/a.py"}, "id": "r1"}]
+        ),
+        AIMessage(
+            "",
+            tool_calls=[
+                {
+                    "name": "edit_file",
+                    "args": {"file_path": "/a.py", "old_string": "x = 1", "new_string": "x = 10"},
+                    "id": "e1",
+                },
+                {"name": "apply_patch", "args": {"patch": patch_a}, "id": "p1"},
+                {"name": "apply_patch", "args": {"patch": patch_c}, "id": "p2"},
+            ],
+        ),
+        AIMessage("done"),
+    ]
+    agent = create_agent(
+        RecordingModel(messages=iter(turns), disable_streaming=True),
+        middleware=[FilesystemMiddleware(backend=backend)],
+    )
+    state = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    results = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+    assert results["e1"].status == "success"
+    assert results["p1"].status == "error"
+    assert results["p1"].content.startswith(
+        "Error: another call in this turn already changes /a.py;"
+    )
+    assert results["p2"].status == "success", results["p2"].content
+    assert (tmp_path / "a.py").read_text() == "x = 10\ny = 2\n"
+    assert (tmp_path / "c.py").read_text() == "c = 3\n"

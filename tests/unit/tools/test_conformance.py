@@ -68,6 +68,23 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("grep", {"pattern": "[", "regex": True}),
     ("glob", {"pattern": "src/*"}),
     ("glob", {"pattern": "**/*.txt", "path": "/odd"}),
+    (
+        "apply_patch",
+        {
+            "patch": "*** Begin Patch\n*** Update File: /odd/breaks.txt\n-no newline\n"
+            "+no newline!\n*** Update File: src/empty.py\n@@\n+print()\n"
+            "*** Add File: /docs/new.md\n+# New\n*** End Patch\n"
+        },
+    ),
+    (
+        "apply_patch",
+        {
+            "patch": "*** Begin Patch\n*** Update File: /src/Zeta.txt\n-z\n+Z\n"
+            "*** Update File: /src/app.py\n def main():\n-    return cwd\n+    pass\n"
+            "*** End Patch\n"
+        },
+    ),
+    ("read_file", {"file_path": "/docs/new.md"}),
 ]
 
 
@@ -103,6 +120,7 @@ def test_the_scenario_means_what_it_says(tmp_path: Path) -> None:
         "success", "success",
         "error", "success", "success", "success",
         "success", "success", "success", "success", "success", "error", "success", "success",
+        "success", "error", "success",
     ]  # fmt: skip
     assert out[5][1].startswith("File unchanged since your last read")
     assert out[12][1].split("\n") == [
@@ -117,6 +135,9 @@ def test_the_scenario_means_what_it_says(tmp_path: Path) -> None:
         zip(sorted(p for p in FILES if p != "/docs/long.md"), out[len(CALLS) :], strict=True)
     )
     assert files["/odd/crlf.txt"] == ("bytes", b"1\r\n2\r\n")
+    assert files["/odd/breaks.txt"] == ("bytes", "a\fb\nc\u2028d\r\ne\x85f\nno newline!\n".encode())
+    assert files["/src/empty.py"] == ("bytes", b"print()\n")
+    assert files["/src/Zeta.txt"] == ("bytes", b"z\n")
     assert files["/odd/utf16.txt"] == (
         "bytes",
         codecs.BOM_UTF16_LE + "x\r\nwhy\r\n".encode("utf-16-le"),

@@ -45,7 +45,7 @@ def test_metadata_tells_reads_from_mutations() -> None:
             "read_only": True,
             "concurrency_safe": True,
         }
-    for name in ("write_file", "edit_file"):
+    for name in ("write_file", "edit_file", "apply_patch"):
         assert tools[name].metadata is not None
         assert tools[name].metadata["read_only"] is False
         assert "mutating" in (tools[name].tags or [])

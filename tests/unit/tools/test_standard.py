@@ -12,7 +12,14 @@ from langchain_tests.integration_tests import ToolsIntegrationTests
 from langchain_tests.unit_tests import ToolsUnitTests
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.tools import EditFileTool, LsTool, ReadFileTool, ToolContext, WriteFileTool
+from langchain_fstools.tools import (
+    ApplyPatchTool,
+    EditFileTool,
+    LsTool,
+    ReadFileTool,
+    ToolContext,
+    WriteFileTool,
+)
 
 
 class _OnLocalDisk:
@@ -63,6 +70,14 @@ class _Edit(_OnLocalDisk):
     example = {"file_path": "/created.txt", "old_string": "", "new_string": "hi\n"}  # noqa: RUF012
 
 
+class _ApplyPatch(_OnLocalDisk):
+    tool_class = ApplyPatchTool
+    example = {  # noqa: RUF012
+        "patch": "*** Begin Patch\n*** Update File: /notes.txt\n-first line\n+1st line\n"
+        "*** Add File: /more/notes.md\n+# More\n*** End Patch\n"
+    }
+
+
 class TestLsUnit(_Ls, ToolsUnitTests):
     pass
 
@@ -92,4 +107,12 @@ class TestEditFileUnit(_Edit, ToolsUnitTests):
 
 
 class TestEditFileIntegration(_Edit, ToolsIntegrationTests):
+    pass
+
+
+class TestApplyPatchUnit(_ApplyPatch, ToolsUnitTests):
+    pass
+
+
+class TestApplyPatchIntegration(_ApplyPatch, ToolsIntegrationTests):
     pass
