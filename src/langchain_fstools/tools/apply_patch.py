@@ -72,52 +72,67 @@ class ApplyPatchTool(FileTool):
 
     def _effect(self, scope: CallScope, args: ApplyPatchArgs) -> Effect[ToolOutcome]:
         text, workdir = patch_text(args.patch)
-        parsed = parse_patch(text)
+        return (yield from run_patch(scope, text, workdir))
 
-        def check(info: FileInfo) -> None:
-            record = scope.reads.get(info.path)
-            if record is not None and record["version"] != info.version:
-                raise errors.ChangedSinceRead(info.path)
 
-        changes = yield from plan(
-            parsed,
-            workdir=workdir,
-            max_bytes=scope.context.settings.max_edit_bytes,
-            check=check,
-        )
-        versions = yield from commit(changes)
-        summary = "\n".join(
-            [
-                "Success. Updated the following files:",
-                *(f"{change.letter} {change.final_path}" for change in changes),
-            ]
-        )
-        updated = [change for change in changes if change.kind == "update"]
-        budget = max(_MIN_DIFF_LINES, scope.context.settings.diff_lines // max(1, len(updated)))
-        files = []
-        diffs = []
-        for change in changes:
-            patch = change.unified_patch()
-            version = versions.get(change.final_path)
-            if version is not None:
-                scope.reads.put(
-                    change.final_path,
-                    after_write(version=version, total_lines=count_lines(change.new_text)),
-                )
-            if change.kind == "update" and change.old_text != change.new_text:
-                diffs.append(f"{change.final_path}:\n{snippet(patch, budget)}")
-            files.append(
-                {
-                    "path": change.path,
-                    "action": change.kind,
-                    "move_to": change.move_to,
-                    "encoding": change.encoding,
-                    "patch": patch,
-                    "version": version,
-                }
+def run_patch(scope: CallScope, text: str, workdir: str = paths.ROOT) -> Effect[ToolOutcome]:
+    """Apply patch text as the apply_patch tool does, for tools that find a patch elsewhere.
+
+    Meant for `execute`, to run `apply_patch <<'EOF' ...` commands in-process (see
+    `patch.invocation.parse_invocation`). Files the patch reads count as read; a file
+    changed since the agent's last read is refused.
+
+    Args:
+        scope: The calling tool's scope (backend and read records).
+        text: The patch.
+        workdir: The directory relative paths start from. Default: `/`.
+    """
+    parsed = parse_patch(text)
+
+    def check(info: FileInfo) -> None:
+        record = scope.reads.get(info.path)
+        if record is not None and record["version"] != info.version:
+            raise errors.ChangedSinceRead(info.path)
+
+    changes = yield from plan(
+        parsed,
+        workdir=workdir,
+        max_bytes=scope.context.settings.max_edit_bytes,
+        check=check,
+    )
+    versions = yield from commit(changes)
+    summary = "\n".join(
+        [
+            "Success. Updated the following files:",
+            *(f"{change.letter} {change.final_path}" for change in changes),
+        ]
+    )
+    updated = [change for change in changes if change.kind == "update"]
+    budget = max(_MIN_DIFF_LINES, scope.context.settings.diff_lines // max(1, len(updated)))
+    files = []
+    diffs = []
+    for change in changes:
+        patch = change.unified_patch()
+        version = versions.get(change.final_path)
+        if version is not None:
+            scope.reads.put(
+                change.final_path,
+                after_write(version=version, total_lines=count_lines(change.new_text)),
             )
-        content = "\n\n".join([summary, *diffs])
-        return ToolOutcome(content, {"files": files, "workdir": workdir})
+        if change.kind == "update" and change.old_text != change.new_text:
+            diffs.append(f"{change.final_path}:\n{snippet(patch, budget)}")
+        files.append(
+            {
+                "path": change.path,
+                "action": change.kind,
+                "move_to": change.move_to,
+                "encoding": change.encoding,
+                "patch": patch,
+                "version": version,
+            }
+        )
+    content = "\n\n".join([summary, *diffs])
+    return ToolOutcome(content, {"files": files, "workdir": workdir})
 
 
 def patch_text(argument: str) -> tuple[str, str]:
@@ -160,4 +175,11 @@ def patch_paths(argument: str) -> list[str]:
     return found
 
 
-__all__ = ["DESCRIPTION", "ApplyPatchArgs", "ApplyPatchTool", "patch_paths", "patch_text"]
+__all__ = [
+    "DESCRIPTION",
+    "ApplyPatchArgs",
+    "ApplyPatchTool",
+    "patch_paths",
+    "patch_text",
+    "run_patch",
+]
