@@ -9,7 +9,8 @@ Applying a patch has two stages, both effects over `backends.calls`:
 2. `commit` writes the plan: each write is conditional on the version read in stage 1,
    and each step records how to undo it. If a step fails, the steps already taken are
    undone in reverse order (written files restored, added files removed, moved files
-   put back) and the error is raised: a failed patch changes nothing.
+   put back, directories it created removed) and the error is raised: a failed patch
+   changes nothing.
 
 Updated files keep their encoding (UTF-8, UTF-8 with BOM, UTF-16, Latin-1) and line
 endings: untouched lines keep theirs, new lines take the file's dominant one.
@@ -398,12 +399,15 @@ def _commit_one(
         return
     assert change.new_data is not None  # noqa: S101 - adds and updates carry new bytes
     if change.move_to is None:
+        if change.kind == "add":
+            yield from _note_missing_parents(change.path, undo)
         info = yield from calls.write_bytes(
             change.path, change.new_data, expected_version=change.version
         )
         undo.append((change.path, change.old_data))
         versions[change.path] = info.version
         return
+    yield from _note_missing_parents(change.move_to, undo)
     info = yield from calls.write_bytes(change.move_to, change.new_data, expected_version=ABSENT)
     undo.append((change.move_to, None))
     versions[change.move_to] = info.version
@@ -412,6 +416,16 @@ def _commit_one(
         raise errors.VersionConflict(change.path, change.version, current.version)
     yield from calls.delete(change.path)
     undo.append((change.path, change.old_data))
+
+
+def _note_missing_parents(path: str, undo: list[tuple[str, bytes | None]]) -> Effect[None]:
+    """Push removal steps for the directories a write to `path` will create."""
+    missing: list[str] = []
+    parent = paths.parent(path)
+    while parent != paths.ROOT and not (yield from calls.exists(parent)):
+        missing.append(parent)
+        parent = paths.parent(parent)
+    undo.extend((directory, None) for directory in reversed(missing))
 
 
 def _roll_back(undo: list[tuple[str, bytes | None]]) -> Effect[None]:

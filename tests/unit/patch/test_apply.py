@@ -63,12 +63,12 @@ def test_a_failed_write_rolls_back_adds_moves_and_deletes(tmp_path: Path, fail_o
     backend = workspace(tmp_path, **{"d.txt": "d\n", "m.txt": "m\n", "u.txt": "u\n"})
     text = (
         "*** Begin Patch\n*** Update File: u.txt\n-u\n+U\n*** Delete File: d.txt\n"
-        "*** Update File: m.txt\n*** Move to: n.txt\n*** Add File: new/z.txt\n+z\n"
+        "*** Update File: m.txt\n*** Move to: moved/deep/n.txt\n*** Add File: new/z.txt\n+z\n"
         "*** End Patch\n"
     )
     with pytest.raises(PermissionError):
         apply_patch(text, FailingWrites(backend, fail_on))
-    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["d.txt", "m.txt", "u.txt"]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["d.txt", "m.txt", "u.txt"]
     assert (tmp_path / "u.txt").read_text() == "u\n"
 
 
