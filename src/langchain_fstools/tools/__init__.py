@@ -2,6 +2,7 @@
 
 from langchain_fstools.tools._base import ToolContext, ToolSettings
 from langchain_fstools.tools.edit_file import EditFileTool
+from langchain_fstools.tools.execute import ExecuteTool
 from langchain_fstools.tools.glob import GlobTool
 from langchain_fstools.tools.grep import GrepTool
 from langchain_fstools.tools.ls import LsTool
@@ -11,6 +12,7 @@ from langchain_fstools.tools.write_file import WriteFileTool
 
 __all__ = [
     "EditFileTool",
+    "ExecuteTool",
     "GlobTool",
     "GrepTool",
     "LsTool",
