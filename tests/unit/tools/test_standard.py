@@ -12,7 +12,14 @@ from langchain_tests.integration_tests import ToolsIntegrationTests
 from langchain_tests.unit_tests import ToolsUnitTests
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.tools import EditFileTool, LsTool, ReadFileTool, ToolContext, WriteFileTool
+from langchain_fstools.tools import (
+    EditFileTool,
+    ExecuteTool,
+    LsTool,
+    ReadFileTool,
+    ToolContext,
+    WriteFileTool,
+)
 
 
 class _OnLocalDisk:
@@ -63,6 +70,11 @@ class _Edit(_OnLocalDisk):
     example = {"file_path": "/created.txt", "old_string": "", "new_string": "hi\n"}  # noqa: RUF012
 
 
+class _Execute(_OnLocalDisk):
+    tool_class = ExecuteTool
+    example = {"command": "cat notes.txt | wc -l", "timeout": 30}  # noqa: RUF012
+
+
 class TestLsUnit(_Ls, ToolsUnitTests):
     pass
 
@@ -92,4 +104,12 @@ class TestEditFileUnit(_Edit, ToolsUnitTests):
 
 
 class TestEditFileIntegration(_Edit, ToolsIntegrationTests):
+    pass
+
+
+class TestExecuteUnit(_Execute, ToolsUnitTests):
+    pass
+
+
+class TestExecuteIntegration(_Execute, ToolsIntegrationTests):
     pass
