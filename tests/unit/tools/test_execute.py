@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
-from langchain_fstools import CompositeBackend, FileToolkit, LocalBackend, StateBackend
+from langchain_fstools import (
+    CompositeBackend,
+    FilesystemMiddleware,
+    FileToolkit,
+    LocalBackend,
+    StateBackend,
+)
 from langchain_fstools.commands import CommandPolicy
 from langchain_fstools.errors import CommandRefused
 from langchain_fstools.middleware.eviction import EXCLUDED_TOOLS
@@ -271,3 +277,10 @@ def test_timeout_via_asyncio_also_kills(root: Path) -> None:
     )
     assert message.status == "error"
     assert time.monotonic() - started < 3
+
+
+def test_the_middleware_offers_execute_on_local_disk_only(root: Path) -> None:
+    local = FilesystemMiddleware(backend=LocalBackend(root))
+    assert "execute" in [t.name for t in local.tools]
+    state = FilesystemMiddleware(backend=StateBackend())
+    assert "execute" not in [t.name for t in state.tools]
