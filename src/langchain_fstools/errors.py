@@ -215,10 +215,28 @@ class UnsupportedInvocation(FsToolsError):
     reason: str
 
 
+@dataclass(eq=False)
+class CommandRefused(FsToolsError):
+    """The command policy refuses a shell command; `reason` says which part and why."""
+
+    rule: str
+    reason: str
+
+
+@dataclass(eq=False)
+class CommandTimedOut(FsToolsError):
+    """A command ran past its timeout and was killed; `output` is what it printed."""
+
+    timeout: float
+    output: str
+
+
 __all__ = [
     "AmbiguousMatch",
     "BinaryFile",
     "ChangedSinceRead",
+    "CommandRefused",
+    "CommandTimedOut",
     "ContextNotFound",
     "ExecutionUnsupported",
     "FileAlreadyExists",

@@ -10,6 +10,7 @@ from pydantic import ConfigDict
 from langchain_fstools.tools import (
     ApplyPatchTool,
     EditFileTool,
+    ExecuteTool,
     GlobTool,
     GrepTool,
     LsTool,
@@ -35,6 +36,7 @@ TOOL_CLASSES: dict[str, Callable[..., FileTool]] = {
     "glob": GlobTool,
     "grep": GrepTool,
     "notebook_edit": NotebookEditTool,
+    "execute": ExecuteTool,
 }
 """Every tool of the toolkit, by model-facing name."""
 
@@ -47,7 +49,8 @@ class FileToolkit(BaseToolkit):
 
     Args:
         backend: Where the files live (`LocalBackend`, `StateBackend`, ...).
-        tools: Names of the tools to include. Default: all of `TOOL_CLASSES`.
+        tools: Names of the tools to include. Default: all of `TOOL_CLASSES` the backend
+            can serve (`execute` only when `backend.supports_execute`).
         **settings: Fields of `ToolSettings` (e.g. `read_limit=500`).
 
     Example:
@@ -68,11 +71,25 @@ class FileToolkit(BaseToolkit):
     def __init__(
         self, backend: Backend, *, tools: list[str] | None = None, **settings: Any
     ) -> None:
-        """Build the toolkit; raises ValueError for an unknown tool name or setting."""
-        names = tuple(tools) if tools is not None else tuple(TOOL_CLASSES)
+        """Build the toolkit.
+
+        Raises:
+            ValueError: an unknown tool name or setting, or a tool the backend cannot
+                serve (`execute` on a backend without `supports_execute`).
+        """
+        if tools is None:
+            names = tuple(name for name in TOOL_CLASSES if _servable(name, backend))
+        else:
+            names = tuple(tools)
         unknown = sorted(set(names) - set(TOOL_CLASSES))
         if unknown:
             raise ValueError(f"unknown tools {unknown}; choose from {sorted(TOOL_CLASSES)}")
+        unservable = [name for name in names if not _servable(name, backend)]
+        if unservable:
+            raise ValueError(
+                f"the {backend.kind} backend cannot run commands, so it cannot serve"
+                f" {unservable}; use a backend with supports_execute (e.g. LocalBackend)"
+            )
         try:
             tool_settings = ToolSettings(**settings)
         except TypeError as exc:
@@ -89,6 +106,11 @@ class FileToolkit(BaseToolkit):
     def get_tools(self) -> list[BaseTool]:
         """Return new tool instances sharing this toolkit's context."""
         return [TOOL_CLASSES[name](context=self.context) for name in self.tool_names]
+
+
+def _servable(name: str, backend: Backend) -> bool:
+    """Whether `backend` can serve the tool `name`."""
+    return backend.supports_execute or not getattr(TOOL_CLASSES[name], "requires_execute", False)
 
 
 __all__ = ["TOOL_CLASSES", "FileToolkit"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
+import shutil
 import stat as stat_module
 import time
 from dataclasses import replace
@@ -15,6 +17,8 @@ from typing import TYPE_CHECKING
 from langchain_fstools.backends import paths
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.backends.ripgrep import RipgrepSearch, find_ripgrep
+from langchain_fstools.backends.sandbox import SANDBOXES, Sandbox, bwrap_argv, find_bwrap
+from langchain_fstools.backends.shell import run_process
 from langchain_fstools.errors import (
     InvalidPath,
     OutsideRoot,
@@ -25,6 +29,7 @@ from langchain_fstools.errors import (
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from langchain_fstools.backends.execution import ExecutionResult
     from langchain_fstools.backends.search import NativeSearch
 
 TEMP_SUFFIX = ".fstools-tmp"
@@ -74,36 +79,68 @@ class LocalBackend(Backend):
     rename replaces a link rather than following it, so only parent directories
     remain exposed. The agent's own tools cannot create symlinks.
 
+    Commands (`execute`) run through bash (or `/bin/sh` without bash) with the root as
+    working directory, in their own process group, killed with everything they started
+    at their deadline (see `backends.shell`). Inside a command, `/` is the machine's
+    root, not the workspace; wherever the root's host path appears in the output it is
+    replaced by `/`, the workspace's virtual name. Without a sandbox a command can do
+    whatever this process may do; `sandbox="bwrap"` confines it with bubblewrap: the
+    host read-only, the workspace writable, a private `/tmp`, no network (see
+    `backends.sandbox`).
+
     Args:
         root_dir: The workspace directory. It must exist.
         use_ripgrep: Search with ripgrep when `rg` is available. Default: True.
+        sandbox: Run commands in this OS sandbox: `"bwrap"` or None. Default: None.
 
     Example:
         ```python
         from langchain_fstools import FileToolkit, LocalBackend
 
         tools = FileToolkit(LocalBackend("./repo")).get_tools()
+
+        # commands confined to the workspace, without network:
+        tools = FileToolkit(LocalBackend("./repo", sandbox="bwrap")).get_tools()
         ```
     """
 
     kind = "local"
+    supports_execute = True
 
-    def __init__(self, root_dir: str | os.PathLike[str], *, use_ripgrep: bool = True) -> None:
+    def __init__(
+        self,
+        root_dir: str | os.PathLike[str],
+        *,
+        use_ripgrep: bool = True,
+        sandbox: Sandbox | None = None,
+    ) -> None:
         """Confine the backend to `root_dir`.
 
         Args:
             root_dir: The workspace directory.
             use_ripgrep: Search with ripgrep when `rg` is available. Default: True.
+            sandbox: Run commands in this OS sandbox (`"bwrap"`). Default: None.
 
         Raises:
-            ValueError: `root_dir` is not an existing directory.
+            ValueError: `root_dir` is not an existing directory, or `sandbox` is unknown
+                or not installed (never silently dropped).
         """
         root = os.path.realpath(os.fspath(root_dir))
         if not os.path.isdir(root):
             raise ValueError("root_dir must be an existing directory")
+        if sandbox is not None and sandbox not in SANDBOXES:
+            raise ValueError(f"unknown sandbox {sandbox!r}; choose from {list(SANDBOXES)} or None")
         self._root = root
+        self._bwrap = find_bwrap() if sandbox == "bwrap" else None
+        self._shell = shutil.which("bash") or "/bin/sh"
+        self._host_root = _host_root_pattern({root, os.path.abspath(os.fspath(root_dir))})
         executable = find_ripgrep() if use_ripgrep else None
         self._ripgrep = RipgrepSearch(executable, self.host_path) if executable else None
+
+    @property
+    def sandbox(self) -> Sandbox | None:
+        """The OS sandbox commands run in, or None."""
+        return "bwrap" if self._bwrap else None
 
     def native_search(self) -> NativeSearch | None:
         """The ripgrep search of the root, when `rg` exists and `use_ripgrep` is set."""
@@ -274,6 +311,30 @@ class LocalBackend(Backend):
             host = self._resolve(virtual)
         yield from self._walk(virtual, host)
 
+    # ----- capability: running commands --------------------------------------------------
+
+    def execute(self, command: str, *, timeout: float, output_limit: int) -> ExecutionResult:
+        """Run `command` with bash in the root, bounded by `timeout` and `output_limit`.
+
+        Raises:
+            OSError: the shell (or bwrap) could not be started; names `/` only.
+        """
+        argv = [self._shell, "-c", command]
+        if self._bwrap is not None:
+            argv = bwrap_argv(self._bwrap, self._root, argv)
+        try:
+            result = run_process(argv, cwd=self._root, timeout=timeout, output_limit=output_limit)
+        except OSError as exc:
+            code = exc.errno if exc.errno is not None else errno.EIO
+            raise type(exc)(code, os.strerror(code), paths.ROOT) from None
+        return replace(result, output=self._virtual_text(result.output))
+
+    def _virtual_text(self, text: str) -> str:
+        """`text` with the root's host path written as the virtual root `/`."""
+        if self._host_root is None:
+            return text
+        return self._host_root.sub("/", text)
+
     # ----- helpers -----------------------------------------------------------------------
 
     def _resolve(self, virtual: str) -> str:
@@ -349,6 +410,15 @@ class LocalBackend(Backend):
                 if not os.path.isdir(current):
                     code = errno.EEXIST if blocked is FileExistsError else errno.ENOTDIR
                     raise _error(blocked, code, virtual) from None
+
+
+def _host_root_pattern(roots: set[str]) -> re.Pattern[str] | None:
+    """Matches the root's host spellings with an optional `/` after, as whole paths."""
+    spellings = sorted((root for root in roots if root != os.sep), key=len, reverse=True)
+    if not spellings:
+        return None
+    alternatives = "|".join(re.escape(root) for root in spellings)
+    return re.compile(rf"(?:{alternatives})(?:/|(?![\w.~+-]))")
 
 
 @contextlib.contextmanager

@@ -38,6 +38,8 @@ You have file tools over a workspace whose root is `/`.
   changes at once, in one file or several, send one `apply_patch`.
 - Change a file at most once per turn: when one turn asks for several changes to the
   same file, only the first is made; make the others in the next turn.
+- With `execute`, run programs (tests, builds, git) from the workspace root with
+  relative paths; read, search and change files with the file tools, not the shell.
 - A tool result too large for the conversation is saved under `/large_tool_results/`;
   the notice says where. Read it back with `read_file` (`offset`, `limit`) or `grep`."""
 """The section appended to the agent's system prompt."""

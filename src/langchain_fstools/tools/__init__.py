@@ -3,6 +3,7 @@
 from langchain_fstools.tools._base import ToolContext, ToolSettings
 from langchain_fstools.tools.apply_patch import ApplyPatchTool
 from langchain_fstools.tools.edit_file import EditFileTool
+from langchain_fstools.tools.execute import ExecuteTool
 from langchain_fstools.tools.glob import GlobTool
 from langchain_fstools.tools.grep import GrepTool
 from langchain_fstools.tools.ls import LsTool
@@ -13,6 +14,7 @@ from langchain_fstools.tools.write_file import WriteFileTool
 __all__ = [
     "ApplyPatchTool",
     "EditFileTool",
+    "ExecuteTool",
     "GlobTool",
     "GrepTool",
     "LsTool",

@@ -14,7 +14,7 @@ import copy
 from abc import abstractmethod
 from collections.abc import Callable  # noqa: TC003 - pydantic resolves field types at runtime
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg, ToolException
@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.json_schema import SkipJsonSchema
 
 from langchain_fstools.backends import calls
+from langchain_fstools.commands import CommandPolicy
 from langchain_fstools.formats.image import ImageLimits
 from langchain_fstools.formats.text import LineIndexCache
 from langchain_fstools.tokens import TokenCounter, default_counter
@@ -72,6 +73,13 @@ class ToolSettings:
         pdf_file_blocks: Also attach the selected PDF pages as a `file` block, for
             models that read PDFs natively. Default: False.
         count_tokens: Token counter. Default: `tokens.default_counter()`.
+        execute_timeout: Seconds a command may run when execute gets no `timeout`.
+            Default: 120.
+        execute_max_timeout: Largest `timeout` execute accepts. Default: 3600.
+        execute_output_limit: Most bytes of a command's output kept (its head and its
+            tail). Default: 100,000.
+        command_policy: Which commands execute runs. Default: `CommandPolicy()`, which
+            refuses the dangerous ones (sudo, rm -rf /, mkfs, ...).
     """
 
     read_limit: int = 2000
@@ -89,6 +97,10 @@ class ToolSettings:
     pdf_pages_per_call: int = 20
     pdf_file_blocks: bool = False
     count_tokens: TokenCounter = field(default_factory=default_counter)
+    execute_timeout: float = 120.0
+    execute_max_timeout: float = 3600.0
+    execute_output_limit: int = 100_000
+    command_policy: CommandPolicy = field(default_factory=CommandPolicy)
 
 
 class ToolContext:
@@ -129,6 +141,8 @@ class FileTool(BaseTool):
 
     context: ToolContext
     read_only: bool = True
+    requires_execute: ClassVar[bool] = False
+    """Whether the tool needs a backend that can run commands (`supports_execute`)."""
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     handle_tool_error: bool = True
     handle_validation_error: Callable[[ValidationError], str] = render_validation_error  # type: ignore[assignment]

@@ -119,6 +119,18 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 f"Error: the {backend} backend cannot run commands;"
                 " use the file tools (read_file, grep, glob, edit_file) instead."
             )
+        case errors.CommandRefused(reason=reason):
+            return (
+                f"Error: command refused: {reason}."
+                " Run another command, or ask the user to run this one."
+            )
+        case errors.CommandTimedOut(timeout=timeout, output=output):
+            notice = (
+                f"Error: the command did not finish within {timeout:g} seconds and was killed,"
+                " with everything it started. Give it a larger timeout, or run less at once"
+                " (e.g. a subset of the tests)."
+            )
+            return output.rstrip("\n") + "\n" + notice if output else notice
         case errors.NotInGraph(missing=missing):
             return f"Error: {missing}"
         case FileNotFoundError(filename=path):

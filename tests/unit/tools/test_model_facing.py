@@ -12,15 +12,21 @@ from pathlib import Path
 import pytest
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from langchain_fstools import FileToolkit, StateBackend
+from langchain_fstools import FileToolkit, LocalBackend, StateBackend
+from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.toolkit import TOOL_CLASSES
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
+def _backend_for(name: str, tmp_path: Path) -> Backend:
+    """A state backend, or local disk for tools that run commands."""
+    return LocalBackend(tmp_path) if name == "execute" else StateBackend()
+
+
 @pytest.mark.parametrize("name", sorted(TOOL_CLASSES))
-def test_tool_schema_snapshot(name: str) -> None:
-    (tool,) = FileToolkit(StateBackend(), tools=[name]).get_tools()
+def test_tool_schema_snapshot(name: str, tmp_path: Path) -> None:
+    (tool,) = FileToolkit(_backend_for(name, tmp_path), tools=[name]).get_tools()
     seen = convert_to_openai_tool(tool)
     snapshot = SNAPSHOTS / f"{name}.json"
     rendered = json.dumps(seen, indent=2, ensure_ascii=False) + "\n"
@@ -30,8 +36,8 @@ def test_tool_schema_snapshot(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(TOOL_CLASSES))
-def test_runtime_is_hidden_from_the_model(name: str) -> None:
-    (tool,) = FileToolkit(StateBackend(), tools=[name]).get_tools()
+def test_runtime_is_hidden_from_the_model(name: str, tmp_path: Path) -> None:
+    (tool,) = FileToolkit(_backend_for(name, tmp_path), tools=[name]).get_tools()
     properties = convert_to_openai_tool(tool)["function"]["parameters"]["properties"]
     assert "runtime" not in properties
 

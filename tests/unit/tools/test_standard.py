@@ -15,6 +15,7 @@ from langchain_fstools import LocalBackend
 from langchain_fstools.tools import (
     ApplyPatchTool,
     EditFileTool,
+    ExecuteTool,
     LsTool,
     ReadFileTool,
     ToolContext,
@@ -78,6 +79,11 @@ class _ApplyPatch(_OnLocalDisk):
     }
 
 
+class _Execute(_OnLocalDisk):
+    tool_class = ExecuteTool
+    example = {"command": "cat notes.txt | wc -l", "timeout": 30}  # noqa: RUF012
+
+
 class TestLsUnit(_Ls, ToolsUnitTests):
     pass
 
@@ -115,4 +121,12 @@ class TestApplyPatchUnit(_ApplyPatch, ToolsUnitTests):
 
 
 class TestApplyPatchIntegration(_ApplyPatch, ToolsIntegrationTests):
+    pass
+
+
+class TestExecuteUnit(_Execute, ToolsUnitTests):
+    pass
+
+
+class TestExecuteIntegration(_Execute, ToolsIntegrationTests):
     pass

@@ -1,0 +1,166 @@
+"""Run one command as a bounded, killable process group on this machine.
+
+`run_process` is pure process handling: spawn, read both pipes into an `OutputBuffer`
+as data arrives, enforce the deadline, kill, and report the exit status. It knows
+nothing of workspaces, paths or models; `LocalBackend.execute` builds the argv (a
+shell, optionally inside a sandbox) and hides host paths.
+
+The rules, in the order they apply:
+
+1. The process starts in a new session (`start_new_session=True`), so it leads its own
+   process group; standard input is `/dev/null`; stdout and stderr are two pipes.
+2. Both pipes are read as data arrives (`selectors`), so stdout and stderr are
+   interleaved in the order they were read. Writes to the two streams that follow each
+   other within microseconds may be read in either order: two pipes carry no common
+   clock.
+3. At the deadline the whole process group gets SIGKILL (children and grandchildren
+   that stayed in the group, such as `sleep 1000 &`).
+4. Once the command has exited or been killed, the pipes get `grace` seconds to reach
+   end of file. A process that left the group (`setsid`) may hold them open forever;
+   it is not waited for.
+5. Before returning, whatever is left of the process group is killed: nothing a
+   command started outlives the call, even when the command itself exited normally.
+6. The exit status is the command's; a command ended by signal N reports `128 + N`,
+   as shells do. A command killed at its deadline reports None and `timed_out`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+from typing import IO, TYPE_CHECKING
+
+from langchain_fstools.backends.execution import ExecutionResult, OutputBuffer
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+DRAIN_GRACE = 0.5
+"""Seconds the pipes may stay open after the command exited or was killed."""
+
+_READ_SIZE = 64 * 1024
+_POLL = 0.05
+"""Seconds between checks whether the command exited while its pipes stay quiet."""
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    timeout: float,
+    output_limit: int,
+    env: Mapping[str, str] | None = None,
+    grace: float = DRAIN_GRACE,
+) -> ExecutionResult:
+    """Run `argv` in its own process group until it exits or `timeout` passes.
+
+    Args:
+        argv: The program and its arguments (e.g. `["/bin/bash", "-c", command]`).
+        cwd: Working directory of the process.
+        timeout: Seconds before the process group is killed.
+        output_limit: Most bytes of output kept (see `OutputBuffer`).
+        env: Environment of the process. Default: this process's environment.
+        grace: Seconds the pipes may stay open once the command ended. Default:
+            `DRAIN_GRACE`.
+
+    Returns:
+        The output, the exit status and whether the deadline passed.
+
+    Raises:
+        OSError: the program could not be started (missing, not executable, bad cwd).
+    """
+    buffer = OutputBuffer(output_limit)
+    deadline = time.monotonic() + timeout
+    process = subprocess.Popen(  # noqa: S603 - the argv is the caller's, by design
+        list(argv),
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+    )
+    pipes = (process.stdout, process.stderr)
+    try:
+        timed_out = _pump(process.pid, pipes, buffer, deadline, grace)
+    finally:
+        _kill_group(process.pid)
+        for pipe in pipes:
+            if pipe is not None:
+                pipe.close()
+        status = process.wait()
+    if timed_out:
+        return ExecutionResult(
+            buffer.text(), None, timed_out=True, dropped_bytes=buffer.dropped_bytes
+        )
+    exit_code = 128 - status if status < 0 else status
+    return ExecutionResult(buffer.text(), exit_code, dropped_bytes=buffer.dropped_bytes)
+
+
+def _pump(
+    pid: int,
+    pipes: tuple[IO[bytes] | None, IO[bytes] | None],
+    buffer: OutputBuffer,
+    deadline: float,
+    grace: float,
+) -> bool:
+    """Read both pipes until the command is done; return whether it timed out.
+
+    The command's exit is observed without reaping it (`WNOWAIT`), so its pid, which
+    names the process group, cannot be reused before the final `killpg`.
+    """
+    timed_out = False
+    drain_until: float | None = None
+    with selectors.DefaultSelector() as selector:
+        for pipe, is_stderr in zip(pipes, (False, True), strict=True):
+            if pipe is not None:
+                selector.register(pipe, selectors.EVENT_READ, is_stderr)
+        while True:
+            now = time.monotonic()
+            if drain_until is None:
+                if _has_exited(pid):
+                    drain_until = now + grace
+                elif now >= deadline:
+                    _kill_group(pid)
+                    timed_out = True
+                    drain_until = now + grace
+            if drain_until is not None and (now >= drain_until or not selector.get_map()):
+                return timed_out
+            wait = min(_POLL, deadline - now) if drain_until is None else drain_until - now
+            _read_ready(selector, buffer, max(wait, 0.0))
+
+
+def _read_ready(selector: selectors.BaseSelector, buffer: OutputBuffer, wait: float) -> None:
+    """Read what the pipes hold within `wait` seconds; forget pipes at end of file."""
+    if not selector.get_map():
+        time.sleep(wait)
+        return
+    for key, _ in selector.select(wait):
+        data = os.read(key.fd, _READ_SIZE)
+        if data:
+            buffer.add(data, stderr=key.data)
+        else:
+            selector.unregister(key.fileobj)
+
+
+def _has_exited(pid: int) -> bool:
+    """Whether the child `pid` has exited, leaving it unreaped."""
+    try:
+        result = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return result is not None
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL every process of the group `pid` leads; a group already gone is fine."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+__all__ = ["DRAIN_GRACE", "run_process"]

@@ -1,0 +1,111 @@
+"""execute: run a shell command in the workspace, bounded in time and output."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, ClassVar
+
+from pydantic import Field
+
+from langchain_fstools.backends import calls, paths
+from langchain_fstools.errors import CommandTimedOut, InvalidArgument, UnsupportedInvocation
+from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
+from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.apply_patch import run_patch
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.tools._base import ToolSettings
+
+
+class ExecuteArgs(ToolArgs):
+    """Arguments of execute."""
+
+    command: str = Field(description="The command line to run with bash, e.g. `pytest -q tests/`.")
+    timeout: float | None = Field(
+        default=None,
+        description="Seconds before the command is killed. Default: 120; at most 3600.",
+    )
+
+
+DESCRIPTION = """Run a shell command (bash) in the workspace; returns its output and exit code.
+
+- Use it to run programs: tests, builds, linters, formatters, git, package managers,
+  scripts.
+- Do NOT use it for what the file tools do: read files with read_file (not cat, head or
+  tail), search contents with grep (not grep or rg), find files with glob (not find or
+  ls -R), and change files with edit_file or write_file (not sed, awk or echo >).
+- The working directory is the workspace root: use relative paths such as
+  `src/app.py`. Inside the shell, `/` is the machine's root, not the workspace.
+- Each call starts a fresh shell: `cd` and variables do not carry over, so chain steps
+  with `&&`. Standard input is empty, so interactive prompts fail: pass flags such as
+  `--yes`. Processes left in the background are stopped when the call returns.
+- `timeout` is in seconds: default 120, at most 3600. At the timeout the command and
+  everything it started are killed, and the output so far is returned.
+- The reply is the output (stdout and stderr interleaved, stderr lines marked
+  `[stderr] `), then `Exit code: N`. Output above 100,000 bytes keeps its beginning and
+  its end, and says how much of the middle was cut.
+- `apply_patch <<'EOF' ... EOF` commands are applied in-process by the apply_patch tool
+  (prefer calling apply_patch directly).
+- Dangerous commands (sudo, rm -rf /, shutdown, mkfs, writing to /dev/...) are refused."""
+
+
+class ExecuteTool(FileTool):
+    """Run a shell command on backends that can (`supports_execute`), killably."""
+
+    name: str = "execute"
+    description: str = DESCRIPTION
+    args_schema: type[ExecuteArgs] = ExecuteArgs
+    read_only: bool = False
+    requires_execute: ClassVar[bool] = True
+
+    def _effect(self, scope: CallScope, args: ExecuteArgs) -> Effect[ToolOutcome]:
+        match parse_invocation(args.command):
+            case PatchInvocation(patch=patch, workdir=workdir):
+                return (yield from run_patch(scope, patch, workdir or paths.ROOT))
+            case InvalidInvocation(reason=reason):
+                raise UnsupportedInvocation(reason)
+        return (yield from self._run_command(scope, args))
+
+    def _run_command(self, scope: CallScope, args: ExecuteArgs) -> Effect[ToolOutcome]:
+        settings = scope.context.settings
+        if not args.command.strip():
+            raise InvalidArgument("command", "it is empty; give a shell command to run")
+        timeout = _timeout(args.timeout, settings)
+        refusal = settings.command_policy.check(args.command)
+        if refusal is not None:
+            raise refusal
+        result = yield from calls.execute(
+            args.command, timeout=timeout, output_limit=settings.execute_output_limit
+        )
+        if result.timed_out:
+            raise CommandTimedOut(timeout, result.output)
+        body = result.output or "(no output)"
+        if not body.endswith("\n"):
+            body += "\n"
+        artifact = {
+            "command": args.command,
+            "exit_code": result.exit_code,
+            "timeout": timeout,
+            "dropped_bytes": result.dropped_bytes,
+        }
+        return ToolOutcome(f"{body}Exit code: {result.exit_code}", artifact)
+
+
+def _timeout(requested: float | None, settings: ToolSettings) -> float:
+    """The seconds a command may run: the request, checked, or the default."""
+    limit = settings.execute_max_timeout
+    if requested is None:
+        return min(settings.execute_timeout, limit)
+    if not math.isfinite(requested) or requested <= 0:
+        raise InvalidArgument(
+            "timeout", f"{requested:g} is not a positive number of seconds (at most {limit:g})"
+        )
+    if requested > limit:
+        raise InvalidArgument(
+            "timeout", f"{requested:g} seconds is above the maximum of {limit:g} seconds"
+        )
+    return requested
+
+
+__all__ = ["DESCRIPTION", "ExecuteArgs", "ExecuteTool"]

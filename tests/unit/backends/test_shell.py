@@ -1,0 +1,227 @@
+"""Local commands: process groups, deadlines, output, exit codes, and the bwrap sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from langchain_fstools import LocalBackend
+from langchain_fstools.backends.shell import run_process
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for its reaper counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in {"Z", "X"}
+
+
+def _gone(pid: int, within: float = 2.0) -> bool:
+    deadline = time.monotonic() + within
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+@pytest.fixture
+def backend(tmp_path: Path) -> LocalBackend:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    return LocalBackend(root)
+
+
+def test_timeout_kills_a_grandchild_holding_the_pipe_and_returns_promptly(
+    backend: LocalBackend,
+) -> None:
+    started = time.monotonic()
+    result = backend.execute(
+        "sleep 1000 & echo grandchild $!; sleep 1000", timeout=1, output_limit=10_000
+    )
+    elapsed = time.monotonic() - started
+    assert result.timed_out
+    assert result.exit_code is None
+    assert 1 <= elapsed < 3
+    pid = int(result.output.split()[1])
+    assert _gone(pid), f"grandchild {pid} survived the timeout"
+
+
+def test_background_process_left_by_a_finished_command_does_not_hold_the_call(
+    backend: LocalBackend,
+) -> None:
+    started = time.monotonic()
+    result = backend.execute("sleep 1000 & echo bg $!", timeout=30, output_limit=10_000)
+    assert time.monotonic() - started < 3
+    assert not result.timed_out
+    assert result.exit_code == 0
+    assert _gone(int(result.output.split()[1]))
+
+
+def test_a_command_that_closes_its_pipes_still_meets_its_deadline(backend: LocalBackend) -> None:
+    started = time.monotonic()
+    result = backend.execute("exec >&- 2>&-; sleep 1000", timeout=1, output_limit=100)
+    assert result.timed_out
+    assert time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize(("command", "code"), [("true", 0), ("exit 3", 3), ("false", 1)])
+def test_exit_codes(backend: LocalBackend, command: str, code: int) -> None:
+    assert backend.execute(command, timeout=10, output_limit=100).exit_code == code
+
+
+def test_a_command_killed_by_a_signal_reports_128_plus_the_signal(backend: LocalBackend) -> None:
+    result = backend.execute("kill -TERM $$", timeout=10, output_limit=100)
+    assert result.exit_code == 128 + signal.SIGTERM
+    assert not result.timed_out
+
+
+def test_stderr_is_marked_and_interleaved_in_order(backend: LocalBackend) -> None:
+    result = backend.execute(
+        "echo one; sleep 0.1; echo two >&2; sleep 0.1; echo three", timeout=10, output_limit=1000
+    )
+    assert result.output == "one\n[stderr] two\nthree\n"
+
+
+def test_output_cap_keeps_head_and_tail_and_counts_the_rest(backend: LocalBackend) -> None:
+    result = backend.execute(
+        "printf 'HEAD'; head -c 100000 /dev/zero | tr '\\0' x; printf 'TAIL'",
+        timeout=10,
+        output_limit=1000,
+    )
+    assert result.dropped_bytes == 100_008 - 1000
+    assert result.output.startswith("HEAD" + "x" * 496 + "\n[... 99,008 bytes of output omitted")
+    assert result.output.endswith("x" * 496 + "TAIL")
+
+
+def test_the_working_directory_is_the_root_and_shows_as_slash(backend: LocalBackend) -> None:
+    result = backend.execute("touch made-here && pwd && ls", timeout=10, output_limit=1000)
+    assert result.output == "/\nmade-here\n"
+    assert (backend.host_path("/made-here")).is_file()
+
+
+def test_the_roots_host_path_never_appears_in_output(tmp_path: Path) -> None:
+    root = tmp_path / "workspace"
+    (root / "src").mkdir(parents=True)
+    backend = LocalBackend(root)
+    result = backend.execute(
+        "echo $PWD/src; cat missing 2>&1; cd src && pwd; ls nothing-here",
+        timeout=10,
+        output_limit=1000,
+    )
+    assert str(root) not in result.output
+    assert str(tmp_path) not in result.output
+    assert "/src\n" in result.output
+
+
+def test_stdin_is_empty(backend: LocalBackend) -> None:
+    result = backend.execute("cat; echo done", timeout=5, output_limit=100)
+    assert result.output == "done\n"
+    assert not result.timed_out
+
+
+def test_async_execute_gives_the_same_result(backend: LocalBackend) -> None:
+    result = asyncio.run(backend.aexecute("echo hi; exit 4", timeout=10, output_limit=100))
+    assert (result.output, result.exit_code) == ("hi\n", 4)
+
+
+def test_run_process_runs_an_argv_without_a_shell(tmp_path: Path) -> None:
+    result = run_process(["printf", "%s", "a b"], cwd=str(tmp_path), timeout=5, output_limit=100)
+    assert (result.output, result.exit_code) == ("a b", 0)
+
+
+def test_a_missing_program_raises_without_host_paths(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        run_process(["/no/such/program"], cwd=str(tmp_path), timeout=5, output_limit=100)
+
+
+# ----- the bwrap sandbox -------------------------------------------------------------
+
+
+def test_an_unknown_sandbox_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown sandbox"):
+        LocalBackend(tmp_path, sandbox="docker")  # type: ignore[arg-type]
+
+
+def test_bwrap_missing_is_a_clear_error_not_a_downgrade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(ValueError, match="needs bubblewrap"):
+        LocalBackend(tmp_path, sandbox="bwrap")
+
+
+@pytest.fixture
+def sandboxed(tmp_path: Path) -> LocalBackend:
+    assert shutil.which("bwrap"), "bubblewrap is not installed (see .ci/run)"
+    root = tmp_path / "workspace"
+    root.mkdir()
+    return LocalBackend(root, sandbox="bwrap")
+
+
+def test_sandbox_lets_the_workspace_be_written(sandboxed: LocalBackend) -> None:
+    result = sandboxed.execute(
+        "echo hi > inside.txt && cat inside.txt", timeout=20, output_limit=1000
+    )
+    assert (result.output, result.exit_code) == ("hi\n", 0)
+    assert sandboxed.host_path("/inside.txt").read_text() == "hi\n"
+    assert sandboxed.sandbox == "bwrap"
+
+
+def test_sandbox_refuses_writes_outside_the_workspace(sandboxed: LocalBackend) -> None:
+    outside = Path(f"/var/tmp/fstools-sandbox-{os.getpid()}.txt")
+    result = sandboxed.execute(f"echo hi > {outside}", timeout=20, output_limit=1000)
+    assert result.exit_code != 0
+    assert "Read-only file system" in result.output
+    assert not outside.exists()
+
+
+def test_sandbox_hides_the_hosts_tmp_so_writes_there_stay_inside(
+    sandboxed: LocalBackend, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    sandboxed.execute(f"echo hi > {outside}", timeout=20, output_limit=1000)
+    assert not outside.exists()
+
+
+def test_sandbox_has_a_private_tmp(sandboxed: LocalBackend) -> None:
+    marker = f"/tmp/fstools-sandbox-{os.getpid()}"
+    result = sandboxed.execute(f"echo x > {marker} && cat {marker}", timeout=20, output_limit=100)
+    assert result.output == "x\n"
+    assert not Path(marker).exists()
+
+
+def test_sandbox_timeout_kills_everything_inside(sandboxed: LocalBackend) -> None:
+    started = time.monotonic()
+    result = sandboxed.execute("setsid sleep 1000 & sleep 1000", timeout=1, output_limit=100)
+    assert result.timed_out
+    assert time.monotonic() - started < 3
+    deadline = time.monotonic() + 2
+    while _sleepers_of(sandboxed) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _sleepers_of(sandboxed)
+
+
+def _sleepers_of(backend: LocalBackend) -> list[int]:
+    """Pids of live `sleep 1000` processes whose working directory is the workspace."""
+    root = str(backend.host_path("/"))
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            cwd = str((entry / "cwd").readlink())
+        except OSError:
+            continue
+        if cmdline == b"sleep\x001000\x00" and cwd == root and _alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
