@@ -7,13 +7,15 @@ import asyncio
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from langchain_fstools import StoreBackend
+from langchain_fstools import CompositeBackend, LocalBackend, StateBackend, StoreBackend
 from langchain_fstools.backends import ABSENT
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.errors import StoreUnavailable, VersionConflict
@@ -189,3 +191,22 @@ async def test_async_store_real_async_and_racing(postgres_url: str) -> None:
         assert len(conflicts) == 1, results
         won = b"one" if not isinstance(results[0], VersionConflict) else b"two"
         assert await backend.aread_bytes("/a/f.txt") == won
+
+
+@pytest.fixture
+def composite(pg_store: PostgresStore, tmp_path: Path) -> Backend:
+    """PostgreSQL as the default, local disk at /m/, graph state nested below a store mount."""
+    return CompositeBackend(
+        fresh(pg_store),
+        {
+            "/m/": LocalBackend(tmp_path),
+            "/mnt/store/": fresh(pg_store),
+            "/mnt/store/state/": StateBackend(),
+        },
+    ).bind(SimpleNamespace(state={"files": {}}, store=None))
+
+
+class TestCompositeOnPostgres(BackendConformance):
+    @pytest.fixture
+    def backend(self, composite: Backend) -> Backend:
+        return composite
