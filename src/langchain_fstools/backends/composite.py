@@ -107,12 +107,13 @@ class CompositeBackend(Backend):
         ]
         for mount in inside:
             backend = self.routes[mount]
-            if not backend.exists(mount):
+            mounted = backend.search_parts(mount)
+            # A walk sees a missing mount as empty; a native search needs its directory.
+            # (Only then is there a sync call here, which an async-only store would refuse.)
+            if any(p.native is not None for p in mounted) and not backend.exists(mount):
                 continue
             nested = tuple(self._mounts_below(mount))
-            parts += [
-                replace(p, excluded=(*p.excluded, *nested)) for p in backend.search_parts(mount)
-            ]
+            parts += [replace(p, excluded=(*p.excluded, *nested)) for p in mounted]
         return parts
 
     # ----- the core ----------------------------------------------------------------------
