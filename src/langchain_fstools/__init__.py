@@ -33,6 +33,7 @@ from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
 from langchain_fstools.backends.state import StateBackend
+from langchain_fstools.backends.store import StoreBackend
 from langchain_fstools.middleware import FilesystemMiddleware
 from langchain_fstools.state import FilesystemState
 from langchain_fstools.toolkit import FileToolkit
@@ -48,5 +49,6 @@ __all__ = [
     "FilesystemState",
     "LocalBackend",
     "StateBackend",
+    "StoreBackend",
     "ToolSettings",
 ]

@@ -66,6 +66,16 @@ class NotInGraph(FsToolsError):
 
 
 @dataclass(eq=False)
+class StoreUnavailable(FsToolsError):
+    """The LangGraph store behind a backend failed (e.g. its database went away).
+
+    `reason` is the store's exception type name; the exception is chained.
+    """
+
+    reason: str
+
+
+@dataclass(eq=False)
 class InvalidArgument(FsToolsError):
     """An argument is out of range or contradicts another."""
 
@@ -254,6 +264,7 @@ __all__ = [
     "PatchConflict",
     "PatchParseError",
     "SpecialFile",
+    "StoreUnavailable",
     "UnreadableMedia",
     "UnsupportedInvocation",
     "UseNotebookEdit",

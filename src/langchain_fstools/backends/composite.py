@@ -1,4 +1,4 @@
-"""CompositeBackend: mount other backends at top-level directories of one workspace."""
+"""CompositeBackend: mount other backends at directories of one workspace."""
 
 from __future__ import annotations
 
@@ -23,14 +23,17 @@ class CompositeBackend(Backend):
     """One workspace made of several backends: a default, and mounts by directory.
 
     A mount such as `{"/large_tool_results/": StateBackend()}` sends every path in that
-    top-level directory to its backend, which sees the full virtual path (paths are not
-    re-rooted, so two state-backed mounts never collide). `ls /` shows mount points as
-    directories even before they hold anything; searches cover every mount and use each
-    part's native search where it has one.
+    directory to its backend, which sees the full virtual path (paths are not
+    re-rooted, so two state-backed mounts never collide). Mounts may nest
+    (`/memories/` and `/memories/user/`): the longest mount containing a path wins.
+    Listing a mount point or any directory above one shows the mount's directory even
+    before it holds anything; searches cover every mount below the searched directory,
+    each part with its own native search where it has one, merged under one limit.
 
     Args:
         default: Where every path outside a mount goes.
-        routes: Mount point (a top-level directory, e.g. `"/memories/"`) → backend.
+        routes: Mount point (a directory, e.g. `"/memories/"` or `"/memories/user/"`)
+            → backend.
 
     Example:
         ```python
@@ -45,24 +48,37 @@ class CompositeBackend(Backend):
     kind = "composite"
 
     def __init__(self, default: Backend, routes: Mapping[str, Backend]) -> None:
-        """Mount `routes` over `default`; raises ValueError for a mount that is not top-level."""
+        """Mount `routes` over `default`; raises ValueError for the root as a mount."""
         self.default = default
         self.routes: dict[str, Backend] = {}
         for prefix, backend in routes.items():
             mount = paths.normalize(prefix)
-            if mount == paths.ROOT or "/" in mount[1:]:
-                raise ValueError(f"mount {prefix!r} must be one top-level directory, like '/name/'")
+            if mount == paths.ROOT:
+                raise ValueError(f"mount {prefix!r} must be a directory below '/', like '/name/'")
             self.routes[mount] = backend
         self.supports_execute = default.supports_execute
 
     # ----- routing ---------------------------------------------------------------------
 
+    def _mount(self, path: str) -> str | None:
+        """The longest mount containing canonical `path`, or None (the default's)."""
+        while path != paths.ROOT:
+            if path in self.routes:
+                return path
+            path = paths.parent(path)
+        return None
+
     def _backend(self, path: str) -> Backend:
-        return (
-            self.routes.get("/" + path.split("/", 2)[1], self.default)
-            if path != "/"
-            else self.default
-        )
+        mount = self._mount(path)
+        return self.default if mount is None else self.routes[mount]
+
+    def _mounts_below(self, directory: str) -> list[str]:
+        """Mounts strictly inside canonical `directory`, sorted."""
+        return sorted(m for m in self.routes if m != directory and paths.is_within(m, directory))
+
+    def _holds_mount(self, path: str) -> bool:
+        """Whether `path` is a mount point or a directory above one."""
+        return path in self.routes or bool(self._mounts_below(path))
 
     def bind(self, runtime: Any) -> Backend:
         """Bind every part to the run."""
@@ -82,28 +98,33 @@ class CompositeBackend(Backend):
         """No single native search: see `search_parts`."""
 
     def search_parts(self, directory: str) -> list[SearchPart]:
-        """The default's part (mounts excluded) plus each mount below `directory`."""
-        if directory in self.routes or self._backend(directory) is not self.default:
-            return self._backend(directory).search_parts(directory)
-        inside = [m for m in self.routes if paths.is_within(m, directory)]
+        """The owner's part, then each mount below `directory`, each without the mounts in it."""
+        directory = paths.normalize(directory)
+        inside = self._mounts_below(directory)
         parts = [
             replace(p, excluded=(*p.excluded, *inside))
-            for p in self.default.search_parts(directory)
+            for p in self._backend(directory).search_parts(directory)
         ]
         for mount in inside:
-            if self.routes[mount].exists(mount):
-                parts += self.routes[mount].search_parts(mount)
+            backend = self.routes[mount]
+            mounted = backend.search_parts(mount)
+            # A walk sees a missing mount as empty; a native search needs its directory.
+            # (Only then is there a sync call here, which an async-only store would refuse.)
+            if any(p.native is not None for p in mounted) and not backend.exists(mount):
+                continue
+            nested = tuple(self._mounts_below(mount))
+            parts += [replace(p, excluded=(*p.excluded, *nested)) for p in mounted]
         return parts
 
     # ----- the core ----------------------------------------------------------------------
 
     def stat(self, path: str) -> FileInfo:
-        """Metadata from the owning part; a mount point is always a directory."""
+        """Metadata from the owning part; a mount point (or a parent of one) is a directory."""
         path = paths.normalize(path)
         try:
             return self._backend(path).stat(path)
         except FileNotFoundError:
-            if path in self.routes:
+            if self._holds_mount(path):
                 return FileInfo(path, EntryKind.DIRECTORY, 0, 0.0, MOUNT_VERSION)
             raise
 
@@ -117,7 +138,7 @@ class CompositeBackend(Backend):
     ) -> FileInfo:
         """Write through the owning part."""
         path = paths.normalize(path)
-        if path in self.routes:
+        if self._holds_mount(path):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
         return self._backend(path).write_bytes(path, data, expected_version=expected_version)
 
@@ -132,19 +153,22 @@ class CompositeBackend(Backend):
         self._backend(path).mkdir(path)
 
     def list_dir(self, path: str) -> list[FileInfo]:
-        """Entries from the owning part; at the root, mount points join the default's."""
+        """Entries from the owning part, with the directories leading to mounts below."""
         path = paths.normalize(path)
-        if path in self.routes:
-            try:
-                return self.routes[path].list_dir(path)
-            except FileNotFoundError:
-                return []
-        entries = self._backend(path).list_dir(path)
-        if path != paths.ROOT:
+        inside = self._mounts_below(path)
+        try:
+            entries = self._backend(path).list_dir(path)
+        except FileNotFoundError:
+            if not (inside or path in self.routes):
+                raise
+            entries = []
+        if not inside:
             return entries
-        shown = {e.path: e for e in entries if e.path not in self.routes}
-        for mount in self.routes:
-            shown[mount] = self.stat(mount)
+        shown = {e.path: e for e in entries}
+        for mount in inside:
+            child = paths.join(path, mount[len(path) :].lstrip("/").split("/", 1)[0])
+            if child in self.routes or child not in shown:
+                shown[child] = self.stat(child)
         return [shown[p] for p in sorted(shown, key=lambda p: p.rsplit("/", 1)[-1])]
 
     def move(self, source: str, destination: str) -> FileInfo:

@@ -133,6 +133,11 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             return output.rstrip("\n") + "\n" + notice if output else notice
         case errors.NotInGraph(missing=missing):
             return f"Error: {missing}"
+        case errors.StoreUnavailable(reason=reason):
+            return (
+                f"Error: the file store failed ({reason})."
+                " Try the call again; if it keeps failing, tell the user."
+            )
         case FileNotFoundError(filename=path):
             return f"Error: {path} does not exist. Check the path with ls or glob."
         case IsADirectoryError(filename=path):

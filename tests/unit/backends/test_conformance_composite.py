@@ -1,5 +1,6 @@
-"""The backend contract through CompositeBackend: local disk with a state mount, and the
-other way round (the suite's `/m/...` cases land in the mount)."""
+"""The backend contract through CompositeBackend: local disk with a state mount, the
+other way round, and a store default with nested mounts (the suite's `/m/...` cases
+land in the `/m/` mount; `/mnt/...` holds mounts nested two deep)."""
 
 from __future__ import annotations
 
@@ -7,26 +8,93 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from langgraph.store.memory import InMemoryStore
 
-from langchain_fstools import CompositeBackend, LocalBackend, StateBackend
-from langchain_fstools.backends.protocol import Backend
+from langchain_fstools import CompositeBackend, LocalBackend, StateBackend, StoreBackend
+from langchain_fstools.backends.protocol import Backend, EntryKind
 from tests.unit.backends.conformance import BackendConformance, drive  # noqa: F401
 
+RUNTIME = SimpleNamespace(state={"files": {}}, store=None)
 
-@pytest.fixture(params=["local-with-state-mount", "state-with-local-mount"])
+
+@pytest.fixture(params=["local-with-state-mount", "state-with-local-mount", "store-nested"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     local, state = LocalBackend(tmp_path), StateBackend()
-    default, mounted = (local, state) if request.param.startswith("local") else (state, local)
-    composite = CompositeBackend(default, {"/m/": mounted})
-    return composite.bind(SimpleNamespace(state={"files": {}}))
+    if request.param == "store-nested":
+        store = InMemoryStore()
+        composite = CompositeBackend(
+            StoreBackend(store, namespace=("default",)),
+            {
+                "/m/": local,
+                "/mnt/store/": StoreBackend(store, namespace=("mounted",)),
+                "/mnt/store/state/": state,
+            },
+        )
+    else:
+        default, mounted = (local, state) if request.param.startswith("local") else (state, local)
+        composite = CompositeBackend(default, {"/m/": mounted})
+    return composite.bind(RUNTIME)
 
 
 class TestCompositeBackend(BackendConformance):
     pass
 
 
-def test_mount_must_be_top_level(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="top-level"):
-        CompositeBackend(LocalBackend(tmp_path), {"/a/b/": StateBackend()})
-    with pytest.raises(ValueError, match="top-level"):
+def test_root_is_not_a_mount(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="below '/'"):
         CompositeBackend(LocalBackend(tmp_path), {"/": StateBackend()})
+
+
+@pytest.fixture
+def nested(tmp_path: Path) -> CompositeBackend:
+    store = InMemoryStore()
+    composite = CompositeBackend(
+        LocalBackend(tmp_path),
+        {
+            "/memories/": StoreBackend(store, namespace=("shared",)),
+            "/memories/user/": StoreBackend(store, namespace=("user",)),
+            "/a/b/c/": StateBackend(),
+        },
+    ).bind(RUNTIME)
+    assert isinstance(composite, CompositeBackend)
+    return composite
+
+
+def test_longest_prefix_wins(nested: CompositeBackend) -> None:
+    nested.write_bytes("/memories/team.md", b"team")
+    nested.write_bytes("/memories/user/me.md", b"me")
+    shared, user = nested.routes["/memories"], nested.routes["/memories/user"]
+    assert shared.read_bytes("/memories/team.md") == b"team"
+    assert user.read_bytes("/memories/user/me.md") == b"me"
+    assert not shared.exists("/memories/user/me.md")
+    assert nested.read_bytes("/memories/user/me.md") == b"me"
+
+
+def test_parents_of_mounts_are_listed(nested: CompositeBackend, tmp_path: Path) -> None:
+    (tmp_path / "top.txt").write_text("x")
+    assert [e.path for e in nested.list_dir("/")] == ["/a", "/memories", "/top.txt"]
+    assert [e.path for e in nested.list_dir("/a")] == ["/a/b"]
+    assert [e.path for e in nested.list_dir("/a/b")] == ["/a/b/c"]
+    assert nested.list_dir("/a/b/c") == []
+    assert [e.path for e in nested.list_dir("/memories")] == ["/memories/user"]
+    for directory in ("/a", "/a/b", "/a/b/c", "/memories", "/memories/user"):
+        assert nested.stat(directory).kind is EntryKind.DIRECTORY
+    with pytest.raises(IsADirectoryError):
+        nested.write_bytes("/a/b", b"would hide a mount")
+
+
+def test_search_parts_cover_each_mount_once(nested: CompositeBackend) -> None:
+    nested.write_bytes("/memories/team.md", b"team")
+    nested.write_bytes("/memories/user/me.md", b"me")
+    nested.write_bytes("/a/b/c/deep.md", b"deep")
+    parts = {p.directory: p.excluded for p in nested.search_parts("/")}
+    assert parts == {
+        "/": ("/a/b/c", "/memories", "/memories/user"),
+        "/memories": ("/memories/user",),
+        "/memories/user": (),
+        "/a/b/c": (),
+    }
+    assert {p.directory for p in nested.search_parts("/memories")} == {
+        "/memories",
+        "/memories/user",
+    }

@@ -13,17 +13,25 @@ from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langgraph.prebuilt import ToolRuntime
+from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
-from langchain_fstools import CompositeBackend, FileToolkit, LocalBackend, StateBackend
+from langchain_fstools import (
+    CompositeBackend,
+    FileToolkit,
+    LocalBackend,
+    StateBackend,
+    StoreBackend,
+)
 from langchain_fstools.backends import calls
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import merge_files
 from langchain_fstools.tracking import READS_KEY, merge_reads
 
-BACKENDS = ["local", "local-python", "state", "composite"]
+BACKENDS = ["local", "local-python", "state", "store", "composite"]
 """local: LocalBackend with ripgrep; local-python: without; state: StateBackend;
-composite: LocalBackend with /docs/ and /odd/ mounted from graph state."""
+store: StoreBackend on an InMemoryStore; composite: LocalBackend with /docs/ and /odd/
+mounted from graph state."""
 
 
 class Harness:
@@ -35,6 +43,7 @@ class Harness:
         self.root.mkdir(parents=True, exist_ok=True)
         backend: Backend = {
             "state": lambda: StateBackend(),
+            "store": lambda: StoreBackend(InMemoryStore(), namespace=("harness",)),
             "composite": lambda: CompositeBackend(
                 LocalBackend(self.root), {"/docs/": StateBackend(), "/odd/": StateBackend()}
             ),

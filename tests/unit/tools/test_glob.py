@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
+from langgraph.store.memory import InMemoryStore
+
+from langchain_fstools import CompositeBackend, FileToolkit, LocalBackend, StoreBackend
 from tests.unit.tools.conftest import Run
 from tests.unit.tools.harness import BACKENDS, Harness
 
@@ -61,7 +65,7 @@ def test_vcs_directories_are_never_listed(h: Harness, run: Run) -> None:
 
 def test_newest_first_then_by_path(tmp_path: Path) -> None:
     for kind in BACKENDS:
-        if kind == "state":
+        if kind in {"state", "store"}:  # times are set on disk below
             continue
         h = Harness(kind, tmp_path / kind)
         for index, name in enumerate(["old.txt", "new.txt", "mid.txt", "tie.txt"]):
@@ -105,3 +109,26 @@ def test_deadline_returns_partial_result_and_says_so(tmp_path: Path) -> None:
         message = h.call("glob", pattern="*.txt")
         assert message.status == "success"
         assert "stopped at its 0 s deadline" in message.content, kind
+
+
+def test_nested_mounts_share_one_limit_and_order(tmp_path: Path) -> None:
+    store = InMemoryStore()
+    backend = CompositeBackend(
+        LocalBackend(tmp_path),
+        {
+            "/mem/": StoreBackend(store, namespace=("shared",)),
+            "/mem/user/": StoreBackend(store, namespace=("user",)),
+        },
+    )
+    tools = {t.name: t for t in FileToolkit(backend, glob_limit=3).get_tools()}
+    for n, path in enumerate(["/a.txt", "/mem/b.txt", "/mem/user/c.txt", "/mem/user/d/e.txt"]):
+        backend.write_bytes(path, b"needle\n")
+        time.sleep(0.01)  # distinct modification times
+        if path == "/a.txt":
+            os.utime(tmp_path / "a.txt", (1_000_000 + n, 1_000_000 + n))
+    listed = str(tools["glob"].invoke({"pattern": "**/*.txt"})).splitlines()
+    assert listed[:3] == ["/mem/user/d/e.txt", "/mem/user/c.txt", "/mem/b.txt"]
+    assert listed[3].startswith("(Results are truncated: showing the 3 most recently modified of 4")
+    found = str(tools["grep"].invoke({"pattern": "needle", "path": "/mem"})).splitlines()
+    assert found[0] == "Found 3 files"
+    assert sorted(found[1:]) == ["/mem/b.txt", "/mem/user/c.txt", "/mem/user/d/e.txt"]
