@@ -173,6 +173,32 @@ class ExecutionUnsupported(FsToolsError):
     backend: str
 
 
+@dataclass(eq=False)
+class SSHConnectionFailed(FsToolsError):
+    """The SSH server could not be reached, or the connection to it was lost.
+
+    `reason` is a short description without host paths; the next call reconnects.
+    """
+
+    host: str
+    reason: str
+
+
+@dataclass(eq=False)
+class SSHAuthenticationFailed(FsToolsError):
+    """The SSH server refused every key (or the agent) offered for `username`."""
+
+    host: str
+    username: str
+
+
+@dataclass(eq=False)
+class SSHHostKeyRejected(FsToolsError):
+    """The SSH server's host key is not in `known_hosts`, or differs from it."""
+
+    host: str
+
+
 __all__ = [
     "AmbiguousMatch",
     "BinaryFile",
@@ -190,6 +216,9 @@ __all__ = [
     "NotInGraph",
     "NotReadYet",
     "OutsideRoot",
+    "SSHAuthenticationFailed",
+    "SSHConnectionFailed",
+    "SSHHostKeyRejected",
     "SpecialFile",
     "UnreadableMedia",
     "UseNotebookEdit",
