@@ -88,7 +88,10 @@ _SPECIAL_KINDS = (
 # in the background of a small POSIX shell script; its first output line is that id,
 # read off by the client so a timeout can kill the whole group from a second channel.
 _INNER = 'printf "%s\\n" "$$"; exec sh -c "$1"'
-_WRAPPER = 'cd -- {cwd} || exit 1\nsetsid sh -c {inner} fstools {command} &\nwait "$!"\n'
+# `wait`'s stderr is dropped so no shell reports the killed job in the output.
+_WRAPPER = (
+    'cd -- {cwd} || exit 1\nsetsid sh -c {inner} fstools {command} &\nwait "$!" 2>/dev/null\n'
+)
 
 
 class SSHBackend(Backend):
@@ -664,9 +667,10 @@ class SSHBackend(Backend):
         connection = self._connection
         if connection is None:
             raise SSHConnectionFailed(self._host, "the connection was lost")
-        script = _WRAPPER.format(
+        wrapper = _WRAPPER.format(
             cwd=shlex.quote(cwd), inner=shlex.quote(_INNER), command=shlex.quote(command)
         )
+        script = f"exec sh -c {shlex.quote(wrapper)}"  # POSIX sh whatever the login shell
         process = await connection.create_process(script, encoding=None)
         process.stdin.write_eof()
         group = _GroupId()
