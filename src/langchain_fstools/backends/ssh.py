@@ -189,7 +189,13 @@ class SSHBackend(Backend):
         self._port = port
         self._username = username or getpass.getuser()
         self._root_dir = root_dir
-        self._client_keys = client_keys
+        self._client_keys = (
+            None
+            if client_keys is None
+            else [
+                k if isinstance(k, asyncssh.SSHKey) else Path(k).expanduser() for k in client_keys
+            ]
+        )
         self._passphrase = passphrase
         self._use_agent = use_agent
         self._known_hosts = known_hosts
@@ -374,8 +380,7 @@ class SSHBackend(Backend):
         }
         if self._client_keys is not None:
             options["client_keys"] = [
-                key if isinstance(key, asyncssh.SSHKey) else os.fspath(key)
-                for key in self._client_keys
+                key if isinstance(key, asyncssh.SSHKey) else str(key) for key in self._client_keys
             ]
         if not self._use_agent:
             options["agent_path"] = None
