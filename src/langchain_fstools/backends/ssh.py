@@ -63,13 +63,16 @@ _LINK_HOPS = 40
 _STAT_BATCH = 512
 """SFTP stat requests in flight at once when collecting search results' mtimes."""
 
+_COMMAND_CHANNELS = 6
+"""Commands run at once per connection; the rest wait. OpenSSH allows 10 channels
+(`MaxSessions`), one is the SFTP session, and timeouts need room for `kill`."""
+
 _DRAIN_SECONDS = 1.0
 """How long output is still collected after a timed-out command was killed."""
 
 _LOST = (
     asyncssh.ConnectionLost,
     asyncssh.DisconnectError,
-    asyncssh.ChannelOpenError,
     asyncssh.SFTPConnectionLost,
     asyncssh.SFTPNoConnection,
     BrokenPipeError,
@@ -209,6 +212,7 @@ class SSHBackend(Backend):
         self._root = ""
         self._connecting: asyncio.Lock | None = None
         self._has_ripgrep: bool | None = None
+        self._command_slots: asyncio.Semaphore | None = None
 
     # ----- lifecycle ---------------------------------------------------------------------
 
@@ -217,6 +221,7 @@ class SSHBackend(Backend):
         with contextlib.suppress(RuntimeError):
             self._loop.run(self._drop())
         self._loop.close()
+        self._connecting = self._command_slots = None  # bound to the stopped loop
 
     async def aclose(self) -> None:
         """Async `close`."""
@@ -668,6 +673,14 @@ class SSHBackend(Backend):
             The exit status (128 + signal if killed by one; None on timeout) and
             whether the time ran out.
         """
+        if self._command_slots is None:
+            self._command_slots = asyncio.Semaphore(_COMMAND_CHANNELS)
+        async with self._command_slots:
+            return await self._run_now(command, cwd, seconds, output)
+
+    async def _run_now(
+        self, command: str, cwd: str, seconds: float, output: Callable[..., None]
+    ) -> tuple[int | None, bool]:
         await self._session()
         connection = self._connection
         if connection is None:
@@ -676,7 +689,10 @@ class SSHBackend(Backend):
             cwd=shlex.quote(cwd), inner=shlex.quote(_INNER), command=shlex.quote(command)
         )
         script = f"exec sh -c {shlex.quote(wrapper)}"  # POSIX sh whatever the login shell
-        process = await connection.create_process(script, encoding=None)
+        try:
+            process = await connection.create_process(script, encoding=None)
+        except asyncssh.ChannelOpenError:  # e.g. the server's MaxSessions: keep the connection
+            raise SSHConnectionFailed(self._host, "the server refused a new channel") from None
         process.stdin.write_eof()
         group = _GroupId()
         collecting = asyncio.ensure_future(_collect(process, group, output))

@@ -72,7 +72,6 @@ class Sshd:
                     "UsePAM no",
                     f"PidFile {directory / 'sshd.pid'}",
                     "Subsystem sftp internal-sftp",
-                    "MaxSessions 100",
                     "MaxStartups 100",
                     "LogLevel ERROR",
                     "",

@@ -99,3 +99,25 @@ def test_async_execute_does_not_block_the_event_loop(ssh_backend: SSHBackend) ->
 
 def test_the_backend_says_it_can_execute(ssh_backend: SSHBackend) -> None:
     assert ssh_backend.supports_execute is True
+
+
+def test_more_commands_at_once_than_the_server_has_sessions(ssh_backend: SSHBackend) -> None:
+    """OpenSSH allows 10 sessions per connection; extra commands wait their turn."""
+
+    async def many() -> list[str]:
+        results = await asyncio.gather(
+            *(
+                ssh_backend.aexecute(f"sleep 0.3; echo {n}", timeout=30, output_limit=100)
+                for n in range(16)
+            )
+        )
+        return [result.output for result in results]
+
+    assert asyncio.run(many()) == [f"{n}\n" for n in range(16)]
+
+
+def test_close_then_use_again(ssh_backend: SSHBackend) -> None:
+    assert ssh_backend.execute("echo 1", timeout=10, output_limit=100).output == "1\n"
+    ssh_backend.close()
+    assert ssh_backend.execute("echo 2", timeout=10, output_limit=100).output == "2\n"
+    assert ssh_backend.stat("/").is_dir
