@@ -32,6 +32,7 @@ Files in graph state instead (nothing touches disk; checkpointed per thread):
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
+from langchain_fstools.backends.ssh import SSHBackend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.backends.store import StoreBackend
 from langchain_fstools.middleware import FilesystemMiddleware
@@ -48,6 +49,7 @@ __all__ = [
     "FilesystemMiddleware",
     "FilesystemState",
     "LocalBackend",
+    "SSHBackend",
     "StateBackend",
     "StoreBackend",
     "ToolSettings",

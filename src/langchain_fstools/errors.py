@@ -241,6 +241,32 @@ class CommandTimedOut(FsToolsError):
     output: str
 
 
+@dataclass(eq=False)
+class SSHConnectionFailed(FsToolsError):
+    """The SSH server could not be reached, or the connection to it was lost.
+
+    `reason` is a short description without host paths; the next call reconnects.
+    """
+
+    host: str
+    reason: str
+
+
+@dataclass(eq=False)
+class SSHAuthenticationFailed(FsToolsError):
+    """The SSH server refused every key (or the agent) offered for `username`."""
+
+    host: str
+    username: str
+
+
+@dataclass(eq=False)
+class SSHHostKeyRejected(FsToolsError):
+    """The SSH server's host key is not in `known_hosts`, or differs from it."""
+
+    host: str
+
+
 __all__ = [
     "AmbiguousMatch",
     "BinaryFile",
@@ -263,6 +289,9 @@ __all__ = [
     "OutsideRoot",
     "PatchConflict",
     "PatchParseError",
+    "SSHAuthenticationFailed",
+    "SSHConnectionFailed",
+    "SSHHostKeyRejected",
     "SpecialFile",
     "StoreUnavailable",
     "UnreadableMedia",

@@ -74,12 +74,12 @@ class RipgrepSearch:
         """`rg --files` below `directory`, filtered by `globs`, with modification times."""
         cwd = self.host_dir(directory)
         keep = compile_glob_groups(globs)
-        command = [self.executable, "--files", "--null", *COMMON_OPTIONS, *_type_filter(globs)]
+        command = [self.executable, "--files", "--null", *COMMON_OPTIONS, *type_filter(globs)]
         found: list[ListedFile] = []
         prefix = str(cwd) + "/"
         with _Run(command, cwd, deadline) as run:
             # Stat each path as rg streams it, while rg walks on in its own process.
-            for raw in _split(run.stdout, b"\0"):
+            for raw in split_records(run.stdout, b"\0"):
                 relative = raw.decode("utf-8", "surrogateescape")
                 if keep(relative) and (mtime := _mtime(prefix + relative)) is not None:
                     found.append(ListedFile(paths.join(directory, relative), mtime))
@@ -92,7 +92,7 @@ class RipgrepSearch:
         target = self.host_dir(request.directory)
         single_file = target.is_file()
         cwd = target.parent if single_file else target
-        command = [self.executable, *COMMON_OPTIONS, *_query_options(request)]
+        command = [self.executable, *COMMON_OPTIONS, *query_options(request)]
         if single_file:
             command += ["--", target.name]
         base = paths.parent(request.directory) if single_file else request.directory
@@ -102,23 +102,27 @@ class RipgrepSearch:
             if wanted(hits.path[len(base) :].lstrip("/")):
                 sink(hits)
 
+        def mtime_of(relative: str) -> float | None:
+            return _mtime(cwd / relative)
+
         with _Run(command, cwd, deadline) as run:
             if request.mode == "content":
-                delivered = _content(run.stdout, base, cwd, filtered)
+                delivered = parse_content(run.stdout, base, mtime_of, filtered)
             else:
-                delivered = _summaries(run.stdout, request, base, cwd, filtered)
+                delivered = parse_summaries(run.stdout, request, base, mtime_of, filtered)
         if run.returncode == 2 and not delivered and run.stderr_text.strip():  # noqa: PLR2004
-            raise InvalidPattern(_first_error_line(run.stderr_text))
+            raise InvalidPattern(first_error_line(run.stderr_text))
         return not run.timed_out
 
 
-def _query_options(request: GrepRequest) -> list[str]:
+def query_options(request: GrepRequest) -> list[str]:
+    """The ripgrep options for `request`, after `COMMON_OPTIONS` (the pattern comes last)."""
     options = ["--with-filename", "--no-fixed-strings" if request.regex else "--fixed-strings"]
     if request.ignore_case:
         options.append("--ignore-case")
     if request.multiline:
         options += ["--multiline", "--multiline-dotall"]
-    options += _type_filter(request.globs)
+    options += type_filter(request.globs)
     if request.mode == "files_with_matches":
         options += ["--files-with-matches", "--null"]
     elif request.mode == "count":
@@ -132,7 +136,7 @@ def _query_options(request: GrepRequest) -> list[str]:
     return [*options, "--regexp", request.pattern]
 
 
-def _type_filter(globs: tuple[tuple[str, ...], ...]) -> list[str]:
+def type_filter(globs: tuple[tuple[str, ...], ...]) -> list[str]:
     """Let rg pre-filter by the first glob group when it only names files.
 
     A file type, unlike a positive `--glob`, keeps ignore rules in force. Every group
@@ -144,25 +148,57 @@ def _type_filter(globs: tuple[tuple[str, ...], ...]) -> list[str]:
     return [*(a for glob in first for a in ("--type-add", f"{_TYPE}:{glob}")), "--type", _TYPE]
 
 
-def _summaries(
-    stream: IO[bytes], request: GrepRequest, base: str, cwd: Path, sink: Callable[[FileHits], None]
+def parse_summaries(
+    stream: IO[bytes],
+    request: GrepRequest,
+    base: str,
+    mtime_of: Callable[[str], float | None],
+    sink: Callable[[FileHits], None],
 ) -> int:
+    """Parse `--files-with-matches`/`--count` output (`--null`), handing each file to `sink`.
+
+    Args:
+        stream: rg's standard output.
+        request: The search (its mode says which output this is).
+        base: Virtual directory the printed paths are relative to.
+        mtime_of: Modification time of a printed (relative) path; None drops the file.
+        sink: Receives each file's hits.
+
+    Returns:
+        How many files were handed on.
+    """
     delivered = 0
-    for record in _split(stream, b"\n" if request.mode == "count" else b"\0"):
+    for record in split_records(stream, b"\n" if request.mode == "count" else b"\0"):
         if request.mode == "count":
             raw_path, _, raw_count = record.rpartition(b"\0")
             count = int(raw_count or b"0")
         else:
             raw_path, count = record, 1
         relative = raw_path.decode("utf-8", "surrogateescape")
-        mtime = _mtime(cwd / relative)
+        mtime = mtime_of(relative)
         if mtime is not None:
             sink(FileHits(paths.join(base, relative), mtime, count=count))
             delivered += 1
     return delivered
 
 
-def _content(stream: IO[bytes], base: str, cwd: Path, sink: Callable[[FileHits], None]) -> int:
+def parse_content(
+    stream: IO[bytes],
+    base: str,
+    mtime_of: Callable[[str], float | None],
+    sink: Callable[[FileHits], None],
+) -> int:
+    """Parse `--json` output, handing each file with a match to `sink` once complete.
+
+    Args:
+        stream: rg's standard output.
+        base: Virtual directory the printed paths are relative to.
+        mtime_of: Modification time of a printed (relative) path (None: 0.0).
+        sink: Receives each file's hits.
+
+    Returns:
+        How many files were handed on.
+    """
     delivered = 0
     current: FileHits | None = None
     for raw in stream:
@@ -170,7 +206,7 @@ def _content(stream: IO[bytes], base: str, cwd: Path, sink: Callable[[FileHits],
         kind, data = message.get("type"), message.get("data", {})
         if kind == "begin":
             relative = _text(data["path"])
-            current = FileHits(paths.join(base, relative), _mtime(cwd / relative) or 0.0)
+            current = FileHits(paths.join(base, relative), mtime_of(relative) or 0.0)
         elif kind in ("match", "context") and current is not None:
             lines = _text(data["lines"]).split("\n")
             if lines[-1] == "":
@@ -201,7 +237,8 @@ def _mtime(path: str | Path) -> float | None:
         return None
 
 
-def _split(stream: IO[bytes], separator: bytes) -> Iterator[bytes]:
+def split_records(stream: IO[bytes], separator: bytes) -> Iterator[bytes]:
+    """The non-empty records of `stream` split at `separator`, as they arrive."""
     pending = b""
     read = getattr(stream, "read1", stream.read)  # read1: whatever has arrived, no waiting
     while chunk := read(1 << 16):
@@ -212,7 +249,8 @@ def _split(stream: IO[bytes], separator: bytes) -> Iterator[bytes]:
         yield pending.rstrip(b"\n")
 
 
-def _first_error_line(stderr: str) -> str:
+def first_error_line(stderr: str) -> str:
+    """The reason ripgrep gives for refusing a pattern, from its standard error (no paths)."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     detail = next((line for line in lines if line.startswith("error:")), lines[-1] if lines else "")
     return detail.removeprefix("error:").strip() or "ripgrep rejected the pattern"
@@ -257,4 +295,14 @@ class _Run:
         self._stderr.close()
 
 
-__all__ = ["COMMON_OPTIONS", "RipgrepSearch", "find_ripgrep"]
+__all__ = [
+    "COMMON_OPTIONS",
+    "RipgrepSearch",
+    "find_ripgrep",
+    "first_error_line",
+    "parse_content",
+    "parse_summaries",
+    "query_options",
+    "split_records",
+    "type_filter",
+]

@@ -131,6 +131,21 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 " (e.g. a subset of the tests)."
             )
             return output.rstrip("\n") + "\n" + notice if output else notice
+        case errors.SSHConnectionFailed(reason=reason):
+            return (
+                f"Error: the remote workspace is unreachable over SSH ({reason});"
+                " try again shortly, and if it persists ask the user to check the server."
+            )
+        case errors.SSHAuthenticationFailed():
+            return (
+                "Error: the SSH server refused the login; ask the user to check the key"
+                " or agent configured for this workspace (retrying will not help)."
+            )
+        case errors.SSHHostKeyRejected():
+            return (
+                "Error: the SSH server's host key is not trusted (unknown or changed);"
+                " ask the user to verify it and add it to known_hosts (retrying will not help)."
+            )
         case errors.NotInGraph(missing=missing):
             return f"Error: {missing}"
         case errors.StoreUnavailable(reason=reason):

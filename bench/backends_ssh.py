@@ -1,0 +1,128 @@
+"""Search over SSH: grep and glob with the server's rg, without it, and local rg.
+
+    python bench/backends_ssh.py [--files 3000] [--repeat 3]
+
+Starts a throwaway sshd on 127.0.0.1 (the integration tests' helper), generates a tree
+of small code-like files with nested .gitignore files, and times, in one process, the
+median of `--repeat` runs of our `grep` (files_with_matches and content) and `glob`
+tools on:
+
+- `LocalBackend` (local ripgrep), the reference;
+- `SSHBackend` with the server's `rg` (the ripgrep wheel's binary);
+- `SSHBackend(use_ripgrep=False)`: the pure-Python engine walking the tree over SFTP.
+
+Loopback has almost no latency, so the SSH figures are the protocol's own overhead; a
+real network adds round trips (few for rg, several per file for the SFTP engine).
+A benchmark, not a test: it asserts only that every engine gave the same answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' sshd helper
+
+from tests.integration.ssh.sshd import Sshd
+
+from langchain_fstools import FileToolkit, LocalBackend, SSHBackend
+from langchain_fstools.backends.ripgrep import find_ripgrep
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.protocol import Backend
+
+WORDS = ["def", "class", "return", "self", "value", "index", "result", "items", "data"]
+CALLS: list[tuple[str, str, dict[str, Any]]] = [
+    ("grep -l", "grep", {"pattern": "needle_token"}),
+    ("grep content", "grep", {"pattern": "needle_token", "output_mode": "content"}),
+    ("glob **/*.py", "glob", {"pattern": "**/*.py"}),
+]
+
+
+def make_tree(root: Path, files: int) -> None:
+    rng = random.Random(7)  # noqa: S311 - reproducible data
+    directories = [root]
+    for n in range(max(files // 25, 1)):
+        directory = rng.choice(directories) / f"pkg{n}"
+        directory.mkdir()
+        directories.append(directory)
+        if n % 10 == 0:
+            (directory / ".gitignore").write_text("*.log\nbuild/\n")
+    for n in range(files):
+        lines = [" ".join(rng.choices(WORDS, k=8)) for _ in range(40)]
+        if n % 50 == 0:
+            lines[rng.randrange(40)] += " needle_token"
+        suffix = rng.choice([".py", ".py", ".txt", ".log"])
+        path = rng.choice(directories) / f"m{n}{suffix}"
+        path.write_text("\n".join(lines) + "\n")
+        # Distinct whole seconds: SFTP's mtime precision, so newest-first orders agree.
+        os.utime(path, (1_700_000_000 + n, 1_700_000_000 + n))
+
+
+def timed(backend: Backend, repeat: int) -> tuple[list[float], list[str]]:
+    tools = {t.name: t for t in FileToolkit(backend, glob_limit=100_000).get_tools()}
+    medians, answers = [], []
+    for _, name, args in CALLS:
+        runs = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            answer = str(tools[name].invoke(args))
+            runs.append(time.perf_counter() - started)
+        medians.append(statistics.median(runs))
+        answers.append(answer)
+    return medians, answers
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--files", type=int, default=3000)
+    parser.add_argument("--repeat", type=int, default=3)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as temp:
+        root = Path(temp) / "tree"
+        root.mkdir()
+        make_tree(root, options.files)
+        server = Sshd(Path(temp) / "sshd")
+        server.start()
+        try:
+            settings: dict[str, Any] = {
+                "port": server.port,
+                "username": server.username,
+                "client_keys": [server.client_key],
+                "use_agent": False,
+                "known_hosts": server.known_hosts,
+                "rg_path": find_ripgrep() or "rg",
+            }
+            remote = SSHBackend("127.0.0.1", root_dir=str(root), **settings)
+            walking = SSHBackend("127.0.0.1", root_dir=str(root), use_ripgrep=False, **settings)
+            remote.stat("/")  # connect outside the timings
+            walking.stat("/")
+            rows = {
+                "local rg": timed(LocalBackend(root), options.repeat),
+                "ssh + remote rg": timed(remote, options.repeat),
+                "ssh, SFTP engine": timed(walking, options.repeat),
+            }
+            remote.close()
+            walking.close()
+        finally:
+            server.cleanup()
+    reference_times, reference_answers = rows["local rg"]
+    print(f"{options.files} files, median of {options.repeat} runs (seconds, ratio to local rg)")
+    print(f"{'':18}" + "".join(f"{label:>22}" for label, _, _ in CALLS))
+    for name, (times, answers) in rows.items():
+        assert answers == reference_answers, f"{name} answered differently"
+        cells = "".join(
+            f"{t:>13.3f} ({t / ref:>5.1f}x)" for t, ref in zip(times, reference_times, strict=True)
+        )
+        print(f"{name:18}{cells}")
+
+
+if __name__ == "__main__":
+    main()
