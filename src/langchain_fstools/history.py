@@ -71,10 +71,13 @@ class ChangeRecord(TypedDict):
 
 
 class HistoryUpdate(TypedDict):
-    """An update of the `file_history` channel: records to add, then ids to drop."""
+    """An update of the `file_history` channel: ids to drop, versions to re-stamp, adds."""
 
     add: NotRequired[list[ChangeRecord]]
     drop: NotRequired[list[str]]
+    stamp: NotRequired[dict[str, str | None]]
+    """Record id → the file's version now: a restore rewrote the file the record's
+    change left behind, so the next restore expects the new version."""
 
 
 def merge_history(
@@ -88,7 +91,12 @@ def merge_history(
     records = list(current or ())
     for update in updates:
         dropped = set(update.get("drop", ()))
-        records = [r for r in records if r["id"] not in dropped]
+        stamps = update.get("stamp", {})
+        records = [
+            ChangeRecord(**{**r, "after": stamps[r["id"]]}) if r["id"] in stamps else r
+            for r in records
+            if r["id"] not in dropped
+        ]
         records += update.get("add", [])
         records = _trimmed(records)
     return records
@@ -208,15 +216,42 @@ def plan_undo(history: Sequence[ChangeRecord], path: str) -> tuple[ChangeRecord,
     raise UnknownChange(path)
 
 
-def records_from(history: Sequence[ChangeRecord], to: str) -> list[str]:
-    """Ids of the records of call `to` and every later one."""
-    ids = [r["id"] for r in history]
-    start = next((i for i, r in enumerate(history) if r["tool_call_id"] == to), len(ids))
-    return ids[start:]
+def rewind_update(
+    history: Sequence[ChangeRecord], to: str, versions: Mapping[str, str | None]
+) -> HistoryUpdate:
+    """The history update after rewinding to call `to`.
+
+    Its records and later ones go; each restored file's last earlier record expects
+    the version written now.
+    """
+    start = next((i for i, r in enumerate(history) if r["tool_call_id"] == to), len(history))
+    return HistoryUpdate(
+        drop=[r["id"] for r in history[start:]],
+        stamp=_stamps(history[:start], versions),
+    )
 
 
-def restore(restores: Sequence[Restore]) -> calls.Effect[list[str]]:
-    """Put files back, all or nothing; return the paths restored.
+def undo_update(
+    history: Sequence[ChangeRecord], undone: ChangeRecord, version: str | None
+) -> HistoryUpdate:
+    """The history update after undoing `undone`.
+
+    It goes; the file's earlier record expects the version written now.
+    """
+    earlier = [r for r in history if r["id"] != undone["id"]]
+    stamp = _stamps(earlier[: history.index(undone)], {undone["path"]: version})
+    return HistoryUpdate(drop=[undone["id"]], stamp=stamp)
+
+
+def _stamps(
+    earlier: Sequence[ChangeRecord], versions: Mapping[str, str | None]
+) -> dict[str, str | None]:
+    last = {r["path"]: r["id"] for r in earlier}
+    return {last[path]: version for path, version in versions.items() if path in last}
+
+
+def restore(restores: Sequence[Restore]) -> calls.Effect[dict[str, str | None]]:
+    """Put files back, all or nothing; return each restored path's new version.
 
     Raises:
         ChangedOutsideAgent: a file is not at the version the agent left it (nothing
@@ -238,7 +273,7 @@ def restore(restores: Sequence[Restore]) -> calls.Effect[list[str]]:
         for path, written, data in reversed(done):
             yield from _put(path, data, written)
         raise
-    return [item.path for item in restores]
+    return {path: written for path, written, _ in done}
 
 
 def _version_of(path: str) -> calls.Effect[str | None]:
@@ -283,6 +318,7 @@ __all__ = [
     "merge_history",
     "plan_rewind",
     "plan_undo",
-    "records_from",
     "restore",
+    "rewind_update",
+    "undo_update",
 ]

@@ -248,7 +248,7 @@ class Policy:
             found = self._mode_default(operation, canonical)
         found = self._mode_override(found)
         if found.action == "allow" and self.is_protected(canonical):
-            return Verdict("ask", f"{canonical} is a protected path", canonical, operation)
+            return Verdict("ask", f"the protected path {canonical}", canonical, operation)
         return found
 
     def decide_command(self, command: str) -> Verdict:
@@ -264,7 +264,7 @@ class Policy:
         if target.path is None:
             verdict = self._mode_override(self._mode_default(target.operation, "(unknown)"))
             if verdict.action == "allow":
-                return Verdict("ask", "not knowing the files", "(unknown)", target.operation)
+                return Verdict("ask", "a patch naming no file", "(unknown)", target.operation)
             return verdict
         return self.decide_path(target.operation, target.path)
 

@@ -16,11 +16,10 @@ from langchain_fstools.errors import FsToolsError
 from langchain_fstools.history import (
     HISTORY_KEY,
     MAX_RECORD_BYTES,
-    HistoryUpdate,
     history_of,
     plan_rewind,
-    records_from,
     restore,
+    rewind_update,
 )
 from langchain_fstools.middleware.capabilities import adapt_messages
 from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
@@ -266,17 +265,17 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         """
         state = agent.get_state(config).values
         bound, steps = self._rewind_plan(state, to)
-        restored = calls.run(restore(steps), bound)
-        agent.update_state(config, self._rewind_update(bound, state, to))
-        return restored
+        versions = calls.run(restore(steps), bound)
+        agent.update_state(config, self._rewind_update(bound, state, to, versions))
+        return sorted(versions)
 
     async def arewind(self, agent: Any, config: RunnableConfig, *, to: str) -> list[str]:
         """Async `rewind`."""
         state = (await agent.aget_state(config)).values
         bound, steps = self._rewind_plan(state, to)
-        restored = await calls.arun(restore(steps), bound)
-        await agent.aupdate_state(config, self._rewind_update(bound, state, to))
-        return restored
+        versions = await calls.arun(restore(steps), bound)
+        await agent.aupdate_state(config, self._rewind_update(bound, state, to, versions))
+        return sorted(versions)
 
     def _rewind_plan(self, state: Any, to: str) -> tuple[Backend, list[Any]]:
         if not self.history:
@@ -285,9 +284,11 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         return self.storage.bind(_StateRuntime(state)), steps
 
     @staticmethod
-    def _rewind_update(bound: Backend, state: Any, to: str) -> dict[str, Any]:
-        drop = HistoryUpdate(drop=records_from(history_of(state), to))
-        return {**bound.state_update(), HISTORY_KEY: drop}
+    def _rewind_update(
+        bound: Backend, state: Any, to: str, versions: dict[str, str | None]
+    ) -> dict[str, Any]:
+        update = rewind_update(history_of(state), to, versions)
+        return {**bound.state_update(), HISTORY_KEY: update}
 
     def _parallel_refusal(self, request: ToolCallRequest) -> ToolMessage | None:
         call = request.tool_call

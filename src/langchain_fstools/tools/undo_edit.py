@@ -8,7 +8,7 @@ from langgraph.types import Command
 from pydantic import Field
 
 from langchain_fstools.backends import paths
-from langchain_fstools.history import HISTORY_KEY, HistoryUpdate, history_of, plan_undo, restore
+from langchain_fstools.history import HISTORY_KEY, history_of, plan_undo, restore, undo_update
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 
 if TYPE_CHECKING:
@@ -39,19 +39,25 @@ class UndoEditTool(FileTool):
 
     def _effect(self, scope: CallScope, args: UndoEditArgs) -> Effect[ToolOutcome]:
         path = paths.normalize(args.file_path)
-        record, step = plan_undo(history_of(getattr(scope.runtime, "state", None)), path)
-        yield from restore([step])
+        history = history_of(getattr(scope.runtime, "state", None))
+        record, step = plan_undo(history, path)
+        versions = yield from restore([step])
         done = "removed it again" if step.content is None else "restored its earlier content"
         return ToolOutcome(
             f"Undid the last change to {path} (tool call {record['tool_call_id']}): {done}.",
-            {"path": path, "undone": record["id"], "tool_call_id": record["tool_call_id"]},
+            {
+                "path": path,
+                "undone": record["id"],
+                "tool_call_id": record["tool_call_id"],
+                "history": undo_update(history, record, versions[path]),
+            },
         )
 
     def _finish(self, scope: CallScope, outcome: ToolOutcome) -> tuple[Any, dict[str, Any]]:
         """Drop the undone record from the history instead of recording the undo."""
         content, artifact = super()._finish(scope, outcome)
         if isinstance(content, Command) and isinstance(content.update, dict):
-            content.update[HISTORY_KEY] = HistoryUpdate(drop=[outcome.artifact["undone"]])
+            content.update[HISTORY_KEY] = outcome.artifact["history"]
         return content, artifact
 
 
