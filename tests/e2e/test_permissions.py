@@ -207,7 +207,7 @@ def test_a_patch_touching_a_protected_file_asks_even_in_bypass(kind: str, tmp_pa
         patch_calls.append(patch)
         return "ok"
 
-    agent = create_agent(
+    agent: Any = create_agent(
         ScriptedModel(messages=iter(script), disable_streaming=True),
         tools=[stand_in],
         middleware=[s.middleware],
