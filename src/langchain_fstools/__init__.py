@@ -27,6 +27,20 @@ Files in graph state instead (nothing touches disk; checkpointed per thread):
         state_schema=FilesystemState,
         checkpointer=InMemorySaver(),
     )
+
+Permissions, approvals and file history (opt-in; asking needs a checkpointer):
+
+    from langchain_fstools import Permission
+
+    middleware = FilesystemMiddleware(
+        backend=LocalBackend("./repo"),
+        mode="accept_edits",
+        permissions=[Permission(operations=["read", "write"], paths=["/secrets"], action="deny")],
+        history=True,
+    )
+    # an `ask` pauses the run with interrupt(); resume with
+    # Command(resume={"decisions": [{"type": "approve"}]}); undo with
+    # middleware.rewind(agent, config, to=tool_call_id)
 """
 
 from langchain_fstools.backends.composite import CompositeBackend
@@ -36,6 +50,7 @@ from langchain_fstools.backends.ssh import SSHBackend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.backends.store import StoreBackend
 from langchain_fstools.middleware import FilesystemMiddleware
+from langchain_fstools.permissions import Permission, Policy
 from langchain_fstools.state import FilesystemState
 from langchain_fstools.toolkit import FileToolkit
 from langchain_fstools.tools import ToolSettings
@@ -49,6 +64,8 @@ __all__ = [
     "FilesystemMiddleware",
     "FilesystemState",
     "LocalBackend",
+    "Permission",
+    "Policy",
     "SSHBackend",
     "StateBackend",
     "StoreBackend",

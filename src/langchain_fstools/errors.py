@@ -267,9 +267,50 @@ class SSHHostKeyRejected(FsToolsError):
     host: str
 
 
+@dataclass(eq=False)
+class PermissionDenied(FsToolsError):
+    """A permission rule, the mode or a person refused a tool call.
+
+    Attributes:
+        tool: The tool called.
+        operation: read, write or execute.
+        target: The path or command refused.
+        reason: What refused it ("permission rule 2", "the plan mode", ...).
+    """
+
+    tool: str
+    operation: str
+    target: str
+    reason: str
+
+
+@dataclass(eq=False)
+class ChangedOutsideAgent(FsToolsError):
+    """A file to restore changed since the agent's last change to it."""
+
+    path: str
+
+
+@dataclass(eq=False)
+class ChangeNotKept(FsToolsError):
+    """A change whose earlier content was too large to keep in the history."""
+
+    path: str
+    tool_call_id: str
+
+
+@dataclass(eq=False)
+class UnknownChange(FsToolsError):
+    """No recorded change for a tool call id or a path (none, or trimmed away)."""
+
+    key: str
+
+
 __all__ = [
     "AmbiguousMatch",
     "BinaryFile",
+    "ChangeNotKept",
+    "ChangedOutsideAgent",
     "ChangedSinceRead",
     "CommandRefused",
     "CommandTimedOut",
@@ -289,11 +330,13 @@ __all__ = [
     "OutsideRoot",
     "PatchConflict",
     "PatchParseError",
+    "PermissionDenied",
     "SSHAuthenticationFailed",
     "SSHConnectionFailed",
     "SSHHostKeyRejected",
     "SpecialFile",
     "StoreUnavailable",
+    "UnknownChange",
     "UnreadableMedia",
     "UnsupportedInvocation",
     "UseNotebookEdit",

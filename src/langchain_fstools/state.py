@@ -7,13 +7,14 @@ from typing import Annotated, Any, NotRequired
 from langchain.agents import AgentState
 
 from langchain_fstools.backends.state import FilesChannel
+from langchain_fstools.history import HistoryChannel
 from langchain_fstools.tracking import ReadRecord, merge_reads
 
 
 class FilesystemState(AgentState[Any]):
     """Agent state with the file tools' channels.
 
-    Pass it as `state_schema` to `create_agent`, or copy its two fields into the state
+    Pass it as `state_schema` to `create_agent`, or copy its fields into the state
     of your own `StateGraph` and run the tools in a `ToolNode`.
 
     Example:
@@ -37,6 +38,12 @@ class FilesystemState(AgentState[Any]):
 
     Not marked private: LangGraph hands tools only the fields of a node's input
     schema, and the tools must see this one.
+    """
+
+    file_history: NotRequired[HistoryChannel]
+    """Changes the file tools made, for `rewind` and `undo_edit` (see `history`).
+
+    Written only when the middleware records history (`history=True`).
     """
 
 

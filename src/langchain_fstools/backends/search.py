@@ -12,7 +12,8 @@ Semantics both engines share:
        `.git/info/exclude` of the workspace (root down to the file) exclude; hidden
        files are included; symlinked directories are not entered.
     2. A line ends at `\\n`; line numbers start at 1 and agree with read_file.
-    3. Binary files (a NUL byte near the start) are not searched.
+    3. Binary files (a NUL byte near the start) are not searched, nor are files the
+       backend refuses to read (`PermissionError`).
 """
 
 from __future__ import annotations

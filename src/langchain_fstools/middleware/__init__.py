@@ -2,5 +2,6 @@
 
 from langchain_fstools.middleware.eviction import LargeResultEviction
 from langchain_fstools.middleware.filesystem import SYSTEM_PROMPT, FilesystemMiddleware
+from langchain_fstools.middleware.permissions import FileApprovalRequest
 
-__all__ = ["SYSTEM_PROMPT", "FilesystemMiddleware", "LargeResultEviction"]
+__all__ = ["SYSTEM_PROMPT", "FileApprovalRequest", "FilesystemMiddleware", "LargeResultEviction"]

@@ -7,20 +7,34 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 
-from langchain_fstools.backends import paths
+from langchain_fstools.backends import calls, paths
 from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.recording import RecordingBackend
 from langchain_fstools.backends.state import StateBackend
+from langchain_fstools.backends.views import GuardedBackend
 from langchain_fstools.errors import FsToolsError
+from langchain_fstools.history import (
+    HISTORY_KEY,
+    MAX_RECORD_BYTES,
+    history_of,
+    plan_rewind,
+    restore,
+    rewind_update,
+)
 from langchain_fstools.middleware.capabilities import adapt_messages
 from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
+from langchain_fstools.middleware.permissions import PermissionGate, Review
+from langchain_fstools.patch.targets import patch_paths
+from langchain_fstools.permissions import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.state import FilesystemState
 from langchain_fstools.toolkit import FileToolkit
-from langchain_fstools.tools.apply_patch import patch_paths
+from langchain_fstools.tools.undo_edit import UndoEditTool
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
 
     from langchain.agents.middleware import ModelRequest, ModelResponse
+    from langchain_core.runnables import RunnableConfig
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command
 
@@ -62,6 +76,22 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     files in graph state, that folder is mounted from graph state
     (`CompositeBackend`), so nothing is written to the user's disk.
 
+    Permissions are opt-in: with `mode=None` and no `permissions` (the default) every
+    call runs, as before. Given a mode or rules, each file tool call (and `execute`,
+    `apply_patch`) is allowed, denied with an error the model reads, or paused with a
+    LangGraph `interrupt()` for a person to approve, edit or reject (see
+    `middleware.permissions` for the request and answer shapes, and
+    `langchain_fstools.permissions` for how rules, modes and protected paths combine).
+    Opt-in, because the `default` mode asks before every write, which needs a
+    checkpointer and a person; an agent built without them keeps working unchanged.
+    Denied paths are hidden from `ls`, `glob` and `grep` by a guarded view of the
+    backend, so no tool reaches them. The permission layer stays on when the backend
+    can execute commands.
+
+    With `history=True`, every change the tools make is recorded in the thread's
+    `file_history` channel (bounded; see `langchain_fstools.history`), an `undo_edit`
+    tool is added, and `rewind` puts the files back as they were before a tool call.
+
     Args:
         backend: Where the files live.
         tools: Names of the tools to give (default: all).
@@ -69,6 +99,15 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             Default: `SYSTEM_PROMPT`.
         eviction: True for the default `LargeResultEviction`, an instance to configure
             it (its backend is replaced by the tools' one), or False. Default: True.
+        mode: `"default"`, `"accept_edits"`, `"plan"` or `"bypass"`; None for no
+            permission layer. Default: None (`"default"` when `permissions` are given).
+        permissions: `Permission` rules, tried in order before the mode's default.
+            Default: none.
+        protected_paths: Globs that always ask, in every mode.
+            Default: `permissions.PROTECTED_PATHS`.
+        history: Record file changes for `rewind` and `undo_edit`. Default: False.
+        history_record_bytes: Largest earlier content kept per change.
+            Default: `history.MAX_RECORD_BYTES` (1 MiB).
         **settings: `ToolSettings` fields, e.g. `read_limit=500`.
 
     Example:
@@ -92,19 +131,36 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         tools: list[str] | None = None,
         system_prompt: str | None = SYSTEM_PROMPT,
         eviction: LargeResultEviction | bool = True,
+        mode: Mode | None = None,
+        permissions: Sequence[Permission] = (),
+        protected_paths: Sequence[str] = PROTECTED_PATHS,
+        history: bool = False,
+        history_record_bytes: int = MAX_RECORD_BYTES,
         **settings: Any,
     ) -> None:
-        """Build the tools; raises ValueError for an unknown tool or setting."""
+        """Build the tools; raises ValueError for an unknown tool, setting, mode or rule."""
         super().__init__()
         if eviction and backend.kind != "state":
             backend = CompositeBackend(backend, {RESULTS_DIR + "/": StateBackend()})
+        self.storage = backend
         self.eviction = (
             None
             if eviction is False
             else _with_backend(eviction if eviction is not True else LargeResultEviction(), backend)
         )
+        self.gate: PermissionGate | None = None
+        if mode is not None or permissions:
+            policy = Policy(permissions, mode=mode or "default", protected=protected_paths)
+            self.gate = PermissionGate(policy, backend)
+        self.history = history
+        if history:
+            backend = RecordingBackend(backend, max_record_bytes=history_record_bytes)
+        if self.gate is not None:
+            backend = GuardedBackend(backend, self.gate.guard_for)
         self.toolkit = FileToolkit(backend, tools=tools, **settings)
         self.tools = self.toolkit.get_tools()
+        if history and (tools is None or "undo_edit" in tools):
+            self.tools.append(UndoEditTool(context=self.toolkit.context))
         self.system_prompt = system_prompt
         self._mutating = {t.name for t in self.tools if not (t.metadata or {}).get("read_only")}
 
@@ -146,13 +202,23 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        """Refuse a second change to one file in one turn; evict large results."""
+        """Refuse a second change to one file in one turn; check permissions; evict."""
         refusal = self._parallel_refusal(request)
         if refusal is not None:
             return refusal
-        if self.eviction is None:
-            return handler(request)
-        return self.eviction.wrap_tool_call(request, handler)
+        review = Review(request) if self.gate is None else self.gate.review(request)
+        if review.message is not None or review.request is None:
+            return review.message or _no_request(request)
+        call_id = review.request.tool_call["id"] or ""
+        if self.gate is not None:
+            self.gate.grant(call_id, review.approved)
+        try:
+            if self.eviction is None:
+                return handler(review.request)
+            return self.eviction.wrap_tool_call(review.request, handler)
+        finally:
+            if self.gate is not None:
+                self.gate.revoke(call_id)
 
     async def awrap_tool_call(
         self,
@@ -163,9 +229,70 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         refusal = self._parallel_refusal(request)
         if refusal is not None:
             return refusal
-        if self.eviction is None:
-            return await handler(request)
-        return await self.eviction.awrap_tool_call(request, handler)
+        review = Review(request) if self.gate is None else await self.gate.areview(request)
+        if review.message is not None or review.request is None:
+            return review.message or _no_request(request)
+        call_id = review.request.tool_call["id"] or ""
+        if self.gate is not None:
+            self.gate.grant(call_id, review.approved)
+        try:
+            if self.eviction is None:
+                return await handler(review.request)
+            return await self.eviction.awrap_tool_call(review.request, handler)
+        finally:
+            if self.gate is not None:
+                self.gate.revoke(call_id)
+
+    # ----- file history: rewind ------------------------------------------------------------
+
+    def rewind(self, agent: Any, config: RunnableConfig, *, to: str) -> list[str]:
+        """Put the files back as they were before tool call `to`, between runs.
+
+        Undoes that call's changes and every later one, all or nothing, then drops
+        their records from the history. Read records are left as they are, so the
+        agent must read a restored file again before changing it.
+
+        Args:
+            agent: The compiled agent (anything with `get_state`/`update_state`).
+            config: The thread's config, e.g. `{"configurable": {"thread_id": "t1"}}`.
+            to: The id of the first tool call to undo.
+
+        Returns:
+            The paths restored.
+
+        Raises:
+            ValueError: the middleware was built without `history=True`.
+            UnknownChange: no recorded change of call `to`.
+            ChangeNotKept: an earlier content was too large to keep.
+            ChangedOutsideAgent: a file changed outside the agent since its last change
+                (nothing is restored).
+        """
+        state = agent.get_state(config).values
+        bound, steps = self._rewind_plan(state, to)
+        versions = calls.run(restore(steps), bound)
+        agent.update_state(config, self._rewind_update(bound, state, to, versions))
+        return sorted(versions)
+
+    async def arewind(self, agent: Any, config: RunnableConfig, *, to: str) -> list[str]:
+        """Async `rewind`."""
+        state = (await agent.aget_state(config)).values
+        bound, steps = self._rewind_plan(state, to)
+        versions = await calls.arun(restore(steps), bound)
+        await agent.aupdate_state(config, self._rewind_update(bound, state, to, versions))
+        return sorted(versions)
+
+    def _rewind_plan(self, state: Any, to: str) -> tuple[Backend, list[Any]]:
+        if not self.history:
+            raise ValueError("rewind needs FilesystemMiddleware(history=True)")
+        steps = plan_rewind(history_of(state), to)
+        return self.storage.bind(_StateRuntime(state)), steps
+
+    @staticmethod
+    def _rewind_update(
+        bound: Backend, state: Any, to: str, versions: dict[str, str | None]
+    ) -> dict[str, Any]:
+        update = rewind_update(history_of(state), to, versions)
+        return {**bound.state_update(), HISTORY_KEY: update}
 
     def _parallel_refusal(self, request: ToolCallRequest) -> ToolMessage | None:
         call = request.tool_call
@@ -192,6 +319,25 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
                     status="error",
                 )
         return None
+
+
+class _StateRuntime:
+    """A stand-in tool runtime outside a run: the thread's state, no tool call."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.tool_call_id = None
+        self.config: dict[str, Any] = {}
+
+
+def _no_request(request: ToolCallRequest) -> ToolMessage:
+    """Unreachable by construction: a review gives a request or a message."""
+    return ToolMessage(
+        content="Error: the call was not run.",
+        tool_call_id=request.tool_call["id"],
+        name=request.tool_call["name"],
+        status="error",
+    )
 
 
 def _with_backend(eviction: LargeResultEviction, backend: Backend) -> LargeResultEviction:

@@ -126,7 +126,10 @@ def grep(
     for candidate in candidates:
         if time.monotonic() > deadline:
             return False
-        data = yield from calls.read_bytes(candidate.path)
+        try:
+            data = yield from calls.read_bytes(candidate.path)
+        except PermissionError:
+            continue  # a file the backend may not read is not searched, as with ripgrep
         hits = matcher.search(candidate, data)
         if hits is not None:
             sink(hits)

@@ -146,6 +146,28 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 "Error: the SSH server's host key is not trusted (unknown or changed);"
                 " ask the user to verify it and add it to known_hosts (retrying will not help)."
             )
+        case errors.PermissionDenied(tool=tool_name, operation="execute", reason=reason):
+            return (
+                f"Error: {tool_name} was refused: {reason} does not allow running this"
+                " command. Do not retry it; use the file tools or ask the user."
+            )
+        case errors.PermissionDenied(tool=tool_name, target=target, reason=reason):
+            return (
+                f"Error: {tool_name} was refused: {reason} does not allow it on {target}."
+                " Do not retry it; work on other paths or ask the user."
+            )
+        case errors.ChangedOutsideAgent(path=path):
+            return (
+                f"Error: {path} was changed outside your file tools since your last change,"
+                " so it was not restored. Read it and edit it instead."
+            )
+        case errors.ChangeNotKept(path=path):
+            return (
+                f"Error: the earlier content of {path} was too large to keep, so the change"
+                " cannot be undone. Edit the file instead."
+            )
+        case errors.UnknownChange(key=key):
+            return f"Error: there is no recorded change to {key} to undo."
         case errors.NotInGraph(missing=missing):
             return f"Error: {missing}"
         case errors.StoreUnavailable(reason=reason):

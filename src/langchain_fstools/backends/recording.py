@@ -1,0 +1,151 @@
+"""RecordingBackend: a view that records every file change of a tool call.
+
+Wrap the tools' backend in it and every mutation through any tool (write, edit,
+notebook edits, patches) is recorded, with no tool knowing: the view captures a file's
+bytes before `write_bytes`, `delete` or `move`, and its version after, and reports the
+records as a `file_history` state update (see `langchain_fstools.history`).
+
+Only files are recorded: creating directories is not, and a directory moved or
+removed is not. Calls outside a graph run (no tool call id) are not recorded.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langchain_fstools.backends import calls, paths
+from langchain_fstools.backends.views import BackendView
+from langchain_fstools.history import (
+    HISTORY_KEY,
+    MAX_RECORD_BYTES,
+    ChangeRecord,
+    HistoryUpdate,
+    change_record,
+)
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.backends.protocol import Backend, FileInfo
+
+
+class RecordingBackend(BackendView):
+    """Record the before-content and after-version of every file a call changes.
+
+    Args:
+        inner: The backend to record changes to.
+        max_record_bytes: Largest earlier content kept per change; a larger file is
+            recorded without it, and cannot be restored. Default: `MAX_RECORD_BYTES`.
+    """
+
+    def __init__(self, inner: Backend, *, max_record_bytes: int = MAX_RECORD_BYTES) -> None:
+        """Record changes to `inner`."""
+        super().__init__(inner)
+        self.max_record_bytes = max_record_bytes
+        self.tool_call_id: str | None = None
+        self.records: list[ChangeRecord] = []
+
+    def bind(self, runtime: Any) -> Backend:
+        """Bind the inner backend; record this call's changes under its tool call id."""
+        bound = self.inner.bind(runtime)
+        tool_call_id = getattr(runtime, "tool_call_id", None)
+        if not isinstance(tool_call_id, str):
+            return bound
+        view = RecordingBackend(bound, max_record_bytes=self.max_record_bytes)
+        view.tool_call_id = tool_call_id
+        return view
+
+    def state_update(self) -> dict[str, Any]:
+        """The inner backend's update plus this call's change records."""
+        update = self.inner.state_update()
+        if self.records:
+            update = {**update, HISTORY_KEY: HistoryUpdate(add=list(self.records))}
+        return update
+
+    # ----- recorded changes, one body for sync and async ---------------------------------
+
+    def _capture(self, path: str) -> Effect[tuple[bytes | None, bool]]:
+        """The file's bytes (None if absent) and whether they fit in a record."""
+        try:
+            info = yield from calls.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None, True
+        if not info.is_file:
+            return None, True
+        if info.size > self.max_record_bytes:
+            return b"", False
+        data = yield from calls.read_bytes(path)
+        return data, True
+
+    def _record(self, path: str, before: tuple[bytes | None, bool], after: str | None) -> None:
+        if self.tool_call_id is None:
+            return
+        content, kept = before
+        self.records.append(
+            change_record(
+                tool_call_id=self.tool_call_id,
+                index=len(self.records),
+                path=path,
+                before=content,
+                kept=kept,
+                after=after,
+            )
+        )
+
+    def _write(self, path: str, data: bytes, expected_version: str | None) -> Effect[FileInfo]:
+        canonical = paths.normalize(path)
+        before = yield from self._capture(canonical)
+        info = yield from calls.write_bytes(canonical, data, expected_version=expected_version)
+        self._record(info.path, before, info.version)
+        return info
+
+    def _delete(self, path: str) -> Effect[None]:
+        canonical = paths.normalize(path)
+        info = yield from calls.stat(canonical)
+        before = (yield from self._capture(canonical)) if info.is_file else None
+        yield from calls.delete(canonical)
+        if before is not None:
+            self._record(info.path, before, None)
+
+    def _move(self, source: str, destination: str) -> Effect[FileInfo]:
+        source, destination = paths.normalize(source), paths.normalize(destination)
+        source_info = yield from calls.stat(source)
+        if not source_info.is_file:
+            moved: FileInfo = yield from calls.move(source, destination)
+            return moved
+        before_source = yield from self._capture(source)
+        before_destination = yield from self._capture(destination)
+        info = yield from calls.move(source, destination)
+        self._record(source, before_source, None)
+        self._record(info.path, before_destination, info.version)
+        return info
+
+    def write_bytes(
+        self, path: str, data: bytes, *, expected_version: str | None = None
+    ) -> FileInfo:
+        """Write, recording the file's earlier content."""
+        return calls.run(self._write(path, data, expected_version), self.inner)
+
+    def delete(self, path: str) -> None:
+        """Delete, recording a file's earlier content."""
+        calls.run(self._delete(path), self.inner)
+
+    def move(self, source: str, destination: str) -> FileInfo:
+        """Move, recording both ends."""
+        return calls.run(self._move(source, destination), self.inner)
+
+    async def awrite_bytes(
+        self, path: str, data: bytes, *, expected_version: str | None = None
+    ) -> FileInfo:
+        """Async `write_bytes`."""
+        return await calls.arun(self._write(path, data, expected_version), self.inner)
+
+    async def adelete(self, path: str) -> None:
+        """Async `delete`."""
+        await calls.arun(self._delete(path), self.inner)
+
+    async def amove(self, source: str, destination: str) -> FileInfo:
+        """Async `move`."""
+        return await calls.arun(self._move(source, destination), self.inner)
+
+
+__all__ = ["RecordingBackend"]

@@ -1,0 +1,324 @@
+"""File history: what each tool call changed, and how to put it back.
+
+Every change the file tools make through a recording backend
+(`backends.recording.RecordingBackend`) becomes a `ChangeRecord`: the file's content
+before the change and its version after, with the tool call's id. Records live in the
+thread's graph state (the `file_history` channel), so they are checkpointed with the
+thread, survive a restart, and belong to one thread only. The channel is a
+`DeltaChannel`: checkpoints store each step's new records, not the whole history.
+
+History is bounded, oldest records dropped first: at most `MAX_RECORDS` records and
+`MAX_BYTES` bytes of kept content per thread. A file above the recorder's per-record
+limit is recorded without its content (`kept=False`); going back past that change is
+refused rather than guessed.
+
+Putting files back (`restore`) is all or nothing: every file must still be at the
+version the agent left it (else `ChangedOutsideAgent`, and nothing is written), writes
+are conditional on that version, and a failure midway restores the files already put
+back.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, Literal, NotRequired, TypedDict
+
+from langgraph.channels.delta import DeltaChannel
+
+from langchain_fstools.backends import calls
+from langchain_fstools.backends.protocol import ABSENT
+from langchain_fstools.errors import (
+    ChangedOutsideAgent,
+    ChangeNotKept,
+    UnknownChange,
+    VersionConflict,
+)
+
+HISTORY_KEY: Final = "file_history"
+"""Name of the graph-state channel holding the file history."""
+
+MAX_RECORDS: Final = 200
+"""Most change records kept per thread. Default: 200."""
+
+MAX_BYTES: Final = 8 * 1024 * 1024
+"""Most bytes of earlier content kept per thread (as stored). Default: 8 MiB."""
+
+MAX_RECORD_BYTES: Final = 1024 * 1024
+"""Largest earlier content one record keeps; above it, `kept=False`. Default: 1 MiB."""
+
+
+class ChangeRecord(TypedDict):
+    """One file changed by one tool call."""
+
+    id: str
+    """Unique id: `<tool_call_id>:<n>`."""
+    tool_call_id: str
+    """The tool call that made the change."""
+    path: str
+    """Canonical virtual path of the file."""
+    existed: bool
+    """Whether the file existed before the change."""
+    kept: bool
+    """Whether `before` holds the earlier content (False: it was too large to keep)."""
+    before: str
+    """The earlier content, as UTF-8 text or base64 (see `encoding`); empty if none."""
+    encoding: Literal["utf-8", "base64"]
+    """How `before` stores the bytes."""
+    after: str | None
+    """The file's version right after the change; None if the change removed it."""
+
+
+class HistoryUpdate(TypedDict):
+    """An update of the `file_history` channel: ids to drop, versions to re-stamp, adds."""
+
+    add: NotRequired[list[ChangeRecord]]
+    drop: NotRequired[list[str]]
+    stamp: NotRequired[dict[str, str | None]]
+    """Record id → the file's version now: a restore rewrote the file the record's
+    change left behind, so the next restore expects the new version."""
+
+
+def merge_history(
+    current: Sequence[ChangeRecord] | None, updates: Sequence[HistoryUpdate]
+) -> list[ChangeRecord]:
+    """Reducer of the `file_history` channel: add, drop, then trim the oldest.
+
+    A fold over the updates in order, so it is batching-invariant as `DeltaChannel`
+    requires; never mutates its inputs.
+    """
+    records = list(current or ())
+    for update in updates:
+        dropped = set(update.get("drop", ()))
+        stamps = update.get("stamp", {})
+        records = [
+            ChangeRecord(**{**r, "after": stamps[r["id"]]}) if r["id"] in stamps else r
+            for r in records
+            if r["id"] not in dropped
+        ]
+        records += update.get("add", [])
+        records = _trimmed(records)
+    return records
+
+
+def _trimmed(records: list[ChangeRecord]) -> list[ChangeRecord]:
+    kept: list[ChangeRecord] = []
+    total = 0
+    for record in reversed(records[-MAX_RECORDS:]):
+        total += len(record["before"])
+        if total > MAX_BYTES:
+            break
+        kept.append(record)
+    kept.reverse()
+    return kept
+
+
+HistoryChannel = Annotated[list[ChangeRecord], DeltaChannel(merge_history, snapshot_frequency=50)]
+"""State annotation of the `file_history` channel; declare it `NotRequired[HistoryChannel]`."""
+
+
+class HistoryState(TypedDict):
+    """The state a graph needs for file history: merge it into your own state."""
+
+    file_history: NotRequired[HistoryChannel]
+    """Changes made by the file tools, oldest first (see `ChangeRecord`)."""
+
+
+def change_record(
+    *,
+    tool_call_id: str,
+    index: int,
+    path: str,
+    before: bytes | None,
+    kept: bool,
+    after: str | None,
+) -> ChangeRecord:
+    """Build the record of one change (`before` None: the file did not exist)."""
+    content, encoding = _stored(before if kept and before is not None else b"")
+    return ChangeRecord(
+        id=f"{tool_call_id}:{index}",
+        tool_call_id=tool_call_id,
+        path=path,
+        existed=before is not None,
+        kept=kept,
+        before=content,
+        encoding=encoding,
+        after=after,
+    )
+
+
+def _stored(data: bytes) -> tuple[str, Literal["utf-8", "base64"]]:
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return base64.b64encode(data).decode("ascii"), "base64"
+
+
+def earlier_bytes(record: ChangeRecord) -> bytes | None:
+    """The file's bytes before the change, or None if it did not exist.
+
+    Raises:
+        ChangeNotKept: the content was too large to keep.
+    """
+    if not record["existed"]:
+        return None
+    if not record["kept"]:
+        raise ChangeNotKept(record["path"], record["tool_call_id"])
+    if record["encoding"] == "base64":
+        return base64.b64decode(record["before"])
+    return record["before"].encode("utf-8", "surrogatepass")
+
+
+@dataclass(frozen=True, slots=True)
+class Restore:
+    """Put `path` back to `content` (None: remove it), if it is at version `expected`."""
+
+    path: str
+    content: bytes | None
+    expected: str | None
+
+
+def history_of(state: Any) -> list[ChangeRecord]:
+    """The history records in a graph state (empty when there are none)."""
+    records = state.get(HISTORY_KEY) if isinstance(state, Mapping) else None
+    return list(records) if isinstance(records, list) else []
+
+
+def plan_rewind(history: Sequence[ChangeRecord], to: str) -> list[Restore]:
+    """What to write to undo tool call `to` and every change after it.
+
+    Raises:
+        UnknownChange: no record of `to` (it changed nothing, or was trimmed away).
+        ChangeNotKept: a file's earlier content was too large to keep.
+    """
+    start = next((i for i, r in enumerate(history) if r["tool_call_id"] == to), None)
+    if start is None:
+        raise UnknownChange(to)
+    first: dict[str, ChangeRecord] = {}
+    last: dict[str, ChangeRecord] = {}
+    for record in history[start:]:
+        first.setdefault(record["path"], record)
+        last[record["path"]] = record
+    return [Restore(path, earlier_bytes(first[path]), last[path]["after"]) for path in first]
+
+
+def plan_undo(history: Sequence[ChangeRecord], path: str) -> tuple[ChangeRecord, Restore]:
+    """The last change to `path` and how to undo it.
+
+    Raises:
+        UnknownChange: no recorded change to `path`.
+        ChangeNotKept: its earlier content was too large to keep.
+    """
+    for record in reversed(history):
+        if record["path"] == path:
+            return record, Restore(path, earlier_bytes(record), record["after"])
+    raise UnknownChange(path)
+
+
+def rewind_update(
+    history: Sequence[ChangeRecord], to: str, versions: Mapping[str, str | None]
+) -> HistoryUpdate:
+    """The history update after rewinding to call `to`.
+
+    Its records and later ones go; each restored file's last earlier record expects
+    the version written now.
+    """
+    start = next((i for i, r in enumerate(history) if r["tool_call_id"] == to), len(history))
+    return HistoryUpdate(
+        drop=[r["id"] for r in history[start:]],
+        stamp=_stamps(history[:start], versions),
+    )
+
+
+def undo_update(
+    history: Sequence[ChangeRecord], undone: ChangeRecord, version: str | None
+) -> HistoryUpdate:
+    """The history update after undoing `undone`.
+
+    It goes; the file's earlier record expects the version written now.
+    """
+    earlier = [r for r in history if r["id"] != undone["id"]]
+    stamp = _stamps(earlier[: history.index(undone)], {undone["path"]: version})
+    return HistoryUpdate(drop=[undone["id"]], stamp=stamp)
+
+
+def _stamps(
+    earlier: Sequence[ChangeRecord], versions: Mapping[str, str | None]
+) -> dict[str, str | None]:
+    last = {r["path"]: r["id"] for r in earlier}
+    return {last[path]: version for path, version in versions.items() if path in last}
+
+
+def restore(restores: Sequence[Restore]) -> calls.Effect[dict[str, str | None]]:
+    """Put files back, all or nothing; return each restored path's new version.
+
+    Raises:
+        ChangedOutsideAgent: a file is not at the version the agent left it (nothing
+            is written then).
+    """
+    current: list[tuple[Restore, str | None, bytes | None]] = []
+    for item in restores:
+        version = yield from _version_of(item.path)
+        if version != item.expected:
+            raise ChangedOutsideAgent(item.path)
+        data = None if version is None else (yield from calls.read_bytes(item.path))
+        current.append((item, version, data))
+    done: list[tuple[str, str | None, bytes | None]] = []
+    try:
+        for item, version, data in current:
+            written = yield from _put(item.path, item.content, version)
+            done.append((item.path, written, data))
+    except Exception:
+        for path, written, data in reversed(done):
+            yield from _put(path, data, written)
+        raise
+    return {path: written for path, written, _ in done}
+
+
+def _version_of(path: str) -> calls.Effect[str | None]:
+    try:
+        info = yield from calls.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return info.version if info.is_file else f"{info.kind.value}:{info.version}"
+
+
+def _put(path: str, content: bytes | None, expected: str | None) -> calls.Effect[str | None]:
+    """Write `content` (None: delete) if `path` is at `expected`; return the new version."""
+    if content is None:
+        if expected is not None:
+            version = yield from _version_of(path)
+            if version != expected:
+                raise ChangedOutsideAgent(path)
+            yield from calls.delete(path)
+        return None
+    try:
+        info = yield from calls.write_bytes(
+            path, content, expected_version=ABSENT if expected is None else expected
+        )
+    except VersionConflict:
+        raise ChangedOutsideAgent(path) from None
+    return info.version
+
+
+__all__ = [
+    "HISTORY_KEY",
+    "MAX_BYTES",
+    "MAX_RECORDS",
+    "MAX_RECORD_BYTES",
+    "ChangeRecord",
+    "HistoryChannel",
+    "HistoryState",
+    "HistoryUpdate",
+    "Restore",
+    "change_record",
+    "earlier_bytes",
+    "history_of",
+    "merge_history",
+    "plan_rewind",
+    "plan_undo",
+    "restore",
+    "rewind_update",
+    "undo_update",
+]

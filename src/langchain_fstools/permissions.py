@@ -1,0 +1,381 @@
+"""Permission rules for file tool calls: allow, deny, or ask a person.
+
+A pure module: rules and a mode in, a decision out. It knows which paths or command a
+tool call touches (`tool_targets`), but nothing of graphs or backends; the middleware
+asks it, and a backend view (`backends.views.GuardedBackend`) enforces what it says.
+
+How `Policy.decide` answers for one target (an operation on a virtual path, or a
+command to execute):
+
+    1. The path is normalised (`paths.normalize`: `/SRC/../.git/config` is
+       `/.git/config`) and compared case-insensitively, against the path itself and
+       each of its parent directories (`.ssh` covers `/.ssh/id_rsa`).
+    2. Rules are tried in order; the first that matches gives the action.
+    3. No rule matches: the mode's default (`MODE_DEFAULTS`).
+    4. `plan` mode denies every write and execute, whatever a rule says.
+    5. `bypass` mode turns an `ask` into `allow`; a `deny` stays a deny.
+    6. A protected path (`PROTECTED_PATHS`: `.git/`, `.ssh/`, `.env*`, shell rc files,
+       the agent's configuration) is never allowed without a person: in every mode an
+       `allow` becomes `ask` (a `deny` stays a deny).
+
+Several targets (a patch touching many files, a command list) give the strictest of
+their decisions: deny over ask over allow.
+
+Example:
+    ```python
+    from langchain_fstools.permissions import Permission, Policy
+
+    policy = Policy(
+        [
+            Permission(operations=["read", "write"], paths=["/secrets/**"], action="deny"),
+            Permission(operations=["execute"], commands=["pytest", "git status"]),
+        ],
+        mode="accept_edits",
+    )
+    policy.decide_path("write", "/src/app.py").action  # "allow"
+    policy.decide_command("rm -rf build").action  # "ask"
+    ```
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, get_args
+
+from langchain_fstools.backends import paths
+from langchain_fstools.backends.globs import compile_globs
+from langchain_fstools.errors import FsToolsError
+from langchain_fstools.patch.targets import patch_paths
+
+Operation = Literal["read", "write", "execute"]
+"""What a tool call does: read files, change files, or run a command."""
+
+Action = Literal["allow", "deny", "ask"]
+"""What happens to a call: it runs, it is refused, or a person decides."""
+
+Mode = Literal["default", "accept_edits", "plan", "bypass"]
+"""How much the agent may do without asking."""
+
+MODE_DEFAULTS: Final[Mapping[str, Mapping[str, Action]]] = {
+    "default": {"read": "allow", "write": "ask", "execute": "ask"},
+    "accept_edits": {"read": "allow", "write": "allow", "execute": "ask"},
+    "plan": {"read": "allow", "write": "deny", "execute": "deny"},
+    "bypass": {"read": "allow", "write": "allow", "execute": "allow"},
+}
+"""Each mode's action for a call no rule matches."""
+
+SHELL_FILES: Final = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".zlogout",
+    ".cshrc",
+    ".tcshrc",
+    ".kshrc",
+    ".inputrc",
+    "config.fish",
+)
+"""Shell start-up files: editing one runs code in the user's next shell."""
+
+AGENT_CONFIGURATION: Final = (".fstools", ".claude", ".codex", ".deepagents", ".agents")
+"""Where agents keep their own settings and instructions."""
+
+PROTECTED_PATHS: Final = (
+    ".git",
+    ".gitconfig",
+    ".gitmodules",
+    ".ssh",
+    ".env*",
+    *SHELL_FILES,
+    *AGENT_CONFIGURATION,
+)
+"""Globs (any depth, with their contents) that always need a person, in every mode."""
+
+_RANK: Final[Mapping[str, int]] = {"allow": 0, "ask": 1, "deny": 2}
+_SHELL_SEPARATORS = re.compile(r"&&|\|\||[;&|\n`()]|\$\(")
+
+
+@dataclass(frozen=True)
+class Permission:
+    """One rule: for these operations, on these paths or commands, do this.
+
+    A rule with `paths` matches only file targets; one with `commands` only commands;
+    one with neither matches every target of its operations.
+
+    Args:
+        operations: Which operations it covers: `"read"`, `"write"`, `"execute"`.
+        paths: Globs over virtual paths (`backends.globs` meaning, case-insensitive);
+            a glob also covers everything below a directory it matches. Default: any.
+        commands: Command prefixes, matched word by word against each simple command
+            of a command line (`"git status"` matches `git status -s`, not
+            `git stash`). Default: any.
+        action: `"allow"`, `"deny"` or `"ask"`. Default: `"allow"`.
+
+    Raises:
+        ValueError: an unknown operation or action, a malformed glob, or `commands`
+            on a rule that does not cover `execute`.
+    """
+
+    operations: Sequence[Operation]
+    paths: Sequence[str] = ()
+    commands: Sequence[str] = ()
+    action: Action = "allow"
+    _match_path: Callable[[str], bool] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Validate and compile the rule up front."""
+        unknown = [op for op in self.operations if op not in get_args(Operation)]
+        if unknown or not self.operations:
+            raise ValueError(f"operations must be read, write or execute; got {unknown}")
+        if self.action not in get_args(Action):
+            raise ValueError(f"action must be allow, deny or ask; got {self.action!r}")
+        if self.commands and "execute" not in self.operations:
+            raise ValueError("commands only apply to rules covering the execute operation")
+        if isinstance(self.paths, str) or isinstance(self.commands, str):
+            raise TypeError("paths and commands are lists, not single strings")
+        object.__setattr__(self, "operations", tuple(self.operations))
+        object.__setattr__(self, "paths", tuple(self.paths))
+        object.__setattr__(self, "commands", tuple(self.commands))
+        try:
+            matcher = _path_matcher(self.paths)
+        except FsToolsError as exc:
+            raise ValueError(f"invalid path glob in {self.paths}: {exc}") from None
+        object.__setattr__(self, "_match_path", matcher)
+
+    def matches_path(self, operation: Operation, path: str) -> bool:
+        """Whether the rule covers `operation` on canonical `path`."""
+        return operation in self.operations and not self.commands and self._match_path(path)
+
+    def matches_command(self, command: str) -> bool:
+        """Whether the rule covers running the simple command `command`."""
+        if "execute" not in self.operations or self.paths:
+            return False
+        words = command.split()
+        return not self.commands or any(
+            words[: len(prefix.split())] == prefix.split() for prefix in self.commands
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A decision and why: the reason names the rule, mode or protection that gave it.
+
+    Attributes:
+        action: allow, deny or ask.
+        reason: Why, for people and models (e.g. "the plan mode allows no writes").
+        target: The path or command the decision is about.
+        operation: The operation decided.
+    """
+
+    action: Action
+    reason: str
+    target: str
+    operation: Operation
+
+
+@dataclass(frozen=True)
+class Target:
+    """One thing a tool call touches: an operation on a path, or a command.
+
+    `path` is the model's spelling (normalised when decided); None with a write means
+    "files the call names but that could not be found out", decided as protected.
+    """
+
+    operation: Operation
+    path: str | None = None
+    command: str | None = None
+
+
+class Policy:
+    """Rules plus a mode, answering allow, deny or ask for each target.
+
+    Args:
+        rules: Tried in order; the first match decides. Default: none.
+        mode: `"default"` (reads allowed, writes and execute ask), `"accept_edits"`
+            (writes allowed too, execute asks), `"plan"` (no writes, no execute) or
+            `"bypass"` (everything allowed). Default: `"default"`.
+        protected: Globs that always ask (see the module docstring).
+            Default: `PROTECTED_PATHS`.
+
+    Raises:
+        ValueError: an unknown mode or a malformed protected glob.
+    """
+
+    def __init__(
+        self,
+        rules: Sequence[Permission] = (),
+        *,
+        mode: Mode = "default",
+        protected: Sequence[str] = PROTECTED_PATHS,
+    ) -> None:
+        """Keep the rules; compile the protected globs."""
+        if mode not in MODE_DEFAULTS:
+            raise ValueError(f"mode must be one of {sorted(MODE_DEFAULTS)}; got {mode!r}")
+        self.rules = tuple(rules)
+        self.mode: Mode = mode
+        self.protected = tuple(protected)
+        try:
+            self._protected = _path_matcher(self.protected) if self.protected else None
+        except FsToolsError as exc:
+            raise ValueError(f"invalid protected glob: {exc}") from None
+
+    def is_protected(self, path: str) -> bool:
+        """Whether canonical `path` (or a directory above it) is protected."""
+        return self._protected is not None and self._protected(path)
+
+    def decide_path(self, operation: Operation, path: str) -> Verdict:
+        """Decide a read or write of `path` (any spelling; normalised here).
+
+        A path that cannot be normalised is allowed through: the tool refuses it with
+        its own error, and no file can be reached by it.
+        """
+        try:
+            canonical = paths.normalize(path)
+        except FsToolsError:
+            return Verdict("allow", "the path is invalid; the tool refuses it", path, operation)
+        for index, rule in enumerate(self.rules):
+            if rule.matches_path(operation, canonical):
+                found = Verdict(rule.action, f"permission rule {index + 1}", canonical, operation)
+                break
+        else:
+            found = self._mode_default(operation, canonical)
+        found = self._mode_override(found)
+        if found.action == "allow" and self.is_protected(canonical):
+            return Verdict("ask", f"the protected path {canonical}", canonical, operation)
+        return found
+
+    def decide_command(self, command: str) -> Verdict:
+        """Decide running `command`: the strictest decision over its simple commands."""
+        parts = [p.strip() for p in _SHELL_SEPARATORS.split(command) if p.strip()] or [command]
+        verdicts = [self._decide_simple_command(part, command) for part in parts]
+        return max(verdicts, key=lambda v: _RANK[v.action])
+
+    def decide(self, target: Target) -> Verdict:
+        """Decide one target."""
+        if target.operation == "execute":
+            return self.decide_command(target.command or "")
+        if target.path is None:
+            verdict = self._mode_override(self._mode_default(target.operation, "(unknown)"))
+            if verdict.action == "allow":
+                return Verdict("ask", "a patch naming no file", "(unknown)", target.operation)
+            return verdict
+        return self.decide_path(target.operation, target.path)
+
+    def decide_all(self, targets: Sequence[Target]) -> Verdict | None:
+        """The strictest decision over `targets` (None when there are none)."""
+        verdicts = [self.decide(target) for target in targets]
+        return max(verdicts, key=lambda v: _RANK[v.action]) if verdicts else None
+
+    def _decide_simple_command(self, part: str, command: str) -> Verdict:
+        for index, rule in enumerate(self.rules):
+            if rule.matches_command(part):
+                found = Verdict(rule.action, f"permission rule {index + 1}", command, "execute")
+                break
+        else:
+            found = self._mode_default("execute", command)
+        return self._mode_override(found)
+
+    def _mode_default(self, operation: Operation, target: str) -> Verdict:
+        action = MODE_DEFAULTS[self.mode][operation]
+        return Verdict(action, f"the {self.mode} mode", target, operation)
+
+    def _mode_override(self, verdict: Verdict) -> Verdict:
+        if self.mode == "plan" and verdict.operation != "read":
+            return Verdict("deny", "the plan mode", verdict.target, verdict.operation)
+        if self.mode == "bypass" and verdict.action == "ask":
+            return Verdict("allow", "the bypass mode", verdict.target, verdict.operation)
+        return verdict
+
+
+def _path_matcher(globs: Sequence[str]) -> Callable[[str], bool]:
+    """A case-insensitive predicate over canonical paths, covering their parents."""
+    if not globs:
+        return lambda _path: True
+    match = compile_globs([g.lower() for g in globs])
+
+    def matches(path: str) -> bool:
+        parts = path.lower().strip("/").split("/")
+        return any(match("/".join(parts[:depth])) for depth in range(1, len(parts) + 1))
+
+    return matches
+
+
+# ----- what each tool call touches -------------------------------------------------------
+
+TargetsFunction = Callable[[Mapping[str, Any]], list[Target]]
+"""Tool arguments → the targets the call touches."""
+
+
+def _path_argument(operation: Operation, name: str, default: str | None = None) -> TargetsFunction:
+    def targets(args: Mapping[str, Any]) -> list[Target]:
+        value = args.get(name, default)
+        return [Target(operation, value if isinstance(value, str) else default or "")]
+
+    return targets
+
+
+def command_targets(args: Mapping[str, Any]) -> list[Target]:
+    """`execute(command, timeout=None)`: the command."""
+    command = args.get("command")
+    return [Target("execute", command=command if isinstance(command, str) else "")]
+
+
+def patch_targets(args: Mapping[str, Any]) -> list[Target]:
+    """`apply_patch(patch)`: a write of every file the patch names (move targets too).
+
+    The files are those the apply_patch tool itself would touch, relative paths taken
+    from a `cd dir && apply_patch ...` directory as the tool does; a patch naming no
+    valid file gives one unknown write, which asks.
+    """
+    patch = args.get("patch")
+    named = patch_paths(patch) if isinstance(patch, str) else []
+    return [Target("write", path) for path in named] or [Target("write", None)]
+
+
+TOOL_TARGETS: Final[Mapping[str, TargetsFunction]] = {
+    "read_file": _path_argument("read", "file_path"),
+    "ls": _path_argument("read", "path", paths.ROOT),
+    "glob": _path_argument("read", "path", paths.ROOT),
+    "grep": _path_argument("read", "path", paths.ROOT),
+    "write_file": _path_argument("write", "file_path"),
+    "edit_file": _path_argument("write", "file_path"),
+    "notebook_edit": _path_argument("write", "notebook_path"),
+    "undo_edit": _path_argument("write", "file_path"),
+    "apply_patch": patch_targets,
+    "execute": command_targets,
+}
+"""Per tool name, what a call touches. Tools not listed are not governed here."""
+
+
+def tool_targets(name: str, args: Mapping[str, Any]) -> list[Target] | None:
+    """What a call of tool `name` with `args` touches; None for a tool not governed."""
+    function = TOOL_TARGETS.get(name)
+    return None if function is None else function(args)
+
+
+__all__ = [
+    "AGENT_CONFIGURATION",
+    "MODE_DEFAULTS",
+    "PROTECTED_PATHS",
+    "SHELL_FILES",
+    "TOOL_TARGETS",
+    "Action",
+    "Mode",
+    "Operation",
+    "Permission",
+    "Policy",
+    "Target",
+    "TargetsFunction",
+    "Verdict",
+    "command_targets",
+    "patch_targets",
+    "tool_targets",
+]

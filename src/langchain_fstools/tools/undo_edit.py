@@ -1,0 +1,64 @@
+"""undo_edit: put back the last change the file tools made to one file."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langgraph.types import Command
+from pydantic import Field
+
+from langchain_fstools.backends import paths
+from langchain_fstools.history import HISTORY_KEY, history_of, plan_undo, restore, undo_update
+from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.calls import Effect
+
+
+class UndoEditArgs(ToolArgs):
+    """Arguments of undo_edit."""
+
+    file_path: str = Field(description="Absolute path of the file whose last change to undo.")
+
+
+DESCRIPTION = """Undo the last change your file tools made to one file.
+
+- Restores the file exactly as it was before that change (a file the change created
+  is removed again). Each call undoes one more change, newest first.
+- Refused when the file was changed outside your tools since, or when no change to
+  it is recorded. Read the file again before editing it further."""
+
+
+class UndoEditTool(FileTool):
+    """Restore a file to its content before the last recorded change to it."""
+
+    name: str = "undo_edit"
+    description: str = DESCRIPTION
+    args_schema: type[UndoEditArgs] = UndoEditArgs
+    read_only: bool = False
+
+    def _effect(self, scope: CallScope, args: UndoEditArgs) -> Effect[ToolOutcome]:
+        path = paths.normalize(args.file_path)
+        history = history_of(getattr(scope.runtime, "state", None))
+        record, step = plan_undo(history, path)
+        versions = yield from restore([step])
+        done = "removed it again" if step.content is None else "restored its earlier content"
+        return ToolOutcome(
+            f"Undid the last change to {path} (tool call {record['tool_call_id']}): {done}.",
+            {
+                "path": path,
+                "undone": record["id"],
+                "tool_call_id": record["tool_call_id"],
+                "history": undo_update(history, record, versions[path]),
+            },
+        )
+
+    def _finish(self, scope: CallScope, outcome: ToolOutcome) -> tuple[Any, dict[str, Any]]:
+        """Drop the undone record from the history instead of recording the undo."""
+        content, artifact = super()._finish(scope, outcome)
+        if isinstance(content, Command) and isinstance(content.update, dict):
+            content.update[HISTORY_KEY] = outcome.artifact["history"]
+        return content, artifact
+
+
+__all__ = ["DESCRIPTION", "UndoEditArgs", "UndoEditTool"]
