@@ -1,6 +1,6 @@
 """Agent overhead: a scripted 50-call trajectory, our middleware vs deepagents'.
 
-    python bench/agent_overhead.py [--repeat 3]
+    python bench/agent_overhead.py [--repeat 5]
 
 Both agents run the same 50 tool calls (ls, read_file, write_file, edit_file, grep)
 through `langchain.agents.create_agent` with a scripted chat model, files in graph
@@ -8,7 +8,8 @@ state, and an `InMemorySaver`. Reported: wall time per tool call (median of
 `--repeat` runs), and checkpoint bytes written per mutation with 100 and with 1,000
 other files in state (the bytes the saver holds after the run minus before, over the
 number of mutations). A benchmark, not a test: it checks only that both agents ran
-every call successfully.
+every call successfully. Runs of the two agents alternate, so a change in machine load
+affects both alike.
 """
 
 from __future__ import annotations
@@ -95,20 +96,25 @@ def run(kind: str, others: int) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     options = parser.parse_args()
-    rows = []
-    for kind in ("ours", "deepagents"):
-        for others in (100, 1000):
-            runs = [run(kind, others) for _ in range(options.repeat)]
-            rows.append(
-                (
-                    kind,
-                    others,
-                    statistics.median(r["per_call_ms"] for r in runs),
-                    statistics.median(r["bytes_per_mutation"] for r in runs),
-                )
-            )
+    kinds, sizes = ("ours", "deepagents"), (100, 1000)
+    for kind in kinds:  # warm up imports and caches outside the measured runs
+        run(kind, sizes[0])
+    runs: dict[tuple[str, int], list[dict[str, float]]] = {(k, n): [] for k in kinds for n in sizes}
+    for repeat in range(options.repeat):  # interleaved, so load changes hit both alike
+        for others in sizes:
+            for kind in kinds if repeat % 2 == 0 else kinds[::-1]:
+                runs[kind, others].append(run(kind, others))
+    rows = [
+        (
+            kind,
+            others,
+            statistics.median(r["per_call_ms"] for r in measured),
+            statistics.median(r["bytes_per_mutation"] for r in measured),
+        )
+        for (kind, others), measured in runs.items()
+    ]
     print(
         f"{CALLS} tool calls through create_agent, files in graph state, InMemorySaver; median of {options.repeat}\n"
     )

@@ -2,13 +2,16 @@
 
 `python -m langchain_fstools demo` copies a small embedded workspace to a temporary
 directory, runs an agent over it with a fake chat model that plays back a fixed list of
-tool calls, and prints every call and result, including the refusals that keep a
-repository safe (editing a file the agent has not read).
+tool calls, and prints every call and result: reads, edits, searches, an image read
+(a PNG drawn with Pillow at run time), a test log large enough to be evicted to
+`/large_tool_results/`, and the refusals that keep a repository safe (editing a file the
+agent has not read).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import tempfile
 from pathlib import Path
@@ -17,14 +20,16 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from PIL import Image, ImageDraw
 
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.middleware import FilesystemMiddleware
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from langchain_fstools.backends.protocol import Backend
 
@@ -64,9 +69,36 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("write_file", {"file_path": "/CHANGELOG.md", "content": "- Fix the greeting typo.\n"}),
     ("read_file", {"file_path": "/src/greeter/greet.py", "offset": 3, "limit": 1}),
     ("read_file", {"file_path": "/src/greeter/greet.py", "offset": 3, "limit": 1}),
+    ("read_file", {"file_path": "/docs/logo.png"}),
+    ("run_tests", {}),
+    ("grep", {"pattern": "FAILED", "path": "/large_tool_results", "output_mode": "content"}),
     ("read_file", {"file_path": "/../etc/passwd"}),
 ]
 """The tool calls the scripted model makes, one per turn."""
+
+
+LOGO = "/docs/logo.png"
+"""Where the demo's image lives in the workspace."""
+
+
+def logo_png() -> bytes:
+    """A small PNG (a greeting bubble), drawn with Pillow."""
+    image = Image.new("RGB", (96, 64), "white")
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((6, 6, 90, 46), radius=10, outline="navy", width=3)
+    draw.polygon([(20, 46), (34, 46), (18, 58)], fill="navy")
+    draw.text((22, 18), "Hello", fill="navy")
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@tool
+def run_tests() -> str:
+    """Run the test suite and return its full log."""
+    lines = [f"tests/test_{n:04d}.py::test_case PASSED" for n in range(1, 4001)]
+    lines[2716] = 'tests/test_greet.py::test_greet FAILED - assert "Helo, Ada!" == "Hello, Ada!"'
+    return "\n".join(lines)
 
 
 class ScriptedModel(GenericFakeChatModel):
@@ -92,6 +124,7 @@ def build_agent(backend: Backend) -> Any:
     model = ScriptedModel(messages=iter(scripted_messages()), disable_streaming=True)
     return create_agent(
         model,
+        tools=[run_tests],
         middleware=[FilesystemMiddleware(backend=backend)],
         checkpointer=InMemorySaver(),
     )
@@ -99,16 +132,17 @@ def build_agent(backend: Backend) -> Any:
 
 def run(kind: str, root: Path) -> None:
     """Run the scripted agent on the sample workspace and print the transcript."""
+    files: dict[str, str | bytes] = {**WORKSPACE, LOGO: logo_png()}
     if kind == "local":
-        for path, content in WORKSPACE.items():
+        for path, content in files.items():
             target = root / path.lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content.encode())
+            target.write_bytes(content.encode() if isinstance(content, str) else content)
         backend: Backend = LocalBackend(root)
         initial: dict[str, Any] = {}
     else:
         backend = StateBackend()
-        initial = {"files": seed_state(WORKSPACE)}
+        initial = {"files": seed_state(files)}
     agent = build_agent(backend)
     config = {"configurable": {"thread_id": "demo"}}
     request = {"role": "user", "content": "Fix the failing greeting test."}
@@ -123,11 +157,11 @@ def run(kind: str, root: Path) -> None:
         print(f"== /windows.txt bytes: {(root / 'windows.txt').read_bytes()!r}")
 
 
-def seed_state(files: dict[str, str]) -> dict[str, Any]:
-    """Turn the sample workspace into `files` channel records."""
+def seed_state(files: Mapping[str, str | bytes]) -> dict[str, Any]:
+    """Turn the sample workspace (text or bytes per path) into `files` channel records."""
     view = StateBackend().bind(_SeedRuntime())
     for path, content in files.items():
-        view.write_bytes(path, content.encode())
+        view.write_bytes(path, content.encode() if isinstance(content, str) else content)
     update: dict[str, Any] = view.state_update()["files"]
     return update
 
@@ -146,8 +180,26 @@ def print_message(message: Any) -> None:
             print(f"<<< assistant: {message.content}\n")
     elif isinstance(message, ToolMessage):
         marker = "!!" if message.status == "error" else "<<"
-        print("\n".join(f"{marker} {line}" for line in str(message.content).splitlines()))
+        print("\n".join(f"{marker} {line}" for line in _shown(message.content).splitlines()))
         print()
+
+
+def _shown(content: str | list[Any]) -> str:
+    """A tool result's text, with non-text blocks (images, files) summarised."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif isinstance(block, dict):
+            size = len(str(block.get("base64") or block.get("data") or ""))
+            parts.append(
+                f"[{block.get('type')} block: {block.get('mime_type')}, {size:,} base64 chars]"
+            )
+        else:
+            parts.append(str(block))
+    return "\n".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""Every notebook in examples/ runs to the end without an error (nbclient + ipykernel)."""
+"""Every notebook in notebooks/ runs to the end without an error (nbclient + ipykernel)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.ipynb"))
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 
 
-def test_there_are_examples() -> None:
-    assert len(EXAMPLES) >= 2
+def test_there_are_notebooks() -> None:
+    assert len(NOTEBOOKS) >= 3
 
 
 @pytest.mark.enable_socket
 @pytest.mark.allow_hosts(["127.0.0.1"])
-@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path: Path) -> None:
     book = nbformat.read(path, as_version=4)
     NotebookClient(

@@ -24,6 +24,7 @@ import os
 import posixpath
 import time
 from collections.abc import Mapping, Sequence
+from operator import methodcaller
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langgraph.channels.delta import DeltaChannel
@@ -232,7 +233,9 @@ class _StateView(Backend):
     """The files of one graph state plus the writes of the current tool call.
 
     The base mapping is never mutated; writes go to an overlay that `state_update`
-    reports. A directory index is built on first need and kept up to date by writes.
+    reports. Most calls ask about one directory, which one scan of the paths answers;
+    a call that lists a second directory (a walk) builds a directory index once, kept
+    up to date by writes.
     """
 
     kind = "state"
@@ -242,6 +245,8 @@ class _StateView(Backend):
         self._pending: dict[str, FileRecord | None] = {}
         self._decoded: dict[str, bytes] = {}
         self._tree: _Tree | None = None
+        self._scanned = False
+        self._occupied: dict[str, bool] = {}
 
     def state_update(self) -> dict[str, Any]:
         """`{"files": {path: record or None}}` for what this call changed, or `{}`."""
@@ -274,6 +279,27 @@ class _StateView(Backend):
             self._tree = tree
         return self._tree
 
+    def _children(self, directory: str) -> dict[str, EntryKind]:
+        """The entries directly inside `directory`: a scan, or the index once it pays."""
+        if self._tree is None and not self._scanned:
+            self._scanned = True
+            return _scan(self._records(), directory)
+        return self._index().get(directory, {})
+
+    def _has_entries(self, directory: str) -> bool:
+        """Whether anything lies below `directory`."""
+        if self._tree is not None:
+            return bool(self._tree.get(directory))
+        occupied = self._occupied.get(directory)
+        if occupied is None:
+            records = self._records()
+            if directory == paths.ROOT:
+                occupied = any(p != paths.ROOT for p in records)
+            else:
+                occupied = any(map(methodcaller("startswith", directory + "/"), records))
+            self._occupied[directory] = occupied
+        return occupied
+
     def _kind(self, path: str) -> EntryKind | None:
         """What `path` names, or None; NotADirectoryError if an ancestor is a file."""
         ancestor = paths.parent(path)
@@ -287,7 +313,7 @@ class _StateView(Backend):
         record = self._record(path)
         if record is not None:
             return EntryKind.FILE if _is_file(record) else EntryKind.DIRECTORY
-        return EntryKind.DIRECTORY if path in self._index() else None
+        return EntryKind.DIRECTORY if self._has_entries(path) else None
 
     def _existing(self, path: str) -> EntryKind:
         kind = self._kind(path)
@@ -320,6 +346,7 @@ class _StateView(Backend):
     def _put(self, path: str, record: FileRecord | None) -> None:
         self._pending[path] = record
         self._decoded.pop(path, None)
+        self._occupied.clear()
         if self._tree is None:
             return
         if record is not None:
@@ -382,7 +409,7 @@ class _StateView(Backend):
         if path == paths.ROOT:
             raise InvalidPath(path, "the workspace root cannot be deleted")
         kind = self._existing(path)
-        if kind is EntryKind.DIRECTORY and self._index().get(path):
+        if kind is EntryKind.DIRECTORY and self._has_entries(path):
             raise _os_error(OSError, errno.ENOTEMPTY, path)
         self._ensure_parents(path)
         self._put(path, None)
@@ -410,7 +437,7 @@ class _StateView(Backend):
         path = paths.normalize(path)
         if self._existing(path) is EntryKind.FILE:
             raise _os_error(NotADirectoryError, errno.ENOTDIR, path)
-        children = self._index().get(path, {})
+        children = self._children(path)
         return [self._info(paths.join(path, name), children[name]) for name in sorted(children)]
 
     def exists(self, path: str) -> bool:
@@ -465,7 +492,7 @@ class _StateView(Backend):
             raise _os_error(IsADirectoryError, errno.EISDIR, target)
         if origin_kind is EntryKind.DIRECTORY and target_kind is EntryKind.FILE:
             raise _os_error(NotADirectoryError, errno.ENOTDIR, target)
-        if target_kind is EntryKind.DIRECTORY and self._index().get(target):
+        if target_kind is EntryKind.DIRECTORY and self._has_entries(target):
             raise _os_error(OSError, errno.ENOTEMPTY, target)
 
     # ----- async: in memory, so no threads ---------------------------------------------
@@ -503,6 +530,26 @@ class _StateView(Backend):
     async def amove(self, source: str, destination: str) -> FileInfo:
         """Async `move`, run inline."""
         return self.move(source, destination)
+
+
+def _prefix(directory: str) -> str:
+    """What the paths below `directory` start with."""
+    return directory if directory == paths.ROOT else directory + "/"
+
+
+def _scan(records: Mapping[str, FileRecord], directory: str) -> dict[str, EntryKind]:
+    """The entries directly inside `directory`, as `_link` would index them."""
+    prefix = _prefix(directory)
+    children: dict[str, EntryKind] = {}
+    for path in records:
+        if path == paths.ROOT or not path.startswith(prefix):
+            continue
+        name, below, _ = path[len(prefix) :].partition("/")
+        if not below and _is_file(records[path]):
+            children[name] = EntryKind.FILE  # an explicit file record wins
+        else:
+            children.setdefault(name, EntryKind.DIRECTORY)
+    return children
 
 
 def _link(tree: _Tree, path: str, record: FileRecord) -> None:

@@ -16,8 +16,17 @@ def unified_patch(path: str, old: str, new: str) -> str | None:
         return None
     old_lines = old.replace("\r\n", "\n").splitlines(keepends=True)
     new_lines = new.replace("\r\n", "\n").splitlines(keepends=True)
+    if not old_lines and new_lines:
+        return _creation_patch(path, new_lines)
     diff = difflib.unified_diff(old_lines, new_lines, f"a{path}", f"b{path}", n=3)
     return "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+
+
+def _creation_patch(path: str, lines: list[str]) -> str:
+    """What `difflib.unified_diff` gives for an empty old text, without matching."""
+    span = "1" if len(lines) == 1 else f"1,{len(lines)}"
+    body = "".join(f"+{line}" if line.endswith("\n") else f"+{line}\n" for line in lines)
+    return f"--- a{path}\n+++ b{path}\n@@ -0,0 +{span} @@\n{body}"
 
 
 def snippet(patch: str | None, max_lines: int) -> str:

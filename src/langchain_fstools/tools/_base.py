@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg, ToolException
 from langgraph.types import Command
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, PlainSerializer, ValidationError, create_model
 from pydantic.json_schema import SkipJsonSchema
 
 from langchain_fstools.backends import calls
@@ -37,7 +37,19 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import Backend
 
-RuntimeArg = Annotated[Any, SkipJsonSchema(), InjectedToolArg()]
+
+def _unserialized(runtime: Any) -> None:
+    """Dump the runtime as None.
+
+    LangChain dumps validated tool input to list its keys; serializing the runtime
+    would copy the whole graph state on every call.
+    """
+    del runtime
+
+
+RuntimeArg = Annotated[
+    Any, SkipJsonSchema(), InjectedToolArg(), PlainSerializer(_unserialized, return_type=None)
+]
 """The injected `ToolRuntime` field every args schema carries, hidden from the model."""
 
 
