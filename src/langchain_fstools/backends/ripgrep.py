@@ -41,6 +41,7 @@ COMMON_OPTIONS = (
     "--hidden",
     "--no-require-git",
     "--no-ignore-global",
+    "--no-ignore-parent",
     "--no-messages",
     "--color=never",
     *(option for name in sorted(VCS_DIRECTORIES) for option in ("--glob", f"!{name}/")),
@@ -74,15 +75,29 @@ class RipgrepSearch:
         """`rg --files` below `directory`, filtered by `globs`, with modification times."""
         cwd = self.host_dir(directory)
         keep = compile_glob_groups(globs)
-        command = [self.executable, "--files", "--null", *COMMON_OPTIONS, *_type_filter(globs)]
+        # One walker thread: this process stats what rg prints on the other core, and
+        # rg's parallel walker would spin for work on the core the stats need.
+        command = [
+            self.executable,
+            "--files",
+            "--null",
+            "--threads=1",
+            *COMMON_OPTIONS,
+            *_type_filter(globs),
+        ]
         found: list[ListedFile] = []
-        prefix = str(cwd) + "/"
-        with _Run(command, cwd, deadline) as run:
-            # Stat each path as rg streams it, while rg walks on in its own process.
-            for raw in _split(run.stdout, b"\0"):
-                relative = raw.decode("utf-8", "surrogateescape")
-                if keep(relative) and (mtime := _mtime(prefix + relative)) is not None:
-                    found.append(ListedFile(paths.join(directory, relative), mtime))
+        prefix = directory if directory == paths.ROOT else directory + "/"
+        directory_fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with _Run(command, cwd, deadline) as run:
+                # Stat each batch of paths as rg streams it, while rg walks on.
+                for names in _name_batches(run.stdout):
+                    found += [
+                        ListedFile(prefix + name, mtime)
+                        for name, mtime in _mtimes([n for n in names if keep(n)], directory_fd)
+                    ]
+        finally:
+            os.close(directory_fd)
         return Listing(found, not run.timed_out)
 
     def grep(
@@ -197,6 +212,39 @@ def _text(field: dict[str, str]) -> str:
 def _mtime(path: str | Path) -> float | None:
     try:
         return os.stat(path).st_mtime  # noqa: PTH116 - hot loop: no Path objects
+    except OSError:
+        return None
+
+
+def _name_batches(stream: IO[bytes]) -> Iterator[list[str]]:
+    """The NUL-terminated paths of `stream`, one decoded list per read, as they arrive.
+
+    A trailing path without its NUL (rg killed mid-write) is incomplete and dropped.
+    """
+    pending = b""
+    read = getattr(stream, "read1", stream.read)  # read1: whatever has arrived, no waiting
+    while chunk := read(1 << 16):
+        complete, _, pending = (pending + chunk).rpartition(b"\0")
+        if complete:
+            yield complete.decode("utf-8", "surrogateescape").split("\0")
+
+
+def _mtimes(names: list[str], directory_fd: int) -> list[tuple[str, float]]:
+    """Each name (relative to `directory_fd`) with its mtime; vanished files are left out.
+
+    Relative to an open directory, the kernel resolves only the path below it.
+    """
+    stat = os.stat
+    try:
+        return [(name, stat(name, dir_fd=directory_fd).st_mtime) for name in names]
+    except OSError:  # a file went away during the walk: redo this batch one by one
+        timed = [(name, _mtime_at(name, directory_fd)) for name in names]
+        return [(name, mtime) for name, mtime in timed if mtime is not None]
+
+
+def _mtime_at(name: str, directory_fd: int) -> float | None:
+    try:
+        return os.stat(name, dir_fd=directory_fd).st_mtime
     except OSError:
         return None
 
