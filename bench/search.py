@@ -56,8 +56,8 @@ WORDS = [
     "node",
     "tree",
 ]
-RG_OPTIONS = list(COMMON_OPTIONS)
-"""Raw rg runs with the options ours uses, so both do the same job (same files)."""
+RG_OPTIONS = [*COMMON_OPTIONS, "--no-ignore-parent"]
+"""Raw rg runs with the options ours uses at the root, so both do the same job (same files)."""
 
 
 def generate(root: Path, files: int, file_kb: int) -> dict[str, Any]:

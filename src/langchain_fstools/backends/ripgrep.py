@@ -4,7 +4,8 @@ Runs the `rg` binary (from the `ripgrep` wheel in this environment, else on PATH
 the directory being searched, streams its output, and kills it at the deadline. Its
 options pin down the semantics every engine shares (see `backends.search`): hidden
 files searched, `.gitignore` honoured with or without a git repository, no global
-gitignore, no config file, VCS directories skipped, no symlinks followed.
+gitignore, no config file, VCS directories skipped, no symlinks followed, and, when
+searching from the workspace root, no ignore files of the directories above it.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ COMMON_OPTIONS = (
     "--hidden",
     "--no-require-git",
     "--no-ignore-global",
-    "--no-ignore-parent",
     "--no-messages",
     "--color=never",
     *(option for name in sorted(VCS_DIRECTORIES) for option in ("--glob", f"!{name}/")),
@@ -83,6 +83,7 @@ class RipgrepSearch:
             "--null",
             "--threads=1",
             *COMMON_OPTIONS,
+            *_parent_ignores(directory),
             *_type_filter(globs),
         ]
         found: list[ListedFile] = []
@@ -107,7 +108,12 @@ class RipgrepSearch:
         target = self.host_dir(request.directory)
         single_file = target.is_file()
         cwd = target.parent if single_file else target
-        command = [self.executable, *COMMON_OPTIONS, *_query_options(request)]
+        command = [
+            self.executable,
+            *COMMON_OPTIONS,
+            *_parent_ignores(request.directory),
+            *_query_options(request),
+        ]
         if single_file:
             command += ["--", target.name]
         base = paths.parent(request.directory) if single_file else request.directory
@@ -125,6 +131,15 @@ class RipgrepSearch:
         if run.returncode == 2 and not delivered and run.stderr_text.strip():  # noqa: PLR2004
             raise InvalidPattern(_first_error_line(run.stderr_text))
         return not run.timed_out
+
+
+def _parent_ignores(directory: str) -> list[str]:
+    """Keep ignore files above the workspace root out, as git does at a repository root.
+
+    Below the root, rg must still read the ignore files between the root and the search
+    directory, and it can only read all of a directory's parents or none.
+    """
+    return ["--no-ignore-parent"] if directory == paths.ROOT else []
 
 
 def _query_options(request: GrepRequest) -> list[str]:

@@ -192,3 +192,13 @@ def test_ignore_files_above_the_root_do_not_apply(tmp_path: Path, kind: str) -> 
     assert sorted(listed) == ["/app.py", "/notes.txt"]
     found = h.call("grep", pattern="needle").content.split("\n")[1:]
     assert sorted(found) == ["/app.py", "/notes.txt"]
+
+
+@pytest.mark.parametrize("kind", ["local", "local-python"])
+def test_searching_a_subdirectory_keeps_the_root_ignore_rules(tmp_path: Path, kind: str) -> None:
+    h = Harness(kind, tmp_path)
+    h.seed("/.gitignore", b"*.log\n")
+    h.seed("/src/a.log", b"needle\n")
+    h.seed("/src/b.py", b"needle\n")
+    assert h.call("glob", pattern="*", path="/src").content == "/src/b.py"
+    assert h.call("grep", pattern="needle", path="/src").content.split("\n")[1:] == ["/src/b.py"]
