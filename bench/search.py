@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,8 +56,8 @@ WORDS = [
     "node",
     "tree",
 ]
-RG_OPTIONS = list(COMMON_OPTIONS)
-"""Raw rg runs with the options ours uses, so both do the same job (same files)."""
+RG_OPTIONS = [*COMMON_OPTIONS, "--no-ignore-parent"]
+"""Raw rg runs with the options ours uses at the root, so both do the same job (same files)."""
 
 
 def generate(root: Path, files: int, file_kb: int) -> dict[str, Any]:
@@ -100,6 +102,24 @@ def timed(action: Callable[[], Any], repeat: int) -> tuple[float, Any]:
         result = action()
         walls.append(time.perf_counter() - start)
     return statistics.median(walls), result
+
+
+def cpu_time(action: Callable[[], Any], repeat: int) -> float:
+    """Median CPU seconds (this process and its children) per call: load barely moves it."""
+
+    def used() -> float:
+        own, children = (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    spent = []
+    for _ in range(repeat):
+        before = used()
+        action()
+        spent.append(used() - before)
+    return statistics.median(spent)
 
 
 def rg(tree: Path, *arguments: str) -> str:
@@ -155,6 +175,10 @@ def main() -> int:
     )
     ours_glob, _ = timed(lambda: ours("glob", pattern="*.py"), options.repeat)
     assert len(rg_files_out.split()) == sum(1 for n in range(options.files) if n % 3), "glob count"
+    rg_files_cpu = cpu_time(
+        lambda: rg(tree, "--files", "--type-add", "q:*.py", "-t", "q"), options.repeat
+    )
+    ours_glob_cpu = cpu_time(lambda: ours("glob", pattern="*.py"), options.repeat)
 
     from deepagents.backends.filesystem import FilesystemBackend
 
@@ -229,6 +253,11 @@ def main() -> int:
     ]
     for text, ok in checks:
         print(f"- {'PASS' if ok else 'FAIL'}: {text}")
+    print(
+        f"\nCPU per call (user + system, ours and children): glob {ours_glob_cpu * 1000:.1f} ms, "
+        f"rg --files {rg_files_cpu * 1000:.1f} ms ({ours_glob_cpu / rg_files_cpu:.2f}x); "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     return 0
 
 

@@ -4,7 +4,8 @@ Runs the `rg` binary (from the `ripgrep` wheel in this environment, else on PATH
 the directory being searched, streams its output, and kills it at the deadline. Its
 options pin down the semantics every engine shares (see `backends.search`): hidden
 files searched, `.gitignore` honoured with or without a git repository, no global
-gitignore, no config file, VCS directories skipped, no symlinks followed.
+gitignore, no config file, VCS directories skipped, no symlinks followed, and, when
+searching from the workspace root, no ignore files of the directories above it.
 """
 
 from __future__ import annotations
@@ -74,15 +75,30 @@ class RipgrepSearch:
         """`rg --files` below `directory`, filtered by `globs`, with modification times."""
         cwd = self.host_dir(directory)
         keep = compile_glob_groups(globs)
-        command = [self.executable, "--files", "--null", *COMMON_OPTIONS, *type_filter(globs)]
+        # One walker thread: this process stats what rg prints on the other core, and
+        # rg's parallel walker would spin for work on the core the stats need.
+        command = [
+            self.executable,
+            "--files",
+            "--null",
+            "--threads=1",
+            *COMMON_OPTIONS,
+            *parent_ignores(directory),
+            *type_filter(globs),
+        ]
         found: list[ListedFile] = []
-        prefix = str(cwd) + "/"
-        with _Run(command, cwd, deadline) as run:
-            # Stat each path as rg streams it, while rg walks on in its own process.
-            for raw in split_records(run.stdout, b"\0"):
-                relative = raw.decode("utf-8", "surrogateescape")
-                if keep(relative) and (mtime := _mtime(prefix + relative)) is not None:
-                    found.append(ListedFile(paths.join(directory, relative), mtime))
+        prefix = directory if directory == paths.ROOT else directory + "/"
+        directory_fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with _Run(command, cwd, deadline) as run:
+                # Stat each batch of paths as rg streams it, while rg walks on.
+                for names in _name_batches(run.stdout):
+                    found += [
+                        ListedFile(prefix + name, mtime)
+                        for name, mtime in _mtimes([n for n in names if keep(n)], directory_fd)
+                    ]
+        finally:
+            os.close(directory_fd)
         return Listing(found, not run.timed_out)
 
     def grep(
@@ -92,7 +108,12 @@ class RipgrepSearch:
         target = self.host_dir(request.directory)
         single_file = target.is_file()
         cwd = target.parent if single_file else target
-        command = [self.executable, *COMMON_OPTIONS, *query_options(request)]
+        command = [
+            self.executable,
+            *COMMON_OPTIONS,
+            *parent_ignores(request.directory),
+            *query_options(request),
+        ]
         if single_file:
             command += ["--", target.name]
         base = paths.parent(request.directory) if single_file else request.directory
@@ -113,6 +134,15 @@ class RipgrepSearch:
         if run.returncode == 2 and not delivered and run.stderr_text.strip():  # noqa: PLR2004
             raise InvalidPattern(first_error_line(run.stderr_text))
         return not run.timed_out
+
+
+def parent_ignores(directory: str) -> list[str]:
+    """Keep ignore files above the workspace root out, as git does at a repository root.
+
+    Below the root, rg must still read the ignore files between the root and the search
+    directory, and it can only read all of a directory's parents or none.
+    """
+    return ["--no-ignore-parent"] if directory == paths.ROOT else []
 
 
 def query_options(request: GrepRequest) -> list[str]:
@@ -237,6 +267,39 @@ def _mtime(path: str | Path) -> float | None:
         return None
 
 
+def _name_batches(stream: IO[bytes]) -> Iterator[list[str]]:
+    """The NUL-terminated paths of `stream`, one decoded list per read, as they arrive.
+
+    A trailing path without its NUL (rg killed mid-write) is incomplete and dropped.
+    """
+    pending = b""
+    read = getattr(stream, "read1", stream.read)  # read1: whatever has arrived, no waiting
+    while chunk := read(1 << 16):
+        complete, _, pending = (pending + chunk).rpartition(b"\0")
+        if complete:
+            yield complete.decode("utf-8", "surrogateescape").split("\0")
+
+
+def _mtimes(names: list[str], directory_fd: int) -> list[tuple[str, float]]:
+    """Each name (relative to `directory_fd`) with its mtime; vanished files are left out.
+
+    Relative to an open directory, the kernel resolves only the path below it.
+    """
+    stat = os.stat
+    try:
+        return [(name, stat(name, dir_fd=directory_fd).st_mtime) for name in names]
+    except OSError:  # a file went away during the walk: redo this batch one by one
+        timed = [(name, _mtime_at(name, directory_fd)) for name in names]
+        return [(name, mtime) for name, mtime in timed if mtime is not None]
+
+
+def _mtime_at(name: str, directory_fd: int) -> float | None:
+    try:
+        return os.stat(name, dir_fd=directory_fd).st_mtime
+    except OSError:
+        return None
+
+
 def split_records(stream: IO[bytes], separator: bytes) -> Iterator[bytes]:
     """The non-empty records of `stream` split at `separator`, as they arrive."""
     pending = b""
@@ -300,6 +363,7 @@ __all__ = [
     "RipgrepSearch",
     "find_ripgrep",
     "first_error_line",
+    "parent_ignores",
     "parse_content",
     "parse_summaries",
     "query_options",

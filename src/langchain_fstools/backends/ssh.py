@@ -30,6 +30,7 @@ from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, File
 from langchain_fstools.backends.ripgrep import (
     COMMON_OPTIONS,
     first_error_line,
+    parent_ignores,
     parse_content,
     parse_summaries,
     query_options,
@@ -760,7 +761,13 @@ class SSHBackend(Backend):
         self, directory: str, globs: tuple[tuple[str, ...], ...], deadline: float
     ) -> Listing:
         cwd = await self._resolve(directory)
-        arguments = ["--files", "--null", *COMMON_OPTIONS, *type_filter(globs)]
+        arguments = [
+            "--files",
+            "--null",
+            *COMMON_OPTIONS,
+            *parent_ignores(directory),
+            *type_filter(globs),
+        ]
         data, _, _, timed_out = await self._rg_output(arguments, cwd, deadline, b"\0")
         keep = compile_glob_groups(globs)
         relatives = [
@@ -782,7 +789,7 @@ class SSHBackend(Backend):
             (await self._attrs(request.directory, target)).permissions or 0
         )
         cwd = posixpath.dirname(target) if single_file else target
-        arguments = [*COMMON_OPTIONS, *query_options(request)]
+        arguments = [*COMMON_OPTIONS, *parent_ignores(request.directory), *query_options(request)]
         if single_file:
             arguments += ["--", posixpath.basename(target)]
         base = paths.parent(request.directory) if single_file else request.directory

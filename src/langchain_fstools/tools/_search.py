@@ -50,7 +50,10 @@ def list_files(
             listing = yield from engine.list_files(
                 part.directory, globs=sub_globs, deadline=deadline
             )
-        found += [f for f in listing.files if not _excluded(f.path, part.excluded)]
+        if part.excluded:
+            found += [f for f in listing.files if not _excluded(f.path, part.excluded)]
+        else:
+            found += listing.files
         complete = complete and listing.complete
     return Listing(found, complete)
 

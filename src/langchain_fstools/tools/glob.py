@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import heapq
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from pydantic import Field
@@ -12,6 +14,7 @@ from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOut
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.backends.search import ListedFile
 
 
 class GlobArgs(ToolArgs):
@@ -53,15 +56,15 @@ class GlobTool(FileTool):
         listing = yield from _search.list_files(
             scope, root.path, ((args.pattern,),), _search.deadline_of(scope)
         )
-        ordered = sorted(listing.files, key=lambda f: (-f.mtime, f.path))
         limit = scope.context.settings.glob_limit
-        lines = [f.path for f in ordered[:limit]]
-        if not ordered:
+        total = len(listing.files)
+        lines = [f.path for f in newest(listing.files, limit)]
+        if not total:
             lines = [NO_MATCH.format(pattern=args.pattern, path=root.path)]
-        if len(ordered) > limit:
+        if total > limit:
             lines.append(
                 f"(Results are truncated: showing the {limit} most recently modified of "
-                f"{len(ordered)} files. Use a more specific pattern or path.)"
+                f"{total} files. Use a more specific pattern or path.)"
             )
         if not listing.complete:
             lines.append(
@@ -71,12 +74,24 @@ class GlobTool(FileTool):
         artifact = {
             "pattern": args.pattern,
             "path": root.path,
-            "total": len(ordered),
-            "shown": min(limit, len(ordered)),
+            "total": total,
+            "shown": min(limit, total),
             "complete": listing.complete,
             "engine": _search.engine_name(scope),
         }
         return ToolOutcome("\n".join(lines), artifact)
 
 
-__all__ = ["DESCRIPTION", "GlobArgs", "GlobTool"]
+def newest(files: list[ListedFile], limit: int) -> list[ListedFile]:
+    """The `limit` most recently modified files, newest first, ties by path.
+
+    Only files at least as new as the `limit`-th newest mtime are sorted, so a large
+    listing costs one pass over its mtimes rather than a full sort.
+    """
+    if len(files) > limit > 0:
+        cutoff = heapq.nlargest(limit, map(attrgetter("mtime"), files))[-1]
+        files = [f for f in files if f.mtime >= cutoff]
+    return sorted(files, key=lambda f: (-f.mtime, f.path))[:limit]
+
+
+__all__ = ["DESCRIPTION", "GlobArgs", "GlobTool", "newest"]

@@ -178,3 +178,27 @@ def test_grep_matches_equal_ripgrep(tmp_path: Path, seed: int) -> None:
                     path, number, _ = line.split(":", 2)
                     got.add((path, int(number)))
             assert got == expected, (h.kind, pattern, options, sorted(got ^ expected)[:5])
+
+
+@pytest.mark.parametrize("kind", ["local", "local-python"])
+def test_ignore_files_above_the_root_do_not_apply(tmp_path: Path, kind: str) -> None:
+    # Like git at a repository root, neither engine reads ignore files of its parents.
+    h = Harness(kind, tmp_path)
+    (h.root.parent / ".gitignore").write_text("*.py\n")
+    (h.root.parent / ".ignore").write_text("notes.txt\n")
+    h.seed("/app.py", b"needle\n")
+    h.seed("/notes.txt", b"needle\n")
+    listed = h.call("glob", pattern="*").content.split("\n")
+    assert sorted(listed) == ["/app.py", "/notes.txt"]
+    found = h.call("grep", pattern="needle").content.split("\n")[1:]
+    assert sorted(found) == ["/app.py", "/notes.txt"]
+
+
+@pytest.mark.parametrize("kind", ["local", "local-python"])
+def test_searching_a_subdirectory_keeps_the_root_ignore_rules(tmp_path: Path, kind: str) -> None:
+    h = Harness(kind, tmp_path)
+    h.seed("/.gitignore", b"*.log\n")
+    h.seed("/src/a.log", b"needle\n")
+    h.seed("/src/b.py", b"needle\n")
+    assert h.call("glob", pattern="*", path="/src").content == "/src/b.py"
+    assert h.call("grep", pattern="needle", path="/src").content.split("\n")[1:] == ["/src/b.py"]

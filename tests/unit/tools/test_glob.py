@@ -80,6 +80,18 @@ def test_newest_first_then_by_path(tmp_path: Path) -> None:
         ], kind
 
 
+def test_truncation_keeps_the_newest_and_breaks_ties_at_the_cut_by_path(tmp_path: Path) -> None:
+    stamps = {"e.txt": 1, "d.txt": 3, "a.txt": 5, "c.txt": 3, "b.txt": 3}
+    for kind in ["local", "local-python", "composite"]:
+        h = Harness(kind, tmp_path / kind, glob_limit=2)
+        for name, stamp in stamps.items():
+            h.seed(f"/{name}", b"x")
+            os.utime(h.root / name, (1_000_000 + stamp, 1_000_000 + stamp))
+        lines = h.call("glob", pattern="*.txt").content.splitlines()
+        assert lines[:2] == ["/a.txt", "/b.txt"], kind
+        assert "of 5 files" in lines[2], kind
+
+
 def test_truncated_at_limit_with_notice(tmp_path: Path) -> None:
     for kind in BACKENDS:
         h = Harness(kind, tmp_path / kind, glob_limit=3)
