@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_fstools.backends import paths
+from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.backends.ripgrep import RipgrepSearch, find_ripgrep
 from langchain_fstools.backends.sandbox import SANDBOXES, Sandbox, bwrap_argv, find_bwrap
@@ -22,7 +23,6 @@ from langchain_fstools.backends.shell import run_process
 from langchain_fstools.errors import (
     InvalidPath,
     OutsideRoot,
-    SpecialFile,
     VersionConflict,
 )
 
@@ -40,12 +40,6 @@ _TEMP_STEM_BYTES = 200
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-_SPECIAL_KINDS = (
-    (stat_module.S_ISFIFO, "FIFO"),
-    (stat_module.S_ISCHR, "character device"),
-    (stat_module.S_ISBLK, "block device"),
-    (stat_module.S_ISSOCK, "socket"),
-)
 
 
 class LocalBackend(Backend):
@@ -185,13 +179,13 @@ class LocalBackend(Backend):
         virtual = paths.normalize(path)
         with _virtual_errors(virtual):
             host = self._resolve(virtual)
-            _require_regular(virtual, os.stat(host).st_mode)
+            require_regular(virtual, os.stat(host).st_mode)
             if start < 0 or (size is not None and size < 0):
-                raise _error(OSError, errno.EINVAL, virtual)
+                raise os_error(OSError, errno.EINVAL, virtual)
             descriptor = os.open(host, _READ_FLAGS)
             try:
                 result = os.fstat(descriptor)
-                _require_regular(virtual, result.st_mode)
+                require_regular(virtual, result.st_mode)
                 wanted = max(result.st_size - start, 0)
                 return _pread(descriptor, start, wanted if size is None else min(size, wanted))
             finally:
@@ -203,12 +197,12 @@ class LocalBackend(Backend):
         """Atomically replace a file's content: temporary file, fsync, rename."""
         virtual = paths.normalize(path)
         if virtual == paths.ROOT:
-            raise _error(IsADirectoryError, errno.EISDIR, virtual)
+            raise os_error(IsADirectoryError, errno.EISDIR, virtual)
         with _virtual_errors(virtual):
             host = self._resolve(virtual)
             current = _stat_or_none(host)
             if current is not None:
-                _require_regular(virtual, current.st_mode)
+                require_regular(virtual, current.st_mode)
             directory, name = os.path.split(host)
             self._make_parents(virtual, directory)
             descriptor, temp = _create_temp(directory, name, private=current is not None)
@@ -260,7 +254,7 @@ class LocalBackend(Backend):
             except NotADirectoryError:
                 existing = None  # a parent is a file: reported below
             if existing is not None and not stat_module.S_ISDIR(existing.st_mode):
-                raise _error(FileExistsError, errno.EEXIST, virtual)
+                raise os_error(FileExistsError, errno.EEXIST, virtual)
             self._make_parents(virtual, host, blocked=FileExistsError)
 
     def list_dir(self, path: str) -> list[FileInfo]:
@@ -294,7 +288,7 @@ class LocalBackend(Backend):
             if origin == target:
                 return self._describe(target, target_host)
             if paths.is_within(target, origin):
-                raise _error(OSError, errno.EINVAL, target)
+                raise os_error(OSError, errno.EINVAL, target)
             self._make_parents(target, os.path.dirname(target_host))
             os.replace(origin_host, target_host)
             for directory in {os.path.dirname(origin_host), os.path.dirname(target_host)}:
@@ -409,7 +403,7 @@ class LocalBackend(Backend):
             except FileExistsError:
                 if not os.path.isdir(current):
                     code = errno.EEXIST if blocked is FileExistsError else errno.ENOTDIR
-                    raise _error(blocked, code, virtual) from None
+                    raise os_error(blocked, code, virtual) from None
 
 
 def _host_root_pattern(roots: set[str]) -> re.Pattern[str] | None:
@@ -431,18 +425,9 @@ def _virtual_errors(virtual: str) -> Iterator[None]:
         raise type(exc)(code, os.strerror(code), virtual) from None
 
 
-def _error(cls: type[OSError], code: int, virtual: str) -> OSError:
-    return cls(code, os.strerror(code), virtual)
-
-
 def _info(virtual: str, result: os.stat_result) -> FileInfo:
     mode = result.st_mode
-    if stat_module.S_ISREG(mode):
-        kind = EntryKind.FILE
-    elif stat_module.S_ISDIR(mode):
-        kind = EntryKind.DIRECTORY
-    else:
-        kind = EntryKind.SPECIAL
+    kind = kind_of(mode)
     size = result.st_size if kind is EntryKind.FILE else 0
     return FileInfo(virtual, kind, size, result.st_mtime, _version(result))
 
@@ -450,14 +435,6 @@ def _info(virtual: str, result: os.stat_result) -> FileInfo:
 def _version(result: os.stat_result) -> str:
     """Changes with the content: mtime, size, and the inode (each write renames)."""
     return f"{result.st_mtime_ns:x}-{result.st_size:x}-{result.st_ino:x}"
-
-
-def _require_regular(virtual: str, mode: int) -> None:
-    if stat_module.S_ISDIR(mode):
-        raise _error(IsADirectoryError, errno.EISDIR, virtual)
-    if not stat_module.S_ISREG(mode):
-        kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "special file")
-        raise SpecialFile(virtual, kind)
 
 
 def _stat_or_none(host: str) -> os.stat_result | None:

@@ -7,7 +7,6 @@ import contextlib
 import errno
 import getpass
 import io
-import os
 import posixpath
 import secrets
 import shlex
@@ -26,6 +25,7 @@ from langchain_fstools.backends.execution import ExecutionResult, OutputBuffer
 from langchain_fstools.backends.globs import compile_glob_groups
 from langchain_fstools.backends.local import TEMP_SUFFIX
 from langchain_fstools.backends.loop import LoopThread
+from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.backends.ripgrep import (
     COMMON_OPTIONS,
@@ -41,7 +41,6 @@ from langchain_fstools.backends.search import FileHits, InvalidPattern, ListedFi
 from langchain_fstools.errors import (
     InvalidPath,
     OutsideRoot,
-    SpecialFile,
     SSHAuthenticationFailed,
     SSHConnectionFailed,
     SSHHostKeyRejected,
@@ -49,6 +48,7 @@ from langchain_fstools.errors import (
 )
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Callable, Coroutine, Iterator, Sequence
 
     from langchain_fstools.backends.search import GrepRequest, NativeSearch
@@ -81,12 +81,6 @@ _LOST = (
 )
 """What a dropped connection raises in the middle of an operation."""
 
-_SPECIAL_KINDS = (
-    (stat_module.S_ISFIFO, "FIFO"),
-    (stat_module.S_ISCHR, "character device"),
-    (stat_module.S_ISBLK, "block device"),
-    (stat_module.S_ISSOCK, "socket"),
-)
 
 # The command runs in a new session (so its own process group, id = its pid) started
 # in the background of a small POSIX shell script; its first output line is that id,
@@ -455,9 +449,9 @@ class SSHBackend(Backend):
             except asyncssh.SFTPNoSuchFile:
                 continue
             if not stat_module.S_ISDIR(attrs.permissions or 0):
-                return _error(NotADirectoryError, errno.ENOTDIR, virtual)
+                return os_error(NotADirectoryError, errno.ENOTDIR, virtual)
             break
-        return _error(FileNotFoundError, errno.ENOENT, virtual)
+        return os_error(FileNotFoundError, errno.ENOENT, virtual)
 
     async def _attrs(self, virtual: str, real: str) -> asyncssh.SFTPAttrs:
         """`stat` of a resolved path, with the errors a local `stat` would give."""
@@ -489,9 +483,9 @@ class SSHBackend(Backend):
     async def _read(self, virtual: str, start: int, size: int | None) -> bytes:
         real = await self._resolve(virtual)
         attrs = await self._attrs(virtual, real)
-        _require_regular(virtual, attrs.permissions or 0)
+        require_regular(virtual, attrs.permissions or 0)
         if start < 0 or (size is not None and size < 0):
-            raise _error(OSError, errno.EINVAL, virtual)
+            raise os_error(OSError, errno.EINVAL, virtual)
         wanted = max((attrs.size or 0) - start, 0)
         wanted = wanted if size is None else min(size, wanted)
         if not wanted:
@@ -504,12 +498,12 @@ class SSHBackend(Backend):
 
     async def _write(self, virtual: str, data: bytes, expected: str | None) -> FileInfo:
         if virtual == paths.ROOT:
-            raise _error(IsADirectoryError, errno.EISDIR, virtual)
+            raise os_error(IsADirectoryError, errno.EISDIR, virtual)
         sftp = await self._session()
         real = await self._resolve(virtual)
         current = await self._attrs_or_none(virtual, real)
         if current is not None:
-            _require_regular(virtual, current.permissions or 0)
+            require_regular(virtual, current.permissions or 0)
         directory, name = posixpath.split(real)
         await self._make_parents(virtual, directory, NotADirectoryError)
         temp = posixpath.join(directory, _temp_name(name))
@@ -564,9 +558,9 @@ class SSHBackend(Backend):
                 try:
                     attrs = await sftp.stat(current)
                 except asyncssh.SFTPNoSuchFile:
-                    raise _error(blocked, code, virtual) from None
+                    raise os_error(blocked, code, virtual) from None
                 if not stat_module.S_ISDIR(attrs.permissions or 0):
-                    raise _error(blocked, code, virtual) from None
+                    raise os_error(blocked, code, virtual) from None
 
     async def _delete(self, virtual: str) -> None:
         if virtual == paths.ROOT:
@@ -586,12 +580,12 @@ class SSHBackend(Backend):
             await sftp.rmdir(entry)
         except asyncssh.SFTPFailure:
             if await sftp.listdir(entry) != [".", ".."]:
-                raise _error(OSError, errno.ENOTEMPTY, virtual) from None
-            raise _error(OSError, errno.EIO, virtual) from None
+                raise os_error(OSError, errno.ENOTEMPTY, virtual) from None
+            raise os_error(OSError, errno.EIO, virtual) from None
         except asyncssh.SFTPError as exc:
             if isinstance(exc, _LOST):
                 raise
-            raise _os_error(exc, virtual) from None
+            raise _osos_error(exc, virtual) from None
 
     async def _mkdir(self, virtual: str) -> None:
         real = await self._resolve(virtual)
@@ -600,14 +594,14 @@ class SSHBackend(Backend):
         except NotADirectoryError:
             existing = None  # a parent is a file: reported below
         if existing is not None and not stat_module.S_ISDIR(existing.permissions or 0):
-            raise _error(FileExistsError, errno.EEXIST, virtual)
+            raise os_error(FileExistsError, errno.EEXIST, virtual)
         await self._make_parents(virtual, real, FileExistsError)
 
     async def _list(self, virtual: str) -> list[FileInfo]:
         real = await self._resolve(virtual)
         attrs = await self._attrs(virtual, real)
         if not stat_module.S_ISDIR(attrs.permissions or 0):
-            raise _error(NotADirectoryError, errno.ENOTDIR, virtual)
+            raise os_error(NotADirectoryError, errno.ENOTDIR, virtual)
         sftp = await self._session()
         with _virtual_errors(virtual):
             names = await sftp.readdir(real)
@@ -644,7 +638,7 @@ class SSHBackend(Backend):
         target_entry = await self._entry(target)
         if origin != target:
             if paths.is_within(target, origin):
-                raise _error(OSError, errno.EINVAL, target)
+                raise os_error(OSError, errno.EINVAL, target)
             await self._make_parents(target, posixpath.dirname(target_entry), NotADirectoryError)
             with _virtual_errors(target):
                 await sftp.posix_rename(origin_entry, target_entry)
@@ -978,31 +972,22 @@ def _virtual_errors(virtual: str) -> Iterator[None]:
     except asyncssh.SFTPError as exc:
         if isinstance(exc, _LOST):
             raise
-        raise _os_error(exc, virtual) from None
+        raise _osos_error(exc, virtual) from None
 
 
-def _os_error(exc: asyncssh.SFTPError, virtual: str) -> OSError:
+def _osos_error(exc: asyncssh.SFTPError, virtual: str) -> OSError:
     if isinstance(exc, asyncssh.SFTPNoSuchFile):
-        return _error(FileNotFoundError, errno.ENOENT, virtual)
+        return os_error(FileNotFoundError, errno.ENOENT, virtual)
     if isinstance(exc, asyncssh.SFTPPermissionDenied):
-        return _error(PermissionError, errno.EACCES, virtual)
+        return os_error(PermissionError, errno.EACCES, virtual)
     if isinstance(exc, asyncssh.SFTPFileAlreadyExists):
-        return _error(FileExistsError, errno.EEXIST, virtual)
-    return _error(OSError, errno.EIO, virtual)
-
-
-def _error(cls: type[OSError], code: int, virtual: str) -> OSError:
-    return cls(code, os.strerror(code), virtual)
+        return os_error(FileExistsError, errno.EEXIST, virtual)
+    return os_error(OSError, errno.EIO, virtual)
 
 
 def _info(virtual: str, attrs: asyncssh.SFTPAttrs) -> FileInfo:
     mode = attrs.permissions or 0
-    if stat_module.S_ISREG(mode):
-        kind = EntryKind.FILE
-    elif stat_module.S_ISDIR(mode):
-        kind = EntryKind.DIRECTORY
-    else:
-        kind = EntryKind.SPECIAL
+    kind = kind_of(mode)
     size = (attrs.size or 0) if kind is EntryKind.FILE else 0
     return FileInfo(virtual, kind, size, float(attrs.mtime or 0), _version(attrs))
 
@@ -1010,14 +995,6 @@ def _info(virtual: str, attrs: asyncssh.SFTPAttrs) -> FileInfo:
 def _version(attrs: asyncssh.SFTPAttrs) -> str:
     """Whole-second mtime and size: all SFTP version 3 tells (see the class docstring)."""
     return f"{attrs.mtime or 0:x}-{attrs.size or 0:x}"
-
-
-def _require_regular(virtual: str, mode: int) -> None:
-    if stat_module.S_ISDIR(mode):
-        raise _error(IsADirectoryError, errno.EISDIR, virtual)
-    if not stat_module.S_ISREG(mode):
-        kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "special file")
-        raise SpecialFile(virtual, kind)
 
 
 def _temp_name(name: str) -> str:

@@ -20,7 +20,6 @@ import base64
 import binascii
 import errno
 import hashlib
-import os
 import posixpath
 import time
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 from langgraph.channels.delta import DeltaChannel
 
 from langchain_fstools.backends import paths
+from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.errors import InvalidPath, NotInGraph, VersionConflict
 from langchain_fstools.reducers import merge_keyed
@@ -137,11 +137,6 @@ def record_bytes(record: FileRecord) -> bytes:
         except binascii.Error:
             pass
     return record["content"].encode("utf-8", "surrogatepass")
-
-
-def _os_error(cls: type[OSError], code: int, path: str) -> OSError:
-    """The error a POSIX filesystem gives, carrying the virtual path."""
-    return cls(code, os.strerror(code), path)
 
 
 def _is_file(record: FileRecord) -> bool:
@@ -306,7 +301,7 @@ class _StateView(Backend):
         while ancestor != paths.ROOT:
             record = self._record(ancestor)
             if record is not None and _is_file(record):
-                raise _os_error(NotADirectoryError, errno.ENOTDIR, path)
+                raise os_error(NotADirectoryError, errno.ENOTDIR, path)
             ancestor = paths.parent(ancestor)
         if path == paths.ROOT:
             return EntryKind.DIRECTORY
@@ -318,7 +313,7 @@ class _StateView(Backend):
     def _existing(self, path: str) -> EntryKind:
         kind = self._kind(path)
         if kind is None:
-            raise _os_error(FileNotFoundError, errno.ENOENT, path)
+            raise os_error(FileNotFoundError, errno.ENOENT, path)
         return kind
 
     def _info(self, path: str, kind: EntryKind) -> FileInfo:
@@ -377,9 +372,9 @@ class _StateView(Backend):
         path = paths.normalize(path)
         record = self._record(path)
         if self._existing(path) is EntryKind.DIRECTORY or record is None:
-            raise _os_error(IsADirectoryError, errno.EISDIR, path)
+            raise os_error(IsADirectoryError, errno.EISDIR, path)
         if start < 0 or (size is not None and size < 0):
-            raise _os_error(OSError, errno.EINVAL, path)
+            raise os_error(OSError, errno.EINVAL, path)
         data = self._bytes(path, record)
         if start == 0 and size is None:
             return data
@@ -391,7 +386,7 @@ class _StateView(Backend):
         """Replace a file's content, creating parents; conditional on a version if asked."""
         path = paths.normalize(path)
         if self._kind(path) is EntryKind.DIRECTORY:
-            raise _os_error(IsADirectoryError, errno.EISDIR, path)
+            raise os_error(IsADirectoryError, errno.EISDIR, path)
         if expected_version is not None:
             current = self._record(path)
             actual = self._info(path, EntryKind.FILE).version if current is not None else None
@@ -410,7 +405,7 @@ class _StateView(Backend):
             raise InvalidPath(path, "the workspace root cannot be deleted")
         kind = self._existing(path)
         if kind is EntryKind.DIRECTORY and self._has_entries(path):
-            raise _os_error(OSError, errno.ENOTEMPTY, path)
+            raise os_error(OSError, errno.ENOTEMPTY, path)
         self._ensure_parents(path)
         self._put(path, None)
 
@@ -425,9 +420,9 @@ class _StateView(Backend):
         try:
             kind = self._kind(path)
         except NotADirectoryError:
-            raise _os_error(FileExistsError, errno.EEXIST, path) from None
+            raise os_error(FileExistsError, errno.EEXIST, path) from None
         if kind is EntryKind.FILE:
-            raise _os_error(FileExistsError, errno.EEXIST, path)
+            raise os_error(FileExistsError, errno.EEXIST, path)
         if kind is None:
             self._ensure_parents(path)
             self._put(path, _directory_record())
@@ -436,7 +431,7 @@ class _StateView(Backend):
         """Entries directly inside a directory, sorted by name."""
         path = paths.normalize(path)
         if self._existing(path) is EntryKind.FILE:
-            raise _os_error(NotADirectoryError, errno.ENOTDIR, path)
+            raise os_error(NotADirectoryError, errno.ENOTDIR, path)
         children = self._children(path)
         return [self._info(paths.join(path, name), children[name]) for name in sorted(children)]
 
@@ -485,15 +480,15 @@ class _StateView(Backend):
     ) -> None:
         """Raise what POSIX `rename(origin, target)` raises, in the kernel's order."""
         if paths.is_within(target, origin):
-            raise _os_error(OSError, errno.EINVAL, target)
+            raise os_error(OSError, errno.EINVAL, target)
         if paths.is_within(origin, target):
-            raise _os_error(OSError, errno.ENOTEMPTY, target)
+            raise os_error(OSError, errno.ENOTEMPTY, target)
         if origin_kind is EntryKind.FILE and target_kind is EntryKind.DIRECTORY:
-            raise _os_error(IsADirectoryError, errno.EISDIR, target)
+            raise os_error(IsADirectoryError, errno.EISDIR, target)
         if origin_kind is EntryKind.DIRECTORY and target_kind is EntryKind.FILE:
-            raise _os_error(NotADirectoryError, errno.ENOTDIR, target)
+            raise os_error(NotADirectoryError, errno.ENOTDIR, target)
         if target_kind is EntryKind.DIRECTORY and self._has_entries(target):
-            raise _os_error(OSError, errno.ENOTEMPTY, target)
+            raise os_error(OSError, errno.ENOTEMPTY, target)
 
     # ----- async: in memory, so no threads ---------------------------------------------
 

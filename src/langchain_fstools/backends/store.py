@@ -39,7 +39,6 @@ import base64
 import binascii
 import errno
 import hashlib
-import os
 import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 
 from langchain_fstools.backends import paths
+from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.backends.search import SearchPart
 from langchain_fstools.errors import InvalidPath, NotInGraph, StoreUnavailable, VersionConflict
@@ -374,7 +374,7 @@ class StoreBackend(Backend):
             if record is None:
                 return None
             if _is_file(record):
-                raise _os_error(NotADirectoryError, errno.ENOTDIR, path)
+                raise os_error(NotADirectoryError, errno.ENOTDIR, path)
         return chain[-1][1] if chain else None
 
     def _kind(self, path: str) -> StoreEffect[tuple[EntryKind | None, dict[str, Any] | None]]:
@@ -417,9 +417,9 @@ class StoreBackend(Backend):
         path = paths.normalize(path)
         kind, _ = yield from self._kind(path)
         if kind is None:
-            raise _os_error(FileNotFoundError, errno.ENOENT, path)
+            raise os_error(FileNotFoundError, errno.ENOENT, path)
         if kind is EntryKind.FILE:
-            raise _os_error(NotADirectoryError, errno.ENOTDIR, path)
+            raise os_error(NotADirectoryError, errno.ENOTDIR, path)
         _, base = self._target()
         items = yield from self._search_all(self._directory_namespace(path))
         found: dict[str, dict[str, dict[str, Any]]] = {}
@@ -445,7 +445,7 @@ class StoreBackend(Backend):
         path = paths.normalize(path)
         kind, record = yield from self._kind(path)
         if kind is None:
-            raise _os_error(FileNotFoundError, errno.ENOENT, path)
+            raise os_error(FileNotFoundError, errno.ENOENT, path)
         return _info(path, record)
 
     def _exists(self, path: str) -> StoreEffect[bool]:
@@ -460,11 +460,11 @@ class StoreBackend(Backend):
         path = paths.normalize(path)
         kind, record = yield from self._kind(path)
         if kind is None:
-            raise _os_error(FileNotFoundError, errno.ENOENT, path)
+            raise os_error(FileNotFoundError, errno.ENOENT, path)
         if kind is EntryKind.DIRECTORY or record is None:
-            raise _os_error(IsADirectoryError, errno.EISDIR, path)
+            raise os_error(IsADirectoryError, errno.EISDIR, path)
         if start < 0 or (size is not None and size < 0):
-            raise _os_error(OSError, errno.EINVAL, path)
+            raise os_error(OSError, errno.EINVAL, path)
         data = record_bytes(record)
         if start == 0 and size is None:
             return data
@@ -475,13 +475,13 @@ class StoreBackend(Backend):
     ) -> StoreEffect[FileInfo]:
         path = paths.normalize(path)
         if path == paths.ROOT:
-            raise _os_error(IsADirectoryError, errno.EISDIR, path)
+            raise os_error(IsADirectoryError, errno.EISDIR, path)
         self._forget()
         chain = yield from self._chain(path)
         parents = self._missing_parents(path, chain[:-1], NotADirectoryError)
         current = chain[-1][1]
         if current is not None and not _is_file(current):
-            raise _os_error(IsADirectoryError, errno.EISDIR, path)
+            raise os_error(IsADirectoryError, errno.EISDIR, path)
         actual = current.get("version") if current is not None else None
         if expected_version is not None and actual != (
             None if expected_version == ABSENT else expected_version
@@ -513,7 +513,7 @@ class StoreBackend(Backend):
                 missing.append(_put(*self._slot(ancestor), directory_value()))
             elif _is_file(record):
                 code = errno.EEXIST if under_file is FileExistsError else errno.ENOTDIR
-                raise _os_error(under_file, code, path)
+                raise os_error(under_file, code, path)
         return tuple(missing)
 
     def _delete(self, path: str) -> StoreEffect[None]:
@@ -523,11 +523,11 @@ class StoreBackend(Backend):
         self._forget()
         kind, _ = yield from self._kind(path)
         if kind is None:
-            raise _os_error(FileNotFoundError, errno.ENOENT, path)
+            raise os_error(FileNotFoundError, errno.ENOENT, path)
         if kind is EntryKind.DIRECTORY:
             (inside,) = yield StoreBatch((_search(self._entries(path), 1),))
             if inside:
-                raise _os_error(OSError, errno.ENOTEMPTY, path)
+                raise os_error(OSError, errno.ENOTEMPTY, path)
         yield StoreBatch((_put(*self._slot(path), None),))
 
     def _mkdir(self, path: str) -> StoreEffect[None]:
@@ -550,9 +550,9 @@ class StoreBackend(Backend):
             return cache.entries(path)
         kind, _ = yield from self._kind(path)
         if kind is None:
-            raise _os_error(FileNotFoundError, errno.ENOENT, path)
+            raise os_error(FileNotFoundError, errno.ENOENT, path)
         if kind is EntryKind.FILE:
-            raise _os_error(NotADirectoryError, errno.ENOTDIR, path)
+            raise os_error(NotADirectoryError, errno.ENOTDIR, path)
         items = yield from self._search_all(self._entries(path))
         return _Subtree(path, {path: {item.key: item.value for item in items}}).entries(path)
 
@@ -560,19 +560,19 @@ class StoreBackend(Backend):
         origin, target = paths.normalize(source), paths.normalize(destination)
         kind, record = yield from self._kind(origin)
         if kind is None:
-            raise _os_error(FileNotFoundError, errno.ENOENT, origin)
+            raise os_error(FileNotFoundError, errno.ENOENT, origin)
         if kind is EntryKind.DIRECTORY or record is None:
-            raise _os_error(IsADirectoryError, errno.EISDIR, origin)
+            raise os_error(IsADirectoryError, errno.EISDIR, origin)
         if origin == target:
             return _info(origin, record)
         if target == paths.ROOT:
-            raise _os_error(IsADirectoryError, errno.EISDIR, target)
+            raise os_error(IsADirectoryError, errno.EISDIR, target)
         self._forget()
         chain = yield from self._chain(target)
         parents = self._missing_parents(target, chain[:-1], NotADirectoryError)
         current = chain[-1][1]
         if current is not None and not _is_file(current):
-            raise _os_error(IsADirectoryError, errno.EISDIR, target)
+            raise os_error(IsADirectoryError, errno.EISDIR, target)
         yield StoreBatch((*parents, _put(*self._slot(target), record)))
         yield StoreBatch((_put(*self._slot(origin), None),))
         return _info(target, record)
@@ -686,10 +686,6 @@ def _checked_namespace(namespace: Any) -> Namespace:
     if labels[0] == "langgraph":
         raise ValueError("a namespace may not start with 'langgraph' (reserved by LangGraph)")
     return labels
-
-
-def _os_error(cls: type[OSError], code: int, path: str) -> OSError:
-    return cls(code, os.strerror(code), path)
 
 
 def _no_store() -> NotInGraph:
