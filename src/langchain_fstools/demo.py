@@ -73,6 +73,23 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("run_tests", {}),
     ("grep", {"pattern": "FAILED", "path": "/large_tool_results", "output_mode": "content"}),
     ("read_file", {"file_path": "/../etc/passwd"}),
+    (
+        "apply_patch",
+        {
+            "patch": "*** Begin Patch\n"
+            "*** Update File: /CHANGELOG.md\n"
+            "@@\n"
+            " - Fix the greeting typo.\n"
+            "+- Test the greeting's punctuation.\n"
+            "*** Add File: /tests/test_punctuation.py\n"
+            "+from greeter.greet import greet\n"
+            "+\n"
+            "+\n"
+            "+def test_ends_with_an_exclamation_mark() -> None:\n"
+            '+    assert greet("Bo").endswith("!")\n'
+            "*** End Patch\n"
+        },
+    ),
 ]
 """The tool calls the scripted model makes, one per turn."""
 

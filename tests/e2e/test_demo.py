@@ -22,3 +22,7 @@ def test_demo_reads_edits_greps_reads_an_image_and_evicts(
     assert "saved to /large_tool_results/call_16." in out  # an eviction
     assert "<< /large_tool_results/call_16:2717:tests/test_greet.py::test_greet FAILED" in out
     assert "!! Error: '/../etc/passwd' is outside the workspace." in out  # a refusal
+    assert (  # a patch across two files
+        "<< Success. Updated the following files:\n<< M /CHANGELOG.md\n"
+        "<< A /tests/test_punctuation.py" in out
+    )
