@@ -9,7 +9,8 @@ would resolve them: `\\rm`, `'rm'`, `"r"m` and `/bin/rm` are all `rm`.
 
 A policy is a guard against mistakes, not a security boundary: a determined command
 can compute its own text (`$(printf 'su''do')`, a script file it writes first). To
-contain what commands can do, run them in a sandbox (`LocalBackend(sandbox="bwrap")`).
+contain what commands can do, run them in a sandbox
+(`LocalBackend(root, execute=True, sandbox="bwrap")`).
 
 Example:
     ```python

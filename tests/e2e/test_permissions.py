@@ -43,7 +43,7 @@ class Scenario:
             for path, text in INITIAL.items():
                 (tmp_path / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
                 (tmp_path / path.lstrip("/")).write_text(text)
-            backend: Backend = LocalBackend(tmp_path)
+            backend: Backend = LocalBackend(tmp_path, execute=True)
             self.seed: dict[str, Any] = {}
         else:
             backend = StateBackend()

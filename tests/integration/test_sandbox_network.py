@@ -50,14 +50,16 @@ def test_sandboxed_command_cannot_connect_but_unsandboxed_can(
     port, received = listener
     command = f"bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'"
 
-    plain = LocalBackend(tmp_path).execute(command, timeout=20, output_limit=1000)
+    plain = LocalBackend(tmp_path, execute=True).execute(command, timeout=20, output_limit=1000)
     assert plain.exit_code == 0, plain.output
     deadline = time.monotonic() + 2
     while not received and time.monotonic() < deadline:
         time.sleep(0.02)
     assert received == [b"hi\n"]
 
-    boxed = LocalBackend(tmp_path, sandbox="bwrap").execute(command, timeout=20, output_limit=1000)
+    boxed = LocalBackend(tmp_path, execute=True, sandbox="bwrap").execute(
+        command, timeout=20, output_limit=1000
+    )
     assert boxed.exit_code != 0
     assert "Connection refused" in boxed.output or "Network is unreachable" in boxed.output
     assert received == [b"hi\n"]

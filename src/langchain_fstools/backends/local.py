@@ -21,6 +21,7 @@ from langchain_fstools.backends.ripgrep import RipgrepSearch, find_ripgrep
 from langchain_fstools.backends.sandbox import SANDBOXES, Sandbox, bwrap_argv, find_bwrap
 from langchain_fstools.backends.shell import run_process
 from langchain_fstools.errors import (
+    ExecutionUnsupported,
     InvalidPath,
     OutsideRoot,
     VersionConflict,
@@ -73,9 +74,11 @@ class LocalBackend(Backend):
     rename replaces a link rather than following it, so only parent directories
     remain exposed. The agent's own tools cannot create symlinks.
 
-    Commands (`execute`) run through bash (or `/bin/sh` without bash) with the root as
-    working directory, in their own process group, killed with everything they started
-    at their deadline (see `backends.shell`). Inside a command, `/` is the machine's
+    Running commands is opt-in (`execute=True`): without it the backend cannot run
+    commands and the toolkit offers no `execute` tool. Commands run through bash (or
+    `/bin/sh` without bash) with the root as working directory, in their own process
+    group, killed with everything they started at their deadline (see
+    `backends.shell`). Inside a command, `/` is the machine's
     root, not the workspace; wherever the root's host path appears in the output it is
     replaced by `/`, the workspace's virtual name. Without a sandbox a command can do
     whatever this process may do; `sandbox="bwrap"` confines it with bubblewrap: the
@@ -85,7 +88,9 @@ class LocalBackend(Backend):
     Args:
         root_dir: The workspace directory. It must exist.
         use_ripgrep: Search with ripgrep when `rg` is available. Default: True.
-        sandbox: Run commands in this OS sandbox: `"bwrap"` or None. Default: None.
+        execute: Let the agent run shell commands in the workspace. Default: False.
+        sandbox: Run commands in this OS sandbox: `"bwrap"` or None (needs
+            `execute=True`). Default: None.
 
     Example:
         ```python
@@ -93,19 +98,19 @@ class LocalBackend(Backend):
 
         tools = FileToolkit(LocalBackend("./repo")).get_tools()
 
-        # commands confined to the workspace, without network:
-        tools = FileToolkit(LocalBackend("./repo", sandbox="bwrap")).get_tools()
+        # with execute, commands confined to the workspace, without network:
+        tools = FileToolkit(LocalBackend("./repo", execute=True, sandbox="bwrap")).get_tools()
         ```
     """
 
     kind = "local"
-    supports_execute = True
 
     def __init__(
         self,
         root_dir: str | os.PathLike[str],
         *,
         use_ripgrep: bool = True,
+        execute: bool = False,
         sandbox: Sandbox | None = None,
     ) -> None:
         """Confine the backend to `root_dir`.
@@ -113,17 +118,21 @@ class LocalBackend(Backend):
         Args:
             root_dir: The workspace directory.
             use_ripgrep: Search with ripgrep when `rg` is available. Default: True.
+            execute: Let the agent run shell commands in the workspace. Default: False.
             sandbox: Run commands in this OS sandbox (`"bwrap"`). Default: None.
 
         Raises:
-            ValueError: `root_dir` is not an existing directory, or `sandbox` is unknown
-                or not installed (never silently dropped).
+            ValueError: `root_dir` is not an existing directory, or `sandbox` is unknown,
+                not installed (never silently dropped) or given without `execute=True`.
         """
         root = os.path.realpath(os.fspath(root_dir))
         if not os.path.isdir(root):
             raise ValueError("root_dir must be an existing directory")
         if sandbox is not None and sandbox not in SANDBOXES:
             raise ValueError(f"unknown sandbox {sandbox!r}; choose from {list(SANDBOXES)} or None")
+        if sandbox is not None and not execute:
+            raise ValueError("a sandbox is for commands: pass execute=True with it")
+        self.supports_execute = execute
         self._root = root
         self._bwrap = find_bwrap() if sandbox == "bwrap" else None
         self._shell = shutil.which("bash") or "/bin/sh"
@@ -311,8 +320,11 @@ class LocalBackend(Backend):
         """Run `command` with bash in the root, bounded by `timeout` and `output_limit`.
 
         Raises:
+            ExecutionUnsupported: the backend was made without `execute=True`.
             OSError: the shell (or bwrap) could not be started; names `/` only.
         """
+        if not self.supports_execute:
+            raise ExecutionUnsupported(self.kind)
         argv = [self._shell, "-c", command]
         if self._bwrap is not None:
             argv = bwrap_argv(self._bwrap, self._root, argv)

@@ -37,7 +37,7 @@ def _gone(pid: int, within: float = 2.0) -> bool:
 def backend(tmp_path: Path) -> LocalBackend:
     root = tmp_path / "workspace"
     root.mkdir()
-    return LocalBackend(root)
+    return LocalBackend(root, execute=True)
 
 
 def test_timeout_kills_a_grandchild_holding_the_pipe_and_returns_promptly(
@@ -111,7 +111,7 @@ def test_the_working_directory_is_the_root_and_shows_as_slash(backend: LocalBack
 def test_the_roots_host_path_never_appears_in_output(tmp_path: Path) -> None:
     root = tmp_path / "workspace"
     (root / "src").mkdir(parents=True)
-    backend = LocalBackend(root)
+    backend = LocalBackend(root, execute=True)
     result = backend.execute(
         "echo $PWD/src; cat missing 2>&1; cd src && pwd; ls nothing-here",
         timeout=10,
@@ -148,7 +148,7 @@ def test_a_missing_program_raises_without_host_paths(tmp_path: Path) -> None:
 
 def test_an_unknown_sandbox_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown sandbox"):
-        LocalBackend(tmp_path, sandbox="docker")  # type: ignore[arg-type]
+        LocalBackend(tmp_path, execute=True, sandbox="docker")  # type: ignore[arg-type]
 
 
 def test_bwrap_missing_is_a_clear_error_not_a_downgrade(
@@ -156,7 +156,7 @@ def test_bwrap_missing_is_a_clear_error_not_a_downgrade(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(ValueError, match="needs bubblewrap"):
-        LocalBackend(tmp_path, sandbox="bwrap")
+        LocalBackend(tmp_path, execute=True, sandbox="bwrap")
 
 
 @pytest.fixture
@@ -164,7 +164,7 @@ def sandboxed(tmp_path: Path) -> LocalBackend:
     assert shutil.which("bwrap"), "bubblewrap is not installed (see .ci/run)"
     root = tmp_path / "workspace"
     root.mkdir()
-    return LocalBackend(root, sandbox="bwrap")
+    return LocalBackend(root, execute=True, sandbox="bwrap")
 
 
 def test_sandbox_lets_the_workspace_be_written(sandboxed: LocalBackend) -> None:

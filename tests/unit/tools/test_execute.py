@@ -18,7 +18,7 @@ from langchain_fstools import (
     StateBackend,
 )
 from langchain_fstools.commands import CommandPolicy
-from langchain_fstools.errors import CommandRefused
+from langchain_fstools.errors import CommandRefused, ExecutionUnsupported
 from langchain_fstools.middleware.eviction import EXCLUDED_TOOLS
 from langchain_fstools.tools import ExecuteTool
 from tests.unit.tools.harness import Harness
@@ -34,7 +34,9 @@ def root(tmp_path: Path) -> Path:
 @pytest.fixture(params=["sync", "async"])
 def call(request: pytest.FixtureRequest, root: Path) -> Any:
     def invoke(command: str, *, timeout: float | None = None, **settings: Any) -> ToolMessage:
-        (tool,) = FileToolkit(LocalBackend(root), tools=["execute"], **settings).get_tools()
+        (tool,) = FileToolkit(
+            LocalBackend(root, execute=True), tools=["execute"], **settings
+        ).get_tools()
         args: dict[str, Any] = {"command": command}
         if timeout is not None:
             args["timeout"] = timeout
@@ -207,9 +209,9 @@ def test_the_policy_comes_from_the_settings(call: Any) -> None:
 
 
 def test_offered_by_default_only_when_the_backend_can_run_commands(root: Path) -> None:
-    assert "execute" in [t.name for t in FileToolkit(LocalBackend(root)).get_tools()]
+    assert "execute" in [t.name for t in FileToolkit(LocalBackend(root, execute=True)).get_tools()]
     assert "execute" not in [t.name for t in FileToolkit(StateBackend()).get_tools()]
-    composite = CompositeBackend(LocalBackend(root), {"/mem/": StateBackend()})
+    composite = CompositeBackend(LocalBackend(root, execute=True), {"/mem/": StateBackend()})
     assert "execute" in [t.name for t in FileToolkit(composite).get_tools()]
 
 
@@ -235,14 +237,14 @@ def test_an_execute_tool_on_a_state_backend_reports_an_error(tmp_path: Path) -> 
 
 
 def test_metadata_marks_execute_as_mutating_and_not_concurrency_safe(root: Path) -> None:
-    (tool,) = FileToolkit(LocalBackend(root), tools=["execute"]).get_tools()
+    (tool,) = FileToolkit(LocalBackend(root, execute=True), tools=["execute"]).get_tools()
     assert tool.metadata is not None
     assert tool.metadata["read_only"] is False
     assert tool.metadata["concurrency_safe"] is False
 
 
 def test_the_description_steers_away_from_shell_file_commands(root: Path) -> None:
-    (tool,) = FileToolkit(LocalBackend(root), tools=["execute"]).get_tools()
+    (tool,) = FileToolkit(LocalBackend(root, execute=True), tools=["execute"]).get_tools()
     for phrase in (
         "cat",
         "head",
@@ -263,7 +265,7 @@ def test_execute_results_are_not_excluded_from_eviction() -> None:
 
 
 def test_timeout_via_asyncio_also_kills(root: Path) -> None:
-    (tool,) = FileToolkit(LocalBackend(root), tools=["execute"]).get_tools()
+    (tool,) = FileToolkit(LocalBackend(root, execute=True), tools=["execute"]).get_tools()
     started = time.monotonic()
     message = asyncio.run(
         tool.ainvoke(
@@ -280,7 +282,7 @@ def test_timeout_via_asyncio_also_kills(root: Path) -> None:
 
 
 def test_the_middleware_offers_execute_on_local_disk_only(root: Path) -> None:
-    local = FilesystemMiddleware(backend=LocalBackend(root))
+    local = FilesystemMiddleware(backend=LocalBackend(root, execute=True))
     assert "execute" in [t.name for t in local.tools]
     state = FilesystemMiddleware(backend=StateBackend())
     assert "execute" not in [t.name for t in state.tools]
@@ -312,3 +314,18 @@ def test_an_apply_patch_invocation_with_more_commands_is_refused(call: Any, root
     assert "apply_patch" in message.content
     assert (root / "sub" / "a.txt").read_text() == "old\n"
     assert not (root / "ran").exists()
+
+
+def test_local_disk_runs_commands_only_when_asked(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path)
+    assert backend.supports_execute is False
+    assert "execute" not in [t.name for t in FileToolkit(backend).get_tools()]
+    assert "execute" not in [t.name for t in FilesystemMiddleware(backend=backend).tools]
+    with pytest.raises(ExecutionUnsupported):
+        backend.execute("touch ran", timeout=5, output_limit=100)
+    assert not (tmp_path / "ran").exists()
+
+
+def test_a_sandbox_without_execute_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="execute=True"):
+        LocalBackend(tmp_path, sandbox="bwrap")

@@ -21,7 +21,7 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 def _backend_for(name: str, tmp_path: Path) -> Backend:
     """A state backend, or local disk for tools that run commands."""
-    return LocalBackend(tmp_path) if name == "execute" else StateBackend()
+    return LocalBackend(tmp_path, execute=True) if name == "execute" else StateBackend()
 
 
 @pytest.mark.parametrize("name", sorted(TOOL_CLASSES))

@@ -39,7 +39,7 @@ class _OnLocalDisk:
 
     @property
     def tool_constructor_params(self) -> dict[str, Any]:
-        return {"context": ToolContext(LocalBackend(self.root))}
+        return {"context": ToolContext(LocalBackend(self.root, execute=True))}
 
     @property
     def tool_invoke_params_example(self) -> dict[str, Any]:
