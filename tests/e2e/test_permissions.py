@@ -363,3 +363,48 @@ def test_rewind_refuses_and_writes_nothing_when_a_file_changed_outside(tmp_path:
     assert raised.value == ChangedOutsideAgent("/notes.md")
     assert (tmp_path / "app.py").read_text() == "x = 3\n"
     assert (tmp_path / "new.txt").read_text() == "new\n"
+
+
+# ----- the rule table through the agent, on every backend kind ----------------------------
+
+DOCUMENTED = {  # mode -> operation -> decision on an unprotected path
+    "default": {"read": "allow", "write": "ask", "execute": "ask"},
+    "accept_edits": {"read": "allow", "write": "allow", "execute": "ask"},
+    "plan": {"read": "allow", "write": "deny", "execute": "deny"},
+    "bypass": {"read": "allow", "write": "allow", "execute": "allow"},
+}
+CALLS = {  # (operation, protected) -> the call; protected paths spelled with case and `..`
+    ("read", False): ("read_file", {"file_path": "/notes.md"}),
+    ("read", True): ("read_file", {"file_path": "/docs/../.BASHRC"}),
+    ("write", False): ("write_file", {"file_path": "/new.txt", "content": "n\n"}),
+    ("write", True): ("write_file", {"file_path": "/sub/../.ENV.local", "content": "K=1\n"}),
+    ("execute", False): ("execute", {"command": "echo hi"}),
+}
+
+
+def documented(mode: str, operation: str, *, protected: bool) -> str:
+    """DESIGN and README: protected paths ask in every mode, but plan still denies writes."""
+    decision = DOCUMENTED[mode][operation]
+    return decision if not protected or decision == "deny" else "ask"
+
+
+@pytest.mark.parametrize("mode", list(DOCUMENTED))
+@pytest.mark.parametrize(
+    ("kind", "operation", "protected"),
+    # graph state cannot run commands: no execute tool is offered there
+    [(k, *c) for k in KINDS for c in CALLS if not (k == "state" and c[0] == "execute")],
+)
+def test_every_mode_operation_and_path_gives_the_documented_decision(
+    kind: str, mode: str, operation: str, protected: bool, tmp_path: Path
+) -> None:
+    s = Scenario(kind, tmp_path, mode=mode)
+    name, args = CALLS[operation, protected]
+    result = s.start(s.agent([call(name, 1, **args), AIMessage(content="done")]), "sync")
+    if result.interrupts:
+        decided = "ask"
+    else:
+        message = s.results()["c1"]
+        refused = message.status == "error" and "was refused" in str(message.content)
+        assert refused or message.status == "success", message.content
+        decided = "deny" if refused else "allow"
+    assert decided == documented(mode, operation, protected=protected)
