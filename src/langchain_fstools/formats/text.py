@@ -150,39 +150,49 @@ def decode_line(raw: bytes, codec: str) -> str:
 
 @dataclass
 class _Cursor:
-    """Reads a file line by line from a byte position, buffering one chunk ahead."""
+    """Reads a file line by line from a byte position, buffering one chunk ahead.
+
+    Consumed lines advance `head` rather than being cut from the buffer, so reading a
+    chunk's lines costs the chunk once, not once per line.
+    """
 
     read: Reader
     position: int
+    """File offset of `buffer[head]`, the first byte not consumed."""
     buffer: bytearray = field(default_factory=bytearray)
     at_eof: bool = False
+    head: int = 0
 
     def next_line(self, room: int) -> Effect[tuple[bytes, bool] | None]:
         """Return the next line's bytes (without `\\n`) and whether it was cut at `room`.
 
         Returns None at the end of the file. The line is consumed unless it was cut.
         """
-        newline = self.buffer.find(b"\n")
-        while newline < 0 and not self.at_eof and len(self.buffer) <= room:
-            chunk = yield from self.read(self.position + len(self.buffer), CHUNK_BYTES)
+        buffer = self.buffer
+        newline = buffer.find(b"\n", self.head)
+        while newline < 0 and not self.at_eof and len(buffer) - self.head <= room:
+            del buffer[: self.head]
+            self.head = 0
+            chunk = yield from self.read(self.position + len(buffer), CHUNK_BYTES)
             self.at_eof = len(chunk) < CHUNK_BYTES
-            searched = len(self.buffer)
-            self.buffer += chunk
-            newline = self.buffer.find(b"\n", searched)
-        if newline < 0 and not self.buffer:
+            searched = len(buffer)
+            buffer += chunk
+            newline = buffer.find(b"\n", searched)
+        pending = len(buffer) - self.head
+        if newline < 0 and not pending:
             return None
-        if newline < 0 and len(self.buffer) > room:
-            return bytes(self.buffer[:room]), True
-        end = newline if newline >= 0 else len(self.buffer)
-        line = bytes(self.buffer[:end])
-        consumed = end + 1 if newline >= 0 else end
-        del self.buffer[:consumed]
+        if newline < 0 and pending > room:
+            return bytes(buffer[self.head : self.head + room]), True
+        end = newline if newline >= 0 else len(buffer)
+        line = bytes(buffer[self.head : end])
+        consumed = (end + 1 if newline >= 0 else end) - self.head
+        self.head += consumed
         self.position += consumed
         return line, False
 
     def more(self) -> Effect[bool]:
         """Whether any byte follows the consumed lines."""
-        if self.buffer:
+        if len(self.buffer) > self.head:
             return True
         if self.at_eof:
             return False
