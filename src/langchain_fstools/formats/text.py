@@ -190,6 +190,20 @@ class _Cursor:
         self.position += consumed
         return line, False
 
+    def buffered_line(self) -> bytes | None:
+        """The next line if the buffer already holds all of it (consumed), else None.
+
+        What `next_line` would return for it, without a generator per line.
+        """
+        newline = self.buffer.find(b"\n", self.head)
+        if newline < 0:
+            return None
+        line = bytes(self.buffer[self.head : newline])
+        consumed = newline + 1 - self.head
+        self.head += consumed
+        self.position += consumed
+        return line
+
     def more(self) -> Effect[bool]:
         """Whether any byte follows the consumed lines."""
         if len(self.buffer) > self.head:
@@ -197,6 +211,26 @@ class _Cursor:
         if self.at_eof:
             return False
         return bool((yield from self.read(self.position, 1)))
+
+
+def _fit(
+    rows: list[str],
+    candidates: list[str],
+    *,
+    limit: int,
+    tokens: int,
+    token_budget: int,
+    count_tokens: TokenCounter,
+) -> tuple[int, int]:
+    """Append the candidate rows that fit; return the tokens used and how many fitted."""
+    fitted = 0
+    for row in candidates:
+        cost = count_tokens(row + "\n")
+        if len(rows) >= limit or (rows and tokens + cost > token_budget):
+            break
+        rows.append(row)
+        tokens, fitted = tokens + cost, fitted + 1
+    return tokens, fitted
 
 
 def read_window(
@@ -224,21 +258,26 @@ def read_window(
     stopped_by: StopReason = "limit"
     cut_line: int | None = None
     while len(rows) < limit:
-        room = (limit - len(rows)) * ROW_WIDTH * 4 + 4
-        fetched = yield from cursor.next_line(room)
-        if fetched is None:
-            stopped_by = "end"
-            break
-        raw, cut = fetched
+        buffered = cursor.buffered_line()
+        if buffered is not None:
+            raw, cut = buffered, False
+        else:
+            room = (limit - len(rows)) * ROW_WIDTH * 4 + 4
+            fetched = yield from cursor.next_line(room)
+            if fetched is None:
+                stopped_by = "end"
+                break
+            raw, cut = fetched
         line += 1
         candidates = line_rows(line, decode_line(raw, codec))
-        fitted = 0
-        for row in candidates:
-            cost = count_tokens(row + "\n")
-            if len(rows) >= limit or (rows and tokens + cost > token_budget):
-                break
-            rows.append(row)
-            tokens, fitted = tokens + cost, fitted + 1
+        tokens, fitted = _fit(
+            rows,
+            candidates,
+            limit=limit,
+            tokens=tokens,
+            token_budget=token_budget,
+            count_tokens=count_tokens,
+        )
         if fitted < len(candidates) or cut:
             stopped_by = "tokens" if fitted < len(candidates) and len(rows) < limit else "limit"
             if line == offset:
