@@ -233,7 +233,7 @@ def _fit(
     return tokens, fitted
 
 
-def read_window(
+def read_window(  # noqa: C901 - the one-row case is inlined: this loop runs per line
     read: Reader,
     index: LineIndex,
     *,
@@ -269,7 +269,15 @@ def read_window(
                 break
             raw, cut = fetched
         line += 1
-        candidates = line_rows(line, decode_line(raw, codec))
+        text = decode_line(raw, codec)
+        if not cut and len(text) <= ROW_WIDTH:  # one row, as `line_rows` renders it
+            row = render_row(str(line), text)
+            cost = count_tokens(row + "\n")
+            if not rows or tokens + cost <= token_budget:
+                rows.append(row)
+                tokens += cost
+                continue
+        candidates = line_rows(line, text)
         tokens, fitted = _fit(
             rows,
             candidates,
