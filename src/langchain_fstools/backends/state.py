@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import errno
 import hashlib
 import posixpath
 import time
-from collections.abc import Mapping, Sequence
-from operator import methodcaller
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langgraph.channels.delta import DeltaChannel
@@ -228,9 +228,10 @@ class _StateView(Backend):
     """The files of one graph state plus the writes of the current tool call.
 
     The base mapping is never mutated; writes go to an overlay that `state_update`
-    reports. Most calls ask about one directory, which one scan of the paths answers;
-    a call that lists a second directory (a walk) builds a directory index once, kept
-    up to date by writes.
+    reports. Most calls ask about one directory: the base paths, sorted once per call
+    (near-linear, as state keeps them mostly in order), answer it by bisection, in
+    O(log n + entries below it); a call that lists a second directory (a walk) builds a
+    directory index once, kept up to date by writes.
     """
 
     kind = "state"
@@ -241,7 +242,7 @@ class _StateView(Backend):
         self._decoded: dict[str, bytes] = {}
         self._tree: _Tree | None = None
         self._scanned = False
-        self._occupied: dict[str, bool] = {}
+        self._sorted: list[str] | None = None
 
     def state_update(self) -> dict[str, Any]:
         """`{"files": {path: record or None}}` for what this call changed, or `{}`."""
@@ -278,22 +279,37 @@ class _StateView(Backend):
         """The entries directly inside `directory`: a scan, or the index once it pays."""
         if self._tree is None and not self._scanned:
             self._scanned = True
-            return _scan(self._records(), directory)
+            children: dict[str, EntryKind] = {}
+            for path in self._below(directory):
+                _enter(children, path[len(_prefix(directory)) :], self._record(path))
+            return children
         return self._index().get(directory, {})
+
+    def _below(self, directory: str) -> Iterator[str]:
+        """The paths of the records strictly below `directory`."""
+        prefix = _prefix(directory)
+        if self._sorted is None:
+            self._sorted = sorted(self._base)
+        base = self._sorted
+        for position in range(bisect.bisect_left(base, prefix), len(base)):
+            path = base[position]
+            if not path.startswith(prefix):
+                break
+            if path != paths.ROOT and path not in self._pending:
+                yield path
+        for path, record in self._pending.items():
+            if record is not None and path != paths.ROOT and path.startswith(prefix):
+                yield path
 
     def _has_entries(self, directory: str) -> bool:
         """Whether anything lies below `directory`."""
         if self._tree is not None:
             return bool(self._tree.get(directory))
-        occupied = self._occupied.get(directory)
-        if occupied is None:
-            records = self._records()
-            if directory == paths.ROOT:
-                occupied = any(p != paths.ROOT for p in records)
-            else:
-                occupied = any(map(methodcaller("startswith", directory + "/"), records))
-            self._occupied[directory] = occupied
-        return occupied
+        if directory == paths.ROOT:  # any record counts, also one not spelled from the root
+            return any(p != paths.ROOT and p not in self._pending for p in self._base) or any(
+                r is not None and p != paths.ROOT for p, r in self._pending.items()
+            )
+        return next(self._below(directory), None) is not None
 
     def _kind(self, path: str) -> EntryKind | None:
         """What `path` names, or None; NotADirectoryError if an ancestor is a file."""
@@ -341,7 +357,6 @@ class _StateView(Backend):
     def _put(self, path: str, record: FileRecord | None) -> None:
         self._pending[path] = record
         self._decoded.pop(path, None)
-        self._occupied.clear()
         if self._tree is None:
             return
         if record is not None:
@@ -532,19 +547,13 @@ def _prefix(directory: str) -> str:
     return directory if directory == paths.ROOT else directory + "/"
 
 
-def _scan(records: Mapping[str, FileRecord], directory: str) -> dict[str, EntryKind]:
-    """The entries directly inside `directory`, as `_link` would index them."""
-    prefix = _prefix(directory)
-    children: dict[str, EntryKind] = {}
-    for path in records:
-        if path == paths.ROOT or not path.startswith(prefix):
-            continue
-        name, below, _ = path[len(prefix) :].partition("/")
-        if not below and _is_file(records[path]):
-            children[name] = EntryKind.FILE  # an explicit file record wins
-        else:
-            children.setdefault(name, EntryKind.DIRECTORY)
-    return children
+def _enter(children: dict[str, EntryKind], relative: str, record: FileRecord | None) -> None:
+    """Enter the record at `relative` (below a directory) as `_link` would index it."""
+    name, below, _ = relative.partition("/")
+    if not below and record is not None and _is_file(record):
+        children[name] = EntryKind.FILE  # an explicit file record wins
+    else:
+        children.setdefault(name, EntryKind.DIRECTORY)
 
 
 def _link(tree: _Tree, path: str, record: FileRecord) -> None:

@@ -150,46 +150,90 @@ def decode_line(raw: bytes, codec: str) -> str:
 
 @dataclass
 class _Cursor:
-    """Reads a file line by line from a byte position, buffering one chunk ahead."""
+    """Reads a file line by line from a byte position, buffering one chunk ahead.
+
+    Consumed lines advance `head` rather than being cut from the buffer, so reading a
+    chunk's lines costs the chunk once, not once per line.
+    """
 
     read: Reader
     position: int
+    """File offset of `buffer[head]`, the first byte not consumed."""
     buffer: bytearray = field(default_factory=bytearray)
     at_eof: bool = False
+    head: int = 0
 
     def next_line(self, room: int) -> Effect[tuple[bytes, bool] | None]:
         """Return the next line's bytes (without `\\n`) and whether it was cut at `room`.
 
         Returns None at the end of the file. The line is consumed unless it was cut.
         """
-        newline = self.buffer.find(b"\n")
-        while newline < 0 and not self.at_eof and len(self.buffer) <= room:
-            chunk = yield from self.read(self.position + len(self.buffer), CHUNK_BYTES)
+        buffer = self.buffer
+        newline = buffer.find(b"\n", self.head)
+        while newline < 0 and not self.at_eof and len(buffer) - self.head <= room:
+            del buffer[: self.head]
+            self.head = 0
+            chunk = yield from self.read(self.position + len(buffer), CHUNK_BYTES)
             self.at_eof = len(chunk) < CHUNK_BYTES
-            searched = len(self.buffer)
-            self.buffer += chunk
-            newline = self.buffer.find(b"\n", searched)
-        if newline < 0 and not self.buffer:
+            searched = len(buffer)
+            buffer += chunk
+            newline = buffer.find(b"\n", searched)
+        pending = len(buffer) - self.head
+        if newline < 0 and not pending:
             return None
-        if newline < 0 and len(self.buffer) > room:
-            return bytes(self.buffer[:room]), True
-        end = newline if newline >= 0 else len(self.buffer)
-        line = bytes(self.buffer[:end])
-        consumed = end + 1 if newline >= 0 else end
-        del self.buffer[:consumed]
+        if newline < 0 and pending > room:
+            return bytes(buffer[self.head : self.head + room]), True
+        end = newline if newline >= 0 else len(buffer)
+        line = bytes(buffer[self.head : end])
+        consumed = (end + 1 if newline >= 0 else end) - self.head
+        self.head += consumed
         self.position += consumed
         return line, False
 
+    def buffered_line(self) -> bytes | None:
+        """The next line if the buffer already holds all of it (consumed), else None.
+
+        What `next_line` would return for it, without a generator per line.
+        """
+        newline = self.buffer.find(b"\n", self.head)
+        if newline < 0:
+            return None
+        line = bytes(self.buffer[self.head : newline])
+        consumed = newline + 1 - self.head
+        self.head += consumed
+        self.position += consumed
+        return line
+
     def more(self) -> Effect[bool]:
         """Whether any byte follows the consumed lines."""
-        if self.buffer:
+        if len(self.buffer) > self.head:
             return True
         if self.at_eof:
             return False
         return bool((yield from self.read(self.position, 1)))
 
 
-def read_window(
+def _fit(
+    rows: list[str],
+    candidates: list[str],
+    *,
+    limit: int,
+    tokens: int,
+    token_budget: int,
+    count_tokens: TokenCounter,
+) -> tuple[int, int]:
+    """Append the candidate rows that fit; return the tokens used and how many fitted."""
+    fitted = 0
+    for row in candidates:
+        cost = count_tokens(row + "\n")
+        if len(rows) >= limit or (rows and tokens + cost > token_budget):
+            break
+        rows.append(row)
+        tokens, fitted = tokens + cost, fitted + 1
+    return tokens, fitted
+
+
+def read_window(  # noqa: C901 - the one-row case is inlined: this loop runs per line
     read: Reader,
     index: LineIndex,
     *,
@@ -214,21 +258,34 @@ def read_window(
     stopped_by: StopReason = "limit"
     cut_line: int | None = None
     while len(rows) < limit:
-        room = (limit - len(rows)) * ROW_WIDTH * 4 + 4
-        fetched = yield from cursor.next_line(room)
-        if fetched is None:
-            stopped_by = "end"
-            break
-        raw, cut = fetched
-        line += 1
-        candidates = line_rows(line, decode_line(raw, codec))
-        fitted = 0
-        for row in candidates:
-            cost = count_tokens(row + "\n")
-            if len(rows) >= limit or (rows and tokens + cost > token_budget):
+        buffered = cursor.buffered_line()
+        if buffered is not None:
+            raw, cut = buffered, False
+        else:
+            room = (limit - len(rows)) * ROW_WIDTH * 4 + 4
+            fetched = yield from cursor.next_line(room)
+            if fetched is None:
+                stopped_by = "end"
                 break
-            rows.append(row)
-            tokens, fitted = tokens + cost, fitted + 1
+            raw, cut = fetched
+        line += 1
+        text = decode_line(raw, codec)
+        if not cut and len(text) <= ROW_WIDTH:  # one row, as `line_rows` renders it
+            row = render_row(str(line), text)
+            cost = count_tokens(row + "\n")
+            if not rows or tokens + cost <= token_budget:
+                rows.append(row)
+                tokens += cost
+                continue
+        candidates = line_rows(line, text)
+        tokens, fitted = _fit(
+            rows,
+            candidates,
+            limit=limit,
+            tokens=tokens,
+            token_budget=token_budget,
+            count_tokens=count_tokens,
+        )
         if fitted < len(candidates) or cut:
             stopped_by = "tokens" if fitted < len(candidates) and len(rows) < limit else "limit"
             if line == offset:

@@ -276,6 +276,26 @@ def test_implicit_directories_behave_like_real_ones() -> None:
     assert [e.path for e in view.walk()] == ["/a"]
 
 
+def test_one_directory_answers_see_this_calls_writes_and_deletes() -> None:
+    """The sorted base paths answer one-directory questions together with the overlay."""
+    base = {f"/seed/{n:02}.txt": record("s") for n in range(30)}
+    base |= {"/d/old.txt": record("o"), "/d/gone.txt": record("g"), "/d-x/z.txt": record("z")}
+    view = bind(base)
+    view.delete("/d/gone.txt")
+    view.write_bytes("/d/new.txt", b"n")
+    view.write_bytes("/e/f/g.txt", b"g")  # /e gets directory records
+    assert view.exists("/e/f")
+    assert not view.exists("/d/gone.txt")
+    assert not view.exists("/d/old.txt/x")
+    assert [e.name for e in view.list_dir("/d")] == ["new.txt", "old.txt"]
+    view.delete("/d/new.txt")
+    view.delete("/d/old.txt")
+    assert view.list_dir("/d") == []
+    view.delete("/d")  # empty now: only /d-x/z.txt shares its prefix, not its directory
+    assert not view.exists("/d")
+    assert view.exists("/d-x")
+
+
 def test_moving_a_directory_moves_its_tree_and_keeps_versions() -> None:
     view = bind({"/src/a.txt": record("a"), "/src/deep/b.bin": file_record(b"\xff")})
     before = view.stat("/src/deep/b.bin").version
