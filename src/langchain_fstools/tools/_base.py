@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg, ToolException
 from langgraph.types import Command
-from pydantic import BaseModel, ConfigDict, PlainSerializer, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PlainSerializer,
+    PrivateAttr,
+    ValidationError,
+    create_model,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from langchain_fstools.backends import calls
@@ -179,6 +186,9 @@ class FileTool(BaseTool):
             "read-only" if self.read_only else "mutating",
         ]
 
+    _aliased_schema: tuple[type[BaseModel], type[BaseModel]] | None = PrivateAttr(default=None)
+    """LangChain's (memoized) schema and the aliased copy built from it, built once."""
+
     @property
     def tool_call_schema(self) -> ArgsSchema:
         """The schema the model sees: as LangChain builds it, keeping field aliases.
@@ -198,6 +208,9 @@ class FileTool(BaseTool):
         aliases = {n: f.alias for n, f in source.model_fields.items() if f.alias}
         if not aliases:
             return schema
+        memo = self._aliased_schema
+        if memo is not None and memo[0] is schema:
+            return memo[1]
         fields: dict[str, Any] = {}
         for name, info in schema.model_fields.items():
             copied = copy.copy(info)
@@ -209,6 +222,7 @@ class FileTool(BaseTool):
             __doc__=schema.__doc__,
             **fields,
         )
+        self._aliased_schema = (schema, aliased)
         return aliased
 
     @abstractmethod

@@ -62,3 +62,11 @@ def test_unknown_tool_or_setting_is_refused() -> None:
         FileToolkit(StateBackend(), tools=["rm"])
     with pytest.raises(ValueError, match="unknown setting"):
         FileToolkit(StateBackend(), read_limt=5)
+
+
+def test_the_aliased_schema_is_built_once_per_tool() -> None:
+    """Models bind tools on every turn; grep's aliased schema must not be rebuilt each time."""
+    (grep,) = FileToolkit(StateBackend(), tools=["grep"]).get_tools()
+    first = grep.tool_call_schema
+    assert grep.tool_call_schema is first
+    assert "-A" in first.model_json_schema()["properties"]  # type: ignore[union-attr]
