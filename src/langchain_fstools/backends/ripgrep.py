@@ -11,6 +11,7 @@ searching from the workspace root, no ignore files of the directories above it.
 from __future__ import annotations
 
 import base64
+import heapq
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self
 
@@ -70,9 +72,18 @@ class RipgrepSearch:
     host_dir: Callable[[str], Path]
 
     def list_files(
-        self, directory: str, *, globs: tuple[tuple[str, ...], ...], deadline: float
+        self,
+        directory: str,
+        *,
+        globs: tuple[tuple[str, ...], ...],
+        deadline: float,
+        newest: int | None = None,
     ) -> Listing:
-        """`rg --files` below `directory`, filtered by `globs`, with modification times."""
+        """`rg --files` below `directory`, filtered by `globs`, with modification times.
+
+        With `newest`, only files at least as new as the `newest`-th most recent one
+        become `ListedFile`s (most of a large listing is only counted).
+        """
         cwd = self.host_dir(directory)
         keep = compile_glob_groups(globs)
         # One walker thread: this process stats what rg prints on the other core, and
@@ -86,20 +97,22 @@ class RipgrepSearch:
             *parent_ignores(directory),
             *type_filter(globs),
         ]
-        found: list[ListedFile] = []
+        timed: list[tuple[str, float]] = []
         prefix = directory if directory == paths.ROOT else directory + "/"
         directory_fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
         try:
             with _Run(command, cwd, deadline) as run:
                 # Stat each batch of paths as rg streams it, while rg walks on.
                 for names in _name_batches(run.stdout):
-                    found += [
-                        ListedFile(prefix + name, mtime)
-                        for name, mtime in _mtimes([n for n in names if keep(n)], directory_fd)
-                    ]
+                    timed += _mtimes([n for n in names if keep(n)], directory_fd)
         finally:
             os.close(directory_fd)
-        return Listing(found, not run.timed_out)
+        total = len(timed)
+        if newest is not None and total > newest > 0:
+            cutoff = heapq.nlargest(newest, map(itemgetter(1), timed))[-1]
+            timed = [(name, mtime) for name, mtime in timed if mtime >= cutoff]
+        found = [ListedFile(prefix + name, mtime) for name, mtime in timed]
+        return Listing(found, not run.timed_out, total)
 
     def grep(
         self, request: GrepRequest, *, deadline: float, sink: Callable[[FileHits], None]

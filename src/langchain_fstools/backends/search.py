@@ -88,10 +88,23 @@ class ListedFile:
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """Files found below a directory, and whether the listing finished in time."""
+    """Files found below a directory, and whether the listing finished in time.
+
+    Attributes:
+        files: The files found, or (when the caller asked for the `newest` only) at
+            least every file as new as the `newest`-th most recent one.
+        complete: Whether the listing finished before its deadline.
+        total: How many files were found, when `files` holds only the newest of them.
+    """
 
     files: list[ListedFile]
     complete: bool
+    total: int | None = None
+
+    @property
+    def count(self) -> int:
+        """How many files were found."""
+        return len(self.files) if self.total is None else self.total
 
 
 class InvalidPattern(ValueError):
@@ -120,7 +133,12 @@ class NativeSearch(Protocol):
     """A backend's fast search: the same answers as the pure-Python engine."""
 
     def list_files(
-        self, directory: str, *, globs: tuple[tuple[str, ...], ...], deadline: float
+        self,
+        directory: str,
+        *,
+        globs: tuple[tuple[str, ...], ...],
+        deadline: float,
+        newest: int | None = None,
     ) -> Listing:
         """The searchable files below `directory` (rule 1 above) matching `globs`.
 
@@ -129,6 +147,10 @@ class NativeSearch(Protocol):
             globs: Glob groups, as in `GrepRequest.globs`, over paths relative to
                 `directory`.
             deadline: `time.monotonic()` value after which it stops with what it has.
+            newest: If given, the caller needs only the `newest` most recently
+                modified files: a search may leave out files older than the
+                `newest`-th one (keeping ties) and report the count in `total`.
+                Default: None (every file).
         """
 
     def grep(

@@ -838,9 +838,15 @@ class _RemoteRipgrep:
     searcher: Callable[[GrepRequest, float], tuple[list[FileHits], bool]]
 
     def list_files(
-        self, directory: str, *, globs: tuple[tuple[str, ...], ...], deadline: float
+        self,
+        directory: str,
+        *,
+        globs: tuple[tuple[str, ...], ...],
+        deadline: float,
+        newest: int | None = None,
     ) -> Listing:
-        """`rg --files` on the server, with mtimes from SFTP."""
+        """`rg --files` on the server, with mtimes from SFTP (every file: `newest` unused)."""
+        del newest
         return self.lister(directory, globs, deadline)
 
     def grep(

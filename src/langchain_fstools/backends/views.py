@@ -335,8 +335,15 @@ class _GuardedSearch:
         self.guard = guard
 
     def list_files(
-        self, directory: str, *, globs: tuple[tuple[str, ...], ...], deadline: float
+        self,
+        directory: str,
+        *,
+        globs: tuple[tuple[str, ...], ...],
+        deadline: float,
+        newest: int | None = None,
     ) -> Listing:
+        # Every file, not the newest only: hidden ones are dropped after the listing.
+        del newest
         listing = self.native.list_files(directory, globs=globs, deadline=deadline)
         files = [f for f in listing.files if self.guard.visible(f.path)]
         return replace(listing, files=files)

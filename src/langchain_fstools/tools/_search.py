@@ -35,27 +35,46 @@ def search_root(path: str | None) -> Effect[FileInfo]:
 
 
 def list_files(
-    scope: CallScope, directory: str, globs: tuple[tuple[str, ...], ...], deadline: float
+    scope: CallScope,
+    directory: str,
+    globs: tuple[tuple[str, ...], ...],
+    deadline: float,
+    *,
+    newest: int | None = None,
 ) -> Effect[Listing]:
-    """List searchable files, each part of the tree natively when its backend can."""
+    """List searchable files, each part of the tree natively when its backend can.
+
+    With `newest`, a native search of a part with nothing excluded may return only its
+    newest files (see `NativeSearch.list_files`); `Listing.count` still counts all.
+    """
     found: list[ListedFile] = []
-    complete = True
+    complete, total = True, 0
     for part in scope.backend.search_parts(directory):
         sub_globs = _below(globs, directory, part.directory)
         if part.native is not None:
+            only = None if part.excluded else newest
             listing = yield from calls.blocking(
-                partial(part.native.list_files, part.directory, globs=sub_globs, deadline=deadline)
+                partial(
+                    part.native.list_files,
+                    part.directory,
+                    globs=sub_globs,
+                    deadline=deadline,
+                    newest=only,
+                )
             )
         else:
             listing = yield from engine.list_files(
                 part.directory, globs=sub_globs, deadline=deadline
             )
         if part.excluded:
-            found += [f for f in listing.files if not _excluded(f.path, part.excluded)]
+            kept = [f for f in listing.files if not _excluded(f.path, part.excluded)]
+            found += kept
+            total += len(kept)
         else:
             found += listing.files
+            total += listing.count
         complete = complete and listing.complete
-    return Listing(found, complete)
+    return Listing(found, complete, total)
 
 
 def grep(

@@ -53,11 +53,11 @@ class GlobTool(FileTool):
         root = yield from _search.search_root(args.path)
         if not root.is_dir:
             raise NotADirectoryError(20, "Not a directory", root.path)
-        listing = yield from _search.list_files(
-            scope, root.path, ((args.pattern,),), _search.deadline_of(scope)
-        )
         limit = scope.context.settings.glob_limit
-        total = len(listing.files)
+        listing = yield from _search.list_files(
+            scope, root.path, ((args.pattern,),), _search.deadline_of(scope), newest=limit
+        )
+        total = listing.count
         lines = [f.path for f in newest(listing.files, limit)]
         if not total:
             lines = [NO_MATCH.format(pattern=args.pattern, path=root.path)]

@@ -144,3 +144,18 @@ def test_nested_mounts_share_one_limit_and_order(tmp_path: Path) -> None:
     found = str(tools["grep"].invoke({"pattern": "needle", "path": "/mem"})).splitlines()
     assert found[0] == "Found 3 files"
     assert sorted(found[1:]) == ["/mem/b.txt", "/mem/user/c.txt", "/mem/user/d/e.txt"]
+
+
+def test_ripgrep_lists_only_the_newest_when_asked_and_counts_all(tmp_path: Path) -> None:
+    stamps = {"e.txt": 1, "d.txt": 3, "a.txt": 5, "c.txt": 3, "b.txt": 3}
+    for name, stamp in stamps.items():
+        (tmp_path / name).write_bytes(b"x")
+        os.utime(tmp_path / name, (1_000_000 + stamp, 1_000_000 + stamp))
+    native = LocalBackend(tmp_path).native_search()
+    assert native is not None
+    deadline = time.monotonic() + 20
+    listing = native.list_files("/", globs=(("*.txt",),), deadline=deadline, newest=2)
+    assert sorted(f.path for f in listing.files) == ["/a.txt", "/b.txt", "/c.txt", "/d.txt"]
+    assert listing.count == 5  # ties at the cut are kept; the rest is only counted
+    whole = native.list_files("/", globs=(("*.txt",),), deadline=deadline)
+    assert len(whole.files) == whole.count == 5
