@@ -78,14 +78,17 @@ class RipgrepSearch:
         globs: tuple[tuple[str, ...], ...],
         deadline: float,
         newest: int | None = None,
+        excluded: tuple[str, ...] = (),
     ) -> Listing:
         """`rg --files` below `directory`, filtered by `globs`, with modification times.
 
         With `newest`, only files at least as new as the `newest`-th most recent one
-        become `ListedFile`s (most of a large listing is only counted).
+        become `ListedFile`s (most of a large listing is only counted). `excluded`
+        directories are left out by rg itself, so the count leaves them out too.
         """
         cwd = self.host_dir(directory)
         keep = compile_glob_groups(globs)
+        prefix = directory if directory == paths.ROOT else directory + "/"
         # One walker thread: this process stats what rg prints on the other core, and
         # rg's parallel walker would spin for work on the core the stats need.
         command = [
@@ -96,9 +99,9 @@ class RipgrepSearch:
             *COMMON_OPTIONS,
             *parent_ignores(directory),
             *type_filter(globs),
+            *_excluding(excluded, prefix),
         ]
         timed: list[tuple[str, float]] = []
-        prefix = directory if directory == paths.ROOT else directory + "/"
         directory_fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
         try:
             with _Run(command, cwd, deadline) as run:
@@ -107,8 +110,9 @@ class RipgrepSearch:
                     timed += _mtimes([n for n in names if keep(n)], directory_fd)
         finally:
             os.close(directory_fd)
-        total = len(timed)
-        if newest is not None and total > newest > 0:
+        total = None
+        if newest is not None and len(timed) > newest > 0:
+            total = len(timed)
             cutoff = heapq.nlargest(newest, map(itemgetter(1), timed))[-1]
             timed = [(name, mtime) for name, mtime in timed if mtime >= cutoff]
         found = [ListedFile(prefix + name, mtime) for name, mtime in timed]
@@ -147,6 +151,19 @@ class RipgrepSearch:
         if run.returncode == 2 and not delivered and run.stderr_text.strip():  # noqa: PLR2004
             raise InvalidPattern(first_error_line(run.stderr_text))
         return not run.timed_out
+
+
+def _excluding(excluded: tuple[str, ...], prefix: str) -> list[str]:
+    """The rg globs that leave out the `excluded` directories below `prefix`.
+
+    Anchored (`!/dir/`) so a directory of the same name deeper down stays in, with rg's
+    glob metacharacters in the names backslashed.
+    """
+    return [
+        "--glob=!/" + "".join("\\" + c if c in "\\*?[]{}!" else c for c in d[len(prefix) :]) + "/"
+        for d in excluded
+        if d.startswith(prefix)
+    ]
 
 
 def parent_ignores(directory: str) -> list[str]:

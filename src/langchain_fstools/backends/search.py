@@ -94,7 +94,8 @@ class Listing:
         files: The files found, or (when the caller asked for the `newest` only) at
             least every file as new as the `newest`-th most recent one.
         complete: Whether the listing finished before its deadline.
-        total: How many files were found, when `files` holds only the newest of them.
+        total: How many files were found, when `files` holds only the newest of them
+            (None when `files` holds every file found).
     """
 
     files: list[ListedFile]
@@ -139,6 +140,7 @@ class NativeSearch(Protocol):
         globs: tuple[tuple[str, ...], ...],
         deadline: float,
         newest: int | None = None,
+        excluded: tuple[str, ...] = (),
     ) -> Listing:
         """The searchable files below `directory` (rule 1 above) matching `globs`.
 
@@ -151,6 +153,9 @@ class NativeSearch(Protocol):
                 modified files: a search may leave out files older than the
                 `newest`-th one (keeping ties) and report the count in `total`.
                 Default: None (every file).
+            excluded: Virtual directories below `directory` to leave out (mounted
+                from elsewhere). A search may ignore it, but then must list every
+                file (no `total`): the caller filters. Default: ().
         """
 
     def grep(

@@ -844,9 +844,10 @@ class _RemoteRipgrep:
         globs: tuple[tuple[str, ...], ...],
         deadline: float,
         newest: int | None = None,
+        excluded: tuple[str, ...] = (),
     ) -> Listing:
         """`rg --files` on the server, with mtimes from SFTP (every file: `newest` unused)."""
-        del newest
+        del newest, excluded
         return self.lister(directory, globs, deadline)
 
     def grep(

@@ -341,9 +341,10 @@ class _GuardedSearch:
         globs: tuple[tuple[str, ...], ...],
         deadline: float,
         newest: int | None = None,
+        excluded: tuple[str, ...] = (),
     ) -> Listing:
         # Every file, not the newest only: hidden ones are dropped after the listing.
-        del newest
+        del newest, excluded
         listing = self.native.list_files(directory, globs=globs, deadline=deadline)
         files = [f for f in listing.files if self.guard.visible(f.path)]
         return replace(listing, files=files)

@@ -44,35 +44,34 @@ def list_files(
 ) -> Effect[Listing]:
     """List searchable files, each part of the tree natively when its backend can.
 
-    With `newest`, a native search of a part with nothing excluded may return only its
-    newest files (see `NativeSearch.list_files`); `Listing.count` still counts all.
+    With `newest`, a native search may return only its newest files (see
+    `NativeSearch.list_files`); `Listing.count` still counts all.
     """
     found: list[ListedFile] = []
     complete, total = True, 0
     for part in scope.backend.search_parts(directory):
         sub_globs = _below(globs, directory, part.directory)
         if part.native is not None:
-            only = None if part.excluded else newest
             listing = yield from calls.blocking(
                 partial(
                     part.native.list_files,
                     part.directory,
                     globs=sub_globs,
                     deadline=deadline,
-                    newest=only,
+                    newest=newest,
+                    excluded=part.excluded,
                 )
             )
         else:
             listing = yield from engine.list_files(
                 part.directory, globs=sub_globs, deadline=deadline
             )
+        kept = listing.files
         if part.excluded:
-            kept = [f for f in listing.files if not _excluded(f.path, part.excluded)]
-            found += kept
-            total += len(kept)
-        else:
-            found += listing.files
-            total += listing.count
+            kept = [f for f in kept if not _excluded(f.path, part.excluded)]
+        found += kept
+        # A listing cut to its newest left the excluded out itself, and counted the rest.
+        total += len(kept) if listing.total is None else listing.total
         complete = complete and listing.complete
     return Listing(found, complete, total)
 

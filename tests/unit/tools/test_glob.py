@@ -159,3 +159,33 @@ def test_ripgrep_lists_only_the_newest_when_asked_and_counts_all(tmp_path: Path)
     assert listing.count == 5  # ties at the cut are kept; the rest is only counted
     whole = native.list_files("/", globs=(("*.txt",),), deadline=deadline)
     assert len(whole.files) == whole.count == 5
+
+
+def test_a_mount_shadows_the_disk_below_it_in_a_truncated_glob(tmp_path: Path) -> None:
+    """The newest files on disk sit under a mount point: they must not fill the top."""
+    h = Harness("composite", tmp_path, glob_limit=2)
+    stamps = {"docs/new1.txt": 9, "docs/new2.txt": 8, "sub/docs/kept.txt": 5, "a.txt": 3}
+    stamps |= {"b.txt": 1}
+    for name, stamp in stamps.items():
+        (h.root / name).parent.mkdir(parents=True, exist_ok=True)
+        (h.root / name).write_bytes(b"x")
+        os.utime(h.root / name, (1_000_000 + stamp, 1_000_000 + stamp))
+    lines = h.call("glob", pattern="*.txt").content.splitlines()
+    assert lines[:2] == ["/sub/docs/kept.txt", "/a.txt"]
+    assert "showing the 2 most recently modified of 3 files" in lines[2]
+
+
+def test_ripgrep_leaves_out_excluded_directories_spelled_literally(tmp_path: Path) -> None:
+    for name in ["we[ird]/a.txt", "weird/b.txt", "x/we[ird]/c.txt", "d.txt"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x")
+    native = LocalBackend(tmp_path).native_search()
+    assert native is not None
+    listing = native.list_files(
+        "/", globs=(("*.txt",),), deadline=time.monotonic() + 20, excluded=("/we[ird]",)
+    )
+    assert sorted(f.path for f in listing.files) == [
+        "/d.txt",
+        "/weird/b.txt",
+        "/x/we[ird]/c.txt",
+    ]
