@@ -474,14 +474,7 @@ class StoreBackend(Backend):
         self, path: str, data: bytes, expected_version: str | None
     ) -> StoreEffect[FileInfo]:
         path = paths.normalize(path)
-        if path == paths.ROOT:
-            raise os_error(IsADirectoryError, errno.EISDIR, path)
-        self._forget()
-        chain = yield from self._chain(path)
-        parents = self._missing_parents(path, chain[:-1], NotADirectoryError)
-        current = chain[-1][1]
-        if current is not None and not _is_file(current):
-            raise os_error(IsADirectoryError, errno.EISDIR, path)
+        parents, current = yield from self._file_slot(path)
         actual = current.get("version") if current is not None else None
         if expected_version is not None and actual != (
             None if expected_version == ABSENT else expected_version
@@ -556,6 +549,23 @@ class StoreBackend(Backend):
         items = yield from self._search_all(self._entries(path))
         return _Subtree(path, {path: {item.key: item.value for item in items}}).entries(path)
 
+    def _file_slot(self, path: str) -> StoreEffect[tuple[tuple[PutOp, ...], dict[str, Any] | None]]:
+        """Where a file is about to be written: its missing parents' puts, its record.
+
+        Raises:
+            IsADirectoryError: `path` is the root or a directory.
+            NotADirectoryError: a parent is a file.
+        """
+        if path == paths.ROOT:
+            raise os_error(IsADirectoryError, errno.EISDIR, path)
+        self._forget()
+        chain = yield from self._chain(path)
+        parents = self._missing_parents(path, chain[:-1], NotADirectoryError)
+        current = chain[-1][1]
+        if current is not None and not _is_file(current):
+            raise os_error(IsADirectoryError, errno.EISDIR, path)
+        return parents, current
+
     def _move(self, source: str, destination: str) -> StoreEffect[FileInfo]:
         origin, target = paths.normalize(source), paths.normalize(destination)
         kind, record = yield from self._kind(origin)
@@ -565,14 +575,7 @@ class StoreBackend(Backend):
             raise os_error(IsADirectoryError, errno.EISDIR, origin)
         if origin == target:
             return _info(origin, record)
-        if target == paths.ROOT:
-            raise os_error(IsADirectoryError, errno.EISDIR, target)
-        self._forget()
-        chain = yield from self._chain(target)
-        parents = self._missing_parents(target, chain[:-1], NotADirectoryError)
-        current = chain[-1][1]
-        if current is not None and not _is_file(current):
-            raise os_error(IsADirectoryError, errno.EISDIR, target)
+        parents, _ = yield from self._file_slot(target)
         yield StoreBatch((*parents, _put(*self._slot(target), record)))
         yield StoreBatch((_put(*self._slot(origin), None),))
         return _info(target, record)
