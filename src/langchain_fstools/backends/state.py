@@ -20,7 +20,6 @@ import base64
 import binascii
 import bisect
 import errno
-import hashlib
 import posixpath
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,6 +30,7 @@ from langgraph.channels.delta import DeltaChannel
 from langchain_fstools.backends import paths
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
+from langchain_fstools.backends.versions import content_version
 from langchain_fstools.errors import InvalidPath, NotInGraph, VersionConflict
 from langchain_fstools.reducers import merge_keyed
 
@@ -89,11 +89,7 @@ class FilesState(TypedDict):
     or to None to delete it; checkpoints store deltas, not copies."""
 
 
-def _version(kind: Literal["file", "directory"], data: bytes) -> str:
-    return f"{kind}:{hashlib.blake2b(data, digest_size=8).hexdigest()}"
-
-
-_DIRECTORY_VERSION = _version("directory", b"")
+_DIRECTORY_VERSION = content_version("directory", b"")
 
 
 def file_record(data: bytes, *, modified_at: float | None = None) -> FileRecord:
@@ -114,7 +110,7 @@ def file_record(data: bytes, *, modified_at: float | None = None) -> FileRecord:
         kind="file",
         modified_at=time.time() if modified_at is None else modified_at,
         size=len(data),
-        version=_version("file", data),
+        version=content_version("file", data),
     )
 
 
@@ -343,7 +339,7 @@ class _StateView(Backend):
         version = record.get("version")
         if not isinstance(size, int) or not version:  # a record written by hand
             data = self._bytes(path, record)
-            size, version = len(data), version or _version("file", data)
+            size, version = len(data), version or content_version("file", data)
         return FileInfo(path, kind, size, mtime, version)
 
     def _bytes(self, path: str, record: FileRecord) -> bytes:

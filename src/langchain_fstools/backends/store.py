@@ -38,7 +38,6 @@ import asyncio
 import base64
 import binascii
 import errno
-import hashlib
 import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -50,6 +49,7 @@ from langchain_fstools.backends import paths
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.backends.search import SearchPart
+from langchain_fstools.backends.versions import content_version
 from langchain_fstools.errors import InvalidPath, NotInGraph, StoreUnavailable, VersionConflict
 
 if TYPE_CHECKING:
@@ -615,7 +615,7 @@ def file_value(data: bytes, *, modified_at: float | None = None) -> dict[str, An
         "content": content,
         "encoding": encoding,
         "size": len(data),
-        "version": "file:" + hashlib.blake2b(data, digest_size=8).hexdigest(),
+        "version": content_version("file", data),
         "modified_at": time.time() if modified_at is None else modified_at,
     }
 
@@ -651,7 +651,7 @@ def _info(path: str, record: dict[str, Any] | None) -> FileInfo:
     if not isinstance(size, int) or not version:  # a value written by hand
         data = record_bytes(record)
         size = len(data)
-        version = version or "file:" + hashlib.blake2b(data, digest_size=8).hexdigest()
+        version = version or content_version("file", data)
     return FileInfo(path, EntryKind.FILE, size, mtime, str(version))
 
 

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import difflib
+import re
 
 MAX_DIFF_CHARS = 2 * 1024 * 1024
 """Texts larger than this (old + new, in characters) get no diff. Default: 2 Mi."""
 
 SNIPPET_LINE_WIDTH = 200
+
+CONTEXT_LINES = 3
+
+_HUNK_HEADER = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
 
 def unified_patch(path: str, old: str, new: str) -> str | None:
@@ -18,8 +23,47 @@ def unified_patch(path: str, old: str, new: str) -> str | None:
     new_lines = new.replace("\r\n", "\n").splitlines(keepends=True)
     if not old_lines and new_lines:
         return _creation_patch(path, new_lines)
-    diff = difflib.unified_diff(old_lines, new_lines, f"a{path}", f"b{path}", n=3)
-    return "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+    skipped, old_lines, new_lines = _changed_region(old_lines, new_lines)
+    diff = difflib.unified_diff(old_lines, new_lines, f"a{path}", f"b{path}", n=CONTEXT_LINES)
+    return "".join(
+        _shift_hunk(line, skipped)
+        if line.startswith("@@")
+        else line
+        if line.endswith("\n")
+        else line + "\n"
+        for line in diff
+    )
+
+
+def _changed_region(old: list[str], new: list[str]) -> tuple[int, list[str], list[str]]:
+    """Drop the equal lines around the change, but the context; return how many lead.
+
+    An edit changes a few lines of a long file: matching only the lines between the
+    common head and tail keeps a diff's cost proportional to the change.
+    """
+    most = min(len(old), len(new))
+    head = 0
+    while head < most and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < most - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    skipped = max(0, head - CONTEXT_LINES)
+    kept_tail = min(tail, CONTEXT_LINES)
+    return (
+        skipped,
+        old[skipped : len(old) - tail + kept_tail],
+        new[skipped : len(new) - tail + kept_tail],
+    )
+
+
+def _shift_hunk(header: str, lines: int) -> str:
+    """Move a hunk header `lines` lines down (the lines left out before the region)."""
+    return _HUNK_HEADER.sub(
+        lambda m: f"@@ -{int(m[1]) + lines}{m[2] or ''} +{int(m[3]) + lines}{m[4] or ''} @@",
+        header,
+        count=1,
+    )
 
 
 def _creation_patch(path: str, lines: list[str]) -> str:

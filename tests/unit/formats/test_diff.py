@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import random
+import re
 
 import pytest
 
@@ -37,3 +39,62 @@ def test_an_edit_patch_has_hunks_with_context() -> None:
 def test_texts_too_large_get_no_patch_and_the_snippet_says_so() -> None:
     assert unified_patch("/big.txt", "", "x" * (2 * 1024 * 1024 + 1)) is None
     assert "too large" in snippet(None, 10)
+
+
+def _random_edit(rnd: random.Random, vocabulary: int) -> tuple[list[str], list[str]]:
+    old = [f"line {rnd.randrange(vocabulary)}\n" for _ in range(rnd.randint(1, 40))]
+    new = list(old)
+    for _ in range(rnd.randint(1, 3)):
+        start = rnd.randint(0, len(new))
+        end = min(len(new), start + rnd.randint(0, 3))
+        new[start:end] = [f"new {rnd.randrange(vocabulary)}\n" for _ in range(rnd.randint(0, 3))]
+    return old, new
+
+
+def _apply(old: list[str], patch: str) -> list[str]:
+    """Apply a unified diff of whole lines, checking every context and removed line."""
+    result: list[str] = []
+    position = 0
+    for line in patch.splitlines(keepends=True)[2:]:
+        header = re.match(r"@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", line)
+        if header:
+            start = int(header[1]) - (0 if header[2] == "0" else 1)
+            result += old[position:start]
+            position = start
+            continue
+        if line[0] in " -":
+            assert old[position] == line[1:]
+            position += 1
+        if line[0] in " +":
+            result.append(line[1:])
+    return result + old[position:]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_an_edit_patch_turns_the_old_text_into_the_new(seed: int) -> None:
+    rnd = random.Random(seed)  # noqa: S311 - reproducible test data
+    for _ in range(200):
+        old, new = _random_edit(rnd, vocabulary=rnd.choice([3, 10]))
+        patch = unified_patch("/f.txt", "".join(old), "".join(new))
+        assert _apply(old, patch or "") == new
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_an_edit_patch_of_distinct_lines_is_what_difflib_gives(seed: int) -> None:
+    rnd = random.Random(seed)  # noqa: S311 - reproducible test data
+    for _ in range(200):
+        old, new = _random_edit(rnd, vocabulary=10**9)
+        old_text, new_text = "".join(old), "".join(new).removesuffix("\n" * rnd.randint(0, 1))
+        assert unified_patch("/f.txt", old_text, new_text) == _difflib_patch(
+            "/f.txt", old_text, new_text
+        )
+
+
+def test_a_one_line_change_deep_in_a_long_file_names_its_line() -> None:
+    old = "".join(f"row {n}\n" for n in range(1, 5001))
+    new = old.replace("row 4000\n", "row four thousand\n")
+    assert unified_patch("/long.txt", old, new) == (
+        "--- a/long.txt\n+++ b/long.txt\n@@ -3997,7 +3997,7 @@\n"
+        " row 3997\n row 3998\n row 3999\n-row 4000\n+row four thousand\n"
+        " row 4001\n row 4002\n row 4003\n"
+    )
