@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg, ToolException
+from langchain_core.tools.base import FILTERED_ARGS
 from langgraph.types import Command
 from pydantic import (
     BaseModel,
     ConfigDict,
-    PlainSerializer,
     PrivateAttr,
     ValidationError,
     create_model,
@@ -45,18 +45,10 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import Backend
 
 
-def _unserialized(runtime: Any) -> None:
-    """Dump the runtime as None.
+_NOT_TRACED = frozenset({*FILTERED_ARGS, "runtime"})
+"""Inputs left out of traces: LangChain's callback arguments and the injected runtime."""
 
-    LangChain dumps validated tool input to list its keys; serializing the runtime
-    would copy the whole graph state on every call.
-    """
-    del runtime
-
-
-RuntimeArg = Annotated[
-    Any, SkipJsonSchema(), InjectedToolArg(), PlainSerializer(_unserialized, return_type=None)
-]
+RuntimeArg = Annotated[Any, SkipJsonSchema(), InjectedToolArg()]
 """The injected `ToolRuntime` field every args schema carries, hidden from the model."""
 
 
@@ -229,33 +221,40 @@ class FileTool(BaseTool):
     def _effect(self, scope: CallScope, args: Any) -> Effect[ToolOutcome]:
         """The tool's body: validated arguments and backend calls in, outcome out."""
 
-    def _arguments(self, arguments: dict[str, Any]) -> BaseModel:
-        schema = self.args_schema
-        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
-            raise TypeError(f"{self.name} needs a pydantic args_schema")
-        return schema.model_validate(arguments)
+    def _parse_input(
+        self, tool_input: str | dict[str, Any], tool_call_id: str | None
+    ) -> str | dict[str, Any]:
+        """Validate the arguments once, into the model `_run` receives.
 
-    def _run(
-        self,
-        *,
-        runtime: Any = None,
-        run_manager: CallbackManagerForToolRun | None = None,
-        **arguments: Any,
-    ) -> Any:
+        LangChain's own parsing would introspect the schema's annotations and dump the
+        model on every call, and the tool would then validate the dump again.
+        """
+        schema = self.args_schema
+        if isinstance(tool_input, str) or not (
+            isinstance(schema, type) and issubclass(schema, BaseModel)
+        ):
+            return super()._parse_input(tool_input, tool_call_id)
+        return {"arguments": schema.model_validate(tool_input)}
+
+    def _filter_injected_args(self, tool_input: dict[str, Any]) -> dict[str, Any]:
+        """The arguments as traces record them: without the injected runtime."""
+        return {k: v for k, v in tool_input.items() if k not in _NOT_TRACED}
+
+    def _run(self, *, arguments: Any, run_manager: CallbackManagerForToolRun | None = None) -> Any:
         del run_manager
-        scope = self._open_scope(runtime)
+        scope = self._open_scope(arguments.runtime)
         try:
-            effect = self._effect(scope, self._arguments(arguments))
+            effect = self._effect(scope, arguments)
             outcome = calls.run(effect, scope.backend)
         except Exception as exc:
             raise ToolException(render_error(exc, tool=self.name)) from exc
         return self._finish(scope, outcome)
 
-    async def _arun(self, *, runtime: Any = None, run_manager: Any = None, **arguments: Any) -> Any:
+    async def _arun(self, *, arguments: Any, run_manager: Any = None) -> Any:
         del run_manager
-        scope = self._open_scope(runtime)
+        scope = self._open_scope(arguments.runtime)
         try:
-            effect = self._effect(scope, self._arguments(arguments))
+            effect = self._effect(scope, arguments)
             outcome = await calls.arun(effect, scope.backend)
         except Exception as exc:
             raise ToolException(render_error(exc, tool=self.name)) from exc

@@ -8,12 +8,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain.tools import ToolRuntime
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langchain_fstools import FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
+from langchain_fstools.backends.state import file_record
 from langchain_fstools.toolkit import TOOL_CLASSES
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -70,3 +74,40 @@ def test_the_aliased_schema_is_built_once_per_tool() -> None:
     first = grep.tool_call_schema
     assert grep.tool_call_schema is first
     assert "-A" in first.model_json_schema()["properties"]  # type: ignore[union-attr]
+
+
+class _StartedTools(BaseCallbackHandler):
+    """Records the inputs each tool run reports to callbacks (what traces show)."""
+
+    def __init__(self) -> None:
+        self.inputs: list[dict[str, Any] | None] = []
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        del serialized, input_str, kwargs
+        self.inputs.append(inputs)
+
+
+def test_traced_inputs_are_the_model_arguments_without_the_runtime() -> None:
+    tools = {t.name: t for t in FileToolkit(StateBackend()).get_tools()}
+    runtime = ToolRuntime(
+        state={"messages": [], "files": {"/a.txt": file_record(b"one\ntwo\n")}},
+        context=None,
+        config={},
+        stream_writer=lambda _: None,
+        tool_call_id="call-1",
+        store=None,
+    )
+    started = _StartedTools()
+    args = {"pattern": "two", "path": "/", "-n": True, "runtime": runtime}
+    call = {"type": "tool_call", "name": "grep", "args": args, "id": "call-1"}
+    message = tools["grep"].invoke(call, config={"callbacks": [started]})
+    assert started.inputs == [{"pattern": "two", "path": "/", "-n": True}]
+    assert message.status == "success"
+    assert "/a.txt" in message.content
