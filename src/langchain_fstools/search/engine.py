@@ -151,6 +151,14 @@ class _Matcher:
         self.request = request
         literal = None if request.regex or request.ignore_case else request.pattern
         self.literal = literal.encode("utf-8") if literal else None
+        self.within_lines = (
+            not request.regex
+            and not request.multiline
+            and bool(request.pattern)
+            and not any(c in request.pattern for c in "\r\n")
+        )
+        """A non-empty literal without line breaks: its matches in the whole text are
+        exactly the lines' matches, so lines need not be searched one by one."""
 
     def search(self, listed: ListedFile, data: bytes) -> FileHits | None:
         codec = encoding.sniff(data[: encoding.SNIFF_BYTES])
@@ -161,14 +169,17 @@ class _Matcher:
         text = codec.decode(data, errors="replace")
         if not self.regex.search(text):
             return None
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        matched = self._matching_lines(text, lines)
+        content = self.request.mode == "content"
+        lines = _lines(text) if content or not self.within_lines else []
+        matched = (
+            _lines_with_matches(self.regex, text)
+            if self.within_lines
+            else self._matching_lines(text, lines)
+        )
         if not matched:
             return None
         hits = FileHits(listed.path, listed.mtime, count=len(matched))
-        if self.request.mode == "content":
+        if content:
             hits.lines = _with_context(lines, matched, self.request.before, self.request.after)
         return hits
 
@@ -186,6 +197,25 @@ class _Matcher:
             last = _line_of(starts, max(match.end() - 1, match.start()))
             numbers.update(range(first, min(last, len(lines)) + 1))
         return sorted(numbers)
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _lines_with_matches(regex: re.Pattern[str], text: str) -> list[int]:
+    """1-based numbers of the lines where `regex` matches, matches never spanning lines."""
+    numbers: list[int] = []
+    line, counted_to = 1, 0
+    for match in regex.finditer(text):
+        line += text.count("\n", counted_to, match.start())
+        counted_to = match.start()
+        if not numbers or numbers[-1] != line:
+            numbers.append(line)
+    return numbers
 
 
 def _line_of(starts: list[int], offset: int) -> int:
