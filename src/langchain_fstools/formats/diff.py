@@ -19,10 +19,11 @@ def unified_patch(path: str, old: str, new: str) -> str | None:
     """Return a unified diff of `old` → `new` (line endings folded), or None if too big."""
     if len(old) + len(new) > MAX_DIFF_CHARS:
         return None
+    new = new.replace("\r\n", "\n")
     old_lines = old.replace("\r\n", "\n").splitlines(keepends=True)
-    new_lines = new.replace("\r\n", "\n").splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
     if not old_lines and new_lines:
-        return _creation_patch(path, new_lines)
+        return _creation_patch(path, new, new_lines)
     skipped, old_lines, new_lines = _changed_region(old_lines, new_lines)
     diff = difflib.unified_diff(old_lines, new_lines, f"a{path}", f"b{path}", n=CONTEXT_LINES)
     return "".join(
@@ -66,24 +67,36 @@ def _shift_hunk(header: str, lines: int) -> str:
     )
 
 
-def _creation_patch(path: str, lines: list[str]) -> str:
+def _creation_patch(path: str, text: str, lines: list[str]) -> str:
     """What `difflib.unified_diff` gives for an empty old text, without matching."""
     span = "1" if len(lines) == 1 else f"1,{len(lines)}"
-    body = "".join(f"+{line}" if line.endswith("\n") else f"+{line}\n" for line in lines)
+    if len(lines) == text.count("\n") + (not text.endswith("\n")):  # only \n ends lines
+        body = "+" + "+".join(lines) + ("" if text.endswith("\n") else "\n")
+    else:
+        body = "".join(f"+{line}" if line.endswith("\n") else f"+{line}\n" for line in lines)
     return f"--- a{path}\n+++ b{path}\n@@ -0,0 +{span} @@\n{body}"
 
 
 def snippet(patch: str | None, max_lines: int) -> str:
-    """Cut a unified diff to its hunks, at most `max_lines` lines of at most 200 chars."""
+    """Cut a unified diff to its hunks, at most `max_lines` lines of at most 200 chars.
+
+    Costs the lines shown, not the whole patch: the rest is only counted.
+    """
     if patch is None:
         return "(diff omitted: the file is too large to diff)"
-    lines = [line for line in patch.splitlines() if not line.startswith(("---", "+++"))]
+    hunks = patch
+    for header in ("--- ", "+++ "):
+        if hunks.startswith(header):
+            hunks = hunks.partition("\n")[2]
+    lines = hunks.split("\n", max_lines)
+    rest = lines.pop() if len(lines) > max_lines else lines.pop() if lines[-1] == "" else ""
     shown = [
         line if len(line) <= SNIPPET_LINE_WIDTH else line[:SNIPPET_LINE_WIDTH] + "…"
-        for line in lines[:max_lines]
+        for line in lines
     ]
-    if len(lines) > max_lines:
-        shown.append(f"... ({len(lines) - max_lines} more diff lines)")
+    if rest:
+        more = rest.count("\n") + (not rest.endswith("\n"))
+        shown.append(f"... ({more} more diff lines)")
     return "\n".join(shown)
 
 

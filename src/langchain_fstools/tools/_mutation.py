@@ -38,7 +38,12 @@ class Written:
     info: FileInfo
     lines: int
     patch: str | None
-    diff: str
+    diff_lines: int
+
+    @property
+    def diff(self) -> str:
+        """The patch cut to `diff_lines` lines, for the model (made only when shown)."""
+        return snippet(self.patch, self.diff_lines)
 
 
 def require_read(scope: CallScope, info: FileInfo, *, whole: bool) -> None:
@@ -112,7 +117,7 @@ def write_text(
     lines = count_lines(new_text)
     scope.reads.put(path, after_write(version=info.version, total_lines=lines))
     patch = unified_patch(path, old_text, new_text)
-    return Written(info, lines, patch, snippet(patch, scope.context.settings.diff_lines))
+    return Written(info, lines, patch, scope.context.settings.diff_lines)
 
 
 __all__ = ["TextFile", "Written", "load_text", "require_read", "write_text"]

@@ -98,3 +98,22 @@ def test_a_one_line_change_deep_in_a_long_file_names_its_line() -> None:
         " row 3997\n row 3998\n row 3999\n-row 4000\n+row four thousand\n"
         " row 4001\n row 4002\n row 4003\n"
     )
+
+
+def test_a_snippet_shows_the_first_hunk_lines_and_counts_the_rest() -> None:
+    old = "".join(f"row {n}\n" for n in range(1, 101))
+    new = old.replace("row 10\n", "row ten\n").replace("row 90\n", "row ninety\n")
+    patch = unified_patch("/rows.txt", old, new)
+    shown = snippet(patch, 5)
+    assert shown == "@@ -7,7 +7,7 @@\n row 7\n row 8\n row 9\n-row 10\n... (13 more diff lines)"
+    assert snippet(patch, 100).splitlines() == (patch or "").splitlines()[2:]
+
+
+def test_a_snippet_keeps_removed_lines_that_look_like_file_headers() -> None:
+    patch = unified_patch("/q.sql", "-- note\nselect 1;\n", "select 1;\n")
+    assert snippet(patch, 10) == "@@ -1,2 +1 @@\n--- note\n select 1;"
+
+
+def test_a_snippet_cuts_long_lines() -> None:
+    shown = snippet(unified_patch("/w.txt", "", "x" * 300 + "\n"), 10)
+    assert shown == "@@ -0,0 +1 @@\n+" + "x" * 199 + "…"
