@@ -28,6 +28,9 @@ ROW_WIDTH = 5000
 CHUNK_BYTES = 256 * 1024
 """Bytes read per backend call while scanning. Default: 256 KiB."""
 
+BATCH_BYTES = 64 * 1024
+"""Most bytes of whole lines turned into rows (and counted for tokens) at once."""
+
 LABEL_WIDTH = 6
 ARROW = "→"
 
@@ -125,9 +128,12 @@ class Window:
     cut_line: int | None = None
 
 
+_ROW = f"{{:>{LABEL_WIDTH}}}{ARROW}{{}}"
+
+
 def render_row(label: str, text: str) -> str:
     """Render one `cat -n` row."""
-    return f"{label:>{LABEL_WIDTH}}{ARROW}{text}"
+    return _ROW.format(label, text)
 
 
 def line_rows(number: int, text: str) -> list[str]:
@@ -190,19 +196,29 @@ class _Cursor:
         self.position += consumed
         return line, False
 
-    def buffered_line(self) -> bytes | None:
-        """The next line if the buffer already holds all of it (consumed), else None.
+    def buffered_lines(self, most: int) -> bytes | None:
+        """Consume up to `most` whole lines the buffer already holds, joined by `\\n`.
 
-        What `next_line` would return for it, without a generator per line.
+        None when the buffer holds no such line.
+
+        Each line has at most `ROW_WIDTH` bytes: the batch stops before a longer line,
+        which may need several rows (`next_line` takes it). At most `BATCH_BYTES`.
         """
-        newline = self.buffer.find(b"\n", self.head)
-        if newline < 0:
+        buffer, head = self.buffer, self.head
+        last = buffer.rfind(b"\n", head, head + BATCH_BYTES)
+        if last < 0:
             return None
-        line = bytes(self.buffer[self.head : newline])
-        consumed = newline + 1 - self.head
+        region = bytes(buffer[head:last])
+        lines = region.split(b"\n", most)
+        del lines[most:]
+        if max(map(len, lines)) > ROW_WIDTH:
+            del lines[next(k for k, raw in enumerate(lines) if len(raw) > ROW_WIDTH) :]
+        if not lines:
+            return None
+        consumed = sum(map(len, lines)) + len(lines)
         self.head += consumed
         self.position += consumed
-        return line
+        return region[: consumed - 1]
 
     def more(self) -> Effect[bool]:
         """Whether any byte follows the consumed lines."""
@@ -233,7 +249,51 @@ def _fit(
     return tokens, fitted
 
 
-def read_window(  # noqa: C901 - the one-row case is inlined: this loop runs per line
+def _batch_rows(batch: bytes, first_line: int, codec: str) -> list[str]:
+    """Rows of whole one-row lines joined by `\\n`, as `decode_line` and `render_row` make.
+
+    Decoded at once: with UTF-8 or Latin-1, `\\n` is never part of another character,
+    so the text splits where the bytes do.
+    """
+    texts = batch.decode(codec, "replace").split("\n")
+    if b"\r" in batch:
+        texts = [text.removesuffix("\r") for text in texts]
+    return list(map(_ROW.format, range(first_line, first_line + len(texts)), texts))
+
+
+def _fit_batch(
+    rows: list[str],
+    batch: list[str],
+    *,
+    tokens: int,
+    token_budget: int,
+    count_tokens: TokenCounter,
+) -> tuple[int, int]:
+    """Append the longest prefix of `batch` that fits; return tokens used and rows fitted.
+
+    The first row of a window always fits. Tokens are counted on the rows' text: once
+    for a batch that fits whole, by bisection otherwise.
+    """
+
+    def cost(count: int) -> int:
+        return count_tokens("\n".join(batch[:count]) + "\n")
+
+    fitted, spent = len(batch), cost(len(batch))
+    if tokens + spent > token_budget:
+        low, high, spent = (0 if rows else 1), len(batch) - 1, 0
+        while low < high:
+            middle = (low + high + 1) // 2
+            if tokens + cost(middle) <= token_budget:
+                low = middle
+            else:
+                high = middle - 1
+        fitted = low
+        spent = cost(fitted) if fitted else 0
+    rows.extend(batch[:fitted])
+    return tokens + spent, fitted
+
+
+def read_window(
     read: Reader,
     index: LineIndex,
     *,
@@ -258,25 +318,29 @@ def read_window(  # noqa: C901 - the one-row case is inlined: this loop runs per
     stopped_by: StopReason = "limit"
     cut_line: int | None = None
     while len(rows) < limit:
-        buffered = cursor.buffered_line()
-        if buffered is not None:
-            raw, cut = buffered, False
-        else:
-            room = (limit - len(rows)) * ROW_WIDTH * 4 + 4
-            fetched = yield from cursor.next_line(room)
-            if fetched is None:
-                stopped_by = "end"
+        batch = cursor.buffered_lines(limit - len(rows))
+        if batch is not None:
+            batch_rows = _batch_rows(batch, line + 1, codec)
+            tokens, fitted = _fit_batch(
+                rows,
+                batch_rows,
+                tokens=tokens,
+                token_budget=token_budget,
+                count_tokens=count_tokens,
+            )
+            line += fitted
+            if fitted < len(batch_rows):
+                stopped_by = "tokens"
                 break
-            raw, cut = fetched
+            continue
+        room = (limit - len(rows)) * ROW_WIDTH * 4 + 4
+        fetched = yield from cursor.next_line(room)
+        if fetched is None:
+            stopped_by = "end"
+            break
+        raw, cut = fetched
         line += 1
         text = decode_line(raw, codec)
-        if not cut and len(text) <= ROW_WIDTH:  # one row, as `line_rows` renders it
-            row = render_row(str(line), text)
-            cost = count_tokens(row + "\n")
-            if not rows or tokens + cost <= token_budget:
-                rows.append(row)
-                tokens += cost
-                continue
         candidates = line_rows(line, text)
         tokens, fitted = _fit(
             rows,

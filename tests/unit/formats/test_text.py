@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from langchain_fstools.backends import calls
@@ -139,3 +141,40 @@ def test_bom_is_not_part_of_line_one() -> None:
     data = b"\xef\xbb\xbfhello\n"
     w = window(data, index=LineIndex(start=3))
     assert w.rows == ["     1→hello"]
+
+
+def _one_line_at_a_time(data: bytes, offset: int, limit: int, budget: int) -> list[str]:
+    """The window's rows as the spec reads: line by line, each row paying its length + 1."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    rows: list[str] = []
+    tokens = 0
+    for number, raw in enumerate(lines[offset - 1 :], offset):
+        candidates = text.line_rows(number, text.decode_line(raw, "utf-8"))
+        fitted = 0
+        for row in candidates:
+            if len(rows) >= limit or (rows and tokens + len(row) + 1 > budget):
+                break
+            rows.append(row)
+            tokens, fitted = tokens + len(row) + 1, fitted + 1
+        if fitted < len(candidates):
+            if number != offset:
+                del rows[len(rows) - fitted :]
+            break
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_windows_match_a_line_by_line_reading(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(seed)  # noqa: S311 - reproducible test data
+    monkeypatch.setattr(text, "ROW_WIDTH", 8)
+    monkeypatch.setattr(text, "CHUNK_BYTES", rng.choice([16, 64, 4096]))
+    monkeypatch.setattr(text, "BATCH_BYTES", rng.choice([8, 40, 4096]))
+    pieces = [b"a", b"bc", b"\xc3\xa9", b"\xe2\x82", b"\xff", b"\r", b"\n", b"\n", b"\r\n", b" "]
+    for _ in range(150):
+        data = b"".join(rng.choices(pieces, k=rng.randint(0, 60)))
+        offset, limit = rng.randint(1, 6), rng.randint(1, 12)
+        budget = rng.choice([1, 15, 40, 25_000])
+        w = window(data, offset=offset, limit=limit, budget=budget)
+        assert w.rows == _one_line_at_a_time(data, offset, limit, budget), data
