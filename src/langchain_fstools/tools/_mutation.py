@@ -7,6 +7,7 @@ back conditionally, atomically, with a diff.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from langchain_fstools import errors
@@ -31,18 +32,24 @@ class TextFile:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Written:
-    """The result of writing a text file."""
+    """The result of writing a text file; its patch is made only when asked for."""
 
     info: FileInfo
     lines: int
-    patch: str | None
+    old_text: str
+    new_text: str
     diff_lines: int
+
+    @cached_property
+    def patch(self) -> str | None:
+        """The unified diff of the change, or None when the texts are too large."""
+        return unified_patch(self.info.path, self.old_text, self.new_text)
 
     @property
     def diff(self) -> str:
-        """The patch cut to `diff_lines` lines, for the model (made only when shown)."""
+        """The patch cut to `diff_lines` lines, for the model."""
         return snippet(self.patch, self.diff_lines)
 
 
@@ -116,8 +123,7 @@ def write_text(
     info = yield from calls.write_bytes(path, data, expected_version=expected_version)
     lines = count_lines(new_text)
     scope.reads.put(path, after_write(version=info.version, total_lines=lines))
-    patch = unified_patch(path, old_text, new_text)
-    return Written(info, lines, patch, scope.context.settings.diff_lines)
+    return Written(info, lines, old_text, new_text, scope.context.settings.diff_lines)
 
 
 __all__ = ["TextFile", "Written", "load_text", "require_read", "write_text"]

@@ -37,7 +37,12 @@ DESCRIPTION = """Write a file to the workspace, replacing it if it exists.
 
 
 class WriteFileTool(FileTool):
-    """Create or overwrite a file atomically, enforcing read-before-write."""
+    """Create or overwrite a file atomically, enforcing read-before-write.
+
+    The artifact holds the path, whether the file was created, its size, line count,
+    encoding and new version, and the unified `patch` of an overwrite (None for a
+    created file: its content is the call's input, already in the trace and thread).
+    """
 
     name: str = "write_file"
     description: str = DESCRIPTION
@@ -73,7 +78,7 @@ class WriteFileTool(FileTool):
             "bytes": written.info.size,
             "lines": written.lines,
             "encoding": codec.label,
-            "patch": written.patch,
+            "patch": None if info is None else written.patch,
             "version": written.info.version,
         }
         return ToolOutcome(text, artifact)

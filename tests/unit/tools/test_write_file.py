@@ -14,6 +14,7 @@ def test_creates_file_and_parents(h: Harness, run: Run) -> None:
     assert msg.content == "Created /new/dir/a.py (1 line, 9 bytes)."
     assert h.content("/new/dir/a.py") == b"print(1)\n"
     assert msg.artifact["created"] is True
+    assert msg.artifact["patch"] is None  # the content is the call's input
 
 
 def test_existing_file_must_be_read_first(h: Harness, run: Run) -> None:
@@ -49,7 +50,9 @@ def test_overwrite_after_read_reports_diff_not_content(h: Harness, run: Run) -> 
         "+new",
     ]
     assert h.content("/a.txt") == b"keep\nnew\n"
-    assert msg.artifact["patch"].startswith("--- a/a.txt\n+++ b/a.txt\n")
+    assert msg.artifact["patch"] == (
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n keep\n-old\n+new\n"
+    )
 
 
 def test_changed_since_read_is_refused(h: Harness, run: Run) -> None:
