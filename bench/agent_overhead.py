@@ -10,6 +10,10 @@ other files in state (the bytes the saver holds after the run minus before, over
 number of mutations). A benchmark, not a test: it checks only that both agents ran
 every call successfully. Runs of the two agents alternate, so a change in machine load
 affects both alike.
+
+Both agents are asked for the same output: the first read of each file passes
+`limit=200`, so both show the whole 200-line file (without it deepagents stops at its
+default of 100 lines and ours at 2,000, and the conversations would differ in size).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ def trajectory() -> tuple[list[AIMessage], int]:
         path = f"/work/file_{n}.txt"
         steps = [
             ("write_file", {"file_path": path, "content": BODY}),
-            ("read_file", {"file_path": path}),
+            ("read_file", {"file_path": path, "limit": 200}),
             (
                 "edit_file",
                 {"file_path": path, "old_string": "line 100:", "new_string": "line one hundred:"},

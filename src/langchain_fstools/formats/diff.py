@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 MAX_DIFF_CHARS = 2 * 1024 * 1024
 """Texts larger than this (old + new, in characters) get no diff. Default: 2 Mi."""
@@ -24,38 +29,99 @@ def unified_patch(path: str, old: str, new: str) -> str | None:
     new_lines = new.splitlines(keepends=True)
     if not old_lines and new_lines:
         return _creation_patch(path, new, new_lines)
-    skipped, old_lines, new_lines = _changed_region(old_lines, new_lines)
-    diff = difflib.unified_diff(old_lines, new_lines, f"a{path}", f"b{path}", n=CONTEXT_LINES)
-    return "".join(
-        _shift_hunk(line, skipped)
-        if line.startswith("@@")
-        else line
-        if line.endswith("\n")
-        else line + "\n"
-        for line in diff
-    )
+    region = _Region.around_change(old_lines, new_lines)
+    if not region.removed and not region.added:
+        return ""
+    diff: Iterable[str]
+    if region.one_block():
+        diff = region.one_hunk(path)
+    else:
+        diff = (
+            _shift_hunk(line, region.skipped) if line.startswith("@@") else line
+            for line in difflib.unified_diff(
+                region.old, region.new, f"a{path}", f"b{path}", n=CONTEXT_LINES
+            )
+        )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in diff)
 
 
-def _changed_region(old: list[str], new: list[str]) -> tuple[int, list[str], list[str]]:
-    """Drop the equal lines around the change, but the context; return how many lead.
+@dataclass(frozen=True, slots=True)
+class _Region:
+    """The lines around a change: the differing ones and up to 3 equal ones each side.
 
-    An edit changes a few lines of a long file: matching only the lines between the
-    common head and tail keeps a diff's cost proportional to the change.
+    An edit changes a few lines of a long file: matching only this region keeps a
+    diff's cost proportional to the change.
+
+    Attributes:
+        skipped: Equal lines left out before the region.
+        lead: Equal lines the region starts with (context).
+        trail: Equal lines the region ends with (context).
+        old: The region's old lines.
+        new: The region's new lines.
     """
-    most = min(len(old), len(new))
-    head = 0
-    while head < most and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < most - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    skipped = max(0, head - CONTEXT_LINES)
-    kept_tail = min(tail, CONTEXT_LINES)
-    return (
-        skipped,
-        old[skipped : len(old) - tail + kept_tail],
-        new[skipped : len(new) - tail + kept_tail],
-    )
+
+    skipped: int
+    lead: int
+    trail: int
+    old: list[str]
+    new: list[str]
+
+    @classmethod
+    def around_change(cls, old: list[str], new: list[str]) -> _Region:
+        """Find the first and last differing lines of `old` and `new`."""
+        most = min(len(old), len(new))
+        head = 0
+        while head < most and old[head] == new[head]:
+            head += 1
+        tail = 0
+        while tail < most - head and old[-1 - tail] == new[-1 - tail]:
+            tail += 1
+        skipped, trail = max(0, head - CONTEXT_LINES), min(tail, CONTEXT_LINES)
+        return cls(
+            skipped,
+            head - skipped,
+            trail,
+            old[skipped : len(old) - tail + trail],
+            new[skipped : len(new) - tail + trail],
+        )
+
+    @property
+    def removed(self) -> list[str]:
+        """The old lines between the context."""
+        return self.old[self.lead : len(self.old) - self.trail]
+
+    @property
+    def added(self) -> list[str]:
+        """The new lines between the context."""
+        return self.new[self.lead : len(self.new) - self.trail]
+
+    def one_block(self) -> bool:
+        """Whether no removed line comes back among the added ones.
+
+        Then difflib sees one replaced block, and the hunk needs no matching.
+        """
+        return set(self.removed).isdisjoint(self.added)
+
+    def one_hunk(self, path: str) -> list[str]:
+        """The diff of a one-block change, as `difflib.unified_diff` writes it."""
+        old_span = _span(self.skipped, len(self.old))
+        new_span = _span(self.skipped, len(self.new))
+        return [
+            f"--- a{path}\n",
+            f"+++ b{path}\n",
+            f"@@ -{old_span} +{new_span} @@\n",
+            *(f" {line}" for line in self.old[: self.lead]),
+            *(f"-{line}" for line in self.removed),
+            *(f"+{line}" for line in self.added),
+            *(f" {line}" for line in self.old[len(self.old) - self.trail :]),
+        ]
+
+
+def _span(start: int, length: int) -> str:
+    """A hunk's line range (`start` lines before it), as unified diffs write it."""
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
 
 
 def _shift_hunk(header: str, lines: int) -> str:
