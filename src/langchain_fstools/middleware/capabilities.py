@@ -21,12 +21,15 @@ PDF_NOTE = "[A PDF was returned here; this model cannot read PDFs in tool result
 
 def adapt_messages(
     messages: Sequence[AnyMessage], profile: Mapping[str, Any] | None
-) -> list[AnyMessage]:
-    """Return `messages` with unreadable tool-result blocks replaced by notes."""
+) -> Sequence[AnyMessage]:
+    """Return `messages` with unreadable tool-result blocks replaced by notes.
+
+    The same sequence when the model can read them all.
+    """
     drop_images = bool(profile) and profile.get("image_tool_message") is False  # type: ignore[union-attr]
     drop_pdfs = bool(profile) and profile.get("pdf_tool_message") is False  # type: ignore[union-attr]
     if not (drop_images or drop_pdfs):
-        return list(messages)
+        return messages
     adapted: list[AnyMessage] = []
     for message in messages:
         if isinstance(message, ToolMessage) and isinstance(message.content, list):

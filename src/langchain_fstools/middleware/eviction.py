@@ -120,9 +120,11 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
         """Run the tool, then evict its result if it is too large."""
+        if request.tool_call["name"] in self.excluded_tools:
+            return handler(request)
         result = handler(request)
         backend = self.backend.bind(request.runtime)
-        return calls.run(self._evicted(request, result, backend), backend)
+        return calls.run(self._evicted(result, backend), backend)
 
     async def awrap_tool_call(
         self,
@@ -130,15 +132,17 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         """Async `wrap_tool_call`."""
+        if request.tool_call["name"] in self.excluded_tools:
+            return await handler(request)
         result = await handler(request)
         backend = self.backend.bind(request.runtime)
-        return await calls.arun(self._evicted(request, result, backend), backend)
+        return await calls.arun(self._evicted(result, backend), backend)
 
     def _evicted(
-        self, request: ToolCallRequest, result: ToolMessage | Command[Any], backend: Backend
+        self, result: ToolMessage | Command[Any], backend: Backend
     ) -> Effect[ToolMessage | Command[Any]]:
         message = _message_of(result)
-        if message is None or request.tool_call["name"] in self.excluded_tools:
+        if message is None:
             return result
         text, other_blocks = _split_content(message.content)
         tokens = self.count_tokens(text)

@@ -183,8 +183,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def _prepared(self, request: ModelRequest) -> ModelRequest:
         profile = getattr(request.model, "profile", None)
         messages = adapt_messages(request.messages, profile)
-        if messages != request.messages:
-            request = request.override(messages=messages)
+        if messages is not request.messages and messages != request.messages:
+            request = request.override(messages=list(messages))
         if not self.system_prompt:
             return request
         section = {"type": "text", "text": self.system_prompt}
