@@ -20,6 +20,7 @@ from langgraph.types import Command
 
 from langchain_fstools.backends import calls
 from langchain_fstools.backends.state import FilesChannel, StateBackend
+from langchain_fstools.middleware.updates import with_state_update
 from langchain_fstools.tokens import TokenCounter, default_counter
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         elif isinstance(artifact, dict):
             artifact = {**artifact, "eviction": evicted}
         replaced = message.model_copy(update={"content": content, "artifact": artifact})
-        return _with_message(result, replaced, backend.state_update())
+        return with_state_update(result, dict(backend.state_update()), message=replaced)
 
     def _make_room(self, incoming: int) -> Effect[None]:
         try:
@@ -204,22 +205,6 @@ def _message_of(result: ToolMessage | Command[Any]) -> ToolMessage | None:
         found = [m for m in update.get("messages", []) if isinstance(m, ToolMessage)]
         return found[0] if len(found) == 1 else None
     return None
-
-
-def _with_message(
-    result: ToolMessage | Command[Any], message: ToolMessage, state_update: dict[str, Any]
-) -> ToolMessage | Command[Any]:
-    if isinstance(result, ToolMessage) and not state_update:
-        return message
-    update: dict[str, Any] = (
-        dict(result.update)
-        if isinstance(result, Command) and isinstance(result.update, dict)
-        else {}
-    )
-    for channel, values in state_update.items():
-        update[channel] = {**update.get(channel, {}), **values}
-    update["messages"] = [message]
-    return Command(update=update)
 
 
 def _split_content(content: str | list[Any]) -> tuple[str, list[Any]]:

@@ -24,6 +24,7 @@ from langchain_fstools.history import (
 from langchain_fstools.middleware.capabilities import adapt_messages
 from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
 from langchain_fstools.middleware.permissions import PermissionGate, Review
+from langchain_fstools.middleware.updates import with_state_update
 from langchain_fstools.patch.targets import patch_paths
 from langchain_fstools.permissions import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.state import FilesystemState
@@ -158,6 +159,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         if self.gate is not None:
             backend = GuardedBackend(backend, self.gate.guard_for)
         self.toolkit = FileToolkit(backend, tools=tools, **settings)
+        self.toolkit.context.deferred_updates = {}
         self.tools = self.toolkit.get_tools()
         if history and (tools is None or "undo_edit" in tools):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
@@ -214,11 +216,14 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             self.gate.grant(call_id, review.approved)
         try:
             if self.eviction is None:
-                return handler(review.request)
-            return self.eviction.wrap_tool_call(review.request, handler)
+                result = handler(review.request)
+            else:
+                result = self.eviction.wrap_tool_call(review.request, handler)
         finally:
             if self.gate is not None:
                 self.gate.revoke(call_id)
+            update = self._deferred_update(call_id)
+        return result if update is None else with_state_update(result, update)
 
     async def awrap_tool_call(
         self,
@@ -237,11 +242,19 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             self.gate.grant(call_id, review.approved)
         try:
             if self.eviction is None:
-                return await handler(review.request)
-            return await self.eviction.awrap_tool_call(review.request, handler)
+                result = await handler(review.request)
+            else:
+                result = await self.eviction.awrap_tool_call(review.request, handler)
         finally:
             if self.gate is not None:
                 self.gate.revoke(call_id)
+            update = self._deferred_update(call_id)
+        return result if update is None else with_state_update(result, update)
+
+    def _deferred_update(self, call_id: str) -> dict[str, Any] | None:
+        """Take the state update a tool left for this call (see `ToolContext`)."""
+        deferred = self.toolkit.context.deferred_updates
+        return None if deferred is None else deferred.pop(call_id, None)
 
     # ----- file history: rewind ------------------------------------------------------------
 

@@ -127,6 +127,11 @@ class ToolContext:
         self.settings = settings or ToolSettings()
         self.tracker = ReadTracker()
         self.line_indexes = LineIndexCache()
+        self.deferred_updates: dict[str, dict[str, Any]] | None = None
+        """When set (by `FilesystemMiddleware`), a tool call's state update is left
+        here under its tool call id for the middleware to send with the message, and
+        the tool returns a plain message: LangGraph deep-copies every `Command` a tool
+        returns, but not one a middleware returns."""
 
 
 @dataclass
@@ -267,13 +272,23 @@ class FileTool(BaseTool):
             raise ToolException(render_error(exc, tool=self.name)) from exc
         return CallScope(backend, self.context.tracker.ledger(runtime), self.context, runtime)
 
-    def _finish(self, scope: CallScope, outcome: ToolOutcome) -> tuple[Any, dict[str, Any]]:
+    def _state_update(self, scope: CallScope, outcome: ToolOutcome) -> dict[str, Any]:
+        """The graph-state update of a successful call: the backend's, and new reads."""
+        del outcome
         update = dict(scope.backend.state_update())
         if scope.reads.in_state and scope.reads.added:
             update[READS_KEY] = scope.reads.added
+        return update
+
+    def _finish(self, scope: CallScope, outcome: ToolOutcome) -> tuple[Any, dict[str, Any]]:
+        update = self._state_update(scope, outcome)
         self.context.tracker.commit(scope.runtime, scope.reads)
         tool_call_id = getattr(scope.runtime, "tool_call_id", None)
         if not update or tool_call_id is None:
+            return outcome.content, outcome.artifact
+        deferred = self.context.deferred_updates
+        if deferred is not None:
+            deferred[tool_call_id] = update
             return outcome.content, outcome.artifact
         message = ToolMessage(
             content=outcome.content,

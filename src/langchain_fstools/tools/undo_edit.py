@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from langgraph.types import Command
 from pydantic import Field
 
 from langchain_fstools.backends import paths
@@ -53,12 +52,9 @@ class UndoEditTool(FileTool):
             },
         )
 
-    def _finish(self, scope: CallScope, outcome: ToolOutcome) -> tuple[Any, dict[str, Any]]:
+    def _state_update(self, scope: CallScope, outcome: ToolOutcome) -> dict[str, Any]:
         """Drop the undone record from the history instead of recording the undo."""
-        content, artifact = super()._finish(scope, outcome)
-        if isinstance(content, Command) and isinstance(content.update, dict):
-            content.update[HISTORY_KEY] = outcome.artifact["history"]
-        return content, artifact
+        return {**super()._state_update(scope, outcome), HISTORY_KEY: outcome.artifact["history"]}
 
 
 __all__ = ["DESCRIPTION", "UndoEditArgs", "UndoEditTool"]

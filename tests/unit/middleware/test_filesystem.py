@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -156,3 +157,47 @@ def test_parallel_guard_sees_the_paths_of_a_patch(tmp_path: Path) -> None:
     assert results["p2"].status == "success", results["p2"].content
     assert (tmp_path / "a.py").read_text() == "x = 10\ny = 2\n"
     assert (tmp_path / "c.py").read_text() == "c = 3\n"
+
+
+def test_tools_leave_their_state_update_to_the_middleware(tmp_path: Path) -> None:
+    """LangGraph deep-copies a Command a tool returns, not one a middleware returns."""
+    del tmp_path
+    middleware = FilesystemMiddleware(backend=StateBackend())
+    edit = {"file_path": "/a.py", "old_string": "y = 2", "new_string": "y = 3"}
+    turns = [
+        AIMessage(
+            "", tool_calls=[{"name": "read_file", "args": {"file_path": "/a.py"}, "id": "r"}]
+        ),
+        AIMessage("", tool_calls=[{"name": "edit_file", "args": edit, "id": "e"}]),
+        AIMessage("done"),
+    ]
+    agent = create_agent(
+        ScriptedModel(messages=iter(turns)), middleware=[middleware], checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    seed = {"files": seed_state({"/a.py": "x = 1\ny = 2\n"})}
+    state = agent.invoke({"messages": [{"role": "user", "content": "go"}], **seed}, config)
+    assert [m.status for m in state["messages"] if isinstance(m, ToolMessage)] == ["success"] * 2
+    assert state["files"]["/a.py"]["content"] == "x = 1\ny = 3\n"
+    assert state["file_reads"]["/a.py"]["version"] == state["files"]["/a.py"]["version"]
+    assert middleware.toolkit.context.deferred_updates == {}
+
+
+def test_a_tool_under_the_middleware_returns_a_plain_message() -> None:
+    middleware = FilesystemMiddleware(backend=StateBackend())
+    (read,) = [t for t in middleware.tools if t.name == "read_file"]
+    runtime = ToolRuntime(
+        state={"messages": [], "files": seed_state({"/a.py": "x\n"}), "file_reads": {}},
+        context=None,
+        config={},
+        stream_writer=lambda _: None,
+        tool_call_id="r1",
+        store=None,
+    )
+    call = {"type": "tool_call", "name": "read_file", "id": "r1"}
+    message = read.invoke({**call, "args": {"file_path": "/a.py", "runtime": runtime}})
+    assert isinstance(message, ToolMessage)
+    assert message.content == "     1→x"
+    deferred = middleware.toolkit.context.deferred_updates or {}
+    assert list(deferred) == ["r1"]
+    assert list(deferred["r1"]["file_reads"]) == ["/a.py"]
