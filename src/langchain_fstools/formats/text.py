@@ -229,26 +229,6 @@ class _Cursor:
         return bool((yield from self.read(self.position, 1)))
 
 
-def _fit(
-    rows: list[str],
-    candidates: list[str],
-    *,
-    limit: int,
-    tokens: int,
-    token_budget: int,
-    count_tokens: TokenCounter,
-) -> tuple[int, int]:
-    """Append the candidate rows that fit; return the tokens used and how many fitted."""
-    fitted = 0
-    for row in candidates:
-        cost = count_tokens(row + "\n")
-        if len(rows) >= limit or (rows and tokens + cost > token_budget):
-            break
-        rows.append(row)
-        tokens, fitted = tokens + cost, fitted + 1
-    return tokens, fitted
-
-
 def _batch_rows(batch: bytes, first_line: int, codec: str) -> list[str]:
     """Rows of whole one-row lines joined by `\\n`, as `decode_line` and `render_row` make.
 
@@ -261,7 +241,7 @@ def _batch_rows(batch: bytes, first_line: int, codec: str) -> list[str]:
     return list(map(_ROW.format, range(first_line, first_line + len(texts)), texts))
 
 
-def _fit_batch(
+def _fit(
     rows: list[str],
     batch: list[str],
     *,
@@ -321,7 +301,7 @@ def read_window(
         batch = cursor.buffered_lines(limit - len(rows))
         if batch is not None:
             batch_rows = _batch_rows(batch, line + 1, codec)
-            tokens, fitted = _fit_batch(
+            tokens, fitted = _fit(
                 rows,
                 batch_rows,
                 tokens=tokens,
@@ -344,8 +324,7 @@ def read_window(
         candidates = line_rows(line, text)
         tokens, fitted = _fit(
             rows,
-            candidates,
-            limit=limit,
+            candidates[: limit - len(rows)],
             tokens=tokens,
             token_budget=token_budget,
             count_tokens=count_tokens,
