@@ -164,7 +164,7 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         elif isinstance(artifact, dict):
             artifact = {**artifact, "eviction": evicted}
         replaced = message.model_copy(update={"content": content, "artifact": artifact})
-        return with_state_update(result, dict(backend.state_update()), message=replaced)
+        return with_state_update(result, backend.state_update(), message=replaced)
 
     def _make_room(self, incoming: int) -> Effect[None]:
         try:

@@ -159,7 +159,6 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         if self.gate is not None:
             backend = GuardedBackend(backend, self.gate.guard_for)
         self.toolkit = FileToolkit(backend, tools=tools, **settings)
-        self.toolkit.context.deferred_updates = {}
         self.tools = self.toolkit.get_tools()
         if history and (tools is None or "undo_edit" in tools):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
@@ -214,6 +213,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         call_id = review.request.tool_call["id"] or ""
         if self.gate is not None:
             self.gate.grant(call_id, review.approved)
+        deferred = self.toolkit.context.deferred_updates
+        deferred[call_id] = {}
         try:
             if self.eviction is None:
                 result = handler(review.request)
@@ -222,8 +223,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         finally:
             if self.gate is not None:
                 self.gate.revoke(call_id)
-            update = self._deferred_update(call_id)
-        return result if update is None else with_state_update(result, update)
+            update = deferred.pop(call_id, {})
+        return with_state_update(result, update) if update else result
 
     async def awrap_tool_call(
         self,
@@ -240,6 +241,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         call_id = review.request.tool_call["id"] or ""
         if self.gate is not None:
             self.gate.grant(call_id, review.approved)
+        deferred = self.toolkit.context.deferred_updates
+        deferred[call_id] = {}
         try:
             if self.eviction is None:
                 result = await handler(review.request)
@@ -248,13 +251,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         finally:
             if self.gate is not None:
                 self.gate.revoke(call_id)
-            update = self._deferred_update(call_id)
-        return result if update is None else with_state_update(result, update)
-
-    def _deferred_update(self, call_id: str) -> dict[str, Any] | None:
-        """Take the state update a tool left for this call (see `ToolContext`)."""
-        deferred = self.toolkit.context.deferred_updates
-        return None if deferred is None else deferred.pop(call_id, None)
+            update = deferred.pop(call_id, {})
+        return with_state_update(result, update) if update else result
 
     # ----- file history: rewind ------------------------------------------------------------
 

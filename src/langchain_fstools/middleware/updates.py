@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 
 def with_state_update(
     result: ToolMessage | Command[Any],
-    update: dict[str, Any],
+    update: Mapping[str, Any],
     *,
     message: ToolMessage | None = None,
 ) -> ToolMessage | Command[Any]:

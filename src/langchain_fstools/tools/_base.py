@@ -127,11 +127,11 @@ class ToolContext:
         self.settings = settings or ToolSettings()
         self.tracker = ReadTracker()
         self.line_indexes = LineIndexCache()
-        self.deferred_updates: dict[str, dict[str, Any]] | None = None
-        """When set (by `FilesystemMiddleware`), a tool call's state update is left
-        here under its tool call id for the middleware to send with the message, and
-        the tool returns a plain message: LangGraph deep-copies every `Command` a tool
-        returns, but not one a middleware returns."""
+        self.deferred_updates: dict[str, dict[str, Any]] = {}
+        """Tool call ids whose wrapper (`FilesystemMiddleware`) sends the state update
+        with the message: the tool leaves its update here under the id and returns a
+        plain message, since LangGraph deep-copies every `Command` a tool returns, but
+        not one a middleware returns. Other calls return their own `Command`."""
 
 
 @dataclass
@@ -286,9 +286,8 @@ class FileTool(BaseTool):
         tool_call_id = getattr(scope.runtime, "tool_call_id", None)
         if not update or tool_call_id is None:
             return outcome.content, outcome.artifact
-        deferred = self.context.deferred_updates
-        if deferred is not None:
-            deferred[tool_call_id] = update
+        if tool_call_id in self.context.deferred_updates:
+            self.context.deferred_updates[tool_call_id] = update
             return outcome.content, outcome.artifact
         message = ToolMessage(
             content=outcome.content,

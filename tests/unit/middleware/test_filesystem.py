@@ -11,6 +11,7 @@ from langchain.agents import create_agent
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
@@ -195,9 +196,13 @@ def test_a_tool_under_the_middleware_returns_a_plain_message() -> None:
         store=None,
     )
     call = {"type": "tool_call", "name": "read_file", "id": "r1"}
+    deferred = middleware.toolkit.context.deferred_updates
+    alone = read.invoke({**call, "args": {"file_path": "/a.py", "runtime": runtime}})
+    assert isinstance(alone, Command)  # outside the middleware's call: its own update
+    assert not deferred
+    deferred["r1"] = {}  # what the middleware does around the calls it wraps
     message = read.invoke({**call, "args": {"file_path": "/a.py", "runtime": runtime}})
     assert isinstance(message, ToolMessage)
     assert message.content == "     1→x"
-    deferred = middleware.toolkit.context.deferred_updates or {}
     assert list(deferred) == ["r1"]
     assert list(deferred["r1"]["file_reads"]) == ["/a.py"]
