@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' sshd 
 from tests.integration.ssh.sshd import Sshd
 
 from langchain_fstools import FileToolkit, LocalBackend, SSHBackend
-from langchain_fstools.backends.ripgrep import find_ripgrep
+from langchain_fstools.search.ripgrep import find_ripgrep
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import Backend

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 from langgraph.prebuilt import ToolRuntime
 
 from langchain_fstools import FileToolkit, LocalBackend, StateBackend
-from langchain_fstools.backends.ripgrep import COMMON_OPTIONS, find_ripgrep
 from langchain_fstools.backends.state import file_record
+from langchain_fstools.search.ripgrep import COMMON_OPTIONS, find_ripgrep
 
 if TYPE_CHECKING:
     from collections.abc import Callable

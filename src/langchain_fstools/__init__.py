@@ -50,10 +50,10 @@ from langchain_fstools.backends.ssh import SSHBackend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.backends.store import StoreBackend
 from langchain_fstools.middleware import FilesystemMiddleware
-from langchain_fstools.permissions import Permission, Policy
-from langchain_fstools.state import FilesystemState
-from langchain_fstools.toolkit import FileToolkit
+from langchain_fstools.middleware.policy import Permission, Policy
+from langchain_fstools.middleware.state import FilesystemState
 from langchain_fstools.tools import ToolSettings
+from langchain_fstools.tools.toolkit import FileToolkit
 
 __all__ = [
     "Backend",

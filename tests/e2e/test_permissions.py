@@ -21,7 +21,7 @@ from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.demo import ScriptedModel, seed_state
 from langchain_fstools.errors import ChangedOutsideAgent
-from langchain_fstools.permissions import Permission
+from langchain_fstools.middleware.policy import Permission
 
 INITIAL = {
     "/app.py": "x = 1\n",

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from langchain_fstools import history
-from langchain_fstools.backends import calls
 from langchain_fstools.backends.local import LocalBackend
+from langchain_fstools.core import calls
 from langchain_fstools.errors import ChangedOutsideAgent, ChangeNotKept, UnknownChange
-from langchain_fstools.history import (
+from langchain_fstools.middleware import history
+from langchain_fstools.middleware.history import (
     ChangeRecord,
     HistoryUpdate,
     Restore,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_fstools import tokens
+from langchain_fstools.core import tokens
 
 
 def test_estimate_is_bytes_over_four() -> None:

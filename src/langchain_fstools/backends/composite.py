@@ -7,14 +7,14 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from langchain_fstools.backends import paths
 from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
+from langchain_fstools.core import paths
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from langchain_fstools.backends.execution import ExecutionResult
-    from langchain_fstools.backends.search import SearchPart
+    from langchain_fstools.core.results import ExecutionResult
+    from langchain_fstools.search.contract import SearchPart
 
 MOUNT_VERSION = "mount"
 

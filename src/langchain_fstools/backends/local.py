@@ -14,24 +14,24 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from langchain_fstools.backends import paths
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
-from langchain_fstools.backends.ripgrep import RipgrepSearch, find_ripgrep
-from langchain_fstools.backends.sandbox import SANDBOXES, Sandbox, bwrap_argv, find_bwrap
-from langchain_fstools.backends.shell import run_process
+from langchain_fstools.core import paths
 from langchain_fstools.errors import (
     ExecutionUnsupported,
     InvalidPath,
     OutsideRoot,
     VersionConflict,
 )
+from langchain_fstools.search.ripgrep import RipgrepSearch, find_ripgrep
+from langchain_fstools.shell.process import run_process
+from langchain_fstools.shell.sandbox import SANDBOXES, Sandbox, bwrap_argv, find_bwrap
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from langchain_fstools.backends.execution import ExecutionResult
-    from langchain_fstools.backends.search import NativeSearch
+    from langchain_fstools.core.results import ExecutionResult
+    from langchain_fstools.search.contract import NativeSearch
 
 TEMP_SUFFIX = ".fstools-tmp"
 """Suffix of the temporary files atomic writes rename into place."""

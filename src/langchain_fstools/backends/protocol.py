@@ -28,72 +28,23 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
-from langchain_fstools.backends import paths
+from langchain_fstools.core import paths
+from langchain_fstools.core.results import EntryKind, ExecutionResult, FileInfo
 from langchain_fstools.errors import ExecutionUnsupported
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from langchain_fstools.backends.execution import ExecutionResult
-    from langchain_fstools.backends.search import NativeSearch
+    from langchain_fstools.search.contract import NativeSearch
 
-from langchain_fstools.backends.search import SearchPart
+from langchain_fstools.search.contract import SearchPart
 
 T = TypeVar("T")
 
 ABSENT: Final = ""
 """`expected_version` value meaning "the file must not exist yet"."""
-
-
-class EntryKind(StrEnum):
-    """What a path names."""
-
-    FILE = "file"
-    DIRECTORY = "directory"
-    SPECIAL = "special"
-    """A device, FIFO or socket: listed, never opened."""
-
-
-@dataclass(frozen=True, slots=True)
-class FileInfo:
-    """Metadata of one path.
-
-    Attributes:
-        path: The canonical virtual path.
-        kind: File, directory or special file.
-        size: Size in bytes (0 for directories).
-        mtime: Modification time, seconds since the epoch.
-        version: Opaque token that changes whenever the content changes. Two equal
-            tokens for one path mean the content did not change in between.
-        link: Whether the path itself is a symbolic link (reported by `list_dir`;
-            search does not follow links).
-    """
-
-    path: str
-    kind: EntryKind
-    size: int
-    mtime: float
-    version: str
-    link: bool = False
-
-    @property
-    def name(self) -> str:
-        """The last path component (empty for the root)."""
-        return self.path.rsplit("/", 1)[-1]
-
-    @property
-    def is_dir(self) -> bool:
-        """Whether this names a directory."""
-        return self.kind is EntryKind.DIRECTORY
-
-    @property
-    def is_file(self) -> bool:
-        """Whether this names a regular file."""
-        return self.kind is EntryKind.FILE
 
 
 class Backend(ABC):

@@ -20,14 +20,23 @@ from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 
 import asyncssh
 
-from langchain_fstools.backends import paths
-from langchain_fstools.backends.execution import ExecutionResult, OutputBuffer
-from langchain_fstools.backends.globs import compile_glob_groups
 from langchain_fstools.backends.local import TEMP_SUFFIX
 from langchain_fstools.backends.loop import LoopThread
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
-from langchain_fstools.backends.ripgrep import (
+from langchain_fstools.core import paths
+from langchain_fstools.core.globs import compile_glob_groups
+from langchain_fstools.core.results import ExecutionResult
+from langchain_fstools.errors import (
+    InvalidPath,
+    OutsideRoot,
+    SSHAuthenticationFailed,
+    SSHConnectionFailed,
+    SSHHostKeyRejected,
+    VersionConflict,
+)
+from langchain_fstools.search.contract import FileHits, InvalidPattern, ListedFile, Listing
+from langchain_fstools.search.ripgrep import (
     COMMON_OPTIONS,
     first_error_line,
     parent_ignores,
@@ -37,21 +46,13 @@ from langchain_fstools.backends.ripgrep import (
     split_records,
     type_filter,
 )
-from langchain_fstools.backends.search import FileHits, InvalidPattern, ListedFile, Listing
-from langchain_fstools.errors import (
-    InvalidPath,
-    OutsideRoot,
-    SSHAuthenticationFailed,
-    SSHConnectionFailed,
-    SSHHostKeyRejected,
-    VersionConflict,
-)
+from langchain_fstools.shell.output import OutputBuffer
 
 if TYPE_CHECKING:
     import os
     from collections.abc import Callable, Coroutine, Iterator, Sequence
 
-    from langchain_fstools.backends.search import GrepRequest, NativeSearch
+    from langchain_fstools.search.contract import GrepRequest, NativeSearch
 
 T = TypeVar("T")
 

@@ -27,12 +27,12 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langgraph.channels.delta import DeltaChannel
 
-from langchain_fstools.backends import paths
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
-from langchain_fstools.backends.versions import content_version
+from langchain_fstools.core import paths
+from langchain_fstools.core.reducers import merge_keyed
+from langchain_fstools.core.versions import content_version
 from langchain_fstools.errors import InvalidPath, NotInGraph, VersionConflict
-from langchain_fstools.reducers import merge_keyed
 
 FILES_KEY = "files"
 """Name of the graph-state channel holding the files."""

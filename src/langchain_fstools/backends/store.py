@@ -45,12 +45,12 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 
-from langchain_fstools.backends import paths
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
-from langchain_fstools.backends.search import SearchPart
-from langchain_fstools.backends.versions import content_version
+from langchain_fstools.core import paths
+from langchain_fstools.core.versions import content_version
 from langchain_fstools.errors import InvalidPath, NotInGraph, StoreUnavailable, VersionConflict
+from langchain_fstools.search.contract import SearchPart
 
 if TYPE_CHECKING:
     from langgraph.store.base import Op

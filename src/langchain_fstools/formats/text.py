@@ -17,10 +17,10 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from langchain_fstools.backends.calls import Effect
+from langchain_fstools.core.calls import Effect
 
 if TYPE_CHECKING:
-    from langchain_fstools.tokens import TokenCounter
+    from langchain_fstools.core.tokens import TokenCounter
 
 ROW_WIDTH = 5000
 """Characters per displayed row; longer lines continue on rows `N.1`, `N.2`, ..."""

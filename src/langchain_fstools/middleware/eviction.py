@@ -18,18 +18,18 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
-from langchain_fstools.backends import calls
 from langchain_fstools.backends.state import FilesChannel, StateBackend
+from langchain_fstools.core import calls
+from langchain_fstools.core.tokens import TokenCounter, default_counter
 from langchain_fstools.middleware.updates import with_state_update
-from langchain_fstools.tokens import TokenCounter, default_counter
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
 
     from langgraph.prebuilt.tool_node import ToolCallRequest
 
-    from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import Backend, FileInfo
+    from langchain_fstools.core.calls import Effect
 
 RESULTS_DIR = "/large_tool_results"
 """Where evicted results are written."""

@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 
-from langchain_fstools.backends import calls, paths
 from langchain_fstools.backends.composite import CompositeBackend
-from langchain_fstools.backends.recording import RecordingBackend
 from langchain_fstools.backends.state import StateBackend
-from langchain_fstools.backends.views import GuardedBackend
+from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import FsToolsError
-from langchain_fstools.history import (
+from langchain_fstools.middleware.approval import PermissionGate, Review
+from langchain_fstools.middleware.capabilities import adapt_messages
+from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
+from langchain_fstools.middleware.history import (
     HISTORY_KEY,
     MAX_RECORD_BYTES,
     history_of,
@@ -21,14 +22,13 @@ from langchain_fstools.history import (
     restore,
     rewind_update,
 )
-from langchain_fstools.middleware.capabilities import adapt_messages
-from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
-from langchain_fstools.middleware.permissions import PermissionGate, Review
+from langchain_fstools.middleware.policy import PROTECTED_PATHS, Mode, Permission, Policy
+from langchain_fstools.middleware.recording import RecordingBackend
+from langchain_fstools.middleware.state import FilesystemState
 from langchain_fstools.middleware.updates import with_state_update
+from langchain_fstools.middleware.views import GuardedBackend
 from langchain_fstools.patch.targets import patch_paths
-from langchain_fstools.permissions import PROTECTED_PATHS, Mode, Permission, Policy
-from langchain_fstools.state import FilesystemState
-from langchain_fstools.toolkit import FileToolkit
+from langchain_fstools.tools.toolkit import FileToolkit
 from langchain_fstools.tools.undo_edit import UndoEditTool
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     `apply_patch`) is allowed, denied with an error the model reads, or paused with a
     LangGraph `interrupt()` for a person to approve, edit or reject (see
     `middleware.permissions` for the request and answer shapes, and
-    `langchain_fstools.permissions` for how rules, modes and protected paths combine).
+    `langchain_fstools.middleware.policy` for how rules, modes and protected paths combine).
     Opt-in, because the `default` mode asks before every write, which needs a
     checkpointer and a person; an agent built without them keeps working unchanged.
     Denied paths are hidden from `ls`, `glob` and `grep` by a guarded view of the
@@ -90,7 +90,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     can execute commands.
 
     With `history=True`, every change the tools make is recorded in the thread's
-    `file_history` channel (bounded; see `langchain_fstools.history`), an `undo_edit`
+    `file_history` channel (bounded; see `langchain_fstools.middleware.history`), an `undo_edit`
     tool is added, and `rewind` puts the files back as they were before a tool call.
 
     Args:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from langchain_fstools.backends import calls, paths
+from langchain_fstools.core import calls, paths
 from langchain_fstools.patch.apply import MAX_FILE_BYTES, FileChange, PatchResult, apply
 from langchain_fstools.patch.invocation import (
     InvalidInvocation,

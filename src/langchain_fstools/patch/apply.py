@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from langchain_fstools import errors
-from langchain_fstools.backends import ABSENT, calls, paths
+from langchain_fstools.backends import ABSENT
+from langchain_fstools.core import calls, paths
 from langchain_fstools.formats import encoding
 from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.patch.parser import AddFile, Chunk, DeleteFile, Patch, UpdateFile
@@ -33,8 +34,8 @@ from langchain_fstools.patch.seek import closest, seek
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import FileInfo
+    from langchain_fstools.core.calls import Effect
 
 logger = logging.getLogger("langchain_fstools")
 

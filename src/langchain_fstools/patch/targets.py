@@ -7,7 +7,7 @@ call's files before it runs (the parallel-change guard, permissions) use `patch_
 from __future__ import annotations
 
 from langchain_fstools import errors
-from langchain_fstools.backends import paths
+from langchain_fstools.core import paths
 from langchain_fstools.patch.apply import resolve_path
 from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
 from langchain_fstools.patch.parser import BEGIN, parse_patch

@@ -11,9 +11,10 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from langchain_fstools.backends import calls
-from langchain_fstools.backends.globs import compile_glob_groups
-from langchain_fstools.backends.search import (
+from langchain_fstools.core import calls
+from langchain_fstools.core.globs import compile_glob_groups
+from langchain_fstools.formats import encoding
+from langchain_fstools.search.contract import (
     VCS_DIRECTORIES,
     FileHits,
     GrepRequest,
@@ -22,13 +23,12 @@ from langchain_fstools.backends.search import (
     ListedFile,
     Listing,
 )
-from langchain_fstools.formats import encoding
 from langchain_fstools.search.ignore import EXCLUDE_FILE, IGNORE_FILES, IgnoreRules
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.core.calls import Effect
 
 
 def list_files(

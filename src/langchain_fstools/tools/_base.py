@@ -29,20 +29,20 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from langchain_fstools.backends import calls
-from langchain_fstools.commands import CommandPolicy
+from langchain_fstools.core import calls
+from langchain_fstools.core.tokens import TokenCounter, default_counter
 from langchain_fstools.formats.image import ImageLimits
 from langchain_fstools.formats.text import LineIndexCache
-from langchain_fstools.tokens import TokenCounter, default_counter
+from langchain_fstools.shell.policy import CommandPolicy
 from langchain_fstools.tools._render import render_error, render_validation_error
-from langchain_fstools.tracking import READS_KEY, ReadLedger, ReadTracker
+from langchain_fstools.tools.tracking import READS_KEY, ReadLedger, ReadTracker
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import CallbackManagerForToolRun
     from langchain_core.tools.base import ArgsSchema
 
-    from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import Backend
+    from langchain_fstools.core.calls import Effect
 
 
 _NOT_TRACED = frozenset({*FILTERED_ARGS, "runtime"})

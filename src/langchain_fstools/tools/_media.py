@@ -6,16 +6,16 @@ import base64
 from typing import TYPE_CHECKING, Any
 
 from langchain_fstools import errors
-from langchain_fstools.backends import calls
+from langchain_fstools.core import calls
 from langchain_fstools.formats import image, notebook, pdf
 from langchain_fstools.formats.kinds import Unreadable
 from langchain_fstools.formats.text import line_rows
 from langchain_fstools.tools._base import CallScope, ToolOutcome
-from langchain_fstools.tracking import after_read, shows_the_same
+from langchain_fstools.tools.tracking import after_read, shows_the_same
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import FileInfo
+    from langchain_fstools.core.calls import Effect
 
 UNCHANGED = (
     "File unchanged since your last read: the {what} of {path} you read earlier is still current."

@@ -11,15 +11,15 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from langchain_fstools import errors
-from langchain_fstools.backends import calls
+from langchain_fstools.core import calls
 from langchain_fstools.formats import encoding
 from langchain_fstools.formats.diff import snippet, unified_patch
 from langchain_fstools.formats.text import count_lines
-from langchain_fstools.tracking import after_write, saw_everything
+from langchain_fstools.tools.tracking import after_write, saw_everything
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import FileInfo
+    from langchain_fstools.core.calls import Effect
     from langchain_fstools.tools._base import CallScope
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from langchain_fstools.backends import calls, paths
+from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import FsToolsError
 from langchain_fstools.formats import encoding
 from langchain_fstools.formats.diff import MAX_DIFF_CHARS, unified_patch
@@ -16,7 +16,7 @@ from langchain_fstools.formats.diff import MAX_DIFF_CHARS, unified_patch
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.core.calls import Effect
 
 
 def preview_diff(tool: str, args: Mapping[str, Any]) -> Effect[str | None]:

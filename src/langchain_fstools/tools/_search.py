@@ -8,16 +8,16 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from langchain_fstools.backends import calls, paths
-from langchain_fstools.backends.search import ListedFile, Listing
+from langchain_fstools.core import calls, paths
 from langchain_fstools.search import engine
+from langchain_fstools.search.contract import ListedFile, Listing
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import FileInfo
-    from langchain_fstools.backends.search import FileHits, GrepRequest, SearchPart
+    from langchain_fstools.core.calls import Effect
+    from langchain_fstools.search.contract import FileHits, GrepRequest, SearchPart
     from langchain_fstools.tools._base import CallScope
 
 LINE_WIDTH = 500

@@ -7,18 +7,18 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from langchain_fstools import errors
-from langchain_fstools.backends import paths
+from langchain_fstools.core import paths
 from langchain_fstools.formats.diff import snippet
 from langchain_fstools.formats.text import count_lines
 from langchain_fstools.patch.apply import commit, plan
 from langchain_fstools.patch.parser import parse_patch
 from langchain_fstools.patch.targets import patch_text
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tracking import after_write
+from langchain_fstools.tools.tracking import after_write
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import FileInfo
+    from langchain_fstools.core.calls import Effect
 
 
 class ApplyPatchArgs(ToolArgs):

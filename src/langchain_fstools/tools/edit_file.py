@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from langchain_fstools import errors
-from langchain_fstools.backends import ABSENT, calls, paths
+from langchain_fstools.backends import ABSENT
+from langchain_fstools.core import calls, paths
 from langchain_fstools.formats import encoding
 from langchain_fstools.formats.matching import plan_replacement
 from langchain_fstools.formats.text import lines_phrase
@@ -15,8 +16,8 @@ from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOut
 from langchain_fstools.tools._mutation import load_text, require_read, write_text
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import FileInfo
+    from langchain_fstools.core.calls import Effect
 
 
 class EditFileArgs(ToolArgs):

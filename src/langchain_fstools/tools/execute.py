@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
-from langchain_fstools.backends import calls, paths
+from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import CommandTimedOut, InvalidArgument, UnsupportedInvocation
 from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.apply_patch import run_patch
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.core.calls import Effect
     from langchain_fstools.tools._base import ToolSettings
 
 

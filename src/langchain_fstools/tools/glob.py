@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from langchain_fstools.backends.globs import compile_globs
+from langchain_fstools.core.globs import compile_globs
 from langchain_fstools.tools import _search
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.calls import Effect
-    from langchain_fstools.backends.search import ListedFile
+    from langchain_fstools.core.calls import Effect
+    from langchain_fstools.search.contract import ListedFile
 
 
 class GlobArgs(ToolArgs):

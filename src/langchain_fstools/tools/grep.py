@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from langchain_fstools import errors
-from langchain_fstools.backends.search import FileHits, GrepRequest, InvalidPattern
+from langchain_fstools.search.contract import FileHits, GrepRequest, InvalidPattern
 from langchain_fstools.search.filetypes import FILE_TYPES, globs_for
 from langchain_fstools.tools import _search
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import FileInfo
+    from langchain_fstools.core.calls import Effect
 
 OutputMode = Literal["files_with_matches", "content", "count"]
 

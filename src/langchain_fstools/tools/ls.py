@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from langchain_fstools.backends import calls, paths
+from langchain_fstools.core import calls, paths
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.core.calls import Effect
 
 
 class LsArgs(ToolArgs):

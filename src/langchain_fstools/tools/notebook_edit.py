@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from langchain_fstools import errors
-from langchain_fstools.backends import calls, paths
+from langchain_fstools.core import calls, paths
 from langchain_fstools.formats import notebook
 from langchain_fstools.formats.kinds import Unreadable
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._mutation import load_text, require_read, write_text
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.core.calls import Effect
 
 
 class NotebookEditArgs(ToolArgs):

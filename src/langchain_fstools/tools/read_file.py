@@ -8,17 +8,17 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from langchain_fstools import errors
-from langchain_fstools.backends import calls, paths
+from langchain_fstools.core import calls, paths
 from langchain_fstools.formats import encoding, kinds
 from langchain_fstools.formats.kinds import ContentKind
 from langchain_fstools.formats.text import Reader, Window, read_window
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._media import read_image, read_notebook, read_pdf
-from langchain_fstools.tracking import after_read, shows_the_same
+from langchain_fstools.tools.tracking import after_read, shows_the_same
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import FileInfo
+    from langchain_fstools.core.calls import Effect
 
 
 class ReadFileArgs(ToolArgs):

@@ -6,12 +6,18 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from langchain_fstools.backends import paths
-from langchain_fstools.history import HISTORY_KEY, history_of, plan_undo, restore, undo_update
+from langchain_fstools.core import paths
+from langchain_fstools.middleware.history import (
+    HISTORY_KEY,
+    history_of,
+    plan_undo,
+    restore,
+    undo_update,
+)
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.core.calls import Effect
 
 
 class UndoEditArgs(ToolArgs):

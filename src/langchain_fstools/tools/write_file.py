@@ -6,14 +6,15 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from langchain_fstools.backends import ABSENT, calls, paths
+from langchain_fstools.backends import ABSENT
+from langchain_fstools.core import calls, paths
 from langchain_fstools.formats import encoding
 from langchain_fstools.formats.text import lines_phrase
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._mutation import load_text, require_read, write_text
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.calls import Effect
+    from langchain_fstools.core.calls import Effect
 
 
 class WriteFileArgs(ToolArgs):

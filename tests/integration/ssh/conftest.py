@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from langchain_fstools.backends.ripgrep import find_ripgrep
 from langchain_fstools.backends.ssh import SSHBackend
+from langchain_fstools.search.ripgrep import find_ripgrep
 from tests.integration.ssh.sshd import Sshd
 
 

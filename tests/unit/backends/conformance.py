@@ -20,9 +20,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from langchain_fstools.backends import ABSENT, calls
-from langchain_fstools.backends.calls import Effect
+from langchain_fstools.backends import ABSENT
 from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
+from langchain_fstools.core import calls
+from langchain_fstools.core.calls import Effect
 from langchain_fstools.errors import OutsideRoot, VersionConflict
 
 T = TypeVar("T")

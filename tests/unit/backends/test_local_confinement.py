@@ -10,7 +10,7 @@ import pytest
 
 from langchain_fstools import LocalBackend
 from langchain_fstools.errors import InvalidPath, OutsideRoot
-from langchain_fstools.toolkit import FileToolkit
+from langchain_fstools.tools.toolkit import FileToolkit
 
 
 @pytest.fixture

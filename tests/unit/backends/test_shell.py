@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.backends.shell import run_process
+from langchain_fstools.shell.process import run_process
 
 
 def _alive(pid: int) -> bool:

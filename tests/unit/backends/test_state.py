@@ -16,7 +16,7 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
-from langchain_fstools.backends import ABSENT, calls
+from langchain_fstools.backends import ABSENT
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
 from langchain_fstools.backends.state import (
@@ -27,6 +27,7 @@ from langchain_fstools.backends.state import (
     merge_files,
     record_bytes,
 )
+from langchain_fstools.core import calls
 from langchain_fstools.errors import FsToolsError, NotInGraph, VersionConflict
 
 

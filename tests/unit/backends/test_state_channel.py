@@ -12,8 +12,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 from langchain_fstools import StateBackend
-from langchain_fstools.backends import calls
 from langchain_fstools.backends.state import FileRecord, FilesChannel, file_record, merge_files
+from langchain_fstools.core import calls
 from langchain_fstools.errors import NotInGraph
 
 

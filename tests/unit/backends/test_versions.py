@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from langchain_fstools.backends.versions import HELD_HASH_BYTES, content_version
+from langchain_fstools.core.versions import HELD_HASH_BYTES, content_version
 
 
 @pytest.mark.parametrize("size", [0, 1, 2047, 2048, 5000, HELD_HASH_BYTES, HELD_HASH_BYTES + 1])

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from langchain_fstools.backends import calls
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.protocol import Backend
-from langchain_fstools.backends.recording import RecordingBackend
 from langchain_fstools.backends.state import StateBackend
-from langchain_fstools.backends.views import GuardedBackend
-from langchain_fstools.history import HISTORY_KEY
-from langchain_fstools.middleware.permissions import CallGuard
-from langchain_fstools.permissions import Permission, Policy
+from langchain_fstools.core import calls
+from langchain_fstools.middleware.approval import CallGuard
+from langchain_fstools.middleware.history import HISTORY_KEY
+from langchain_fstools.middleware.policy import Permission, Policy
+from langchain_fstools.middleware.recording import RecordingBackend
+from langchain_fstools.middleware.views import GuardedBackend
 from langchain_fstools.search import engine
 
 FILES = {"/a.txt": b"a\n", "/Secret/k.txt": b"k\n", "/.env": b"TOKEN=1\n"}

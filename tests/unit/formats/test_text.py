@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from langchain_fstools.backends import calls
-from langchain_fstools.backends.calls import Effect
+from langchain_fstools.core import calls
+from langchain_fstools.core.calls import Effect
 from langchain_fstools.formats import text
 from langchain_fstools.formats.text import LineIndex, Window, count_lines, read_window
 

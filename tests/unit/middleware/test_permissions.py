@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 from langchain.agents.middleware.human_in_the_loop import HITLRequest
 
-from langchain_fstools.middleware.permissions import (
+from langchain_fstools.middleware.approval import (
     CallGuard,
     FileApprovalRequest,
     _decision,
     approval_request,
 )
-from langchain_fstools.permissions import Permission, Policy, Verdict
+from langchain_fstools.middleware.policy import Permission, Policy, Verdict
 
 
 def test_the_request_is_a_hitl_request_with_summary_and_diff() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.backends import calls
+from langchain_fstools.core import calls
 from langchain_fstools.errors import ContextNotFound, OutsideRoot, VersionConflict
 from langchain_fstools.patch import aapply_patch, apply_patch, parse_patch
 from langchain_fstools.patch.apply import apply_chunks, commit, plan, resolve_path

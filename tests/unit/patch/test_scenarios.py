@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from langchain_fstools.backends import calls
-from langchain_fstools.backends.calls import Effect
+from langchain_fstools.core import calls
+from langchain_fstools.core.calls import Effect
 from tests.unit.patch.failing import FailingWrites
 from tests.unit.tools.harness import BACKENDS, Harness
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_fstools.backends.ripgrep import find_ripgrep
+from langchain_fstools.search.ripgrep import find_ripgrep
 from tests.unit.tools.harness import BACKENDS, Harness
 
 WORDS = ["alpha", "beta", "gamma", "delta", "build", "cache", "main", "test", "data", "log"]

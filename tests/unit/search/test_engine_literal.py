@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from langchain_fstools.backends.search import GrepMode, GrepRequest, ListedFile
+from langchain_fstools.search.contract import GrepMode, GrepRequest, ListedFile
 from langchain_fstools.search.engine import _Matcher
 
 PIECES = ["ab", "abab", "x", " ", "\t", "é", "É", "\r", "\n", "\r\n", "a.b", "(", "AB", "ß"]

@@ -17,9 +17,9 @@ from langchain_fstools import (
     LocalBackend,
     StateBackend,
 )
-from langchain_fstools.commands import CommandPolicy
 from langchain_fstools.errors import CommandRefused, ExecutionUnsupported
 from langchain_fstools.middleware.eviction import EXCLUDED_TOOLS
+from langchain_fstools.shell.policy import CommandPolicy
 from langchain_fstools.tools import ExecuteTool
 from tests.unit.tools.harness import Harness
 

@@ -18,7 +18,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_fstools import FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import file_record
-from langchain_fstools.toolkit import TOOL_CLASSES
+from langchain_fstools.tools.toolkit import TOOL_CLASSES
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 

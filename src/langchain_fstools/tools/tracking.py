@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, TypedDict
 
-from langchain_fstools.reducers import merge_keyed
+from langchain_fstools.core.reducers import merge_keyed
 
 READS_KEY = "file_reads"
 """Name of the graph-state channel holding read records."""

@@ -23,7 +23,7 @@ their decisions: deny over ask over allow.
 
 Example:
     ```python
-    from langchain_fstools.permissions import Permission, Policy
+    from langchain_fstools.middleware.policy import Permission, Policy
 
     policy = Policy(
         [
@@ -44,8 +44,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
-from langchain_fstools.backends import paths
-from langchain_fstools.backends.globs import compile_globs
+from langchain_fstools.core import paths
+from langchain_fstools.core.globs import compile_globs
 from langchain_fstools.errors import FsToolsError
 from langchain_fstools.patch.targets import patch_paths
 

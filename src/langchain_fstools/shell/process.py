@@ -34,7 +34,8 @@ import subprocess
 import time
 from typing import IO, TYPE_CHECKING
 
-from langchain_fstools.backends.execution import ExecutionResult, OutputBuffer
+from langchain_fstools.core.results import ExecutionResult
+from langchain_fstools.shell.output import OutputBuffer
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

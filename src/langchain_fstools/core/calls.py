@@ -17,15 +17,28 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from langchain_fstools.backends.execution import ExecutionResult
-    from langchain_fstools.backends.protocol import Backend, FileInfo
+    from langchain_fstools.core.results import ExecutionResult, FileInfo
 
 T = TypeVar("T")
+
+Method = Literal[
+    "stat",
+    "exists",
+    "read_bytes",
+    "write_bytes",
+    "delete",
+    "mkdir",
+    "list_dir",
+    "move",
+    "execute",
+    "run_blocking",
+]
+"""The backend methods an effect may call; each has an `a`-prefixed async twin."""
 
 Effect = Generator["Call", Any, T]
 """A computation that performs backend calls and returns a `T`."""
@@ -35,13 +48,13 @@ Effect = Generator["Call", Any, T]
 class Call:
     """One backend method invocation: `backend.<method>(*args, **kwargs)`."""
 
-    method: str
+    method: Method
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-def run(effect: Effect[T], backend: Backend) -> T:
-    """Drive `effect` to completion with the backend's sync methods."""
+def run(effect: Effect[T], backend: object) -> T:
+    """Drive `effect` to completion with the sync methods of `backend` (a `Backend`)."""
     try:
         call = next(effect)
         while True:
@@ -56,8 +69,8 @@ def run(effect: Effect[T], backend: Backend) -> T:
         return value
 
 
-async def arun(effect: Effect[T], backend: Backend) -> T:
-    """Drive `effect` to completion with the backend's async methods."""
+async def arun(effect: Effect[T], backend: object) -> T:
+    """Drive `effect` to completion with the async methods of `backend` (a `Backend`)."""
     try:
         call = next(effect)
         while True:

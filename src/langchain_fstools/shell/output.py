@@ -9,29 +9,9 @@ rule and the stderr marking are the same on every backend.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 
 STDERR_MARK = b"[stderr] "
 """Prefix of every line a command wrote to standard error."""
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutionResult:
-    """What one command did.
-
-    Attributes:
-        output: Standard output and standard error interleaved as produced; each
-            stderr line starts with `[stderr] `. Decoded as UTF-8 with replacement.
-        exit_code: The command's exit status; None when it was killed at its deadline.
-            A command ended by a signal reports `128 + signal`, as shells do.
-        timed_out: Whether the deadline passed and the command was killed.
-        dropped_bytes: Bytes cut from the middle of the output by the cap.
-    """
-
-    output: str
-    exit_code: int | None
-    timed_out: bool = False
-    dropped_bytes: int = 0
 
 
 class OutputBuffer:
@@ -114,4 +94,4 @@ class OutputBuffer:
         return head + gap + tail
 
 
-__all__ = ["STDERR_MARK", "ExecutionResult", "OutputBuffer"]
+__all__ = ["STDERR_MARK", "OutputBuffer"]

@@ -3,7 +3,7 @@
 Wrap the tools' backend in it and every mutation through any tool (write, edit,
 notebook edits, patches) is recorded, with no tool knowing: the view captures a file's
 bytes before `write_bytes`, `delete` or `move`, and its version after, and reports the
-records as a `file_history` state update (see `langchain_fstools.history`).
+records as a `file_history` state update (see `langchain_fstools.middleware.history`).
 
 Only files are recorded: creating directories is not, and a directory moved or
 removed is not. Calls outside a graph run (no tool call id) are not recorded.
@@ -13,19 +13,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from langchain_fstools.backends import calls, paths
-from langchain_fstools.backends.views import BackendView
-from langchain_fstools.history import (
+from langchain_fstools.core import calls, paths
+from langchain_fstools.middleware.history import (
     HISTORY_KEY,
     MAX_RECORD_BYTES,
     ChangeRecord,
     HistoryUpdate,
     change_record,
 )
+from langchain_fstools.middleware.views import BackendView
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.calls import Effect
     from langchain_fstools.backends.protocol import Backend, FileInfo
+    from langchain_fstools.core.calls import Effect
 
 
 class RecordingBackend(BackendView):

@@ -15,7 +15,7 @@ contain what commands can do, run them in a sandbox
 Example:
     ```python
     from langchain_fstools import FileToolkit, LocalBackend
-    from langchain_fstools.commands import CommandPolicy
+    from langchain_fstools.shell.policy import CommandPolicy
 
     policy = CommandPolicy(allow=["pytest", "python", "git status", "git diff"])
     tools = FileToolkit(LocalBackend("./repo"), command_policy=policy).get_tools()

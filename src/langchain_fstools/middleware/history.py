@@ -27,8 +27,8 @@ from typing import Annotated, Any, Final, Literal, NotRequired, TypedDict
 
 from langgraph.channels.delta import DeltaChannel
 
-from langchain_fstools.backends import calls
 from langchain_fstools.backends.protocol import ABSENT
+from langchain_fstools.core import calls
 from langchain_fstools.errors import (
     ChangedOutsideAgent,
     ChangeNotKept,

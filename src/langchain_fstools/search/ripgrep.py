@@ -24,9 +24,9 @@ from operator import itemgetter
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self
 
-from langchain_fstools.backends import paths
-from langchain_fstools.backends.globs import compile_glob_groups
-from langchain_fstools.backends.search import (
+from langchain_fstools.core import paths
+from langchain_fstools.core.globs import compile_glob_groups
+from langchain_fstools.search.contract import (
     VCS_DIRECTORIES,
     FileHits,
     GrepRequest,

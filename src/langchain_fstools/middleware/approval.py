@@ -29,9 +29,9 @@ from langchain.agents.middleware.human_in_the_loop import (
 from langchain_core.messages import ToolMessage
 from langgraph.types import interrupt
 
-from langchain_fstools.backends import calls, paths
+from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import FsToolsError, PermissionDenied
-from langchain_fstools.permissions import Policy, Target, Verdict, tool_targets
+from langchain_fstools.middleware.policy import Policy, Target, Verdict, tool_targets
 from langchain_fstools.tools._preview import preview_diff
 from langchain_fstools.tools._render import render_error
 

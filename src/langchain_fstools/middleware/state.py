@@ -7,8 +7,8 @@ from typing import Annotated, Any, NotRequired
 from langchain.agents import AgentState
 
 from langchain_fstools.backends.state import FilesChannel
-from langchain_fstools.history import HistoryChannel
-from langchain_fstools.tracking import ReadRecord, merge_reads
+from langchain_fstools.middleware.history import HistoryChannel
+from langchain_fstools.tools.tracking import ReadRecord, merge_reads
 
 
 class FilesystemState(AgentState[Any]):

@@ -17,14 +17,14 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from langchain_fstools.backends import paths
 from langchain_fstools.backends.protocol import Backend, FileInfo
+from langchain_fstools.core import paths
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from langchain_fstools.backends.execution import ExecutionResult
-    from langchain_fstools.backends.search import (
+    from langchain_fstools.core.results import ExecutionResult
+    from langchain_fstools.search.contract import (
         FileHits,
         GrepRequest,
         Listing,

@@ -1,0 +1,78 @@
+"""The values backend calls return: file metadata and what a command did.
+
+Plain data shared by every layer (backends return them, tools read them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class EntryKind(StrEnum):
+    """What a path names."""
+
+    FILE = "file"
+    DIRECTORY = "directory"
+    SPECIAL = "special"
+    """A device, FIFO or socket: listed, never opened."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """Metadata of one path.
+
+    Attributes:
+        path: The canonical virtual path.
+        kind: File, directory or special file.
+        size: Size in bytes (0 for directories).
+        mtime: Modification time, seconds since the epoch.
+        version: Opaque token that changes whenever the content changes. Two equal
+            tokens for one path mean the content did not change in between.
+        link: Whether the path itself is a symbolic link (reported by `list_dir`;
+            search does not follow links).
+    """
+
+    path: str
+    kind: EntryKind
+    size: int
+    mtime: float
+    version: str
+    link: bool = False
+
+    @property
+    def name(self) -> str:
+        """The last path component (empty for the root)."""
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def is_dir(self) -> bool:
+        """Whether this names a directory."""
+        return self.kind is EntryKind.DIRECTORY
+
+    @property
+    def is_file(self) -> bool:
+        """Whether this names a regular file."""
+        return self.kind is EntryKind.FILE
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionResult:
+    """What one command did.
+
+    Attributes:
+        output: Standard output and standard error interleaved as produced; each
+            stderr line starts with `[stderr] `. Decoded as UTF-8 with replacement.
+        exit_code: The command's exit status; None when it was killed at its deadline.
+            A command ended by a signal reports `128 + signal`, as shells do.
+        timed_out: Whether the deadline passed and the command was killed.
+        dropped_bytes: Bytes cut from the middle of the output by the cap.
+    """
+
+    output: str
+    exit_code: int | None
+    timed_out: bool = False
+    dropped_bytes: int = 0
+
+
+__all__ = ["EntryKind", "ExecutionResult", "FileInfo"]

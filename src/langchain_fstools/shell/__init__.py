@@ -1,0 +1,1 @@
+"""Shell commands: the command policy, process-group execution, output capture, the sandbox."""
