@@ -43,17 +43,57 @@ Permissions, approvals and file history (opt-in; asking needs a checkpointer):
     # middleware.rewind(agent, config, to=tool_call_id)
 """
 
-from langchain_fstools.backends.composite import CompositeBackend
-from langchain_fstools.backends.local import LocalBackend
-from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
-from langchain_fstools.backends.ssh import SSHBackend
-from langchain_fstools.backends.state import StateBackend
-from langchain_fstools.backends.store import StoreBackend
-from langchain_fstools.middleware import FilesystemMiddleware
-from langchain_fstools.middleware.policy import Permission, Policy
-from langchain_fstools.middleware.state import FilesystemState
-from langchain_fstools.tools import ToolSettings
-from langchain_fstools.tools.toolkit import FileToolkit
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_fstools.backends.composite import CompositeBackend
+    from langchain_fstools.backends.local import LocalBackend
+    from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
+    from langchain_fstools.backends.ssh import SSHBackend
+    from langchain_fstools.backends.state import StateBackend
+    from langchain_fstools.backends.store import StoreBackend
+    from langchain_fstools.middleware.filesystem import FilesystemMiddleware
+    from langchain_fstools.middleware.policy import Permission, Policy
+    from langchain_fstools.middleware.state import FilesystemState
+    from langchain_fstools.tools._base import ToolSettings
+    from langchain_fstools.tools.toolkit import FileToolkit
+
+_PUBLIC: dict[str, str] = {
+    "Backend": "langchain_fstools.backends.protocol",
+    "CompositeBackend": "langchain_fstools.backends.composite",
+    "EntryKind": "langchain_fstools.backends.protocol",
+    "FileInfo": "langchain_fstools.backends.protocol",
+    "FileToolkit": "langchain_fstools.tools.toolkit",
+    "FilesystemMiddleware": "langchain_fstools.middleware.filesystem",
+    "FilesystemState": "langchain_fstools.middleware.state",
+    "LocalBackend": "langchain_fstools.backends.local",
+    "Permission": "langchain_fstools.middleware.policy",
+    "Policy": "langchain_fstools.middleware.policy",
+    "SSHBackend": "langchain_fstools.backends.ssh",
+    "StateBackend": "langchain_fstools.backends.state",
+    "StoreBackend": "langchain_fstools.backends.store",
+    "ToolSettings": "langchain_fstools.tools._base",
+}
+"""Each public name and the module defining it, imported on first use (PEP 562)."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first access, so a lower layer loads alone."""
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's attributes and the lazily imported public names."""
+    return sorted({*globals(), *_PUBLIC})
+
 
 __all__ = [
     "Backend",

@@ -25,11 +25,11 @@ from langchain_fstools.middleware.history import (
 from langchain_fstools.middleware.policy import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.middleware.recording import RecordingBackend
 from langchain_fstools.middleware.state import FilesystemState
+from langchain_fstools.middleware.undo_edit import UndoEditTool
 from langchain_fstools.middleware.updates import with_state_update
 from langchain_fstools.middleware.views import GuardedBackend
 from langchain_fstools.patch.targets import patch_paths
 from langchain_fstools.tools.toolkit import FileToolkit
-from langchain_fstools.tools.undo_edit import UndoEditTool
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence

@@ -1,0 +1,162 @@
+"""The package layout: imports point down the layers, and lower layers load alone (issue 13)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import langchain_fstools
+
+SRC = Path(langchain_fstools.__file__).parent
+
+LAYERS: dict[str, int] = {
+    "errors": 0,
+    "core": 1,
+    "formats": 2,
+    "search": 3,
+    "shell": 3,
+    "backends": 4,
+    "patch": 5,
+    "tools": 6,
+    "middleware": 7,
+    "mcp": 8,
+}
+"""Each package's rank: a module may import its own package and packages of lower rank.
+
+Top-level modules not listed here (the root `__init__`, `__main__`, `demo`, `testing`) are
+the application layer and may import anything.
+"""
+
+HEAVY = ("langchain_core", "langchain", "langgraph", "asyncssh", "PIL", "pypdf")
+"""Third-party packages no layer below `tools` may load at import time."""
+
+
+def _package_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _module_name(path: Path) -> str:
+    relative = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(relative.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """Every `langchain_fstools` module `path` imports, TYPE_CHECKING blocks included."""
+    module = _module_name(path)
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                keep = len(base) - node.level + (1 if is_package else 0)
+                target = ".".join([*base[:keep], *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                submodule = f"{target}.{alias.name}"
+                found.add(submodule if submodule in modules else target)
+    return {name for name in found if name.split(".")[0] == "langchain_fstools"}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(path): path for path in SRC.rglob("*.py")}
+    return {
+        name: {
+            target
+            for target in _imports(path, set(modules))
+            if target in modules and target != name
+        }
+        for name, path in modules.items()
+    }
+
+
+def test_imports_point_down_the_layers() -> None:
+    wrong = []
+    for module, targets in _graph().items():
+        source = _package_of(module)
+        if source not in LAYERS:
+            continue
+        for target in targets:
+            destination = _package_of(target)
+            if destination == source:
+                continue
+            if destination not in LAYERS or LAYERS[destination] >= LAYERS[source]:
+                wrong.append(f"{module} -> {target}")
+    assert wrong == []
+
+
+def test_no_import_cycle_between_packages() -> None:
+    arrows: dict[str, set[str]] = {}
+    for module, targets in _graph().items():
+        for target in targets:
+            if _package_of(target) != _package_of(module):
+                arrows.setdefault(_package_of(module), set()).add(_package_of(target))
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for step in arrows.get(start, ()):
+            if step == goal or (step not in seen and reaches(step, goal, seen | {step})):
+                return True
+        return False
+
+    assert [package for package in arrows if reaches(package, package, set())] == []
+
+
+_LANGGRAPH = ("langgraph", "langchain_core")  # langgraph's channels and stores load langchain_core
+BINDINGS: dict[str, tuple[str, ...]] = {
+    "langchain_fstools.formats.image": ("PIL",),
+    "langchain_fstools.formats.pdf": ("pypdf", "PIL"),  # pypdf loads Pillow for images
+    "langchain_fstools.backends.ssh": ("asyncssh",),
+    "langchain_fstools.backends.state": _LANGGRAPH,
+    "langchain_fstools.backends.store": _LANGGRAPH,
+    "langchain_fstools.backends.store_postgres": _LANGGRAPH,
+}
+"""Lower modules that exist to bind a third-party library, and what that loads."""
+
+
+@pytest.mark.parametrize(
+    "package", ["errors", "core", "formats", "search", "shell", "backends", "patch"]
+)
+def test_lower_layers_load_without_the_heavy_stack(package: str) -> None:
+    modules = sorted(
+        name
+        for name in _graph()
+        if name == f"langchain_fstools.{package}"
+        or name.startswith(f"langchain_fstools.{package}.")
+    )
+    assert modules
+    for module in modules:
+        probe = (
+            "import sys\n"
+            f"import {module}\n"
+            f"print(' '.join(sorted(name for name in {HEAVY!r} if name in sys.modules)))\n"
+        )
+        loaded = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        ).stdout.split()
+        allowed = BINDINGS.get(module, ())
+        assert [name for name in loaded if name not in allowed] == [], module
+
+
+def test_root_exposes_its_public_names_lazily() -> None:
+    probe = (
+        "import sys, langchain_fstools\n"
+        "before = 'langchain_fstools.tools.toolkit' in sys.modules\n"
+        "toolkit = langchain_fstools.FileToolkit\n"
+        "print(before, toolkit.__module__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["False", "langchain_fstools.tools.toolkit"]
+    assert set(langchain_fstools.__all__) <= set(dir(langchain_fstools))
