@@ -19,23 +19,20 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 MatchPass = Literal["exact", "quotes", "line_numbers"]
 
+SINGLE_QUOTES: Final = "\u2018\u2019\u201a\u201b"
+"""Curly single quotes, folded to `'`."""
+
+DOUBLE_QUOTES: Final = "\u201c\u201d\u201e\u201f"
+"""Curly double quotes, folded to `"`."""
+
 _QUOTE_FOLD = str.maketrans(
-    {
-        "\u2018": "'",
-        "\u2019": "'",
-        "\u201a": "'",
-        "\u201b": "'",
-        "\u201c": '"',
-        "\u201d": '"',
-        "\u201e": '"',
-        "\u201f": '"',
-    }
+    {**dict.fromkeys(SINGLE_QUOTES, "'"), **dict.fromkeys(DOUBLE_QUOTES, '"')}
 )
-_CURLY = frozenset("\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f")
+_CURLY = frozenset(SINGLE_QUOTES + DOUBLE_QUOTES)
 _OPENING_CONTEXT = frozenset(" \t\n\r([{<\u2014\u2013-")
 _LINE_PREFIX = re.compile(r"^ *\d+(?:\.\d+)?(?:→|\t)")
 
@@ -149,8 +146,8 @@ def _uses_crlf(raw: str, start: int, end: int) -> bool:
 
 def _with_quote_style(new: str, original: str) -> str:
     """Give `new` the curly quotes `original` uses, where it uses them."""
-    uses_double = any(c in original for c in "\u201c\u201d\u201e\u201f")
-    uses_single = any(c in original for c in "\u2018\u2019\u201a\u201b")
+    uses_double = any(c in original for c in DOUBLE_QUOTES)
+    uses_single = any(c in original for c in SINGLE_QUOTES)
     if not (_CURLY & set(original)):
         return new
     out: list[str] = []

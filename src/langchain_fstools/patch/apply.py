@@ -100,8 +100,13 @@ class PatchResult:
 
     def summary(self) -> str:
         """`Success. Updated the following files:` then one `A|M|D path` line each."""
-        lines = [f"{change.letter} {change.final_path}" for change in self.changes]
-        return "\n".join(["Success. Updated the following files:", *lines])
+        return summary(self.changes)
+
+
+def summary(changes: Sequence[FileChange]) -> str:
+    """`Success. Updated the following files:` then one `A|M|D path` line per change."""
+    lines = [f"{change.letter} {change.final_path}" for change in changes]
+    return "\n".join(["Success. Updated the following files:", *lines])
 
 
 def plan(

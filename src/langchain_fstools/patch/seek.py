@@ -22,14 +22,16 @@ import difflib
 from itertools import chain
 from typing import TYPE_CHECKING
 
+from langchain_fstools.formats.matching import DOUBLE_QUOTES, SINGLE_QUOTES
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 _PUNCTUATION = str.maketrans(
     {
         **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d", "-"),
-        **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032", "'"),
-        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033", '"'),
+        **dict.fromkeys(SINGLE_QUOTES + "\u2032", "'"),  # and the prime
+        **dict.fromkeys(DOUBLE_QUOTES + "\u2033", '"'),  # and the double prime
         **dict.fromkeys(
             "\u00a0\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000",
             " ",

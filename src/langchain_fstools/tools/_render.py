@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from langchain_fstools import errors
+from langchain_fstools.formats.text import render_row
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -203,7 +204,7 @@ _SHOWN_WIDTH = 200
 
 def _shown(lines: tuple[str, ...], first: int | None = None) -> str:
     rows = [
-        (f"{first + n:>6}→" if first is not None else "  ")
+        (render_row(str(first + n), "") if first is not None else "  ")
         + (line if len(line) <= _SHOWN_WIDTH else line[:_SHOWN_WIDTH] + "…")
         for n, line in enumerate(lines[:_SHOWN_LINES])
     ]

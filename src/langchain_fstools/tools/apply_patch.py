@@ -11,6 +11,7 @@ from langchain_fstools.core import paths
 from langchain_fstools.formats.diff import snippet
 from langchain_fstools.formats.text import count_lines
 from langchain_fstools.patch.apply import commit, plan
+from langchain_fstools.patch.apply import summary as patch_summary
 from langchain_fstools.patch.parser import parse_patch
 from langchain_fstools.patch.targets import patch_text
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
@@ -101,12 +102,7 @@ def run_patch(scope: CallScope, text: str, workdir: str = paths.ROOT) -> Effect[
         check=check,
     )
     versions = yield from commit(changes)
-    summary = "\n".join(
-        [
-            "Success. Updated the following files:",
-            *(f"{change.letter} {change.final_path}" for change in changes),
-        ]
-    )
+    summary = patch_summary(changes)
     updated = [change for change in changes if change.kind == "update"]
     budget = max(_MIN_DIFF_LINES, scope.context.settings.diff_lines // max(1, len(updated)))
     files = []
