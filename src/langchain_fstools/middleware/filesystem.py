@@ -29,6 +29,7 @@ from langchain_fstools.middleware.undo_edit import UndoEditTool
 from langchain_fstools.middleware.updates import with_state_update
 from langchain_fstools.middleware.views import GuardedBackend
 from langchain_fstools.patch.targets import patch_paths
+from langchain_fstools.tools.describe import describe
 from langchain_fstools.tools.toolkit import FileToolkit
 
 if TYPE_CHECKING:
@@ -41,23 +42,32 @@ if TYPE_CHECKING:
 
     from langchain_fstools.backends.protocol import Backend
 
-SYSTEM_PROMPT = """## Files
+SYSTEM_PROMPT_TEMPLATE = """## Files
 
 You have file tools over a workspace whose root is `/`.
 - Paths are absolute workspace paths, such as `/src/app.py`.
-- Find files by name with `glob` and search their contents with `grep`; do not use a
-  shell for that. Read files with `read_file`, in windows (`offset`, `limit`) when long.
-- Read a file before you edit or overwrite it; if it changed since, read it again.
-- Change existing files with `edit_file` (exact text replacement); use `write_file` for
-  new files or complete rewrites, and `notebook_edit` for Jupyter notebooks. For many
-  changes at once, in one file or several, send one `apply_patch`.
-- Change a file at most once per turn: when one turn asks for several changes to the
-  same file, only the first is made; make the others in the next turn.
-- With `execute`, run programs (tests, builds, git) from the workspace root with
+-[ls] List a directory with `ls`.
+-[glob] Find files by name with `glob`, not with a shell.
+-[grep] Search file contents with `grep`, not with a shell.
+-[read_file] Read files with `read_file`, in windows (`offset`, `limit`) when long. Read a
+  file before you edit or overwrite it; if it changed since, read it again.
+-[edit_file] Change existing files with `edit_file` (exact text replacement).
+-[write_file] Use `write_file` for new files or complete rewrites.
+-[notebook_edit] Edit Jupyter notebooks with `notebook_edit`.
+-[apply_patch] For many changes at once, in one file or several, send one `apply_patch`.
+-[mutating] Change a file at most once per turn: when one turn asks for several changes to
+  the same file, only the first is made; make the others in the next turn.
+-[execute] With `execute`, run programs (tests, builds, git) from the workspace root with
   relative paths; read, search and change files with the file tools, not the shell.
-- A tool result too large for the conversation is saved under `/large_tool_results/`;
-  the notice says where. Read it back with `read_file` (`offset`, `limit`) or `grep`."""
-"""The section appended to the agent's system prompt."""
+-[eviction] A tool result too large for the conversation is saved under
+  `/large_tool_results/`; the notice says where. Read it back with `read_file` (`offset`,
+  `limit`) or `grep`."""
+"""The prompt section, marked as in `tools.describe`: bullets follow the tools present."""
+
+SYSTEM_PROMPT = describe(
+    SYSTEM_PROMPT_TEMPLATE, present=None, values={"mutating": True, "eviction": True}
+)
+"""The section appended to the agent's system prompt, with every tool present."""
 
 PATH_ARGUMENTS = ("file_path", "notebook_path")
 
@@ -97,7 +107,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         backend: Where the files live.
         tools: Names of the tools to give (default: all).
         system_prompt: The section appended to the system prompt; None adds nothing.
-            Default: `SYSTEM_PROMPT`.
+            Default: `SYSTEM_PROMPT`, with only the bullets for the tools present.
         eviction: True for the default `LargeResultEviction`, an instance to configure
             it (its backend is replaced by the tools' one), or False. Default: True.
         mode: `"default"`, `"accept_edits"`, `"plan"` or `"bypass"`; None for no
@@ -162,8 +172,14 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         self.tools = self.toolkit.get_tools()
         if history and (tools is None or "undo_edit" in tools):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
-        self.system_prompt = system_prompt
         self._mutating = {t.name for t in self.tools if not (t.metadata or {}).get("read_only")}
+        if system_prompt == SYSTEM_PROMPT:
+            system_prompt = describe(
+                SYSTEM_PROMPT_TEMPLATE,
+                present={tool.name for tool in self.tools},
+                values={"mutating": bool(self._mutating), "eviction": self.eviction is not None},
+            )
+        self.system_prompt = system_prompt
 
     # ----- model calls: the system prompt section ---------------------------------------
 
@@ -381,4 +397,4 @@ def _turn_of(state: Any, call_id: str | None) -> AIMessage | None:
     return None
 
 
-__all__ = ["PATH_ARGUMENTS", "SYSTEM_PROMPT", "FilesystemMiddleware"]
+__all__ = ["PATH_ARGUMENTS", "SYSTEM_PROMPT", "SYSTEM_PROMPT_TEMPLATE", "FilesystemMiddleware"]

@@ -35,9 +35,12 @@ from langchain_fstools.formats.image import ImageLimits
 from langchain_fstools.formats.text import LineIndexCache
 from langchain_fstools.shell.policy import CommandPolicy
 from langchain_fstools.tools._render import render_error, render_validation_error
+from langchain_fstools.tools.describe import describe, setting_values
 from langchain_fstools.tools.tracking import READS_KEY, ReadLedger, ReadTracker
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from langchain_core.callbacks import CallbackManagerForToolRun
     from langchain_core.tools.base import ArgsSchema
 
@@ -121,10 +124,21 @@ class ToolContext:
     every tool of a toolkit must share the same instance.
     """
 
-    def __init__(self, backend: Backend, settings: ToolSettings | None = None) -> None:
-        """Share `backend` and `settings` (default `ToolSettings()`) among tools."""
+    def __init__(
+        self,
+        backend: Backend,
+        settings: ToolSettings | None = None,
+        *,
+        tool_names: Collection[str] | None = None,
+    ) -> None:
+        """Share `backend` and `settings` (default `ToolSettings()`) among tools.
+
+        `tool_names` are the tools the model gets (None: unknown), so descriptions name
+        only those.
+        """
         self.backend = backend
         self.settings = settings or ToolSettings()
+        self.tool_names = None if tool_names is None else frozenset(tool_names)
         self.tracker = ReadTracker()
         self.line_indexes = LineIndexCache()
         self.deferred_updates: dict[str, dict[str, Any]] = {}
@@ -166,8 +180,14 @@ class FileTool(BaseTool):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def model_post_init(self, context: Any, /) -> None:
-        """Describe the tool for permission layers, schedulers and traces."""
+        """Describe the tool to the model (from the settings in force), layers and traces."""
         super().model_post_init(context)
+        if self.description == type(self).model_fields["description"].default:
+            self.description = describe(
+                self.description,
+                present=self.context.tool_names,
+                values=setting_values(self.context.settings),
+            )
         backend_kind = self.context.backend.kind
         self.metadata = {
             "fstools_family": "langchain_fstools",

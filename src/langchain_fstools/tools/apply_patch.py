@@ -30,8 +30,7 @@ class ApplyPatchArgs(ToolArgs):
 
 DESCRIPTION = """Apply a patch that adds, deletes, updates or moves files, all or nothing.
 
-Prefer apply_patch over repeated edit_file calls when you change many places or files at
-once. The patch format:
+Change many places or files at once with one patch. The patch format:
 
 *** Begin Patch
 *** Update File: /src/app.py
@@ -57,8 +56,8 @@ once. The patch format:
 - Paths are workspace paths; relative ones start from `/`.
 - If any chunk does not match, nothing is changed and the error shows the closest lines:
   fix that chunk and send the whole patch again. Files changed since you last read them
-  are refused. Line endings and encodings are preserved. Notebooks (.ipynb) are edited
-  with notebook_edit."""
+  are refused. Line endings and encodings are preserved.
+-[notebook_edit] Notebooks (.ipynb) are edited with notebook_edit."""
 
 _MIN_DIFF_LINES = 8
 

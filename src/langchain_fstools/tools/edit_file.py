@@ -33,7 +33,7 @@ class EditFileArgs(ToolArgs):
 
 DESCRIPTION = """Replace exact text in a file.
 
-- Read the file with read_file first; edits to files you have not read, or that changed
+-[read_file] Read the file with read_file first; edits to files you have not read, or that changed
   since you read them, are refused.
 - `old_string` must match the file exactly, including indentation. Copy it from
   read_file output WITHOUT the line-number prefix (`    12→`).
@@ -43,8 +43,9 @@ DESCRIPTION = """Replace exact text in a file.
 - An empty `old_string` creates a new file with `new_string` as its content.
 - Line endings (LF/CRLF) and the encoding of the file are preserved; curly quotes in the
   file match straight quotes in `old_string`.
-- Prefer edit_file over write_file for changes to existing files; for many changes at
-  once use apply_patch. Jupyter notebooks (.ipynb) are edited with notebook_edit."""
+-[write_file] Prefer edit_file over write_file for changes to existing files.
+-[apply_patch] For many changes at once use apply_patch.
+-[notebook_edit] Jupyter notebooks (.ipynb) are edited with notebook_edit."""
 
 
 class EditFileTool(FileTool):

@@ -24,7 +24,7 @@ class ExecuteArgs(ToolArgs):
     command: str = Field(description="The command line to run with bash, e.g. `pytest -q tests/`.")
     timeout: float | None = Field(
         default=None,
-        description="Seconds before the command is killed. Default: 120; at most 3600.",
+        description="Seconds before the command is killed; default and maximum as described.",
     )
 
 
@@ -32,21 +32,23 @@ DESCRIPTION = """Run a shell command (bash) in the workspace; returns its output
 
 - Use it to run programs: tests, builds, linters, formatters, git, package managers,
   scripts.
-- Do NOT use it for what the file tools do: read files with read_file (not cat, head or
-  tail), search contents with grep (not grep or rg), find files with glob (not find or
-  ls -R), and change files with edit_file or write_file (not sed, awk or echo >).
+-[read_file] Do NOT read files with it: use read_file, not cat, head or tail.
+-[grep] Do NOT search contents with it: use grep, not grep or rg.
+-[glob] Do NOT find files with it: use glob, not find or ls -R.
+-[edit_file] Do NOT change files with it: use edit_file, not sed, awk or echo >.
 - The working directory is the workspace root: use relative paths such as
   `src/app.py`. Inside the shell, `/` is the machine's root, not the workspace.
 - Each call starts a fresh shell: `cd` and variables do not carry over, so chain steps
   with `&&`. Standard input is empty, so interactive prompts fail: pass flags such as
   `--yes`. Processes left in the background are stopped when the call returns.
-- `timeout` is in seconds: default 120, at most 3600. At the timeout the command and
-  everything it started are killed, and the output so far is returned.
+- `timeout` is in seconds: default {execute_timeout:g}, at most {execute_max_timeout:g}. At
+  the timeout the command and everything it started are killed, and the output so far
+  is returned.
 - The reply is the output (stdout and stderr interleaved, stderr lines marked
-  `[stderr] `), then `Exit code: N`. Output above 100,000 bytes keeps its beginning and
-  its end, and says how much of the middle was cut.
-- `apply_patch <<'EOF' ... EOF` commands are applied in-process by the apply_patch tool
-  (prefer calling apply_patch directly).
+  `[stderr] `), then `Exit code: N`. Output above {execute_output_limit:,} bytes keeps
+  its beginning and its end, and says how much of the middle was cut.
+- `apply_patch <<'EOF' ... EOF` commands are applied in-process, all or nothing.
+-[apply_patch] Prefer calling the apply_patch tool directly.
 - Dangerous commands (sudo, rm -rf /, shutdown, mkfs, writing to /dev/...) are refused."""
 
 

@@ -59,7 +59,9 @@ class GrepArgs(ToolArgs):
     )
     head_limit: int | None = Field(
         default=None,
-        description="Most entries (files, lines or counts) to return. Default: 250; 0: no limit.",
+        description=(
+            "Most entries (files, lines or counts) to return; 0: no limit. Default: as described."
+        ),
     )
     offset: int = Field(default=0, description="Entries to skip first, for paging. Default: 0.")
     regex: bool = Field(
@@ -78,10 +80,10 @@ DESCRIPTION = """Search file contents across the workspace (ripgrep on local dis
   (`path:line:text`, with `-A`/`-B`/`-C` context lines as `path-line-text`), "count".
 - Narrow with `path`, `glob` (e.g. "*.py") or `type` (e.g. "py"); `-i` ignores case;
   `multiline=true` lets a match span lines.
-- Results are paged: `head_limit` (default 250, 0 for all) and `offset`; the output
-  says how to get the next page. Lines are cut at 500 characters.
+- Results are paged: `head_limit` (default {grep_head_limit:,}, 0 for all) and `offset`; the output
+  says how to get the next page. Lines are cut at {line_width} characters.
 - Files ignored by .gitignore / .ignore, VCS folders and binary files are skipped.
-- Use grep instead of running grep or rg through execute."""
+-[execute] Use grep instead of running grep or rg through execute."""
 
 _REGEX_HINT = re.compile(r"\\[dwsbDWSB.(){}\[\]|*+?^$]|\.\*|\.\+|\[[^\]]+\]|\(\?|\||\^|\$$")
 

@@ -23,8 +23,9 @@ DESCRIPTION = """List the entries of one directory of the workspace (not recursi
 
 - `path` is an absolute workspace path; `/` is the workspace root. Default: `/`.
 - Directories end with `/`. Entries are sorted by name; hidden files are included.
-- At most 1000 entries are listed; the output says when it was cut. To find files by
-  name pattern across directories, use glob; to search contents, use grep."""
+- At most {ls_limit:,} entries are listed; the output says when it was cut.
+-[glob] To find files by name pattern across directories, use glob.
+-[grep] To search contents, use grep."""
 
 
 class LsTool(FileTool):

@@ -40,13 +40,13 @@ class NotebookEditArgs(ToolArgs):
 
 DESCRIPTION = """Edit one cell of a Jupyter notebook (.ipynb).
 
-- Read the notebook with read_file first: it shows each cell's id. Edits to notebooks
+-[read_file] Read the notebook with read_file first: it shows each cell's id. Edits to notebooks
   you have not read, or that changed since, are refused.
 - edit_mode "replace" (default): give `cell_id` and `new_source`; a code cell's outputs
   and execution count are cleared. "insert": a new cell after `cell_id` (or at the top
   without one); `cell_type` is required. "delete": remove the cell `cell_id`.
 - The notebook keeps its nbformat version, metadata and other cells.
-- Use edit_file or write_file for other files, never for notebooks."""
+- Use it for notebooks only; other files have their own tools."""
 
 
 class NotebookEditTool(FileTool):

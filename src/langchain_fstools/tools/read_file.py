@@ -29,7 +29,7 @@ class ReadFileArgs(ToolArgs):
         default=None, description="1-based line number to start reading at. Default: 1."
     )
     limit: int | None = Field(
-        default=None, description="Maximum number of lines (rows) to read. Default: 2000."
+        default=None, description="Maximum number of lines (rows) to read. Default: as described."
     )
     pages: str | None = Field(
         default=None,
@@ -41,22 +41,26 @@ DESCRIPTION = """Read a file from the workspace.
 
 - `file_path` is an absolute workspace path (`/` is the workspace root).
 - Output is `cat -n` style: the line number, `→`, then the line. Line numbers start at 1.
-- By default up to 2000 lines from the start are returned, within a budget of about
-  25,000 tokens. When a file is longer, the output ends with the exact `offset` to pass
-  to continue; read large files in windows with `offset` and `limit`.
-- Lines longer than 5000 characters continue on rows numbered N.1, N.2, ...
-- Read a file before editing or overwriting it: edit_file and write_file refuse files
-  you have not read, or that changed since you read them.
+- By default up to {read_limit:,} lines from the start are returned, within a budget
+  of about {read_token_budget:,} tokens. When a file is longer, the output ends with the
+  exact `offset` to pass to continue; read large files in windows with `offset` and
+  `limit`.
+- Lines longer than {row_width} characters continue on rows numbered N.1, N.2, ...
+- Read a file before you change it: changes to files you have not read, or that changed
+  since you read them, are refused.
 - Reading the same unchanged range again returns a short "unchanged" note; the text you
   read earlier is still current.
 - Images (PNG, JPEG, GIF, WebP) come back as images you can see, scaled to fit.
-- PDFs come back as text with page markers; for PDFs over 10 pages give `pages`
-  ("3", "1-5", "2,4-6"), at most 20 pages per call.
+- PDFs come back as text with page markers; for PDFs over {pdf_pages_without_range} pages
+  give `pages` ("3", "1-5", "2,4-6"), at most {pdf_pages_per_call} pages per call.
 - Jupyter notebooks (.ipynb) come back as cells with ids, numbered sources and outputs
-  (images as images); `offset`/`limit` count cells. Edit them with notebook_edit.
-- Text files over 256 KB need `offset`/`limit` (or use grep to find the place).
-- Text in UTF-8, UTF-16 and Latin-1 is read; other binary files are refused. To list a
-  directory use ls; to find files use glob; to search contents use grep."""
+  (images as images); `offset`/`limit` count cells.
+-[notebook_edit] Edit notebooks with notebook_edit.
+-[read_max_bytes] Text files over {read_max_size} need `offset`/`limit`.
+- Text in UTF-8, UTF-16 and Latin-1 is read; other binary files are refused.
+-[ls] To list a directory use ls.
+-[glob] To find files by name use glob.
+-[grep] To search contents use grep."""
 
 UNCHANGED = (
     "File unchanged since your last read of this range: the content of {path} "

@@ -95,7 +95,7 @@ class FileToolkit(BaseToolkit):
         except TypeError as exc:
             raise ValueError(f"unknown setting: {exc}") from None
         super().__init__(
-            context=ToolContext(backend=backend, settings=tool_settings), tool_names=names
+            context=ToolContext(backend, tool_settings, tool_names=names), tool_names=names
         )
 
     @property

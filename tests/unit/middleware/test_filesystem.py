@@ -16,7 +16,6 @@ from langgraph.types import Command
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.demo import ScriptedModel, seed_state
-from langchain_fstools.middleware import SYSTEM_PROMPT
 
 
 class RecordingModel(ScriptedModel):
@@ -86,7 +85,7 @@ def test_prompt_tools_state_and_parallel_guard(kind: str, mode: str, tmp_path: P
     agent = create_agent(
         model,
         system_prompt="You are careful.",
-        middleware=[FilesystemMiddleware(backend=backend)],
+        middleware=[middleware := FilesystemMiddleware(backend=backend)],
         checkpointer=InMemorySaver(),
     )
     payload = {"messages": [{"role": "user", "content": "go"}], **seed}
@@ -110,7 +109,10 @@ def test_prompt_tools_state_and_parallel_guard(kind: str, mode: str, tmp_path: P
     system = model.seen[0][0]
     assert isinstance(system, SystemMessage)
     assert system.text.startswith("You are careful.")
-    assert SYSTEM_PROMPT in system.text
+    assert middleware.system_prompt is not None
+    assert middleware.system_prompt in system.text
+    assert "`read_file`" in middleware.system_prompt
+    assert "`execute`" not in middleware.system_prompt  # no backend here runs commands
 
 
 def test_without_prompt_section(tmp_path: Path) -> None:

@@ -244,7 +244,8 @@ def test_metadata_marks_execute_as_mutating_and_not_concurrency_safe(root: Path)
 
 
 def test_the_description_steers_away_from_shell_file_commands(root: Path) -> None:
-    (tool,) = FileToolkit(LocalBackend(root, execute=True), tools=["execute"]).get_tools()
+    tools = FileToolkit(LocalBackend(root, execute=True)).get_tools()
+    (tool,) = [tool for tool in tools if tool.name == "execute"]
     for phrase in (
         "cat",
         "head",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,10 @@ from langchain.tools import ToolRuntime
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from langchain_fstools import FileToolkit, LocalBackend, StateBackend
+from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import file_record
+from langchain_fstools.middleware.filesystem import SYSTEM_PROMPT
 from langchain_fstools.tools.toolkit import TOOL_CLASSES
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -28,15 +30,78 @@ def _backend_for(name: str, tmp_path: Path) -> Backend:
     return LocalBackend(tmp_path, execute=True) if name == "execute" else StateBackend()
 
 
+def _matches_snapshot(name: str, text: str) -> bool:
+    snapshot = SNAPSHOTS / name
+    if os.environ.get("FSTOOLS_UPDATE_SNAPSHOTS") == "1":
+        snapshot.write_text(text, encoding="utf-8")
+    return snapshot.read_text(encoding="utf-8") == text
+
+
 @pytest.mark.parametrize("name", sorted(TOOL_CLASSES))
 def test_tool_schema_snapshot(name: str, tmp_path: Path) -> None:
-    (tool,) = FileToolkit(_backend_for(name, tmp_path), tools=[name]).get_tools()
-    seen = convert_to_openai_tool(tool)
-    snapshot = SNAPSHOTS / f"{name}.json"
-    rendered = json.dumps(seen, indent=2, ensure_ascii=False) + "\n"
-    if os.environ.get("FSTOOLS_UPDATE_SNAPSHOTS") == "1":
-        snapshot.write_text(rendered, encoding="utf-8")
-    assert snapshot.read_text(encoding="utf-8") == rendered
+    """Every tool as the model sees it in the full toolkit with default settings."""
+    tools = FileToolkit(LocalBackend(tmp_path, execute=True)).get_tools()
+    (tool,) = [tool for tool in tools if tool.name == name]
+    rendered = json.dumps(convert_to_openai_tool(tool), indent=2, ensure_ascii=False) + "\n"
+    assert _matches_snapshot(f"{name}.json", rendered)
+
+
+_SETTINGS = {
+    "read_limit": 500,
+    "read_token_budget": 8000,
+    "read_max_bytes": 0,
+    "ls_limit": 50,
+    "glob_limit": 20,
+    "grep_head_limit": 30,
+    "execute_timeout": 30,
+    "execute_max_timeout": 600,
+    "execute_output_limit": 20_000,
+    "pdf_pages_without_range": 4,
+    "pdf_pages_per_call": 8,
+}
+
+
+def test_descriptions_follow_the_settings(tmp_path: Path) -> None:
+    tools = FileToolkit(LocalBackend(tmp_path, execute=True), **_SETTINGS).get_tools()
+    text = "\n\n".join(f"## {tool.name}\n{tool.description}" for tool in tools) + "\n"
+    assert _matches_snapshot("descriptions_with_settings.md", text)
+    described = {tool.name: " ".join(tool.description.split()) for tool in tools}
+    assert "up to 500 lines" in described["read_file"]
+    assert "about 8,000 tokens" in described["read_file"]
+    assert "Text files over" not in described["read_file"]  # read_max_bytes=0: no cap
+    assert "At most 50 entries" in described["ls"]
+    assert "at most 20;" in described["glob"]
+    assert "default 30, 0 for all" in described["grep"]
+    assert "default 30, at most 600" in described["execute"]
+    assert "above 20,000 bytes" in described["execute"]
+    for description in described.values():
+        assert "2,000" not in description
+        assert "1000" not in description
+        assert not re.search(r"\{[a-z_]+[:}]", description)  # every field was filled
+
+
+@pytest.mark.parametrize(
+    "subset", [["read_file", "grep"], ["ls", "glob", "read_file"], ["read_file", "edit_file"]]
+)
+def test_descriptions_and_prompt_name_only_the_tools_present(subset: list[str]) -> None:
+    middleware = FilesystemMiddleware(backend=StateBackend(), tools=subset, eviction=False)
+    absent = set(TOOL_CLASSES) - set(subset)
+    texts = [tool.description for tool in middleware.tools]
+    assert middleware.system_prompt is not None
+    texts.append(middleware.system_prompt)
+    for text in texts:  # descriptions name tools bare, the prompt in backticks
+        named = {name for name in absent if re.search(rf"(?<![\w`-]){name}(?![\w`-])", text)}
+        assert named == set(), text
+        assert {name for name in absent if f"`{name}`" in middleware.system_prompt} == set()
+    rendered = "\n\n".join(texts) + "\n"
+    assert _matches_snapshot(f"prompt_{'_'.join(subset)}.md", rendered)
+
+
+def test_the_default_prompt_names_every_tool() -> None:
+    for name in TOOL_CLASSES:
+        assert f"`{name}`" in SYSTEM_PROMPT
+    assert "/large_tool_results/" in SYSTEM_PROMPT
+    assert "-[" not in SYSTEM_PROMPT
 
 
 @pytest.mark.parametrize("name", sorted(TOOL_CLASSES))
