@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pytest
 from langchain_mcp_adapters.tools import to_fastmcp
 
-from langchain_fstools import FileToolkit, LocalBackend
+from langchain_fstools import FileToolkit, LocalBackend, StateBackend
+from langchain_fstools.mcp import create_server
 from langchain_fstools.toolkit import TOOL_CLASSES
 
 if TYPE_CHECKING:
@@ -44,3 +46,10 @@ def test_a_plain_invoke_needs_no_runtime(tmp_path: Path) -> None:
     assert "one" in tools["read_file"].invoke({"file_path": "/a.txt"})
     tools["write_file"].invoke({"file_path": "/a.txt", "content": "two\n"})
     assert (tmp_path / "a.txt").read_text() == "two\n"
+
+
+def test_create_server_refuses_state_backends_and_unasked_execute(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="graph state"):
+        create_server(StateBackend())
+    with pytest.raises(ValueError, match="execute=True"):
+        create_server(LocalBackend(tmp_path, execute=True), tools=["execute"])
