@@ -1,4 +1,4 @@
-"""`python -m langchain_fstools demo`: run the offline demo."""
+"""`python -m langchain_fstools demo` runs the offline demo; `... mcp` serves MCP clients."""
 
 import sys
 

@@ -1,4 +1,6 @@
-"""An offline demo: a scripted model drives `create_agent` with the file tools.
+"""The command line (`demo`, and `mcp`: see `mcp.cli`), and an offline demo.
+
+In the demo, a scripted model drives `create_agent` with the file tools.
 
 `python -m langchain_fstools demo` copies a small embedded workspace to a temporary
 directory, runs an agent over it with a fake chat model that plays back a fixed list of
@@ -26,6 +28,8 @@ from PIL import Image, ImageDraw
 
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.state import StateBackend
+from langchain_fstools.mcp.cli import add_arguments as add_mcp_arguments
+from langchain_fstools.mcp.cli import run as run_mcp
 from langchain_fstools.middleware import FilesystemMiddleware
 
 if TYPE_CHECKING:
@@ -225,7 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run the offline demo agent")
     demo.add_argument("--backend", choices=["local", "state"], default="local")
+    add_mcp_arguments(commands.add_parser("mcp", help="serve the file tools to MCP clients"))
     options = parser.parse_args(argv)
+    if options.command == "mcp":
+        try:
+            return run_mcp(options)
+        except ValueError as exc:
+            parser.error(str(exc))
     with tempfile.TemporaryDirectory(prefix="fstools-demo-") as root:
         try:
             run(options.backend, Path(root))

@@ -154,7 +154,7 @@ class PermissionGate:
         value = approval_request(call["name"], call["args"], call["id"] or "", verdict, diff)
         decision = _decision(interrupt(value))
         if decision["type"] == "approve":
-            return Review(request, _approved(targets))
+            return Review(request, approved_paths(targets))
         if decision["type"] == "reject":
             reason = decision.get("message")
             content = (
@@ -175,7 +175,7 @@ class PermissionGate:
         verdict_after, new_targets = self._decide(call["name"], args)
         if verdict_after is not None and verdict_after.action == "deny":
             return Review(message=_refusal(edited, verdict_after))
-        return Review(edited, _approved(new_targets))
+        return Review(edited, approved_paths(new_targets))
 
 
 def approval_request(
@@ -215,7 +215,8 @@ def _decision(answer: Any) -> Decision:
     return cast("Decision", answer)
 
 
-def _approved(targets: Sequence[Target]) -> frozenset[str]:
+def approved_paths(targets: Sequence[Target]) -> frozenset[str]:
+    """The canonical paths of `targets` a person approved (invalid or unknown ones skipped)."""
     approved: set[str] = set()
     for target in targets:
         if target.path is None:
@@ -238,4 +239,11 @@ def _refusal(request: ToolCallRequest, verdict: Verdict) -> ToolMessage:
     )
 
 
-__all__ = ["CallGuard", "FileApprovalRequest", "PermissionGate", "Review", "approval_request"]
+__all__ = [
+    "CallGuard",
+    "FileApprovalRequest",
+    "PermissionGate",
+    "Review",
+    "approval_request",
+    "approved_paths",
+]

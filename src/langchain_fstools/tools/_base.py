@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Collection
 
     from langchain_core.callbacks import CallbackManagerForToolRun
+    from langchain_core.runnables import RunnableConfig
     from langchain_core.tools.base import ArgsSchema
 
     from langchain_fstools.backends.protocol import Backend
@@ -52,15 +53,19 @@ _NOT_TRACED = frozenset({*FILTERED_ARGS, "runtime"})
 """Inputs left out of traces: LangChain's callback arguments and the injected runtime."""
 
 RuntimeArg = Annotated[Any, SkipJsonSchema(), InjectedToolArg()]
-"""The injected `ToolRuntime` field every args schema carries, hidden from the model."""
+"""The injected `ToolRuntime` field of a tool's input schema, hidden from the model."""
 
 
 class ToolArgs(BaseModel):
-    """Base of every args schema: carries the injected runtime."""
+    """Base of every args schema: the model-facing arguments, nothing injected.
+
+    The runtime is not a field here but of the tool's input schema
+    (`FileTool.get_input_schema`), so the args schema holds only what a caller gives:
+    a plain `tool.invoke(args)`, or `langchain_mcp_adapters.tools.to_fastmcp`, which
+    refuses schemas with injected arguments, need no graph.
+    """
 
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
-
-    runtime: RuntimeArg = None
 
 
 @dataclass(frozen=True)
@@ -203,6 +208,28 @@ class FileTool(BaseTool):
             "read-only" if self.read_only else "mutating",
         ]
 
+    _input_schema: tuple[type[BaseModel], type[BaseModel]] | None = PrivateAttr(default=None)
+    """The args schema and its copy with the optional injected runtime, built once."""
+
+    def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        """The args schema plus an optional injected `runtime` (None outside a graph).
+
+        LangGraph's `ToolNode` fills `runtime` because this schema has it; the model
+        never sees it (`tool_call_schema` leaves injected fields out).
+        """
+        del config
+        source = self.args_schema
+        if not (isinstance(source, type) and issubclass(source, BaseModel)):
+            raise TypeError(f"{self.name}: args_schema must be a pydantic model")
+        memo = self._input_schema
+        if memo is not None and memo[0] is source:
+            return memo[1]
+        schema: type[BaseModel] = create_model(
+            source.__name__, __base__=source, __doc__=source.__doc__, runtime=(RuntimeArg, None)
+        )
+        self._input_schema = (source, schema)
+        return schema
+
     _aliased_schema: tuple[type[BaseModel], type[BaseModel]] | None = PrivateAttr(default=None)
     """LangChain's (memoized) schema and the aliased copy built from it, built once."""
 
@@ -214,7 +241,7 @@ class FileTool(BaseTool):
         Python names; the aliases are the names models know.
         """
         schema = super().tool_call_schema
-        source = self.args_schema
+        source = self.get_input_schema()
         if not (
             isinstance(schema, type)
             and issubclass(schema, BaseModel)
@@ -254,12 +281,9 @@ class FileTool(BaseTool):
         LangChain's own parsing would introspect the schema's annotations and dump the
         model on every call, and the tool would then validate the dump again.
         """
-        schema = self.args_schema
-        if isinstance(tool_input, str) or not (
-            isinstance(schema, type) and issubclass(schema, BaseModel)
-        ):
+        if isinstance(tool_input, str):
             return super()._parse_input(tool_input, tool_call_id)
-        return {"arguments": schema.model_validate(tool_input)}
+        return {"arguments": self.get_input_schema().model_validate(tool_input)}
 
     def _filter_injected_args(self, tool_input: dict[str, Any]) -> dict[str, Any]:
         """The arguments as traces record them: without the injected runtime."""

@@ -1,0 +1,184 @@
+"""`python -m langchain_fstools mcp`: serve the file tools to MCP clients.
+
+    python -m langchain_fstools mcp --root ./repo                    # stdio, local disk
+    python -m langchain_fstools mcp --root ./repo --http 127.0.0.1:8765
+    python -m langchain_fstools mcp --ssh build-box --ssh-root /srv/app --execute
+    python -m langchain_fstools mcp --postgres postgresql://localhost/files
+    python -m langchain_fstools mcp --config fstools-mcp.toml
+
+A config file (TOML) holds the same settings under the flags' names (`root`, `ssh`,
+`ssh_root`, `ssh_port`, `ssh_user`, `ssh_keys`, `known_hosts`, `postgres`, `namespace`,
+`execute`, `sandbox`, `mode`, `http`), plus `[[permissions]]` rules (`operations`,
+`paths`, `commands`, `action`) and a `[settings]` table of `ToolSettings` fields. A
+flag given on the command line wins over the file. This module imports the MCP SDK
+only when the command runs, so the rest of the CLI works without the `mcp` extra.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+
+    from langchain_fstools.backends.protocol import Backend
+
+OPTIONS = (
+    "root",
+    "ssh",
+    "ssh_root",
+    "ssh_port",
+    "ssh_user",
+    "ssh_keys",
+    "known_hosts",
+    "postgres",
+    "namespace",
+    "execute",
+    "sandbox",
+    "mode",
+    "http",
+)
+"""Settings a flag or the config file may give."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the `mcp` command's flags to `parser` (every default None: the file's apply)."""
+    where = parser.add_argument_group("backend (one of)")
+    where.add_argument("--root", help="serve this local directory as /")
+    where.add_argument("--ssh", metavar="HOST", help="serve a directory of HOST over SSH")
+    where.add_argument("--postgres", metavar="URL", help="serve files kept in PostgreSQL")
+    parser.add_argument("--ssh-root", help="the directory on the SSH host served as /")
+    parser.add_argument("--ssh-port", type=int, help="SSH port (default 22)")
+    parser.add_argument("--ssh-user", help="SSH user (default: the current user)")
+    parser.add_argument("--ssh-key", dest="ssh_keys", action="append", help="SSH private key")
+    parser.add_argument("--known-hosts", help="known_hosts file for the SSH host")
+    parser.add_argument("--namespace", help="PostgreSQL store namespace, dot-separated")
+    parser.add_argument(
+        "--execute", action="store_true", default=None, help="serve the execute tool"
+    )
+    parser.add_argument("--sandbox", choices=["bwrap"], help="run local commands in bubblewrap")
+    parser.add_argument(
+        "--mode",
+        choices=["default", "accept_edits", "plan", "bypass"],
+        help="permission mode (default: no permission layer)",
+    )
+    parser.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio",
+    )
+    parser.add_argument("--config", type=Path, help="a TOML file with these settings")
+
+
+def resolve(options: argparse.Namespace) -> dict[str, Any]:
+    """The settings: the config file's, overridden by the flags given.
+
+    Raises:
+        ValueError: an unreadable or malformed file, an unknown key, or not exactly one
+            backend.
+    """
+    config: dict[str, Any] = {}
+    if options.config is not None:
+        try:
+            config = tomllib.loads(options.config.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ValueError(f"cannot read the config file: {exc}") from None
+    unknown = sorted(set(config) - {*OPTIONS, "permissions", "settings"})
+    if unknown:
+        raise ValueError(f"unknown config keys {unknown}; known: {sorted(OPTIONS)}")
+    for name in OPTIONS:
+        value = getattr(options, name, None)
+        if value is not None:
+            config[name] = value
+    chosen = [name for name in ("root", "ssh", "postgres") if config.get(name)]
+    if len(chosen) != 1:
+        raise ValueError("give exactly one backend: --root DIR, --ssh HOST or --postgres URL")
+    return config
+
+
+def parse_http(address: str) -> tuple[str, int]:
+    """`HOST:PORT` (or `:PORT`, on 127.0.0.1) as a host and a port.
+
+    Raises:
+        ValueError: no port, or not a number.
+    """
+    host, _, port = address.rpartition(":")
+    if not port.isdigit():
+        raise ValueError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765; got {address!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def run(options: argparse.Namespace) -> int:
+    """Run the server the options describe until the client goes away (or Ctrl-C)."""
+    import anyio  # noqa: PLC0415 - the SDK's event loop library
+
+    config = resolve(options)
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(serve, config)
+    return 0
+
+
+async def serve(config: dict[str, Any]) -> None:
+    """Build the backend and the server from `config`, and serve over stdio or HTTP."""
+    from langchain_fstools.mcp.server import create_server  # noqa: PLC0415
+    from langchain_fstools.mcp.transports import run_http, run_stdio  # noqa: PLC0415
+    from langchain_fstools.permissions import Permission  # noqa: PLC0415
+
+    try:
+        rules = [Permission(**rule) for rule in config.get("permissions", [])]
+    except TypeError as exc:
+        raise ValueError(f"bad permission rule: {exc}") from None
+    async with contextlib.AsyncExitStack() as stack:
+        backend = await _backend(config, stack)
+        server = create_server(
+            backend,
+            execute=bool(config.get("execute")),
+            mode=config.get("mode"),
+            permissions=rules,
+            **config.get("settings", {}),
+        )
+        if config.get("http"):
+            host, port = parse_http(config["http"])
+            await run_http(server, host=host, port=port)
+        else:
+            await run_stdio(server)
+
+
+async def _backend(config: dict[str, Any], stack: contextlib.AsyncExitStack) -> Backend:
+    execute = bool(config.get("execute"))
+    if config.get("root"):
+        from langchain_fstools.backends.local import LocalBackend  # noqa: PLC0415
+
+        return LocalBackend(config["root"], execute=execute, sandbox=config.get("sandbox"))
+    if config.get("ssh"):
+        from langchain_fstools.backends.ssh import SSHBackend  # noqa: PLC0415
+
+        if not config.get("ssh_root"):
+            raise ValueError("--ssh needs --ssh-root, the directory served as /")
+        extra = {"known_hosts": config["known_hosts"]} if config.get("known_hosts") else {}
+        ssh = SSHBackend(
+            config["ssh"],
+            root_dir=config["ssh_root"],
+            port=int(config.get("ssh_port") or 22),
+            username=config.get("ssh_user"),
+            client_keys=config.get("ssh_keys"),
+            **extra,
+        )
+        stack.push_async_callback(ssh.aclose)
+        return ssh
+    from langgraph.store.postgres import AsyncPostgresStore  # noqa: PLC0415
+
+    from langchain_fstools.backends.store import StoreBackend  # noqa: PLC0415
+
+    store = await stack.enter_async_context(AsyncPostgresStore.from_conn_string(config["postgres"]))
+    await store.setup()
+    namespace = config.get("namespace")
+    if namespace:
+        return StoreBackend(store, namespace=tuple(namespace.split(".")))
+    return StoreBackend(store)
+
+
+__all__ = ["OPTIONS", "add_arguments", "parse_http", "resolve", "run", "serve"]

@@ -1,0 +1,390 @@
+"""The MCP server: the file tools, with their safety model, for any MCP client.
+
+`create_server(backend)` returns an MCP SDK `Server` that lists the toolkit's tools (same
+names, descriptions and argument schemas, with annotations from each tool's declared
+metadata) and runs them. Each MCP session gets its own tool instances, so read-before-
+write and staleness are tracked per session, and its own `/large_tool_results/` folder
+(in memory) where large results are evicted as `FilesystemMiddleware` does. Permissions
+follow `langchain_fstools.permissions`; an `ask` becomes an MCP elicitation when the
+client supports it, and a refusal saying why otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import ToolMessage
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.store.memory import InMemoryStore
+from mcp import types
+from mcp.server.lowlevel import Server
+from pydantic import BaseModel
+
+from langchain_fstools.backends import calls
+from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.store import StoreBackend
+from langchain_fstools.backends.views import GuardedBackend
+from langchain_fstools.errors import FsToolsError, PermissionDenied
+from langchain_fstools.mcp.content import to_call_result
+from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
+from langchain_fstools.middleware.permissions import (
+    PermissionGate,
+    approval_request,
+    approved_paths,
+)
+from langchain_fstools.permissions import PROTECTED_PATHS, Mode, Permission, Policy, tool_targets
+from langchain_fstools.toolkit import TOOL_CLASSES, FileToolkit
+from langchain_fstools.tools._preview import preview_diff
+from langchain_fstools.tools._render import render_error
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_core.messages import ToolCall
+    from langchain_core.tools import BaseTool
+    from mcp.server.session import ServerSession
+
+    from langchain_fstools.backends.protocol import Backend
+
+SERVER_NAME = "langchain-fstools"
+"""The server's name in the MCP handshake."""
+
+INSTRUCTIONS = """File tools over a workspace whose root is `/`; paths are absolute \
+workspace paths such as `/src/app.py`. Read a file before you edit or overwrite it; if it \
+changed since, read it again. Find files with `glob`, search contents with `grep`, change \
+files with `edit_file` (or `apply_patch` for many changes at once). Results too large for \
+the conversation are saved under `/large_tool_results/`; read them back with `read_file`."""
+"""What the server tells the client about its tools at initialisation."""
+
+APPROVAL_SCHEMA: types.ElicitRequestedSchema = {
+    "type": "object",
+    "properties": {
+        "approve": {"type": "boolean", "title": "Approve", "description": "Run this call."},
+        "reason": {
+            "type": "string",
+            "title": "Reason",
+            "description": "If you refuse: why, for the agent.",
+        },
+    },
+    "required": ["approve"],
+}
+"""What an approval elicitation asks of the person."""
+
+_ELICITATION = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+
+
+def create_server(
+    backend: Backend,
+    *,
+    tools: Sequence[str] | None = None,
+    execute: bool = False,
+    mode: Mode | None = None,
+    permissions: Sequence[Permission] = (),
+    protected_paths: Sequence[str] = PROTECTED_PATHS,
+    eviction: LargeResultEviction | bool = True,
+    name: str = SERVER_NAME,
+    **settings: Any,
+) -> Server[Any, Any]:
+    """Build an MCP server serving the file tools over `backend`.
+
+    Args:
+        backend: Where the files live (`LocalBackend`, `SSHBackend`, `StoreBackend`).
+            Not `StateBackend`: an MCP server has no graph state.
+        tools: Names of the tools to serve. Default: every tool, `execute` only with
+            `execute=True`.
+        execute: Serve the `execute` tool (the backend must be able to run commands,
+            e.g. `LocalBackend(root, execute=True)`). Default: False.
+        mode: Permission mode (`"default"`, `"accept_edits"`, `"plan"`, `"bypass"`);
+            None for no permission layer. Default: None (`"default"` when `permissions`
+            are given).
+        permissions: `Permission` rules, tried in order. Default: none.
+        protected_paths: Globs that always ask. Default: `permissions.PROTECTED_PATHS`.
+        eviction: True for the default `LargeResultEviction`, an instance to configure
+            it, or False. Evicted results live in memory, per session. Default: True.
+        name: The server's name in the handshake. Default: `"langchain-fstools"`.
+        **settings: `ToolSettings` fields. `pdf_file_blocks` defaults to True here, so a
+            PDF read also embeds the pages read as a resource.
+
+    Returns:
+        An MCP SDK low-level `Server`; run it with `run_stdio` or `run_http`
+        (`langchain_fstools.mcp`), or with the SDK's own transports.
+
+    Raises:
+        ValueError: a `StateBackend`, an unknown tool or setting, `execute` without
+            `execute=True` or on a backend that cannot run commands, or a bad mode/rule.
+
+    Example:
+        ```python
+        import anyio
+        from langchain_fstools import LocalBackend
+        from langchain_fstools.mcp import create_server, run_stdio
+
+        server = create_server(LocalBackend("./repo"), mode="accept_edits")
+        anyio.run(run_stdio, server)
+        ```
+    """
+    files = FileServer(
+        backend,
+        tools=tools,
+        execute=execute,
+        mode=mode,
+        permissions=permissions,
+        protected_paths=protected_paths,
+        eviction=eviction,
+        settings=settings,
+    )
+    return files.build(name)
+
+
+@dataclass(frozen=True)
+class CallRuntime:
+    """The runtime a tool call gets from the server: its id, no graph state."""
+
+    tool_call_id: str
+    state: None = None
+    store: None = None
+    context: None = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Session:
+    """One MCP session's tools (with their read records) and eviction folder."""
+
+    tools: dict[str, BaseTool]
+    toolkit: FileToolkit
+    eviction: LargeResultEviction | None
+
+
+class FileServer:
+    """The tools, policy and per-session state behind `create_server`'s `Server`.
+
+    Args:
+        backend: Where the files live.
+        tools: Tool names (see `create_server`).
+        execute: Serve `execute`.
+        mode: Permission mode, or None.
+        permissions: Permission rules.
+        protected_paths: Globs that always ask.
+        eviction: Eviction setting (see `create_server`).
+        settings: `ToolSettings` fields.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        tools: Sequence[str] | None,
+        execute: bool,
+        mode: Mode | None,
+        permissions: Sequence[Permission],
+        protected_paths: Sequence[str],
+        eviction: LargeResultEviction | bool,
+        settings: dict[str, Any],
+    ) -> None:
+        """Check the configuration by building the tools once (for listing)."""
+        if backend.kind == "state":
+            raise ValueError(
+                "StateBackend keeps files in graph state, which an MCP server does not have;"
+                " use LocalBackend, SSHBackend or StoreBackend"
+            )
+        names = (
+            list(tools)
+            if tools is not None
+            else [n for n in TOOL_CLASSES if execute or n != "execute"]
+        )
+        if "execute" in names and not execute:
+            raise ValueError("the execute tool is served only with execute=True")
+        self.backend = backend
+        self.names = names
+        self.settings = {"pdf_file_blocks": True, **settings}
+        self.eviction = eviction
+        self.gate: PermissionGate | None = None
+        if mode is not None or permissions:
+            policy = Policy(permissions, mode=mode or "default", protected=protected_paths)
+            self.gate = PermissionGate(policy, backend)
+        self.listed = self._new_session().tools
+        self._sessions: weakref.WeakKeyDictionary[ServerSession, _Session] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def build(self, name: str) -> Server[Any, Any]:
+        """The MCP server: lists the tools, runs calls in the caller's session."""
+        server: Server[Any, Any] = Server(name, instructions=INSTRUCTIONS)
+        listing = [describe(tool) for tool in self.listed.values()]
+
+        @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]
+        async def list_tools() -> list[types.Tool]:
+            return listing
+
+        @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
+        async def call_tool(tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+            context = server.request_context
+            return await self.call(context.session, tool, arguments, context.request_id)
+
+        return server
+
+    async def call(
+        self,
+        session: ServerSession,
+        name: str,
+        arguments: dict[str, Any],
+        request_id: types.RequestId | None = None,
+    ) -> types.CallToolResult:
+        """Run one tool call in `session`, asking the person first if the policy says so."""
+        state = self._sessions.get(session)
+        if state is None:
+            state = self._sessions[session] = self._new_session()
+        tool = state.tools.get(name)
+        if tool is None:
+            return _error(f"Error: no tool named {name!r}; call one of {sorted(state.tools)}.")
+        call_id = f"mcp_{uuid.uuid4().hex}"
+        call: ToolCall = {"name": name, "args": dict(arguments), "id": call_id, "type": "tool_call"}
+        refusal = await self._review(session, call, request_id)
+        if refusal is not None:
+            return refusal
+        runtime = CallRuntime(call_id)
+        deferred = state.toolkit.context.deferred_updates
+        deferred[call_id] = {}  # no graph state to update: the tool just answers
+        try:
+            message = await self._run(state, tool, call, runtime)
+        finally:
+            deferred.pop(call_id, None)
+            if self.gate is not None:
+                self.gate.revoke(call_id)
+        return to_call_result(message)
+
+    async def _run(
+        self, state: _Session, tool: BaseTool, call: ToolCall, runtime: CallRuntime
+    ) -> ToolMessage:
+        invoked: ToolCall = {**call, "args": {**call["args"], "runtime": runtime}}
+
+        async def handler(request: ToolCallRequest) -> ToolMessage:
+            result = await tool.ainvoke(request.tool_call)
+            return result if isinstance(result, ToolMessage) else _message(request, result)
+
+        request = ToolCallRequest(tool_call=invoked, tool=tool, state={}, runtime=runtime)  # type: ignore[arg-type]
+        if state.eviction is None:
+            return await handler(request)
+        result = await state.eviction.awrap_tool_call(request, handler)
+        if isinstance(result, ToolMessage):
+            return result
+        messages = result.update.get("messages", []) if isinstance(result.update, dict) else []
+        return next(m for m in messages if isinstance(m, ToolMessage))
+
+    async def _review(
+        self, session: ServerSession, call: ToolCall, request_id: types.RequestId | None
+    ) -> types.CallToolResult | None:
+        """None to run the call (approved paths granted), else the refusal to return."""
+        if self.gate is None:
+            return None
+        name, args = call["name"], call["args"]
+        targets = tool_targets(name, args)
+        verdict = self.gate.policy.decide_all(targets) if targets else None
+        if verdict is None or verdict.action == "allow":
+            return None
+        if verdict.action == "deny":
+            denied = PermissionDenied(name, verdict.operation, verdict.target, verdict.reason)
+            return _error(render_error(denied, tool=name))
+        if not session.check_client_capability(_ELICITATION):
+            return _error(
+                f"Error: {name} needs a person's approval ({verdict.reason} asks for "
+                f"{verdict.target}), but this MCP client cannot ask one (it does not support "
+                "elicitation), so the call was not run. Ask the user to allow it in the "
+                "server's permissions, or to use a client that supports elicitation."
+            )
+        diff = await calls.arun(_diff(name, args), self.backend.bind(None))
+        value = approval_request(name, args, call["id"] or "", verdict, diff)
+        answer = await session.elicit_form(
+            value["action_requests"][0]["description"] or value["summary"],
+            APPROVAL_SCHEMA,
+            related_request_id=request_id,
+        )
+        content = answer.content or {}
+        if answer.action == "accept" and content.get("approve") is True:
+            self.gate.grant(call["id"] or "", approved_paths(targets or []))
+            return None
+        reason = content.get("reason") if answer.action == "accept" else None
+        return _error(
+            f"User rejected the tool call for `{name}` with reason: {reason}"
+            if reason
+            else f"User rejected the tool call for `{name}`. It was not run; do not retry "
+            "it unless the user asks."
+        )
+
+    def _new_session(self) -> _Session:
+        storage = self.backend
+        if self.eviction:
+            storage = CompositeBackend(storage, {RESULTS_DIR + "/": StoreBackend(InMemoryStore())})
+        guarded = storage if self.gate is None else GuardedBackend(storage, self.gate.guard_for)
+        toolkit = FileToolkit(guarded, tools=self.names, **self.settings)
+        eviction = None
+        if self.eviction:
+            eviction = copy.copy(
+                self.eviction if self.eviction is not True else LargeResultEviction()
+            )
+            eviction.backend = storage
+        tools = {tool.name: tool for tool in toolkit.get_tools()}
+        return _Session(tools=tools, toolkit=toolkit, eviction=eviction)
+
+
+def describe(tool: BaseTool) -> types.Tool:
+    """The MCP listing of a tool: its schema, and hints from its declared metadata.
+
+    A read-only tool is idempotent and not destructive; a mutating one may be
+    destructive; only tools that run commands reach beyond the workspace.
+    """
+    metadata = tool.metadata or {}
+    read_only = bool(metadata.get("read_only", False))
+    schema = tool.tool_call_schema
+    if isinstance(schema, dict):
+        input_schema = schema
+    elif issubclass(schema, BaseModel):
+        input_schema = schema.model_json_schema()
+    else:
+        input_schema = schema.schema()
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        inputSchema=input_schema,
+        annotations=types.ToolAnnotations(
+            readOnlyHint=read_only,
+            destructiveHint=not read_only,
+            idempotentHint=read_only,
+            openWorldHint=bool(getattr(tool, "requires_execute", False)),
+        ),
+    )
+
+
+def _diff(name: str, args: dict[str, Any]) -> calls.Effect[str | None]:
+    try:
+        diff = yield from preview_diff(name, args)
+    except (OSError, FsToolsError):
+        return None
+    return diff
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
+
+
+def _message(request: ToolCallRequest, content: Any) -> ToolMessage:
+    return ToolMessage(
+        content=content if isinstance(content, str | list) else str(content),
+        tool_call_id=request.tool_call["id"] or "",
+        name=request.tool_call["name"],
+    )
+
+
+__all__ = [
+    "APPROVAL_SCHEMA",
+    "INSTRUCTIONS",
+    "CallRuntime",
+    "FileServer",
+    "create_server",
+    "describe",
+]

@@ -1,0 +1,113 @@
+"""Start `python -m langchain_fstools mcp` for the MCP tests and connect the real client.
+
+Servers run as subprocesses of this checkout (stdio, or streamable HTTP on a free
+127.0.0.1 port) and are killed when the test ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from PIL import Image
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+START_TIMEOUT = 30.0
+
+
+def server_env() -> dict[str, str]:
+    """This process's environment, importing the package from this checkout."""
+    return {**os.environ, "PYTHONPATH": SRC}
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "langchain_fstools", "mcp", *args]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_server(*args: str) -> Iterator[str]:
+    """Run the server over streamable HTTP on a free loopback port; yield its URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        command(*args, "--http", f"127.0.0.1:{port}"),
+        env=server_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"server exited: {process.stderr.read().decode()}")  # type: ignore[union-attr]
+            with contextlib.suppress(OSError):
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not start")
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def approving(answer: dict[str, Any] | None, seen: list[str]) -> Any:
+    """An elicitation callback that records the message and answers `answer`."""
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        del context
+        seen.append(params.message)
+        if answer is None:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content=answer)
+
+    return callback
+
+
+@contextlib.asynccontextmanager
+async def connect(target: str, *args: str, elicitation: Any = None) -> AsyncIterator[ClientSession]:
+    """A client session: `target` is "stdio" (spawn a server with `args`) or an HTTP URL."""
+    if target == "stdio":
+        params = StdioServerParameters(
+            command=sys.executable, args=command(*args)[1:], env=server_env()
+        )
+        transport: Any = stdio_client(params)
+    else:
+        transport = streamable_http_client(target)
+    async with transport as streams:
+        read, write = streams[0], streams[1]
+        async with ClientSession(read, write, elicitation_callback=elicitation) as session:
+            await session.initialize()
+            yield session
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+def make_workspace(root: Path) -> Path:
+    (root / "src").mkdir()
+    (root / "src" / "app.py").write_text('def greet(name):\n    return f"Helo, {name}!"\n')
+    (root / "notes.txt").write_text("alpha\nbeta\n")
+    image = Image.new("RGB", (40, 30), "navy")
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    (root / "logo.png").write_bytes(buffer.getvalue())
+    return root

@@ -1,0 +1,236 @@
+"""The MCP server with the real `mcp` client, over stdio and streamable HTTP (loopback)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import io
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import types
+from PIL import Image
+
+from tests.integration.mcp_servers import approving, connect, http_server, make_workspace, text_of
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.enable_socket,
+    pytest.mark.allow_hosts(["127.0.0.1"]),
+]
+
+TIMEOUT = 60
+
+Open = Callable[..., Any]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    return make_workspace(root)
+
+
+@pytest.fixture(params=["stdio", "http"])
+def open_client(request: pytest.FixtureRequest, workspace: Path) -> Iterator[Open]:
+    """`open_client(*server_args, elicitation=None)`: a session on a server for `workspace`.
+
+    Over HTTP, one server runs per distinct set of arguments, so two sessions opened
+    with the same arguments share it.
+    """
+    servers: dict[tuple[str, ...], str] = {}
+    with contextlib.ExitStack() as stack:
+
+        def open_client(*args: str, elicitation: Any = None) -> Any:
+            full = ("--root", str(workspace), *args)
+            if request.param == "stdio":
+                return connect("stdio", *full, elicitation=elicitation)
+            if full not in servers:
+                servers[full] = stack.enter_context(http_server(*full))
+            return connect(servers[full], elicitation=elicitation)
+
+        yield open_client
+
+
+def assert_no_host_path(result: types.CallToolResult, workspace: Path) -> None:
+    text = text_of(result)
+    assert str(workspace) not in text
+    assert str(workspace.parent) not in text
+
+
+async def test_tools_listed_with_annotations(open_client: Open) -> None:
+    async with asyncio.timeout(TIMEOUT), open_client() as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert set(tools) == {
+        "ls",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "apply_patch",
+        "glob",
+        "grep",
+        "notebook_edit",
+    }
+    read = tools["read_file"].annotations
+    assert read is not None
+    assert (read.readOnlyHint, read.destructiveHint, read.idempotentHint, read.openWorldHint) == (
+        True,
+        False,
+        True,
+        False,
+    )
+    edit = tools["edit_file"].annotations
+    assert edit is not None
+    assert (edit.readOnlyHint, edit.destructiveHint, edit.idempotentHint) == (False, True, False)
+    assert "file_path" in tools["read_file"].inputSchema["properties"]
+    assert "runtime" not in tools["read_file"].inputSchema["properties"]
+    assert "-i" in tools["grep"].inputSchema["properties"]
+
+
+async def test_read_text_and_image(open_client: Open) -> None:
+    async with asyncio.timeout(TIMEOUT), open_client() as session:
+        text = await session.call_tool("read_file", {"file_path": "/notes.txt"})
+        image = await session.call_tool("read_file", {"file_path": "/logo.png"})
+    assert not text.isError
+    assert text_of(text) == "     1→alpha\n     2→beta"
+    assert not image.isError
+    blocks = [b for b in image.content if isinstance(b, types.ImageContent)]
+    assert len(blocks) == 1
+    assert blocks[0].mimeType == "image/png"
+    assert Image.open(io.BytesIO(base64.b64decode(blocks[0].data))).size == (40, 30)
+
+
+async def test_edit_refused_before_a_read_and_accepted_after(
+    open_client: Open, workspace: Path
+) -> None:
+    edit = {"file_path": "/src/app.py", "old_string": "Helo", "new_string": "Hello"}
+    async with asyncio.timeout(TIMEOUT), open_client() as session:
+        refused = await session.call_tool("edit_file", edit)
+        assert refused.isError
+        assert "read" in text_of(refused)
+        assert "Helo," in (workspace / "src/app.py").read_text()
+        await session.call_tool("read_file", {"file_path": "/src/app.py"})
+        accepted = await session.call_tool("edit_file", edit)
+    assert not accepted.isError, text_of(accepted)
+    assert (workspace / "src/app.py").read_text().count("Hello,") == 1
+
+
+async def test_grep_glob_and_apply_patch(open_client: Open, workspace: Path) -> None:
+    patch = (
+        "*** Begin Patch\n*** Update File: /notes.txt\n alpha\n-beta\n+gamma\n"
+        "*** Add File: /new.txt\n+fresh\n*** End Patch\n"
+    )
+    async with asyncio.timeout(TIMEOUT), open_client() as session:
+        found = await session.call_tool("grep", {"pattern": "Helo", "output_mode": "content"})
+        globbed = await session.call_tool("glob", {"pattern": "**/*.py"})
+        await session.call_tool("read_file", {"file_path": "/notes.txt"})
+        patched = await session.call_tool("apply_patch", {"patch": patch})
+    assert "/src/app.py:2:" in text_of(found)
+    assert text_of(globbed).strip() == "/src/app.py"
+    assert not patched.isError, text_of(patched)
+    assert (workspace / "notes.txt").read_text() == "alpha\ngamma\n"
+    assert (workspace / "new.txt").read_text() == "fresh\n"
+
+
+async def test_a_permission_ask_answered_through_elicitation(
+    open_client: Open, workspace: Path
+) -> None:
+    asked: list[str] = []
+    write = {"file_path": "/out.txt", "content": "approved\n"}
+    async with (
+        asyncio.timeout(TIMEOUT),
+        open_client("--mode", "default", elicitation=approving({"approve": True}, asked)) as yes,
+    ):
+        result = await yes.call_tool("write_file", write)
+    assert not result.isError, text_of(result)
+    assert len(asked) == 1
+    assert "/out.txt" in asked[0]
+    assert (workspace / "out.txt").read_text() == "approved\n"
+
+    declined = {"approve": False, "reason": "not today"}
+    async with (
+        asyncio.timeout(TIMEOUT),
+        open_client("--mode", "default", elicitation=approving(declined, asked)) as no,
+    ):
+        rejected = await no.call_tool("write_file", {"file_path": "/no.txt", "content": "x"})
+    assert rejected.isError
+    assert "not today" in text_of(rejected)
+    assert not (workspace / "no.txt").exists()
+
+
+async def test_a_permission_ask_refused_without_elicitation(
+    open_client: Open, workspace: Path
+) -> None:
+    async with asyncio.timeout(TIMEOUT), open_client("--mode", "default") as session:
+        result = await session.call_tool("write_file", {"file_path": "/out.txt", "content": "x"})
+        read = await session.call_tool("read_file", {"file_path": "/notes.txt"})
+    assert result.isError
+    assert "elicitation" in text_of(result)
+    assert not (workspace / "out.txt").exists()
+    assert not read.isError  # reads are allowed in the default mode
+
+
+async def test_an_error_sets_is_error(open_client: Open, workspace: Path) -> None:
+    async with asyncio.timeout(TIMEOUT), open_client() as session:
+        missing = await session.call_tool("read_file", {"file_path": "/nope.txt"})
+        bad = await session.call_tool("read_file", {"file_path": "/notes.txt", "offset": "x"})
+    assert missing.isError
+    assert "/nope.txt" in text_of(missing)
+    assert_no_host_path(missing, workspace)
+    assert bad.isError
+    assert "offset" in text_of(bad)
+
+
+async def test_a_second_session_has_its_own_read_state(open_client: Open, workspace: Path) -> None:
+    edit = {"file_path": "/notes.txt", "old_string": "alpha", "new_string": "ALPHA"}
+    async with asyncio.timeout(TIMEOUT), open_client() as first:
+        await first.call_tool("read_file", {"file_path": "/notes.txt"})
+        async with open_client() as second:
+            refused = await second.call_tool("edit_file", edit)
+        assert refused.isError
+        assert "read" in text_of(refused)
+        accepted = await first.call_tool("edit_file", edit)
+    assert not accepted.isError, text_of(accepted)
+    assert (workspace / "notes.txt").read_text() == "ALPHA\nbeta\n"
+
+
+async def test_a_path_outside_the_root_is_refused_without_host_paths(
+    open_client: Open, workspace: Path
+) -> None:
+    (workspace.parent / "secret.txt").write_text("top secret\n")
+    (workspace / "escape").symlink_to(workspace.parent)
+    async with asyncio.timeout(TIMEOUT), open_client() as session:
+        results = [
+            await session.call_tool("read_file", {"file_path": "/../secret.txt"}),
+            await session.call_tool("read_file", {"file_path": "/escape/secret.txt"}),
+            await session.call_tool("write_file", {"file_path": "/../x.txt", "content": "x"}),
+        ]
+    for result in results:
+        assert result.isError
+        assert "top secret" not in text_of(result)
+        assert_no_host_path(result, workspace)
+    assert not (workspace.parent / "x.txt").exists()
+
+
+async def test_large_execute_output_is_evicted_and_readable(
+    open_client: Open, workspace: Path
+) -> None:
+    async with asyncio.timeout(TIMEOUT), open_client("--execute") as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        result = await session.call_tool("execute", {"command": "seq 1 60000"})
+        notice = text_of(result)
+        path = notice.split("saved to ", 1)[1].split(".\n", 1)[0]
+        back = await session.call_tool("read_file", {"file_path": path, "offset": 2, "limit": 2})
+        found = await session.call_tool(
+            "grep", {"pattern": "59999", "path": path, "output_mode": "content"}
+        )
+    annotations = tools["execute"].annotations
+    assert annotations is not None
+    assert annotations.openWorldHint is True
+    assert path.startswith("/large_tool_results/")
+    assert text_of(back).startswith("     2→2\n     3→3")
+    assert ":59999" in text_of(found)
+    assert not (workspace / "large_tool_results").exists()
