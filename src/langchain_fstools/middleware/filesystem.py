@@ -91,7 +91,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     call runs, as before. Given a mode or rules, each file tool call (and `execute`,
     `apply_patch`) is allowed, denied with an error the model reads, or paused with a
     LangGraph `interrupt()` for a person to approve, edit or reject (see
-    `middleware.permissions` for the request and answer shapes, and
+    `middleware.approval` for the request and answer shapes, and
     `langchain_fstools.middleware.policy` for how rules, modes and protected paths combine).
     Opt-in, because the `default` mode asks before every write, which needs a
     checkpointer and a person; an agent built without them keeps working unchanged.

@@ -1,6 +1,6 @@
 """Hunks + a backend → a change set, then an all-or-nothing commit.
 
-Applying a patch has two stages, both effects over `backends.calls`:
+Applying a patch has two stages, both effects over `core.calls`:
 
 1. `plan` resolves every hunk of every file before anything is written: paths are made
    canonical (relative ones from `workdir`), each file is read and decoded, every chunk

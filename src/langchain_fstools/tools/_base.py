@@ -1,7 +1,7 @@
 """What every file tool shares: settings, the per-call scope, and the call pipeline.
 
 A tool subclass declares its args schema and description and implements `_effect`,
-a generator of backend calls (see `backends.calls`) that returns a `ToolOutcome`.
+a generator of backend calls (see `core.calls`) that returns a `ToolOutcome`.
 `FileTool` runs that one body from both `_run` (sync) and `_arun` (async), binds the
 backend to the graph run, turns errors into one error sentence (`_render`), and returns
 either `(content, artifact)` or, inside a graph with state to update, a `Command`

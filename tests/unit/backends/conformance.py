@@ -1,6 +1,6 @@
 """The backend contract as tests: subclass with a `backend` fixture, get the whole suite.
 
-Each case is one small effect (a generator of backend calls, see `backends.calls`) that
+Each case is one small effect (a generator of backend calls, see `core.calls`) that
 the `drive` fixture runs twice: through `calls.run` (the sync methods) and through
 `calls.arun` (the async twins), so both paths must give the same answers. A backend's
 test module holds a `backend` fixture returning a ready-to-use, empty backend plus empty

@@ -9,7 +9,7 @@ from langchain_mcp_adapters.tools import to_fastmcp
 
 from langchain_fstools import FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.mcp import create_server
-from langchain_fstools.toolkit import TOOL_CLASSES
+from langchain_fstools.tools.toolkit import TOOL_CLASSES
 
 if TYPE_CHECKING:
     from pathlib import Path
