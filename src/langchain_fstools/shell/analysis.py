@@ -413,8 +413,8 @@ class _Walker:
         name = node.child_by_field_name("name")
         if name is None:
             return
-        words = tuple(word(part) for part in (name, *node.children_by_field_name("argument")))
-        self._simple(words, depth, stdin=_stdin(node))
+        parts = [name, *node.children_by_field_name("argument")]
+        self._simple(_joined_words(parts), depth, stdin=_stdin(node))
 
     def _simple(
         self,
@@ -494,6 +494,33 @@ class _Walker:
                 self.commands.append(SimpleCommand(tuple(Word(w, w) for w in found)))
         self.writes.extend(_FALLBACK_REDIRECT.findall(source))
         self.fork_bombs.extend(m.group(1) for m in _FALLBACK_FORK_BOMB.finditer(source))
+
+
+def _joined_words(parts: Sequence[Node]) -> tuple[Word, ...]:
+    """The words of a command; parts with no space between them are one word.
+
+    tree-sitter-bash splits some words bash keeps whole (`/bin/'r'\\m` is read as
+    `/bin/'r'` and `\\m`): touching parts are joined as the shell joins them.
+    """
+    groups: list[list[Node]] = []
+    for part in parts:
+        if groups and groups[-1][-1].end_byte == part.start_byte:
+            groups[-1].append(part)
+        else:
+            groups.append([part])
+    return tuple(_join([word(part) for part in group]) for group in groups)
+
+
+def _join(words: Sequence[Word]) -> Word:
+    if len(words) == 1:
+        return words[0]
+    text = "".join(w.text for w in words)
+    if any(w.value is None for w in words):
+        return Word(text, None)
+    value = "".join(w.value or "" for w in words)
+    if all(w.pattern is None for w in words):
+        return Word(text, value)
+    return Word(text, value, "".join(w.pattern or _escape(w.value or "") for w in words))
 
 
 def _nodes(root: Node) -> Iterator[Node]:
