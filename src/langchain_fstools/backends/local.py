@@ -24,11 +24,12 @@ from langchain_fstools.errors import (
     VersionConflict,
 )
 from langchain_fstools.search.ripgrep import RipgrepSearch, find_ripgrep
+from langchain_fstools.shell.environment import MINIMAL_ENV, CommandEnv, InheritEnv
 from langchain_fstools.shell.process import run_process
 from langchain_fstools.shell.sandbox import SANDBOXES, Sandbox, bwrap_argv, find_bwrap
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
     from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.search.contract import NativeSearch
@@ -83,7 +84,9 @@ class LocalBackend(Backend):
     replaced by `/`, the workspace's virtual name. Without a sandbox a command can do
     whatever this process may do; `sandbox="bwrap"` confines it with bubblewrap: the
     host read-only, the workspace writable, a private `/tmp`, no network (see
-    `backends.sandbox`).
+    `shell.sandbox`). Commands get this process's environment, or inside the sandbox
+    only `PATH`, `HOME`, `LANG`, `TERM` and `TMPDIR`, plus `env` (see
+    `shell.environment`).
 
     Args:
         root_dir: The workspace directory. It must exist.
@@ -91,6 +94,10 @@ class LocalBackend(Backend):
         execute: Let the agent run shell commands in the workspace. Default: False.
         sandbox: Run commands in this OS sandbox: `"bwrap"` or None (needs
             `execute=True`). Default: None.
+        env: Variables set for every command, over inherited ones. Default: none.
+        inherit_env: Which of this process's variables commands get: True (all),
+            False (none) or a list of names. Default: True without a sandbox,
+            `MINIMAL_ENV` inside one.
 
     Example:
         ```python
@@ -112,6 +119,8 @@ class LocalBackend(Backend):
         use_ripgrep: bool = True,
         execute: bool = False,
         sandbox: Sandbox | None = None,
+        env: Mapping[str, str] | None = None,
+        inherit_env: InheritEnv | None = None,
     ) -> None:
         """Confine the backend to `root_dir`.
 
@@ -120,10 +129,14 @@ class LocalBackend(Backend):
             use_ripgrep: Search with ripgrep when `rg` is available. Default: True.
             execute: Let the agent run shell commands in the workspace. Default: False.
             sandbox: Run commands in this OS sandbox (`"bwrap"`). Default: None.
+            env: Variables set for every command. Default: none.
+            inherit_env: True, False or the names of the variables commands inherit.
+                Default: True without a sandbox, `MINIMAL_ENV` inside one.
 
         Raises:
-            ValueError: `root_dir` is not an existing directory, or `sandbox` is unknown,
-                not installed (never silently dropped) or given without `execute=True`.
+            ValueError: `root_dir` is not an existing directory, `sandbox` is unknown,
+                not installed (never silently dropped) or given without `execute=True`,
+                or `env`/`inherit_env` are malformed or given without `execute=True`.
         """
         root = os.path.realpath(os.fspath(root_dir))
         if not os.path.isdir(root):
@@ -132,6 +145,11 @@ class LocalBackend(Backend):
             raise ValueError(f"unknown sandbox {sandbox!r}; choose from {list(SANDBOXES)} or None")
         if sandbox is not None and not execute:
             raise ValueError("a sandbox is for commands: pass execute=True with it")
+        if (env is not None or inherit_env is not None) and not execute:
+            raise ValueError("env and inherit_env are for commands: pass execute=True with them")
+        if inherit_env is None:
+            inherit_env = True if sandbox is None else MINIMAL_ENV
+        self._env = CommandEnv.of(env, inherit_env)
         self.supports_execute = execute
         self._root = root
         self._bwrap = find_bwrap() if sandbox == "bwrap" else None
@@ -329,7 +347,13 @@ class LocalBackend(Backend):
         if self._bwrap is not None:
             argv = bwrap_argv(self._bwrap, self._root, argv)
         try:
-            result = run_process(argv, cwd=self._root, timeout=timeout, output_limit=output_limit)
+            result = run_process(
+                argv,
+                cwd=self._root,
+                timeout=timeout,
+                output_limit=output_limit,
+                env=None if self._env.inherits_all else self._env.build(os.environ),
+            )
         except OSError as exc:
             code = exc.errno if exc.errno is not None else errno.EIO
             raise type(exc)(code, os.strerror(code), paths.ROOT) from None

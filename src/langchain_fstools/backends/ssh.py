@@ -46,11 +46,12 @@ from langchain_fstools.search.ripgrep import (
     split_records,
     type_filter,
 )
+from langchain_fstools.shell.environment import CommandEnv, InheritEnv
 from langchain_fstools.shell.output import OutputBuffer
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Callable, Coroutine, Iterator, Sequence
+    from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 
     from langchain_fstools.search.contract import GrepRequest, NativeSearch
 
@@ -127,7 +128,9 @@ class SSHBackend(Backend):
     Commands (`execute`) run with the root as working directory through the login
     shell, which must be POSIX (`sh`, `bash`, `dash`, `zsh`), with `setsid` installed
     (util-linux): each command gets its own session, and at the deadline its whole
-    process group is killed over a second channel.
+    process group is killed over a second channel. Commands get the environment the
+    server gives the session (e.g. what sshd and `~/.ssh/environment` set), plus
+    `env`; `inherit_env` narrows what passes through (see `shell.environment`).
 
     Host keys are checked against `known_hosts` (default `~/.ssh/known_hosts`);
     `known_hosts=None` turns checking off and must be chosen explicitly.
@@ -148,6 +151,9 @@ class SSHBackend(Backend):
         use_ripgrep: Search with the server's ripgrep when it has one. Default: True.
         rg_path: Name or path of `rg` on the server. Default: `rg` (on the remote PATH).
         connect_timeout: Seconds allowed to connect and log in. Default: 15.
+        env: Variables set for every command, over inherited ones. Default: none.
+        inherit_env: Which of the session's variables commands get: True (all), False
+            (none) or a list of names. Default: True.
 
     Example:
         ```python
@@ -176,14 +182,17 @@ class SSHBackend(Backend):
         use_ripgrep: bool = True,
         rg_path: str = "rg",
         connect_timeout: float = 15.0,
+        env: Mapping[str, str] | None = None,
+        inherit_env: InheritEnv = True,
     ) -> None:
         """Remember how to connect; nothing is opened until the first call.
 
         Raises:
-            ValueError: `root_dir` is empty.
+            ValueError: `root_dir` is empty, or `env`/`inherit_env` are malformed.
         """
         if not root_dir:
             raise ValueError("root_dir must name a directory on the server")
+        self._env = CommandEnv.of(env, inherit_env)
         self._host = host
         self._port = port
         self._username = username or getpass.getuser()
@@ -651,11 +660,19 @@ class SSHBackend(Backend):
     async def _execute(self, command: str, seconds: float, output_limit: int) -> ExecutionResult:
         buffer = OutputBuffer(output_limit)
         await self._session()
-        code, timed_out = await self._run(command, self._root, seconds, buffer.add)
+        code, timed_out = await self._run(
+            command, self._root, seconds, buffer.add, environment=self._env
+        )
         return ExecutionResult(buffer.text(), code, timed_out, buffer.dropped_bytes)
 
     async def _run(
-        self, command: str, cwd: str, seconds: float, output: Callable[..., None]
+        self,
+        command: str,
+        cwd: str,
+        seconds: float,
+        output: Callable[..., None],
+        *,
+        environment: CommandEnv | None = None,
     ) -> tuple[int | None, bool]:
         """Run `command` in `cwd` in its own process group; kill the group after `seconds`.
 
@@ -664,6 +681,7 @@ class SSHBackend(Backend):
             cwd: Remote working directory.
             seconds: Time allowed before the group is killed.
             output: Called as `output(data, stderr=...)` with each chunk, in order.
+            environment: The command's environment. Default: the session's.
 
         Returns:
             The exit status (128 + signal if killed by one; None on timeout) and
@@ -672,10 +690,15 @@ class SSHBackend(Backend):
         if self._command_slots is None:
             self._command_slots = asyncio.Semaphore(_COMMAND_CHANNELS)
         async with self._command_slots:
-            return await self._run_now(command, cwd, seconds, output)
+            return await self._run_now(command, cwd, seconds, output, environment)
 
     async def _run_now(
-        self, command: str, cwd: str, seconds: float, output: Callable[..., None]
+        self,
+        command: str,
+        cwd: str,
+        seconds: float,
+        output: Callable[..., None],
+        environment: CommandEnv | None,
     ) -> tuple[int | None, bool]:
         await self._session()
         connection = self._connection
@@ -684,7 +707,8 @@ class SSHBackend(Backend):
         wrapper = _WRAPPER.format(
             cwd=shlex.quote(cwd), inner=shlex.quote(_INNER), command=shlex.quote(command)
         )
-        script = f"exec sh -c {shlex.quote(wrapper)}"  # POSIX sh whatever the login shell
+        prefix = environment.shell_prefix() if environment is not None else ""
+        script = f"exec {prefix}sh -c {shlex.quote(wrapper)}"  # POSIX sh, any login shell
         try:
             process = await connection.create_process(script, encoding=None)
         except asyncssh.ChannelOpenError:  # e.g. the server's MaxSessions: keep the connection

@@ -18,6 +18,15 @@ command to execute):
        the agent's configuration) is never allowed without a person: in every mode an
        `allow` becomes `ask` (a `deny` stays a deny).
 
+A command is decided as it will run: the shell analyser (`shell.analysis.analyse`)
+lists every simple command of the line (quotes and escapes removed, `/bin/rm` as
+`rm`, behind wrappers such as `env`, `sudo`, `xargs`, `bash -c '...'` and
+`find -exec`, inside `$(...)` and backticks), and each is decided by steps 2 to 5. A
+wrapper that only runs another command (`env`, `timeout`, `bash -c`, ...) is decided
+only by a rule that names it. A command that cannot be known before it runs (a name
+built from `$VAR` or `$(...)`, `eval` of a computed script, `source` of a file) gets
+the strictest action among the rules that could match it and the mode's default.
+
 Several targets (a patch touching many files, a command list) give the strictest of
 their decisions: deny over ask over allow.
 
@@ -39,7 +48,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
@@ -48,6 +56,7 @@ from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_globs
 from langchain_fstools.errors import FsToolsError
 from langchain_fstools.patch.targets import patch_paths
+from langchain_fstools.shell.analysis import Match, SimpleCommand, analyse, command_pattern
 
 Operation = Literal["read", "write", "execute"]
 """What a tool call does: read files, change files, or run a command."""
@@ -100,7 +109,6 @@ PROTECTED_PATHS: Final = (
 """Globs (any depth, with their contents) that always need a person, in every mode."""
 
 _RANK: Final[Mapping[str, int]] = {"allow": 0, "ask": 1, "deny": 2}
-_SHELL_SEPARATORS = re.compile(r"&&|\|\||[;&|\n`()]|\$\(")
 
 
 @dataclass(frozen=True)
@@ -114,14 +122,17 @@ class Permission:
         operations: Which operations it covers: `"read"`, `"write"`, `"execute"`.
         paths: Globs over virtual paths (`backends.globs` meaning, case-insensitive);
             a glob also covers everything below a directory it matches. Default: any.
-        commands: Command prefixes, matched word by word against each simple command
-            of a command line (`"git status"` matches `git status -s`, not
-            `git stash`). Default: any.
+        commands: Command patterns, matched word by word against each simple command
+            of a command line as it will run (`"git status"` matches
+            `git status -s` and `/usr/bin/git status`, not `git stash`; each word
+            is an `fnmatch` glob, the first matched against the command's name).
+            Default: any.
         action: `"allow"`, `"deny"` or `"ask"`. Default: `"allow"`.
 
     Raises:
-        ValueError: an unknown operation or action, a malformed glob, or `commands`
-            on a rule that does not cover `execute`.
+        ValueError: an unknown operation or action, a malformed glob, an empty or
+            unbalanced command pattern, or `commands` on a rule that does not cover
+            `execute`.
     """
 
     operations: Sequence[Operation]
@@ -129,6 +140,7 @@ class Permission:
     commands: Sequence[str] = ()
     action: Action = "allow"
     _match_path: Callable[[str], bool] = field(init=False, repr=False, compare=False)
+    _patterns: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Validate and compile the rule up front."""
@@ -149,19 +161,22 @@ class Permission:
         except FsToolsError as exc:
             raise ValueError(f"invalid path glob in {self.paths}: {exc}") from None
         object.__setattr__(self, "_match_path", matcher)
+        object.__setattr__(self, "_patterns", tuple(map(command_pattern, self.commands)))
 
     def matches_path(self, operation: Operation, path: str) -> bool:
         """Whether the rule covers `operation` on canonical `path`."""
         return operation in self.operations and not self.commands and self._match_path(path)
 
-    def matches_command(self, command: str) -> bool:
-        """Whether the rule covers running the simple command `command`."""
+    def matches_command(self, command: SimpleCommand) -> Match:
+        """Whether the rule covers running the simple command `command`.
+
+        `Match.MAYBE` when it could, but what runs is only known at run time.
+        """
         if "execute" not in self.operations or self.paths:
-            return False
-        words = command.split()
-        return not self.commands or any(
-            words[: len(prefix.split())] == prefix.split() for prefix in self.commands
-        )
+            return Match.NO
+        if not self._patterns:
+            return Match.YES
+        return max(command.match(pattern) for pattern in self._patterns)
 
 
 @dataclass(frozen=True)
@@ -254,8 +269,10 @@ class Policy:
 
     def decide_command(self, command: str) -> Verdict:
         """Decide running `command`: the strictest decision over its simple commands."""
-        parts = [p.strip() for p in _SHELL_SEPARATORS.split(command) if p.strip()] or [command]
-        verdicts = [self._decide_simple_command(part, command) for part in parts]
+        found = (self._decide_simple_command(c, command) for c in analyse(command).commands)
+        verdicts = [verdict for verdict in found if verdict is not None]
+        if not verdicts:
+            return self._mode_override(self._mode_default("execute", command))
         return max(verdicts, key=lambda v: _RANK[v.action])
 
     def decide(self, target: Target) -> Verdict:
@@ -274,14 +291,28 @@ class Policy:
         verdicts = [self.decide(target) for target in targets]
         return max(verdicts, key=lambda v: _RANK[v.action]) if verdicts else None
 
-    def _decide_simple_command(self, part: str, command: str) -> Verdict:
+    def _decide_simple_command(self, simple: SimpleCommand, command: str) -> Verdict | None:
+        """The strictest action any reading of `simple` gets (None: a wrapper no rule names).
+
+        Rules are tried in order; a rule that may match adds its action and the search
+        goes on, a rule that surely matches adds its action and ends it.
+        """
+        possible: list[Verdict] = []
         for index, rule in enumerate(self.rules):
-            if rule.matches_command(part):
-                found = Verdict(rule.action, f"permission rule {index + 1}", command, "execute")
+            match = rule.matches_command(simple)
+            if match is Match.NO:
+                continue
+            reason = f"permission rule {index + 1}"
+            if match is Match.MAYBE:
+                reason += f" (it could match: {simple.why_unknown()})"
+            possible.append(Verdict(rule.action, reason, command, "execute"))
+            if match is Match.YES:
                 break
         else:
-            found = self._mode_default("execute", command)
-        return self._mode_override(found)
+            if not simple.wrapper:
+                possible.append(self._mode_default("execute", command))
+        verdicts = [self._mode_override(verdict) for verdict in possible]
+        return max(verdicts, key=lambda v: _RANK[v.action]) if verdicts else None
 
     def _mode_default(self, operation: Operation, target: str) -> Verdict:
         action = MODE_DEFAULTS[self.mode][operation]

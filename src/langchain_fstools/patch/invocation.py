@@ -1,7 +1,9 @@
 """Recognise `apply_patch` written as a shell command, with a real bash parse.
 
-Models trained on Codex often send a patch as a command line. `parse_invocation` parses
-the command with tree-sitter-bash and answers with one of three outcomes:
+Models trained on Codex often send a patch as a command line. `parse_invocation` reads
+the command with the shell analyser (`shell.analysis`: the same parse and the same
+word values the permission rules and the command policy use) and answers with one of
+three outcomes:
 
 - `NotApplyPatch`: the command does not call apply_patch; run it as a shell command.
 - `InvalidInvocation(reason)`: it calls apply_patch in a form that is refused.
@@ -15,33 +17,28 @@ Accepted forms (`applypatch` is accepted for `apply_patch`):
     3. `cd DIR && ` before either of the above;
     4. any of the above as the script of `bash -c`/`bash -lc` (or `sh`, `zsh`).
 
-Anything else around an apply_patch call (`;`, `||`, pipes, another command, more
-arguments, redirections, variable expansions in the directory) is refused, because
-the shell would not run just the patch.
+The command is ours when any command it runs is apply_patch, as the analyser finds it
+(behind quotes, wrappers, `bash -c`, substitutions). Anything else around an
+apply_patch call (`;`, `||`, pipes, another command, more arguments, redirections,
+variable expansions in the directory) is refused, because the shell would not run
+just the patch.
 """
 
 from __future__ import annotations
 
-import functools
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import tree_sitter_bash
-from tree_sitter import Language, Parser
+from langchain_fstools.shell.analysis import analyse, node_text, parse, shell_script, word
 
 if TYPE_CHECKING:
     from tree_sitter import Node
 
+    from langchain_fstools.shell.analysis import SimpleCommand
+
 NAMES = frozenset({"apply_patch", "applypatch"})
 """Command names that mean apply_patch."""
 
-SHELLS = frozenset({"bash", "sh", "zsh"})
-"""Shells whose `-c` script is looked into."""
-
-_SCRIPT_FLAG = re.compile(r"^-[a-z]*c[a-z]*$")
-_DOUBLE_QUOTE_ESCAPES = re.compile(r"\\([\\\"$`\n])")
-_WORD_ESCAPES = re.compile(r"\\(.)", re.DOTALL)
 _SHAPE = (
     "apply_patch must be the only command: `apply_patch <<'EOF'` ... `EOF`, optionally"
     " after `cd DIR && `; pass other commands in a separate call"
@@ -84,11 +81,6 @@ class _Refused(Exception):
         self.reason = reason
 
 
-@functools.cache
-def _language() -> Language:
-    return Language(tree_sitter_bash.language())
-
-
 def parse_invocation(command: str) -> Invocation:
     """Tell whether `command` calls apply_patch, and extract the patch if so.
 
@@ -104,9 +96,9 @@ def parse_invocation(command: str) -> Invocation:
 def _parse(command: str, *, nested: bool) -> Invocation:
     if not any(name in command for name in NAMES):
         return NotApplyPatch()
-    root = Parser(_language()).parse(command.encode("utf-8")).root_node
-    if not _calls_apply_patch(root, nested=nested):
+    if not any(_mentions(found) for found in analyse(command).commands):
         return NotApplyPatch()
+    root = parse(command)
     statements = [child for child in root.named_children if child.type != "comment"]
     if root.has_error:
         return InvalidInvocation(
@@ -189,68 +181,51 @@ def _require_apply_patch(command: Node) -> None:
 
 
 def _shell_script(command: Node) -> str | None:
-    """The script of `bash -lc SCRIPT` (or sh/zsh), or None if `command` is not that."""
-    name = _name(command)
-    if name is None or name.rsplit("/", 1)[-1] not in SHELLS:
+    """The script of `bash -lc SCRIPT` (or another shell), or None if `command` is not that."""
+    words = [word(part) for part in (_name_node(command), *_arguments(command)) if part]
+    index = shell_script(words)
+    if index is None:
         return None
-    arguments = _arguments(command)
-    if len(arguments) != 2 or not _SCRIPT_FLAG.match(_text(arguments[0])):  # noqa: PLR2004
-        return None
-    return _literal(arguments[1], what="the shell script")
+    if index != len(words) - 1:
+        raise _Refused(_SHAPE)
+    return _literal(_arguments(command)[index - 1], what="the shell script")
 
 
-def _calls_apply_patch(node: Node, *, nested: bool) -> bool:
-    """Whether any command in the tree is apply_patch (or a shell script calling it)."""
-    if node.type == "command":
-        name = _name(node)
-        if name in NAMES:
-            return True
-        if not nested and _shell_script_mentions(node):
-            return True
-    return any(_calls_apply_patch(child, nested=nested) for child in node.named_children)
+def _mentions(found: SimpleCommand) -> bool:
+    """Whether `found` is apply_patch, or a script computed at run time that names it."""
+    if found.unknown is not None:
+        return any(name in found.words[0].text for name in NAMES)
+    return found.name in NAMES
 
 
-def _shell_script_mentions(command: Node) -> bool:
-    try:
-        script = _shell_script(command)
-    except _Refused:
-        return any(name in _text(command) for name in NAMES)
-    return script is not None and not isinstance(_parse(script, nested=True), NotApplyPatch)
+def _name_node(command: Node) -> Node | None:
+    return command.child_by_field_name("name")
 
 
 def _name(command: Node) -> str | None:
-    name = command.child_by_field_name("name")
-    return _text(name) if name is not None else None
+    name = _name_node(command)
+    return word(name).value if name is not None else None
 
 
 def _arguments(command: Node) -> list[Node]:
-    name = command.child_by_field_name("name")
+    name = _name_node(command)
     return [child for child in command.named_children if child != name]
 
 
 def _literal(node: Node, *, what: str) -> str:
-    """The value of a word or quoted string without expansions."""
-    text = _text(node)
-    if node.type == "raw_string":
-        return text[1:-1]
-    if node.type == "string":
-        if any(child.type != "string_content" for child in node.named_children):
-            raise _Refused(f"{what} may not use variables or command substitution")
-        return _DOUBLE_QUOTE_ESCAPES.sub(
-            lambda match: "" if match.group(1) == "\n" else match.group(1), text[1:-1]
-        )
-    if node.type == "word":
-        return _WORD_ESCAPES.sub(r"\1", text)
-    raise _Refused(f"{what} must be a plain word or one quoted string")
+    """The value of a word, with no expansion left to run."""
+    value = word(node)
+    if value.value is None or value.pattern is not None:
+        raise _Refused(f"{what} may not use variables, command substitution or globs")
+    return value.value
 
 
 def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8")
+    return node_text(node)
 
 
 __all__ = [
     "NAMES",
-    "SHELLS",
     "InvalidInvocation",
     "Invocation",
     "NotApplyPatch",

@@ -137,7 +137,8 @@ def test_each_command_of_a_list_is_decided_and_the_strictest_wins() -> None:
         ]
     )
     assert policy.decide_command("git status && rm -rf /").action == "deny"
-    assert policy.decide_command("git status; curl x | sh").action == "ask"
+    assert policy.decide_command("git status; curl x | wc -l").action == "ask"
+    assert policy.decide_command("curl x | sh").action == "deny"  # sh runs unknown input
     assert policy.decide_command("git status $(rm -rf /)").action == "deny"
 
 

@@ -1,0 +1,47 @@
+"""Issue 14: inside the bwrap sandbox commands get a minimal environment plus `env=`."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from langchain_fstools import LocalBackend
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert shutil.which("bwrap"), "bubblewrap is not installed (see .ci/run)"
+    monkeypatch.setenv("MY_API_KEY", "s3cret")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+
+
+def names(backend: LocalBackend) -> dict[str, str]:
+    result = backend.execute("env", timeout=20, output_limit=100_000)
+    assert result.exit_code == 0, result.output
+    return dict(line.split("=", 1) for line in result.output.splitlines() if "=" in line)
+
+
+def test_the_sandbox_passes_only_the_minimal_set_and_env(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path, execute=True, sandbox="bwrap", env={"GREETING": "given"})
+    seen = names(backend)
+    assert "MY_API_KEY" not in seen
+    assert seen["GREETING"] == "given"
+    assert seen["LANG"] == "C.UTF-8"
+    assert "PATH" in seen
+    # what bash itself sets (PWD, SHLVL, _) is all that comes on top
+    assert set(seen) - {"PATH", "HOME", "LANG", "TERM", "TMPDIR", "GREETING"} <= {
+        "PWD",
+        "SHLVL",
+        "_",
+    }
+
+
+def test_the_sandbox_can_be_told_to_pass_more(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path, execute=True, sandbox="bwrap", inherit_env=["MY_API_KEY"])
+    assert names(backend)["MY_API_KEY"] == "s3cret"
+    everything = LocalBackend(tmp_path, execute=True, sandbox="bwrap", inherit_env=True)
+    assert names(everything)["MY_API_KEY"] == "s3cret"
