@@ -11,6 +11,10 @@ Every error compares by value, so tests assert on errors, not on strings.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from langchain_fstools.formats.syntax import SyntaxReport
 
 
 class FsToolsError(Exception):
@@ -306,6 +310,16 @@ class UnknownChange(FsToolsError):
     key: str
 
 
+@dataclass(eq=False)
+class SyntaxBroken(FsToolsError):
+    """A change refused (`syntax_check="refuse"`) because it introduces syntax errors.
+
+    `reports` holds, per file (or notebook cell), the errors the change would introduce.
+    """
+
+    reports: tuple[SyntaxReport, ...]
+
+
 __all__ = [
     "AmbiguousMatch",
     "BinaryFile",
@@ -336,6 +350,7 @@ __all__ = [
     "SSHHostKeyRejected",
     "SpecialFile",
     "StoreUnavailable",
+    "SyntaxBroken",
     "UnknownChange",
     "UnreadableMedia",
     "UnsupportedInvocation",

@@ -13,6 +13,7 @@ from langchain_fstools.backends.recording import RecordingBackend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.backends.views import GuardedBackend
 from langchain_fstools.errors import FsToolsError
+from langchain_fstools.formats import syntax
 from langchain_fstools.history import (
     HISTORY_KEY,
     MAX_RECORD_BYTES,
@@ -59,6 +60,11 @@ You have file tools over a workspace whose root is `/`.
   the notice says where. Read it back with `read_file` (`offset`, `limit`) or `grep`."""
 """The section appended to the agent's system prompt."""
 
+SYNTAX_CHECK_OFF = """- Your changes are not syntax-checked here (the tree-sitter grammars, the
+  langchain-fstools[syntax] extra, are not installed): after changing code, run the
+  project's own checks (a compiler, linter or tests) where you can."""
+"""Added to the prompt section when `syntax_check` is on but the grammars are missing."""
+
 PATH_ARGUMENTS = ("file_path", "notebook_path")
 
 
@@ -97,7 +103,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         backend: Where the files live.
         tools: Names of the tools to give (default: all).
         system_prompt: The section appended to the system prompt; None adds nothing.
-            Default: `SYSTEM_PROMPT`.
+            Default: `SYSTEM_PROMPT`. When syntax checks are on but the `syntax` extra
+            is not installed, `SYNTAX_CHECK_OFF` is added to it.
         eviction: True for the default `LargeResultEviction`, an instance to configure
             it (its backend is replaced by the tools' one), or False. Default: True.
         mode: `"default"`, `"accept_edits"`, `"plan"` or `"bypass"`; None for no
@@ -162,6 +169,9 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         self.tools = self.toolkit.get_tools()
         if history and (tools is None or "undo_edit" in tools):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
+        checks = self.toolkit.context.settings.syntax_check != "off"
+        if system_prompt and checks and not syntax.available():
+            system_prompt += "\n" + SYNTAX_CHECK_OFF
         self.system_prompt = system_prompt
         self._mutating = {t.name for t in self.tools if not (t.metadata or {}).get("read_only")}
 
@@ -381,4 +391,4 @@ def _turn_of(state: Any, call_id: str | None) -> AIMessage | None:
     return None
 
 
-__all__ = ["PATH_ARGUMENTS", "SYSTEM_PROMPT", "FilesystemMiddleware"]
+__all__ = ["PATH_ARGUMENTS", "SYNTAX_CHECK_OFF", "SYSTEM_PROMPT", "FilesystemMiddleware"]

@@ -12,7 +12,7 @@ from langchain_fstools.formats import encoding
 from langchain_fstools.formats.matching import plan_replacement
 from langchain_fstools.formats.text import lines_phrase
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools._mutation import load_text, require_read, write_text
+from langchain_fstools.tools._mutation import changed, load_text, require_read, write_text
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.calls import Effect
@@ -103,7 +103,7 @@ class EditFileTool(FileTool):
             "patch": written.patch,
             "version": written.info.version,
         }
-        return ToolOutcome(text, artifact)
+        return changed(text, artifact, written.syntax)
 
 
 def _create(
@@ -127,7 +127,7 @@ def _create(
         "patch": written.patch,
         "version": written.info.version,
     }
-    return ToolOutcome(text, artifact)
+    return changed(text, artifact, written.syntax)
 
 
 __all__ = ["DESCRIPTION", "EditFileArgs", "EditFileTool"]
