@@ -169,7 +169,7 @@ def language_for(path: str, text: str | bytes = "") -> str | None:
     name = posixpath.basename(path)
     extension = posixpath.splitext(name)[1].lower()
     found = _EXTENSIONS.get(extension) or _FILENAMES.get(name)
-    if found is not None or extension:
+    if found is not None:
         return found
     head = text[:200] if isinstance(text, str) else text[:200].decode("utf-8", "replace")
     return _shebang_language(head.split("\n", 1)[0])

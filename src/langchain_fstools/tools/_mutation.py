@@ -198,7 +198,7 @@ def changed(
         for problem in report.problems
     ]
     return ToolOutcome(
-        f"{text}\n{render_syntax_reports(reports)}", {**artifact, "syntax_errors": found}
+        f"{text}\n\n{render_syntax_reports(reports)}", {**artifact, "syntax_errors": found}
     )
 
 
