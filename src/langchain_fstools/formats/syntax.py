@@ -199,10 +199,10 @@ class TreeCache:
     least recently used first.
 
     Args:
-        max_bytes: Source bytes whose trees are kept. Default: 8 MiB.
+        max_bytes: Source bytes whose trees are kept. Default: 4 MiB.
     """
 
-    def __init__(self, max_bytes: int = 8 * 1024 * 1024) -> None:
+    def __init__(self, max_bytes: int = 4 * 1024 * 1024) -> None:
         """Start empty."""
         self.max_bytes = max_bytes
         self._trees: OrderedDict[tuple[str, bytes], tuple[Tree, int]] = OrderedDict()
@@ -256,9 +256,11 @@ def introduced_errors(
         The introduced errors; empty also when the grammars are not installed or the
         new text is above `MAX_CHECK_BYTES`.
     """
+    if len(new) > MAX_CHECK_BYTES or language not in LANGUAGES or not available():
+        return []  # a text has at least as many UTF-8 bytes as characters
     new_source = _utf8(new)
     old_source = None if old is None else _utf8(old)
-    if len(new_source) > MAX_CHECK_BYTES or language not in LANGUAGES or not available():
+    if len(new_source) > MAX_CHECK_BYTES:
         return []
     parser = Parser(_language(language))
     old_tree = None if old_source is None or trees is None else trees.get(language, old_source)
