@@ -82,9 +82,9 @@ class NotebookEditTool(FileTool):
         before = _code(book, args.cell_id) if args.edit_mode == "replace" else None
         summary = _apply(book, args)
         after = None if args.edit_mode == "delete" else _code(book, summary[1])
+        language = syntax.kernel_language(notebook.kernel_language(book))
         report = None
-        if after is not None:
-            language = syntax.kernel_language(notebook.kernel_language(book))
+        if after is not None and language is not None:
             report = syntax_report(scope, path, before, after, language=language, cell=summary[1])
         reports = enforce_syntax(scope, [report])
         try:

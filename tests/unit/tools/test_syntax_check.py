@@ -280,6 +280,8 @@ def test_markdown_cells_and_unknown_kernels_are_not_checked(tmp_path: Path) -> N
     h = Harness("state", tmp_path, syntax_check="refuse")
     h.seed("/nb.ipynb", notebook(language="julia"))
     assert cell_edit(h, cell_id="calc", new_source="function (((\n").status == "success"
+    shebang = "#!/usr/bin/env python\ndef f(:\n"
+    assert cell_edit(h, cell_id="calc", new_source=shebang).status == "success"
     h.seed("/nb.ipynb", notebook())
     assert cell_edit(h, cell_id="intro", new_source="def f(:\n").status == "success"
 
