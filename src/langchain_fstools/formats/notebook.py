@@ -23,6 +23,7 @@ MAX_OUTPUT_CHARS = 2000
 """Text kept per output (stream, result, traceback)."""
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_LINE_MAGIC = re.compile(r"^([ \t]*)[%!].*$", re.MULTILINE)
 CellType = Literal["code", "markdown", "raw"]
 
 
@@ -68,6 +69,30 @@ def source(cell: NotebookNode) -> str:
     """A cell's source as one string."""
     value = cell.get("source", "")
     return "".join(value) if isinstance(value, list) else str(value)
+
+
+def kernel_language(notebook: NotebookNode) -> str | None:
+    """The language of the notebook's kernel (`python`, `julia`, ...), from its metadata."""
+    metadata = notebook.get("metadata") or {}
+    for value in (
+        (metadata.get("kernelspec") or {}).get("language"),
+        (metadata.get("language_info") or {}).get("name"),
+    ):
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def ipython_as_python(text: str) -> str | None:
+    """A Python cell's source as plain Python, for a parser: line numbers are kept.
+
+    IPython line magics and shell escapes (`%timeit f()`, `!pip install x`) become
+    `pass` at their indentation. A cell magic (`%%bash`) makes the whole cell another
+    language: None.
+    """
+    if text.lstrip().startswith("%%"):
+        return None
+    return _LINE_MAGIC.sub(r"\1pass", text)
 
 
 def outputs(cell: NotebookNode) -> list[Output]:
@@ -153,6 +178,8 @@ __all__ = [
     "Output",
     "cell_id",
     "find",
+    "ipython_as_python",
+    "kernel_language",
     "new_cell",
     "outputs",
     "parse",

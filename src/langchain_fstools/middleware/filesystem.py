@@ -11,6 +11,7 @@ from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import FsToolsError
+from langchain_fstools.formats import syntax
 from langchain_fstools.middleware.approval import PermissionGate, Review
 from langchain_fstools.middleware.capabilities import adapt_messages
 from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
@@ -61,11 +62,16 @@ You have file tools over a workspace whose root is `/`.
   relative paths; read, search and change files with the file tools, not the shell.
 -[eviction] A tool result too large for the conversation is saved under
   `/large_tool_results/`; the notice says where. Read it back with `read_file` (`offset`,
-  `limit`) or `grep`."""
+  `limit`) or `grep`.
+-[syntax_unchecked] Your changes are not syntax-checked here (the tree-sitter grammars, the
+  langchain-fstools[syntax] extra, are not installed): after changing code, run the
+  project's own checks (a compiler, linter or tests) where you can."""
 """The prompt section, marked as in `tools.describe`: bullets follow the tools present."""
 
 SYSTEM_PROMPT = describe(
-    SYSTEM_PROMPT_TEMPLATE, present=None, values={"mutating": True, "eviction": True}
+    SYSTEM_PROMPT_TEMPLATE,
+    present=None,
+    values={"mutating": True, "eviction": True, "syntax_unchecked": False},
 )
 """The section appended to the agent's system prompt, with every tool present."""
 
@@ -107,7 +113,9 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         backend: Where the files live.
         tools: Names of the tools to give (default: all).
         system_prompt: The section appended to the system prompt; None adds nothing.
-            Default: `SYSTEM_PROMPT`, with only the bullets for the tools present.
+            Default: `SYSTEM_PROMPT`, with only the bullets for the tools present (and
+            one saying changes are not syntax-checked when `syntax_check` is on but the
+            `syntax` extra is not installed).
         eviction: True for the default `LargeResultEviction`, an instance to configure
             it (its backend is replaced by the tools' one), or False. Default: True.
         mode: `"default"`, `"accept_edits"`, `"plan"` or `"bypass"`; None for no
@@ -174,10 +182,17 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
         self._mutating = {t.name for t in self.tools if not (t.metadata or {}).get("read_only")}
         if system_prompt == SYSTEM_PROMPT:
+            unchecked = self.toolkit.context.settings.syntax_check != "off" and not (
+                syntax.available()
+            )
             system_prompt = describe(
                 SYSTEM_PROMPT_TEMPLATE,
                 present={tool.name for tool in self.tools},
-                values={"mutating": bool(self._mutating), "eviction": self.eviction is not None},
+                values={
+                    "mutating": bool(self._mutating),
+                    "eviction": self.eviction is not None,
+                    "syntax_unchecked": unchecked and bool(self._mutating),
+                },
             )
         self.system_prompt = system_prompt
 

@@ -31,6 +31,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from langchain_fstools.core import calls
 from langchain_fstools.core.tokens import TokenCounter, default_counter
+from langchain_fstools.formats import syntax
 from langchain_fstools.formats.image import ImageLimits
 from langchain_fstools.formats.text import LineIndexCache
 from langchain_fstools.shell.policy import CommandPolicy
@@ -99,6 +100,14 @@ class ToolSettings:
             tail). Default: 100,000.
         command_policy: Which commands execute runs. Default: `CommandPolicy()`, which
             refuses the dangerous ones (sudo, rm -rf /, mkfs, ...).
+        syntax_check: What edit_file, write_file, apply_patch (also through execute)
+            and notebook_edit do when a change introduces syntax errors: `"report"`
+            them with the result, `"refuse"` the change (nothing is written), or
+            `"off"`. Needs the `syntax` extra (tree-sitter grammars); without it nothing
+            is checked. Default: `"report"`.
+
+    Raises:
+        ValueError: `syntax_check` is not one of `"report"`, `"refuse"`, `"off"`.
     """
 
     read_limit: int = 2000
@@ -120,6 +129,13 @@ class ToolSettings:
     execute_max_timeout: float = 3600.0
     execute_output_limit: int = 100_000
     command_policy: CommandPolicy = field(default_factory=CommandPolicy)
+    syntax_check: syntax.SyntaxCheck = "report"
+
+    def __post_init__(self) -> None:
+        """Refuse settings no tool could follow."""
+        if self.syntax_check not in syntax.SYNTAX_CHECKS:
+            choices = ", ".join(repr(choice) for choice in syntax.SYNTAX_CHECKS)
+            raise ValueError(f"syntax_check must be one of {choices}, not {self.syntax_check!r}")
 
 
 class ToolContext:
@@ -146,6 +162,8 @@ class ToolContext:
         self.tool_names = None if tool_names is None else frozenset(tool_names)
         self.tracker = ReadTracker()
         self.line_indexes = LineIndexCache()
+        self.syntax_trees = syntax.TreeCache()
+        """Parse trees of recently changed files, for incremental syntax checks."""
         self.deferred_updates: dict[str, dict[str, Any]] = {}
         """Tool call ids whose wrapper (`FilesystemMiddleware`) sends the state update
         with the message: the tool leaves its update here under the id and returns a

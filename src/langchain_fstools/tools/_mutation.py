@@ -1,23 +1,27 @@
 """Steps shared by the tools that change files.
 
-The read-before-write rule, loading a file's text with its encoding, and writing it
-back conditionally, atomically, with a diff.
+The read-before-write rule, loading a file's text with its encoding, checking the
+syntax of the change, and writing it back conditionally, atomically, with a diff.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_fstools import errors
 from langchain_fstools.core import calls
-from langchain_fstools.formats import encoding
+from langchain_fstools.formats import encoding, syntax
 from langchain_fstools.formats.diff import snippet, unified_patch
 from langchain_fstools.formats.text import count_lines
+from langchain_fstools.tools._base import ToolOutcome
+from langchain_fstools.tools._render import render_syntax_reports
 from langchain_fstools.tools.tracking import after_write, saw_everything
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
     from langchain_fstools.backends.protocol import FileInfo
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.tools._base import CallScope
@@ -41,6 +45,8 @@ class Written:
     old_text: str
     new_text: str
     diff_lines: int
+    syntax: tuple[syntax.SyntaxReport, ...] = ()
+    """The syntax errors the change introduced (`syntax_check="report"`)."""
 
     @cached_property
     def patch(self) -> str | None:
@@ -108,6 +114,7 @@ def write_text(
     Raises:
         InvalidArgument: the text has characters the file's encoding cannot hold.
         FileTooLarge: the new content is above `max_edit_bytes`.
+        SyntaxBroken: the change introduces syntax errors (`syntax_check="refuse"`).
         VersionConflict: the file changed since `expected_version`.
     """
     try:
@@ -120,10 +127,88 @@ def write_text(
     limit = scope.context.settings.max_edit_bytes
     if len(data) > limit:
         raise errors.FileTooLarge(path, len(data), limit)
+    reports = enforce_syntax(scope, [syntax_report(scope, path, old_text, new_text)])
     info = yield from calls.write_bytes(path, data, expected_version=expected_version)
     lines = count_lines(new_text)
     scope.reads.put(path, after_write(version=info.version, total_lines=lines))
-    return Written(info, lines, old_text, new_text, scope.context.settings.diff_lines)
+    return Written(info, lines, old_text, new_text, scope.context.settings.diff_lines, reports)
 
 
-__all__ = ["TextFile", "Written", "load_text", "require_read", "write_text"]
+def syntax_report(
+    scope: CallScope,
+    path: str,
+    old_text: str | None,
+    new_text: str,
+    *,
+    language: str | None = None,
+    cell: str | None = None,
+) -> syntax.SyntaxReport | None:
+    """The syntax errors a change of `path` introduces, unless `syntax_check` is off.
+
+    Args:
+        scope: The call's scope (settings, and the parse trees of earlier changes).
+        path: The file changed (its name decides the language).
+        old_text: The text before, or None for a new file.
+        new_text: The text after.
+        language: The grammar to use instead of the one `path` implies.
+        cell: The notebook cell the texts are the source of, if any.
+
+    Returns:
+        The report, or None when nothing was introduced or nothing could be checked
+        (check off, language unknown, grammars not installed).
+    """
+    if scope.context.settings.syntax_check == "off":
+        return None
+    language = language or syntax.language_for(path, new_text)
+    if language is None:
+        return None
+    problems = syntax.introduced_errors(
+        old_text, new_text, language, trees=scope.context.syntax_trees
+    )
+    return syntax.SyntaxReport(path, language, tuple(problems), cell) if problems else None
+
+
+def enforce_syntax(
+    scope: CallScope, reports: Iterable[syntax.SyntaxReport | None]
+) -> tuple[syntax.SyntaxReport, ...]:
+    """The reports of one change, all files together; refused under `"refuse"`.
+
+    Raises:
+        SyntaxBroken: some report has errors and `syntax_check` is `"refuse"`.
+    """
+    found = tuple(report for report in reports if report is not None)
+    if found and scope.context.settings.syntax_check == "refuse":
+        raise syntax.SyntaxBroken(found)
+    return found
+
+
+def changed(
+    text: str, artifact: dict[str, Any], reports: Sequence[syntax.SyntaxReport]
+) -> ToolOutcome:
+    """A change's outcome, with the syntax errors it introduced (text and artifact).
+
+    The errors are listed after `text`, and in the artifact as `syntax_errors`: one
+    dict per error (path, cell, language, line, column, message, excerpt).
+    """
+    if not reports:
+        return ToolOutcome(text, artifact)
+    found = [
+        {"path": report.path, "cell": report.cell, "language": report.language, **asdict(problem)}
+        for report in reports
+        for problem in report.problems
+    ]
+    return ToolOutcome(
+        f"{text}\n\n{render_syntax_reports(reports)}", {**artifact, "syntax_errors": found}
+    )
+
+
+__all__ = [
+    "TextFile",
+    "Written",
+    "changed",
+    "enforce_syntax",
+    "load_text",
+    "require_read",
+    "syntax_report",
+    "write_text",
+]

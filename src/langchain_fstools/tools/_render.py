@@ -12,10 +12,16 @@ import logging
 from typing import TYPE_CHECKING
 
 from langchain_fstools import errors
+from langchain_fstools.formats import syntax
+from langchain_fstools.formats.syntax import LANGUAGES
 from langchain_fstools.formats.text import render_row
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pydantic import ValidationError
+
+    from langchain_fstools.formats.syntax import SyntaxReport
 
 logger = logging.getLogger("langchain_fstools")
 
@@ -39,6 +45,37 @@ def render_validation_error(exc: ValidationError) -> str:
         for error in exc.errors()[:5]
     )
     return f"Error: invalid arguments ({problems}). Fix them and call the tool again."
+
+
+def render_syntax_reports(reports: Sequence[SyntaxReport]) -> str:
+    """The note a change that introduced syntax errors gets (`syntax_check="report"`)."""
+    count = sum(len(report.problems) for report in reports)
+    return (
+        f"Syntax check: this change introduced {_errors_phrase(count)}; fix"
+        f" {'it' if count == 1 else 'them'} with another edit:\n{_syntax_lines(reports)}"
+    )
+
+
+_SHOWN_PROBLEMS = 5
+
+
+def _errors_phrase(count: int) -> str:
+    return f"{count} syntax error{'' if count == 1 else 's'}"
+
+
+def _syntax_lines(reports: Sequence[SyntaxReport]) -> str:
+    rows = []
+    for report in reports:
+        where = report.path if report.cell is None else f"cell {report.cell} of {report.path}"
+        rows.append(f"{where} ({LANGUAGES.get(report.language, report.language)}):")
+        rows.extend(
+            f"  line {problem.line}, column {problem.column} ({problem.message}): "
+            f"{problem.excerpt or '(empty line)'}"
+            for problem in report.problems[:_SHOWN_PROBLEMS]
+        )
+        if len(report.problems) > _SHOWN_PROBLEMS:
+            rows.append(f"  ... and {len(report.problems) - _SHOWN_PROBLEMS} more")
+    return "\n".join(rows)
 
 
 def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - one branch per error kind
@@ -111,6 +148,13 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             return _context_not_found(exc)
         case errors.PatchConflict(path=path, reason=reason):
             return f"Error: cannot apply the patch to {path}: {reason}. Nothing was changed."
+        case syntax.SyntaxBroken(reports=reports):
+            count = sum(len(report.problems) for report in reports)
+            return (
+                f"Error: this change would introduce {_errors_phrase(count)}, so nothing"
+                f" was changed (lines as they would be after the change):\n"
+                f"{_syntax_lines(reports)}\nFix the change and call the tool again."
+            )
         case errors.UnsupportedInvocation(reason=reason):
             return f"Error: {reason}. Nothing was changed."
         case errors.InvalidArgument(argument=argument, reason=reason):
@@ -226,4 +270,4 @@ def _context_not_found(exc: errors.ContextNotFound) -> str:
     )
 
 
-__all__ = ["render_error", "render_validation_error"]
+__all__ = ["render_error", "render_syntax_reports", "render_validation_error"]

@@ -15,6 +15,7 @@ from langchain_fstools.patch.apply import summary as patch_summary
 from langchain_fstools.patch.parser import parse_patch
 from langchain_fstools.patch.targets import patch_text
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools._mutation import changed, enforce_syntax, syntax_report
 from langchain_fstools.tools.tracking import after_write
 
 if TYPE_CHECKING:
@@ -80,7 +81,8 @@ def run_patch(scope: CallScope, text: str, workdir: str = paths.ROOT) -> Effect[
 
     Meant for `execute`, to run `apply_patch <<'EOF' ...` commands in-process (see
     `patch.invocation.parse_invocation`). Files the patch reads count as read; a file
-    changed since the agent's last read is refused.
+    changed since the agent's last read is refused. The syntax errors the patch
+    introduces are reported, or (`syntax_check="refuse"`) the whole patch is refused.
 
     Args:
         scope: The calling tool's scope (backend and read records).
@@ -99,6 +101,14 @@ def run_patch(scope: CallScope, text: str, workdir: str = paths.ROOT) -> Effect[
         workdir=workdir,
         max_bytes=scope.context.settings.max_edit_bytes,
         check=check,
+    )
+    reports = enforce_syntax(
+        scope,
+        [
+            syntax_report(scope, change.final_path, change.old_text, change.new_text)
+            for change in changes
+            if change.kind != "delete"
+        ],
     )
     versions = yield from commit(changes)
     summary = patch_summary(changes)
@@ -127,7 +137,7 @@ def run_patch(scope: CallScope, text: str, workdir: str = paths.ROOT) -> Effect[
             }
         )
     content = "\n\n".join([summary, *diffs])
-    return ToolOutcome(content, {"files": files, "workdir": workdir})
+    return changed(content, {"files": files, "workdir": workdir}, reports)
 
 
 __all__ = [

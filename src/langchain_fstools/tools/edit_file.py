@@ -13,7 +13,7 @@ from langchain_fstools.formats import encoding
 from langchain_fstools.formats.matching import plan_replacement
 from langchain_fstools.formats.text import lines_phrase
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools._mutation import load_text, require_read, write_text
+from langchain_fstools.tools._mutation import changed, load_text, require_read, write_text
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo
@@ -105,7 +105,7 @@ class EditFileTool(FileTool):
             "patch": written.patch,
             "version": written.info.version,
         }
-        return ToolOutcome(text, artifact)
+        return changed(text, artifact, written.syntax)
 
 
 def _create(
@@ -129,7 +129,7 @@ def _create(
         "patch": written.patch,
         "version": written.info.version,
     }
-    return ToolOutcome(text, artifact)
+    return changed(text, artifact, written.syntax)
 
 
 __all__ = ["DESCRIPTION", "EditFileArgs", "EditFileTool"]

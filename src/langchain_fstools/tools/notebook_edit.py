@@ -8,10 +8,17 @@ from pydantic import Field
 
 from langchain_fstools import errors
 from langchain_fstools.core import calls, paths
-from langchain_fstools.formats import notebook
+from langchain_fstools.formats import notebook, syntax
 from langchain_fstools.formats.kinds import Unreadable
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools._mutation import load_text, require_read, write_text
+from langchain_fstools.tools._mutation import (
+    changed,
+    enforce_syntax,
+    load_text,
+    require_read,
+    syntax_report,
+    write_text,
+)
 
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
@@ -72,7 +79,14 @@ class NotebookEditTool(FileTool):
             book = notebook.parse(current.text)
         except Unreadable as exc:
             raise errors.UnreadableMedia(path, "notebook", exc.reason) from None
+        before = _code(book, args.cell_id) if args.edit_mode == "replace" else None
         summary = _apply(book, args)
+        after = None if args.edit_mode == "delete" else _code(book, summary[1])
+        language = syntax.kernel_language(notebook.kernel_language(book))
+        report = None
+        if after is not None and language is not None:
+            report = syntax_report(scope, path, before, after, language=language, cell=summary[1])
+        reports = enforce_syntax(scope, [report])
         try:
             text = notebook.serialize(book, trailing_newline=current.text.endswith("\n"))
         except Unreadable as exc:
@@ -92,7 +106,17 @@ class NotebookEditTool(FileTool):
             "patch": written.patch,
             "version": written.info.version,
         }
-        return ToolOutcome(f"{summary[0]} in {path}.", artifact)
+        return changed(f"{summary[0]} in {path}.", artifact, reports)
+
+
+def _code(book: notebook.NotebookNode, cell_id: str | None) -> str | None:
+    """The source of code cell `cell_id` as its kernel's parser reads it, else None."""
+    index = None if cell_id is None else notebook.find(book, cell_id)
+    if index is None or book.cells[index].get("cell_type") != "code":
+        return None
+    text = notebook.source(book.cells[index])
+    is_python = syntax.kernel_language(notebook.kernel_language(book)) == "python"
+    return notebook.ipython_as_python(text) if is_python else text
 
 
 def _apply(book: notebook.NotebookNode, args: NotebookEditArgs) -> tuple[str, str]:

@@ -11,7 +11,7 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.formats import encoding
 from langchain_fstools.formats.text import lines_phrase
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools._mutation import load_text, require_read, write_text
+from langchain_fstools.tools._mutation import changed, load_text, require_read, write_text
 
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
@@ -82,7 +82,7 @@ class WriteFileTool(FileTool):
             "patch": None if info is None else written.patch,
             "version": written.info.version,
         }
-        return ToolOutcome(text, artifact)
+        return changed(text, artifact, written.syntax)
 
 
 def _mostly_crlf(text: str) -> bool:
