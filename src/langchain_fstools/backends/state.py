@@ -16,8 +16,6 @@ be explicit records, so empty directories exist. The root `/` always exists.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import bisect
 import errno
 import posixpath
@@ -30,8 +28,13 @@ from langgraph.channels.delta import DeltaChannel
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.core import paths
+from langchain_fstools.core.records import (
+    DIRECTORY_VERSION,
+    content_version,
+    decode_content,
+    encode_content,
+)
 from langchain_fstools.core.reducers import merge_keyed
-from langchain_fstools.core.versions import content_version
 from langchain_fstools.errors import InvalidPath, NotInGraph, VersionConflict
 
 FILES_KEY = "files"
@@ -89,9 +92,6 @@ class FilesState(TypedDict):
     or to None to delete it; checkpoints store deltas, not copies."""
 
 
-_DIRECTORY_VERSION = content_version("directory", b"")
-
-
 def file_record(data: bytes, *, modified_at: float | None = None) -> FileRecord:
     """Make the record of a file holding `data` (for seeding a graph's state, too).
 
@@ -99,11 +99,7 @@ def file_record(data: bytes, *, modified_at: float | None = None) -> FileRecord:
         data: The file's bytes.
         modified_at: Modification time. Default: now.
     """
-    encoding: Literal["utf-8", "base64"]
-    try:
-        content, encoding = data.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        content, encoding = base64.b64encode(data).decode("ascii"), "base64"
+    content, encoding = encode_content(data)
     return FileRecord(
         content=content,
         encoding=encoding,
@@ -121,18 +117,13 @@ def _directory_record() -> FileRecord:
         kind="directory",
         modified_at=time.time(),
         size=0,
-        version=_DIRECTORY_VERSION,
+        version=DIRECTORY_VERSION,
     )
 
 
 def record_bytes(record: FileRecord) -> bytes:
     """Return the bytes a file record holds."""
-    if record.get("encoding") == "base64":
-        try:
-            return base64.b64decode(record["content"], validate=True)
-        except binascii.Error:
-            pass
-    return record["content"].encode("utf-8", "surrogatepass")
+    return decode_content(record["content"], record.get("encoding"))
 
 
 def _is_file(record: FileRecord) -> bool:
@@ -331,10 +322,10 @@ class _StateView(Backend):
     def _info(self, path: str, kind: EntryKind) -> FileInfo:
         record = self._record(path)
         if record is None:  # an implicit directory
-            return FileInfo(path, EntryKind.DIRECTORY, 0, 0.0, _DIRECTORY_VERSION)
+            return FileInfo(path, EntryKind.DIRECTORY, 0, 0.0, DIRECTORY_VERSION)
         mtime = float(record.get("modified_at", 0.0))
         if kind is EntryKind.DIRECTORY:
-            return FileInfo(path, kind, 0, mtime, record.get("version", _DIRECTORY_VERSION))
+            return FileInfo(path, kind, 0, mtime, record.get("version", DIRECTORY_VERSION))
         size = record.get("size")
         version = record.get("version")
         if not isinstance(size, int) or not version:  # a record written by hand

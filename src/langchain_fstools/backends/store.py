@@ -35,8 +35,6 @@ or `await store.abatch`.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import errno
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -48,7 +46,12 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.core import paths
-from langchain_fstools.core.versions import content_version
+from langchain_fstools.core.records import (
+    DIRECTORY_VERSION,
+    content_version,
+    decode_content,
+    encode_content,
+)
 from langchain_fstools.errors import InvalidPath, NotInGraph, StoreUnavailable, VersionConflict
 from langchain_fstools.search.contract import SearchPart
 
@@ -70,7 +73,6 @@ Each answer is one query (one snapshot): offset pages of a store ordered by upda
 time can skip or repeat items that share a timestamp, so a directory is re-read whole
 with a larger limit instead."""
 
-_DIRECTORY_VERSION = "directory"
 
 Namespace = tuple[str, ...]
 NamespaceSource = Namespace | Callable[[Any], Namespace]
@@ -604,12 +606,7 @@ class _Subtree:
 
 def file_value(data: bytes, *, modified_at: float | None = None) -> dict[str, Any]:
     """The store value of a file holding `data`."""
-    try:
-        content, encoding = data.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        content, encoding = "", "base64"
-    if encoding == "base64" or "\x00" in content:
-        content, encoding = base64.b64encode(data).decode("ascii"), "base64"
+    content, encoding = encode_content(data)
     return {
         "kind": "file",
         "content": content,
@@ -622,18 +619,12 @@ def file_value(data: bytes, *, modified_at: float | None = None) -> dict[str, An
 
 def directory_value() -> dict[str, Any]:
     """The store value of a directory marker."""
-    return {"kind": "directory", "version": _DIRECTORY_VERSION, "modified_at": time.time()}
+    return {"kind": "directory", "version": DIRECTORY_VERSION, "modified_at": time.time()}
 
 
 def record_bytes(record: dict[str, Any]) -> bytes:
     """The bytes a file value holds."""
-    content = str(record.get("content", ""))
-    if record.get("encoding") == "base64":
-        try:
-            return base64.b64decode(content, validate=True)
-        except binascii.Error:
-            pass
-    return content.encode("utf-8", "surrogatepass")
+    return decode_content(str(record.get("content", "")), record.get("encoding"))
 
 
 def _is_file(record: dict[str, Any]) -> bool:
@@ -642,10 +633,10 @@ def _is_file(record: dict[str, Any]) -> bool:
 
 def _info(path: str, record: dict[str, Any] | None) -> FileInfo:
     if record is None:  # the root
-        return FileInfo(path, EntryKind.DIRECTORY, 0, 0.0, _DIRECTORY_VERSION)
+        return FileInfo(path, EntryKind.DIRECTORY, 0, 0.0, DIRECTORY_VERSION)
     mtime = float(record.get("modified_at", 0.0))
     if not _is_file(record):
-        return FileInfo(path, EntryKind.DIRECTORY, 0, mtime, _DIRECTORY_VERSION)
+        return FileInfo(path, EntryKind.DIRECTORY, 0, mtime, DIRECTORY_VERSION)
     size = record.get("size")
     version = record.get("version")
     if not isinstance(size, int) or not version:  # a value written by hand

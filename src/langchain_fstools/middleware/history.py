@@ -20,7 +20,6 @@ back.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, NotRequired, TypedDict
@@ -29,6 +28,7 @@ from langgraph.channels.delta import DeltaChannel
 
 from langchain_fstools.backends.protocol import ABSENT
 from langchain_fstools.core import calls
+from langchain_fstools.core.records import decode_content, encode_content
 from langchain_fstools.errors import (
     ChangedOutsideAgent,
     ChangeNotKept,
@@ -135,7 +135,7 @@ def change_record(
     after: str | None,
 ) -> ChangeRecord:
     """Build the record of one change (`before` None: the file did not exist)."""
-    content, encoding = _stored(before if kept and before is not None else b"")
+    content, encoding = encode_content(before if kept and before is not None else b"")
     return ChangeRecord(
         id=f"{tool_call_id}:{index}",
         tool_call_id=tool_call_id,
@@ -148,13 +148,6 @@ def change_record(
     )
 
 
-def _stored(data: bytes) -> tuple[str, Literal["utf-8", "base64"]]:
-    try:
-        return data.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        return base64.b64encode(data).decode("ascii"), "base64"
-
-
 def earlier_bytes(record: ChangeRecord) -> bytes | None:
     """The file's bytes before the change, or None if it did not exist.
 
@@ -165,9 +158,7 @@ def earlier_bytes(record: ChangeRecord) -> bytes | None:
         return None
     if not record["kept"]:
         raise ChangeNotKept(record["path"], record["tool_call_id"])
-    if record["encoding"] == "base64":
-        return base64.b64decode(record["before"])
-    return record["before"].encode("utf-8", "surrogatepass")
+    return decode_content(record["before"], record["encoding"])
 
 
 @dataclass(frozen=True, slots=True)
