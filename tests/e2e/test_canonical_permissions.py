@@ -10,7 +10,6 @@ approved call fail as stale.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +37,11 @@ def tree(root: Path) -> None:
     }.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
-    os.symlink("../secrets", root / "public" / "link")  # a link to a denied folder
-    os.symlink("public/link", root / "chain")  # a chain of links to it
-    os.symlink("secrets/key.txt", root / "keylink")  # a link to a denied file
-    os.symlink(".git", root / "gitlink")  # a link to .git/
-    os.symlink(".bashrc", root / "rc")  # a link to a protected file
+    (root / "public" / "link").symlink_to("../secrets")  # a link to a denied folder
+    (root / "chain").symlink_to("public/link")  # a chain of links to it
+    (root / "keylink").symlink_to("secrets/key.txt")  # a link to a denied file
+    (root / "gitlink").symlink_to(".git")  # a link to .git/
+    (root / "rc").symlink_to(".bashrc")  # a link to a protected file
 
 
 class Agent:
@@ -139,7 +138,7 @@ def test_a_link_into_a_denied_folder_is_denied(
         assert message.status == "error", message.content
     assert "TOKEN-123" not in str(message.content)
     assert (tmp_path / "secrets" / "key.txt").read_text() == "TOKEN-123\n"
-    assert sorted(os.listdir(tmp_path / "secrets")) == ["key.txt"]
+    assert sorted(p.name for p in (tmp_path / "secrets").iterdir()) == ["key.txt"]
 
 
 @pytest.mark.parametrize(
@@ -217,12 +216,12 @@ def test_a_link_to_a_protected_path_asks_in_accept_edits(
 
 def test_a_link_swapped_between_two_calls_is_decided_again(tmp_path: Path) -> None:
     tree(tmp_path)
-    os.symlink("public", tmp_path / "swap")
+    (tmp_path / "swap").symlink_to("public")
     a = Agent(tmp_path, mode="bypass", permissions=[DENY_SECRETS])
     a.run(steps(("read_file", {"file_path": "/swap/readme.md"})))
     assert a.results()["c1"].status == "success"
     (tmp_path / "swap").unlink()
-    os.symlink("secrets", tmp_path / "swap")
+    (tmp_path / "swap").symlink_to("secrets")
     script = [turn(("read_file", {"file_path": "/swap/key.txt"})), AIMessage(content="done")]
     a.run([AIMessage(content="", tool_calls=[{**script[0].tool_calls[0], "id": "c2"}]), script[1]])
     message = a.results()["c2"]
@@ -233,15 +232,15 @@ def test_a_link_swapped_between_two_calls_is_decided_again(tmp_path: Path) -> No
 def test_a_link_swapped_after_approval_is_refused_at_the_call(tmp_path: Path) -> None:
     """The guarded view re-checks what the backend will open when the call runs."""
     tree(tmp_path)
-    os.symlink("public", tmp_path / "swap")
+    (tmp_path / "swap").symlink_to("public")
     a = Agent(tmp_path, mode="default", permissions=[DENY_SECRETS])
     result = a.run(steps(("write_file", {"file_path": "/swap/new.txt", "content": "x\n"})))
     assert result.interrupts
     (tmp_path / "swap").unlink()
-    os.symlink("secrets", tmp_path / "swap")
+    (tmp_path / "swap").symlink_to("secrets")
     a.resume([{"type": "approve"}])
     assert a.results()["c1"].status == "error"
-    assert sorted(os.listdir(tmp_path / "secrets")) == ["key.txt"]
+    assert sorted(p.name for p in (tmp_path / "secrets").iterdir()) == ["key.txt"]
 
 
 # ----- approval shows and applies exactly the change ----------------------------------------

@@ -80,6 +80,10 @@ You have file tools over a workspace whose root is `/`.
 """The section appended to the agent's system prompt."""
 
 
+_MAX_SHOWN = 1024
+"""Most pending approvals remembered in process (oldest forgotten first)."""
+
+
 class FilesystemMiddlewareState(FilesystemState, ApprovalState):
     """`FilesystemState` plus the approval gate's private channel."""
 
@@ -187,6 +191,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         self.system_prompt = system_prompt
         self._mutating = {t.name for t in self.tools if not (t.metadata or {}).get("read_only")}
         self._file_tools = {t.name: t for t in self.tools if isinstance(t, FileTool)}
+        self._shown: dict[tuple[str, str], Approval] = {}
+        """Approvals as shown in a pending interrupt, by (thread id, tool call id)."""
         if self.gate is not None:
             self.gate.tools = self._file_tools
 
@@ -290,17 +296,23 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         if self.gate is None or not asks:
             return {APPROVALS_KEY: {}} if state.get(APPROVALS_KEY) else None
         value = approval_request([(call, found.verdict, preview) for call, found, preview in asks])
+        # LangGraph runs this node again on resume: keep the change the person was shown
+        # (the first run's dry run), so a file changed meanwhile fails as stale.
+        thread = str((call_runtime.config.get("configurable") or {}).get("thread_id", ""))
+        shown = self._remember(self.gate, thread, asks)
         answers = decisions(interrupt(value), len(asks))
+        for call, _found, _preview in asks:
+            self._shown.pop((thread, call["id"] or ""), None)
         approvals: dict[str, Approval] = {}
         replies: list[ToolMessage] = []
         edited: dict[str, dict[str, Any]] = {}
-        for (call, found, preview), decision in zip(asks, answers, strict=True):
+        for (call, _found, _preview), seen, decision in zip(asks, shown, answers, strict=True):
             call_id = call["id"] or ""
             if decision["type"] == "reject":
                 replies.append(rejection(call, decision))
                 continue
             if decision["type"] == "approve":
-                approvals[call_id] = self.gate.approval(found, call["args"], preview)
+                approvals[call_id] = seen
                 continue
             args, outcome = self._edited(call, decision, backend, call_runtime)
             edited[call_id] = args
@@ -316,6 +328,20 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         if edited or replies:
             update["messages"] = [turn, *replies]
         return update
+
+    def _remember(
+        self, gate: PermissionGate, thread: str, asks: list[tuple[ToolCall, Assessment, Any]]
+    ) -> list[Approval]:
+        """The approvals of `asks` as first shown (kept until the person answers)."""
+        shown = [
+            self._shown.setdefault(
+                (thread, call["id"] or ""), gate.approval(found, call["args"], preview)
+            )
+            for call, found, preview in asks
+        ]
+        while len(self._shown) > _MAX_SHOWN:
+            del self._shown[next(iter(self._shown))]
+        return shown
 
     def _edited(
         self, call: ToolCall, decision: Any, backend: Backend, call_runtime: Any
