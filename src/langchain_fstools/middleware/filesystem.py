@@ -186,7 +186,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             backend = GuardedBackend(backend, self.gate.guard_for)
         self.toolkit = FileToolkit(backend, tools=tools, **settings)
         self.tools = self.toolkit.get_tools()
-        if history and (tools is None or "undo_edit" in tools):
+        if history and (tools is None or UndoEditTool.model_fields["name"].default in tools):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
         self.system_prompt = system_prompt
         self._mutating = {t.name for t in self.tools if not (t.metadata or {}).get("read_only")}
