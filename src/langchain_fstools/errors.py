@@ -285,6 +285,16 @@ class PermissionDenied(FsToolsError):
 
 
 @dataclass(eq=False)
+class StaleApproval(FsToolsError):
+    """A file changed between the preview a person approved and the call itself.
+
+    Nothing else is applied in its place: the approved change is the previewed one.
+    """
+
+    path: str
+
+
+@dataclass(eq=False)
 class ChangedOutsideAgent(FsToolsError):
     """A file to restore changed since the agent's last change to it."""
 
@@ -335,6 +345,7 @@ __all__ = [
     "SSHConnectionFailed",
     "SSHHostKeyRejected",
     "SpecialFile",
+    "StaleApproval",
     "StoreUnavailable",
     "UnknownChange",
     "UnreadableMedia",

@@ -171,6 +171,16 @@ class CompositeBackend(Backend):
                 shown[child] = self.stat(child)
         return [shown[p] for p in sorted(shown, key=lambda p: p.rsplit("/", 1)[-1])]
 
+    def resolve(self, path: str) -> str:
+        """The owning part's resolution."""
+        path = paths.normalize(path)
+        return self._backend(path).resolve(path)
+
+    async def aresolve(self, path: str) -> str:
+        """Async `resolve`."""
+        path = paths.normalize(path)
+        return await self._backend(path).aresolve(path)
+
     def move(self, source: str, destination: str) -> FileInfo:
         """Rename within one part; across parts, copy then delete."""
         source, destination = paths.normalize(source), paths.normalize(destination)

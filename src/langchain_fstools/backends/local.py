@@ -298,6 +298,13 @@ class LocalBackend(Backend):
 
     # ----- optional fast paths ---------------------------------------------------------
 
+    def resolve(self, path: str) -> str:
+        """The virtual path of what `path` reaches: symlinks followed inside the root."""
+        virtual = paths.normalize(path)
+        host = self._resolve(virtual)
+        relative = os.path.relpath(host, self._root)
+        return paths.ROOT if relative == os.curdir else paths.normalize(relative)
+
     def move(self, source: str, destination: str) -> FileInfo:
         """Rename a file or a directory tree as POSIX `rename` does, creating parents.
 

@@ -12,7 +12,9 @@ Required core (abstract, sync):
     5. `mkdir`       create a directory and its parents.
     6. `list_dir`    the entries of one directory, sorted by name.
 
-Optional, with defaults on the core: `exists`, `move`, `walk`.
+Optional, with defaults on the core: `exists`, `move`, `walk`, and `resolve` (the
+canonical path the backend will actually open for a path: symlinks followed inside
+the workspace; a backend without symlinks resolves a path to itself).
 
 Capability: `execute` runs a shell command in the workspace; backends that can set
 `supports_execute = True` and override it (the default raises `ExecutionUnsupported`).
@@ -177,6 +179,20 @@ class Backend(ABC):
             return False
         return True
 
+    def resolve(self, path: str) -> str:
+        """The canonical virtual path that a call on `path` reaches, links followed.
+
+        Symlinks are followed inside the workspace exactly as the backend follows them
+        when it performs a call; a missing last component is kept as spelled. Permission
+        checks decide on this form as well as on the spelling. Default: the normalised
+        path itself (a backend without symlinks).
+
+        Raises:
+            InvalidPath: `paths.normalize` refuses the path.
+            OutsideRoot: the path, with links followed, leaves the workspace.
+        """
+        return paths.normalize(path)
+
     def move(self, source: str, destination: str) -> FileInfo:
         """Move a file; the destination is replaced if it exists.
 
@@ -249,6 +265,10 @@ class Backend(ABC):
     async def aexists(self, path: str) -> bool:
         """Async `exists`."""
         return await asyncio.to_thread(self.exists, path)
+
+    async def aresolve(self, path: str) -> str:
+        """Async `resolve`."""
+        return await asyncio.to_thread(self.resolve, path)
 
     async def amove(self, source: str, destination: str) -> FileInfo:
         """Async `move`."""

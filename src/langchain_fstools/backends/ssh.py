@@ -257,6 +257,14 @@ class SSHBackend(Backend):
 
     # ----- the core, sync and async --------------------------------------------------------
 
+    def resolve(self, path: str) -> str:
+        """The virtual path of what `path` reaches: symlinks followed inside the root."""
+        return self._call(self._virtual_of(paths.normalize(path)))
+
+    async def aresolve(self, path: str) -> str:
+        """Async `resolve`."""
+        return await self._acall(self._virtual_of(paths.normalize(path)))
+
     def stat(self, path: str) -> FileInfo:
         """Metadata of `path`; symlinks inside the root report their target."""
         return self._call(self._stat(paths.normalize(path)))
@@ -440,6 +448,10 @@ class SSHBackend(Backend):
         sftp = await self._session()
         real = await _real(sftp, self._joined(virtual), 0)
         return self._confine(real, virtual)
+
+    async def _virtual_of(self, virtual: str) -> str:
+        real = await self._resolve(virtual)
+        return paths.ROOT if real == self._root else real[len(self._root.rstrip("/")) :]
 
     async def _entry(self, virtual: str) -> str:
         """The remote path of the entry itself: parent resolved, last component not."""

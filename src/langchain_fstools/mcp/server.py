@@ -26,24 +26,13 @@ from pydantic import BaseModel
 
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.store import StoreBackend
-from langchain_fstools.core import calls
-from langchain_fstools.errors import FsToolsError, PermissionDenied
+from langchain_fstools.errors import PermissionDenied
 from langchain_fstools.mcp.content import to_call_result
-from langchain_fstools.middleware.approval import (
-    PermissionGate,
-    approval_request,
-    approved_paths,
-)
+from langchain_fstools.middleware.approval import PermissionGate, approval_request
 from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
-from langchain_fstools.middleware.policy import (
-    PROTECTED_PATHS,
-    Mode,
-    Permission,
-    Policy,
-    tool_targets,
-)
+from langchain_fstools.middleware.policy import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.middleware.views import GuardedBackend
-from langchain_fstools.tools._preview import preview_diff
+from langchain_fstools.tools._base import FileTool
 from langchain_fstools.tools._render import render_error
 from langchain_fstools.tools.toolkit import TOOL_CLASSES, FileToolkit
 
@@ -164,6 +153,10 @@ class _Session:
     tools: dict[str, BaseTool]
     toolkit: FileToolkit
     eviction: LargeResultEviction | None
+    storage: Backend
+    """The session's backend without the permission view: resolves paths, serves dry runs."""
+    gate: PermissionGate | None
+    """The session's permission gate (it previews with the session's read records)."""
 
 
 class FileServer:
@@ -201,18 +194,20 @@ class FileServer:
         names = (
             list(tools)
             if tools is not None
-            else [n for n in TOOL_CLASSES if execute or n != "execute"]
+            else [n for n in TOOL_CLASSES if execute or not _runs_commands(n)]
         )
-        if "execute" in names and not execute:
-            raise ValueError("the execute tool is served only with execute=True")
+        runs_commands = [n for n in names if _runs_commands(n)]
+        if runs_commands and not execute:
+            raise ValueError(
+                f"{runs_commands} run commands, so they are served only with execute=True"
+            )
         self.backend = backend
         self.names = names
         self.settings = {"pdf_file_blocks": True, **settings}
         self.eviction = eviction
-        self.gate: PermissionGate | None = None
+        self.policy: Policy | None = None
         if mode is not None or permissions:
-            policy = Policy(permissions, mode=mode or "default", protected=protected_paths)
-            self.gate = PermissionGate(policy, backend)
+            self.policy = Policy(permissions, mode=mode or "default", protected=protected_paths)
         self.listed = self._new_session().tools
         self._sessions: weakref.WeakKeyDictionary[ServerSession, _Session] = (
             weakref.WeakKeyDictionary()
@@ -250,18 +245,18 @@ class FileServer:
             return _error(f"Error: no tool named {name!r}; call one of {sorted(state.tools)}.")
         call_id = f"mcp_{uuid.uuid4().hex}"
         call: ToolCall = {"name": name, "args": dict(arguments), "id": call_id, "type": "tool_call"}
-        refusal = await self._review(session, call, request_id)
+        runtime = CallRuntime(call_id)
+        refusal = await self._review(session, state, call, runtime, request_id)
         if refusal is not None:
             return refusal
-        runtime = CallRuntime(call_id)
         deferred = state.toolkit.context.deferred_updates
         deferred[call_id] = {}  # no graph state to update: the tool just answers
         try:
             message = await self._run(state, tool, call, runtime)
         finally:
             deferred.pop(call_id, None)
-            if self.gate is not None:
-                self.gate.revoke(call_id)
+            if state.gate is not None:
+                state.gate.revoke(call_id)
         return to_call_result(message)
 
     async def _run(
@@ -283,16 +278,22 @@ class FileServer:
         return next(m for m in messages if isinstance(m, ToolMessage))
 
     async def _review(
-        self, session: ServerSession, call: ToolCall, request_id: types.RequestId | None
+        self,
+        session: ServerSession,
+        state: _Session,
+        call: ToolCall,
+        runtime: CallRuntime,
+        request_id: types.RequestId | None,
     ) -> types.CallToolResult | None:
-        """None to run the call (approved paths granted), else the refusal to return."""
-        if self.gate is None:
+        """None to run the call (its approval granted), else the refusal to return."""
+        gate = state.gate
+        if gate is None:
             return None
-        name, args = call["name"], call["args"]
-        targets = tool_targets(name, args)
-        verdict = self.gate.policy.decide_all(targets) if targets else None
-        if verdict is None or verdict.action == "allow":
+        storage = state.storage.bind(None)
+        assessment = await gate.aassess(call, storage)
+        if assessment is None or assessment.verdict.action == "allow":
             return None
+        name, verdict = call["name"], assessment.verdict
         if verdict.action == "deny":
             denied = PermissionDenied(name, verdict.operation, verdict.target, verdict.reason)
             return _error(render_error(denied, tool=name))
@@ -303,16 +304,14 @@ class FileServer:
                 "elicitation), so the call was not run. Ask the user to allow it in the "
                 "server's permissions, or to use a client that supports elicitation."
             )
-        diff = await calls.arun(_diff(name, args), self.backend.bind(None))
-        value = approval_request(name, args, call["id"] or "", verdict, diff)
+        preview = await assessment.tool.apreview(storage, assessment.args, runtime)
+        (action,) = approval_request([(call, verdict, preview)])["action_requests"]
         answer = await session.elicit_form(
-            value["action_requests"][0]["description"] or value["summary"],
-            APPROVAL_SCHEMA,
-            related_request_id=request_id,
+            action.get("description") or name, APPROVAL_SCHEMA, related_request_id=request_id
         )
         content = answer.content or {}
         if answer.action == "accept" and content.get("approve") is True:
-            self.gate.grant(call["id"] or "", approved_paths(targets or []))
+            gate.grant(call["id"] or "", gate.approval(assessment, call["args"], preview))
             return None
         reason = content.get("reason") if answer.action == "accept" else None
         return _error(
@@ -326,7 +325,8 @@ class FileServer:
         storage = self.backend
         if self.eviction:
             storage = CompositeBackend(storage, {RESULTS_DIR + "/": StoreBackend(InMemoryStore())})
-        guarded = storage if self.gate is None else GuardedBackend(storage, self.gate.guard_for)
+        gate = None if self.policy is None else PermissionGate(self.policy, storage)
+        guarded = storage if gate is None else GuardedBackend(storage, gate.guard_for)
         toolkit = FileToolkit(guarded, tools=self.names, **self.settings)
         eviction = None
         if self.eviction:
@@ -335,7 +335,9 @@ class FileServer:
             )
             eviction.backend = storage
         tools = {tool.name: tool for tool in toolkit.get_tools()}
-        return _Session(tools=tools, toolkit=toolkit, eviction=eviction)
+        if gate is not None:
+            gate.tools = {name: tool for name, tool in tools.items() if isinstance(tool, FileTool)}
+        return _Session(tools, toolkit, eviction, storage, gate)
 
 
 def describe(tool: BaseTool) -> types.Tool:
@@ -366,12 +368,9 @@ def describe(tool: BaseTool) -> types.Tool:
     )
 
 
-def _diff(name: str, args: dict[str, Any]) -> calls.Effect[str | None]:
-    try:
-        diff = yield from preview_diff(name, args)
-    except (OSError, FsToolsError):
-        return None
-    return diff
+def _runs_commands(name: str) -> bool:
+    """Whether the tool `name` runs shell commands (it needs `execute=True`)."""
+    return bool(getattr(TOOL_CLASSES.get(name), "requires_execute", False))
 
 
 def _error(text: str) -> types.CallToolResult:

@@ -1,15 +1,20 @@
 """The permission gate of `FilesystemMiddleware`: allow, deny, or ask a person.
 
-Glue only: `permissions.Policy` decides, `backends.views.GuardedBackend` enforces
-(denied paths are invisible to every tool, a write needs an allow or an approval),
-and this module turns an `ask` into a LangGraph `interrupt()` and applies the answer.
+Glue only. Each tool says what a call touches (`FileTool.targets`) and what it would
+change (`FileTool.preview`, a dry run through the tool's own planner); the gate adds
+the canonical form of every path (`Backend.resolve`: symlinks followed inside the
+workspace), `policy.Policy` decides on both spellings (the strictest wins), and
+`views.GuardedBackend` enforces the decision again when the call runs.
 
-The interrupt's value is a `FileApprovalRequest`: langchain's `HITLRequest` (one
-`ActionRequest`, one `ReviewConfig`) plus the tool call id, a one-line summary and,
-for edits, writes and patches, the unified diff. Resume with langchain's
-`HITLResponse` shape, `{"decisions": [decision]}`, or with the bare decision:
+One model turn's asks become ONE `interrupt()`, in HumanInTheLoopMiddleware's shape:
+`{"action_requests": [...], "review_configs": [...]}`, one action request per call,
+in the order of the turn's tool calls. Each action request also carries the tool
+call id, a one-line `summary` and, for a change, the unified `diff` of the dry run
+(or the `error` the call would return instead). Resume with one decision per action
+request, in the same order: `Command(resume={"decisions": [...]})`.
 
-- `{"type": "approve"}` runs the call;
+- `{"type": "approve"}` runs the call, and it may apply exactly the previewed change:
+  a file changed since the preview makes the call fail as stale (`StaleApproval`);
 - `{"type": "edit", "edited_action": {"name": ..., "args": {...}}}` runs the edited
   call (rules that deny still apply to its new targets);
 - `{"type": "reject", "message": "..."}` returns the message to the model as an error.
@@ -17,8 +22,8 @@ for edits, writes and patches, the unified diff. Resume with langchain's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NotRequired, cast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired, TypedDict, cast
 
 from langchain.agents.middleware.human_in_the_loop import (
     ActionRequest,
@@ -26,40 +31,66 @@ from langchain.agents.middleware.human_in_the_loop import (
     HITLRequest,
     ReviewConfig,
 )
+from langchain.agents.middleware.types import AgentState, PrivateStateAttr
 from langchain_core.messages import ToolMessage
-from langgraph.types import interrupt
 
-from langchain_fstools.core import calls, paths
+from langchain_fstools.core import paths
 from langchain_fstools.errors import FsToolsError, PermissionDenied
-from langchain_fstools.middleware.policy import Policy, Target, Verdict, tool_targets
-from langchain_fstools.tools._preview import preview_diff
+from langchain_fstools.middleware.policy import Policy, Target, Verdict
 from langchain_fstools.tools._render import render_error
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
-    from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langchain_core.messages import ToolCall
 
     from langchain_fstools.backends.protocol import Backend
+    from langchain_fstools.tools._base import FileTool
+    from langchain_fstools.tools.targets import Preview
+
+APPROVALS_KEY = "file_approvals"
+"""The state channel holding this turn's approved calls, by tool call id."""
 
 
-class FileApprovalRequest(HITLRequest):
-    """The interrupt value of a file tool call that needs a person's decision."""
+class FileActionRequest(ActionRequest):
+    """One call of a turn that needs a person's decision (a langchain `ActionRequest`)."""
 
     tool_call_id: str
     """The id of the tool call to decide."""
     summary: str
     """One line: what the call would do and why it asks."""
     diff: NotRequired[str]
-    """For edits, writes and patches: the unified diff the call would apply."""
+    """For a change: the unified diff of the tool's own dry run (the exact change)."""
+    error: NotRequired[str]
+    """For a call that would fail: the error it would return (no diff is shown)."""
+
+
+class Approval(TypedDict):
+    """What a person approved for one call, kept in graph state until it runs."""
+
+    args: dict[str, Any]
+    """The call's arguments as approved."""
+    paths: list[str]
+    """The approved paths, as spelled and as resolved."""
+    expect: dict[str, list[str | None]]
+    """Resolved path → `[version before, SHA-256 of the approved post-image, or None
+    for a removal]`: the exact change the person saw."""
+
+
+class ApprovalState(AgentState[Any]):
+    """The state the approval gate keeps between a turn's interrupt and its tool calls."""
+
+    file_approvals: NotRequired[Annotated[dict[str, Approval], PrivateStateAttr]]
+    """This turn's approved calls, by tool call id (replaced every turn)."""
 
 
 @dataclass(frozen=True)
 class CallGuard:
-    """What one tool call may do with each path: the policy, plus approved paths."""
+    """What one tool call may do with each path: the policy, plus its approval."""
 
     policy: Policy
     approved: frozenset[str] = frozenset()
+    expected: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
 
     def visible(self, path: str) -> bool:
         """Whether the path is not denied to reads."""
@@ -75,126 +106,150 @@ class CallGuard:
             return self.policy.decide_path("write", path).action != "deny"
         return self.policy.decide_path("write", path).action == "allow"
 
+    def expectation(self, path: str) -> tuple[str, str | None] | None:
+        """The approved change pinned at `path` (version before, post-image digest)."""
+        return self.expected.get(path)
+
 
 @dataclass(frozen=True)
-class Review:
-    """What to do with a call: run `request` (with `approved` paths), or answer `message`."""
+class Assessment:
+    """A governed call: its tool, validated arguments, canonical targets and verdict."""
 
-    request: ToolCallRequest | None = None
-    approved: frozenset[str] = frozenset()
-    message: ToolMessage | None = None
+    tool: FileTool
+    args: Any
+    targets: list[Target]
+    verdict: Verdict
 
 
 class PermissionGate:
-    """Decides each file tool call; asks a person through `interrupt()` when needed.
+    """Decides each file tool call on its canonical targets; asks people in batches.
 
     Args:
         policy: The rules and mode.
-        storage: The unguarded backend, read for diffs shown to the person.
+        storage: The unguarded backend: resolves paths and serves dry runs.
     """
 
     def __init__(self, policy: Policy, storage: Backend) -> None:
-        """Keep the policy; no approvals yet."""
+        """Keep the policy; no tools or approvals yet."""
         self.policy = policy
         self.storage = storage
-        self._approvals: dict[str, frozenset[str]] = {}
+        self.tools: dict[str, FileTool] = {}
+        self._grants: dict[str, CallGuard] = {}
 
     def guard_for(self, runtime: Any) -> CallGuard:
-        """The guard of the call `runtime` belongs to (with its approved paths)."""
+        """The guard of the call `runtime` belongs to (with its approval)."""
         call_id = getattr(runtime, "tool_call_id", None)
-        return CallGuard(
-            self.policy, self._approvals.get(call_id, frozenset()) if call_id else frozenset()
+        return (
+            self._grants.get(call_id, CallGuard(self.policy)) if call_id else CallGuard(self.policy)
         )
 
-    def grant(self, call_id: str, approved: frozenset[str]) -> None:
-        """Let call `call_id` touch `approved` paths while it runs."""
-        self._approvals[call_id] = approved
+    def grant(self, call_id: str, approval: Mapping[str, Any] | None) -> None:
+        """Let call `call_id` do what `approval` allows while it runs."""
+        if approval is None:
+            return
+        expected = {path: (pin[0], pin[1]) for path, pin in approval["expect"].items()}
+        self._grants[call_id] = CallGuard(self.policy, frozenset(approval["paths"]), expected)
 
     def revoke(self, call_id: str) -> None:
-        """End the approvals of call `call_id`."""
-        self._approvals.pop(call_id, None)
+        """End the approval of call `call_id`."""
+        self._grants.pop(call_id, None)
 
-    def review(self, request: ToolCallRequest) -> Review:
-        """Decide a call; an `ask` pauses the graph until a person answers."""
-        verdict, targets = self._decide(request.tool_call["name"], request.tool_call["args"])
-        if verdict is None or verdict.action == "allow":
-            return Review(request)
-        if verdict.action == "deny":
-            return Review(message=_refusal(request, verdict))
-        diff = calls.run(self._diff(request), self.storage.bind(request.runtime))
-        return self._answer(request, verdict, targets, diff)
+    # ----- deciding ----------------------------------------------------------------------
 
-    async def areview(self, request: ToolCallRequest) -> Review:
-        """Async `review`."""
-        verdict, targets = self._decide(request.tool_call["name"], request.tool_call["args"])
-        if verdict is None or verdict.action == "allow":
-            return Review(request)
-        if verdict.action == "deny":
-            return Review(message=_refusal(request, verdict))
-        diff = await calls.arun(self._diff(request), self.storage.bind(request.runtime))
-        return self._answer(request, verdict, targets, diff)
-
-    def _decide(self, name: str, args: dict[str, Any]) -> tuple[Verdict | None, list[Target]]:
-        targets = tool_targets(name, args)
-        if targets is None:
-            return None, []
-        return self.policy.decide_all(targets), targets
-
-    def _diff(self, request: ToolCallRequest) -> calls.Effect[str | None]:
-        try:
-            diff = yield from preview_diff(request.tool_call["name"], request.tool_call["args"])
-        except (OSError, FsToolsError):
+    def assess(self, call: ToolCall, backend: Backend) -> Assessment | None:
+        """Decide `call` over bound `backend`; None for a call not governed here."""
+        found = self._governed(call)
+        if found is None:
             return None
-        return diff
+        tool, args = found
+        targets = _canonical(tool.targets(args), backend.resolve)
+        return Assessment(tool, args, targets, self._verdict(targets))
 
-    def _answer(
-        self, request: ToolCallRequest, verdict: Verdict, targets: list[Target], diff: str | None
-    ) -> Review:
-        call = request.tool_call
-        value = approval_request(call["name"], call["args"], call["id"] or "", verdict, diff)
-        decision = _decision(interrupt(value))
-        if decision["type"] == "approve":
-            return Review(request, approved_paths(targets))
-        if decision["type"] == "reject":
-            reason = decision.get("message")
-            content = (
-                f"User rejected the tool call for `{call['name']}` with reason: {reason}"
-                if reason
-                else f"User rejected the tool call for `{call['name']}`. It was not run;"
-                " do not retry it unless the user asks."
-            )
-            return Review(
-                message=ToolMessage(
-                    content=content, tool_call_id=call["id"], name=call["name"], status="error"
-                )
-            )
-        if decision["type"] != "edit" or decision["edited_action"]["name"] != call["name"]:
-            raise ValueError(f"unsupported decision for {call['name']}: {decision!r}")
-        args = dict(decision["edited_action"]["args"])
-        edited = request.override(tool_call={**call, "args": args})
-        verdict_after, new_targets = self._decide(call["name"], args)
-        if verdict_after is not None and verdict_after.action == "deny":
-            return Review(message=_refusal(edited, verdict_after))
-        return Review(edited, approved_paths(new_targets))
+    async def aassess(self, call: ToolCall, backend: Backend) -> Assessment | None:
+        """Async `assess`."""
+        found = self._governed(call)
+        if found is None:
+            return None
+        tool, args = found
+        resolved: dict[str, str] = {}
+        for target in tool.targets(args):
+            if target.path is not None:
+                try:
+                    resolved[target.path] = await backend.aresolve(target.path)
+                except (OSError, FsToolsError):
+                    continue
+        targets = _canonical(tool.targets(args), lambda p: resolved.get(p, p))
+        return Assessment(tool, args, targets, self._verdict(targets))
+
+    def approval(
+        self, assessment: Assessment, args: dict[str, Any], preview: Preview | None
+    ) -> Approval:
+        """The approval of a call: its paths and, with a preview, its exact change."""
+        approved = {t.path for t in assessment.targets if t.path is not None}
+        expect: dict[str, list[str | None]] = {}
+        for planned in preview.files if preview is not None else ():
+            approved.add(planned.path)
+            expect[planned.path] = [planned.before, planned.digest]
+        return Approval(args=args, paths=sorted(approved), expect=expect)
+
+    def _governed(self, call: ToolCall) -> tuple[FileTool, Any] | None:
+        tool = self.tools.get(call["name"])
+        if tool is None:
+            return None
+        args = tool.validated(call["args"])
+        return None if args is None else (tool, args)
+
+    def _verdict(self, targets: Sequence[Target]) -> Verdict:
+        verdict = self.policy.decide_all(targets)
+        return verdict if verdict is not None else Verdict("allow", "no target", "", "read")
+
+
+def _canonical(targets: Sequence[Target], resolve: Any) -> list[Target]:
+    """Each target as spelled (normalised) and as the backend resolves it."""
+    found: list[Target] = []
+    for target in targets:
+        found.append(target)
+        if target.path is None:
+            continue
+        try:
+            spelled = paths.normalize(target.path)
+            resolved = resolve(spelled)
+        except (OSError, FsToolsError):
+            continue  # the call fails the same way: it reaches nothing
+        for form in (spelled, resolved):
+            candidate = Target(target.operation, form)
+            if candidate not in found:
+                found.append(candidate)
+    return found
 
 
 def approval_request(
-    name: str, args: dict[str, Any], tool_call_id: str, verdict: Verdict, diff: str | None
-) -> FileApprovalRequest:
-    """The interrupt value asking a person about one call."""
-    summary = f"{name} wants to {_doing(verdict)}; {verdict.reason} asks for approval."
-    description = summary if not diff else f"{summary}\n\n```diff\n{diff.rstrip()}\n```"
-    request = FileApprovalRequest(
-        action_requests=[ActionRequest(name=name, args=args, description=description)],
-        review_configs=[
+    calls: Sequence[tuple[ToolCall, Verdict, Preview | None]],
+) -> HITLRequest:
+    """The one interrupt value asking a person about a turn's calls, in order."""
+    actions: list[ActionRequest] = []
+    configs: list[ReviewConfig] = []
+    for call, verdict, preview in calls:
+        name = call["name"]
+        summary = f"{name} wants to {_doing(verdict)}; {verdict.reason} asks for approval."
+        action = FileActionRequest(
+            name=name,
+            args=call["args"],
+            description=summary,
+            tool_call_id=call["id"] or "",
+            summary=summary,
+        )
+        if preview is not None and preview.error is not None:
+            action["error"] = preview.error
+            action["description"] = f"{summary}\n\nThe call would fail: {preview.error}"
+        elif preview is not None and preview.diff:
+            action["diff"] = preview.diff
+            action["description"] = f"{summary}\n\n```diff\n{preview.diff.rstrip()}\n```"
+        actions.append(cast("ActionRequest", action))
+        configs.append(
             ReviewConfig(action_name=name, allowed_decisions=["approve", "edit", "reject"])
-        ],
-        tool_call_id=tool_call_id,
-        summary=summary,
-    )
-    if diff:
-        request["diff"] = diff
-    return request
+        )
+    return HITLRequest(action_requests=actions, review_configs=configs)
 
 
 def _doing(verdict: Verdict) -> str:
@@ -203,33 +258,43 @@ def _doing(verdict: Verdict) -> str:
     return f"{'change' if verdict.operation == 'write' else 'read'} {verdict.target}"
 
 
-def _decision(answer: Any) -> Decision:
-    """The decision in a resume value: `{"decisions": [d]}` or `d` itself."""
-    if isinstance(answer, dict) and "decisions" in answer:
-        decisions = answer["decisions"]
-        if not isinstance(decisions, list) or len(decisions) != 1:
-            raise ValueError("a file tool approval takes exactly one decision")
-        answer = decisions[0]
-    if not isinstance(answer, dict) or answer.get("type") not in {"approve", "edit", "reject"}:
-        raise ValueError(f"expected an approve, edit or reject decision, got {answer!r}")
-    return cast("Decision", answer)
+def decisions(answer: Any, count: int) -> list[Decision]:
+    """The decisions in a resume value: `{"decisions": [...]}`, one per action request.
+
+    A single request may also be answered by the bare decision.
+
+    Raises:
+        ValueError: not one approve, edit or reject decision per request.
+    """
+    found = answer["decisions"] if isinstance(answer, dict) and "decisions" in answer else [answer]
+    if not isinstance(found, list) or len(found) != count:
+        raise ValueError(
+            f"expected {count} decision(s), one per action request in order; got {answer!r}"
+        )
+    for decision in found:
+        if not isinstance(decision, dict) or decision.get("type") not in {
+            "approve",
+            "edit",
+            "reject",
+        }:
+            raise ValueError(f"expected an approve, edit or reject decision, got {decision!r}")
+    return cast("list[Decision]", found)
 
 
-def approved_paths(targets: Sequence[Target]) -> frozenset[str]:
-    """The canonical paths of `targets` a person approved (invalid or unknown ones skipped)."""
-    approved: set[str] = set()
-    for target in targets:
-        if target.path is None:
-            continue
-        try:
-            approved.add(paths.normalize(target.path))
-        except FsToolsError:
-            continue
-    return frozenset(approved)
+def rejection(call: ToolCall, decision: Decision) -> ToolMessage:
+    """The error a rejected call returns to the model."""
+    reason = decision.get("message")
+    content = (
+        f"User rejected the tool call for `{call['name']}` with reason: {reason}"
+        if reason
+        else f"User rejected the tool call for `{call['name']}`. It was not run;"
+        " do not retry it unless the user asks."
+    )
+    return ToolMessage(content=content, tool_call_id=call["id"], name=call["name"], status="error")
 
 
-def _refusal(request: ToolCallRequest, verdict: Verdict) -> ToolMessage:
-    call = request.tool_call
+def refusal(call: ToolCall, verdict: Verdict) -> ToolMessage:
+    """The error a denied call returns to the model."""
     error = PermissionDenied(call["name"], verdict.operation, verdict.target, verdict.reason)
     return ToolMessage(
         content=render_error(error, tool=call["name"]),
@@ -240,10 +305,15 @@ def _refusal(request: ToolCallRequest, verdict: Verdict) -> ToolMessage:
 
 
 __all__ = [
+    "APPROVALS_KEY",
+    "Approval",
+    "ApprovalState",
+    "Assessment",
     "CallGuard",
-    "FileApprovalRequest",
+    "FileActionRequest",
     "PermissionGate",
-    "Review",
     "approval_request",
-    "approved_paths",
+    "decisions",
+    "refusal",
+    "rejection",
 ]

@@ -2,8 +2,9 @@
 
 A tool result above the token threshold is written to
 `/large_tool_results/<tool_call_id>` and replaced by a notice saying where it is, how to
-read it back in windows or grep it, and a head/tail preview. The file tools bound their
-own output and are never evicted; `execute` and any other tool are. Non-text blocks
+read it back in windows or grep it, and a head/tail preview. A tool whose metadata
+says it bounds its own output (`bounded_output`, as the file tools but `execute`
+declare) is never evicted; `execute` and any other tool are. Non-text blocks
 (images, files) stay in the message. The folder is bounded: beyond `max_files` files or
 `max_bytes` bytes, the oldest results are removed first.
 """
@@ -22,6 +23,7 @@ from langchain_fstools.backends.state import FilesChannel, StateBackend
 from langchain_fstools.core import calls
 from langchain_fstools.core.tokens import TokenCounter, default_counter
 from langchain_fstools.middleware.updates import with_state_update
+from langchain_fstools.tools.targets import BOUNDED_OUTPUT
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
@@ -34,10 +36,6 @@ if TYPE_CHECKING:
 RESULTS_DIR = "/large_tool_results"
 """Where evicted results are written."""
 
-EXCLUDED_TOOLS = frozenset(
-    {"ls", "glob", "grep", "read_file", "edit_file", "write_file", "apply_patch", "notebook_edit"}
-)
-"""Tools that bound their own output and are never evicted."""
 
 NOTICE = """Tool result too large ({tokens:,} tokens, {lines:,} lines): saved to {path}.
 Read it in windows with read_file(file_path="{path}", offset=N, limit=M),
@@ -72,7 +70,8 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         backend: Where results are written. Default: a `StateBackend` (graph state), so
             nothing is written to the user's disk.
         threshold_tokens: Results above this many tokens are evicted. Default: 20,000.
-        excluded_tools: Tool names never evicted. Default: `EXCLUDED_TOOLS`.
+        excluded_tools: Further tool names never evicted (tools that declare
+            `bounded_output` in their metadata never are). Default: none.
         max_files: Most evicted results kept. Default: 50.
         max_bytes: Most bytes of evicted results kept. Default: 64 MiB.
         preview_lines: Lines shown from the head and from the tail. Default: 5.
@@ -95,7 +94,7 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         *,
         backend: Backend | None = None,
         threshold_tokens: int = 20_000,
-        excluded_tools: Iterable[str] = EXCLUDED_TOOLS,
+        excluded_tools: Iterable[str] = (),
         max_files: int = 50,
         max_bytes: int = 64 * 1024 * 1024,
         preview_lines: int = 5,
@@ -121,7 +120,7 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
         """Run the tool, then evict its result if it is too large."""
-        if request.tool_call["name"] in self.excluded_tools:
+        if self._excluded(request):
             return handler(request)
         result = handler(request)
         backend = self.backend.bind(request.runtime)
@@ -133,11 +132,18 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         """Async `wrap_tool_call`."""
-        if request.tool_call["name"] in self.excluded_tools:
+        if self._excluded(request):
             return await handler(request)
         result = await handler(request)
         backend = self.backend.bind(request.runtime)
         return await calls.arun(self._evicted(result, backend), backend)
+
+    def _excluded(self, request: ToolCallRequest) -> bool:
+        """Whether the called tool bounds its own output, or is excluded by name."""
+        metadata = getattr(request.tool, "metadata", None) or {}
+        return (
+            bool(metadata.get(BOUNDED_OUTPUT)) or request.tool_call["name"] in self.excluded_tools
+        )
 
     def _evicted(
         self, result: ToolMessage | Command[Any], backend: Backend
@@ -226,4 +232,4 @@ def _safe_name(tool_call_id: str | None) -> str:
     return name[:100]
 
 
-__all__ = ["EXCLUDED_TOOLS", "NOTICE", "RESULTS_DIR", "EvictionState", "LargeResultEviction"]
+__all__ = ["NOTICE", "RESULTS_DIR", "EvictionState", "LargeResultEviction"]

@@ -6,13 +6,25 @@ from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langgraph.config import get_config
+from langgraph.types import interrupt
 
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import FsToolsError
 from langchain_fstools.formats import syntax
-from langchain_fstools.middleware.approval import PermissionGate, Review
+from langchain_fstools.middleware.approval import (
+    APPROVALS_KEY,
+    Approval,
+    ApprovalState,
+    Assessment,
+    PermissionGate,
+    approval_request,
+    decisions,
+    refusal,
+    rejection,
+)
 from langchain_fstools.middleware.capabilities import adapt_messages
 from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
 from langchain_fstools.middleware.history import (
@@ -23,13 +35,19 @@ from langchain_fstools.middleware.history import (
     restore,
     rewind_update,
 )
-from langchain_fstools.middleware.policy import PROTECTED_PATHS, Mode, Permission, Policy
+from langchain_fstools.middleware.policy import (
+    PROTECTED_PATHS,
+    Mode,
+    Permission,
+    Policy,
+    Verdict,
+)
 from langchain_fstools.middleware.recording import RecordingBackend
 from langchain_fstools.middleware.state import FilesystemState
 from langchain_fstools.middleware.undo_edit import UndoEditTool
 from langchain_fstools.middleware.updates import with_state_update
 from langchain_fstools.middleware.views import GuardedBackend
-from langchain_fstools.patch.targets import patch_paths
+from langchain_fstools.tools._base import FileTool
 from langchain_fstools.tools.describe import describe
 from langchain_fstools.tools.toolkit import FileToolkit
 
@@ -37,8 +55,10 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from langchain.agents.middleware import ModelRequest, ModelResponse
+    from langchain_core.messages import ToolCall
     from langchain_core.runnables import RunnableConfig
     from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.runtime import Runtime
     from langgraph.types import Command
 
     from langchain_fstools.backends.protocol import Backend
@@ -75,7 +95,13 @@ SYSTEM_PROMPT = describe(
 )
 """The section appended to the agent's system prompt, with every tool present."""
 
-PATH_ARGUMENTS = ("file_path", "notebook_path")
+
+_MAX_SHOWN = 1024
+"""Most pending approvals remembered in process (oldest forgotten first)."""
+
+
+class FilesystemMiddlewareState(FilesystemState, ApprovalState):
+    """`FilesystemState` plus the approval gate's private channel."""
 
 
 class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
@@ -141,7 +167,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         ```
     """
 
-    state_schema = FilesystemState
+    state_schema = FilesystemMiddlewareState
 
     def __init__(
         self,
@@ -178,7 +204,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             backend = GuardedBackend(backend, self.gate.guard_for)
         self.toolkit = FileToolkit(backend, tools=tools, **settings)
         self.tools = self.toolkit.get_tools()
-        if history and (tools is None or "undo_edit" in tools):
+        if history and (tools is None or UndoEditTool.model_fields["name"].default in tools):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
         self._mutating = {t.name for t in self.tools if not (t.metadata or {}).get("read_only")}
         if system_prompt == SYSTEM_PROMPT:
@@ -195,6 +221,11 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
                 },
             )
         self.system_prompt = system_prompt
+        self._file_tools = {t.name: t for t in self.tools if isinstance(t, FileTool)}
+        self._shown: dict[tuple[str, str], Approval] = {}
+        """Approvals as shown in a pending interrupt, by (thread id, tool call id)."""
+        if self.gate is not None:
+            self.gate.tools = self._file_tools
 
     # ----- model calls: the system prompt section ---------------------------------------
 
@@ -227,6 +258,138 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         )
         return request.override(system_message=SystemMessage(content=blocks))  # type: ignore[arg-type]
 
+    # ----- after the model: one interrupt for the turn's asks ---------------------------
+
+    def after_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Ask a person about every call of the turn that needs it, in one interrupt.
+
+        Each ask carries the tool's dry run (the exact diff, or the error the call would
+        return); approvals are kept in state for the tool calls, rejections answered.
+        """
+        del runtime
+        turn = self._turn(state)
+        if self.gate is None or turn is None:
+            return None
+        call_runtime = _StateRuntime(state, _config())
+        backend = self.storage.bind(call_runtime)
+        asks = []
+        for call in turn.tool_calls:
+            found = self._needs_person(call, state, backend)
+            if found is not None:
+                preview = found.tool.preview(backend, found.args, call_runtime)
+                asks.append((call, found, preview))
+        return self._decide_turn(state, turn, asks, backend, call_runtime)
+
+    async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Async `after_model`."""
+        del runtime
+        turn = self._turn(state)
+        if self.gate is None or turn is None:
+            return None
+        call_runtime = _StateRuntime(state, _config())
+        backend = self.storage.bind(call_runtime)
+        asks = []
+        for call in turn.tool_calls:
+            found = await self._aneeds_person(call, state, backend)
+            if found is not None:
+                preview = await found.tool.apreview(backend, found.args, call_runtime)
+                asks.append((call, found, preview))
+        return self._decide_turn(state, turn, asks, backend, call_runtime)
+
+    def _turn(self, state: Any) -> AIMessage | None:
+        messages = state.get("messages", []) if isinstance(state, dict) else []
+        last = messages[-1] if messages else None
+        return last if isinstance(last, AIMessage) and last.tool_calls else None
+
+    def _needs_person(self, call: ToolCall, state: Any, backend: Backend) -> Assessment | None:
+        if self.gate is None or self._parallel_refusal(call, state) is not None:
+            return None
+        found = self.gate.assess(call, backend)
+        return found if found is not None and found.verdict.action == "ask" else None
+
+    async def _aneeds_person(
+        self, call: ToolCall, state: Any, backend: Backend
+    ) -> Assessment | None:
+        if self.gate is None or self._parallel_refusal(call, state) is not None:
+            return None
+        found = await self.gate.aassess(call, backend)
+        return found if found is not None and found.verdict.action == "ask" else None
+
+    def _decide_turn(
+        self,
+        state: Any,
+        turn: AIMessage,
+        asks: list[tuple[ToolCall, Assessment, Any]],
+        backend: Backend,
+        call_runtime: Any,
+    ) -> dict[str, Any] | None:
+        """One interrupt for `asks`; the approvals, rejections and edits it returns."""
+        if self.gate is None or not asks:
+            return {APPROVALS_KEY: {}} if state.get(APPROVALS_KEY) else None
+        value = approval_request([(call, found.verdict, preview) for call, found, preview in asks])
+        # LangGraph runs this node again on resume: keep the change the person was shown
+        # (the first run's dry run), so a file changed meanwhile fails as stale.
+        thread = str((call_runtime.config.get("configurable") or {}).get("thread_id", ""))
+        shown = self._remember(self.gate, thread, asks)
+        answers = decisions(interrupt(value), len(asks))
+        for call, _found, _preview in asks:
+            self._shown.pop((thread, call["id"] or ""), None)
+        approvals: dict[str, Approval] = {}
+        replies: list[ToolMessage] = []
+        edited: dict[str, dict[str, Any]] = {}
+        for (call, _found, _preview), seen, decision in zip(asks, shown, answers, strict=True):
+            call_id = call["id"] or ""
+            if decision["type"] == "reject":
+                replies.append(rejection(call, decision))
+                continue
+            if decision["type"] == "approve":
+                approvals[call_id] = seen
+                continue
+            args, outcome = self._edited(call, decision, backend, call_runtime)
+            edited[call_id] = args
+            if isinstance(outcome, ToolMessage):
+                replies.append(outcome)
+            elif outcome is not None:
+                approvals[call_id] = outcome
+        update: dict[str, Any] = {APPROVALS_KEY: approvals}
+        if edited:
+            turn.tool_calls = [
+                {**c, "args": edited[c["id"]]} if c["id"] in edited else c for c in turn.tool_calls
+            ]
+        if edited or replies:
+            update["messages"] = [turn, *replies]
+        return update
+
+    def _remember(
+        self, gate: PermissionGate, thread: str, asks: list[tuple[ToolCall, Assessment, Any]]
+    ) -> list[Approval]:
+        """The approvals of `asks` as first shown (kept until the person answers)."""
+        shown = [
+            self._shown.setdefault(
+                (thread, call["id"] or ""), gate.approval(found, call["args"], preview)
+            )
+            for call, found, preview in asks
+        ]
+        while len(self._shown) > _MAX_SHOWN:
+            del self._shown[next(iter(self._shown))]
+        return shown
+
+    def _edited(
+        self, call: ToolCall, decision: Any, backend: Backend, call_runtime: Any
+    ) -> tuple[dict[str, Any], Approval | ToolMessage | None]:
+        """An edited call's new arguments, and its approval (or its refusal)."""
+        action = decision.get("edited_action") if decision["type"] == "edit" else None
+        if action is None or action.get("name") != call["name"]:
+            raise ValueError(f"unsupported decision for {call['name']}: {decision!r}")
+        args = dict(action["args"])
+        again = None if self.gate is None else self.gate.assess({**call, "args": args}, backend)
+        if self.gate is None or again is None:
+            return args, None
+        if again.verdict.action == "deny":
+            return args, refusal(call, again.verdict)
+        preview = again.tool.preview(backend, again.args, call_runtime)
+        return args, self.gate.approval(again, args, preview)
+
     # ----- tool calls: one change per file per turn -------------------------------------
 
     def wrap_tool_call(
@@ -235,22 +398,23 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
         """Refuse a second change to one file in one turn; check permissions; evict."""
-        refusal = self._parallel_refusal(request)
-        if refusal is not None:
-            return refusal
-        review = Review(request) if self.gate is None else self.gate.review(request)
-        if review.message is not None or review.request is None:
-            return review.message or _no_request(request)
-        call_id = review.request.tool_call["id"] or ""
+        refusal_message = self._parallel_refusal(request.tool_call, request.state)
+        if refusal_message is not None:
+            return refusal_message
+        found = None
         if self.gate is not None:
-            self.gate.grant(call_id, review.approved)
+            found = self.gate.assess(request.tool_call, self.storage.bind(request.runtime))
+        blocked = self._blocked(request, found)
+        if blocked is not None:
+            return blocked
+        call_id = request.tool_call["id"] or ""
         deferred = self.toolkit.context.deferred_updates
         deferred[call_id] = {}
         try:
             if self.eviction is None:
-                result = handler(review.request)
+                result = handler(request)
             else:
-                result = self.eviction.wrap_tool_call(review.request, handler)
+                result = self.eviction.wrap_tool_call(request, handler)
         finally:
             if self.gate is not None:
                 self.gate.revoke(call_id)
@@ -263,27 +427,49 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         """Async `wrap_tool_call`."""
-        refusal = self._parallel_refusal(request)
-        if refusal is not None:
-            return refusal
-        review = Review(request) if self.gate is None else await self.gate.areview(request)
-        if review.message is not None or review.request is None:
-            return review.message or _no_request(request)
-        call_id = review.request.tool_call["id"] or ""
+        refusal_message = self._parallel_refusal(request.tool_call, request.state)
+        if refusal_message is not None:
+            return refusal_message
+        found = None
         if self.gate is not None:
-            self.gate.grant(call_id, review.approved)
+            found = await self.gate.aassess(request.tool_call, self.storage.bind(request.runtime))
+        blocked = self._blocked(request, found)
+        if blocked is not None:
+            return blocked
+        call_id = request.tool_call["id"] or ""
         deferred = self.toolkit.context.deferred_updates
         deferred[call_id] = {}
         try:
             if self.eviction is None:
-                result = await handler(review.request)
+                result = await handler(request)
             else:
-                result = await self.eviction.awrap_tool_call(review.request, handler)
+                result = await self.eviction.awrap_tool_call(request, handler)
         finally:
             if self.gate is not None:
                 self.gate.revoke(call_id)
             update = deferred.pop(call_id, {})
         return with_state_update(result, update) if update else result
+
+    def _blocked(self, request: ToolCallRequest, found: Assessment | None) -> ToolMessage | None:
+        """The refusal of a call the gate does not let run; grants an approved one."""
+        if self.gate is None or found is None or found.verdict.action == "allow":
+            return None
+        call = request.tool_call
+        if found.verdict.action == "deny":
+            return refusal(call, found.verdict)
+        state = request.state if isinstance(request.state, dict) else {}
+        approval = (state.get(APPROVALS_KEY) or {}).get(call["id"])
+        if approval is None or approval["args"] != call["args"]:
+            missing = Verdict(
+                "deny",
+                f"{found.verdict.reason}, which asks for a person's approval that this call"
+                " did not get,",
+                found.verdict.target,
+                found.verdict.operation,
+            )
+            return refusal(call, missing)
+        self.gate.grant(call["id"] or "", approval)
+        return None
 
     # ----- file history: rewind ------------------------------------------------------------
 
@@ -336,18 +522,17 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         update = rewind_update(history_of(state), to, versions)
         return {**bound.state_update(), HISTORY_KEY: update}
 
-    def _parallel_refusal(self, request: ToolCallRequest) -> ToolMessage | None:
-        call = request.tool_call
+    def _parallel_refusal(self, call: ToolCall, state: Any) -> ToolMessage | None:
         if call["name"] not in self._mutating:
             return None
-        targets = _targets(call["args"])
-        turn = _turn_of(request.state, call["id"])
+        targets = self._written(call)
+        turn = _turn_of(state, call["id"])
         if not targets or turn is None:
             return None
         for earlier in turn.tool_calls:
             if earlier["id"] == call["id"]:
                 return None
-            shared = targets & _targets(earlier["args"])
+            shared = targets & self._written(earlier)
             if earlier["name"] in self._mutating and shared:
                 target = min(shared)
                 return ToolMessage(
@@ -362,45 +547,44 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
                 )
         return None
 
+    def _written(self, call: ToolCall) -> frozenset[str]:
+        """The canonical paths a call declares it writes; invalid ones skipped."""
+        tool = self._file_tools.get(call["name"])
+        args = None if tool is None else tool.validated(call["args"])
+        if tool is None or args is None:
+            return frozenset()
+        found: set[str] = set()
+        for target in tool.targets(args):
+            if target.operation != "write" or target.path is None:
+                continue
+            try:
+                found.add(paths.normalize(target.path))
+            except FsToolsError:
+                continue
+        return frozenset(found)
+
 
 class _StateRuntime:
-    """A stand-in tool runtime outside a run: the thread's state, no tool call."""
+    """A stand-in tool runtime outside a tool call: the thread's state, no call id."""
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: Any, config: Any = None) -> None:
         self.state = state
         self.tool_call_id = None
-        self.config: dict[str, Any] = {}
+        self.config: Any = config or {}
 
 
-def _no_request(request: ToolCallRequest) -> ToolMessage:
-    """Unreachable by construction: a review gives a request or a message."""
-    return ToolMessage(
-        content="Error: the call was not run.",
-        tool_call_id=request.tool_call["id"],
-        name=request.tool_call["name"],
-        status="error",
-    )
+def _config() -> Any:
+    """The running graph's config (its thread id keys in-process read records)."""
+    try:
+        return get_config()
+    except RuntimeError:
+        return {}
 
 
 def _with_backend(eviction: LargeResultEviction, backend: Backend) -> LargeResultEviction:
     """Point an eviction middleware at the tools' backend."""
     eviction.backend = backend
     return eviction
-
-
-def _targets(args: dict[str, Any]) -> frozenset[str]:
-    """The canonical paths a mutation changes (those of a patch too); invalid ones skipped."""
-    named = [value for name in PATH_ARGUMENTS if isinstance(value := args.get(name), str)]
-    patch = args.get("patch")
-    if isinstance(patch, str):
-        named.extend(patch_paths(patch))
-    found: set[str] = set()
-    for value in named:
-        try:
-            found.add(paths.normalize(value))
-        except FsToolsError:
-            continue
-    return frozenset(found)
 
 
 def _turn_of(state: Any, call_id: str | None) -> AIMessage | None:
@@ -412,4 +596,9 @@ def _turn_of(state: Any, call_id: str | None) -> AIMessage | None:
     return None
 
 
-__all__ = ["PATH_ARGUMENTS", "SYSTEM_PROMPT", "SYSTEM_PROMPT_TEMPLATE", "FilesystemMiddleware"]
+__all__ = [
+    "SYSTEM_PROMPT",
+    "SYSTEM_PROMPT_TEMPLATE",
+    "FilesystemMiddleware",
+    "FilesystemMiddlewareState",
+]

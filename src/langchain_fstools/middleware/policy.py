@@ -1,8 +1,10 @@
 """Permission rules for file tool calls: allow, deny, or ask a person.
 
-A pure module: rules and a mode in, a decision out. It knows which paths or command a
-tool call touches (`tool_targets`), but nothing of graphs or backends; the middleware
-asks it, and a backend view (`backends.views.GuardedBackend`) enforces what it says.
+A pure module: rules and a mode in, a decision out. What a call touches is declared by
+the tool (`FileTool.targets`); the approval gate adds the canonical form the backend
+resolves each path to (symlinks followed), so a link into a denied folder is denied
+and a link into `.git/` is protected; a backend view (`middleware.views.GuardedBackend`)
+enforces the same decisions at call time, on both forms again.
 
 How `Policy.decide` answers for one target (an operation on a virtual path, or a
 command to execute):
@@ -27,8 +29,8 @@ only by a rule that names it. A command that cannot be known before it runs (a n
 built from `$VAR` or `$(...)`, `eval` of a computed script, `source` of a file) gets
 the strictest action among the rules that could match it and the mode's default.
 
-Several targets (a patch touching many files, a command list) give the strictest of
-their decisions: deny over ask over allow.
+Several targets (a patch touching many files, a command list, a path and its resolved
+form) give the strictest of their decisions: deny over ask over allow.
 
 Example:
     ```python
@@ -50,16 +52,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Final, Literal, get_args
 
 from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_globs
 from langchain_fstools.errors import FsToolsError
-from langchain_fstools.patch.targets import patch_paths
 from langchain_fstools.shell.analysis import Match, SimpleCommand, analyse, command_pattern
+from langchain_fstools.tools.targets import Operation, Target
 
-Operation = Literal["read", "write", "execute"]
-"""What a tool call does: read files, change files, or run a command."""
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
 
 Action = Literal["allow", "deny", "ask"]
 """What happens to a call: it runs, it is refused, or a person decides."""
@@ -196,19 +198,6 @@ class Verdict:
     operation: Operation
 
 
-@dataclass(frozen=True)
-class Target:
-    """One thing a tool call touches: an operation on a path, or a command.
-
-    `path` is the model's spelling (normalised when decided); None with a write means
-    "files the call names but that could not be found out", decided as protected.
-    """
-
-    operation: Operation
-    path: str | None = None
-    command: str | None = None
-
-
 class Policy:
     """Rules plus a mode, answering allow, deny or ask for each target.
 
@@ -339,74 +328,16 @@ def _path_matcher(globs: Sequence[str]) -> Callable[[str], bool]:
     return matches
 
 
-# ----- what each tool call touches -------------------------------------------------------
-
-TargetsFunction = Callable[[Mapping[str, Any]], list[Target]]
-"""Tool arguments → the targets the call touches."""
-
-
-def _path_argument(operation: Operation, name: str, default: str | None = None) -> TargetsFunction:
-    def targets(args: Mapping[str, Any]) -> list[Target]:
-        value = args.get(name, default)
-        return [Target(operation, value if isinstance(value, str) else default or "")]
-
-    return targets
-
-
-def command_targets(args: Mapping[str, Any]) -> list[Target]:
-    """`execute(command, timeout=None)`: the command."""
-    command = args.get("command")
-    return [Target("execute", command=command if isinstance(command, str) else "")]
-
-
-def patch_targets(args: Mapping[str, Any]) -> list[Target]:
-    """`apply_patch(patch)`: a write of every file the patch names (move targets too).
-
-    The files are those the apply_patch tool itself would touch, relative paths taken
-    from a `cd dir && apply_patch ...` directory as the tool does; a patch naming no
-    valid file gives one unknown write, which asks.
-    """
-    patch = args.get("patch")
-    named = patch_paths(patch) if isinstance(patch, str) else []
-    return [Target("write", path) for path in named] or [Target("write", None)]
-
-
-TOOL_TARGETS: Final[Mapping[str, TargetsFunction]] = {
-    "read_file": _path_argument("read", "file_path"),
-    "ls": _path_argument("read", "path", paths.ROOT),
-    "glob": _path_argument("read", "path", paths.ROOT),
-    "grep": _path_argument("read", "path", paths.ROOT),
-    "write_file": _path_argument("write", "file_path"),
-    "edit_file": _path_argument("write", "file_path"),
-    "notebook_edit": _path_argument("write", "notebook_path"),
-    "undo_edit": _path_argument("write", "file_path"),
-    "apply_patch": patch_targets,
-    "execute": command_targets,
-}
-"""Per tool name, what a call touches. Tools not listed are not governed here."""
-
-
-def tool_targets(name: str, args: Mapping[str, Any]) -> list[Target] | None:
-    """What a call of tool `name` with `args` touches; None for a tool not governed."""
-    function = TOOL_TARGETS.get(name)
-    return None if function is None else function(args)
-
-
 __all__ = [
     "AGENT_CONFIGURATION",
     "MODE_DEFAULTS",
     "PROTECTED_PATHS",
     "SHELL_FILES",
-    "TOOL_TARGETS",
     "Action",
     "Mode",
     "Operation",
     "Permission",
     "Policy",
     "Target",
-    "TargetsFunction",
     "Verdict",
-    "command_targets",
-    "patch_targets",
-    "tool_targets",
 ]

@@ -15,6 +15,7 @@ from langchain_fstools.middleware.history import (
     undo_update,
 )
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
@@ -41,6 +42,10 @@ class UndoEditTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[UndoEditArgs] = UndoEditArgs
     read_only: bool = False
+
+    def targets(self, args: UndoEditArgs) -> list[Target]:
+        """A write of `file_path`."""
+        return [Target("write", args.file_path)]
 
     def _effect(self, scope: CallScope, args: UndoEditArgs) -> Effect[ToolOutcome]:
         path = paths.normalize(args.file_path)

@@ -17,11 +17,13 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from langchain_fstools.backends.protocol import Backend, FileInfo
+from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo
 from langchain_fstools.core import paths
+from langchain_fstools.errors import FsToolsError, StaleApproval
+from langchain_fstools.tools.targets import digest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
     from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.search.contract import (
@@ -106,6 +108,10 @@ class BackendView(Backend):
         """Forwarded."""
         return self.inner.walk(path)
 
+    def resolve(self, path: str) -> str:
+        """Forwarded."""
+        return self.inner.resolve(path)
+
     def execute(self, command: str, *, timeout: float, output_limit: int) -> ExecutionResult:
         """Forwarded."""
         return self.inner.execute(command, timeout=timeout, output_limit=output_limit)
@@ -131,6 +137,10 @@ class BackendView(Backend):
     async def amkdir(self, path: str) -> None:
         """Forwarded."""
         await self.inner.amkdir(path)
+
+    async def aresolve(self, path: str) -> str:
+        """Forwarded."""
+        return await self.inner.aresolve(path)
 
     async def alist_dir(self, path: str) -> list[FileInfo]:
         """Forwarded."""
@@ -167,17 +177,32 @@ class PathGuard(Protocol):
     def writable(self, path: str) -> bool:
         """Whether the path may be written, deleted, created or moved."""
 
+    def expectation(self, path: str) -> tuple[str, str | None] | None:
+        """The approved change pinned at `path`, if any.
+
+        Returns the file's version when the person saw it and the SHA-256 of the
+        approved post-image (None: removed); None when nothing is pinned.
+        """
+
 
 class GuardedBackend(BackendView):
     """A backend whose every call passes a `PathGuard` first.
 
-    Precedence, per path (the guard sees canonical virtual paths):
-        1. Not `visible`: absent from `list_dir`, `walk` and search results;
-           `exists` is False; `stat` and every other call raise `PermissionError`.
+    Each path is checked as spelled (normalised) and as the inner backend resolves it
+    (`Backend.resolve`: symlinks followed inside the workspace), at the moment of the
+    call, so a link swapped after a decision cannot lead a call anywhere the guard has
+    not allowed; the stricter answer wins. Precedence, per path:
+        1. Not `visible`: absent from `list_dir`, `walk` and search results (a link
+           whose target is hidden, too); `exists` is False; `stat` and every other
+           call raise `PermissionError`.
         2. Visible but not `readable`: listed, but its bytes are neither read nor
            searched (`read_bytes` raises `PermissionError`; grep skips it).
         3. Not `writable`: `write_bytes`, `delete`, `mkdir` and `move` (either end)
            raise `PermissionError`.
+        4. A change a person approved (`expectation`): `stat` of the file raises
+           `StaleApproval` if it is no longer at the version the person saw, and a
+           write must carry exactly the approved post-image (a removal must be
+           approved as one), so approving applies exactly the previewed change.
 
     Args:
         inner: The backend to guard.
@@ -189,6 +214,7 @@ class GuardedBackend(BackendView):
         super().__init__(inner)
         self.guard_for = guard_for
         self.guard: PathGuard | None = None
+        self._written: set[str] = set()
 
     def bind(self, runtime: Any) -> Backend:
         """Bind the inner backend, guarded by this call's guard."""
@@ -196,25 +222,80 @@ class GuardedBackend(BackendView):
         bound.guard = self.guard_for(runtime)
         return bound
 
-    def _check(self, path: str, allowed: Callable[[PathGuard, str], bool]) -> str:
+    def _spellings(self, path: str) -> tuple[str, str]:
+        """The normalised path and what the inner backend resolves it to."""
         canonical = paths.normalize(path)
+        return canonical, self.inner.resolve(canonical)
+
+    def _check(self, path: str, allowed: Callable[[PathGuard, str], bool]) -> str:
+        canonical, resolved = self._spellings(path)
         guard = self._guard()
-        if not guard.visible(canonical) or not allowed(guard, canonical):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), canonical)
+        for spelling in {canonical, resolved}:
+            if not guard.visible(spelling) or not allowed(guard, spelling):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), canonical)
         return canonical
 
-    def _shown(self, entries: list[FileInfo]) -> list[FileInfo]:
+    def _shown(self, directory: str, entries: Iterable[FileInfo]) -> Iterator[FileInfo]:
+        """The entries whose path, and whose resolved target, are both visible.
+
+        Entries below a linked `directory` are also checked at their place under its
+        target; a linked entry is resolved on its own.
+        """
         guard = self._guard()
-        return [e for e in entries if guard.visible(e.path)]
+        canonical, resolved = self._spellings(directory)
+        for entry in entries:
+            if not guard.visible(entry.path):
+                continue
+            if resolved != canonical and not guard.visible(
+                _rebase(entry.path, canonical, resolved)
+            ):
+                continue
+            if entry.link and not self._target_visible(entry.path, guard):
+                continue
+            yield entry
+
+    def _target_visible(self, path: str, guard: PathGuard) -> bool:
+        try:
+            return guard.visible(self.inner.resolve(path))
+        except (OSError, FsToolsError):
+            return True  # a link leading nowhere or outside: listed as special, never opened
 
     def _guard(self) -> PathGuard:
         return self.guard if self.guard is not None else self.guard_for(None)
 
+    def _pinned(self, path: str) -> tuple[str, str | None] | None:
+        resolved = self.inner.resolve(paths.normalize(path))
+        return None if resolved in self._written else self._guard().expectation(resolved)
+
+    def _checked_stat(self, path: str, info: FileInfo | None) -> FileInfo:
+        pinned = self._pinned(path)
+        if pinned is not None and (ABSENT if info is None else info.version) != pinned[0]:
+            raise StaleApproval(paths.normalize(path))
+        if info is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), paths.normalize(path))
+        return info
+
+    def _check_write(self, path: str, data: bytes | None, expected_version: str | None) -> None:
+        pinned = self._pinned(path)
+        if pinned is not None:
+            before, after = pinned
+            wrong_data = after is None if data is not None else after is not None
+            if wrong_data or (data is not None and digest(data) != after):
+                raise StaleApproval(path)
+            if expected_version is not None and expected_version != before:
+                raise StaleApproval(path)
+        self._written.add(self.inner.resolve(path))
+
     # ----- reads -------------------------------------------------------------------------
 
     def stat(self, path: str) -> FileInfo:
-        """Metadata of a visible path."""
-        return self.inner.stat(self._check(path, _any))
+        """Metadata of a visible path (checked against an approved change's version)."""
+        canonical = self._check(path, _any)
+        try:
+            info: FileInfo | None = self.inner.stat(canonical)
+        except FileNotFoundError:
+            info = None
+        return self._checked_stat(canonical, info)
 
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Bytes of a readable file."""
@@ -222,7 +303,8 @@ class GuardedBackend(BackendView):
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """The visible entries of a visible directory."""
-        return self._shown(self.inner.list_dir(self._check(path, _any)))
+        canonical = self._check(path, _any)
+        return list(self._shown(canonical, self.inner.list_dir(canonical)))
 
     def exists(self, path: str) -> bool:
         """Whether a visible path exists (an invisible one never does)."""
@@ -234,20 +316,27 @@ class GuardedBackend(BackendView):
 
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
         """The visible entries below a visible directory."""
-        guard = self._guard()
-        return (e for e in self.inner.walk(self._check(path, _any)) if guard.visible(e.path))
+        canonical = self._check(path, _any)
+        return self._shown(canonical, self.inner.walk(canonical))
 
     def search_parts(self, directory: str) -> list[SearchPart]:
         """The inner parts, each native search filtered by the guard.
 
         Parts walked by the pure-Python engine need no filter: it walks this view.
         """
+        canonical = self._check(directory, _any)
+        resolved = self.inner.resolve(canonical)
         guard = self._guard()
+
+        def shown(path: str, *, searched: bool) -> bool:
+            spellings = {path, _rebase(path, canonical, resolved)}
+            return all(guard.visible(p) and (guard.readable(p) or not searched) for p in spellings)
+
         return [
             part
             if part.native is None
-            else replace(part, native=_GuardedSearch(part.native, guard))
-            for part in self.inner.search_parts(directory)
+            else replace(part, native=_GuardedSearch(part.native, shown))
+            for part in self.inner.search_parts(canonical)
         ]
 
     # ----- writes ------------------------------------------------------------------------
@@ -255,13 +344,16 @@ class GuardedBackend(BackendView):
     def write_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
     ) -> FileInfo:
-        """Write a writable file."""
+        """Write a writable file (exactly the approved post-image, if one is pinned)."""
         canonical = self._check(path, _writable)
+        self._check_write(canonical, data, expected_version)
         return self.inner.write_bytes(canonical, data, expected_version=expected_version)
 
     def delete(self, path: str) -> None:
-        """Delete a writable path."""
-        self.inner.delete(self._check(path, _writable))
+        """Delete a writable path (an approved removal, if a change is pinned)."""
+        canonical = self._check(path, _writable)
+        self._check_write(canonical, None, None)
+        self.inner.delete(canonical)
 
     def mkdir(self, path: str) -> None:
         """Create a writable directory."""
@@ -275,7 +367,12 @@ class GuardedBackend(BackendView):
 
     async def astat(self, path: str) -> FileInfo:
         """Async `stat`."""
-        return await self.inner.astat(self._check(path, _any))
+        canonical = self._check(path, _any)
+        try:
+            info: FileInfo | None = await self.inner.astat(canonical)
+        except FileNotFoundError:
+            info = None
+        return self._checked_stat(canonical, info)
 
     async def aread_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Async `read_bytes`."""
@@ -283,7 +380,8 @@ class GuardedBackend(BackendView):
 
     async def alist_dir(self, path: str) -> list[FileInfo]:
         """Async `list_dir`."""
-        return self._shown(await self.inner.alist_dir(self._check(path, _any)))
+        canonical = self._check(path, _any)
+        return list(self._shown(canonical, await self.inner.alist_dir(canonical)))
 
     async def aexists(self, path: str) -> bool:
         """Async `exists`."""
@@ -298,11 +396,14 @@ class GuardedBackend(BackendView):
     ) -> FileInfo:
         """Async `write_bytes`."""
         canonical = self._check(path, _writable)
+        self._check_write(canonical, data, expected_version)
         return await self.inner.awrite_bytes(canonical, data, expected_version=expected_version)
 
     async def adelete(self, path: str) -> None:
         """Async `delete`."""
-        await self.inner.adelete(self._check(path, _writable))
+        canonical = self._check(path, _writable)
+        self._check_write(canonical, None, None)
+        await self.inner.adelete(canonical)
 
     async def amkdir(self, path: str) -> None:
         """Async `mkdir`."""
@@ -313,6 +414,14 @@ class GuardedBackend(BackendView):
         return await self.inner.amove(
             self._check(source, _writable), self._check(destination, _writable)
         )
+
+
+def _rebase(path: str, directory: str, resolved: str) -> str:
+    """`path` below `directory`, placed below `resolved` (what the directory leads to)."""
+    if directory == resolved or not paths.is_within(path, directory):
+        return path
+    suffix = path[len(directory) :].lstrip("/")
+    return paths.join(resolved, suffix) if suffix else resolved
 
 
 def _any(_guard: PathGuard, _path: str) -> bool:
@@ -330,9 +439,9 @@ def _writable(guard: PathGuard, path: str) -> bool:
 class _GuardedSearch:
     """A native search whose results leave out what the guard hides."""
 
-    def __init__(self, native: NativeSearch, guard: PathGuard) -> None:
+    def __init__(self, native: NativeSearch, shown: Callable[..., bool]) -> None:
         self.native = native
-        self.guard = guard
+        self.shown = shown
 
     def list_files(
         self,
@@ -346,14 +455,14 @@ class _GuardedSearch:
         # Every file, not the newest only: hidden ones are dropped after the listing.
         del newest, excluded
         listing = self.native.list_files(directory, globs=globs, deadline=deadline)
-        files = [f for f in listing.files if self.guard.visible(f.path)]
+        files = [f for f in listing.files if self.shown(f.path, searched=False)]
         return replace(listing, files=files)
 
     def grep(
         self, request: GrepRequest, *, deadline: float, sink: Callable[[FileHits], None]
     ) -> bool:
         def keep(hits: FileHits) -> None:
-            if self.guard.visible(hits.path) and self.guard.readable(hits.path):
+            if self.shown(hits.path, searched=True):
                 sink(hits)
 
         return self.native.grep(request, deadline=deadline, sink=keep)

@@ -35,8 +35,10 @@ from langchain_fstools.formats import syntax
 from langchain_fstools.formats.image import ImageLimits
 from langchain_fstools.formats.text import LineIndexCache
 from langchain_fstools.shell.policy import CommandPolicy
+from langchain_fstools.tools._dryrun import DryRun
 from langchain_fstools.tools._render import render_error, render_validation_error
 from langchain_fstools.tools.describe import describe, setting_values
+from langchain_fstools.tools.targets import BOUNDED_OUTPUT, Preview
 from langchain_fstools.tools.tracking import READS_KEY, ReadLedger, ReadTracker
 
 if TYPE_CHECKING:
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.tools.targets import Target
 
 
 _NOT_TRACED = frozenset({*FILTERED_ARGS, "runtime"})
@@ -196,6 +199,8 @@ class FileTool(BaseTool):
     read_only: bool = True
     requires_execute: ClassVar[bool] = False
     """Whether the tool needs a backend that can run commands (`supports_execute`)."""
+    bounds_output: ClassVar[bool] = True
+    """Whether the tool bounds its own output (so eviction leaves its results alone)."""
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     handle_tool_error: bool = True
     handle_validation_error: Callable[[ValidationError], str] = render_validation_error  # type: ignore[assignment]
@@ -217,6 +222,7 @@ class FileTool(BaseTool):
             "fstools_backend": backend_kind,
             "read_only": self.read_only,
             "concurrency_safe": self.read_only,
+            BOUNDED_OUTPUT: self.bounds_output,
             **(self.metadata or {}),
         }
         self.tags = [
@@ -291,6 +297,63 @@ class FileTool(BaseTool):
     def _effect(self, scope: CallScope, args: Any) -> Effect[ToolOutcome]:
         """The tool's body: validated arguments and backend calls in, outcome out."""
 
+    # ----- what a call touches and would change (see `tools.targets`) -------------------
+
+    def validated(self, args: dict[str, Any]) -> Any:
+        """The call's arguments validated by the args schema; None when they are invalid.
+
+        An invalid call touches nothing: the tool refuses it with its own error.
+        """
+        schema = self.args_schema
+        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            return None
+        try:
+            return schema.model_validate({k: v for k, v in args.items() if k != "runtime"})
+        except ValidationError:
+            return None
+
+    @abstractmethod
+    def targets(self, args: Any) -> list[Target]:
+        """What a call with validated `args` touches: operations on paths, or a command."""
+
+    def previews(self, args: Any) -> bool:
+        """Whether a call with validated `args` can be dry-run. Default: if it writes."""
+        del args
+        return not self.read_only
+
+    def preview(self, backend: Backend, args: Any, runtime: Any = None) -> Preview | None:
+        """Dry-run the call over bound `backend`: its exact change, or its error.
+
+        Args:
+            backend: The bound backend the call will run on (without permission views).
+            args: Validated arguments (see `validated`).
+            runtime: The call's runtime (read records, graph state).
+
+        Returns:
+            The preview, or None for a call that cannot be dry-run (a command).
+        """
+        if not self.previews(args):
+            return None
+        dry = DryRun(backend)
+        scope = CallScope(dry, self.context.tracker.ledger(runtime), self.context, runtime)
+        try:
+            calls.run(self._effect(scope, args), dry)
+        except Exception as exc:  # noqa: BLE001 - the error the call would return
+            return _failed(exc, self.name)
+        return dry.preview()
+
+    async def apreview(self, backend: Backend, args: Any, runtime: Any = None) -> Preview | None:
+        """Async `preview`."""
+        if not self.previews(args):
+            return None
+        dry = DryRun(backend)
+        scope = CallScope(dry, self.context.tracker.ledger(runtime), self.context, runtime)
+        try:
+            await calls.arun(self._effect(scope, args), dry)
+        except Exception as exc:  # noqa: BLE001 - the error the call would return
+            return _failed(exc, self.name)
+        return dry.preview()
+
     def _parse_input(
         self, tool_input: str | dict[str, Any], tool_call_id: str | None
     ) -> str | dict[str, Any]:
@@ -358,6 +421,10 @@ class FileTool(BaseTool):
             name=self.name,
         )
         return Command(update={**update, "messages": [message]}), outcome.artifact
+
+
+def _failed(exc: Exception, tool: str) -> Preview:
+    return Preview(error=render_error(exc, tool=tool))
 
 
 __all__ = ["CallScope", "FileTool", "ToolArgs", "ToolContext", "ToolOutcome", "ToolSettings"]

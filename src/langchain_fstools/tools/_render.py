@@ -201,6 +201,11 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 f"Error: {tool_name} was refused: {reason} does not allow it on {target}."
                 " Do not retry it; work on other paths or ask the user."
             )
+        case errors.StaleApproval(path=path):
+            return (
+                f"Error: {path} changed after the change was approved, so nothing was"
+                " applied. Read it again and make the change anew."
+            )
         case errors.ChangedOutsideAgent(path=path):
             return (
                 f"Error: {path} was changed outside your file tools since your last change,"

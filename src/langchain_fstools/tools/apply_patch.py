@@ -13,9 +13,10 @@ from langchain_fstools.formats.text import count_lines
 from langchain_fstools.patch.apply import commit, plan
 from langchain_fstools.patch.apply import summary as patch_summary
 from langchain_fstools.patch.parser import parse_patch
-from langchain_fstools.patch.targets import patch_text
+from langchain_fstools.patch.targets import patch_paths, patch_text
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._mutation import changed, enforce_syntax, syntax_report
+from langchain_fstools.tools.targets import Target
 from langchain_fstools.tools.tracking import after_write
 
 if TYPE_CHECKING:
@@ -71,9 +72,22 @@ class ApplyPatchTool(FileTool):
     args_schema: type[ApplyPatchArgs] = ApplyPatchArgs
     read_only: bool = False
 
+    def targets(self, args: ApplyPatchArgs) -> list[Target]:
+        """A write of every file the patch names (move targets too).
+
+        Relative paths start from a `cd dir && apply_patch ...` directory as the call
+        does; a patch naming no valid file gives one unknown write, which asks.
+        """
+        return write_targets(args.patch)
+
     def _effect(self, scope: CallScope, args: ApplyPatchArgs) -> Effect[ToolOutcome]:
         text, workdir = patch_text(args.patch)
         return (yield from run_patch(scope, text, workdir))
+
+
+def write_targets(patch: str) -> list[Target]:
+    """The writes of a patch: one per file it names, or one unknown write."""
+    return [Target("write", path) for path in patch_paths(patch)] or [Target("write", None)]
 
 
 def run_patch(scope: CallScope, text: str, workdir: str = paths.ROOT) -> Effect[ToolOutcome]:
@@ -145,4 +159,5 @@ __all__ = [
     "ApplyPatchArgs",
     "ApplyPatchTool",
     "run_patch",
+    "write_targets",
 ]

@@ -14,6 +14,7 @@ from langchain_fstools.formats.matching import plan_replacement
 from langchain_fstools.formats.text import lines_phrase
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._mutation import changed, load_text, require_read, write_text
+from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo
@@ -55,6 +56,10 @@ class EditFileTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[EditFileArgs] = EditFileArgs
     read_only: bool = False
+
+    def targets(self, args: EditFileArgs) -> list[Target]:
+        """A write of `file_path`."""
+        return [Target("write", args.file_path)]
 
     def _effect(self, scope: CallScope, args: EditFileArgs) -> Effect[ToolOutcome]:
         path = paths.normalize(args.file_path)

@@ -11,7 +11,8 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import CommandTimedOut, InvalidArgument, UnsupportedInvocation
 from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools.apply_patch import run_patch
+from langchain_fstools.tools.apply_patch import run_patch, write_targets
+from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
@@ -60,6 +61,22 @@ class ExecuteTool(FileTool):
     args_schema: type[ExecuteArgs] = ExecuteArgs
     read_only: bool = False
     requires_execute: ClassVar[bool] = True
+
+    bounds_output: ClassVar[bool] = False
+
+    def targets(self, args: ExecuteArgs) -> list[Target]:
+        """The command; for an `apply_patch` invocation, the patch's files instead.
+
+        Such a command is applied in-process by the apply_patch planner, not run by a
+        shell, so it touches exactly the files the patch names.
+        """
+        if isinstance(parse_invocation(args.command), PatchInvocation):
+            return write_targets(args.command)
+        return [Target("execute", command=args.command)]
+
+    def previews(self, args: ExecuteArgs) -> bool:
+        """Only an `apply_patch` invocation can be dry-run (a command never is)."""
+        return isinstance(parse_invocation(args.command), PatchInvocation)
 
     def _effect(self, scope: CallScope, args: ExecuteArgs) -> Effect[ToolOutcome]:
         match parse_invocation(args.command):

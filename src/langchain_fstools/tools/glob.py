@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_globs
 from langchain_fstools.tools import _search
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
@@ -47,6 +49,10 @@ class GlobTool(FileTool):
     name: str = "glob"
     description: str = DESCRIPTION
     args_schema: type[GlobArgs] = GlobArgs
+
+    def targets(self, args: GlobArgs) -> list[Target]:
+        """A read of `path`."""
+        return [Target("read", args.path or paths.ROOT)]
 
     def _effect(self, scope: CallScope, args: GlobArgs) -> Effect[ToolOutcome]:
         compile_globs([args.pattern])  # a malformed pattern fails here, on every engine

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from langchain_fstools import errors
+from langchain_fstools.core import paths
 from langchain_fstools.search.contract import FileHits, GrepRequest, InvalidPattern
 from langchain_fstools.search.filetypes import FILE_TYPES, globs_for
 from langchain_fstools.tools import _search
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo
@@ -94,6 +96,10 @@ class GrepTool(FileTool):
     name: str = "grep"
     description: str = DESCRIPTION
     args_schema: type[GrepArgs] = GrepArgs
+
+    def targets(self, args: GrepArgs) -> list[Target]:
+        """A read of `path`."""
+        return [Target("read", args.path or paths.ROOT)]
 
     def _effect(self, scope: CallScope, args: GrepArgs) -> Effect[ToolOutcome]:
         if not args.pattern:

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from langchain_fstools.core import calls, paths
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
@@ -34,6 +35,10 @@ class LsTool(FileTool):
     name: str = "ls"
     description: str = DESCRIPTION
     args_schema: type[LsArgs] = LsArgs
+
+    def targets(self, args: LsArgs) -> list[Target]:
+        """A read of `path`."""
+        return [Target("read", args.path)]
 
     def _effect(self, scope: CallScope, args: LsArgs) -> Effect[ToolOutcome]:
         directory = paths.normalize(args.path)

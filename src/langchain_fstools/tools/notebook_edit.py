@@ -19,6 +19,7 @@ from langchain_fstools.tools._mutation import (
     syntax_report,
     write_text,
 )
+from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
@@ -63,6 +64,10 @@ class NotebookEditTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[NotebookEditArgs] = NotebookEditArgs
     read_only: bool = False
+
+    def targets(self, args: NotebookEditArgs) -> list[Target]:
+        """A write of `notebook_path`."""
+        return [Target("write", args.notebook_path)]
 
     def _effect(self, scope: CallScope, args: NotebookEditArgs) -> Effect[ToolOutcome]:
         path = paths.normalize(args.notebook_path)

@@ -14,6 +14,7 @@ from langchain_fstools.formats.kinds import ContentKind
 from langchain_fstools.formats.text import Reader, Window, read_window
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._media import read_image, read_notebook, read_pdf
+from langchain_fstools.tools.targets import Target
 from langchain_fstools.tools.tracking import after_read, shows_the_same
 
 if TYPE_CHECKING:
@@ -79,6 +80,10 @@ class ReadFileTool(FileTool):
     name: str = "read_file"
     description: str = DESCRIPTION
     args_schema: type[ReadFileArgs] = ReadFileArgs
+
+    def targets(self, args: ReadFileArgs) -> list[Target]:
+        """A read of `file_path`."""
+        return [Target("read", args.file_path)]
 
     def _effect(self, scope: CallScope, args: ReadFileArgs) -> Effect[ToolOutcome]:
         path = paths.normalize(args.file_path)

@@ -28,15 +28,18 @@ if TYPE_CHECKING:
     from langchain_fstools.tools._base import FileTool
 
 TOOL_CLASSES: dict[str, Callable[..., FileTool]] = {
-    "ls": LsTool,
-    "read_file": ReadFileTool,
-    "write_file": WriteFileTool,
-    "edit_file": EditFileTool,
-    "apply_patch": ApplyPatchTool,
-    "glob": GlobTool,
-    "grep": GrepTool,
-    "notebook_edit": NotebookEditTool,
-    "execute": ExecuteTool,
+    cls.model_fields["name"].default: cls
+    for cls in (
+        LsTool,
+        ReadFileTool,
+        WriteFileTool,
+        EditFileTool,
+        ApplyPatchTool,
+        GlobTool,
+        GrepTool,
+        NotebookEditTool,
+        ExecuteTool,
+    )
 }
 """Every tool of the toolkit, by model-facing name."""
 

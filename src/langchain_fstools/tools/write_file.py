@@ -12,6 +12,7 @@ from langchain_fstools.formats import encoding
 from langchain_fstools.formats.text import lines_phrase
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._mutation import changed, load_text, require_read, write_text
+from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
@@ -49,6 +50,10 @@ class WriteFileTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[WriteFileArgs] = WriteFileArgs
     read_only: bool = False
+
+    def targets(self, args: WriteFileArgs) -> list[Target]:
+        """A write of `file_path`."""
+        return [Target("write", args.file_path)]
 
     def _effect(self, scope: CallScope, args: WriteFileArgs) -> Effect[ToolOutcome]:
         path = paths.normalize(args.file_path)

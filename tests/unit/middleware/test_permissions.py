@@ -5,55 +5,82 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain.agents.middleware.human_in_the_loop import HITLRequest
+from langchain.agents.middleware.human_in_the_loop import ActionRequest, HITLRequest
 
 from langchain_fstools.middleware.approval import (
     CallGuard,
-    FileApprovalRequest,
-    _decision,
+    FileActionRequest,
     approval_request,
+    decisions,
 )
 from langchain_fstools.middleware.policy import Permission, Policy, Verdict
+from langchain_fstools.tools.targets import Preview
 
 
-def test_the_request_is_a_hitl_request_with_summary_and_diff() -> None:
-    verdict = Verdict("ask", "the default mode", "/a.py", "write")
-    value = approval_request("write_file", {"file_path": "/a.py"}, "c1", verdict, "+x\n")
-    assert set(HITLRequest.__annotations__) <= set(value)
-    assert set(value) == set(FileApprovalRequest.__annotations__)
+def _call(name: str, args: dict[str, Any], call_id: str) -> Any:
+    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+
+def test_the_request_is_one_hitl_request_with_one_action_per_call() -> None:
+    write = Verdict("ask", "the default mode", "/a.py", "write")
+    run = Verdict("ask", "the default mode", "make", "execute")
+    value = approval_request(
+        [
+            (_call("write_file", {"file_path": "/a.py"}, "c1"), write, Preview(diff="+x\n")),
+            (_call("execute", {"command": "make"}, "c2"), run, None),
+        ]
+    )
+    assert set(value) == set(HITLRequest.__annotations__)
     assert value["review_configs"] == [
-        {"action_name": "write_file", "allowed_decisions": ["approve", "edit", "reject"]}
+        {"action_name": "write_file", "allowed_decisions": ["approve", "edit", "reject"]},
+        {"action_name": "execute", "allowed_decisions": ["approve", "edit", "reject"]},
     ]
-    (action,) = value["action_requests"]
-    assert action["name"] == "write_file"
-    assert action["description"] == (
+    first, second = value["action_requests"]
+    assert set(ActionRequest.__annotations__) <= set(first)
+    assert set(first) == set(FileActionRequest.__annotations__) - {"error"}
+    assert first["description"] == (
         "write_file wants to change /a.py; the default mode asks for approval.\n\n```diff\n+x\n```"
     )
+    assert second["summary"] == "execute wants to run `make`; the default mode asks for approval."
+    assert "diff" not in second
 
 
-def test_execute_is_summarised_by_its_command() -> None:
-    verdict = Verdict("ask", "the default mode", "make", "execute")
-    value = approval_request("execute", {"command": "make"}, "c1", verdict, None)
-    assert value["summary"] == "execute wants to run `make`; the default mode asks for approval."
-    assert "diff" not in value
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [{"type": "approve"}, {"decisions": [{"type": "reject", "message": "no"}]}],
-)
-def test_resume_values_in_both_shapes(answer: dict[str, Any]) -> None:
-    expected = answer["decisions"][0] if "decisions" in answer else answer
-    assert _decision(answer) == expected
+def test_a_call_that_would_fail_shows_its_error_not_a_diff() -> None:
+    verdict = Verdict("ask", "the default mode", "/a.py", "write")
+    value = approval_request(
+        [(_call("edit_file", {}, "c1"), verdict, Preview(error="Error: found 2 times."))]
+    )
+    (action,) = value["action_requests"]
+    assert action.get("error") == "Error: found 2 times."
+    assert "diff" not in action
 
 
 @pytest.mark.parametrize(
-    "answer",
-    ["yes", {"type": "respond", "message": "x"}, {"decisions": []}, {"decisions": [{}, {}]}],
+    ("answer", "count"),
+    [
+        ({"type": "approve"}, 1),
+        ({"decisions": [{"type": "reject", "message": "no"}]}, 1),
+        ({"decisions": [{"type": "approve"}, {"type": "reject"}]}, 2),
+    ],
 )
-def test_bad_resume_values_are_refused(answer: Any) -> None:
+def test_resume_values_in_both_shapes(answer: dict[str, Any], count: int) -> None:
+    expected = answer.get("decisions", [answer])
+    assert decisions(answer, count) == expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "count"),
+    [
+        ("yes", 1),
+        ({"type": "respond", "message": "x"}, 1),
+        ({"decisions": []}, 1),
+        ({"decisions": [{"type": "approve"}]}, 2),
+        ({"type": "approve"}, 2),
+    ],
+)
+def test_bad_resume_values_are_refused(answer: Any, count: int) -> None:
     with pytest.raises(ValueError, match="decision"):
-        _decision(answer)
+        decisions(answer, count)
 
 
 def test_the_guard_lets_approved_paths_through_but_never_denied_ones() -> None:

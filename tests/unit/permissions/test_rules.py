@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import pytest
 
+from langchain_fstools import LocalBackend
 from langchain_fstools.middleware.policy import (
     MODE_DEFAULTS,
     Permission,
     Policy,
     Target,
-    tool_targets,
 )
+from langchain_fstools.tools._base import FileTool
+from langchain_fstools.tools.toolkit import FileToolkit
 
 MODES = ["default", "accept_edits", "plan", "bypass"]
 EXPECTED = {
@@ -168,6 +170,17 @@ def test_unknown_mode_fails_up_front() -> None:
         Policy(mode="yolo")  # type: ignore[arg-type]
 
 
+TOOLS = {tool.name: tool for tool in FileToolkit(LocalBackend(".", execute=True)).get_tools()}
+
+
+def tool_targets(name: str, args: dict[str, object]) -> list[Target] | None:
+    """What the tool `name` declares a call with `args` touches (None: invalid args)."""
+    tool = TOOLS[name]
+    assert isinstance(tool, FileTool)
+    validated = tool.validated(args)
+    return None if validated is None else tool.targets(validated)
+
+
 @pytest.mark.parametrize(
     ("name", "args", "expected"),
     [
@@ -176,9 +189,24 @@ def test_unknown_mode_fails_up_front() -> None:
         ("grep", {"pattern": "x", "path": "/src"}, [Target("read", "/src")]),
         ("glob", {"pattern": "*"}, [Target("read", "/")]),
         ("write_file", {"file_path": "/a", "content": ""}, [Target("write", "/a")]),
-        ("edit_file", {"file_path": "/a"}, [Target("write", "/a")]),
-        ("notebook_edit", {"notebook_path": "/n.ipynb"}, [Target("write", "/n.ipynb")]),
+        (
+            "edit_file",
+            {"file_path": "/a", "old_string": "a", "new_string": "b"},
+            [Target("write", "/a")],
+        ),
+        (
+            "notebook_edit",
+            {"notebook_path": "/n.ipynb", "new_source": "x"},
+            [Target("write", "/n.ipynb")],
+        ),
         ("execute", {"command": "make"}, [Target("execute", command="make")]),
+        (
+            "execute",
+            {
+                "command": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a.py\n+x\n*** End Patch\nEOF"
+            },
+            [Target("write", "/a.py")],
+        ),
         (
             "apply_patch",
             {
@@ -201,10 +229,12 @@ def test_unknown_mode_fails_up_front() -> None:
             },
             [Target("write", "/.git/config")],
         ),
-        ("some_other_tool", {"file_path": "/a"}, None),
+        ("edit_file", {"file_path": "/a"}, None),
     ],
 )
-def test_tool_targets(name: str, args: dict[str, object], expected: list[Target] | None) -> None:
+def test_each_tool_declares_its_targets(
+    name: str, args: dict[str, object], expected: list[Target] | None
+) -> None:
     assert tool_targets(name, args) == expected
 
 

@@ -133,3 +133,26 @@ def test_notebooks_go_through_notebook_edit(h: Harness, run: Run) -> None:
         message.content
         == "Error: /nb.ipynb is a Jupyter notebook; use notebook_edit to change its cells."
     )
+
+
+def test_read_before_write_as_the_readme_states_it(h: Harness, run: Run) -> None:
+    """Issue 14: context lines are verified; unread files may be updated or deleted;
+    a file read earlier and changed since is refused, for a deletion too."""
+    h.seed("/unread.txt", b"u\n")
+    h.seed("/gone.txt", b"never read\n")
+    h.seed("/read.txt", b"r\n")
+    assert run("read_file", file_path="/read.txt").status == "success"
+    wrong_context = run("apply_patch", patch=patch("*** Update File: /unread.txt", "-x", "+y"))
+    assert wrong_context.status == "error"
+    message = run(
+        "apply_patch",
+        patch=patch("*** Update File: /unread.txt", "-u", "+U", "*** Delete File: /gone.txt"),
+    )
+    assert message.status == "success", message.content
+    assert h.content("/unread.txt") == b"U\n"
+    assert run("read_file", file_path="/gone.txt").status == "error"
+    h.change_behind_the_agents_back("/read.txt", b"changed\n")
+    refused = run("apply_patch", patch=patch("*** Delete File: /read.txt"))
+    assert refused.status == "error"
+    assert "modified since it was last read" in str(refused.content)
+    assert h.content("/read.txt") == b"changed\n"

@@ -18,9 +18,9 @@ from langchain_fstools import (
     StateBackend,
 )
 from langchain_fstools.errors import CommandRefused, ExecutionUnsupported
-from langchain_fstools.middleware.eviction import EXCLUDED_TOOLS
 from langchain_fstools.shell.policy import CommandPolicy
 from langchain_fstools.tools import ExecuteTool
+from langchain_fstools.tools.targets import BOUNDED_OUTPUT
 from tests.unit.tools.harness import Harness
 
 
@@ -261,8 +261,10 @@ def test_the_description_steers_away_from_shell_file_commands(root: Path) -> Non
         assert phrase in tool.description
 
 
-def test_execute_results_are_not_excluded_from_eviction() -> None:
-    assert "execute" not in EXCLUDED_TOOLS
+def test_execute_results_are_not_excluded_from_eviction(root: Path) -> None:
+    tools = FileToolkit(LocalBackend(root, execute=True)).get_tools()
+    bounded = {tool.name for tool in tools if (tool.metadata or {}).get(BOUNDED_OUTPUT)}
+    assert bounded == {tool.name for tool in tools} - {"execute"}
 
 
 def test_timeout_via_asyncio_also_kills(root: Path) -> None:

@@ -119,6 +119,7 @@ def test_metadata_tells_reads_from_mutations() -> None:
             "fstools_backend": "state",
             "read_only": True,
             "concurrency_safe": True,
+            "bounded_output": True,
         }
     for name in ("write_file", "edit_file", "apply_patch"):
         assert tools[name].metadata is not None
