@@ -63,7 +63,7 @@ class Call:
     deadline: float | None = None
 
 
-class DeadlinePassed(Exception):  # noqa: N818 - a signal, like StopIteration
+class DeadlinePassed(Exception):
     """A call bounded by a deadline had not returned when the deadline passed."""
 
 

@@ -382,7 +382,6 @@ def _turn_of(state: Any, call_id: str | None) -> AIMessage | None:
     return None
 
 
-
 def _routes(backend: Backend, directory: str) -> bool:
     """Whether `backend` is a composite with a mount of its own for `directory`."""
     return isinstance(backend, CompositeBackend) and paths.normalize(directory) in backend.routes

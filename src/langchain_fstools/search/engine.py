@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.core.results import FileInfo
 
 
 @dataclass
@@ -106,16 +107,25 @@ def _text_or_none(path: str) -> Effect[str | None]:
     return data.decode("utf-8", "replace")
 
 
-def _walk(directory: str, rules: IgnoreRules, walk: _Walk) -> Effect[bool]:
-    if time.monotonic() > walk.deadline:
-        return False
+def _entries(directory: str, walk: _Walk) -> Effect[list[FileInfo]]:
+    """The entries of `directory`; none, counted as skipped, if it cannot be listed.
+
+    Raises:
+        OSError: the top directory itself cannot be listed.
+    """
     try:
-        entries = yield from calls.list_dir(directory)
+        return (yield from calls.list_dir(directory))
     except OSError:
         if directory == walk.top:
             raise
         walk.skipped += 1  # refused, or gone since its parent was listed
-        return True
+        return []
+
+
+def _walk(directory: str, rules: IgnoreRules, walk: _Walk) -> Effect[bool]:
+    if time.monotonic() > walk.deadline:
+        return False
+    entries = yield from _entries(directory, walk)
     base = directory.lstrip("/")
     rules = yield from _with_ignore_files(rules, base, {e.name for e in entries if e.is_file})
     for entry in entries:
@@ -217,8 +227,10 @@ class _Matcher:
         return hits
 
     def _matching_lines(self, text: str, lines: list[str]) -> dict[int, int]:
-        """1-based numbers of the lines holding (part of) a match → column of the first
-        match starting there (0 if none starts there)."""
+        """The lines holding (part of) a match: 1-based number → match column.
+
+        The column is that of the first match starting on the line (0 if none does).
+        """
         if not self.request.multiline:
             search = self.regex.search
             found = ((number, search(_strip_cr(line))) for number, line in enumerate(lines, 1))
@@ -244,8 +256,10 @@ def _lines(text: str) -> list[str]:
 
 
 def _lines_with_matches(regex: Regex, text: str) -> dict[int, int]:
-    """1-based numbers of the lines where `regex` matches (matches never spanning lines)
-    → the column of the first match in each."""
+    """The lines where `regex` matches: 1-based number → column of the first match.
+
+    Matches never span lines here.
+    """
     numbers: dict[int, int] = {}
     line, counted_to = 1, 0
     for start, _end in regex.spans(text):
@@ -278,8 +292,7 @@ def _with_context(
     for number in matched:
         wanted.update(range(max(1, number - before), min(len(lines), number + after) + 1))
     return [
-        LineHit(n, _strip_cr(lines[n - 1]), n in matched, matched.get(n, 0))
-        for n in sorted(wanted)
+        LineHit(n, _strip_cr(lines[n - 1]), n in matched, matched.get(n, 0)) for n in sorted(wanted)
     ]
 
 
