@@ -108,7 +108,11 @@ def _translate(pattern: str) -> str:
     return "".join(out)
 
 
-def _reason(pattern: str, exc: Exception) -> str:
+def unsupported(pattern: str) -> str | None:
+    """Why `pattern` cannot work on either engine (look-around, backreferences), or None.
+
+    The same words whichever engine refused the pattern.
+    """
     if _LOOK_AROUND.search(pattern):
         return (
             "look-ahead and look-behind are not supported; match the surrounding text"
@@ -119,10 +123,17 @@ def _reason(pattern: str, exc: Exception) -> str:
             "backreferences are not supported; spell out the repeated text, or search"
             " for each variant"
         )
+    return None
+
+
+def _reason(pattern: str, exc: Exception) -> str:
+    known = unsupported(pattern)
+    if known is not None:
+        return known
     detail = exc.args[0] if exc.args else type(exc).__name__
     if isinstance(detail, bytes):
         detail = detail.decode("utf-8", "replace")
     return str(detail).split(": ", 1)[0]  # RE2 then quotes the pattern
 
 
-__all__ = ["Regex"]
+__all__ = ["Regex", "unsupported"]

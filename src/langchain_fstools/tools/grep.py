@@ -16,7 +16,7 @@ from langchain_fstools.search.contract import (
     SearchOutcome,
 )
 from langchain_fstools.search.filetypes import COMMON, globs_for
-from langchain_fstools.search.regex import Regex
+from langchain_fstools.search.regex import unsupported
 from langchain_fstools.tools import _search
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 
@@ -166,11 +166,13 @@ def _grep(
 ) -> Effect[SearchOutcome]:
     try:
         return (yield from _search.grep(scope, request, deadline, sink))
-    except InvalidPattern as exc:
+    except InvalidPattern:
+        reason = unsupported(request.pattern)
         raise errors.InvalidArgument(
             "regex",
             f"{_shown(request.pattern)} does not compile as a regular expression"
-            f" ({exc.reason}); fix it, or search for it literally with regex=false",
+            + (f": {reason}," if reason else "; fix its syntax,")
+            + " or search for it literally with regex=false",
         ) from None
 
 
@@ -189,16 +191,7 @@ def _skipped(count: int) -> str:
 
 def _not_a_regex(pattern: str) -> str:
     """Why a literal miss that looks like a regex was not retried as one, and what to do."""
-    try:
-        Regex(pattern, regex=True, ignore_case=False, multiline=False)
-    except InvalidPattern as exc:
-        reason = exc.reason
-    else:  # pragma: no cover - only reached when the engines disagree
-        reason = "ripgrep refused it"
-    note = (
-        f"No literal match for {_shown(pattern)}, and it is not a valid regular expression"
-        f" either ({reason})."
-    )
+    note = f"No literal match for {_shown(pattern)}, and it is not a valid regular expression."
     if "|" in pattern:
         alternatives = "|".join(_REGEX_SPECIAL.sub(r"\\\g<0>", part) for part in pattern.split("|"))
         note += (
