@@ -70,7 +70,8 @@ class DeadlinePassed(Exception):
 def run(effect: Effect[T], backend: object) -> T:
     """Drive `effect` to completion with the sync methods of `backend` (a `Backend`).
 
-    A call with a deadline runs on a worker thread the driver waits for until then.
+    A call with a deadline runs on a worker thread the driver waits for until then,
+    unless the backend says its calls never block (`calls_may_block = False`).
     """
     worker: _Worker | None = None
     try:
@@ -78,7 +79,7 @@ def run(effect: Effect[T], backend: object) -> T:
         while True:
             try:
                 method = getattr(backend, call.method)
-                if call.deadline is None:
+                if call.deadline is None or not getattr(backend, "calls_may_block", True):
                     result = method(*call.args, **call.kwargs)
                 else:
                     if worker is None or not worker.idle:
