@@ -76,6 +76,17 @@ class StoreUnavailable(FsToolsError):
 
 
 @dataclass(eq=False)
+class SearchFailed(FsToolsError):
+    """The search engine could not run or stopped with an error.
+
+    `reason` says why in the engine's words, with host paths already replaced by
+    virtual ones (or left out).
+    """
+
+    reason: str
+
+
+@dataclass(eq=False)
 class InvalidArgument(FsToolsError):
     """An argument is out of range or contradicts another."""
 
@@ -344,6 +355,7 @@ __all__ = [
     "SSHAuthenticationFailed",
     "SSHConnectionFailed",
     "SSHHostKeyRejected",
+    "SearchFailed",
     "SpecialFile",
     "StaleApproval",
     "StoreUnavailable",

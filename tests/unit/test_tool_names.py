@@ -2,7 +2,8 @@
 a tool by its name (no comparison, membership test, `match` case or table keyed by one).
 
 `execute` is also the name of an operation (`policy.Operation`) and of a backend method
-(`core.calls`): there it may appear, but never compared with a tool call's name.
+(`core.calls`), and `glob` of grep's argument (and of the word in ripgrep's glob errors):
+there they may appear, but never compared with a tool call's name.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from langchain_fstools.tools.toolkit import TOOL_CLASSES
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "langchain_fstools"
 TOOL_NAMES = frozenset({*TOOL_CLASSES, UndoEditTool.model_fields["name"].default})
-ALSO_AN_OPERATION = frozenset({"execute"})
+ALSO_ANOTHER_WORD = frozenset({"execute", "glob"})
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -52,17 +53,17 @@ def branches_on_tool_names(source: str) -> list[tuple[int, str]]:
                 found += [
                     (node.lineno, name)
                     for name in _names(operand)
-                    if name not in ALSO_AN_OPERATION or named
+                    if name not in ALSO_ANOTHER_WORD or named
                 ]
         elif isinstance(node, ast.Dict):
             found += [
                 (node.lineno, name)
                 for key in node.keys
                 if key is not None
-                for name in _names(key) - ALSO_AN_OPERATION
+                for name in _names(key) - ALSO_ANOTHER_WORD
             ]
         elif isinstance(node, ast.MatchValue):
-            found += [(node.lineno, name) for name in _names(node.value) - ALSO_AN_OPERATION]
+            found += [(node.lineno, name) for name in _names(node.value) - ALSO_ANOTHER_WORD]
     return sorted(found)
 
 

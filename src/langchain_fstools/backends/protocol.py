@@ -63,6 +63,12 @@ class Backend(ABC):
 
     A class attribute for most backends; a composite sets it per instance."""
 
+    calls_may_block: ClassVar[bool] = True
+    """Whether a core call can wait on something outside this process (a disk, a
+    database, a network). Calls bounded by a deadline run on a worker thread so they
+    can be abandoned; a backend whose calls never wait (graph state in memory) sets
+    this to False and is called directly. Default: True."""
+
     def native_search(self) -> NativeSearch | None:
         """A fast search giving the pure-Python engine's answers, if the backend has one.
 

@@ -149,6 +149,7 @@ class StateBackend(Backend):
     """
 
     kind = "state"
+    calls_may_block = False
 
     def bind(self, runtime: Any) -> Backend:
         """Return a view over `runtime.state["files"]` that records this call's writes.
@@ -222,6 +223,7 @@ class _StateView(Backend):
     """
 
     kind = "state"
+    calls_may_block = False
 
     def __init__(self, files: Mapping[str, FileRecord]) -> None:
         self._base = files

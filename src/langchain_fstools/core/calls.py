@@ -15,8 +15,13 @@ twins. An exception raised by the backend is thrown back into the generator at t
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import queue
+import threading
+import time
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
@@ -46,20 +51,42 @@ Effect = Generator["Call", Any, T]
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One backend method invocation: `backend.<method>(*args, **kwargs)`."""
+    """One backend method invocation: `backend.<method>(*args, **kwargs)`.
+
+    With a `deadline` (a `time.monotonic()` value), a call still running then is
+    abandoned and `DeadlinePassed` raised in its place (see `before`).
+    """
 
     method: Method
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
+    deadline: float | None = None
+
+
+class DeadlinePassed(Exception):
+    """A call bounded by a deadline had not returned when the deadline passed."""
 
 
 def run(effect: Effect[T], backend: object) -> T:
-    """Drive `effect` to completion with the sync methods of `backend` (a `Backend`)."""
+    """Drive `effect` to completion with the sync methods of `backend` (a `Backend`).
+
+    A call with a deadline runs on a worker thread the driver waits for until then,
+    unless the backend says its calls never block (`calls_may_block = False`).
+    """
+    worker: _Worker | None = None
     try:
         call = next(effect)
         while True:
             try:
-                result = getattr(backend, call.method)(*call.args, **call.kwargs)
+                method = getattr(backend, call.method)
+                if call.deadline is None or not getattr(backend, "calls_may_block", True):
+                    result = method(*call.args, **call.kwargs)
+                else:
+                    if worker is None or not worker.idle:
+                        if worker is not None:
+                            worker.close()
+                        worker = _Worker()
+                    result = worker.call(method, call)
             except Exception as exc:  # noqa: BLE001 - handed back to the effect
                 call = effect.throw(exc)
             else:
@@ -67,6 +94,9 @@ def run(effect: Effect[T], backend: object) -> T:
     except StopIteration as stop:
         value: T = stop.value
         return value
+    finally:
+        if worker is not None:
+            worker.close()
 
 
 async def arun(effect: Effect[T], backend: object) -> T:
@@ -75,7 +105,11 @@ async def arun(effect: Effect[T], backend: object) -> T:
         call = next(effect)
         while True:
             try:
-                result = await getattr(backend, "a" + call.method)(*call.args, **call.kwargs)
+                pending = getattr(backend, "a" + call.method)(*call.args, **call.kwargs)
+                if call.deadline is None:
+                    result = await pending
+                else:
+                    result = await _awaited_before(pending, call.deadline)
             except Exception as exc:  # noqa: BLE001 - handed back to the effect
                 call = effect.throw(exc)
             else:
@@ -83,6 +117,73 @@ async def arun(effect: Effect[T], backend: object) -> T:
     except StopIteration as stop:
         value: T = stop.value
         return value
+
+
+def before(deadline: float, effect: Effect[T]) -> Effect[T]:
+    """`effect` with every call it makes bounded by `deadline`.
+
+    A call still running at `deadline` is abandoned (its thread or task left to finish
+    alone) and `DeadlinePassed` is raised into `effect` instead.
+    """
+    try:
+        call = next(effect)
+        while True:
+            try:
+                result = yield replace(call, deadline=deadline)
+            except Exception as exc:  # noqa: BLE001 - handed back to the effect
+                call = effect.throw(exc)
+            else:
+                call = effect.send(result)
+    except StopIteration as stop:
+        value: T = stop.value
+        return value
+
+
+async def _awaited_before(pending: Any, deadline: float) -> Any:
+    try:
+        return await asyncio.wait_for(pending, max(0.0, deadline - time.monotonic()))
+    except TimeoutError:
+        raise DeadlinePassed from None
+
+
+class _Worker:
+    """One daemon thread running bounded calls, so a blocked call can be abandoned."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self.idle = True
+        threading.Thread(target=self._serve, daemon=True, name="fstools-call").start()
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job()
+
+    def call(self, method: Callable[..., Any], call: Call) -> Any:
+        """Run `method(*call.args, **call.kwargs)` here, waiting until `call.deadline`."""
+        outcome: list[tuple[bool, Any]] = []
+        done = threading.Event()
+        context = contextvars.copy_context()
+
+        def job() -> None:
+            try:
+                outcome.append((True, context.run(method, *call.args, **call.kwargs)))
+            except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
+                outcome.append((False, exc))
+            finally:
+                done.set()
+
+        self._jobs.put(job)
+        if not done.wait(max(0.0, (call.deadline or 0.0) - time.monotonic())):
+            self.idle = False  # still busy with the abandoned call
+            raise DeadlinePassed
+        succeeded, value = outcome[0]
+        if succeeded:
+            return value
+        raise value
+
+    def close(self) -> None:
+        """Let the thread end once its current call (if any) returns."""
+        self._jobs.put(None)
 
 
 def stat(path: str) -> Effect[FileInfo]:
@@ -147,8 +248,10 @@ def blocking(function: Callable[[], T]) -> Effect[T]:
 
 __all__ = [
     "Call",
+    "DeadlinePassed",
     "Effect",
     "arun",
+    "before",
     "blocking",
     "delete",
     "execute",

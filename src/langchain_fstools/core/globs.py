@@ -43,6 +43,48 @@ def compile_glob_groups(groups: Iterable[Iterable[str]]) -> Callable[[str], bool
     return lambda path: all(predicate(path) for predicate in predicates)
 
 
+def expand_braces(pattern: str, limit: int) -> list[str] | None:
+    """`pattern` with its `{a,b}` alternatives spelled out (nested and empty ones too).
+
+    `{a,{b,c}}.py` gives `a.py`, `b.py`, `c.py`; `{a,}x` gives `ax`, `x`. Classes
+    (`[{]`) and escapes (`\\{`) are kept as they are. Returns None when there would be
+    more than `limit` patterns.
+
+    Raises:
+        InvalidArgument: an unclosed `{`.
+    """
+    start = _first_brace(pattern)
+    if start < 0:
+        return [pattern]
+    end, options = _braces(pattern, start, pattern)
+    expanded: list[str] = []
+    for option in options:
+        rest = expand_braces(pattern[:start] + option + pattern[end + 1 :], limit)
+        if rest is None or len(expanded) + len(rest) > limit:
+            return None
+        expanded += rest
+    return expanded
+
+
+def _first_brace(pattern: str) -> int:
+    """Index of the first `{` that opens alternatives (not escaped, not in a class)."""
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^", "]") else i + 1)
+            if end > 0:
+                i = end + 1
+                continue
+        if char == "{":
+            return i
+        i += 1
+    return -1
+
+
 def _source(pattern: str) -> str:
     """The regex source matching what `pattern` names (module docstring rules)."""
     if not pattern.strip():
@@ -114,4 +156,4 @@ def _braces(pattern: str, start: int, original: str) -> tuple[int, list[str]]:
     raise InvalidArgument("glob", f"unclosed '{{' in {original!r}")
 
 
-__all__ = ["compile_glob_groups", "compile_globs"]
+__all__ = ["compile_glob_groups", "compile_globs", "expand_braces"]

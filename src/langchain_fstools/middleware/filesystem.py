@@ -116,8 +116,9 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
 
     Large results of other tools (shell, MCP, ...) are evicted to
     `/large_tool_results/` (see `LargeResultEviction`). Unless the backend already keeps
-    files in graph state, that folder is mounted from graph state
-    (`CompositeBackend`), so nothing is written to the user's disk.
+    files in graph state, or is a `CompositeBackend` with its own route for that folder
+    (which is honoured), that folder is mounted from graph state (`CompositeBackend`),
+    so nothing is written to the user's disk.
 
     Permissions are opt-in: with `mode=None` and no `permissions` (the default) every
     call runs, as before. Given a mode or rules, each file tool call (and `execute`,
@@ -185,7 +186,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     ) -> None:
         """Build the tools; raises ValueError for an unknown tool, setting, mode or rule."""
         super().__init__()
-        if eviction and backend.kind != "state":
+        if eviction and backend.kind != "state" and not _routes(backend, RESULTS_DIR):
             backend = CompositeBackend(backend, {RESULTS_DIR + "/": StateBackend()})
         self.storage = backend
         self.eviction = (
@@ -594,6 +595,11 @@ def _turn_of(state: Any, call_id: str | None) -> AIMessage | None:
         if isinstance(message, AIMessage) and any(c["id"] == call_id for c in message.tool_calls):
             return message
     return None
+
+
+def _routes(backend: Backend, directory: str) -> bool:
+    """Whether `backend` is a composite with a mount of its own for `directory`."""
+    return isinstance(backend, CompositeBackend) and paths.normalize(directory) in backend.routes
 
 
 __all__ = [

@@ -12,8 +12,10 @@ Semantics both engines share:
        `.git/info/exclude` of the workspace (root down to the file) exclude; hidden
        files are included; symlinked directories are not entered.
     2. A line ends at `\\n`; line numbers start at 1 and agree with read_file.
-    3. Binary files (a NUL byte near the start) are not searched, nor are files the
-       backend refuses to read (`PermissionError`).
+    3. Binary files (a NUL byte near the start) are not searched, nor are files and
+       directories the backend cannot read (refused, or gone since they were listed):
+       the search goes on without them, and the pure-Python engine counts them.
+    4. Glob groups mean what `core.globs` says, on every engine.
 """
 
 from __future__ import annotations
@@ -61,11 +63,20 @@ class GrepRequest:
 
 @dataclass(frozen=True, slots=True)
 class LineHit:
-    """One output line of a file: a match, or context around one."""
+    """One output line of a file: a match, or context around one.
+
+    Attributes:
+        number: 1-based line number.
+        text: The line, without its line break.
+        is_match: Whether a match touches the line (else it is context).
+        column: Character offset in `text` of the first match starting on this line
+            (0 when none starts here), so a long line can be shown around it.
+    """
 
     number: int
     text: str
     is_match: bool
+    column: int = 0
 
 
 @dataclass(slots=True)
@@ -96,16 +107,31 @@ class Listing:
         complete: Whether the listing finished before its deadline.
         total: How many files were found, when `files` holds only the newest of them
             (None when `files` holds every file found).
+        skipped: Directories and files left out because they could not be read.
     """
 
     files: list[ListedFile]
     complete: bool
     total: int | None = None
+    skipped: int = 0
 
     @property
     def count(self) -> int:
         """How many files were found."""
         return len(self.files) if self.total is None else self.total
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    """How a content search ended.
+
+    Attributes:
+        complete: Whether it finished before its deadline.
+        skipped: Directories and files left out because they could not be read.
+    """
+
+    complete: bool
+    skipped: int = 0
 
 
 class InvalidPattern(ValueError):
@@ -181,5 +207,6 @@ __all__ = [
     "ListedFile",
     "Listing",
     "NativeSearch",
+    "SearchOutcome",
     "SearchPart",
 ]

@@ -1,14 +1,19 @@
 """The pure-Python search engine: walks any backend through its core calls.
 
-It gives exactly what a backend's `NativeSearch` gives (see `backends.search`), and
+It gives exactly what a backend's `NativeSearch` gives (see `search.contract`), and
 serves every backend without one. Work streams file by file: a listing holds only the
 files kept, a search holds one file's text at a time.
+
+Nothing here outlives the deadline: every backend call is bounded by it
+(`calls.before`), and regexes run on RE2, in linear time (`search.regex`). A directory
+or file that cannot be read (refused, or gone since it was listed) is skipped and
+counted, and the search goes on.
 """
 
 from __future__ import annotations
 
-import re
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from langchain_fstools.core import calls
@@ -18,17 +23,30 @@ from langchain_fstools.search.contract import (
     VCS_DIRECTORIES,
     FileHits,
     GrepRequest,
-    InvalidPattern,
     LineHit,
     ListedFile,
     Listing,
+    SearchOutcome,
 )
 from langchain_fstools.search.ignore import EXCLUDE_FILE, IGNORE_FILES, IgnoreRules
+from langchain_fstools.search.regex import Regex
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.core.results import FileInfo
+
+
+@dataclass
+class _Walk:
+    """What one walk collects, and until when it may run."""
+
+    top: str
+    keep: Callable[[str], bool]
+    deadline: float
+    found: list[ListedFile]
+    skipped: int = 0
 
 
 def list_files(
@@ -37,13 +55,25 @@ def list_files(
     """The searchable files below `directory` that match the glob groups.
 
     Ignore files from the workspace root down to `directory` apply, as do those met
-    on the way down. Stops at `deadline` (monotonic) with what it found.
+    on the way down. Stops at `deadline` (monotonic) with what it found; every
+    backend call is bounded by it.
+
+    Raises:
+        OSError: `directory` itself cannot be listed.
     """
-    rules = yield from _rules_above(directory)
-    found: list[ListedFile] = []
-    keep = compile_glob_groups(globs)
-    complete = yield from _walk(directory, directory, rules, keep, deadline, found)
-    return Listing(found, complete)
+    return (yield from calls.before(deadline, _list_files(directory, globs, deadline)))
+
+
+def _list_files(
+    directory: str, globs: tuple[tuple[str, ...], ...], deadline: float
+) -> Effect[Listing]:
+    walk = _Walk(directory, compile_glob_groups(globs), deadline, [])
+    try:
+        rules = yield from _rules_above(directory)
+        complete = yield from _walk(directory, rules, walk)
+    except calls.DeadlinePassed:
+        complete = False
+    return Listing(walk.found, complete, skipped=walk.skipped)
 
 
 def _rules_above(directory: str) -> Effect[IgnoreRules]:
@@ -77,17 +107,25 @@ def _text_or_none(path: str) -> Effect[str | None]:
     return data.decode("utf-8", "replace")
 
 
-def _walk(  # noqa: PLR0917 - one recursion's state
-    directory: str,
-    top: str,
-    rules: IgnoreRules,
-    keep: Callable[[str], bool],
-    deadline: float,
-    found: list[ListedFile],
-) -> Effect[bool]:
-    if time.monotonic() > deadline:
+def _entries(directory: str, walk: _Walk) -> Effect[list[FileInfo]]:
+    """The entries of `directory`; none, counted as skipped, if it cannot be listed.
+
+    Raises:
+        OSError: the top directory itself cannot be listed.
+    """
+    try:
+        return (yield from calls.list_dir(directory))
+    except OSError:
+        if directory == walk.top:
+            raise
+        walk.skipped += 1  # refused, or gone since its parent was listed
+        return []
+
+
+def _walk(directory: str, rules: IgnoreRules, walk: _Walk) -> Effect[bool]:
+    if time.monotonic() > walk.deadline:
         return False
-    entries = yield from calls.list_dir(directory)
+    entries = yield from _entries(directory, walk)
     base = directory.lstrip("/")
     rules = yield from _with_ignore_files(rules, base, {e.name for e in entries if e.is_file})
     for entry in entries:
@@ -97,57 +135,62 @@ def _walk(  # noqa: PLR0917 - one recursion's state
         if entry.is_dir:
             if entry.name in VCS_DIRECTORIES or rules.ignored(relative, is_dir=True):
                 continue
-            if not (yield from _walk(entry.path, top, rules, keep, deadline, found)):
+            if not (yield from _walk(entry.path, rules, walk)):
                 return False
         elif entry.is_file and not rules.ignored(relative, is_dir=False):
-            below_top = entry.path[len(top) :].lstrip("/")
-            if keep(below_top):
-                found.append(ListedFile(entry.path, entry.mtime))
+            below_top = entry.path[len(walk.top) :].lstrip("/")
+            if walk.keep(below_top):
+                walk.found.append(ListedFile(entry.path, entry.mtime))
     return True
 
 
 def grep(
     request: GrepRequest, *, deadline: float, sink: Callable[[FileHits], None]
-) -> Effect[bool]:
+) -> Effect[SearchOutcome]:
     """Search like ripgrep would; hand each file with a match to `sink`.
 
-    Returns whether it finished before `deadline`.
+    Every backend call is bounded by `deadline`; a search cut short by it keeps what
+    it found and says so (`SearchOutcome.complete`).
 
     Raises:
         InvalidPattern: the regex does not compile.
     """
     matcher = _Matcher(request)
-    info = yield from calls.stat(request.directory)
+    try:
+        info = yield from calls.before(deadline, calls.stat(request.directory))
+    except calls.DeadlinePassed:
+        return SearchOutcome(complete=False)
     if info.is_file:
-        candidates, complete = [ListedFile(info.path, info.mtime)], True
+        listing = Listing([ListedFile(info.path, info.mtime)], complete=True)
     else:
         listing = yield from list_files(request.directory, globs=request.globs, deadline=deadline)
-        candidates, complete = listing.files, listing.complete
-    for candidate in candidates:
+    skipped = listing.skipped
+    for candidate in listing.files:
         if time.monotonic() > deadline:
-            return False
+            return SearchOutcome(complete=False, skipped=skipped)
         try:
-            data = yield from calls.read_bytes(candidate.path)
-        except PermissionError:
-            continue  # a file the backend may not read is not searched, as with ripgrep
+            data = yield from calls.before(deadline, calls.read_bytes(candidate.path))
+        except calls.DeadlinePassed:
+            return SearchOutcome(complete=False, skipped=skipped)
+        except OSError:
+            skipped += 1  # refused, or gone since it was listed: go on without it
+            continue
         hits = matcher.search(candidate, data)
         if hits is not None:
             sink(hits)
-    return complete
+    return SearchOutcome(listing.complete, skipped)
 
 
 class _Matcher:
     """One compiled request, applied file by file."""
 
     def __init__(self, request: GrepRequest) -> None:
-        flags = re.MULTILINE | (re.IGNORECASE if request.ignore_case else 0)
-        if request.multiline:
-            flags |= re.DOTALL
-        source = request.pattern if request.regex else re.escape(request.pattern)
-        try:
-            self.regex = re.compile(source, flags)
-        except re.error as exc:
-            raise InvalidPattern(str(exc)) from None
+        self.regex = Regex(
+            request.pattern,
+            regex=request.regex,
+            ignore_case=request.ignore_case,
+            multiline=request.multiline,
+        )
         self.request = request
         literal = None if request.regex or request.ignore_case else request.pattern
         self.literal = literal.encode("utf-8") if literal else None
@@ -167,7 +210,7 @@ class _Matcher:
         if self.literal is not None and codec.name == "utf-8" and self.literal not in data:
             return None
         text = codec.decode(data, errors="replace")
-        if not self.regex.search(text):
+        if self.regex.search(text) is None:
             return None
         content = self.request.mode == "content"
         lines = _lines(text) if content or not self.within_lines else []
@@ -183,20 +226,26 @@ class _Matcher:
             hits.lines = _with_context(lines, matched, self.request.before, self.request.after)
         return hits
 
-    def _matching_lines(self, text: str, lines: list[str]) -> list[int]:
-        """1-based numbers of the lines holding (part of) a match."""
+    def _matching_lines(self, text: str, lines: list[str]) -> dict[int, int]:
+        """The lines holding (part of) a match: 1-based number → match column.
+
+        The column is that of the first match starting on the line (0 if none does).
+        """
         if not self.request.multiline:
             search = self.regex.search
-            return [number for number, line in enumerate(lines, 1) if search(_strip_cr(line))]
+            found = ((number, search(_strip_cr(line))) for number, line in enumerate(lines, 1))
+            return {number: span[0] for number, span in found if span is not None}
         starts = [0]
         for line in lines:
             starts.append(starts[-1] + len(line) + 1)
-        numbers: set[int] = set()
-        for match in self.regex.finditer(text):
-            first = _line_of(starts, match.start())
-            last = _line_of(starts, max(match.end() - 1, match.start()))
-            numbers.update(range(first, min(last, len(lines)) + 1))
-        return sorted(numbers)
+        numbers: dict[int, int] = {}
+        for start, end in self.regex.spans(text):
+            first = _line_of(starts, start)
+            last = _line_of(starts, max(end - 1, start))
+            numbers.setdefault(first, start - starts[first - 1])
+            for number in range(first + 1, min(last, len(lines)) + 1):
+                numbers.setdefault(number, 0)
+        return dict(sorted(numbers.items()))
 
 
 def _lines(text: str) -> list[str]:
@@ -206,15 +255,18 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-def _lines_with_matches(regex: re.Pattern[str], text: str) -> list[int]:
-    """1-based numbers of the lines where `regex` matches, matches never spanning lines."""
-    numbers: list[int] = []
+def _lines_with_matches(regex: Regex, text: str) -> dict[int, int]:
+    """The lines where `regex` matches: 1-based number → column of the first match.
+
+    Matches never span lines here.
+    """
+    numbers: dict[int, int] = {}
     line, counted_to = 1, 0
-    for match in regex.finditer(text):
-        line += text.count("\n", counted_to, match.start())
-        counted_to = match.start()
-        if not numbers or numbers[-1] != line:
-            numbers.append(line)
+    for start, _end in regex.spans(text):
+        line += text.count("\n", counted_to, start)
+        counted_to = start
+        if line not in numbers:
+            numbers[line] = start - (text.rfind("\n", 0, start) + 1)
     return numbers
 
 
@@ -233,12 +285,15 @@ def _strip_cr(line: str) -> str:
     return line.removesuffix("\r")
 
 
-def _with_context(lines: list[str], matched: list[int], before: int, after: int) -> list[LineHit]:
+def _with_context(
+    lines: list[str], matched: dict[int, int], before: int, after: int
+) -> list[LineHit]:
     wanted: set[int] = set()
     for number in matched:
         wanted.update(range(max(1, number - before), min(len(lines), number + after) + 1))
-    matches = set(matched)
-    return [LineHit(n, _strip_cr(lines[n - 1]), n in matches) for n in sorted(wanted)]
+    return [
+        LineHit(n, _strip_cr(lines[n - 1]), n in matched, matched.get(n, 0)) for n in sorted(wanted)
+    ]
 
 
 __all__ = ["grep", "list_files"]

@@ -11,10 +11,13 @@ searching from the workspace root, no ignore files of the directories above it.
 from __future__ import annotations
 
 import base64
+import contextlib
+import errno
 import heapq
 import json
 import os
 import shutil
+import stat as stat_module
 import subprocess
 import sys
 import threading
@@ -25,7 +28,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self
 
 from langchain_fstools.core import paths
-from langchain_fstools.core.globs import compile_glob_groups
+from langchain_fstools.core.globs import compile_glob_groups, expand_braces
+from langchain_fstools.errors import InvalidArgument, SearchFailed, SpecialFile
 from langchain_fstools.search.contract import (
     VCS_DIRECTORIES,
     FileHits,
@@ -51,6 +55,16 @@ COMMON_OPTIONS = (
 
 
 _TYPE = "fstoolsfilter"
+
+PREFILTER_GLOBS = 64
+"""Most brace-free globs one glob group may expand to and still pre-filter in rg."""
+
+PREFILTER_CHARACTERS = 4096
+"""Longest glob handed to rg as a pre-filter (longer ones are only matched here)."""
+
+ARGUMENT_BYTES = 100_000
+"""Longest pattern passed as an argument; a longer one goes through standard input
+(Linux refuses a single argument above 128 KiB)."""
 
 
 def find_ripgrep() -> str | None:
@@ -102,14 +116,16 @@ class RipgrepSearch:
             *_excluding(excluded, prefix),
         ]
         timed: list[tuple[str, float]] = []
-        directory_fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            with _Run(command, cwd, deadline) as run:
-                # Stat each batch of paths as rg streams it, while rg walks on.
-                for names in _name_batches(run.stdout):
-                    timed += _mtimes([n for n in names if keep(n)], directory_fd)
-        finally:
-            os.close(directory_fd)
+        with _virtual_errors(directory):
+            directory_fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                with _Run(command, cwd, deadline) as run:
+                    # Stat each batch of paths as rg streams it, while rg walks on.
+                    for names in _name_batches(run.stdout):
+                        timed += _mtimes([n for n in names if keep(n)], directory_fd)
+            finally:
+                os.close(directory_fd)
+        run.raise_for_error(directory, cwd, delivered=bool(timed))
         total = None
         if newest is not None and len(timed) > newest > 0:
             total = len(timed)
@@ -123,13 +139,22 @@ class RipgrepSearch:
     ) -> bool:
         """Run rg for `request`, handing each file's hits to `sink`."""
         target = self.host_dir(request.directory)
-        single_file = target.is_file()
+        with _virtual_errors(request.directory):
+            mode = target.stat().st_mode
+        if not (stat_module.S_ISREG(mode) or stat_module.S_ISDIR(mode)):
+            raise SpecialFile(request.directory, _special_kind(mode))
+        single_file = stat_module.S_ISREG(mode)
         cwd = target.parent if single_file else target
+        options = query_options(request)
+        stdin = None
+        if len(request.pattern.encode("utf-8", "surrogatepass")) > ARGUMENT_BYTES:
+            options[-2:] = ["--file=-"]
+            stdin = request.pattern.encode("utf-8", "surrogatepass") + b"\n"
         command = [
             self.executable,
             *COMMON_OPTIONS,
             *parent_ignores(request.directory),
-            *query_options(request),
+            *options,
         ]
         if single_file:
             command += ["--", target.name]
@@ -143,13 +168,12 @@ class RipgrepSearch:
         def mtime_of(relative: str) -> float | None:
             return _mtime(cwd / relative)
 
-        with _Run(command, cwd, deadline) as run:
+        with _Run(command, cwd, deadline, stdin) as run:
             if request.mode == "content":
                 delivered = parse_content(run.stdout, base, mtime_of, filtered)
             else:
                 delivered = parse_summaries(run.stdout, request, base, mtime_of, filtered)
-        if run.returncode == 2 and not delivered and run.stderr_text.strip():  # noqa: PLR2004
-            raise InvalidPattern(first_error_line(run.stderr_text))
+        run.raise_for_error(request.directory, cwd, delivered=bool(delivered), grep=True)
         return not run.timed_out
 
 
@@ -200,10 +224,20 @@ def type_filter(globs: tuple[tuple[str, ...], ...]) -> list[str]:
     """Let rg pre-filter by the first glob group when it only names files.
 
     A file type, unlike a positive `--glob`, keeps ignore rules in force. Every group
-    is applied again to rg's output (`compile_glob_groups`), so this only saves work.
+    is applied again to rg's output (`compile_glob_groups`), so this only saves work,
+    and a glob rg reads otherwise than `core.globs` is never handed to it: braces are
+    spelled out here (rg refuses nested ones and drops empty alternatives), and a
+    group that would expand too far, or holds a very long glob, is not pre-filtered.
     """
-    first = tuple(glob.removeprefix("**/") for glob in (globs[0] if globs else ()))
-    if not first or any("/" in glob for glob in first):
+    first: list[str] = []
+    for glob in globs[0] if globs else ():
+        expanded = (
+            expand_braces(glob, PREFILTER_GLOBS) if len(glob) <= PREFILTER_CHARACTERS else None
+        )
+        if expanded is None or len(first) + len(expanded) > PREFILTER_GLOBS:
+            return []
+        first += (g.removeprefix("**/") for g in expanded)
+    if not first or any("/" in glob or "," in glob or not glob for glob in first):
         return []
     return [*(a for glob in first for a in ("--type-add", f"{_TYPE}:{glob}")), "--type", _TYPE]
 
@@ -268,12 +302,21 @@ def parse_content(
             relative = _text(data["path"])
             current = FileHits(paths.join(base, relative), mtime_of(relative) or 0.0)
         elif kind in ("match", "context") and current is not None:
-            lines = _text(data["lines"]).split("\n")
+            block = _text(data["lines"])
+            lines = block.split("\n")
             if lines[-1] == "":
                 lines.pop()
+            columns = _columns(block, data.get("submatches", ()))
             for offset, line in enumerate(lines):
                 text = line.removesuffix("\r")
-                current.lines.append(LineHit(data["line_number"] + offset, text, kind == "match"))
+                current.lines.append(
+                    LineHit(
+                        data["line_number"] + offset,
+                        text,
+                        kind == "match",
+                        columns.get(offset, 0),
+                    )
+                )
             if kind == "match":
                 current.count += len(lines)
         elif kind == "end" and current is not None:
@@ -282,6 +325,20 @@ def parse_content(
                 delivered += 1
             current = None
     return delivered
+
+
+def _columns(block: str, submatches: Any) -> dict[int, int]:
+    """Line index within `block` → character column of the first submatch starting there.
+
+    rg gives byte offsets into the block's UTF-8 bytes.
+    """
+    data = block.encode("utf-8", "surrogatepass")
+    columns: dict[int, int] = {}
+    for submatch in submatches:
+        before = data[: submatch["start"]].decode("utf-8", "replace")
+        line = before.count("\n")
+        columns.setdefault(line, len(before) - (before.rfind("\n") + 1))
+    return columns
 
 
 def _text(field: dict[str, str]) -> str:
@@ -342,26 +399,75 @@ def split_records(stream: IO[bytes], separator: bytes) -> Iterator[bytes]:
         yield pending.rstrip(b"\n")
 
 
+ERROR_CHARACTERS = 300
+"""Longest reason quoted from ripgrep's standard error."""
+
+
 def first_error_line(stderr: str) -> str:
     """The reason ripgrep gives for refusing a pattern, from its standard error (no paths)."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     detail = next((line for line in lines if line.startswith("error:")), lines[-1] if lines else "")
-    return detail.removeprefix("error:").strip() or "ripgrep rejected the pattern"
+    reason = detail.removeprefix("rg:").strip().removeprefix("error:").strip()
+    if len(reason) > ERROR_CHARACTERS:
+        reason = reason[:ERROR_CHARACTERS] + "…"
+    return reason or "ripgrep rejected the pattern"
+
+
+@contextlib.contextmanager
+def _virtual_errors(virtual: str) -> Iterator[None]:
+    """Re-raise an `OSError` naming `virtual` instead of any host path."""
+    try:
+        yield
+    except OSError as exc:
+        code = exc.errno if exc.errno is not None else errno.EIO
+        raise type(exc)(code, os.strerror(code), virtual) from None
+
+
+def _special_kind(mode: int) -> str:
+    kinds = (
+        (stat_module.S_ISFIFO, "FIFO"),
+        (stat_module.S_ISSOCK, "socket"),
+        (stat_module.S_ISCHR, "character device"),
+        (stat_module.S_ISBLK, "block device"),
+    )
+    return next((name for test, name in kinds if test(mode)), "special file")
+
+
+def scrub(text: str, host: Path, virtual: str) -> str:
+    """`text` with the host directory `host` spelled as `virtual`, rg's path left out."""
+    executable = find_ripgrep()
+    for spelling in sorted({str(host), os.path.realpath(host)}, key=len, reverse=True):
+        text = text.replace(spelling, virtual)
+    return text.replace(executable, "rg") if executable else text
 
 
 class _Run:
-    """A ripgrep process that is killed when the deadline passes."""
+    """A ripgrep process that is killed when the deadline passes.
 
-    def __init__(self, command: list[str], cwd: Path, deadline: float) -> None:
-        self.process = subprocess.Popen(  # noqa: S603 - fixed executable, no shell
-            command,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+    Starting it never raises an error naming a host path: any failure to start
+    (an argument list too long, a missing executable) is a `SearchFailed`.
+    """
+
+    def __init__(
+        self, command: list[str], cwd: Path, deadline: float, stdin: bytes | None = None
+    ) -> None:
+        try:
+            self.process = subprocess.Popen(  # noqa: S603 - fixed executable, no shell
+                command,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except (OSError, ValueError) as exc:
+            raise SearchFailed(_start_failure(exc)) from None
         if self.process.stdout is None or self.process.stderr is None:
             raise RuntimeError("ripgrep started without pipes")
+        if stdin is not None and self.process.stdin is not None:
+            # rg reads every pattern before it prints anything: no deadlock.
+            with contextlib.suppress(BrokenPipeError):
+                self.process.stdin.write(stdin)
+            self.process.stdin.close()
         self.stdout: IO[bytes] = self.process.stdout
         self._stderr: IO[bytes] = self.process.stderr
         self.timed_out = False
@@ -386,6 +492,39 @@ class _Run:
         self.returncode = self.process.wait()
         self.stdout.close()
         self._stderr.close()
+
+    def raise_for_error(
+        self, virtual: str, host: Path, *, delivered: bool, grep: bool = False
+    ) -> None:
+        """Turn rg's exit code 2 with a message (a bad glob or regex) into an error.
+
+        With `--no-messages`, rg prints nothing for unreadable files, so a message means
+        the query itself was refused. Paths in it are virtual ones.
+
+        Raises:
+            InvalidArgument: rg refused a glob.
+            InvalidPattern: rg refused the regex (grep only).
+            SearchFailed: any other error.
+        """
+        if self.returncode != 2 or delivered or self.timed_out or not self.stderr_text.strip():  # noqa: PLR2004
+            return
+        reason = scrub(first_error_line(self.stderr_text), host, virtual)
+        if "glob" in self.stderr_text.split("\n", 1)[0]:
+            raise InvalidArgument("glob", reason)
+        if grep and "regex" in self.stderr_text:
+            raise InvalidPattern(reason)
+        raise SearchFailed(reason)
+
+
+def _start_failure(exc: OSError | ValueError) -> str:
+    """Why rg did not start, in words without paths."""
+    if isinstance(exc, ValueError):
+        return "an argument contains a NUL character"
+    if exc.errno == errno.E2BIG:
+        return "the pattern or glob is too long for the command line"
+    if exc.errno is not None:
+        return f"ripgrep could not start: {os.strerror(exc.errno)}"
+    return f"ripgrep could not start ({type(exc).__name__})"
 
 
 __all__ = [

@@ -157,6 +157,11 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             )
         case errors.UnsupportedInvocation(reason=reason):
             return f"Error: {reason}. Nothing was changed."
+        case errors.SearchFailed(reason=reason):
+            return (
+                f"Error: the search failed ({reason})."
+                " Narrow the pattern, path or glob and try again."
+            )
         case errors.InvalidArgument(argument=argument, reason=reason):
             return f"Error: invalid {argument}: {reason}."
         case errors.ExecutionUnsupported(backend=backend):

@@ -9,8 +9,11 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.globs import compile_glob_groups
+from langchain_fstools.core.results import EntryKind
+from langchain_fstools.errors import InvalidArgument, SpecialFile
 from langchain_fstools.search import engine
-from langchain_fstools.search.contract import ListedFile, Listing
+from langchain_fstools.search.contract import ListedFile, Listing, SearchOutcome
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -23,6 +26,30 @@ if TYPE_CHECKING:
 LINE_WIDTH = 500
 """Longest line text shown by grep; longer lines are cut with `…`."""
 
+LEAD = 100
+"""Characters shown before a match that starts too far into a long line."""
+
+
+def require_text(argument: str, value: str) -> None:
+    """Refuse a pattern no engine can search: one with a NUL or a lone surrogate.
+
+    Raises:
+        InvalidArgument: naming `argument` and what is wrong with it.
+    """
+    if "\x00" in value:
+        raise InvalidArgument(
+            argument,
+            "it contains a NUL character, which never matches (files with NUL bytes are"
+            " binary and not searched); remove it",
+        )
+    surrogate = next((char for char in value if "\ud800" <= char <= "\udfff"), None)
+    if surrogate is not None:
+        raise InvalidArgument(
+            argument,
+            f"it contains a lone surrogate ({surrogate.encode('unicode_escape').decode()}),"
+            " which is not valid text; use only valid Unicode characters",
+        )
+
 
 def deadline_of(scope: CallScope) -> float:
     """The monotonic time at which this call's search must stop."""
@@ -30,8 +57,16 @@ def deadline_of(scope: CallScope) -> float:
 
 
 def search_root(path: str | None) -> Effect[FileInfo]:
-    """Stat the search path (default `/`): must exist."""
-    return calls.stat(paths.normalize(path or "/"))
+    """Stat the search path (default `/`): must exist, and be a directory or a file.
+
+    Raises:
+        SpecialFile: a device, FIFO or socket (named as the backend names it).
+    """
+    info = yield from calls.stat(paths.normalize(path or "/"))
+    if info.kind is EntryKind.SPECIAL:
+        yield from calls.read_bytes(info.path, 0, 0)  # raises, naming the kind
+        raise SpecialFile(info.path, "special file")
+    return info
 
 
 def list_files(
@@ -48,9 +83,10 @@ def list_files(
     `NativeSearch.list_files`); `Listing.count` still counts all.
     """
     found: list[ListedFile] = []
-    complete, total = True, 0
+    complete, total, skipped = True, 0, 0
+    wanted = _wanted(globs, directory)
     for part in scope.backend.search_parts(directory):
-        sub_globs = _below(globs, directory, part.directory)
+        sub_globs, exact = _below(globs, directory, part.directory)
         if part.native is not None:
             listing = yield from calls.blocking(
                 partial(
@@ -58,7 +94,7 @@ def list_files(
                     part.directory,
                     globs=sub_globs,
                     deadline=deadline,
-                    newest=newest,
+                    newest=newest if exact else None,
                     excluded=part.excluded,
                 )
             )
@@ -69,27 +105,28 @@ def list_files(
         kept = listing.files
         if part.excluded:
             kept = [f for f in kept if not _excluded(f.path, part.excluded)]
+        if not exact:
+            kept = [f for f in kept if wanted(f.path)]
         found += kept
         # A listing cut to its newest left the excluded out itself, and counted the rest.
         total += len(kept) if listing.total is None else listing.total
         complete = complete and listing.complete
-    return Listing(found, complete, total)
+        skipped += listing.skipped
+    return Listing(found, complete, total, skipped)
 
 
 def grep(
     scope: CallScope, request: GrepRequest, deadline: float, sink: Callable[[FileHits], None]
-) -> Effect[bool]:
-    """Search file contents, each part natively when its backend can; True if finished."""
-    complete = True
+) -> Effect[SearchOutcome]:
+    """Search file contents, each part natively when its backend can."""
+    complete, skipped = True, 0
+    wanted = _wanted(request.globs, request.directory)
     for part in scope.backend.search_parts(request.directory):
-        sub = replace(
-            request,
-            directory=part.directory,
-            globs=_below(request.globs, request.directory, part.directory),
-        )
+        sub_globs, exact = _below(request.globs, request.directory, part.directory)
+        sub = replace(request, directory=part.directory, globs=sub_globs)
 
-        def keep(hits: FileHits, part: SearchPart = part) -> None:
-            if not _excluded(hits.path, part.excluded):
+        def keep(hits: FileHits, part: SearchPart = part, exact: bool = exact) -> None:  # noqa: FBT001
+            if not _excluded(hits.path, part.excluded) and (exact or wanted(hits.path)):
                 sink(hits)
 
         if part.native is not None:
@@ -97,26 +134,58 @@ def grep(
                 partial(part.native.grep, sub, deadline=deadline, sink=keep)
             )
         else:
-            finished = yield from engine.grep(sub, deadline=deadline, sink=keep)
+            outcome = yield from engine.grep(sub, deadline=deadline, sink=keep)
+            finished, skipped = outcome.complete, skipped + outcome.skipped
         complete = complete and finished
-    return complete
+    return SearchOutcome(complete, skipped)
 
 
 def _excluded(path: str, excluded: tuple[str, ...]) -> bool:
     return any(paths.is_within(path, prefix) for prefix in excluded)
 
 
+def _wanted(globs: tuple[tuple[str, ...], ...], top: str) -> Callable[[str], bool]:
+    """Whether a virtual path below `top` matches the glob groups, relative to `top`."""
+    matches = compile_glob_groups(globs)
+    return lambda path: matches(path[len(top) :].lstrip("/"))
+
+
 def _below(
     globs: tuple[tuple[str, ...], ...], top: str, directory: str
-) -> tuple[tuple[str, ...], ...]:
-    """Re-anchor path globs (those with `/`) from `top` to its subdirectory `directory`."""
+) -> tuple[tuple[tuple[str, ...], ...], bool]:
+    """The glob groups, relative to `top`, re-anchored to its subdirectory `directory`.
+
+    A name glob (no `/`) means the same anywhere; a path glob is anchored at `top`, so
+    below `directory` it keeps only what follows `directory`'s own path, still
+    anchored (`/memories/*.py` becomes `/*.py` in `/memories`). A group holding a glob
+    that cannot be moved (`/*.md`, `m*/x.py`) is left out, and the second value is
+    False: the caller must then filter what the part finds with the original globs.
+    """
     if directory == top:
-        return globs
+        return globs, True
     inner = directory[len(top) :].strip("/") + "/"
-    return tuple(
-        tuple(g.removeprefix("/").removeprefix(inner) if "/" in g.rstrip("/") else g for g in group)
-        for group in globs
-    )
+    moved_groups: list[tuple[str, ...]] = []
+    exact = True
+    for group in globs:
+        moved = [_moved(glob, inner) for glob in group]
+        if any(glob is None for glob in moved):
+            exact = False
+            continue
+        moved_groups.append(tuple(glob for glob in moved if glob is not None))
+    return tuple(moved_groups), exact
+
+
+def _moved(glob: str, inner: str) -> str | None:
+    """`glob` (relative to a directory) relative to its subdirectory `inner`, or None."""
+    if "/" not in glob.rstrip("/"):
+        return glob
+    body = glob.lstrip("/")
+    literal = not any(char in inner for char in "*?[]{}\\")
+    if literal and body.startswith(inner) and body[len(inner) :].strip("/"):
+        return "/" + body[len(inner) :]
+    if body.startswith("**/") and "/" not in body[3:].rstrip("/"):
+        return body
+    return None
 
 
 def engine_name(scope: CallScope) -> str:
@@ -125,9 +194,17 @@ def engine_name(scope: CallScope) -> str:
     return "native" if natives == {True} else "python" if natives == {False} else "mixed"
 
 
-def cut(text: str) -> str:
-    """Cut a line to `LINE_WIDTH` characters."""
-    return text if len(text) <= LINE_WIDTH else text[:LINE_WIDTH] + "…"
+def cut(text: str, column: int = 0) -> str:
+    """Cut a line to `LINE_WIDTH` characters, keeping the match at `column` in view.
+
+    A match near the start shows the line's start; one further in shows `LEAD`
+    characters before it and the rest of the window after, with `…` where text is cut.
+    """
+    if len(text) <= LINE_WIDTH:
+        return text
+    start = 0 if column + LINE_WIDTH - LEAD <= LINE_WIDTH else column - LEAD
+    window = text[start : start + LINE_WIDTH]
+    return ("…" if start else "") + window + ("…" if start + LINE_WIDTH < len(text) else "")
 
 
 class ContentPage:
@@ -171,5 +248,6 @@ __all__ = [
     "engine_name",
     "grep",
     "list_files",
+    "require_text",
     "search_root",
 ]

@@ -55,6 +55,7 @@ class GlobTool(FileTool):
         return [Target("read", args.path or paths.ROOT)]
 
     def _effect(self, scope: CallScope, args: GlobArgs) -> Effect[ToolOutcome]:
+        _search.require_text("pattern", args.pattern)
         compile_globs([args.pattern])  # a malformed pattern fails here, on every engine
         root = yield from _search.search_root(args.path)
         if not root.is_dir:
@@ -66,11 +67,18 @@ class GlobTool(FileTool):
         total = listing.count
         lines = [f.path for f in newest(listing.files, limit)]
         if not total:
-            lines = [NO_MATCH.format(pattern=args.pattern, path=root.path)]
+            shown = args.pattern if len(args.pattern) <= 200 else args.pattern[:200] + "…"  # noqa: PLR2004
+            lines = [NO_MATCH.format(pattern=shown, path=root.path)]
         if total > limit:
             lines.append(
                 f"(Results are truncated: showing the {limit} most recently modified of "
                 f"{total} files. Use a more specific pattern or path.)"
+            )
+        if listing.skipped:
+            entry = "entry" if listing.skipped == 1 else "entries"
+            lines.append(
+                f"({listing.skipped:,} unreadable {entry} (permission denied, or removed"
+                " during the search) skipped; the results cover the rest.)"
             )
         if not listing.complete:
             lines.append(
@@ -83,6 +91,7 @@ class GlobTool(FileTool):
             "total": total,
             "shown": min(limit, total),
             "complete": listing.complete,
+            "skipped": listing.skipped,
             "engine": _search.engine_name(scope),
         }
         return ToolOutcome("\n".join(lines), artifact)

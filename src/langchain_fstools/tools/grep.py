@@ -10,8 +10,14 @@ from pydantic import Field
 
 from langchain_fstools import errors
 from langchain_fstools.core import paths
-from langchain_fstools.search.contract import FileHits, GrepRequest, InvalidPattern
-from langchain_fstools.search.filetypes import FILE_TYPES, globs_for
+from langchain_fstools.search.contract import (
+    FileHits,
+    GrepRequest,
+    InvalidPattern,
+    SearchOutcome,
+)
+from langchain_fstools.search.filetypes import COMMON, globs_for
+from langchain_fstools.search.regex import unsupported
 from langchain_fstools.tools import _search
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
@@ -87,6 +93,8 @@ DESCRIPTION = """Search file contents across the workspace (ripgrep on local dis
 - Files ignored by .gitignore / .ignore, VCS folders and binary files are skipped.
 -[execute] Use grep instead of running grep or rg through execute."""
 
+_REGEX_SPECIAL = re.compile(r"[\\.^$?*+()\[\]{}]")
+
 _REGEX_HINT = re.compile(r"\\[dwsbDWSB.(){}\[\]|*+?^$]|\.\*|\.\+|\[[^\]]+\]|\(\?|\||\^|\$$")
 
 
@@ -104,6 +112,10 @@ class GrepTool(FileTool):
     def _effect(self, scope: CallScope, args: GrepArgs) -> Effect[ToolOutcome]:
         if not args.pattern:
             raise errors.InvalidArgument("pattern", "it is empty; give the text to search for")
+        _search.require_text("pattern", args.pattern)
+        for name, value in (("glob", args.glob), ("type", args.type)):
+            if value is not None:
+                _search.require_text(name, value)
         head_limit, offset = _paging(args, scope.context.settings.grep_head_limit)
         root = yield from _search.search_root(args.path)
         request = _request(args, root)
@@ -113,7 +125,7 @@ class GrepTool(FileTool):
         summaries: list[FileHits] = []
         sink = page.add if args.output_mode == "content" else summaries.append
         deadline = _search.deadline_of(scope)
-        complete = yield from _grep(scope, request, deadline, sink)
+        outcome = yield from _grep(scope, request, deadline, sink)
         note = ""
         if (
             not (page.total_files or summaries)
@@ -122,14 +134,15 @@ class GrepTool(FileTool):
         ):
             retry = replace(request, regex=True)
             try:
-                complete = yield from _grep(scope, retry, deadline, sink)
+                outcome = yield from _grep(scope, retry, deadline, sink)
             except errors.InvalidArgument:
-                pass
+                note = _not_a_regex(args.pattern)
             else:
                 note = (
                     f"No literal match for {args.pattern!r}; "
                     "searched it as a regular expression instead.\n"
                 )
+        complete = outcome.complete
         if args.output_mode == "content":
             entries, total = _content_lines(page, args.line_numbers), page.total_lines
             shown = entries[offset : None if head_limit is None else offset + head_limit]
@@ -139,6 +152,8 @@ class GrepTool(FileTool):
             window = ordered[offset : None if head_limit is None else offset + head_limit]
             shown = [_summary_line(h, args.output_mode) for h in window]
         text = note + _render(args, shown, total, offset, summaries, complete, scope)
+        if outcome.skipped:
+            text += f"\n({_skipped(outcome.skipped)})"
         artifact: dict[str, Any] = {
             "pattern": args.pattern,
             "path": root.path,
@@ -148,20 +163,50 @@ class GrepTool(FileTool):
             "shown": len(shown),
             "offset": offset,
             "complete": complete,
+            "skipped": outcome.skipped,
             "engine": _search.engine_name(scope),
         }
         return ToolOutcome(text, artifact)
 
 
-def _grep(scope: CallScope, request: GrepRequest, deadline: float, sink: Any) -> Effect[bool]:
+def _grep(
+    scope: CallScope, request: GrepRequest, deadline: float, sink: Any
+) -> Effect[SearchOutcome]:
     try:
         return (yield from _search.grep(scope, request, deadline, sink))
     except InvalidPattern:
+        reason = unsupported(request.pattern)
         raise errors.InvalidArgument(
             "regex",
-            f"{request.pattern!r} does not compile as a regular expression; fix its syntax, "
-            "or search for it literally with regex=false",
+            f"{_shown(request.pattern)} does not compile as a regular expression"
+            + (f": {reason}," if reason else "; fix its syntax,")
+            + " or search for it literally with regex=false",
         ) from None
+
+
+def _shown(pattern: str, limit: int = 200) -> str:
+    """`pattern` quoted for a reply, shortened when long."""
+    return repr(pattern) if len(pattern) <= limit else repr(pattern[:limit]) + "…"
+
+
+def _skipped(count: int) -> str:
+    entry = "entry" if count == 1 else "entries"
+    return (
+        f"{count:,} unreadable {entry} (permission denied, or removed during the search)"
+        " skipped; the results cover the rest."
+    )
+
+
+def _not_a_regex(pattern: str) -> str:
+    """Why a literal miss that looks like a regex was not retried as one, and what to do."""
+    note = f"No literal match for {_shown(pattern)}, and it is not a valid regular expression."
+    if "|" in pattern:
+        alternatives = "|".join(_REGEX_SPECIAL.sub(r"\\\g<0>", part) for part in pattern.split("|"))
+        note += (
+            " To search for any of its alternatives, set regex=true and escape the special"
+            f" characters: {_shown(alternatives)}."
+        )
+    return note + "\n"
 
 
 def _paging(args: GrepArgs, default_limit: int) -> tuple[int | None, int]:
@@ -187,9 +232,10 @@ def _request(args: GrepArgs, root: FileInfo) -> GrepRequest:
     if args.type:
         type_globs = globs_for(args.type)
         if type_globs is None:
-            known = ", ".join(sorted(FILE_TYPES))
             raise errors.InvalidArgument(
-                "type", f"unknown type {args.type!r}; known types: {known}"
+                "type",
+                f"unknown type {_shown(args.type, 40)}; use one of ripgrep's types (e.g."
+                f" {', '.join(COMMON)}), or a glob instead",
             )
         groups.append(type_globs)
     around = args.context or 0
@@ -222,7 +268,7 @@ def _content_lines(page: _search.ContentPage, numbered: bool) -> list[str]:  # n
         for hit in hits.lines:
             mark = ":" if hit.is_match else "-"
             number = f"{hit.number}{mark}" if numbered else ""
-            lines.append(f"{hits.path}{mark}{number}{_search.cut(hit.text)}")
+            lines.append(f"{hits.path}{mark}{number}{_search.cut(hit.text, hit.column)}")
     return lines
 
 
@@ -237,7 +283,7 @@ def _render(  # noqa: PLR0917 - the pieces of one reply
 ) -> str:
     unit = {"files_with_matches": "files", "content": "lines", "count": "files"}[args.output_mode]
     if total == 0:
-        body = f"No matches found for {args.pattern!r}."
+        body = f"No matches found for {_shown(args.pattern)}."
     else:
         header = ""
         if args.output_mode == "files_with_matches":

@@ -99,9 +99,18 @@ def test_paging_offset_and_head_limit(tmp_path: Path) -> None:
 
 
 def test_long_lines_cut_at_500(h: Harness, run: Run) -> None:
+    h.seed("/wide.txt", b"needle " + b"y" * 600 + b"\n")
+    line = run("grep", pattern="needle", output_mode="content").content
+    assert line == "/wide.txt:1:needle " + "y" * 493 + "…"
+
+
+def test_issue_16_long_line_shows_a_window_around_the_match(h: Harness, run: Run) -> None:
     h.seed("/wide.txt", b"x" * 600 + b" needle " + b"y" * 600 + b"\n")
     line = run("grep", pattern="needle", output_mode="content").content
-    assert line == "/wide.txt:1:" + "x" * 500 + "…"
+    assert line == "/wide.txt:1:…" + "x" * 99 + " needle " + "y" * 393 + "…"
+    h.seed("/one.json", b'{"k": "' + b"v" * 2_000_000 + b'", "key": "needle"}')
+    line = run("grep", pattern="needle", output_mode="content", glob="*.json").content
+    assert line == "/one.json:1:…" + "v" * 89 + '", "key": "needle"}'
 
 
 def test_dash_pattern_and_aliases(h: Harness, run: Run) -> None:
