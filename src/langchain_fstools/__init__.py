@@ -43,6 +43,8 @@ Permissions, approvals and file history (opt-in; asking needs a checkpointer):
     # middleware.rewind(agent, config, to=tool_call_id)
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
@@ -54,6 +56,12 @@ from langchain_fstools.middleware.policy import Permission, Policy
 from langchain_fstools.middleware.state import FilesystemState
 from langchain_fstools.tools import ToolSettings
 from langchain_fstools.tools.toolkit import FileToolkit
+
+try:
+    __version__ = version("langchain-fstools")
+    """The installed distribution's version (PEP 440)."""
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "Backend",
