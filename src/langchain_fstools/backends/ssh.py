@@ -46,7 +46,7 @@ from langchain_fstools.search.ripgrep import (
     split_records,
     type_filter,
 )
-from langchain_fstools.shell.output import OutputBuffer
+from langchain_fstools.shell.output import OutputBuffer, reporter_if_listening
 
 if TYPE_CHECKING:
     import os
@@ -650,8 +650,20 @@ class SSHBackend(Backend):
 
     async def _execute(self, command: str, seconds: float, output_limit: int) -> ExecutionResult:
         buffer = OutputBuffer(output_limit)
+        reporter = reporter_if_listening()
+        output = buffer.add
+        if reporter is not None:
+
+            def output(data: bytes, *, stderr: bool = False) -> None:
+                buffer.add(data, stderr=stderr)
+                reporter.add(data, stderr=stderr)
+
         await self._session()
-        code, timed_out = await self._run(command, self._root, seconds, buffer.add)
+        try:
+            code, timed_out = await self._run(command, self._root, seconds, output)
+        finally:
+            if reporter is not None:
+                reporter.flush()
         return ExecutionResult(buffer.text(), code, timed_out, buffer.dropped_bytes)
 
     async def _run(

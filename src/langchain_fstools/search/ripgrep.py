@@ -11,6 +11,7 @@ searching from the workspace root, no ignore files of the directories above it.
 from __future__ import annotations
 
 import base64
+import functools
 import heapq
 import json
 import os
@@ -53,8 +54,12 @@ COMMON_OPTIONS = (
 _TYPE = "fstoolsfilter"
 
 
+@functools.cache
 def find_ripgrep() -> str | None:
-    """The `rg` executable: next to this interpreter (the wheel's), else on PATH."""
+    """The `rg` executable: next to this interpreter (the wheel's), else on PATH.
+
+    Looked up once per process (a PATH search blocks: call it off the event loop).
+    """
     beside = shutil.which("rg", path=str(Path(sys.executable).parent))
     return beside or shutil.which("rg")
 

@@ -16,6 +16,7 @@ from collections.abc import Callable  # noqa: TC003 - pydantic resolves field ty
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
+import langgraph.runtime
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg, ToolException
 from langchain_core.tools.base import FILTERED_ARGS
@@ -29,7 +30,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from langchain_fstools.core import calls
+from langchain_fstools.core import calls, progress
 from langchain_fstools.core.tokens import TokenCounter, default_counter
 from langchain_fstools.formats.image import ImageLimits
 from langchain_fstools.formats.text import LineIndexCache
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
 
+
+_NO_OP_WRITER = getattr(langgraph.runtime, "_no_op_stream_writer", None)
+"""The writer LangGraph hands a run that streams no `custom` mode."""
 
 _NOT_TRACED = frozenset({*FILTERED_ARGS, "runtime"})
 """Inputs left out of traces: LangChain's callback arguments and the injected runtime."""
@@ -250,7 +254,8 @@ class FileTool(BaseTool):
         scope = self._open_scope(arguments.runtime)
         try:
             effect = self._effect(scope, arguments)
-            outcome = calls.run(effect, scope.backend)
+            with progress.listening(self._progress_listener(arguments.runtime)):
+                outcome = calls.run(effect, scope.backend)
         except Exception as exc:
             raise ToolException(render_error(exc, tool=self.name)) from exc
         return self._finish(scope, outcome)
@@ -260,10 +265,27 @@ class FileTool(BaseTool):
         scope = self._open_scope(arguments.runtime)
         try:
             effect = self._effect(scope, arguments)
-            outcome = await calls.arun(effect, scope.backend)
+            with progress.listening(self._progress_listener(arguments.runtime)):
+                outcome = await calls.arun(effect, scope.backend)
         except Exception as exc:
             raise ToolException(render_error(exc, tool=self.name)) from exc
         return self._finish(scope, outcome)
+
+    def _progress_listener(self, runtime: Any) -> Callable[[dict[str, Any]], None] | None:
+        """The run's stream writer, each report tagged with this tool and call.
+
+        None outside a graph, or when the run streams no `custom` mode (LangGraph
+        then hands tools a writer that drops everything).
+        """
+        writer = getattr(runtime, "stream_writer", None)
+        if writer is None or writer is _NO_OP_WRITER:
+            return None
+        tagged = {"tool": self.name, "tool_call_id": getattr(runtime, "tool_call_id", None)}
+
+        def listener(event: dict[str, Any]) -> None:
+            writer({**tagged, **event})
+
+        return listener
 
     def _open_scope(self, runtime: Any) -> CallScope:
         try:

@@ -77,7 +77,7 @@ class GlobTool(FileTool):
             "total": total,
             "shown": min(limit, total),
             "complete": listing.complete,
-            "engine": _search.engine_name(scope),
+            "engine": (yield from _search.engine_name(scope)),
         }
         return ToolOutcome("\n".join(lines), artifact)
 

@@ -140,7 +140,7 @@ class GrepTool(FileTool):
             "shown": len(shown),
             "offset": offset,
             "complete": complete,
-            "engine": _search.engine_name(scope),
+            "engine": (yield from _search.engine_name(scope)),
         }
         return ToolOutcome(text, artifact)
 
