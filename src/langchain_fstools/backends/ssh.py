@@ -7,6 +7,7 @@ import contextlib
 import errno
 import getpass
 import io
+import logging
 import posixpath
 import secrets
 import shlex
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Iterator, Sequence
 
     from langchain_fstools.search.contract import GrepRequest, NativeSearch
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -207,6 +210,7 @@ class SSHBackend(Backend):
         self._sftp: asyncssh.SFTPClient | None = None
         self._root = ""
         self._connecting: asyncio.Lock | None = None
+        self._ever_connected = False
         self._has_ripgrep: bool | None = None
         self._command_slots: asyncio.Semaphore | None = None
 
@@ -356,6 +360,7 @@ class SSHBackend(Backend):
         try:
             return await operation
         except _LOST:
+            logger.debug("lost the connection to %s; the next call reconnects", self._host)
             await self._drop()
             raise SSHConnectionFailed(self._host, "the connection was lost") from None
 
@@ -367,8 +372,12 @@ class SSHBackend(Backend):
             self._connecting = asyncio.Lock()
         async with self._connecting:
             if self._sftp is None or self._connection is None or self._connection.is_closed():
+                if self._connection is not None or self._ever_connected:
+                    logger.debug("reconnecting to %s: the connection was closed", self._host)
                 await self._drop()
                 self._connection, self._sftp, self._root = await self._connect()
+                self._ever_connected = True
+                logger.debug("connected to %s:%s", self._host, self._port)
         return self._sftp
 
     async def _connect(self) -> tuple[asyncssh.SSHClientConnection, asyncssh.SFTPClient, str]:

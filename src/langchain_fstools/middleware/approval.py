@@ -17,6 +17,7 @@ for edits, writes and patches, the unified diff. Resume with langchain's
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NotRequired, cast
 
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
 
     from langchain_fstools.backends.protocol import Backend
+
+
+logger = logging.getLogger(__name__)
 
 
 class FileApprovalRequest(HITLRequest):
@@ -138,7 +142,19 @@ class PermissionGate:
         targets = tool_targets(name, args)
         if targets is None:
             return None, []
-        return self.policy.decide_all(targets), targets
+        verdict = self.policy.decide_all(targets)
+        if verdict is None:
+            logger.debug("permission: %s touches nothing the policy decides", name)
+        else:
+            logger.debug(
+                "permission: %s %s %s: %s (%s)",
+                name,
+                verdict.operation,
+                verdict.target,
+                verdict.action,
+                verdict.reason,
+            )
+        return verdict, targets
 
     def _diff(self, request: ToolCallRequest) -> calls.Effect[str | None]:
         try:

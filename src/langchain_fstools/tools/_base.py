@@ -172,10 +172,11 @@ class FileTool(BaseTool):
     def model_post_init(self, context: Any, /) -> None:
         """Describe the tool for permission layers, schedulers and traces."""
         super().model_post_init(context)
-        backend_kind = self.context.backend.kind
+        backend_kind = self.context.backend.traced_kind
         self.metadata = {
             "fstools_family": "langchain_fstools",
             "fstools_backend": backend_kind,
+            "fstools_access": "read" if self.read_only else "mutate",
             "read_only": self.read_only,
             "concurrency_safe": self.read_only,
             **(self.metadata or {}),

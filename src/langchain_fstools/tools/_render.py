@@ -16,7 +16,7 @@ from langchain_fstools import errors
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
-logger = logging.getLogger("langchain_fstools")
+logger = logging.getLogger(__name__)
 
 
 def render_error(exc: BaseException, *, tool: str) -> str:
