@@ -16,7 +16,6 @@ from collections.abc import Callable  # noqa: TC003 - pydantic resolves field ty
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-import langgraph.runtime
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg, ToolException
 from langchain_core.tools.base import FILTERED_ARGS
@@ -45,9 +44,6 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
 
-
-_NO_OP_WRITER = getattr(langgraph.runtime, "_no_op_stream_writer", None)
-"""The writer LangGraph hands a run that streams no `custom` mode."""
 
 _NOT_TRACED = frozenset({*FILTERED_ARGS, "runtime"})
 """Inputs left out of traces: LangChain's callback arguments and the injected runtime."""
@@ -275,11 +271,11 @@ class FileTool(BaseTool):
     def _progress_listener(self, runtime: Any) -> Callable[[dict[str, Any]], None] | None:
         """The run's stream writer, each report tagged with this tool and call.
 
-        None outside a graph, or when the run streams no `custom` mode (LangGraph
-        then hands tools a writer that drops everything).
+        None outside a graph. A run that streams no `custom` mode hands tools a writer
+        that drops what it gets.
         """
         writer = getattr(runtime, "stream_writer", None)
-        if writer is None or writer is _NO_OP_WRITER:
+        if writer is None:
             return None
         tagged = {"tool": self.name, "tool_call_id": getattr(runtime, "tool_call_id", None)}
 
