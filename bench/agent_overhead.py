@@ -33,7 +33,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_fstools import FilesystemMiddleware, StateBackend
 from langchain_fstools.backends.state import file_record
-from langchain_fstools.demo import ScriptedModel
+from langchain_fstools.testing import ScriptedChatModel
 
 CALLS = 50
 BODY = "".join(f"line {n}: value = {n * 7}\n" for n in range(1, 201))
@@ -71,7 +71,7 @@ def saver_bytes(saver: InMemorySaver) -> int:
 
 def run(kind: str, others: int) -> dict[str, float]:
     script, mutations = trajectory()
-    model = ScriptedModel(messages=iter(script), disable_streaming=True)
+    model = ScriptedChatModel(turns=script)
     if kind == "ours":
         middleware: Any = FilesystemMiddleware(backend=StateBackend())
         seed = {f"/seed/{n}.txt": file_record(BODY.encode()) for n in range(others)}

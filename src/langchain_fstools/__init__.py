@@ -46,6 +46,7 @@ Permissions, approvals and file history (opt-in; asking needs a checkpointer):
 from __future__ import annotations
 
 from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -94,6 +95,12 @@ def __dir__() -> list[str]:
     """The module's attributes and the lazily imported public names."""
     return sorted({*globals(), *_PUBLIC})
 
+
+try:
+    __version__ = version("langchain-fstools")
+    """The installed distribution's version (PEP 440)."""
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "Backend",

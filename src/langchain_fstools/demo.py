@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -31,9 +30,10 @@ from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.mcp.cli import add_arguments as add_mcp_arguments
 from langchain_fstools.mcp.cli import run as run_mcp
 from langchain_fstools.middleware import FilesystemMiddleware
+from langchain_fstools.testing import ScriptedChatModel
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
 
     from langchain_fstools.backends.protocol import Backend
 
@@ -122,15 +122,6 @@ def run_tests() -> str:
     return "\n".join(lines)
 
 
-class ScriptedModel(GenericFakeChatModel):
-    """A fake chat model that accepts tools and plays back scripted messages."""
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:
-        """Ignore the tools: the script already knows what to call."""
-        del tools, kwargs
-        return self
-
-
 def scripted_messages() -> list[AIMessage]:
     """The model's turns: one tool call each, then a closing answer."""
     turns = [
@@ -142,9 +133,8 @@ def scripted_messages() -> list[AIMessage]:
 
 def build_agent(backend: Backend) -> Any:
     """An agent with FilesystemMiddleware over `backend`, a scripted model, a checkpointer."""
-    model = ScriptedModel(messages=iter(scripted_messages()), disable_streaming=True)
     return create_agent(
-        model,
+        ScriptedChatModel(turns=scripted_messages()),
         tools=[run_tests],
         middleware=[FilesystemMiddleware(backend=backend)],
         checkpointer=InMemorySaver(),

@@ -17,7 +17,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_fstools import FilesystemState, FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
-from langchain_fstools.demo import ScriptedModel, seed_state
+from langchain_fstools.demo import seed_state
+from langchain_fstools.testing import ScriptedChatModel
 
 
 def call(name: str, n: int, **args: Any) -> AIMessage:
@@ -59,7 +60,7 @@ class Scenario:
     def agent(self, script: list[AIMessage]) -> Any:
         """A fresh agent and toolkit (nothing kept in process) on the shared checkpointer."""
         return create_agent(
-            ScriptedModel(messages=iter(script), disable_streaming=True),
+            ScriptedChatModel(turns=script),
             tools=FileToolkit(self.backend).get_tools(),
             state_schema=FilesystemState,
             checkpointer=self.checkpointer,

@@ -20,8 +20,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend
-from langchain_fstools.demo import ScriptedModel
 from langchain_fstools.middleware.policy import Permission
+from langchain_fstools.testing import ScriptedChatModel
 
 DENY_SECRETS = Permission(operations=["read", "write"], paths=["/secrets/**"], action="deny")
 
@@ -55,7 +55,7 @@ class Agent:
 
     def run(self, script: list[AIMessage], value: Any = None) -> Any:
         agent = create_agent(
-            ScriptedModel(messages=iter(script), disable_streaming=True),
+            ScriptedChatModel(turns=list(script)),
             middleware=[self.middleware],
             checkpointer=self.checkpointer,
         )

@@ -19,9 +19,10 @@ from langgraph.types import Command
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
-from langchain_fstools.demo import ScriptedModel, seed_state
+from langchain_fstools.demo import seed_state
 from langchain_fstools.errors import ChangedOutsideAgent
 from langchain_fstools.middleware.policy import Permission
+from langchain_fstools.testing import ScriptedChatModel
 
 INITIAL = {
     "/app.py": "x = 1\n",
@@ -55,7 +56,7 @@ class Scenario:
 
     def agent(self, script: list[AIMessage]) -> Any:
         return create_agent(
-            ScriptedModel(messages=iter(script), disable_streaming=True),
+            ScriptedChatModel(turns=script),
             middleware=[self.middleware],
             checkpointer=self.checkpointer,
         )

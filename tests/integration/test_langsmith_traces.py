@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.tracers.langchain import LangChainTracer, wait_for_all_tracers
 from langsmith import Client
 
-from langchain_fstools import FileToolkit, LocalBackend
+from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend
+from langchain_fstools.testing import ScriptedChatModel, tool_call
 
 INFO = {
     "version": "0.10.0",
@@ -119,3 +121,37 @@ def test_tool_runs_carry_names_io_tags_and_metadata(endpoint: str, tmp_path: Pat
     assert metadata["read_only"] is True
     assert edit["extra"]["metadata"]["read_only"] is False
     assert "goodbye" in json.dumps(edit["outputs"])
+
+
+@pytest.mark.enable_socket
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_agent_tool_runs_name_the_users_backend_and_the_access(
+    endpoint: str, tmp_path: Path
+) -> None:
+    (tmp_path / "notes.txt").write_text("hello traces\n")
+    client = Client(api_url=endpoint, api_key="test-key")
+    tracer = LangChainTracer(client=client, project_name="fstools")
+    model = ScriptedChatModel(
+        turns=[
+            tool_call("read_file", call_id="r", file_path="/notes.txt"),
+            tool_call("write_file", call_id="w", file_path="/new.txt", content="x\n"),
+            "Done.",
+        ]
+    )
+    agent = create_agent(model, middleware=[FilesystemMiddleware(backend=LocalBackend(tmp_path))])
+    agent.invoke({"messages": [{"role": "user", "content": "go"}]}, {"callbacks": [tracer]})
+    wait_for_all_tracers()
+    client.flush()
+    tool_runs = {
+        run["name"]: run
+        for run in runs_sent().values()
+        if run.get("run_type") == "tool" and "name" in run
+    }
+    read, write = tool_runs["read_file"], tool_runs["write_file"]
+    # The middleware mounts /large_tool_results/ over the user's disk: traces still say local.
+    assert {"backend:local", "read-only"} <= set(read["tags"])
+    assert {"backend:local", "mutating"} <= set(write["tags"])
+    assert not any(tag == "backend:composite" for run in tool_runs.values() for tag in run["tags"])
+    assert read["extra"]["metadata"]["fstools_backend"] == "local"
+    assert read["extra"]["metadata"]["fstools_access"] == "read"
+    assert write["extra"]["metadata"]["fstools_access"] == "mutate"

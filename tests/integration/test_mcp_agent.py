@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.tools import load_mcp_tools
 
-from langchain_fstools.demo import ScriptedModel
+from langchain_fstools.testing import ScriptedChatModel
 from tests.integration.mcp_servers import command, make_workspace, server_env
 
 pytestmark = [
@@ -45,7 +45,7 @@ async def test_agent_reads_edits_and_greps_through_mcp(tmp_path: Path) -> None:
         AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call_{n}"}])
         for n, (name, args) in enumerate(SCRIPT, start=1)
     ]
-    model = ScriptedModel(messages=iter([*turns, AIMessage(content="Fixed.")]))
+    model = ScriptedChatModel(turns=[*turns, AIMessage(content="Fixed.")])
     # One session for the whole run: read-before-write is tracked per MCP session, and
     # client.get_tools() would open a new session for every call.
     async with asyncio.timeout(90), client.session("files") as session:

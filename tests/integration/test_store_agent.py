@@ -13,7 +13,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.store.postgres import PostgresStore
 
 from langchain_fstools import FilesystemMiddleware, StoreBackend
-from langchain_fstools.demo import ScriptedModel
+from langchain_fstools.testing import ScriptedChatModel
 
 pytestmark = [
     pytest.mark.integration,
@@ -40,7 +40,7 @@ def test_files_follow_the_user_across_threads(postgres_url: str) -> None:
         call("read_file", 3, file_path="/notes/plan.md"),
         AIMessage("nothing there"),
     ]
-    model = ScriptedModel(messages=iter(turns), disable_streaming=True)
+    model = ScriptedChatModel(turns=turns)
     backend = StoreBackend(namespace=lambda rt: ("fs", rt.context.user_id))
     with (
         PostgresStore.from_conn_string(postgres_url) as store,

@@ -47,9 +47,20 @@ class CompositeBackend(Backend):
 
     kind = "composite"
 
-    def __init__(self, default: Backend, routes: Mapping[str, Backend]) -> None:
-        """Mount `routes` over `default`; raises ValueError for the root as a mount."""
+    def __init__(
+        self, default: Backend, routes: Mapping[str, Backend], *, traced_as: str | None = None
+    ) -> None:
+        """Mount `routes` over `default`; raises ValueError for the root as a mount.
+
+        Args:
+            default: The backend of every path no mount holds.
+            routes: Mount directory -> backend (`{"/memories/": StoreBackend(...)}`).
+            traced_as: The kind traces name (see `Backend.traced_kind`), for a composite
+                that only adds mounts of its own to a user's backend (as
+                `FilesystemMiddleware` adds `/large_tool_results/`). Default: "composite".
+        """
         self.default = default
+        self._traced_as = traced_as
         self.routes: dict[str, Backend] = {}
         for prefix, backend in routes.items():
             mount = paths.normalize(prefix)
@@ -82,9 +93,14 @@ class CompositeBackend(Backend):
 
     def bind(self, runtime: Any) -> Backend:
         """Bind every part to the run."""
-        bound = CompositeBackend(self.default.bind(runtime), {})
+        bound = CompositeBackend(self.default.bind(runtime), {}, traced_as=self._traced_as)
         bound.routes = {mount: backend.bind(runtime) for mount, backend in self.routes.items()}
         return bound
+
+    @property
+    def traced_kind(self) -> str:
+        """`traced_as` when given, else "composite"."""
+        return self._traced_as or self.kind
 
     def state_update(self) -> dict[str, Any]:
         """The graph-state writes of every part, channel by channel."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
+import logging
 import os
 import re
 import secrets
@@ -12,7 +14,7 @@ import stat as stat_module
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
@@ -25,6 +27,7 @@ from langchain_fstools.errors import (
 )
 from langchain_fstools.search.ripgrep import RipgrepSearch, find_ripgrep
 from langchain_fstools.shell.environment import MINIMAL_ENV, CommandEnv, InheritEnv
+from langchain_fstools.shell.output import reporter_if_listening
 from langchain_fstools.shell.process import run_process
 from langchain_fstools.shell.sandbox import SANDBOXES, Sandbox, bwrap_argv, find_bwrap
 
@@ -33,6 +36,8 @@ if TYPE_CHECKING:
 
     from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.search.contract import NativeSearch
+
+logger = logging.getLogger(__name__)
 
 TEMP_SUFFIX = ".fstools-tmp"
 """Suffix of the temporary files atomic writes rename into place."""
@@ -153,10 +158,11 @@ class LocalBackend(Backend):
         self.supports_execute = execute
         self._root = root
         self._bwrap = find_bwrap() if sandbox == "bwrap" else None
-        self._shell = shutil.which("bash") or "/bin/sh"
         self._host_root = _host_root_pattern({root, os.path.abspath(os.fspath(root_dir))})
-        executable = find_ripgrep() if use_ripgrep else None
-        self._ripgrep = RipgrepSearch(executable, self.host_path) if executable else None
+        self._use_ripgrep = use_ripgrep
+        # Looked up on first use (PATH lookups block: a graph factory may build this
+        # backend on an event loop, while searches and commands run in a thread there).
+        self._ripgrep: RipgrepSearch | Literal["unresolved"] | None = "unresolved"
 
     @property
     def sandbox(self) -> Sandbox | None:
@@ -164,7 +170,18 @@ class LocalBackend(Backend):
         return "bwrap" if self._bwrap else None
 
     def native_search(self) -> NativeSearch | None:
-        """The ripgrep search of the root, when `rg` exists and `use_ripgrep` is set."""
+        """The ripgrep search of the root, when `rg` exists and `use_ripgrep` is set.
+
+        The first call looks `rg` up (a blocking PATH search): the tools ask from the
+        sync path or a worker thread.
+        """
+        if self._ripgrep == "unresolved":
+            executable = find_ripgrep() if self._use_ripgrep else None
+            self._ripgrep = RipgrepSearch(executable, self.host_path) if executable else None
+            logger.debug(
+                "LocalBackend searches with %s",
+                f"ripgrep ({executable})" if executable else "the Python engine",
+            )
         return self._ripgrep
 
     def host_path(self, path: str) -> Path:
@@ -350,9 +367,10 @@ class LocalBackend(Backend):
         """
         if not self.supports_execute:
             raise ExecutionUnsupported(self.kind)
-        argv = [self._shell, "-c", command]
+        argv = [find_shell(), "-c", command]
         if self._bwrap is not None:
             argv = bwrap_argv(self._bwrap, self._root, argv)
+        reporter = reporter_if_listening(self._virtual_text)
         try:
             result = run_process(
                 argv,
@@ -360,10 +378,14 @@ class LocalBackend(Backend):
                 timeout=timeout,
                 output_limit=output_limit,
                 env=None if self._env.inherits_all else self._env.build(os.environ),
+                on_output=reporter.add if reporter is not None else None,
             )
         except OSError as exc:
             code = exc.errno if exc.errno is not None else errno.EIO
             raise type(exc)(code, os.strerror(code), paths.ROOT) from None
+        finally:
+            if reporter is not None:
+                reporter.flush()
         return replace(result, output=self._virtual_text(result.output))
 
     def _virtual_text(self, text: str) -> str:
@@ -447,6 +469,12 @@ class LocalBackend(Backend):
                 if not os.path.isdir(current):
                     code = errno.EEXIST if blocked is FileExistsError else errno.ENOTDIR
                     raise os_error(blocked, code, virtual) from None
+
+
+@functools.cache
+def find_shell() -> str:
+    """The `bash` on PATH, else `/bin/sh`; looked up once, when the first command runs."""
+    return shutil.which("bash") or "/bin/sh"
 
 
 def _host_root_pattern(roots: set[str]) -> re.Pattern[str] | None:

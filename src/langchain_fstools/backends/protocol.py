@@ -58,6 +58,14 @@ class Backend(ABC):
     kind: ClassVar[str] = "custom"
     """Short name of the backend family, reported in tool metadata and traces."""
 
+    @property
+    def traced_kind(self) -> str:
+        """The kind traces name: the backend the user chose.
+
+        `kind`, unless a wrapper the package added around it says otherwise.
+        """
+        return self.kind
+
     supports_execute: bool = False
     """Whether the backend can run shell commands (see `execute`). Default: False.
 

@@ -7,6 +7,7 @@ import contextlib
 import errno
 import getpass
 import io
+import logging
 import posixpath
 import secrets
 import shlex
@@ -47,13 +48,15 @@ from langchain_fstools.search.ripgrep import (
     type_filter,
 )
 from langchain_fstools.shell.environment import CommandEnv, InheritEnv
-from langchain_fstools.shell.output import OutputBuffer
+from langchain_fstools.shell.output import OutputBuffer, reporter_if_listening
 
 if TYPE_CHECKING:
     import os
     from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 
     from langchain_fstools.search.contract import GrepRequest, NativeSearch
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -216,6 +219,7 @@ class SSHBackend(Backend):
         self._sftp: asyncssh.SFTPClient | None = None
         self._root = ""
         self._connecting: asyncio.Lock | None = None
+        self._ever_connected = False
         self._has_ripgrep: bool | None = None
         self._command_slots: asyncio.Semaphore | None = None
 
@@ -373,6 +377,7 @@ class SSHBackend(Backend):
         try:
             return await operation
         except _LOST:
+            logger.debug("lost the connection to %s; the next call reconnects", self._host)
             await self._drop()
             raise SSHConnectionFailed(self._host, "the connection was lost") from None
 
@@ -384,8 +389,12 @@ class SSHBackend(Backend):
             self._connecting = asyncio.Lock()
         async with self._connecting:
             if self._sftp is None or self._connection is None or self._connection.is_closed():
+                if self._connection is not None or self._ever_connected:
+                    logger.debug("reconnecting to %s: the connection was closed", self._host)
                 await self._drop()
                 self._connection, self._sftp, self._root = await self._connect()
+                self._ever_connected = True
+                logger.debug("connected to %s:%s", self._host, self._port)
         return self._sftp
 
     async def _connect(self) -> tuple[asyncssh.SSHClientConnection, asyncssh.SFTPClient, str]:
@@ -671,10 +680,22 @@ class SSHBackend(Backend):
 
     async def _execute(self, command: str, seconds: float, output_limit: int) -> ExecutionResult:
         buffer = OutputBuffer(output_limit)
+        reporter = reporter_if_listening()
+        output = buffer.add
+        if reporter is not None:
+
+            def output(data: bytes, *, stderr: bool = False) -> None:
+                buffer.add(data, stderr=stderr)
+                reporter.add(data, stderr=stderr)
+
         await self._session()
-        code, timed_out = await self._run(
-            command, self._root, seconds, buffer.add, environment=self._env
-        )
+        try:
+            code, timed_out = await self._run(
+                command, self._root, seconds, output, environment=self._env
+            )
+        finally:
+            if reporter is not None:
+                reporter.flush()
         return ExecutionResult(buffer.text(), code, timed_out, buffer.dropped_bytes)
 
     async def _run(

@@ -22,6 +22,7 @@ request, in the same order: `Command(resume={"decisions": [...]})`.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, NotRequired, TypedDict, cast
 
@@ -50,6 +51,9 @@ if TYPE_CHECKING:
 
 APPROVALS_KEY = "file_approvals"
 """The state channel holding this turn's approved calls, by tool call id."""
+
+
+logger = logging.getLogger(__name__)
 
 
 class FileActionRequest(ActionRequest):
@@ -163,7 +167,7 @@ class PermissionGate:
             return None
         tool, args = found
         targets = _canonical(tool.targets(args), backend.resolve)
-        return Assessment(tool, args, targets, self._verdict(targets))
+        return Assessment(tool, args, targets, self._verdict(tool.name, targets))
 
     async def aassess(self, call: ToolCall, backend: Backend) -> Assessment | None:
         """Async `assess`."""
@@ -179,7 +183,7 @@ class PermissionGate:
                 except (OSError, FsToolsError):
                     continue
         targets = _canonical(tool.targets(args), lambda p: resolved.get(p, p))
-        return Assessment(tool, args, targets, self._verdict(targets))
+        return Assessment(tool, args, targets, self._verdict(tool.name, targets))
 
     def approval(
         self, assessment: Assessment, args: dict[str, Any], preview: Preview | None
@@ -199,9 +203,20 @@ class PermissionGate:
         args = tool.validated(call["args"])
         return None if args is None else (tool, args)
 
-    def _verdict(self, targets: Sequence[Target]) -> Verdict:
+    def _verdict(self, name: str, targets: Sequence[Target]) -> Verdict:
         verdict = self.policy.decide_all(targets)
-        return verdict if verdict is not None else Verdict("allow", "no target", "", "read")
+        if verdict is None:
+            logger.debug("permission: %s touches nothing the policy decides", name)
+            return Verdict("allow", "no target", "", "read")
+        logger.debug(
+            "permission: %s %s %s: %s (%s)",
+            name,
+            verdict.operation,
+            verdict.target,
+            verdict.action,
+            verdict.reason,
+        )
+        return verdict
 
 
 def _canonical(targets: Sequence[Target], resolve: Any) -> list[Target]:

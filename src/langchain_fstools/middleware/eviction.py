@@ -11,6 +11,7 @@ declare) is never evicted; `execute` and any other tool are. Non-text blocks
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import TYPE_CHECKING, Any, NotRequired
 
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 
     from langchain_fstools.backends.protocol import Backend, FileInfo
     from langchain_fstools.core.calls import Effect
+
+logger = logging.getLogger(__name__)
 
 RESULTS_DIR = "/large_tool_results"
 """Where evicted results are written."""
@@ -159,6 +162,14 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         data = text.encode("utf-8")
         yield from self._make_room(len(data))
         yield from calls.write_bytes(path, data)
+        logger.debug(
+            "evicted the %s result of %s (%d tokens, %d bytes) to %s",
+            message.name,
+            message.tool_call_id,
+            tokens,
+            len(data),
+            path,
+        )
         notice = self._notice(text, tokens, path)
         content: str | list[str | dict[str, Any]] = (
             [{"type": "text", "text": notice}, *other_blocks] if other_blocks else notice

@@ -187,7 +187,9 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         """Build the tools; raises ValueError for an unknown tool, setting, mode or rule."""
         super().__init__()
         if eviction and backend.kind != "state" and not _routes(backend, RESULTS_DIR):
-            backend = CompositeBackend(backend, {RESULTS_DIR + "/": StateBackend()})
+            backend = CompositeBackend(
+                backend, {RESULTS_DIR + "/": StateBackend()}, traced_as=backend.traced_kind
+            )
         self.storage = backend
         self.eviction = (
             None

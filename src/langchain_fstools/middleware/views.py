@@ -50,6 +50,11 @@ class BackendView(Backend):
         """The wrapped backend's kind."""
         return self.inner.kind
 
+    @property
+    def traced_kind(self) -> str:
+        """The wrapped backend's traced kind."""
+        return self.inner.traced_kind
+
     def native_search(self) -> NativeSearch | None:
         """The wrapped backend's native search."""
         return self.inner.native_search()

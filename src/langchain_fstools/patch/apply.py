@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo
     from langchain_fstools.core.calls import Effect
 
-logger = logging.getLogger("langchain_fstools")
+logger = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """Largest file a patch reads or writes, in bytes. Default: 64 MiB."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
+import functools
 import heapq
 import json
 import os
@@ -67,8 +68,12 @@ ARGUMENT_BYTES = 100_000
 (Linux refuses a single argument above 128 KiB)."""
 
 
+@functools.cache
 def find_ripgrep() -> str | None:
-    """The `rg` executable: next to this interpreter (the wheel's), else on PATH."""
+    """The `rg` executable: next to this interpreter (the wheel's), else on PATH.
+
+    Looked up once per process (a PATH search blocks: call it off the event loop).
+    """
     beside = shutil.which("rg", path=str(Path(sys.executable).parent))
     return beside or shutil.which("rg")
 

@@ -8,7 +8,14 @@ rule and the stderr marking are the same on every backend.
 
 from __future__ import annotations
 
+import codecs
 from collections import deque
+from typing import TYPE_CHECKING
+
+from langchain_fstools.core import progress
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 STDERR_MARK = b"[stderr] "
 """Prefix of every line a command wrote to standard error."""
@@ -94,4 +101,55 @@ class OutputBuffer:
         return head + gap + tail
 
 
-__all__ = ["STDERR_MARK", "OutputBuffer"]
+class OutputReporter:
+    """Reports a command's output while it runs, whole lines at a time, per stream.
+
+    Each chunk is decoded incrementally (a character split between reads is kept for
+    the next), and only complete lines are reported, so `transform` (which hides host
+    paths) always sees whole lines. The rest is reported by `flush`. Reports are
+    `{"output": text, "stream": "stdout" | "stderr"}`, unmarked and uncapped: the
+    final result still goes through `OutputBuffer`.
+
+    Args:
+        transform: Applied to each reported text. Default: none.
+    """
+
+    def __init__(self, transform: Callable[[str], str] | None = None) -> None:
+        """Start with nothing pending."""
+        self._transform = transform
+        self._decoders = {
+            stream: codecs.getincrementaldecoder("utf-8")("replace")
+            for stream in ("stdout", "stderr")
+        }
+        self._pending = {"stdout": "", "stderr": ""}
+
+    def add(self, data: bytes, *, stderr: bool = False) -> None:
+        """Take a chunk read from a stream; report the lines it completes."""
+        stream = "stderr" if stderr else "stdout"
+        text = self._pending[stream] + self._decoders[stream].decode(data)
+        complete, newline, rest = text.rpartition("\n")
+        self._pending[stream] = rest
+        if newline:
+            self._report(complete + newline, stream)
+
+    def flush(self) -> None:
+        """Report what is left of each stream (a last line without a newline)."""
+        for stream, decoder in self._decoders.items():
+            text = self._pending[stream] + decoder.decode(b"", final=True)
+            self._pending[stream] = ""
+            if text:
+                self._report(text, stream)
+
+    def _report(self, text: str, stream: str) -> None:
+        shown = self._transform(text) if self._transform is not None else text
+        progress.report({"output": shown, "stream": stream})
+
+
+def reporter_if_listening(
+    transform: Callable[[str], str] | None = None,
+) -> OutputReporter | None:
+    """An `OutputReporter` when someone listens for progress, else None."""
+    return OutputReporter(transform) if progress.listening_now() else None
+
+
+__all__ = ["STDERR_MARK", "OutputBuffer", "OutputReporter", "reporter_if_listening"]

@@ -38,7 +38,7 @@ from langchain_fstools.core.results import ExecutionResult
 from langchain_fstools.shell.output import OutputBuffer
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
 DRAIN_GRACE = 0.5
 """Seconds the pipes may stay open after the command exited or was killed."""
@@ -56,6 +56,7 @@ def run_process(
     output_limit: int,
     env: Mapping[str, str] | None = None,
     grace: float = DRAIN_GRACE,
+    on_output: Callable[..., None] | None = None,
 ) -> ExecutionResult:
     """Run `argv` in its own process group until it exits or `timeout` passes.
 
@@ -67,6 +68,8 @@ def run_process(
         env: Environment of the process. Default: this process's environment.
         grace: Seconds the pipes may stay open once the command ended. Default:
             `DRAIN_GRACE`.
+        on_output: Also called as `on_output(data, stderr=...)` with each chunk as it
+            is read (e.g. `OutputReporter.add`, to stream it). Default: None.
 
     Returns:
         The output, the exit status and whether the deadline passed.
@@ -75,6 +78,7 @@ def run_process(
         OSError: the program could not be started (missing, not executable, bad cwd).
     """
     buffer = OutputBuffer(output_limit)
+    sink = buffer.add if on_output is None else _tee(buffer.add, on_output)
     deadline = time.monotonic() + timeout
     process = subprocess.Popen(  # noqa: S603 - the argv is the caller's, by design
         list(argv),
@@ -88,7 +92,7 @@ def run_process(
     )
     pipes = (process.stdout, process.stderr)
     try:
-        timed_out = _pump(process.pid, pipes, buffer, deadline, grace)
+        timed_out = _pump(process.pid, pipes, sink, deadline, grace)
     finally:
         _kill_group(process.pid)
         for pipe in pipes:
@@ -106,7 +110,7 @@ def run_process(
 def _pump(
     pid: int,
     pipes: tuple[IO[bytes] | None, IO[bytes] | None],
-    buffer: OutputBuffer,
+    sink: Callable[..., None],
     deadline: float,
     grace: float,
 ) -> bool:
@@ -133,10 +137,20 @@ def _pump(
             if drain_until is not None and (now >= drain_until or not selector.get_map()):
                 return timed_out
             wait = min(_POLL, deadline - now) if drain_until is None else drain_until - now
-            _read_ready(selector, buffer, max(wait, 0.0))
+            _read_ready(selector, sink, max(wait, 0.0))
 
 
-def _read_ready(selector: selectors.BaseSelector, buffer: OutputBuffer, wait: float) -> None:
+def _tee(first: Callable[..., None], second: Callable[..., None]) -> Callable[..., None]:
+    """One output sink feeding two."""
+
+    def both(data: bytes, *, stderr: bool = False) -> None:
+        first(data, stderr=stderr)
+        second(data, stderr=stderr)
+
+    return both
+
+
+def _read_ready(selector: selectors.BaseSelector, sink: Callable[..., None], wait: float) -> None:
     """Read what the pipes hold within `wait` seconds; forget pipes at end of file."""
     if not selector.get_map():
         time.sleep(wait)
@@ -144,7 +158,7 @@ def _read_ready(selector: selectors.BaseSelector, buffer: OutputBuffer, wait: fl
     for key, _ in selector.select(wait):
         data = os.read(key.fd, _READ_SIZE)
         if data:
-            buffer.add(data, stderr=key.data)
+            sink(data, stderr=key.data)
         else:
             selector.unregister(key.fileobj)
 

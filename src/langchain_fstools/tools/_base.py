@@ -29,7 +29,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from langchain_fstools.core import calls
+from langchain_fstools.core import calls, progress
 from langchain_fstools.core.tokens import TokenCounter, default_counter
 from langchain_fstools.formats import syntax
 from langchain_fstools.formats.image import ImageLimits
@@ -216,10 +216,11 @@ class FileTool(BaseTool):
                 present=self.context.tool_names,
                 values=setting_values(self.context.settings),
             )
-        backend_kind = self.context.backend.kind
+        backend_kind = self.context.backend.traced_kind
         self.metadata = {
             "fstools_family": "langchain_fstools",
             "fstools_backend": backend_kind,
+            "fstools_access": "read" if self.read_only else "mutate",
             "read_only": self.read_only,
             "concurrency_safe": self.read_only,
             BOUNDED_OUTPUT: self.bounds_output,
@@ -375,7 +376,8 @@ class FileTool(BaseTool):
         scope = self._open_scope(arguments.runtime)
         try:
             effect = self._effect(scope, arguments)
-            outcome = calls.run(effect, scope.backend)
+            with progress.listening(self._progress_listener(arguments.runtime)):
+                outcome = calls.run(effect, scope.backend)
         except Exception as exc:
             raise ToolException(render_error(exc, tool=self.name)) from exc
         return self._finish(scope, outcome)
@@ -385,10 +387,27 @@ class FileTool(BaseTool):
         scope = self._open_scope(arguments.runtime)
         try:
             effect = self._effect(scope, arguments)
-            outcome = await calls.arun(effect, scope.backend)
+            with progress.listening(self._progress_listener(arguments.runtime)):
+                outcome = await calls.arun(effect, scope.backend)
         except Exception as exc:
             raise ToolException(render_error(exc, tool=self.name)) from exc
         return self._finish(scope, outcome)
+
+    def _progress_listener(self, runtime: Any) -> Callable[[dict[str, Any]], None] | None:
+        """The run's stream writer, each report tagged with this tool and call.
+
+        None outside a graph. A run that streams no `custom` mode hands tools a writer
+        that drops what it gets.
+        """
+        writer = getattr(runtime, "stream_writer", None)
+        if writer is None:
+            return None
+        tagged = {"tool": self.name, "tool_call_id": getattr(runtime, "tool_call_id", None)}
+
+        def listener(event: dict[str, Any]) -> None:
+            writer({**tagged, **event})
+
+        return listener
 
     def _open_scope(self, runtime: Any) -> CallScope:
         try:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from langchain_fstools.formats.syntax import SyntaxReport
 
-logger = logging.getLogger("langchain_fstools")
+logger = logging.getLogger(__name__)
 
 
 def render_error(exc: BaseException, *, tool: str) -> str:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import bisect
+import logging
 import time
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from langchain_fstools.core import calls, paths
+from langchain_fstools.core import calls, paths, progress
 from langchain_fstools.core.globs import compile_glob_groups
 from langchain_fstools.core.results import EntryKind
 from langchain_fstools.errors import InvalidArgument, SpecialFile
@@ -22,6 +23,11 @@ if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.search.contract import FileHits, GrepRequest, SearchPart
     from langchain_fstools.tools._base import CallScope
+
+logger = logging.getLogger(__name__)
+
+PROGRESS_INTERVAL = 0.25
+"""Least seconds between two progress reports of one search."""
 
 LINE_WIDTH = 500
 """Longest line text shown by grep; longer lines are cut with `…`."""
@@ -85,7 +91,7 @@ def list_files(
     found: list[ListedFile] = []
     complete, total, skipped = True, 0, 0
     wanted = _wanted(globs, directory)
-    for part in scope.backend.search_parts(directory):
+    for part in (yield from search_parts(scope, directory)):
         sub_globs, exact = _below(globs, directory, part.directory)
         if part.native is not None:
             listing = yield from calls.blocking(
@@ -112,16 +118,24 @@ def list_files(
         total += len(kept) if listing.total is None else listing.total
         complete = complete and listing.complete
         skipped += listing.skipped
+        progress.report({"files": total})
     return Listing(found, complete, total, skipped)
 
 
 def grep(
     scope: CallScope, request: GrepRequest, deadline: float, sink: Callable[[FileHits], None]
 ) -> Effect[SearchOutcome]:
-    """Search file contents, each part natively when its backend can."""
+    """Search file contents, each part natively when its backend can.
+
+    While someone listens for progress, the counts so far (files with matches, matching
+    lines) are reported at most every `PROGRESS_INTERVAL` seconds, and once at the end.
+    """
+    counts = _Counts() if progress.listening_now() else None
+    if counts is not None:
+        sink = counts.counting(sink)
     complete, skipped = True, 0
     wanted = _wanted(request.globs, request.directory)
-    for part in scope.backend.search_parts(request.directory):
+    for part in (yield from search_parts(scope, request.directory)):
         sub_globs, exact = _below(request.globs, request.directory, part.directory)
         sub = replace(request, directory=part.directory, globs=sub_globs)
 
@@ -137,7 +151,34 @@ def grep(
             outcome = yield from engine.grep(sub, deadline=deadline, sink=keep)
             finished, skipped = outcome.complete, skipped + outcome.skipped
         complete = complete and finished
+    if counts is not None:
+        counts.report()
     return SearchOutcome(complete, skipped)
+
+
+class _Counts:
+    """What a search found so far, reported as progress now and then."""
+
+    def __init__(self) -> None:
+        self.files = 0
+        self.matches = 0
+        self._reported = time.monotonic()
+
+    def counting(self, sink: Callable[[FileHits], None]) -> Callable[[FileHits], None]:
+        """`sink`, counting each file's hits first."""
+
+        def counted(hits: FileHits) -> None:
+            self.files += 1
+            self.matches += hits.count or len(hits.lines)
+            if time.monotonic() - self._reported >= PROGRESS_INTERVAL:
+                self.report()
+            sink(hits)
+
+        return counted
+
+    def report(self) -> None:
+        self._reported = time.monotonic()
+        progress.report({"files": self.files, "matches": self.matches})
 
 
 def _excluded(path: str, excluded: tuple[str, ...]) -> bool:
@@ -188,9 +229,26 @@ def _moved(glob: str, inner: str) -> str | None:
     return None
 
 
-def engine_name(scope: CallScope) -> str:
+def search_parts(scope: CallScope, directory: str) -> Effect[list[SearchPart]]:
+    """The parts of the tree below `directory` and the engine of each, off the event loop.
+
+    Finding a native search can block (a PATH lookup for `rg`, a round trip to ask an
+    SSH server for its `rg`), so the async path asks from a worker thread.
+    """
+    parts: list[SearchPart] = yield from calls.blocking(
+        partial(scope.backend.search_parts, directory)
+    )
+    if logger.isEnabledFor(logging.DEBUG):
+        for part in parts:
+            engine_used = "native" if part.native is not None else "python"
+            logger.debug("search of %s: %s engine", part.directory, engine_used)
+    return parts
+
+
+def engine_name(scope: CallScope) -> Effect[str]:
     """Which engine served the call, for traces."""
-    natives = {part.native is not None for part in scope.backend.search_parts("/")}
+    parts = yield from search_parts(scope, "/")
+    natives = {part.native is not None for part in parts}
     return "native" if natives == {True} else "python" if natives == {False} else "mixed"
 
 

@@ -92,7 +92,7 @@ class GlobTool(FileTool):
             "shown": min(limit, total),
             "complete": listing.complete,
             "skipped": listing.skipped,
-            "engine": _search.engine_name(scope),
+            "engine": (yield from _search.engine_name(scope)),
         }
         return ToolOutcome("\n".join(lines), artifact)
 

@@ -164,7 +164,7 @@ class GrepTool(FileTool):
             "offset": offset,
             "complete": complete,
             "skipped": outcome.skipped,
-            "engine": _search.engine_name(scope),
+            "engine": (yield from _search.engine_name(scope)),
         }
         return ToolOutcome(text, artifact)
 

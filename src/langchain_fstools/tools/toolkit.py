@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import BaseTool, BaseToolkit
@@ -54,7 +56,8 @@ class FileToolkit(BaseToolkit):
         backend: Where the files live (`LocalBackend`, `StateBackend`, ...).
         tools: Names of the tools to include. Default: all of `TOOL_CLASSES` the backend
             can serve (`execute` only when `backend.supports_execute`).
-        **settings: Fields of `ToolSettings` (e.g. `read_limit=500`).
+        **settings: Fields of `ToolSettings` (e.g. `read_limit=500`), listed under
+            "Settings" below with their defaults.
 
     Example:
         ```python
@@ -109,6 +112,21 @@ class FileToolkit(BaseToolkit):
     def get_tools(self) -> list[BaseTool]:
         """Return new tool instances sharing this toolkit's context."""
         return [TOOL_CLASSES[name](context=self.context) for name in self.tool_names]
+
+
+def _settings_doc() -> str:
+    """The "Settings" section of `FileToolkit`'s docstring, from `ToolSettings`'s own.
+
+    `ToolSettings` documents each field once ("Attributes:"); this copies those entries,
+    so `help(FileToolkit)` lists every keyword setting with its default.
+    """
+    doc = inspect.getdoc(ToolSettings) or ""
+    entries = doc.split("Attributes:\n", 1)[1]
+    section = "Settings (keyword arguments, as `ToolSettings` fields):\n" + entries.rstrip()
+    return "\n\n" + textwrap.indent(section, "    ")
+
+
+FileToolkit.__doc__ = (FileToolkit.__doc__ or "").rstrip() + _settings_doc() + "\n"
 
 
 def _servable(name: str, backend: Backend) -> bool:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend
-from langchain_fstools.demo import ScriptedModel
 from langchain_fstools.middleware.capabilities import IMAGE_NOTE, PDF_NOTE, adapt_messages
+from langchain_fstools.testing import ScriptedChatModel
 from tests.media import image_bytes
 
 IMAGE = {"type": "image", "base64": "AAAA", "mime_type": "image/png"}
@@ -40,23 +39,10 @@ def test_blocks_replaced_by_notes() -> None:
     assert only_pdf.content[1] == IMAGE
 
 
-class TextOnlyModel(ScriptedModel):
-    seen: list[list[BaseMessage]] = []  # noqa: RUF012 - reset per instance below
-
-    def model_post_init(self, context: Any, /) -> None:
-        super().model_post_init(context)
-        self.seen = []
-        self.profile = {"image_tool_message": False}
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-        self.seen.append(list(messages))
-        return super()._generate(messages, *args, **kwargs)
-
-
 def test_model_without_image_support_gets_a_note_and_state_keeps_the_image(tmp_path: Path) -> None:
     (tmp_path / "p.png").write_bytes(image_bytes())
-    model = TextOnlyModel(
-        messages=iter(
+    model = ScriptedChatModel(
+        turns=(
             [
                 AIMessage(
                     "",
@@ -65,11 +51,11 @@ def test_model_without_image_support_gets_a_note_and_state_keeps_the_image(tmp_p
                 AIMessage("ok"),
             ]
         ),
-        disable_streaming=True,
+        profile={"image_tool_message": False},
     )
     agent = create_agent(model, middleware=[FilesystemMiddleware(backend=LocalBackend(tmp_path))])
     state = agent.invoke({"messages": [{"role": "user", "content": "look"}]})
-    sent = next(m for m in model.seen[1] if isinstance(m, ToolMessage))
+    sent = next(m for m in model.calls[1] if isinstance(m, ToolMessage))
     assert {"type": "text", "text": IMAGE_NOTE} in sent.content
     kept = next(m for m in state["messages"] if isinstance(m, ToolMessage))
     assert any(isinstance(b, dict) and b.get("type") == "image" for b in kept.content)

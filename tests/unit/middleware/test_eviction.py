@@ -16,8 +16,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
-from langchain_fstools.demo import ScriptedModel
 from langchain_fstools.middleware import LargeResultEviction
+from langchain_fstools.testing import ScriptedChatModel
 
 BIG = "\n".join(f"log line {n}: " + "x" * 60 for n in range(1, 3001))
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -46,7 +46,7 @@ def run_agent(
     backend: Backend, script: list[AIMessage], mode: str = "sync", saver: Any = None, **options: Any
 ) -> dict[str, Any]:
     agent = create_agent(
-        ScriptedModel(messages=iter([*script, AIMessage("done")]), disable_streaming=True),
+        ScriptedChatModel(turns=[*script, AIMessage("done")]),
         tools=[dump_logs, snapshot],
         middleware=[FilesystemMiddleware(backend=backend, **options)],
         checkpointer=saver or InMemorySaver(),
@@ -155,9 +155,7 @@ def test_eviction_can_be_switched_off(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_standalone_around_any_tool(mode: str) -> None:
     agent = create_agent(
-        ScriptedModel(
-            messages=iter([call("dump_logs", 1), AIMessage("done")]), disable_streaming=True
-        ),
+        ScriptedChatModel(turns=[call("dump_logs", 1), AIMessage("done")]),
         tools=[dump_logs],
         middleware=[LargeResultEviction(threshold_tokens=1000)],
     )

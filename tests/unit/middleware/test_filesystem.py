@@ -9,27 +9,14 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
-from langchain_fstools.demo import ScriptedModel, seed_state
-
-
-class RecordingModel(ScriptedModel):
-    """A scripted model that keeps the messages of every call."""
-
-    seen: list[list[BaseMessage]] = []  # noqa: RUF012 - per-instance copy in model_post_init
-
-    def model_post_init(self, context: Any, /) -> None:
-        super().model_post_init(context)
-        self.seen = []
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-        self.seen.append(list(messages))
-        return super()._generate(messages, *args, **kwargs)
+from langchain_fstools.demo import seed_state
+from langchain_fstools.testing import ScriptedChatModel
 
 
 def backend_for(kind: str, tmp_path: Path) -> tuple[Backend, dict[str, Any]]:
@@ -81,7 +68,7 @@ def test_prompt_tools_state_and_parallel_guard(kind: str, mode: str, tmp_path: P
         ),
         AIMessage("done"),
     ]
-    model = RecordingModel(messages=iter(turns), disable_streaming=True)
+    model = ScriptedChatModel(turns=turns)
     agent = create_agent(
         model,
         system_prompt="You are careful.",
@@ -106,7 +93,7 @@ def test_prompt_tools_state_and_parallel_guard(kind: str, mode: str, tmp_path: P
         (tmp_path / "a.py").read_text() if kind == "local" else state["files"]["/a.py"]["content"]
     )
     assert content == "x = 10\ny = 2\n"
-    system = model.seen[0][0]
+    system = model.calls[0][0]
     assert isinstance(system, SystemMessage)
     assert system.text.startswith("You are careful.")
     assert middleware.system_prompt is not None
@@ -116,12 +103,12 @@ def test_prompt_tools_state_and_parallel_guard(kind: str, mode: str, tmp_path: P
 
 
 def test_without_prompt_section(tmp_path: Path) -> None:
-    model = RecordingModel(messages=iter([AIMessage("ok")]), disable_streaming=True)
+    model = ScriptedChatModel(turns=[AIMessage("ok")])
     agent = create_agent(
         model, middleware=[FilesystemMiddleware(backend=LocalBackend(tmp_path), system_prompt=None)]
     )
     agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
-    assert not any(isinstance(m, SystemMessage) for m in model.seen[0])
+    assert not any(isinstance(m, SystemMessage) for m in model.calls[0])
 
 
 def test_parallel_guard_sees_the_paths_of_a_patch(tmp_path: Path) -> None:
@@ -147,7 +134,7 @@ def test_parallel_guard_sees_the_paths_of_a_patch(tmp_path: Path) -> None:
         AIMessage("done"),
     ]
     agent = create_agent(
-        RecordingModel(messages=iter(turns), disable_streaming=True),
+        ScriptedChatModel(turns=turns),
         middleware=[FilesystemMiddleware(backend=backend)],
     )
     state = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
@@ -175,7 +162,7 @@ def test_tools_leave_their_state_update_to_the_middleware(tmp_path: Path) -> Non
         AIMessage("done"),
     ]
     agent = create_agent(
-        ScriptedModel(messages=iter(turns)), middleware=[middleware], checkpointer=InMemorySaver()
+        ScriptedChatModel(turns=turns), middleware=[middleware], checkpointer=InMemorySaver()
     )
     config = {"configurable": {"thread_id": "t"}}
     seed = {"files": seed_state({"/a.py": "x = 1\ny = 2\n"})}

@@ -117,6 +117,7 @@ def test_metadata_tells_reads_from_mutations() -> None:
         assert tools[name].metadata == {
             "fstools_family": "langchain_fstools",
             "fstools_backend": "state",
+            "fstools_access": "read",
             "read_only": True,
             "concurrency_safe": True,
             "bounded_output": True,
@@ -124,6 +125,7 @@ def test_metadata_tells_reads_from_mutations() -> None:
     for name in ("write_file", "edit_file", "apply_patch"):
         assert tools[name].metadata is not None
         assert tools[name].metadata["read_only"] is False
+        assert tools[name].metadata["fstools_access"] == "mutate"
         assert "mutating" in (tools[name].tags or [])
 
 

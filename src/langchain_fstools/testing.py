@@ -1,0 +1,209 @@
+"""Offline testing helpers: a scripted chat model that drives real agents.
+
+`ScriptedChatModel` plays back a fixed list of assistant turns (tool calls or text), so
+an agent built with `create_agent` (or a hand-built graph with `bind_tools`) runs end to
+end without a provider or a network: tests, notebooks, demos and documentation examples.
+It streams too: under `stream_mode="messages"` each turn arrives as chunks (text split
+into words, each tool call as one chunk), and with `disable_streaming=True` it answers
+in one message.
+
+    from langchain.agents import create_agent
+    from langchain_fstools import FilesystemMiddleware, LocalBackend
+    from langchain_fstools.testing import ScriptedChatModel, tool_call
+
+    model = ScriptedChatModel(
+        turns=[tool_call("ls", path="/"), "The workspace is empty."]
+    )
+    agent = create_agent(model, middleware=[FilesystemMiddleware(backend=LocalBackend("."))])
+    agent.invoke({"messages": [{"role": "user", "content": "What is here?"}]})
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import Field, PrivateAttr, field_validator
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from langchain_core.callbacks import CallbackManagerForLLMRun
+    from langchain_core.language_models import LanguageModelInput
+    from langchain_core.runnables import Runnable
+    from langchain_core.tools import BaseTool
+
+_ids = itertools.count(1)
+_WORDS = re.compile(r"\S+\s*|\s+")
+
+
+def tool_call(name: str, /, *, call_id: str | None = None, **args: Any) -> AIMessage:
+    """An assistant turn that calls one tool.
+
+    Args:
+        name: The tool's name (`"read_file"`).
+        call_id: The tool call's id. Default: `call_<n>`, numbered across the process.
+        **args: The tool's arguments (`file_path="/a.txt"`).
+
+    Returns:
+        An `AIMessage` with empty content and that one tool call.
+    """
+    identifier = call_id if call_id is not None else f"call_{next(_ids)}"
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": identifier}])
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model that answers each call with the next turn of a script.
+
+    It ignores its input and the tools it is bound to: the script already says what to
+    call. `bind_tools` works (it returns the model itself), so it runs under
+    `create_agent`, `ToolNode` graphs and anything else that binds tools. Streaming
+    works with and without `disable_streaming=True`; streamed turns carry the same
+    text and tool calls as invoked ones. Calls from several threads take turns in
+    order, and `calls` keeps the messages of every call. When the script is used up,
+    a call raises `RuntimeError` saying how many turns it had.
+
+    Args:
+        turns: The assistant's turns, in order: an `AIMessage` (see `tool_call`) or a
+            string for a text answer.
+
+    Example:
+        ```python
+        from langchain.agents import create_agent
+        from langchain_fstools import FilesystemMiddleware, StateBackend
+        from langchain_fstools.testing import ScriptedChatModel, tool_call
+
+        model = ScriptedChatModel(
+            turns=[tool_call("write_file", file_path="/a.txt", content="hi\\n"), "Done."]
+        )
+        agent = create_agent(model, middleware=[FilesystemMiddleware(backend=StateBackend())])
+        result = agent.invoke({"messages": [{"role": "user", "content": "Write a.txt"}]})
+        assert result["files"]
+        ```
+    """
+
+    turns: list[AIMessage] = Field(default_factory=list)
+    """The assistant's turns, in order."""
+
+    _next: int = PrivateAttr(default=0)
+    _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @field_validator("turns", mode="before")
+    @classmethod
+    def _messages(cls, turns: Sequence[AIMessage | str]) -> list[AIMessage]:
+        return [AIMessage(content=turn) if isinstance(turn, str) else turn for turn in turns]
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    @property
+    def remaining(self) -> int:
+        """How many turns are left."""
+        return len(self.turns) - self._next
+
+    @property
+    def calls(self) -> list[list[BaseMessage]]:
+        """The messages the model was called with, one list per call, oldest first."""
+        return self._calls
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Accept the tools and ignore them: the script already knows what to call.
+
+        Args:
+            tools: The tools an agent offers (`BaseTool`s, functions, schemas).
+            tool_choice: Which tool the model must call; ignored.
+            **kwargs: Other provider options; ignored.
+
+        Returns:
+            This model.
+        """
+        del tools, tool_choice, kwargs
+        return self
+
+    def _take(self, messages: list[BaseMessage]) -> AIMessage:
+        with self._lock:
+            self._calls.append(list(messages))
+            if self._next >= len(self.turns):
+                raise RuntimeError(
+                    f"ScriptedChatModel has played all {len(self.turns)} of its turns;"
+                    " add a turn for this call to the script"
+                )
+            turn = self.turns[self._next]
+            self._next += 1
+        return turn
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        del stop, run_manager, kwargs
+        turn = self._take(messages)
+        return ChatResult(generations=[ChatGeneration(message=turn.model_copy())])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        del stop, kwargs
+        turn = self._take(messages)
+        for chunk in _chunks(turn):
+            if run_manager is not None and isinstance(chunk.content, str) and chunk.content:
+                run_manager.on_llm_new_token(
+                    chunk.content, chunk=ChatGenerationChunk(message=chunk)
+                )
+            yield ChatGenerationChunk(message=chunk)
+
+
+def _chunks(turn: AIMessage) -> list[AIMessageChunk]:
+    """A turn as streamed chunks: its text word by word, then one chunk per tool call.
+
+    Always at least one chunk, so a turn with no text and no tool calls still streams.
+    """
+    text = turn.content if isinstance(turn.content, str) else ""
+    pieces = _WORDS.findall(text) if text else []
+    chunks = [AIMessageChunk(content=piece, id=turn.id) for piece in pieces]
+    if not isinstance(turn.content, str):
+        chunks.append(AIMessageChunk(content=turn.content, id=turn.id))
+    chunks.extend(
+        AIMessageChunk(
+            content="",
+            id=turn.id,
+            tool_call_chunks=[
+                {
+                    "name": call["name"],
+                    "args": json.dumps(call["args"]),
+                    "id": call["id"],
+                    "index": index,
+                    "type": "tool_call_chunk",
+                }
+            ],
+        )
+        for index, call in enumerate(turn.tool_calls)
+    )
+    if not chunks:
+        chunks.append(AIMessageChunk(content="", id=turn.id))
+    chunks[-1].chunk_position = "last"
+    return chunks
+
+
+__all__ = ["ScriptedChatModel", "tool_call"]
