@@ -125,7 +125,7 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
             return handler(request)
         result = handler(request)
         backend = self.backend.bind(request.runtime)
-        return calls.run(self._evicted(result, backend), backend)
+        return calls.run(self._evicted(result, request.tool_call["id"], backend), backend)
 
     async def awrap_tool_call(
         self,
@@ -137,12 +137,13 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
             return await handler(request)
         result = await handler(request)
         backend = self.backend.bind(request.runtime)
-        return await calls.arun(self._evicted(result, backend), backend)
+        return await calls.arun(self._evicted(result, request.tool_call["id"], backend), backend)
 
     def _evicted(
-        self, result: ToolMessage | Command[Any], backend: Backend
+        self, result: ToolMessage | Command[Any], call_id: str | None, backend: Backend
     ) -> Effect[ToolMessage | Command[Any]]:
-        message = _message_of(result)
+        """The result with its message replaced by a notice; every other part kept."""
+        message = _message_of(result, call_id)
         if message is None:
             return result
         text, other_blocks = _split_content(message.content)
@@ -197,14 +198,18 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         return line if len(line) <= self.preview_width else line[: self.preview_width] + "…"
 
 
-def _message_of(result: ToolMessage | Command[Any]) -> ToolMessage | None:
+def _message_of(result: ToolMessage | Command[Any], call_id: str | None) -> ToolMessage | None:
+    """The result's ToolMessage for this call (a Command may carry other messages)."""
     if isinstance(result, ToolMessage):
         return result
     update = result.update if isinstance(result, Command) else None
-    if isinstance(update, dict):
-        found = [m for m in update.get("messages", []) if isinstance(m, ToolMessage)]
-        return found[0] if len(found) == 1 else None
-    return None
+    if not isinstance(update, dict):
+        return None
+    found = [m for m in update.get("messages", []) if isinstance(m, ToolMessage)]
+    own = [m for m in found if m.tool_call_id == call_id]
+    if own:
+        return own[0]
+    return found[0] if len(found) == 1 else None
 
 
 def _split_content(content: str | list[Any]) -> tuple[str, list[Any]]:

@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.prebuilt import ToolRuntime
+from langgraph.types import Command
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
@@ -170,3 +172,37 @@ def test_standalone_around_any_tool(mode: str) -> None:
 def test_bad_settings_refused() -> None:
     with pytest.raises(ValueError, match="positive"):
         LargeResultEviction(threshold_tokens=0)
+
+
+@tool
+def commanding(runtime: ToolRuntime) -> Command[Any]:
+    """Return a large result inside a Command with other messages."""
+    return Command(
+        update={
+            "messages": [
+                RemoveMessage(id="user-1"),
+                ToolMessage(BIG, tool_call_id=runtime.tool_call_id, artifact=["kept", 1]),
+                AIMessage("a side note", id="side-1"),
+            ]
+        }
+    )
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_issue_16_command_keeps_every_message_and_the_artifact(mode: str) -> None:
+    agent = create_agent(
+        ScriptedModel(
+            messages=iter([call("commanding", 1), AIMessage("done")]), disable_streaming=True
+        ),
+        tools=[commanding],
+        middleware=[LargeResultEviction(threshold_tokens=1000)],
+    )
+    payload = {"messages": [HumanMessage("go", id="user-1")]}
+    state = agent.invoke(payload) if mode == "sync" else asyncio.run(agent.ainvoke(payload))
+    ids = [m.id for m in state["messages"]]
+    assert "user-1" not in ids  # the RemoveMessage was applied
+    assert "side-1" in ids  # the AIMessage arrived
+    message = results(state)["call-1"]
+    assert str(message.content).startswith("Tool result too large (")
+    assert message.artifact == ["kept", 1]
+    assert state["files"]["/large_tool_results/call-1"]["content"] == BIG
