@@ -376,15 +376,9 @@ __all__ = [
     "count_lines",
     "decode_line",
     "line_rows",
-    "lines_phrase",
     "read_window",
     "render_row",
 ]
-
-
-def lines_phrase(count: int) -> str:
-    """`1 line`, `2 lines`: a line count for a sentence."""
-    return f"{count:,} line" if count == 1 else f"{count:,} lines"
 
 
 def count_lines(text: str) -> int:

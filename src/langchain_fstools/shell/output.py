@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import deque
 
+from langchain_fstools.core.wording import plural
+
 STDERR_MARK = b"[stderr] "
 """Prefix of every line a command wrote to standard error."""
 
@@ -90,7 +92,7 @@ class OutputBuffer:
         tail = b"".join(self._tail).decode("utf-8", "replace")
         if not self._dropped:
             return head + tail
-        gap = f"\n[... {self._dropped:,} bytes of output omitted ...]\n"
+        gap = f"\n[... {plural(self._dropped, 'byte')} of output omitted ...]\n"
         return head + gap + tail
 
 

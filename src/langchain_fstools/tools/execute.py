@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import Field
 
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import CommandTimedOut, InvalidArgument, UnsupportedInvocation
 from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
@@ -103,7 +104,8 @@ def _timeout(requested: float | None, settings: ToolSettings) -> float:
         )
     if requested > limit:
         raise InvalidArgument(
-            "timeout", f"{requested:g} seconds is above the maximum of {limit:g} seconds"
+            "timeout",
+            f"{plural(requested, 'second')} is above the maximum of {plural(limit, 'second')}",
         )
     return requested
 

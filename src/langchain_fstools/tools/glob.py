@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from langchain_fstools.core.globs import compile_globs
+from langchain_fstools.core.wording import plural
 from langchain_fstools.tools import _search
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 
@@ -64,7 +65,7 @@ class GlobTool(FileTool):
         if total > limit:
             lines.append(
                 f"(Results are truncated: showing the {limit} most recently modified of "
-                f"{total} files. Use a more specific pattern or path.)"
+                f"{plural(total, 'file')}. Use a more specific pattern or path.)"
             )
         if not listing.complete:
             lines.append(

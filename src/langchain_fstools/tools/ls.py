@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.wording import plural
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class LsTool(FileTool):
             lines = [f"(empty directory: {directory})"]
         elif len(entries) > limit:
             lines.append(
-                f"(Showing {limit} of {len(entries)} entries. "
+                f"(Showing {limit:,} of {plural(len(entries), 'entry', 'entries')}. "
                 "List a subdirectory or use glob to narrow the listing.)"
             )
         artifact = {

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from langchain_fstools import errors
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.wording import plural
 from langchain_fstools.formats import encoding, kinds
 from langchain_fstools.formats.kinds import ContentKind
 from langchain_fstools.formats.text import Reader, Window, read_window
@@ -64,7 +65,7 @@ UNCHANGED = (
 )
 EMPTY = "System reminder: File exists but has empty contents"
 SHORTER = (
-    "System reminder: {path} has only {total} lines, fewer than offset {offset}. "
+    "System reminder: {path} has only {lines}, fewer than offset {offset}. "
     "Read with an offset of at most {total}."
 )
 
@@ -219,7 +220,8 @@ def _render(path: str, window: Window, offset: int, limit: int) -> str:
     if not window.rows:
         if window.total_lines == 0 or (window.total_lines is None and offset == 1):
             return EMPTY
-        return SHORTER.format(path=path, total=window.total_lines, offset=offset)
+        total = window.total_lines or 0
+        return SHORTER.format(path=path, lines=plural(total, "line"), total=total, offset=offset)
     body = "\n".join(window.rows)
     footer = _footer(window, limit)
     return f"{body}\n\n{footer}" if footer else body

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -206,3 +207,47 @@ def test_issue_16_command_keeps_every_message_and_the_artifact(mode: str) -> Non
     assert str(message.content).startswith("Tool result too large (")
     assert message.artifact == ["kept", 1]
     assert state["files"]["/large_tool_results/call-1"]["content"] == BIG
+
+
+LONG_LINE = "".join(f"{n:07d}," for n in range(250_000))  # 2 MB, one line
+LONG_JSON = json.dumps({"rows": [{"id": n, "name": f"row {n}"} for n in range(60_000)]})
+
+
+@tool
+def one_line(kind: str) -> str:
+    """Return one huge line: plain text or JSON."""
+    return LONG_JSON if kind == "json" else LONG_LINE
+
+
+def evict_one(kind: str) -> tuple[str, str]:
+    agent = create_agent(
+        ScriptedModel(
+            messages=iter([call("one_line", 1, kind=kind), AIMessage("done")]),
+            disable_streaming=True,
+        ),
+        tools=[one_line],
+        middleware=[LargeResultEviction()],
+    )
+    state = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    saved = state["files"]["/large_tool_results/call-1"]["content"]
+    return str(results(state)["call-1"].content), saved
+
+
+def test_issue_16_one_long_line_previews_characters() -> None:
+    notice, saved = evict_one("text")
+    assert saved == LONG_LINE
+    assert "tokens, 1 line)" in notice
+    assert f"First 1,000 characters:\n{LONG_LINE[:1000]}\n" in notice
+    assert f"({len(LONG_LINE) - 2000:,} characters omitted)" in notice
+    assert f"Last 1,000 characters:\n{LONG_LINE[-1000:]}" in notice
+    assert "1 lines" not in notice
+
+
+def test_issue_16_one_line_json_is_pretty_printed_and_previewed_by_lines() -> None:
+    notice, saved = evict_one("json")
+    assert json.loads(saved) == json.loads(LONG_JSON)
+    assert saved.count("\n") > 100_000
+    assert max(map(len, saved.split("\n"))) < 100
+    assert "(JSON, pretty-printed so that it reads in windows)" in notice
+    assert "First 5 lines:\n{\n" in notice
+    assert "lines omitted)" in notice
