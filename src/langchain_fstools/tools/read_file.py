@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -12,7 +13,7 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.core.wording import plural
 from langchain_fstools.formats import encoding, kinds
 from langchain_fstools.formats.kinds import ContentKind
-from langchain_fstools.formats.text import Reader, Window, read_window
+from langchain_fstools.formats.text import ARROW, NoSuchRow, Reader, Window, read_window, row_label
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._media import read_image, read_notebook, read_pdf
 from langchain_fstools.tools.tracking import after_read, shows_the_same
@@ -26,8 +27,12 @@ class ReadFileArgs(ToolArgs):
     """Arguments of read_file."""
 
     file_path: str = Field(description="Absolute path of the file to read, e.g. /src/app.py.")
-    offset: int | None = Field(
-        default=None, description="1-based line number to start reading at. Default: 1."
+    offset: int | str | None = Field(
+        default=None,
+        description=(
+            "1-based line number to start reading at, or a row of a long line such as"
+            ' "12.3" (as the footer of a read says). Default: 1.'
+        ),
     )
     limit: int | None = Field(
         default=None, description="Maximum number of lines (rows) to read. Default: 2000."
@@ -45,7 +50,8 @@ DESCRIPTION = """Read a file from the workspace.
 - By default up to 2000 lines from the start are returned, within a budget of about
   25,000 tokens. When a file is longer, the output ends with the exact `offset` to pass
   to continue; read large files in windows with `offset` and `limit`.
-- Lines longer than 5000 characters continue on rows numbered N.1, N.2, ...
+- Lines longer than 5000 characters continue on rows numbered N.1, N.2, ...; a read can
+  start at such a row (offset="12.3"), and the footer says which row continues.
 - Read a file before editing or overwriting it: edit_file and write_file refuse files
   you have not read, or that changed since you read them.
 - Reading the same unchanged range again returns a short "unchanged" note; the text you
@@ -79,7 +85,7 @@ class ReadFileTool(FileTool):
 
     def _effect(self, scope: CallScope, args: ReadFileArgs) -> Effect[ToolOutcome]:
         path = paths.normalize(args.file_path)
-        offset, limit = _window_arguments(args, scope.context.settings.read_limit)
+        offset, row, limit = _window_arguments(args, scope.context.settings.read_limit)
         info = yield from _stat_or_suggest(path)
         if info.is_dir:
             raise IsADirectoryError(21, "Is a directory", path)
@@ -94,15 +100,23 @@ class ReadFileTool(FileTool):
         if kind is ContentKind.PDF:
             return (yield from read_pdf(scope, info, args.pages))
         if kind is ContentKind.NOTEBOOK:
+            if row:
+                raise errors.InvalidArgument("offset", "in a notebook it is a cell number")
             return (yield from read_notebook(scope, info, offset, args.limit))
-        return (yield from _read_text(scope, info, head, args, offset, limit))
+        return (yield from _read_text(scope, info, head, args, (offset, row), limit))
 
 
 def _read_text(  # noqa: PLR0917 - one read's facts
-    scope: CallScope, info: FileInfo, head: bytes, args: ReadFileArgs, offset: int, limit: int
+    scope: CallScope,
+    info: FileInfo,
+    head: bytes,
+    args: ReadFileArgs,
+    begin: tuple[int, int],
+    limit: int,
 ) -> Effect[ToolOutcome]:
     path = info.path
-    view = f"lines:{offset}:{limit}"
+    offset, row = begin
+    view = f"lines:{row_label(offset, row)}:{limit}"
     previous = scope.reads.get(path)
     if previous and shows_the_same(previous, version=info.version, view=view):
         last = offset + limit - 1
@@ -120,16 +134,24 @@ def _read_text(  # noqa: PLR0917 - one read's facts
     index = scope.context.line_indexes.get(
         (id(scope.context.backend), path, info.version, codec.name), start=start
     )
-    window = yield from read_window(
-        read,
-        index,
-        codec="utf-8" if codec.name.startswith("utf-16") else codec.name,
-        offset=offset,
-        limit=limit,
-        token_budget=scope.context.settings.read_token_budget,
-        count_tokens=scope.context.settings.count_tokens,
-    )
-    seen_last = window.last_line - (1 if window.cut_line is not None else 0)
+    try:
+        window = yield from read_window(
+            read,
+            index,
+            codec="utf-8" if codec.name.startswith("utf-16") else codec.name,
+            offset=offset,
+            row=row,
+            limit=limit,
+            token_budget=scope.context.settings.read_token_budget,
+            count_tokens=scope.context.settings.count_tokens,
+        )
+    except NoSuchRow:
+        raise errors.InvalidArgument(
+            "offset",
+            f'line {offset} has no row "{row_label(offset, row)}"; read it from offset={offset}',
+        ) from None
+    # A line counts as seen once a read shows its last row.
+    seen_last = window.last_line - (1 if window.next_row else 0)
     scope.reads.put(
         path,
         after_read(
@@ -148,21 +170,39 @@ def _read_text(  # noqa: PLR0917 - one read's facts
         "first_line": offset,
         "last_line": window.last_line,
         "total_lines": window.total_lines,
-        "next_offset": window.next_offset,
+        "next_offset": window.continuation,
         "stopped_by": window.stopped_by,
         "version": info.version,
     }
     return ToolOutcome(_render(path, window, offset, limit), artifact)
 
 
-def _window_arguments(args: ReadFileArgs, default_limit: int) -> tuple[int, int]:
-    offset = 1 if args.offset is None or args.offset == 0 else args.offset
-    if offset < 0:
-        raise errors.InvalidArgument("offset", "it is a 1-based line number and must be 1 or more")
+def _window_arguments(args: ReadFileArgs, default_limit: int) -> tuple[int, int, int]:
+    """The line and row to start at, and the row limit."""
+    offset, row = _offset(args.offset)
     limit = default_limit if args.limit is None else args.limit
     if limit < 1:
         raise errors.InvalidArgument("limit", "it must be 1 or more")
-    return offset, limit
+    return offset, row, limit
+
+
+_ROW_OFFSET = re.compile(r"\s*\+?(\d+)(?:\.(\d+))?\s*")
+
+
+def _offset(given: int | str | None) -> tuple[int, int]:
+    """`12` → (12, 0); `"12.3"` → (12, 3); None and 0 → (1, 0)."""
+    if isinstance(given, str):
+        match = _ROW_OFFSET.fullmatch(given)
+        if match is None:
+            raise errors.InvalidArgument(
+                "offset", f'{given!r} is neither a line number (12) nor a row of a line ("12.3")'
+            )
+        line, row = int(match[1]), int(match[2] or 0)
+    else:
+        line, row = given or 0, 0
+    if line < 0:
+        raise errors.InvalidArgument("offset", "it is a 1-based line number and must be 1 or more")
+    return (line or 1), (row if line else 0)
 
 
 def _stat_or_suggest(path: str) -> Effect[FileInfo]:
@@ -228,25 +268,22 @@ def _render(path: str, window: Window, offset: int, limit: int) -> str:
 
 
 def _footer(window: Window, limit: int) -> str:
+    if window.continuation is None:
+        return ""
     notes: list[str] = []
-    if window.cut_line is not None:
-        notes.append(
-            f"Line {window.cut_line} is too long to show whole in one read; "
-            "only its beginning is shown."
-        )
-    if window.next_offset is not None:
-        of_total = f" of {window.total_lines}" if window.total_lines is not None else ""
-        reason = {
-            "tokens": "Output reached the token budget. ",
-            "limit": "",
-            "cut": "",
-            "end": "",
-        }[window.stopped_by]
-        notes.append(
-            f"{reason}Showing lines {window.first_line}-{window.last_line}{of_total}. "
-            f"Continue with offset={window.next_offset} (limit={limit})."
-        )
-    return f"({' '.join(notes)})" if notes else ""
+    if window.next_row:
+        notes.append(f"Line {window.last_line} is long and continues on row {window.continuation}.")
+    if window.stopped_by == "tokens":
+        notes.append("Output reached the token budget.")
+    of_total = f" of {window.total_lines}" if window.total_lines is not None else ""
+    first = row_label(window.first_line, window.first_row)
+    last = window.rows[-1].partition(ARROW)[0].strip()
+    continuation = f'"{window.continuation}"' if window.next_row else window.continuation
+    notes.append(
+        f"Showing lines {first}-{last}{of_total}. "
+        f"Continue with offset={continuation} (limit={limit})."
+    )
+    return f"({' '.join(notes)})"
 
 
 __all__ = ["DESCRIPTION", "ReadFileArgs", "ReadFileTool"]
