@@ -56,7 +56,8 @@ DESCRIPTION = """Read a file from the workspace.
   you have not read, or that changed since you read them.
 - Reading the same unchanged range again returns a short "unchanged" note; the text you
   read earlier is still current.
-- Images (PNG, JPEG, GIF, WebP) come back as images you can see, scaled to fit.
+- Images (PNG, JPEG, GIF, WebP, BMP, TIFF, ICO, ...) come back as images you can see,
+  scaled to fit.
 - PDFs come back as text with page markers; for PDFs over 10 pages give `pages`
   ("3", "1-5", "2,4-6"), at most 20 pages per call.
 - Jupyter notebooks (.ipynb) come back as cells with ids, numbered sources and outputs
