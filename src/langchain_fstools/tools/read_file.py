@@ -63,8 +63,9 @@ DESCRIPTION = """Read a file from the workspace.
 - Jupyter notebooks (.ipynb) come back as cells with ids, numbered sources and outputs
   (images as images); `offset`/`limit` count cells. Edit them with notebook_edit.
 - Text files over 256 KB need `offset`/`limit` (or use grep to find the place).
-- Text in UTF-8, UTF-16 and Latin-1 is read; other binary files are refused. To list a
-  directory use ls; to find files use glob; to search contents use grep."""
+- Text in UTF-8, UTF-16 and legacy code pages (Windows-1252, Shift-JIS, ...) is read and
+  edited in its own encoding; other binary files are refused. To list a directory use
+  ls; to find files use glob; to search contents use grep."""
 
 UNCHANGED = (
     "File unchanged since your last read of this range: the content of {path} "
@@ -139,7 +140,7 @@ def _read_text(  # noqa: PLR0917 - one read's facts
         window = yield from read_window(
             read,
             index,
-            codec="utf-8" if codec.name.startswith("utf-16") else codec.name,
+            codec=codec.name if _in_place(codec) else "utf-8",
             offset=offset,
             row=row,
             limit=limit,
@@ -235,10 +236,11 @@ def _reader(
 ) -> Effect[tuple[Reader, int]]:
     """Return how to read the file's bytes as lines, and where line 1 starts.
 
-    Single-byte-newline encodings are read in place; UTF-16 is transcoded to UTF-8 in
-    memory (bounded by `max_edit_bytes`), so one windowing algorithm serves all.
+    UTF-8 and single-byte code pages are read in place; other encodings (UTF-16,
+    Shift-JIS, ...) are transcoded to UTF-8 in memory (bounded by `max_edit_bytes`), so
+    one windowing algorithm serves all.
     """
-    if not codec.name.startswith("utf-16"):
+    if _in_place(codec):
 
         def read_range(start: int, size: int) -> Effect[bytes]:
             return calls.read_bytes(path, start, size)
@@ -255,6 +257,10 @@ def _reader(
         yield  # pragma: no cover - makes this a generator
 
     return read_memory, 0
+
+
+def _in_place(codec: encoding.TextCodec) -> bool:
+    return codec.name == "utf-8" or codec.single_byte
 
 
 def _render(path: str, window: Window, offset: int, limit: int) -> str:
