@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from langchain_fstools.formats.encoding import CP1252, LATIN1, UTF8, TextCodec, detect, sniff
+from langchain_fstools.formats.encoding import CP1252, UTF8, TextCodec, detect, sniff
 
 
 @pytest.mark.parametrize(
