@@ -97,6 +97,12 @@ class GrepTool(FileTool):
     def _effect(self, scope: CallScope, args: GrepArgs) -> Effect[ToolOutcome]:
         if not args.pattern:
             raise errors.InvalidArgument("pattern", "it is empty; give the text to search for")
+        if "\x00" in args.pattern:
+            raise errors.InvalidArgument(
+                "pattern",
+                "it contains a NUL character, which no text file holds (files with NUL bytes"
+                " are binary and not searched); remove it",
+            )
         head_limit, offset = _paging(args, scope.context.settings.grep_head_limit)
         root = yield from _search.search_root(args.path)
         request = _request(args, root)

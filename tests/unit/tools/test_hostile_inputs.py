@@ -9,6 +9,7 @@ import pytest
 from langchain_fstools import errors
 from langchain_fstools.core import paths
 from tests.unit.tools.conftest import Run
+from tests.unit.tools.harness import Harness
 
 BAD = "/a\udc80.txt"
 
@@ -41,3 +42,15 @@ def test_issue_16_lone_surrogate_is_named(
 def test_issue_16_normalize_refuses_a_lone_surrogate() -> None:
     with pytest.raises(errors.InvalidPath, match="lone surrogate"):
         paths.normalize(BAD)
+
+
+@pytest.mark.parametrize("regex", [False, True])
+def test_issue_16_a_nul_in_a_pattern_says_why_it_cannot_match(
+    h: Harness, run: Run, regex: bool
+) -> None:
+    h.seed("/nul.txt", b"before\nx\x00y\nafter\n")
+    message = run("grep", pattern="x\x00y", regex=regex)
+    assert message.status == "error"
+    assert "invalid pattern: it contains a NUL character, which no text file holds" in str(
+        message.content
+    )
