@@ -34,8 +34,8 @@ def normalize(path: str) -> str:
         An absolute path such as `/src/app.py`, or `/` for the root.
 
     Raises:
-        InvalidPath: empty, NUL bytes, `~`, UNC (`//host`, `\\host`), drive letters,
-            backslashes, or overlong names.
+        InvalidPath: empty, NUL bytes, lone surrogates, `~`, UNC (`//host`, `\\host`),
+            drive letters, backslashes, or overlong names.
         OutsideRoot: `..` would climb above the root.
     """
     _refuse_unusable(path)
@@ -48,7 +48,7 @@ def normalize(path: str) -> str:
                 raise OutsideRoot(path)
             parts.pop()
             continue
-        if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
             raise InvalidPath(path, "a path component is longer than 255 bytes")
         parts.append(part)
     return ROOT + "/".join(parts)
@@ -58,6 +58,12 @@ def _refuse_unusable(path: str) -> None:
     """Raise `InvalidPath` for spellings that can never name a workspace file."""
     if not isinstance(path, str) or not path.strip():
         raise InvalidPath(str(path), "the path is empty")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidPath(
+            path, "the path contains a lone surrogate, not a valid character"
+        ) from None
     if "\x00" in path:
         raise InvalidPath(path.replace("\x00", "\\0"), "the path contains a NUL byte")
     if path.startswith("~"):
@@ -68,7 +74,7 @@ def _refuse_unusable(path: str) -> None:
         raise InvalidPath(path, "network (UNC) paths are not allowed")
     if len(path) >= 2 and path[1] == ":" and path[0].isalpha():  # noqa: PLR2004
         raise InvalidPath(path, "drive-letter paths are not workspace paths")
-    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+    if len(path.encode("utf-8")) > MAX_PATH_BYTES:
         raise InvalidPath(path[:80] + "...", "the path is too long")
 
 

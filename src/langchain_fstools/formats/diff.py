@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from langchain_fstools.core.wording import plural
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -162,7 +164,7 @@ def snippet(patch: str | None, max_lines: int) -> str:
     ]
     if rest:
         more = rest.count("\n") + (not rest.endswith("\n"))
-        shown.append(f"... ({more} more diff lines)")
+        shown.append(f"... ({plural(more, 'more diff line')})")
     return "\n".join(shown)
 
 

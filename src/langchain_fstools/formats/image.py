@@ -4,11 +4,15 @@ Pillow does the work. The pipeline, in order:
     1. refuse images whose header promises more pixels than `max_source_pixels`
        (decompression bombs) before decoding anything;
     2. take the first frame of animations and apply the EXIF orientation;
-    3. scale down (never up) to fit `max_edge` and `max_pixels`;
-    4. send the original bytes when nothing had to change and they fit `max_bytes`;
-       otherwise encode PNG (for transparency) or JPEG at falling quality, shrinking
-       further until the result fits `max_bytes`.
-Corrupt, truncated and unsupported files raise `Unreadable`.
+    3. scale down (never up) to fit `max_edge` and `max_pixels`: the target size is
+       computed once from the original size, and the decoded image (which a JPEG
+       decoder may already have reduced by a power of two) is resized to it once;
+    4. send the original bytes when nothing had to change, the format is one every
+       vision model takes (PNG, JPEG, GIF, WebP) and they fit `max_bytes`; otherwise
+       encode PNG (for transparency) or JPEG at falling quality, shrinking further
+       until the result fits `max_bytes`.
+Every format Pillow reads (BMP, TIFF, ICO, ...) is accepted. Corrupt, truncated and
+unreadable files raise `Unreadable`.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from langchain_fstools.formats.kinds import Unreadable
 
 _ORIENTATION = 0x0112
 SUPPORTED = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
+"""Formats sent as they are when nothing has to change; others are re-encoded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +84,6 @@ def prepare(data: bytes, limits: ImageLimits) -> PreparedImage:
 def _prepare(data: bytes, limits: ImageLimits) -> PreparedImage:
     with Image.open(io.BytesIO(data)) as opened:
         format_name = opened.format or "unknown"
-        if format_name not in SUPPORTED:
-            raise Unreadable(f"{format_name} images are not supported; use PNG, JPEG, GIF or WebP")
         width, height = opened.size
         if width * height > limits.max_source_pixels:
             raise Unreadable(f"it is {width}x{height}, too many pixels to decode safely")
@@ -95,11 +98,19 @@ def _prepare(data: bytes, limits: ImageLimits) -> PreparedImage:
         rotated = opened.getexif().get(_ORIENTATION, 1) not in (0, 1)
         opened.seek(0)
         opened.load()
-        if scale >= 1 and not rotated and frames == 1 and len(data) <= limits.max_bytes:
+        if (
+            scale >= 1
+            and not rotated
+            and frames == 1
+            and format_name in SUPPORTED
+            and len(data) <= limits.max_bytes
+        ):
             return PreparedImage(
                 data, SUPPORTED[format_name], (width, height), format_name, (width, height), frames
             )
         oriented = ImageOps.exif_transpose(opened) if rotated else opened
+        # a JPEG draft may have decoded fewer pixels: scale what was decoded, once
+        scale *= max(width, height) / max(oriented.size)
         return _encode(oriented, scale, limits, (width, height), format_name, frames)
 
 
@@ -113,7 +124,7 @@ def _encode(  # noqa: PLR0917 - the image and what to report about its source
 ) -> PreparedImage:
     has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
     wanted = "RGBA" if has_alpha else "RGB"
-    base = image if image.mode == wanted else image.convert(wanted)
+    base = image if image.mode == wanted else _to_8_bit(image).convert(wanted)
     while True:
         width, height = base.size
         target = (max(1, round(width * scale)), max(1, round(height * scale)))
@@ -126,6 +137,20 @@ def _encode(  # noqa: PLR0917 - the image and what to report about its source
             if len(encoded) <= limits.max_bytes:
                 return PreparedImage(encoded, mime, original, format_name, resized.size, frames)
         scale *= 0.75
+
+
+def _to_8_bit(image: Image.Image) -> Image.Image:
+    """Map 16-bit and float greyscale (TIFF, PNG) onto 0-255, which `convert` clips."""
+    if image.mode not in ("I", "I;16", "I;16B", "I;16L", "F"):
+        return image
+    extrema = image.getextrema()
+    low, high = (
+        (float(extrema[0]), float(extrema[1]))
+        if isinstance(extrema[0], int | float) and isinstance(extrema[1], int | float)
+        else (0.0, 255.0)
+    )
+    span = (high - low) or 1.0
+    return image.convert("F").point(lambda v: (v - low) * 255.0 / span).convert("L")
 
 
 def _candidates(image: Image.Image, has_alpha: bool) -> list[tuple[bytes, str]]:  # noqa: FBT001

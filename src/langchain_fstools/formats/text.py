@@ -2,7 +2,14 @@
 
 A line ends at `\\n` (so `\\r\\n`, form feeds and U+2028 never split lines differently
 from grep); a trailing `\\r` is not shown. Lines longer than `ROW_WIDTH` characters are
-split into rows labelled `N`, `N.1`, `N.2`, ...; rows count toward the limit.
+split into rows labelled `N`, `N.1`, `N.2`, ...; rows count toward the limit, and a
+window may start at any row (`row=3` with `offset=12` starts at `12.3`). A line that
+does not fit whole in the window that starts with it is shown as far as it fits, and
+the window continues at its next row, so following the continuations visits every
+character once.
+
+Windows read bytes in place for UTF-8 and for single-byte codecs (where a character is
+one byte); callers transcode other encodings to UTF-8 first.
 
 Reading a window seeks through a sparse `LineIndex` (one mark per scanned chunk, built
 lazily and kept per file version), so a window near the end of a large file reads the
@@ -12,6 +19,7 @@ file once, and later windows read only their own bytes plus at most one chunk.
 from __future__ import annotations
 
 import bisect
+import codecs
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -113,10 +121,12 @@ class Window:
         first_line: The first line shown (the requested offset).
         last_line: The last line of which at least one row is shown.
         total_lines: Line count of the file, when known.
-        next_offset: The offset that continues the read, or None at the end.
+        next_offset: The line that continues the read, or None at the end.
         stopped_by: Why the window ended: the file's end, the row limit, or the token
             budget.
-        cut_line: A line shown only in part because it alone overflows the window.
+        first_row: The row of `first_line` the window starts at (0: its start).
+        next_row: The row of `next_offset` that continues the read (0: its start);
+            not 0 when the window ends inside a long line.
     """
 
     rows: list[str]
@@ -125,7 +135,25 @@ class Window:
     total_lines: int | None
     next_offset: int | None
     stopped_by: StopReason
-    cut_line: int | None = None
+    first_row: int = 0
+    next_row: int = 0
+
+    @property
+    def continuation(self) -> str | None:
+        """The offset to pass to continue: `15`, or `12.3` inside a long line."""
+        if self.next_offset is None:
+            return None
+        return row_label(self.next_offset, self.next_row)
+
+
+class NoSuchRow(ValueError):
+    """A window was asked to start at a row its line does not have."""
+
+    def __init__(self, line: int, row: int) -> None:
+        """Say which line and row."""
+        super().__init__(f"line {line} has no row {row_label(line, row)}")
+        self.line = line
+        self.row = row
 
 
 _ROW = f"{{:>{LABEL_WIDTH}}}{ARROW}{{}}"
@@ -136,15 +164,23 @@ def render_row(label: str, text: str) -> str:
     return _ROW.format(label, text)
 
 
-def line_rows(number: int, text: str) -> list[str]:
-    """Render one line as its rows: `N`, then `N.1`, `N.2`, ... per `ROW_WIDTH` chars."""
-    if len(text) <= ROW_WIDTH:
+def row_label(line: int, row: int) -> str:
+    """The label of a row: `12` for a line's first row, `12.3` for its fourth."""
+    return f"{line}.{row}" if row else str(line)
+
+
+def line_rows(number: int, text: str, first_row: int = 0) -> list[str]:
+    """Render one line as its rows: `N`, then `N.1`, `N.2`, ... per `ROW_WIDTH` chars.
+
+    Args:
+        number: The line number.
+        text: The line's text from row `first_row` on.
+        first_row: The row `text` starts at. Default: 0 (the whole line).
+    """
+    if len(text) <= ROW_WIDTH and not first_row:
         return [render_row(str(number), text)]
-    pieces = [text[i : i + ROW_WIDTH] for i in range(0, len(text), ROW_WIDTH)]
-    return [
-        render_row(str(number) if k == 0 else f"{number}.{k}", piece)
-        for k, piece in enumerate(pieces)
-    ]
+    pieces = [text[i : i + ROW_WIDTH] for i in range(0, len(text), ROW_WIDTH)] or [""]
+    return [render_row(row_label(number, k), piece) for k, piece in enumerate(pieces, first_row)]
 
 
 def decode_line(raw: bytes, codec: str) -> str:
@@ -229,6 +265,39 @@ class _Cursor:
         return bool((yield from self.read(self.position, 1)))
 
 
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
+
+
+def _row_start(read: Reader, position: int, row: int, codec: str) -> Effect[int | None]:
+    """The byte offset where row `row` of the line starting at `position` starts.
+
+    None when the line has no such row. Characters are counted without decoding: UTF-8
+    continuation bytes start no character; in single-byte codecs every byte does.
+    """
+    wanted = row * ROW_WIDTH
+    utf8 = codecs.lookup(codec).name == "utf-8"
+    while True:
+        chunk = yield from read(position, CHUNK_BYTES)
+        newline = chunk.find(b"\n")
+        body = chunk if newline < 0 else chunk[:newline]
+        if body.endswith(b"\r") and (newline >= 0 or len(chunk) < CHUNK_BYTES):
+            body = body[:-1]
+        starts = len(body.translate(None, _CONTINUATION_BYTES)) if utf8 else len(body)
+        if starts > wanted:
+            if not utf8:
+                return position + wanted
+            # the first byte whose prefix (itself included) holds `wanted + 1` starts
+            return position + bisect.bisect_left(
+                range(len(body)),
+                wanted + 1,
+                key=lambda end: len(body[: end + 1].translate(None, _CONTINUATION_BYTES)),
+            )
+        if newline >= 0 or len(chunk) < CHUNK_BYTES:
+            return None
+        wanted -= starts
+        position += len(chunk)
+
+
 def _batch_rows(batch: bytes, first_line: int, codec: str) -> list[str]:
     """Rows of whole one-row lines joined by `\\n`, as `decode_line` and `render_row` make.
 
@@ -273,7 +342,7 @@ def _fit(
     return tokens + spent, fitted
 
 
-def read_window(
+def read_window(  # noqa: C901 - one loop over batches and long lines
     read: Reader,
     index: LineIndex,
     *,
@@ -282,23 +351,32 @@ def read_window(
     limit: int,
     token_budget: int,
     count_tokens: TokenCounter,
+    row: int = 0,
 ) -> Effect[Window]:
-    """Read rows from line `offset` until `limit` rows, the token budget, or the end.
+    """Read rows from row `row` of line `offset` until `limit` rows, the budget, or the end.
 
     The window ends on the last whole row that fits: a line that does not fit whole is
     left for the next read, unless it is the window's first line, which is then shown
-    as far as it fits (`cut_line`).
+    as far as it fits and continued at its next row (`Window.next_row`).
+
+    Raises:
+        NoSuchRow: line `offset` has no row `row`.
     """
     position = yield from index.offset_of(read, offset)
     if position is None:
-        return Window([], offset, offset - 1, index.total_lines, None, "end")
+        return Window([], offset, offset - 1, index.total_lines, None, "end", row)
+    if row:
+        position = yield from _row_start(read, position, row, codec)
+        if position is None:
+            raise NoSuchRow(offset, row)
     cursor = _Cursor(read, position)
     rows: list[str] = []
     tokens, line = 0, offset - 1
     stopped_by: StopReason = "limit"
-    cut_line: int | None = None
+    next_row = 0
+    left_over = False
     while len(rows) < limit:
-        batch = cursor.buffered_lines(limit - len(rows))
+        batch = cursor.buffered_lines(limit - len(rows)) if rows or not row else None
         if batch is not None:
             batch_rows = _batch_rows(batch, line + 1, codec)
             tokens, fitted = _fit(
@@ -320,8 +398,8 @@ def read_window(
             break
         raw, cut = fetched
         line += 1
-        text = decode_line(raw, codec)
-        candidates = line_rows(line, text)
+        first_row = row if line == offset else 0
+        candidates = line_rows(line, decode_line(raw, codec), first_row)
         tokens, fitted = _fit(
             rows,
             candidates[: limit - len(rows)],
@@ -332,17 +410,18 @@ def read_window(
         if fitted < len(candidates) or cut:
             stopped_by = "tokens" if fitted < len(candidates) and len(rows) < limit else "limit"
             if line == offset:
-                cut_line = line
+                next_row = first_row + fitted
             else:
                 del rows[len(rows) - fitted :]
                 line -= 1
+                left_over = True
             break
-    if stopped_by == "limit" and cut_line is None and not (yield from cursor.more()):
+    if stopped_by == "limit" and not (next_row or left_over) and not (yield from cursor.more()):
         stopped_by = "end"
     if stopped_by == "end":
         index.total_lines = line
-    next_offset = None if stopped_by == "end" else line + 1
-    return Window(rows, offset, line, index.total_lines, next_offset, stopped_by, cut_line)
+    next_offset = None if stopped_by == "end" else line + (0 if next_row else 1)
+    return Window(rows, offset, line, index.total_lines, next_offset, stopped_by, row, next_row)
 
 
 class LineIndexCache:
@@ -371,20 +450,16 @@ __all__ = [
     "ROW_WIDTH",
     "LineIndex",
     "LineIndexCache",
+    "NoSuchRow",
     "Reader",
     "Window",
     "count_lines",
     "decode_line",
     "line_rows",
-    "lines_phrase",
     "read_window",
     "render_row",
+    "row_label",
 ]
-
-
-def lines_phrase(count: int) -> str:
-    """`1 line`, `2 lines`: a line count for a sentence."""
-    return f"{count:,} line" if count == 1 else f"{count:,} lines"
 
 
 def count_lines(text: str) -> int:

@@ -2,15 +2,17 @@
 
 A tool result above the token threshold is written to
 `/large_tool_results/<tool_call_id>` and replaced by a notice saying where it is, how to
-read it back in windows or grep it, and a head/tail preview. A tool whose metadata
-says it bounds its own output (`bounded_output`, as the file tools but `execute`
-declare) is never evicted; `execute` and any other tool are. Non-text blocks
+read it back in windows or grep it, and a head/tail preview. JSON whose lines are too
+long to read in windows is saved pretty-printed. A tool whose metadata says it bounds
+its own output (`bounded_output`, as the file tools but `execute` declare) is never
+evicted; `execute` and any other tool are. Non-text blocks
 (images, files) stay in the message. The folder is bounded: beyond `max_files` files or
 `max_bytes` bytes, the oldest results are removed first.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from typing import TYPE_CHECKING, Any, NotRequired
@@ -23,6 +25,8 @@ from langgraph.types import Command
 from langchain_fstools.backends.state import FilesChannel, StateBackend
 from langchain_fstools.core import calls
 from langchain_fstools.core.tokens import TokenCounter, default_counter
+from langchain_fstools.core.wording import plural
+from langchain_fstools.formats.text import ROW_WIDTH
 from langchain_fstools.middleware.updates import with_state_update
 from langchain_fstools.tools.targets import BOUNDED_OUTPUT
 
@@ -40,16 +44,16 @@ RESULTS_DIR = "/large_tool_results"
 """Where evicted results are written."""
 
 
-NOTICE = """Tool result too large ({tokens:,} tokens, {lines:,} lines): saved to {path}.
+NOTICE = """Tool result too large ({tokens}, {lines}): saved to {path}{note}.
 Read it in windows with read_file(file_path="{path}", offset=N, limit=M),
 or search it with grep(pattern=..., path="{path}").
 
-First {head} lines:
+First {head}:
 {first}
 ...
-({omitted:,} lines omitted)
+({omitted} omitted)
 ...
-Last {tail} lines:
+Last {tail}:
 {last}"""
 """The notice that replaces an evicted result."""
 
@@ -78,7 +82,9 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         max_files: Most evicted results kept. Default: 50.
         max_bytes: Most bytes of evicted results kept. Default: 64 MiB.
         preview_lines: Lines shown from the head and from the tail. Default: 5.
-        preview_width: Longest preview line, in characters. Default: 200.
+        preview_width: Longest preview line, in characters. Default: 200. A result
+            with too few lines for a line preview (one huge line, say) shows
+            `preview_lines * preview_width` characters from each end instead.
         count_tokens: Token counter. Default: `tokens.default_counter()`.
 
     Example:
@@ -127,7 +133,7 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
             return handler(request)
         result = handler(request)
         backend = self.backend.bind(request.runtime)
-        return calls.run(self._evicted(result, backend), backend)
+        return calls.run(self._evicted(result, request.tool_call["id"], backend), backend)
 
     async def awrap_tool_call(
         self,
@@ -139,7 +145,7 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
             return await handler(request)
         result = await handler(request)
         backend = self.backend.bind(request.runtime)
-        return await calls.arun(self._evicted(result, backend), backend)
+        return await calls.arun(self._evicted(result, request.tool_call["id"], backend), backend)
 
     def _excluded(self, request: ToolCallRequest) -> bool:
         """Whether the called tool bounds its own output, or is excluded by name."""
@@ -149,9 +155,10 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         )
 
     def _evicted(
-        self, result: ToolMessage | Command[Any], backend: Backend
+        self, result: ToolMessage | Command[Any], call_id: str | None, backend: Backend
     ) -> Effect[ToolMessage | Command[Any]]:
-        message = _message_of(result)
+        """The result with its message replaced by a notice; every other part kept."""
+        message = _message_of(result, call_id)
         if message is None:
             return result
         text, other_blocks = _split_content(message.content)
@@ -159,7 +166,9 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         if tokens <= self.threshold_tokens:
             return result
         path = f"{RESULTS_DIR}/{_safe_name(message.tool_call_id)}"
-        data = text.encode("utf-8")
+        pretty = _pretty_json(text)
+        saved = text if pretty is None else pretty
+        data = saved.encode("utf-8")
         yield from self._make_room(len(data))
         yield from calls.write_bytes(path, data)
         logger.debug(
@@ -170,7 +179,7 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
             len(data),
             path,
         )
-        notice = self._notice(text, tokens, path)
+        notice = self._notice(saved, tokens, path, pretty=pretty is not None)
         content: str | list[str | dict[str, Any]] = (
             [{"type": "text", "text": notice}, *other_blocks] if other_blocks else notice
         )
@@ -195,33 +204,53 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
             total -= oldest.size
             yield from calls.delete(oldest.path)
 
-    def _notice(self, text: str, tokens: int, path: str) -> str:
+    def _notice(self, text: str, tokens: int, path: str, *, pretty: bool) -> str:
+        """The notice: where the result is, how to read it, and its head and tail.
+
+        With more lines than the preview shows, the preview is whole lines (each cut at
+        `preview_width`); with fewer (one huge line, say), it is characters.
+        """
         lines = text.split("\n")
-        head = lines[: self.preview_lines]
-        tail = lines[max(len(head), len(lines) - self.preview_lines) :]
+        count = self.preview_lines
+        if len(lines) > 2 * count:
+            head, tail = lines[:count], lines[len(lines) - count :]
+            first = "\n".join(map(self._cut, head))
+            last = "\n".join(map(self._cut, tail))
+            sizes = (plural(len(head), "line"), plural(len(tail), "line"))
+            omitted = plural(len(lines) - len(head) - len(tail), "line")
+        else:
+            width = max(1, count) * self.preview_width
+            first, last = text[:width], text[max(width, len(text) - width) :]
+            sizes = (plural(len(first), "character"), plural(len(last), "character"))
+            omitted = plural(len(text) - len(first) - len(last), "character")
         return NOTICE.format(
-            tokens=tokens,
-            lines=len(lines),
+            tokens=plural(tokens, "token"),
+            lines=plural(len(lines), "line"),
             path=path,
-            head=len(head),
-            tail=len(tail),
-            first="\n".join(self._cut(line) for line in head),
-            last="\n".join(self._cut(line) for line in tail),
-            omitted=len(lines) - len(head) - len(tail),
+            note=" (JSON, pretty-printed so that it reads in windows)" if pretty else "",
+            head=sizes[0],
+            tail=sizes[1],
+            first=first,
+            last=last,
+            omitted=omitted,
         )
 
     def _cut(self, line: str) -> str:
         return line if len(line) <= self.preview_width else line[: self.preview_width] + "…"
 
 
-def _message_of(result: ToolMessage | Command[Any]) -> ToolMessage | None:
+def _message_of(result: ToolMessage | Command[Any], call_id: str | None) -> ToolMessage | None:
+    """The result's ToolMessage for this call (a Command may carry other messages)."""
     if isinstance(result, ToolMessage):
         return result
     update = result.update if isinstance(result, Command) else None
-    if isinstance(update, dict):
-        found = [m for m in update.get("messages", []) if isinstance(m, ToolMessage)]
-        return found[0] if len(found) == 1 else None
-    return None
+    if not isinstance(update, dict):
+        return None
+    found = [m for m in update.get("messages", []) if isinstance(m, ToolMessage)]
+    own = [m for m in found if m.tool_call_id == call_id]
+    if own:
+        return own[0]
+    return found[0] if len(found) == 1 else None
 
 
 def _split_content(content: str | list[Any]) -> tuple[str, list[Any]]:
@@ -236,6 +265,18 @@ def _split_content(content: str | list[Any]) -> tuple[str, list[Any]]:
         else:
             others.append(block)
     return "\n".join(texts), others
+
+
+def _pretty_json(text: str) -> str | None:
+    """`text` indented, when it is JSON with lines too long to read in windows."""
+    if text.lstrip()[:1] not in ("{", "[") or max(map(len, text.split("\n"))) <= ROW_WIDTH:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    pretty = json.dumps(value, indent=2, ensure_ascii=False)
+    return pretty if pretty.count("\n") > text.count("\n") else None
 
 
 def _safe_name(tool_call_id: str | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import ToolMessage
@@ -20,7 +21,9 @@ def with_state_update(
     """Return `result` with `update` applied alongside it, as one `Command`.
 
     A channel both carry gets the two mappings merged (`update` wins). `message`, when
-    given, replaces the result's message.
+    given, replaces the result's message for the same tool call; every other message of a
+    `Command` (a `RemoveMessage`, an `AIMessage`, ...) and its `goto`, `graph` and
+    `resume` are kept.
     """
     if isinstance(result, ToolMessage) and not update:
         return message or result
@@ -31,11 +34,22 @@ def with_state_update(
     )
     for channel, values in update.items():
         merged[channel] = {**merged[channel], **values} if channel in merged else values
+    if isinstance(result, ToolMessage):
+        merged["messages"] = [message or result]
+        return Command(update=merged)
     if message is not None:
-        merged["messages"] = [message]
-    elif isinstance(result, ToolMessage):
-        merged["messages"] = [result]
-    return Command(update=merged)
+        merged["messages"] = _replaced(merged.get("messages"), message)
+    return dataclasses.replace(result, update=merged)
+
+
+def _replaced(messages: Any, message: ToolMessage) -> list[Any]:
+    """`messages` with the ToolMessage of `message`'s tool call swapped for it."""
+    kept = list(messages) if isinstance(messages, list | tuple) else []
+    for position, old in enumerate(kept):
+        if isinstance(old, ToolMessage) and old.tool_call_id == message.tool_call_id:
+            kept[position] = message
+            return kept
+    return [*kept, message]
 
 
 __all__ = ["with_state_update"]

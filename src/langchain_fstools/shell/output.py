@@ -17,6 +17,8 @@ from langchain_fstools.core import progress
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+from langchain_fstools.core.wording import plural
+
 STDERR_MARK = b"[stderr] "
 """Prefix of every line a command wrote to standard error."""
 
@@ -97,7 +99,7 @@ class OutputBuffer:
         tail = b"".join(self._tail).decode("utf-8", "replace")
         if not self._dropped:
             return head + tail
-        gap = f"\n[... {self._dropped:,} bytes of output omitted ...]\n"
+        gap = f"\n[... {plural(self._dropped, 'byte')} of output omitted ...]\n"
         return head + gap + tail
 
 

@@ -14,7 +14,7 @@ import copy
 from abc import abstractmethod
 from collections.abc import Callable  # noqa: TC003 - pydantic resolves field types at runtime
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg, ToolException
@@ -26,8 +26,10 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     create_model,
+    model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import PydanticCustomError
 
 from langchain_fstools.core import calls, progress
 from langchain_fstools.core.tokens import TokenCounter, default_counter
@@ -70,6 +72,24 @@ class ToolArgs(BaseModel):
     """
 
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    @model_validator(mode="after")
+    def _valid_text(self) -> Self:
+        """Refuse text no file, path or pattern can hold: lone UTF-16 surrogates."""
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, str) and not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    code = f"U+{ord(value[exc.start]):04X}"
+                    raise PydanticCustomError(
+                        "lone_surrogate",
+                        "{name} contains a lone surrogate ({code}), which is not a valid"
+                        " character; remove it",
+                        {"name": name, "code": code},
+                    ) from None
+        return self
 
 
 @dataclass(frozen=True)

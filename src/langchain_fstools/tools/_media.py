@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_fstools import errors
 from langchain_fstools.core import calls
+from langchain_fstools.core.wording import plural
 from langchain_fstools.formats import image, notebook, pdf
 from langchain_fstools.formats.kinds import Unreadable
 from langchain_fstools.formats.text import line_rows
@@ -36,7 +37,7 @@ def read_image(scope: CallScope, info: FileInfo, mime: str) -> Effect[ToolOutcom
     note = (
         f"Image {info.path}: {prepared.original_format} {width}x{height}"
         f"{f', {prepared.frames} frames (first shown)' if prepared.frames > 1 else ''}; "
-        f"sent as {prepared.mime_type} {sent_w}x{sent_h} ({len(prepared.data):,} bytes)."
+        f"sent as {prepared.mime_type} {sent_w}x{sent_h} ({plural(len(prepared.data), 'byte')})."
     )
     blocks: list[str | dict[str, Any]] = [
         {"type": "text", "text": note},
@@ -72,7 +73,7 @@ def read_pdf(scope: CallScope, info: FileInfo, pages: str | None) -> Effect[Tool
         if count > settings.pdf_pages_without_range:
             raise errors.InvalidArgument(
                 "pages",
-                f'{info.path} has {count} pages; give pages, e.g. pages="1-5" '
+                f'{info.path} has {plural(count, "page")}; give pages, e.g. pages="1-5" '
                 f"(at most {settings.pdf_pages_per_call} per call)",
             )
         numbers = list(range(1, count + 1))
@@ -80,7 +81,8 @@ def read_pdf(scope: CallScope, info: FileInfo, pages: str | None) -> Effect[Tool
         numbers = pdf.parse_pages(pages, count)
     if len(numbers) > settings.pdf_pages_per_call:
         raise errors.InvalidArgument(
-            "pages", f"at most {settings.pdf_pages_per_call} pages per call; ask for fewer"
+            "pages",
+            f"at most {plural(settings.pdf_pages_per_call, 'page')} per call; ask for fewer",
         )
     view = "pages:" + ",".join(map(str, numbers))
     stub = _unchanged(scope, info, view, f"pages {_spell(numbers)}")
@@ -122,7 +124,7 @@ def read_notebook(
         raise errors.UnreadableMedia(info.path, "notebook", reason) from None
     total = len(book.cells)
     if offset > max(total, 1):
-        raise errors.InvalidArgument("offset", f"the notebook has {total} cells")
+        raise errors.InvalidArgument("offset", f"the notebook has {plural(total, 'cell')}")
     last_allowed = total if limit is None else min(total, offset + limit - 1)
     blocks = _NotebookBlocks(scope)
     kernel = book.get("metadata", {}).get("kernelspec", {}).get("name", "unknown")
@@ -133,7 +135,7 @@ def read_notebook(
             break
         shown = index + 1
     header = (
-        f"Notebook {info.path}: {total} cells (nbformat {version}, kernel {kernel}); "
+        f"Notebook {info.path}: {plural(total, 'cell')} (nbformat {version}, kernel {kernel}); "
         f"showing cells {offset}-{shown}."
     )
     footer = ""
@@ -230,7 +232,7 @@ def _within_budget(scope: CallScope, path: str, extracted: pdf.PdfPages) -> tupl
         parts.append(part)
         shown.append(number)
         used += cost
-    pages = "1 page" if extracted.page_count == 1 else f"{extracted.page_count} pages"
+    pages = plural(extracted.page_count, "page")
     header = f"PDF {path}: {pages}; showing pages {_spell(shown)}."
     rest = [n for n, _ in extracted.pages if n not in shown]
     footer = (
@@ -257,7 +259,7 @@ def _load(scope: CallScope, info: FileInfo, kind: str) -> Effect[bytes]:
     limit = scope.context.settings.max_media_bytes
     if info.size > limit:
         raise errors.UnreadableMedia(
-            info.path, kind, f"it is {info.size:,} bytes, above the {limit:,}-byte limit"
+            info.path, kind, f"it is {plural(info.size, 'byte')}, above the {limit:,}-byte limit"
         )
     return (yield from calls.read_bytes(info.path))
 

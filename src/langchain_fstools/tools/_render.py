@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from langchain_fstools import errors
+from langchain_fstools.core.wording import plural
 from langchain_fstools.formats import syntax
 from langchain_fstools.formats.syntax import LANGUAGES
 from langchain_fstools.formats.text import render_row
@@ -108,7 +109,7 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             )
         case errors.AmbiguousMatch(path=path, count=count):
             return (
-                f"Error: old_string occurs {count} times in {path}."
+                f"Error: old_string occurs {plural(count, 'time')} in {path}."
                 " Add surrounding lines to make it unique, or set replace_all=true."
             )
         case errors.NoOpEdit():
@@ -124,7 +125,7 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             return f"Error: {path} is a Jupyter notebook; use notebook_edit to change its cells."
         case errors.FileTooLarge(path=path, size=size, limit=limit):
             return (
-                f"Error: {path} is {size:,} bytes, above the {limit:,}-byte limit for this"
+                f"Error: {path} is {plural(size, 'byte')}, above the {limit:,}-byte limit for this"
                 " operation; work on a smaller file or read it in windows with offset and limit."
             )
         case errors.MissingFile(path=path, suggestions=[_, *_] as suggestions):
@@ -133,9 +134,9 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             return f"Error: {path} does not exist. Check the path with ls or glob."
         case errors.NeedsWindow(path=path, size=size, limit=limit):
             return (
-                f"Error: {path} is {size:,} bytes, more than the {limit:,} bytes read_file"
-                " returns at once. Read it in windows with offset and limit, or find the"
-                " place with grep."
+                f"Error: {path} is {plural(size, 'byte')}, more than the"
+                f" {plural(limit, 'byte')} read_file returns at once. Read it in windows with"
+                " offset and limit, or find the place with grep."
             )
         case errors.UnreadableMedia(path=path, kind=kind, reason=reason):
             return f"Error: cannot read the {kind} {path}: {reason}."
@@ -176,9 +177,9 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             )
         case errors.CommandTimedOut(timeout=timeout, output=output):
             notice = (
-                f"Error: the command did not finish within {timeout:g} seconds and was killed,"
-                " with everything it started. Give it a larger timeout, or run less at once"
-                " (e.g. a subset of the tests)."
+                f"Error: the command did not finish within {plural(timeout, 'second')}"
+                " and was killed, with everything it started. Give it a larger timeout, or run"
+                " less at once (e.g. a subset of the tests)."
             )
             return output.rstrip("\n") + "\n" + notice if output else notice
         case errors.SSHConnectionFailed(reason=reason):
@@ -263,7 +264,7 @@ def _shown(lines: tuple[str, ...], first: int | None = None) -> str:
         for n, line in enumerate(lines[:_SHOWN_LINES])
     ]
     if len(lines) > _SHOWN_LINES:
-        rows.append(f"  ... ({len(lines) - _SHOWN_LINES} more lines)")
+        rows.append(f"  ... ({plural(len(lines) - _SHOWN_LINES, 'more line')})")
     return "\n".join(rows)
 
 

@@ -37,7 +37,9 @@ LEAD = 100
 
 
 def require_text(argument: str, value: str) -> None:
-    """Refuse a pattern no engine can search: one with a NUL or a lone surrogate.
+    """Refuse a pattern no engine can search: one with a NUL.
+
+    Lone surrogates are refused for every tool, by `ToolArgs`.
 
     Raises:
         InvalidArgument: naming `argument` and what is wrong with it.
@@ -47,13 +49,6 @@ def require_text(argument: str, value: str) -> None:
             argument,
             "it contains a NUL character, which never matches (files with NUL bytes are"
             " binary and not searched); remove it",
-        )
-    surrogate = next((char for char in value if "\ud800" <= char <= "\udfff"), None)
-    if surrogate is not None:
-        raise InvalidArgument(
-            argument,
-            f"it contains a lone surrogate ({surrogate.encode('unicode_escape').decode()}),"
-            " which is not valid text; use only valid Unicode characters",
         )
 
 

@@ -1,8 +1,10 @@
 """What the model is told: descriptions and the prompt, from the settings and tools in force.
 
 Templates are module constants, read as text. Two marks make them follow the configuration:
-- `{name}` (with an optional format spec, `{read_token_budget:,}`) takes the value of a
+- `{name}` (with an optional format spec, `{glob_limit:,}`) takes the value of a
   `ToolSettings` field or of one of the derived values below; literal braces are doubled.
+  The spec `*noun` spells a count with its noun in the right number (`{ls_limit:*entry/entries}`
+  gives `1 entry`, `1,000 entries`; see `core.wording.plural`).
 - A bullet written `-[glob, grep] ...` is kept, as `- ...`, only when each name in the
   brackets is a tool that is present or a value that is set (not zero, not empty). Its
   indented continuation lines go with it.
@@ -12,8 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import string
 from typing import TYPE_CHECKING, Any
 
+from langchain_fstools.core.wording import plural
 from langchain_fstools.formats.text import ROW_WIDTH
 from langchain_fstools.tools._search import LINE_WIDTH
 
@@ -45,7 +49,17 @@ def describe(template: str, *, present: Collection[str] | None, values: Mapping[
             keep = True
         if keep:
             kept.append(line)
-    return "\n".join(kept).format_map(values)
+    return _Formatter().vformat("\n".join(kept), (), values)
+
+
+class _Formatter(string.Formatter):
+    """`str.format`, plus the `*noun` spec for counts."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if format_spec.startswith("*"):
+            noun, _, nouns = format_spec[1:].partition("/")
+            return plural(value, noun, nouns or None)
+        return str(super().format_field(value, format_spec))
 
 
 def _holds(name: str, present: Collection[str] | None, values: Mapping[str, Any]) -> bool:
@@ -72,7 +86,7 @@ def _size(count: int) -> str:
     for unit, scale in (("MB", 1 << 20), ("KB", 1 << 10)):
         if count >= scale:
             return f"{count / scale:.3g} {unit}"
-    return f"{count} bytes"
+    return plural(count, "byte")
 
 
 __all__ = ["describe", "setting_values"]

@@ -9,9 +9,9 @@ from pydantic import Field
 from langchain_fstools import errors
 from langchain_fstools.backends import ABSENT
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.wording import plural
 from langchain_fstools.formats import encoding
 from langchain_fstools.formats.matching import plan_replacement
-from langchain_fstools.formats.text import lines_phrase
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._mutation import changed, load_text, require_read, write_text
 from langchain_fstools.tools.targets import Target
@@ -126,7 +126,7 @@ def _create(
     written = yield from write_text(
         scope, path, content, codec=codec, old_text="", expected_version=expected
     )
-    text = f"Created {path} ({lines_phrase(written.lines)}, {written.info.size:,} bytes)."
+    text = f"Created {path} ({plural(written.lines, 'line')}, {plural(written.info.size, 'byte')})."
     artifact = {
         "path": path,
         "replacements": 0,

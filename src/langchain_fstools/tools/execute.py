@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import Field
 
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import CommandTimedOut, InvalidArgument, UnsupportedInvocation
 from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
@@ -46,7 +47,7 @@ DESCRIPTION = """Run a shell command (bash) in the workspace; returns its output
   the timeout the command and everything it started are killed, and the output so far
   is returned.
 - The reply is the output (stdout and stderr interleaved, stderr lines marked
-  `[stderr] `), then `Exit code: N`. Output above {execute_output_limit:,} bytes keeps
+  `[stderr] `), then `Exit code: N`. Output above {execute_output_limit:*byte} keeps
   its beginning and its end, and says how much of the middle was cut.
 - `apply_patch <<'EOF' ... EOF` commands are applied in-process, all or nothing.
 -[apply_patch] Prefer calling the apply_patch tool directly.
@@ -122,7 +123,8 @@ def _timeout(requested: float | None, settings: ToolSettings) -> float:
         )
     if requested > limit:
         raise InvalidArgument(
-            "timeout", f"{requested:g} seconds is above the maximum of {limit:g} seconds"
+            "timeout",
+            f"{plural(requested, 'second')} is above the maximum of {plural(limit, 'second')}",
         )
     return requested
 

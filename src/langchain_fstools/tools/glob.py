@@ -10,6 +10,7 @@ from pydantic import Field
 
 from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_globs
+from langchain_fstools.core.wording import plural
 from langchain_fstools.tools import _search
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
@@ -72,7 +73,7 @@ class GlobTool(FileTool):
         if total > limit:
             lines.append(
                 f"(Results are truncated: showing the {limit} most recently modified of "
-                f"{total} files. Use a more specific pattern or path.)"
+                f"{plural(total, 'file')}. Use a more specific pattern or path.)"
             )
         if listing.skipped:
             entry = "entry" if listing.skipped == 1 else "entries"

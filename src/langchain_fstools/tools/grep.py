@@ -10,6 +10,7 @@ from pydantic import Field
 
 from langchain_fstools import errors
 from langchain_fstools.core import paths
+from langchain_fstools.core.wording import plural
 from langchain_fstools.search.contract import (
     FileHits,
     GrepRequest,
@@ -281,34 +282,30 @@ def _render(  # noqa: PLR0917 - the pieces of one reply
     complete: bool,  # noqa: FBT001
     scope: CallScope,
 ) -> str:
-    unit = {"files_with_matches": "files", "content": "lines", "count": "files"}[args.output_mode]
+    unit = {"files_with_matches": "file", "content": "line", "count": "file"}[args.output_mode]
     if total == 0:
         body = f"No matches found for {_shown(args.pattern)}."
     else:
         header = ""
         if args.output_mode == "files_with_matches":
-            header = f"Found {_plural(total, 'file')}\n"
+            header = f"Found {plural(total, 'file')}\n"
         elif args.output_mode == "count":
             matches = sum(h.count for h in summaries)
-            header = f"Found {_plural(matches, 'matching line')} in {_plural(total, 'file')}\n"
+            header = f"Found {plural(matches, 'matching line')} in {plural(total, 'file')}\n"
         body = header + "\n".join(shown)
         end = offset + len(shown)
         if end < total:
             body += (
-                f"\n\n(Showing {unit} {offset + 1}-{end} of {total}. Continue with offset={end}.)"
+                f"\n\n(Showing {unit}s {offset + 1}-{end} of {total}. Continue with offset={end}.)"
             )
         elif not shown:
-            body += f"\n(offset={offset} is past the last of {total} {unit}.)"
+            body += f"\n(offset={offset} is past the last of {plural(total, unit)}.)"
     if not complete:
         body += (
             f"\n(The search stopped at its {scope.context.settings.search_timeout:g} s deadline; "
             "results are incomplete. Narrow the path, glob or type.)"
         )
     return body
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
 
 
 __all__ = ["DESCRIPTION", "GrepArgs", "GrepTool"]

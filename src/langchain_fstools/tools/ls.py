@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.wording import plural
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
 
@@ -24,7 +25,7 @@ DESCRIPTION = """List the entries of one directory of the workspace (not recursi
 
 - `path` is an absolute workspace path; `/` is the workspace root. Default: `/`.
 - Directories end with `/`. Entries are sorted by name; hidden files are included.
-- At most {ls_limit:,} entries are listed; the output says when it was cut.
+- It lists at most {ls_limit:*entry/entries}; the output says when it was cut.
 -[glob] To find files by name pattern across directories, use glob.
 -[grep] To search contents, use grep."""
 
@@ -50,7 +51,7 @@ class LsTool(FileTool):
             lines = [f"(empty directory: {directory})"]
         elif len(entries) > limit:
             lines.append(
-                f"(Showing {limit} of {len(entries)} entries. "
+                f"(Showing {limit:,} of {plural(len(entries), 'entry', 'entries')}. "
                 "List a subdirectory or use glob to narrow the listing.)"
             )
         artifact = {

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from langchain_fstools import errors
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.wording import plural
 from langchain_fstools.formats import encoding, kinds
 from langchain_fstools.formats.kinds import ContentKind
-from langchain_fstools.formats.text import Reader, Window, read_window
+from langchain_fstools.formats.text import ARROW, NoSuchRow, Reader, Window, read_window, row_label
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._media import read_image, read_notebook, read_pdf
 from langchain_fstools.tools.targets import Target
@@ -26,8 +28,12 @@ class ReadFileArgs(ToolArgs):
     """Arguments of read_file."""
 
     file_path: str = Field(description="Absolute path of the file to read, e.g. /src/app.py.")
-    offset: int | None = Field(
-        default=None, description="1-based line number to start reading at. Default: 1."
+    offset: int | str | None = Field(
+        default=None,
+        description=(
+            "1-based line number to start reading at, or a row of a long line such as"
+            ' "12.3" (as the footer of a read says). Default: 1.'
+        ),
     )
     limit: int | None = Field(
         default=None, description="Maximum number of lines (rows) to read. Default: as described."
@@ -42,23 +48,26 @@ DESCRIPTION = """Read a file from the workspace.
 
 - `file_path` is an absolute workspace path (`/` is the workspace root).
 - Output is `cat -n` style: the line number, `→`, then the line. Line numbers start at 1.
-- By default up to {read_limit:,} lines from the start are returned, within a budget
-  of about {read_token_budget:,} tokens. When a file is longer, the output ends with the
+- By default it returns up to {read_limit:*line} from the start, within a budget of
+  about {read_token_budget:*token}. When a file is longer, the output ends with the
   exact `offset` to pass to continue; read large files in windows with `offset` and
   `limit`.
-- Lines longer than {row_width} characters continue on rows numbered N.1, N.2, ...
+- Lines longer than {row_width} characters continue on rows numbered N.1, N.2, ...; a read
+  can start at such a row (offset="12.3"), and the footer says which row continues.
 - Read a file before you change it: changes to files you have not read, or that changed
   since you read them, are refused.
 - Reading the same unchanged range again returns a short "unchanged" note; the text you
   read earlier is still current.
-- Images (PNG, JPEG, GIF, WebP) come back as images you can see, scaled to fit.
-- PDFs come back as text with page markers; for PDFs over {pdf_pages_without_range} pages
-  give `pages` ("3", "1-5", "2,4-6"), at most {pdf_pages_per_call} pages per call.
+- Images (PNG, JPEG, GIF, WebP, BMP, TIFF, ICO, ...) come back as images you can see,
+  scaled to fit.
+- PDFs come back as text with page markers; for PDFs over {pdf_pages_without_range:*page}
+  give `pages` ("3", "1-5", "2,4-6"), at most {pdf_pages_per_call:*page} per call.
 - Jupyter notebooks (.ipynb) come back as cells with ids, numbered sources and outputs
   (images as images); `offset`/`limit` count cells.
 -[notebook_edit] Edit notebooks with notebook_edit.
 -[read_max_bytes] Text files over {read_max_size} need `offset`/`limit`.
-- Text in UTF-8, UTF-16 and Latin-1 is read; other binary files are refused.
+- Text in UTF-8, UTF-16 and legacy code pages (Windows-1252, Shift-JIS, ...) is read and
+  edited in its own encoding; other binary files are refused.
 -[ls] To list a directory use ls.
 -[glob] To find files by name use glob.
 -[grep] To search contents use grep."""
@@ -69,7 +78,7 @@ UNCHANGED = (
 )
 EMPTY = "System reminder: File exists but has empty contents"
 SHORTER = (
-    "System reminder: {path} has only {total} lines, fewer than offset {offset}. "
+    "System reminder: {path} has only {lines}, fewer than offset {offset}. "
     "Read with an offset of at most {total}."
 )
 
@@ -87,7 +96,7 @@ class ReadFileTool(FileTool):
 
     def _effect(self, scope: CallScope, args: ReadFileArgs) -> Effect[ToolOutcome]:
         path = paths.normalize(args.file_path)
-        offset, limit = _window_arguments(args, scope.context.settings.read_limit)
+        offset, row, limit = _window_arguments(args, scope.context.settings.read_limit)
         info = yield from _stat_or_suggest(path)
         if info.is_dir:
             raise IsADirectoryError(21, "Is a directory", path)
@@ -102,15 +111,23 @@ class ReadFileTool(FileTool):
         if kind is ContentKind.PDF:
             return (yield from read_pdf(scope, info, args.pages))
         if kind is ContentKind.NOTEBOOK:
+            if row:
+                raise errors.InvalidArgument("offset", "in a notebook it is a cell number")
             return (yield from read_notebook(scope, info, offset, args.limit))
-        return (yield from _read_text(scope, info, head, args, offset, limit))
+        return (yield from _read_text(scope, info, head, args, (offset, row), limit))
 
 
 def _read_text(  # noqa: PLR0917 - one read's facts
-    scope: CallScope, info: FileInfo, head: bytes, args: ReadFileArgs, offset: int, limit: int
+    scope: CallScope,
+    info: FileInfo,
+    head: bytes,
+    args: ReadFileArgs,
+    begin: tuple[int, int],
+    limit: int,
 ) -> Effect[ToolOutcome]:
     path = info.path
-    view = f"lines:{offset}:{limit}"
+    offset, row = begin
+    view = f"lines:{row_label(offset, row)}:{limit}"
     previous = scope.reads.get(path)
     if previous and shows_the_same(previous, version=info.version, view=view):
         last = offset + limit - 1
@@ -128,16 +145,24 @@ def _read_text(  # noqa: PLR0917 - one read's facts
     index = scope.context.line_indexes.get(
         (id(scope.context.backend), path, info.version, codec.name), start=start
     )
-    window = yield from read_window(
-        read,
-        index,
-        codec="utf-8" if codec.name.startswith("utf-16") else codec.name,
-        offset=offset,
-        limit=limit,
-        token_budget=scope.context.settings.read_token_budget,
-        count_tokens=scope.context.settings.count_tokens,
-    )
-    seen_last = window.last_line - (1 if window.cut_line is not None else 0)
+    try:
+        window = yield from read_window(
+            read,
+            index,
+            codec=codec.name if _in_place(codec) else "utf-8",
+            offset=offset,
+            row=row,
+            limit=limit,
+            token_budget=scope.context.settings.read_token_budget,
+            count_tokens=scope.context.settings.count_tokens,
+        )
+    except NoSuchRow:
+        raise errors.InvalidArgument(
+            "offset",
+            f'line {offset} has no row "{row_label(offset, row)}"; read it from offset={offset}',
+        ) from None
+    # A line counts as seen once a read shows its last row.
+    seen_last = window.last_line - (1 if window.next_row else 0)
     scope.reads.put(
         path,
         after_read(
@@ -156,21 +181,39 @@ def _read_text(  # noqa: PLR0917 - one read's facts
         "first_line": offset,
         "last_line": window.last_line,
         "total_lines": window.total_lines,
-        "next_offset": window.next_offset,
+        "next_offset": window.continuation,
         "stopped_by": window.stopped_by,
         "version": info.version,
     }
     return ToolOutcome(_render(path, window, offset, limit), artifact)
 
 
-def _window_arguments(args: ReadFileArgs, default_limit: int) -> tuple[int, int]:
-    offset = 1 if args.offset is None or args.offset == 0 else args.offset
-    if offset < 0:
-        raise errors.InvalidArgument("offset", "it is a 1-based line number and must be 1 or more")
+def _window_arguments(args: ReadFileArgs, default_limit: int) -> tuple[int, int, int]:
+    """The line and row to start at, and the row limit."""
+    offset, row = _offset(args.offset)
     limit = default_limit if args.limit is None else args.limit
     if limit < 1:
         raise errors.InvalidArgument("limit", "it must be 1 or more")
-    return offset, limit
+    return offset, row, limit
+
+
+_ROW_OFFSET = re.compile(r"\s*\+?(\d+)(?:\.(\d+))?\s*")
+
+
+def _offset(given: int | str | None) -> tuple[int, int]:
+    """`12` → (12, 0); `"12.3"` → (12, 3); None and 0 → (1, 0)."""
+    if isinstance(given, str):
+        match = _ROW_OFFSET.fullmatch(given)
+        if match is None:
+            raise errors.InvalidArgument(
+                "offset", f'{given!r} is neither a line number (12) nor a row of a line ("12.3")'
+            )
+        line, row = int(match[1]), int(match[2] or 0)
+    else:
+        line, row = given or 0, 0
+    if line < 0:
+        raise errors.InvalidArgument("offset", "it is a 1-based line number and must be 1 or more")
+    return (line or 1), (row if line else 0)
 
 
 def _stat_or_suggest(path: str) -> Effect[FileInfo]:
@@ -202,10 +245,11 @@ def _reader(
 ) -> Effect[tuple[Reader, int]]:
     """Return how to read the file's bytes as lines, and where line 1 starts.
 
-    Single-byte-newline encodings are read in place; UTF-16 is transcoded to UTF-8 in
-    memory (bounded by `max_edit_bytes`), so one windowing algorithm serves all.
+    UTF-8 and single-byte code pages are read in place; other encodings (UTF-16,
+    Shift-JIS, ...) are transcoded to UTF-8 in memory (bounded by `max_edit_bytes`), so
+    one windowing algorithm serves all.
     """
-    if not codec.name.startswith("utf-16"):
+    if _in_place(codec):
 
         def read_range(start: int, size: int) -> Effect[bytes]:
             return calls.read_bytes(path, start, size)
@@ -224,36 +268,38 @@ def _reader(
     return read_memory, 0
 
 
+def _in_place(codec: encoding.TextCodec) -> bool:
+    return codec.name == "utf-8" or codec.single_byte
+
+
 def _render(path: str, window: Window, offset: int, limit: int) -> str:
     if not window.rows:
         if window.total_lines == 0 or (window.total_lines is None and offset == 1):
             return EMPTY
-        return SHORTER.format(path=path, total=window.total_lines, offset=offset)
+        total = window.total_lines or 0
+        return SHORTER.format(path=path, lines=plural(total, "line"), total=total, offset=offset)
     body = "\n".join(window.rows)
     footer = _footer(window, limit)
     return f"{body}\n\n{footer}" if footer else body
 
 
 def _footer(window: Window, limit: int) -> str:
+    if window.continuation is None:
+        return ""
     notes: list[str] = []
-    if window.cut_line is not None:
-        notes.append(
-            f"Line {window.cut_line} is too long to show whole in one read; "
-            "only its beginning is shown."
-        )
-    if window.next_offset is not None:
-        of_total = f" of {window.total_lines}" if window.total_lines is not None else ""
-        reason = {
-            "tokens": "Output reached the token budget. ",
-            "limit": "",
-            "cut": "",
-            "end": "",
-        }[window.stopped_by]
-        notes.append(
-            f"{reason}Showing lines {window.first_line}-{window.last_line}{of_total}. "
-            f"Continue with offset={window.next_offset} (limit={limit})."
-        )
-    return f"({' '.join(notes)})" if notes else ""
+    if window.next_row:
+        notes.append(f"Line {window.last_line} is long and continues on row {window.continuation}.")
+    if window.stopped_by == "tokens":
+        notes.append("Output reached the token budget.")
+    of_total = f" of {window.total_lines}" if window.total_lines is not None else ""
+    first = row_label(window.first_line, window.first_row)
+    last = window.rows[-1].partition(ARROW)[0].strip()
+    continuation = f'"{window.continuation}"' if window.next_row else window.continuation
+    notes.append(
+        f"Showing lines {first}-{last}{of_total}. "
+        f"Continue with offset={continuation} (limit={limit})."
+    )
+    return f"({' '.join(notes)})"
 
 
 __all__ = ["DESCRIPTION", "ReadFileArgs", "ReadFileTool"]

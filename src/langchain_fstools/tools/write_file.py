@@ -8,8 +8,8 @@ from pydantic import Field
 
 from langchain_fstools.backends import ABSENT
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.wording import plural
 from langchain_fstools.formats import encoding
-from langchain_fstools.formats.text import lines_phrase
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._mutation import changed, load_text, require_read, write_text
 from langchain_fstools.tools.targets import Target
@@ -75,7 +75,9 @@ class WriteFileTool(FileTool):
             scope, path, content, codec=codec, old_text=old_text, expected_version=expected
         )
         verb = "Created" if info is None else "Updated"
-        text = f"{verb} {path} ({lines_phrase(written.lines)}, {written.info.size:,} bytes)."
+        text = (
+            f"{verb} {path} ({plural(written.lines, 'line')}, {plural(written.info.size, 'byte')})."
+        )
         if info is not None:
             text += f"\n{written.diff}" if written.diff else " The content is unchanged."
         artifact = {

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langchain_fstools.core import calls
 from langchain_fstools.core.calls import Effect
@@ -99,11 +101,26 @@ def test_rows_count_toward_limit_and_partial_line_is_retried() -> None:
     assert w.next_offset == 2
 
 
-def test_a_line_longer_than_the_whole_window_is_cut_and_skipped() -> None:
+def test_a_line_longer_than_the_whole_window_continues_on_its_next_row() -> None:
     data = b"z" * (text.ROW_WIDTH * 3) + b"\nafter\n"
     w = window(data, limit=2)
     assert len(w.rows) == 2
-    assert (w.cut_line, w.next_offset) == (1, 2)
+    assert (w.next_offset, w.next_row, w.continuation) == (1, 2, "1.2")
+    rest = calls.run(
+        read_window(
+            _reader(data),
+            LineIndex(),
+            codec="utf-8",
+            offset=1,
+            row=2,
+            limit=2,
+            token_budget=25_000,
+            count_tokens=len,
+        ),
+        None,  # type: ignore[arg-type]
+    )
+    assert [r.split("→")[0].strip() for r in rest.rows] == ["1.2", "2"]
+    assert (rest.continuation, rest.stopped_by) == (None, "end")
 
 
 def test_token_budget_ends_on_last_whole_row() -> None:
@@ -178,3 +195,55 @@ def test_windows_match_a_line_by_line_reading(seed: int, monkeypatch: pytest.Mon
         budget = rng.choice([1, 15, 40, 25_000])
         w = window(data, offset=offset, limit=limit, budget=budget)
         assert w.rows == _one_line_at_a_time(data, offset, limit, budget), data
+
+
+@settings(derandomize=True, max_examples=400, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab é中😀\r\t", max_size=70), max_size=8),
+    final_newline=st.booleans(),
+    limit=st.integers(1, 6),
+    budget=st.integers(1, 120),
+)
+def test_issue_16_following_continuations_visits_every_character_once(
+    lines: list[str], final_newline: bool, limit: int, budget: int
+) -> None:
+    data = "\n".join(lines) + ("\n" if final_newline and lines else "")
+    expected = {
+        n: line.removesuffix("\r")
+        for n, line in enumerate(data.split("\n")[: text.count_lines(data)], 1)
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(text, "ROW_WIDTH", 8)
+        patch.setattr(text, "CHUNK_BYTES", 16)
+        patch.setattr(text, "BATCH_BYTES", 24)
+        seen: dict[int, str] = {}
+        labels: list[str] = []
+        index, offset, row = LineIndex(), 1, 0
+        for _ in range(len(data) + 2):
+            w = calls.run(
+                read_window(
+                    _reader(data.encode()),
+                    index,
+                    codec="utf-8",
+                    offset=offset,
+                    row=row,
+                    limit=limit,
+                    token_budget=budget,
+                    count_tokens=len,
+                ),
+                None,  # type: ignore[arg-type]
+            )
+            for shown in w.rows:
+                label, _, body = shown.partition("→")
+                labels.append(label.strip())
+                number = int(label.strip().partition(".")[0])
+                seen[number] = seen.get(number, "") + body
+            if w.continuation is None:
+                break
+            assert w.rows
+            assert (w.next_offset, w.next_row) > (offset, row)  # always moves forward
+            offset, row = w.next_offset or 0, w.next_row
+        else:
+            pytest.fail("the continuations did not reach the end")
+    assert seen == expected
+    assert len(labels) == len(set(labels))  # no row shown twice

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.prebuilt import ToolRuntime
+from langgraph.types import Command
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
@@ -168,3 +171,78 @@ def test_standalone_around_any_tool(mode: str) -> None:
 def test_bad_settings_refused() -> None:
     with pytest.raises(ValueError, match="positive"):
         LargeResultEviction(threshold_tokens=0)
+
+
+@tool
+def commanding(runtime: ToolRuntime) -> Command[Any]:
+    """Return a large result inside a Command with other messages."""
+    return Command(
+        update={
+            "messages": [
+                RemoveMessage(id="user-1"),
+                ToolMessage(BIG, tool_call_id=runtime.tool_call_id, artifact=["kept", 1]),
+                AIMessage("a side note", id="side-1"),
+            ]
+        }
+    )
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_issue_16_command_keeps_every_message_and_the_artifact(mode: str) -> None:
+    agent = create_agent(
+        ScriptedChatModel(turns=[call("commanding", 1), AIMessage("done")]),
+        tools=[commanding],
+        middleware=[LargeResultEviction(threshold_tokens=1000)],
+    )
+    payload = {"messages": [HumanMessage("go", id="user-1")]}
+    state = agent.invoke(payload) if mode == "sync" else asyncio.run(agent.ainvoke(payload))
+    ids = [m.id for m in state["messages"]]
+    assert "user-1" not in ids  # the RemoveMessage was applied
+    assert "side-1" in ids  # the AIMessage arrived
+    message = results(state)["call-1"]
+    assert str(message.content).startswith("Tool result too large (")
+    assert message.artifact == ["kept", 1]
+    assert state["files"]["/large_tool_results/call-1"]["content"] == BIG
+
+
+LONG_LINE = "".join(f"{n:07d}," for n in range(250_000))  # 2 MB, one line
+LONG_JSON = json.dumps({"rows": [{"id": n, "name": f"row {n}"} for n in range(60_000)]})
+
+
+@tool
+def one_line(kind: str) -> str:
+    """Return one huge line: plain text or JSON."""
+    return LONG_JSON if kind == "json" else LONG_LINE
+
+
+def evict_one(kind: str) -> tuple[str, str]:
+    agent = create_agent(
+        ScriptedChatModel(
+            turns=[call("one_line", 1, kind=kind), AIMessage("done")],
+        ),
+        tools=[one_line],
+        middleware=[LargeResultEviction()],
+    )
+    state = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    saved = state["files"]["/large_tool_results/call-1"]["content"]
+    return str(results(state)["call-1"].content), saved
+
+
+def test_issue_16_one_long_line_previews_characters() -> None:
+    notice, saved = evict_one("text")
+    assert saved == LONG_LINE
+    assert "tokens, 1 line)" in notice
+    assert f"First 1,000 characters:\n{LONG_LINE[:1000]}\n" in notice
+    assert f"({len(LONG_LINE) - 2000:,} characters omitted)" in notice
+    assert f"Last 1,000 characters:\n{LONG_LINE[-1000:]}" in notice
+    assert "1 lines" not in notice
+
+
+def test_issue_16_one_line_json_is_pretty_printed_and_previewed_by_lines() -> None:
+    notice, saved = evict_one("json")
+    assert json.loads(saved) == json.loads(LONG_JSON)
+    assert saved.count("\n") > 100_000
+    assert max(map(len, saved.split("\n"))) < 100
+    assert "(JSON, pretty-printed so that it reads in windows)" in notice
+    assert "First 5 lines:\n{\n" in notice
+    assert "lines omitted)" in notice

@@ -130,7 +130,7 @@ def test_the_scenario_means_what_it_says(tmp_path: Path) -> None:
         "     4→no newline",
     ]
     assert out[15][1].splitlines()[:2] == ["     1→" + "w" * 5000, "   1.1→" + "w" * 5000]
-    assert "Line 1 is too long to show whole" in out[15][1]
+    assert "Line 1 is long and continues on row 1.2." in out[15][1]
     files = dict(
         zip(sorted(p for p in FILES if p != "/docs/long.md"), out[len(CALLS) :], strict=True)
     )

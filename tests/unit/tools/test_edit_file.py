@@ -138,5 +138,27 @@ def test_unencodable_replacement_refused_and_file_kept(h: Harness, run: Run) -> 
     run("read_file", file_path="/l1.txt")
     msg = edit(run, "/l1.txt", "café", "café →")
     assert msg.status == "error"
-    assert "latin-1" in msg.content
+    assert "cp1252" in msg.content
     assert h.content("/l1.txt") == "café\n".encode("latin-1")
+
+
+@pytest.mark.parametrize(
+    ("codec", "text", "old", "new", "label"),
+    [
+        ("cp1252", "Größe: “schön” – 5€\r\nzweite Zeile\r\n" * 3, "zweite", "dritte", "cp1252"),
+        ("shift_jis", "日本語のテキスト。\nファイルを読む。\n" * 3, "読む", "書く", "cp932"),
+        ("utf-16-le", "hello wörld\r\nline two\r\n" * 3, "two", "deux", "utf-16-le"),
+    ],
+)
+def test_issue_16_legacy_encodings_read_as_themselves_and_edit_byte_exact(
+    h: Harness, run: Run, codec: str, text: str, old: str, new: str, label: str
+) -> None:
+    data = text.encode(codec)
+    h.seed("/legacy.txt", data)
+    read = run("read_file", file_path="/legacy.txt")
+    first_line = text.split("\n", 1)[0].removesuffix("\r")
+    assert str(read.content).startswith(f"     1→{first_line}\n"), read.content
+    assert read.artifact["encoding"] == label
+    msg = edit(run, "/legacy.txt", old, new, replace_all=True)
+    assert msg.status == "success", msg.content
+    assert h.content("/legacy.txt") == text.replace(old, new).encode(codec)

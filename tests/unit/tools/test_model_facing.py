@@ -69,7 +69,7 @@ def test_descriptions_follow_the_settings(tmp_path: Path) -> None:
     assert "up to 500 lines" in described["read_file"]
     assert "about 8,000 tokens" in described["read_file"]
     assert "Text files over" not in described["read_file"]  # read_max_bytes=0: no cap
-    assert "At most 50 entries" in described["ls"]
+    assert "at most 50 entries" in described["ls"]
     assert "at most 20;" in described["glob"]
     assert "default 30, 0 for all" in described["grep"]
     assert "default 30, at most 600" in described["execute"]
@@ -179,3 +179,11 @@ def test_traced_inputs_are_the_model_arguments_without_the_runtime() -> None:
     assert started.inputs == [{"pattern": "two", "path": "/", "-n": True}]
     assert message.status == "success"
     assert "/a.txt" in message.content
+
+
+def test_a_count_of_one_is_singular_in_the_descriptions(tmp_path: Path) -> None:
+    tools = FileToolkit(LocalBackend(tmp_path), ls_limit=1, read_limit=1, glob_limit=1).get_tools()
+    described = {tool.name: " ".join(tool.description.split()) for tool in tools}
+    assert "at most 1 entry;" in described["ls"]
+    assert "up to 1 line from" in described["read_file"]
+    assert not re.search(r"\b1 (lines|entries|tokens|pages|bytes)\b", " ".join(described.values()))

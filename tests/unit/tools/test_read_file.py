@@ -124,3 +124,35 @@ def test_escape_refused_without_host_path(h: Harness, run: Run) -> None:
     assert msg.status == "error"
     assert "outside the workspace" in msg.content
     assert str(h.root) not in msg.content
+
+
+def test_issue_16_one_long_line_is_read_to_its_end(h: Harness, run: Run) -> None:
+    line = "".join(f'{{"n":{n},"é":"{n:x}"}},' for n in range(12_000))  # ~300 KB, one line
+    h.seed("/one.json", line.encode() + b"\nlast\n")
+    offset: int | str = 1
+    shown: list[str] = []
+    footers: list[str] = []
+    for _ in range(100):
+        msg = run("read_file", file_path="/one.json", offset=offset)
+        assert msg.status == "success", msg.content
+        body, _, footer = str(msg.content).partition("\n\n(")
+        shown += [row.partition("→")[2] for row in body.split("\n")]
+        next_offset = msg.artifact["next_offset"]
+        if next_offset is None:
+            break
+        footers.append(footer)
+        assert f"Continue with offset={next_offset}" in footer.replace('"', "")
+        offset = next_offset
+    assert "".join(shown[:-1]) == line
+    assert shown[-1] == "last"
+    assert len(footers) > 1
+    assert footers[0].startswith("Line 1 is long and continues on row 1.")
+
+
+def test_issue_16_a_row_past_the_line_is_an_error(h: Harness, run: Run) -> None:
+    h.seed("/a.txt", b"short\n")
+    msg = run("read_file", file_path="/a.txt", offset="1.1")
+    assert msg.status == "error"
+    assert 'line 1 has no row "1.1"; read it from offset=1' in str(msg.content)
+    bad = run("read_file", file_path="/a.txt", offset="one")
+    assert "neither a line number" in str(bad.content)

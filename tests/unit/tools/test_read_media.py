@@ -173,3 +173,12 @@ def test_text_over_the_byte_cap_needs_a_window(h: Harness, run: Run) -> None:
     assert run("read_file", file_path="/big.log", offset=1, limit=3).content.startswith(
         "     1→line"
     )
+
+
+@pytest.mark.parametrize("fmt", ["BMP", "TIFF"])
+def test_issue_16_bmp_and_tiff_are_read_as_images(h: Harness, run: Run, fmt: str) -> None:
+    h.seed("/scan.dat", image_bytes((64, 48), fmt))
+    message = run("read_file", file_path="/scan.dat")
+    assert message.status == "success", message.content
+    assert message.content[0]["text"].startswith(f"Image /scan.dat: {fmt} 64x48; sent as image/")
+    assert sent_image(message.content).size == (64, 48)
