@@ -23,9 +23,15 @@ import errno
 import posixpath
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,  # pydantic reads these on 3.11
+)
 
 from langgraph.channels.delta import DeltaChannel
+from typing_extensions import TypedDict
 
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo

@@ -24,11 +24,12 @@ from langchain_fstools.middleware.history import (
 )
 from langchain_fstools.middleware.policy import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.middleware.recording import RecordingBackend
-from langchain_fstools.middleware.state import FilesystemState
+from langchain_fstools.middleware.state import FilesystemHistoryState, FilesystemState
 from langchain_fstools.middleware.updates import with_state_update
 from langchain_fstools.middleware.views import GuardedBackend
 from langchain_fstools.patch.targets import patch_paths
 from langchain_fstools.tools.toolkit import FileToolkit
+from langchain_fstools.tools.tracking import was_cleared
 from langchain_fstools.tools.undo_edit import UndoEditTool
 
 if TYPE_CHECKING:
@@ -155,6 +156,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             self.gate = PermissionGate(policy, backend)
         self.history = history
         if history:
+            self.state_schema = FilesystemHistoryState
             backend = RecordingBackend(backend, max_record_bytes=history_record_bytes)
         if self.gate is not None:
             backend = GuardedBackend(backend, self.gate.guard_for)
@@ -182,6 +184,15 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         return await handler(self._prepared(request))
 
     def _prepared(self, request: ModelRequest) -> ModelRequest:
+        cleared = [
+            call_id
+            for message in request.messages
+            if isinstance(message, ToolMessage)
+            and was_cleared(message)
+            and (call_id := message.tool_call_id)
+        ]
+        if cleared:  # context editing ran outside this middleware: read again in full
+            self.toolkit.context.tracker.clear_shown(cleared)
         profile = getattr(request.model, "profile", None)
         messages = adapt_messages(request.messages, profile)
         if messages is not request.messages and messages != request.messages:

@@ -14,7 +14,7 @@ from langchain_fstools.formats.kinds import ContentKind
 from langchain_fstools.formats.text import Reader, Window, read_window
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._media import read_image, read_notebook, read_pdf
-from langchain_fstools.tools.tracking import after_read, shows_the_same
+from langchain_fstools.tools.tracking import after_read
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo
@@ -47,8 +47,8 @@ DESCRIPTION = """Read a file from the workspace.
 - Lines longer than 5000 characters continue on rows numbered N.1, N.2, ...
 - Read a file before editing or overwriting it: edit_file and write_file refuse files
   you have not read, or that changed since you read them.
-- Reading the same unchanged range again returns a short "unchanged" note; the text you
-  read earlier is still current.
+- Reading the same unchanged range again, while its earlier result is still in the
+  conversation, returns a short "unchanged" note: that text is still current.
 - Images (PNG, JPEG, GIF, WebP) come back as images you can see, scaled to fit.
 - PDFs come back as text with page markers; for PDFs over 10 pages give `pages`
   ("3", "1-5", "2,4-6"), at most 20 pages per call.
@@ -103,10 +103,11 @@ def _read_text(  # noqa: PLR0917 - one read's facts
     path = info.path
     view = f"lines:{offset}:{limit}"
     previous = scope.reads.get(path)
-    if previous and shows_the_same(previous, version=info.version, view=view):
+    repeated = scope.reads.repeats(path, version=info.version, view=view)
+    if repeated is not None:
         last = offset + limit - 1
-        if previous["total_lines"] is not None:
-            last = min(last, previous["total_lines"])
+        if repeated["total_lines"] is not None:
+            last = min(last, repeated["total_lines"])
         text = UNCHANGED.format(path=path, first=offset, last=last)
         return ToolOutcome(text, {"path": path, "unchanged": True, "version": info.version})
     cap = scope.context.settings.read_max_bytes
