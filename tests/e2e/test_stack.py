@@ -1,11 +1,13 @@
 """Issue 15: the middleware next to the rest of the LangGraph / LangChain stack.
 
-Forks, `update_state(values)`, `invoke(previous_state)`, and the "unchanged" reply after
-`ContextEditingMiddleware` and `SummarizationMiddleware` took the earlier result away.
+Forks, `update_state(values)`, `invoke(previous_state)`; the "unchanged" reply after
+`ContextEditingMiddleware` and `SummarizationMiddleware` took the earlier result away; a
+graph without the `files` channel; seeding; the middleware's tools on their own.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +19,12 @@ from langchain.agents.middleware import (
 )
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
 
-from langchain_fstools import FilesystemMiddleware, StateBackend
+from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.demo import ScriptedModel
+from langchain_fstools.errors import InvalidStateRecord
 
 UNCHANGED = "File unchanged since your last read"
 
@@ -168,3 +173,67 @@ def test_summarisation_removes_the_result_so_the_read_returns_content() -> None:
     assert "r1" not in results(state)  # summarised away
     second = results(state)["r2"]
     assert "remember the milk" in str(second.content)
+
+
+# ----- a missing channel, malformed seeds, tools outside a graph --------------------------------
+
+
+def test_missing_files_channel_is_an_error_and_nothing_is_reported_done() -> None:
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode(FileToolkit(StateBackend()).get_tools()))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    asked = call("write_file", "w1", file_path="/a.txt", content="hi\n")
+    (reply,) = graph.compile().invoke({"messages": [asked]})["messages"][1:]
+    assert reply.status == "error"
+    assert "no 'files' channel" in reply.content
+    assert "FilesystemState" in reply.content
+    assert "Created" not in reply.content
+
+
+def test_seed_helper_and_deepagents_records_feed_the_tools() -> None:
+    agent = agent_over(
+        scripted(
+            call("read_file", "r1", file_path="/notes.md"),
+            call("read_file", "r2", file_path="/old.md"),
+            call("read_file", "r3", file_path="/plain.md"),
+            AIMessage("done"),
+        ),
+        history=False,
+    )
+    files: dict[str, Any] = {
+        **StateBackend.seed({"/notes.md": "seeded\n"}),
+        "/old.md": {"content": ["from", "deepagents"], "modified_at": "2024-01-02T00:00:00Z"},
+        "/plain.md": "plain text\n",
+    }
+    out = results(agent.invoke({**user("read"), "files": files}))
+    assert "seeded" in str(out["r1"].content)
+    assert "deepagents" in str(out["r2"].content)
+    assert "plain text" in str(out["r3"].content)
+
+
+def test_a_malformed_seed_fails_at_the_input_naming_the_state() -> None:
+    agent = agent_over(scripted(AIMessage("never reached")), history=False)
+    with pytest.raises(InvalidStateRecord, match=r"'files' channel .* StateBackend\.seed"):
+        agent.invoke({**user("hi"), "files": {"/notes.md": 42}})
+
+
+def test_middleware_tools_work_on_their_own_on_local_disk(tmp_path: Path) -> None:
+    tools = {t.name: t for t in FilesystemMiddleware(backend=LocalBackend(tmp_path)).tools}
+    assert (
+        tools["write_file"]
+        .invoke({"file_path": "/a.txt", "content": "hello\n"})
+        .startswith("Created /a.txt")
+    )
+    assert "hello" in tools["read_file"].invoke({"file_path": "/a.txt"})
+    assert "/a.txt" in tools["ls"].invoke({"path": "/"})
+    assert (tmp_path / "a.txt").read_text() == "hello\n"
+    # The evicted-results folder lives in graph state: outside a graph it only refuses.
+    refused = tools["write_file"].invoke({"file_path": "/large_tool_results/x", "content": "x"})
+    assert refused.startswith("Error:")
+    assert not (tmp_path / "large_tool_results").exists()
+
+
+def test_middleware_tools_on_state_backend_outside_a_graph_say_why() -> None:
+    (ls,) = [t for t in FilesystemMiddleware(backend=StateBackend()).tools if t.name == "ls"]
+    assert "must run inside a graph" in ls.invoke({"path": "/"})

@@ -143,7 +143,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         """Build the tools; raises ValueError for an unknown tool, setting, mode or rule."""
         super().__init__()
         if eviction and backend.kind != "state":
-            backend = CompositeBackend(backend, {RESULTS_DIR + "/": StateBackend()})
+            backend = CompositeBackend(backend, {RESULTS_DIR + "/": StateBackend(optional=True)})
         self.storage = backend
         self.eviction = (
             None

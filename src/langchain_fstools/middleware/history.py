@@ -28,11 +28,11 @@ from typing import (
     Any,
     Final,
     Literal,
-    NotRequired,  # pydantic reads these on 3.11
+    NotRequired,
 )
 
 from langgraph.channels.delta import DeltaChannel
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
 from langchain_fstools.backends.protocol import ABSENT
 from langchain_fstools.core import calls

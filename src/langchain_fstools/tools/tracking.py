@@ -22,10 +22,10 @@ from typing import (
     Annotated,
     Any,
     Final,
-    NotRequired,  # pydantic reads these on 3.11
+    NotRequired,
 )
 
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
 from langchain_fstools.core.reducers import merge_keyed
 
