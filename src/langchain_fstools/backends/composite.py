@@ -48,7 +48,16 @@ class CompositeBackend(Backend):
     kind = "composite"
 
     def __init__(self, default: Backend, routes: Mapping[str, Backend]) -> None:
-        """Mount `routes` over `default`; raises ValueError for the root as a mount."""
+        """Mount `routes` over `default`.
+
+        Raises:
+            TypeError: a part is not a backend instance (e.g. the class `StateBackend`).
+            ValueError: the root `/` as a mount.
+        """
+        for part in (default, *routes.values()):
+            if not isinstance(part, Backend):
+                kind = f"the class {part.__name__}" if isinstance(part, type) else repr(part)
+                raise TypeError(f"CompositeBackend needs backend instances, not {kind}")
         self.default = default
         self.routes: dict[str, Backend] = {}
         for prefix, backend in routes.items():

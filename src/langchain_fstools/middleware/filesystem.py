@@ -8,6 +8,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 
 from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import FsToolsError
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command
 
-    from langchain_fstools.backends.protocol import Backend
 
 SYSTEM_PROMPT = """## Files
 
@@ -61,6 +61,16 @@ You have file tools over a workspace whose root is `/`.
 """The section appended to the agent's system prompt."""
 
 PATH_ARGUMENTS = ("file_path", "notebook_path")
+
+DEFAULT_NAME = "FilesystemMiddleware"
+"""The middleware's default name, the same as deepagents' file middleware.
+
+`create_deep_agent(middleware=[...])` replaces its own middleware of the same name, so
+by default this one takes the place of deepagents' file tools, in the main agent and
+in its general-purpose subagent (see the README's deepagents recipe). To keep both in
+one `create_agent` agent, give this one another name (`name="FsToolsMiddleware"`); their
+tool names must not overlap then (pick a `tools` subset).
+"""
 
 
 class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
@@ -110,6 +120,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         history: Record file changes for `rewind` and `undo_edit`. Default: False.
         history_record_bytes: Largest earlier content kept per change.
             Default: `history.MAX_RECORD_BYTES` (1 MiB).
+        name: The middleware's name; an agent's middleware names must be unique.
+            Default: `DEFAULT_NAME` (`"FilesystemMiddleware"`).
         **settings: `ToolSettings` fields, e.g. `read_limit=500`.
 
     Example:
@@ -138,10 +150,20 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         protected_paths: Sequence[str] = PROTECTED_PATHS,
         history: bool = False,
         history_record_bytes: int = MAX_RECORD_BYTES,
+        name: str = DEFAULT_NAME,
         **settings: Any,
     ) -> None:
-        """Build the tools; raises ValueError for an unknown tool, setting, mode or rule."""
+        """Build the tools.
+
+        Raises:
+            TypeError: `backend` is not a backend instance, or a setting has the wrong
+                type.
+            ValueError: an unknown tool, setting, mode or rule, a setting out of range,
+                or an empty `name`.
+        """
         super().__init__()
+        _check_arguments(backend, name, eviction, history_record_bytes)
+        self._name = name
         if eviction and backend.kind != "state":
             backend = CompositeBackend(backend, {RESULTS_DIR + "/": StateBackend(optional=True)})
         self.storage = backend
@@ -166,6 +188,11 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
         self.system_prompt = system_prompt
         self._mutating = {t.name for t in self.tools if not (t.metadata or {}).get("read_only")}
+
+    @property
+    def name(self) -> str:
+        """The middleware's name in the agent (unique per agent); see `DEFAULT_NAME`."""
+        return self._name
 
     # ----- model calls: the system prompt section ---------------------------------------
 
@@ -352,6 +379,26 @@ class _StateRuntime:
         self.config: dict[str, Any] = {}
 
 
+def _check_arguments(
+    backend: object, name: object, eviction: object, history_record_bytes: object
+) -> None:
+    """Refuse a wrong type (TypeError) or value (ValueError) at construction."""
+    if not isinstance(backend, Backend):
+        kind = f"the class {backend.__name__}" if isinstance(backend, type) else repr(backend)
+        raise TypeError(
+            "backend must be a backend instance such as StateBackend() or"
+            f" LocalBackend('./repo'), not {kind}"
+        )
+    if not isinstance(name, str) or not name:
+        raise ValueError("name must be a non-empty string, e.g. 'FsToolsMiddleware'")
+    if not isinstance(eviction, bool | LargeResultEviction):
+        raise TypeError("eviction must be True, False or a LargeResultEviction")
+    if isinstance(history_record_bytes, bool) or not isinstance(history_record_bytes, int):
+        raise TypeError("history_record_bytes must be an int")
+    if history_record_bytes < 0:
+        raise ValueError(f"history_record_bytes must be 0 or more, not {history_record_bytes}")
+
+
 def _no_request(request: ToolCallRequest) -> ToolMessage:
     """Unreachable by construction: a review gives a request or a message."""
     return ToolMessage(
@@ -392,4 +439,4 @@ def _turn_of(state: Any, call_id: str | None) -> AIMessage | None:
     return None
 
 
-__all__ = ["PATH_ARGUMENTS", "SYSTEM_PROMPT", "FilesystemMiddleware"]
+__all__ = ["DEFAULT_NAME", "PATH_ARGUMENTS", "SYSTEM_PROMPT", "FilesystemMiddleware"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
@@ -54,6 +54,7 @@ class EditFileTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[EditFileArgs] = EditFileArgs
     read_only: bool = False
+    needs_read: ClassVar[bool] = True
 
     def _effect(self, scope: CallScope, args: EditFileArgs) -> Effect[ToolOutcome]:
         path = paths.normalize(args.file_path)

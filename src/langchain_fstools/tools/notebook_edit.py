@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
@@ -56,6 +56,7 @@ class NotebookEditTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[NotebookEditArgs] = NotebookEditArgs
     read_only: bool = False
+    needs_read: ClassVar[bool] = True
 
     def _effect(self, scope: CallScope, args: NotebookEditArgs) -> Effect[ToolOutcome]:
         path = paths.normalize(args.notebook_path)

@@ -30,7 +30,7 @@ def _backend_for(name: str, tmp_path: Path) -> Backend:
 
 @pytest.mark.parametrize("name", sorted(TOOL_CLASSES))
 def test_tool_schema_snapshot(name: str, tmp_path: Path) -> None:
-    (tool,) = FileToolkit(_backend_for(name, tmp_path), tools=[name]).get_tools()
+    tool = _only(name, tmp_path)
     seen = convert_to_openai_tool(tool)
     snapshot = SNAPSHOTS / f"{name}.json"
     rendered = json.dumps(seen, indent=2, ensure_ascii=False) + "\n"
@@ -41,7 +41,7 @@ def test_tool_schema_snapshot(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", sorted(TOOL_CLASSES))
 def test_runtime_is_hidden_from_the_model(name: str, tmp_path: Path) -> None:
-    (tool,) = FileToolkit(_backend_for(name, tmp_path), tools=[name]).get_tools()
+    tool = _only(name, tmp_path)
     properties = convert_to_openai_tool(tool)["function"]["parameters"]["properties"]
     assert "runtime" not in properties
 
@@ -111,3 +111,9 @@ def test_traced_inputs_are_the_model_arguments_without_the_runtime() -> None:
     assert started.inputs == [{"pattern": "two", "path": "/", "-n": True}]
     assert message.status == "success"
     assert "/a.txt" in message.content
+
+
+def _only(name: str, tmp_path: Path) -> Any:
+    """The tool `name` (with read_file alongside, which edits need)."""
+    toolkit = FileToolkit(_backend_for(name, tmp_path), tools=sorted({name, "read_file"}))
+    return next(tool for tool in toolkit.get_tools() if tool.name == name)
