@@ -100,9 +100,10 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     backend, so no tool reaches them. The permission layer stays on when the backend
     can execute commands.
 
-    With `history=True`, every change the tools make is recorded in the thread's
-    `file_history` channel (bounded; see `langchain_fstools.middleware.history`), an `undo_edit`
-    tool is added, and `rewind` puts the files back as they were before a tool call.
+    With `history=True`, the state schema is `FilesystemHistoryState`, and every change
+    the tools make is recorded in the thread's `file_history` channel (bounded; see
+    `langchain_fstools.middleware.history`), an `undo_edit` tool is added, and `rewind`
+    puts the files back as they were before a tool call.
 
     Args:
         backend: Where the files live.
