@@ -66,6 +66,27 @@ class NotInGraph(FsToolsError):
 
 
 @dataclass(eq=False)
+class InvalidStateRecord(FsToolsError, ValueError):
+    """A record in the graph state's `files` channel that is not a file record.
+
+    Raised where the record enters the state (the channel's reducer, so the graph's
+    input or `update_state` fails) and where a tool meets one that got in another way.
+    """
+
+    path: str
+    found: str
+    """What the record is instead (e.g. `int`, `dict without 'content'`)."""
+
+    def __str__(self) -> str:
+        """One sentence naming the state, the path and the fix."""
+        return (
+            f"the graph state's 'files' channel holds {self.found} at {self.path!r}, not a"
+            " file record; build the 'files' input with StateBackend.seed({path: text or"
+            " bytes})"
+        )
+
+
+@dataclass(eq=False)
 class StoreUnavailable(FsToolsError):
     """The LangGraph store behind a backend failed (e.g. its database went away).
 
@@ -342,6 +363,7 @@ __all__ = [
     "FsToolsError",
     "InvalidArgument",
     "InvalidPath",
+    "InvalidStateRecord",
     "MissingFile",
     "NeedsWindow",
     "NoMatch",

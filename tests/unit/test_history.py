@@ -106,3 +106,17 @@ def test_a_restore_validates_every_file_before_writing(tmp_path: Path) -> None:
     with pytest.raises(ChangedOutsideAgent):
         calls.run(restore(steps), backend)
     assert (tmp_path / "a.txt").read_bytes() == b"agent a"
+
+
+def test_issue_15_merge_history_takes_a_whole_history_back() -> None:
+    first = change_record(tool_call_id="a", index=0, path="/a", before=None, kept=True, after="v1")
+    second = change_record(tool_call_id="b", index=0, path="/b", before=None, kept=True, after="v2")
+    current = merge_history([], [HistoryUpdate(add=[first])])
+    # A subagent's final state (or invoke(previous_state)) hands the whole list back.
+    merged = merge_history(current, [[first, second], None])
+    assert merged == [first, second]
+    assert merge_history(merged, [[first]]) == [first, second]  # nothing repeated or lost
+    batched = merge_history([], [HistoryUpdate(add=[first]), [first, second]])
+    assert batched == merge_history(
+        merge_history([], [HistoryUpdate(add=[first])]), [[first, second]]
+    )

@@ -50,7 +50,7 @@ class CompositeBackend(Backend):
     def __init__(
         self, default: Backend, routes: Mapping[str, Backend], *, traced_as: str | None = None
     ) -> None:
-        """Mount `routes` over `default`; raises ValueError for the root as a mount.
+        """Mount `routes` over `default`.
 
         Args:
             default: The backend of every path no mount holds.
@@ -58,7 +58,15 @@ class CompositeBackend(Backend):
             traced_as: The kind traces name (see `Backend.traced_kind`), for a composite
                 that only adds mounts of its own to a user's backend (as
                 `FilesystemMiddleware` adds `/large_tool_results/`). Default: "composite".
+
+        Raises:
+            TypeError: a part is not a backend instance (e.g. the class `StateBackend`).
+            ValueError: the root `/` as a mount.
         """
+        for part in (default, *routes.values()):
+            if not isinstance(part, Backend):
+                kind = f"the class {part.__name__}" if isinstance(part, type) else repr(part)
+                raise TypeError(f"CompositeBackend needs backend instances, not {kind}")
         self.default = default
         self._traced_as = traced_as
         self.routes: dict[str, Backend] = {}

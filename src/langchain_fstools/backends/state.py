@@ -21,9 +21,17 @@ import errno
 import posixpath
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from datetime import datetime
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,
+    cast,
+)
 
 from langgraph.channels.delta import DeltaChannel
+from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
@@ -35,7 +43,7 @@ from langchain_fstools.core.records import (
     encode_content,
 )
 from langchain_fstools.core.reducers import merge_keyed
-from langchain_fstools.errors import InvalidPath, NotInGraph, VersionConflict
+from langchain_fstools.errors import InvalidPath, InvalidStateRecord, NotInGraph, VersionConflict
 
 FILES_KEY = "files"
 """Name of the graph-state channel holding the files."""
@@ -63,15 +71,80 @@ class FileRecord(TypedDict):
 
 def merge_files(
     current: Mapping[str, FileRecord] | None,
-    updates: Sequence[Mapping[str, FileRecord | None]],
+    updates: Sequence[Mapping[str, FileRecord | str | bytes | None] | None],
 ) -> dict[str, FileRecord]:
     """Reducer of the `files` channel: later records replace earlier ones, None deletes.
+
+    An update may be a whole value handed back by LangGraph (a fork, `update_state`, a
+    subagent's final state); its records replace those of their paths. Plain text or
+    bytes for a path become a file record (modified at the epoch, so the reducer stays
+    deterministic; `StateBackend.seed` stamps the current time); records in the
+    deepagents shape (`content` as text or a list of lines) are kept as they are and
+    read as files. Anything else raises `InvalidStateRecord`, so a bad input fails
+    where it enters the state, not later in a tool.
 
     Deterministic and batching-invariant, as `DeltaChannel` requires
     (`merge_files(merge_files(s, xs), ys) == merge_files(s, xs + ys)`); never mutates
     its inputs.
     """
-    return merge_keyed(current, updates)
+    return merge_keyed(current, [_accepted(update) for update in updates])
+
+
+def _accepted(
+    update: Mapping[str, FileRecord | str | bytes | None] | None,
+) -> Mapping[str, FileRecord | None] | None:
+    """`update` with plain seeds made records; raises `InvalidStateRecord` for junk."""
+    if update is None:
+        return None
+    if not isinstance(update, Mapping):
+        raise InvalidStateRecord("(the channel)", f"a value of type {type(update).__name__}")
+    if all(value is None or _is_record(value) for value in update.values()):
+        return update  # type: ignore[return-value]  # checked just above
+    return {
+        path: None if value is None else _as_record(path, value, 0.0)
+        for path, value in update.items()
+    }
+
+
+def _is_record(value: object) -> bool:
+    """Whether `value` is a record this backend reads as is (ours, or deepagents')."""
+    if not isinstance(value, Mapping):
+        return False
+    content = value.get("content")
+    return isinstance(content, str) and isinstance(value.get("modified_at", 0.0), float | int)
+
+
+def _as_record(path: str, value: object, now: float) -> FileRecord:
+    """A readable record from a seed: text, bytes, or a deepagents-style record."""
+    if isinstance(value, str):
+        return file_record(value.encode("utf-8"), modified_at=now)
+    if isinstance(value, bytes | bytearray):
+        return file_record(bytes(value), modified_at=now)
+    if not isinstance(value, Mapping):
+        raise InvalidStateRecord(path, f"a value of type {type(value).__name__}")
+    content = value.get("content")
+    if isinstance(content, list) and all(isinstance(line, str) for line in content):
+        content = "\n".join(content)  # deepagents' earlier format: a list of lines
+    if not isinstance(content, str):
+        raise InvalidStateRecord(path, "a record without text 'content'")
+    record: dict[str, Any] = dict(value)
+    record["content"] = content
+    record["modified_at"] = _timestamp(value.get("modified_at"), now)
+    if record.get("encoding") not in {"utf-8", "base64"}:
+        record["encoding"] = "utf-8"
+    return cast("FileRecord", record)  # other keys (deepagents' created_at) are kept
+
+
+def _timestamp(value: object, default: float) -> float:
+    """Seconds since the epoch from a number or an ISO 8601 string (deepagents')."""
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value).timestamp()
+        except ValueError:
+            return default
+    return default
 
 
 FilesChannel = Annotated[
@@ -135,21 +208,67 @@ class StateBackend(Backend):
 
     Nothing touches disk; files are checkpointed with the thread. Use it inside a graph
     whose state has the `files` channel (`FilesystemState`, or `FilesState` merged into
-    your own state). Unbound (outside a tool call), every method raises `NotInGraph`.
+    your own state). Unbound (outside a tool call), every method raises `NotInGraph`,
+    and so does a call in a graph whose state has no `files` channel: a write there
+    would be lost, so none is reported.
+
+    Give the agent files to start with through its input: `StateBackend.seed` turns
+    text or bytes per path into the `files` value.
+
+    Args:
+        optional: Outside a graph, or without the `files` channel, act as an empty
+            directory that refuses writes instead of failing every call (for a mount
+            that only fills inside a graph). Default: False.
 
     Example:
         ```python
         from langchain.agents import create_agent
-        from langchain_fstools import FileToolkit, FilesystemState, StateBackend
+        from langchain_fstools import FilesystemMiddleware, StateBackend
 
-        agent = create_agent(
-            model, tools=FileToolkit(StateBackend()).get_tools(), state_schema=FilesystemState
-        )
+        agent = create_agent(model, middleware=[FilesystemMiddleware(backend=StateBackend())])
+        agent.invoke({
+            "messages": [{"role": "user", "content": "Summarise /notes.md"}],
+            "files": StateBackend.seed({"/notes.md": "text", "/logo.png": png_bytes}),
+        })
         ```
     """
 
     kind = "state"
     calls_may_block = False
+
+    def __init__(self, *, optional: bool = False) -> None:
+        """Keep files in graph state; see the class docstring for `optional`."""
+        self.optional = optional
+
+    @staticmethod
+    def seed(
+        files: Mapping[str, str | bytes], *, modified_at: float | None = None
+    ) -> dict[str, FileRecord]:
+        """The `files` value holding `files`, for a graph's input or `update_state`.
+
+        Args:
+            files: Absolute path → content: text (stored as UTF-8) or bytes.
+            modified_at: Modification time of every file. Default: now.
+
+        Raises:
+            InvalidPath: a path that cannot name a file in the workspace.
+            TypeError: content that is neither text nor bytes.
+
+        Example:
+            ```python
+            inputs = {"messages": [...], "files": StateBackend.seed({"/a.md": "# A"})}
+            ```
+        """
+        now = time.time() if modified_at is None else modified_at
+        seeded: dict[str, FileRecord] = {}
+        for path, content in files.items():
+            if not isinstance(content, str | bytes | bytearray):
+                raise TypeError(
+                    f"StateBackend.seed needs text or bytes for {path!r}, not"
+                    f" {type(content).__name__}"
+                )
+            seeded[paths.normalize(path)] = _as_record(path, content, now)
+        return seeded
 
     def bind(self, runtime: Any) -> Backend:
         """Return a view over `runtime.state["files"]` that records this call's writes.
@@ -158,12 +277,19 @@ class StateBackend(Backend):
             runtime: The injected `ToolRuntime` (anything with a `.state` mapping).
 
         Raises:
-            NotInGraph: no runtime, or a runtime without a graph-state mapping.
+            NotInGraph: no runtime, a runtime without a graph-state mapping, or a state
+                without the `files` channel (unless `optional`).
         """
         state = getattr(runtime, "state", None)
         if not isinstance(state, Mapping):
+            if self.optional:
+                return _StateView({}, refusal=_not_in_graph())
             raise _not_in_graph()
-        files = state.get(FILES_KEY)
+        if FILES_KEY not in state:
+            if self.optional:
+                return _StateView({}, refusal=_no_channel())
+            raise _no_channel()
+        files = state[FILES_KEY]
         return _StateView(files if isinstance(files, Mapping) else {})
 
     def stat(self, path: str) -> FileInfo:
@@ -208,6 +334,15 @@ def _not_in_graph() -> NotInGraph:
     )
 
 
+def _no_channel() -> NotInGraph:
+    return NotInGraph(
+        "state",
+        "this graph's state has no 'files' channel, so StateBackend has nowhere to keep "
+        "files and nothing was changed; add the channel to the graph's state "
+        "(state_schema=FilesystemState, or FilesState merged into your own state).",
+    )
+
+
 _Tree = dict[str, dict[str, EntryKind]]
 """Directory path → {entry name: kind}, for every directory that exists."""
 
@@ -225,8 +360,14 @@ class _StateView(Backend):
     kind = "state"
     calls_may_block = False
 
-    def __init__(self, files: Mapping[str, FileRecord]) -> None:
+    def __init__(
+        self, files: Mapping[str, FileRecord], *, refusal: NotInGraph | None = None
+    ) -> None:
+        if not all(_is_record(record) for record in files.values()):
+            files = {path: _as_record(path, r, 0.0) for path, r in files.items()}
         self._base = files
+        self._refusal = refusal
+        """Why this view refuses writes (an unbound optional backend), or None."""
         self._pending: dict[str, FileRecord | None] = {}
         self._decoded: dict[str, bytes] = {}
         self._tree: _Tree | None = None
@@ -344,6 +485,8 @@ class _StateView(Backend):
     # ----- changes ---------------------------------------------------------------------
 
     def _put(self, path: str, record: FileRecord | None) -> None:
+        if self._refusal is not None:
+            raise self._refusal
         self._pending[path] = record
         self._decoded.pop(path, None)
         if self._tree is None:

@@ -10,6 +10,7 @@ from langgraph.config import get_config
 from langgraph.types import interrupt
 
 from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import FsToolsError
@@ -43,13 +44,14 @@ from langchain_fstools.middleware.policy import (
     Verdict,
 )
 from langchain_fstools.middleware.recording import RecordingBackend
-from langchain_fstools.middleware.state import FilesystemState
+from langchain_fstools.middleware.state import FilesystemHistoryState, FilesystemState
 from langchain_fstools.middleware.undo_edit import UndoEditTool
 from langchain_fstools.middleware.updates import with_state_update
 from langchain_fstools.middleware.views import GuardedBackend
 from langchain_fstools.tools._base import FileTool
 from langchain_fstools.tools.describe import describe
 from langchain_fstools.tools.toolkit import FileToolkit
+from langchain_fstools.tools.tracking import was_cleared
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -61,7 +63,6 @@ if TYPE_CHECKING:
     from langgraph.runtime import Runtime
     from langgraph.types import Command
 
-    from langchain_fstools.backends.protocol import Backend
 
 SYSTEM_PROMPT_TEMPLATE = """## Files
 
@@ -104,6 +105,21 @@ class FilesystemMiddlewareState(FilesystemState, ApprovalState):
     """`FilesystemState` plus the approval gate's private channel."""
 
 
+class FilesystemMiddlewareHistoryState(FilesystemHistoryState, ApprovalState):
+    """`FilesystemHistoryState` plus the approval gate's private channel (`history=True`)."""
+
+
+DEFAULT_NAME = "FilesystemMiddleware"
+"""The middleware's default name, the same as deepagents' file middleware.
+
+`create_deep_agent(middleware=[...])` replaces its own middleware of the same name, so
+by default this one takes the place of deepagents' file tools, in the main agent and
+in its general-purpose subagent (see the README's deepagents recipe). To keep both in
+one `create_agent` agent, give this one another name (`name="FsToolsMiddleware"`); their
+tool names must not overlap then (pick a `tools` subset).
+"""
+
+
 class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     """Give a `create_agent` agent the file tools over one backend.
 
@@ -132,9 +148,10 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     backend, so no tool reaches them. The permission layer stays on when the backend
     can execute commands.
 
-    With `history=True`, every change the tools make is recorded in the thread's
-    `file_history` channel (bounded; see `langchain_fstools.middleware.history`), an `undo_edit`
-    tool is added, and `rewind` puts the files back as they were before a tool call.
+    With `history=True`, the state schema is `FilesystemHistoryState`, and every change
+    the tools make is recorded in the thread's `file_history` channel (bounded; see
+    `langchain_fstools.middleware.history`), an `undo_edit` tool is added, and `rewind`
+    puts the files back as they were before a tool call.
 
     Args:
         backend: Where the files live.
@@ -154,6 +171,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         history: Record file changes for `rewind` and `undo_edit`. Default: False.
         history_record_bytes: Largest earlier content kept per change.
             Default: `history.MAX_RECORD_BYTES` (1 MiB).
+        name: The middleware's name; an agent's middleware names must be unique.
+            Default: `DEFAULT_NAME` (`"FilesystemMiddleware"`).
         **settings: `ToolSettings` fields, e.g. `read_limit=500`.
 
     Example:
@@ -182,13 +201,25 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         protected_paths: Sequence[str] = PROTECTED_PATHS,
         history: bool = False,
         history_record_bytes: int = MAX_RECORD_BYTES,
+        name: str = DEFAULT_NAME,
         **settings: Any,
     ) -> None:
-        """Build the tools; raises ValueError for an unknown tool, setting, mode or rule."""
+        """Build the tools.
+
+        Raises:
+            TypeError: `backend` is not a backend instance, or a setting has the wrong
+                type.
+            ValueError: an unknown tool, setting, mode or rule, a setting out of range,
+                or an empty `name`.
+        """
         super().__init__()
+        _check_arguments(backend, name, eviction, history_record_bytes)
+        self._name = name
         if eviction and backend.kind != "state" and not _routes(backend, RESULTS_DIR):
             backend = CompositeBackend(
-                backend, {RESULTS_DIR + "/": StateBackend()}, traced_as=backend.traced_kind
+                backend,
+                {RESULTS_DIR + "/": StateBackend(optional=True)},
+                traced_as=backend.traced_kind,
             )
         self.storage = backend
         self.eviction = (
@@ -202,6 +233,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             self.gate = PermissionGate(policy, backend)
         self.history = history
         if history:
+            self.state_schema = FilesystemMiddlewareHistoryState
             backend = RecordingBackend(backend, max_record_bytes=history_record_bytes)
         if self.gate is not None:
             backend = GuardedBackend(backend, self.gate.guard_for)
@@ -230,6 +262,11 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         if self.gate is not None:
             self.gate.tools = self._file_tools
 
+    @property
+    def name(self) -> str:
+        """The middleware's name in the agent (unique per agent); see `DEFAULT_NAME`."""
+        return self._name
+
     # ----- model calls: the system prompt section ---------------------------------------
 
     def wrap_model_call(
@@ -247,6 +284,15 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         return await handler(self._prepared(request))
 
     def _prepared(self, request: ModelRequest) -> ModelRequest:
+        cleared = [
+            call_id
+            for message in request.messages
+            if isinstance(message, ToolMessage)
+            and was_cleared(message)
+            and (call_id := message.tool_call_id)
+        ]
+        if cleared:  # context editing ran outside this middleware: read again in full
+            self.toolkit.context.tracker.clear_shown(cleared)
         profile = getattr(request.model, "profile", None)
         messages = adapt_messages(request.messages, profile)
         if messages is not request.messages and messages != request.messages:
@@ -584,6 +630,26 @@ def _config() -> Any:
         return {}
 
 
+def _check_arguments(
+    backend: object, name: object, eviction: object, history_record_bytes: object
+) -> None:
+    """Refuse a wrong type (TypeError) or value (ValueError) at construction."""
+    if not isinstance(backend, Backend):
+        kind = f"the class {backend.__name__}" if isinstance(backend, type) else repr(backend)
+        raise TypeError(
+            "backend must be a backend instance such as StateBackend() or"
+            f" LocalBackend('./repo'), not {kind}"
+        )
+    if not isinstance(name, str) or not name:
+        raise ValueError("name must be a non-empty string, e.g. 'FsToolsMiddleware'")
+    if not isinstance(eviction, bool | LargeResultEviction):
+        raise TypeError("eviction must be True, False or a LargeResultEviction")
+    if isinstance(history_record_bytes, bool) or not isinstance(history_record_bytes, int):
+        raise TypeError("history_record_bytes must be an int")
+    if history_record_bytes < 0:
+        raise ValueError(f"history_record_bytes must be 0 or more, not {history_record_bytes}")
+
+
 def _with_backend(eviction: LargeResultEviction, backend: Backend) -> LargeResultEviction:
     """Point an eviction middleware at the tools' backend."""
     eviction.backend = backend
@@ -605,8 +671,10 @@ def _routes(backend: Backend, directory: str) -> bool:
 
 
 __all__ = [
+    "DEFAULT_NAME",
     "SYSTEM_PROMPT",
     "SYSTEM_PROMPT_TEMPLATE",
     "FilesystemMiddleware",
+    "FilesystemMiddlewareHistoryState",
     "FilesystemMiddlewareState",
 ]

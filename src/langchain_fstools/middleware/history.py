@@ -22,9 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Literal, NotRequired, TypedDict
+from typing import (
+    Annotated,
+    Any,
+    Final,
+    Literal,
+    NotRequired,
+)
 
 from langgraph.channels.delta import DeltaChannel
+from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
 from langchain_fstools.backends.protocol import ABSENT
 from langchain_fstools.core import calls
@@ -81,15 +88,25 @@ class HistoryUpdate(TypedDict):
 
 
 def merge_history(
-    current: Sequence[ChangeRecord] | None, updates: Sequence[HistoryUpdate]
+    current: Sequence[ChangeRecord] | None,
+    updates: Sequence[HistoryUpdate | Sequence[ChangeRecord] | None],
 ) -> list[ChangeRecord]:
     """Reducer of the `file_history` channel: add, drop, then trim the oldest.
 
-    A fold over the updates in order, so it is batching-invariant as `DeltaChannel`
-    requires; never mutates its inputs.
+    An update is a `HistoryUpdate`, or a whole history as LangGraph hands one back
+    (`invoke(previous_state)`, `update_state(config, values)`, a subagent's final
+    state): its records not already kept are added, in order, so no record is lost
+    or repeated. None changes nothing. A fold over the updates in order, so it is
+    batching-invariant as `DeltaChannel` requires; never mutates its inputs.
     """
     records = list(current or ())
     for update in updates:
+        if update is None:
+            continue
+        if not isinstance(update, Mapping):
+            known = {r["id"] for r in records}
+            records = _trimmed([*records, *(r for r in update if r["id"] not in known)])
+            continue
         dropped = set(update.get("drop", ()))
         stamps = update.get("stamp", {})
         records = [

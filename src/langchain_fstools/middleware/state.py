@@ -40,11 +40,16 @@ class FilesystemState(AgentState[Any]):
     schema, and the tools must see this one.
     """
 
-    file_history: NotRequired[HistoryChannel]
-    """Changes the file tools made, for `rewind` and `undo_edit` (see `history`).
 
-    Written only when the middleware records history (`history=True`).
+class FilesystemHistoryState(FilesystemState):
+    """`FilesystemState` plus the file history, for `FilesystemMiddleware(history=True)`.
+
+    The middleware uses this schema only when it records history, so an agent without
+    history has no `file_history` channel at all.
     """
 
+    file_history: NotRequired[HistoryChannel]
+    """Changes the file tools made, for `rewind` and `undo_edit` (see `history`)."""
 
-__all__ = ["FilesystemState"]
+
+__all__ = ["FilesystemHistoryState", "FilesystemState"]

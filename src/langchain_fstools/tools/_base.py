@@ -103,8 +103,8 @@ class ToolSettings:
         max_edit_bytes: Largest file edit_file and write_file rewrite. Default: 64 MiB.
         diff_lines: Most diff lines shown after an edit or write. Default: 40.
         glob_limit: Most paths glob returns. Default: 100.
-        grep_head_limit: Entries grep returns when `head_limit` is not given.
-            Default: 250.
+        grep_head_limit: Entries grep returns when `head_limit` is not given; 0 for
+            all. Default: 250.
         search_timeout: Seconds glob and grep may run before returning what they
             found. Default: 20.
         read_max_bytes: Largest text file read_file reads without offset or limit;
@@ -129,8 +129,14 @@ class ToolSettings:
             `"off"`. Needs the `syntax` extra (tree-sitter grammars); without it nothing
             is checked. Default: `"report"`.
 
+    Counts are ints of at least 1 (`diff_lines`, `grep_head_limit` and
+    `read_max_bytes` may be 0); times are seconds above 0, and `execute_timeout` is at
+    most `execute_max_timeout`.
+
     Raises:
-        ValueError: `syntax_check` is not one of `"report"`, `"refuse"`, `"off"`.
+        ValueError: a setting out of its range, or `syntax_check` not one of `"report"`,
+            `"refuse"`, `"off"`.
+        TypeError: a setting of the wrong type.
     """
 
     read_limit: int = 2000
@@ -155,10 +161,62 @@ class ToolSettings:
     syntax_check: syntax.SyntaxCheck = "report"
 
     def __post_init__(self) -> None:
-        """Refuse settings no tool could follow."""
+        """Refuse a setting the tools could not use, in one sentence.
+
+        Raises:
+            TypeError: a setting of the wrong type.
+            ValueError: a setting out of range.
+        """
+        for name in _COUNTS_FROM_ONE + _COUNTS_FROM_ZERO:
+            _check_count(name, getattr(self, name), low=1 if name in _COUNTS_FROM_ONE else 0)
+        for name in _SECONDS:
+            _check_seconds(name, getattr(self, name))
+        if self.execute_timeout > self.execute_max_timeout:
+            raise ValueError(
+                f"execute_timeout ({self.execute_timeout}) must not exceed execute_max_timeout"
+                f" ({self.execute_max_timeout})"
+            )
+        if not isinstance(self.pdf_file_blocks, bool):
+            raise TypeError("pdf_file_blocks must be True or False")
+        if not isinstance(self.image_limits, ImageLimits):
+            raise TypeError("image_limits must be an ImageLimits")
+        if not isinstance(self.command_policy, CommandPolicy):
+            raise TypeError("command_policy must be a CommandPolicy")
+        if not callable(self.count_tokens):
+            raise TypeError("count_tokens must be a function from text to a token count")
         if self.syntax_check not in syntax.SYNTAX_CHECKS:
             choices = ", ".join(repr(choice) for choice in syntax.SYNTAX_CHECKS)
             raise ValueError(f"syntax_check must be one of {choices}, not {self.syntax_check!r}")
+
+
+def _check_count(name: str, value: object, *, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{name} must be {low} or more, not {value}")
+
+
+def _check_seconds(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not value > 0:
+        raise ValueError(f"{name} must be more than 0 seconds, not {value}")
+
+
+_COUNTS_FROM_ONE = (
+    "read_limit",
+    "read_token_budget",
+    "ls_limit",
+    "max_edit_bytes",
+    "glob_limit",
+    "max_media_bytes",
+    "pdf_pages_without_range",
+    "pdf_pages_per_call",
+    "execute_output_limit",
+)
+_COUNTS_FROM_ZERO = ("diff_lines", "grep_head_limit", "read_max_bytes")
+"""Settings where 0 means none or no limit."""
+_SECONDS = ("search_timeout", "execute_timeout", "execute_max_timeout")
 
 
 class ToolContext:
@@ -221,6 +279,8 @@ class FileTool(BaseTool):
     """Whether the tool needs a backend that can run commands (`supports_execute`)."""
     bounds_output: ClassVar[bool] = True
     """Whether the tool bounds its own output (so eviction leaves its results alone)."""
+    needs_read: ClassVar[bool] = False
+    """Whether the tool changes only files the agent read, so it needs `read_file`."""
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     handle_tool_error: bool = True
     handle_validation_error: Callable[[ValidationError], str] = render_validation_error  # type: ignore[assignment]

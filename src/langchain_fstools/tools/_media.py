@@ -12,7 +12,7 @@ from langchain_fstools.formats import image, notebook, pdf
 from langchain_fstools.formats.kinds import Unreadable
 from langchain_fstools.formats.text import line_rows
 from langchain_fstools.tools._base import CallScope, ToolOutcome
-from langchain_fstools.tools.tracking import after_read, shows_the_same
+from langchain_fstools.tools.tracking import after_read
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo
@@ -265,7 +265,7 @@ def _load(scope: CallScope, info: FileInfo, kind: str) -> Effect[bytes]:
 
 
 def _unchanged(scope: CallScope, info: FileInfo, view: str, what: str) -> ToolOutcome | None:
-    if shows_the_same(scope.reads.get(info.path), version=info.version, view=view):
+    if scope.reads.repeats(info.path, version=info.version, view=view):
         text = UNCHANGED.format(what=what, path=info.path)
         return ToolOutcome(text, {"path": info.path, "unchanged": True, "version": info.version})
     return None

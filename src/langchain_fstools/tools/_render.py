@@ -226,6 +226,8 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             return f"Error: there is no recorded change to {key} to undo."
         case errors.NotInGraph(missing=missing):
             return f"Error: {missing}"
+        case errors.InvalidStateRecord():
+            return f"Error: {exc}. This is a setup problem, not your arguments: tell the user."
         case errors.StoreUnavailable(reason=reason):
             return (
                 f"Error: the file store failed ({reason})."

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
@@ -56,6 +56,7 @@ class EditFileTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[EditFileArgs] = EditFileArgs
     read_only: bool = False
+    needs_read: ClassVar[bool] = True
 
     def targets(self, args: EditFileArgs) -> list[Target]:
         """A write of `file_path`."""

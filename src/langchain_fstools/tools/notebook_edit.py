@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
@@ -64,6 +64,7 @@ class NotebookEditTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[NotebookEditArgs] = NotebookEditArgs
     read_only: bool = False
+    needs_read: ClassVar[bool] = True
 
     def targets(self, args: NotebookEditArgs) -> list[Target]:
         """A write of `notebook_path`."""

@@ -17,7 +17,7 @@ from langchain_fstools.formats.text import ARROW, NoSuchRow, Reader, Window, rea
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._media import read_image, read_notebook, read_pdf
 from langchain_fstools.tools.targets import Target
-from langchain_fstools.tools.tracking import after_read, shows_the_same
+from langchain_fstools.tools.tracking import after_read
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo
@@ -56,8 +56,8 @@ DESCRIPTION = """Read a file from the workspace.
   can start at such a row (offset="12.3"), and the footer says which row continues.
 - Read a file before you change it: changes to files you have not read, or that changed
   since you read them, are refused.
-- Reading the same unchanged range again returns a short "unchanged" note; the text you
-  read earlier is still current.
+- Reading the same unchanged range again, while its earlier result is still in the
+  conversation, returns a short "unchanged" note: that text is still current.
 - Images (PNG, JPEG, GIF, WebP, BMP, TIFF, ICO, ...) come back as images you can see,
   scaled to fit.
 - PDFs come back as text with page markers; for PDFs over {pdf_pages_without_range:*page}
@@ -129,10 +129,11 @@ def _read_text(  # noqa: PLR0917 - one read's facts
     offset, row = begin
     view = f"lines:{row_label(offset, row)}:{limit}"
     previous = scope.reads.get(path)
-    if previous and shows_the_same(previous, version=info.version, view=view):
+    repeated = scope.reads.repeats(path, version=info.version, view=view)
+    if repeated is not None:
         last = offset + limit - 1
-        if previous["total_lines"] is not None:
-            last = min(last, previous["total_lines"])
+        if repeated["total_lines"] is not None:
+            last = min(last, repeated["total_lines"])
         text = UNCHANGED.format(path=path, first=offset, last=last)
         return ToolOutcome(text, {"path": path, "unchanged": True, "version": info.version})
     cap = scope.context.settings.read_max_bytes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import textwrap
 from typing import TYPE_CHECKING, Any
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.tools import BaseTool, BaseToolkit
 from pydantic import ConfigDict
 
+from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.tools import (
     ApplyPatchTool,
     EditFileTool,
@@ -26,7 +28,6 @@ from langchain_fstools.tools import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.tools._base import FileTool
 
 TOOL_CLASSES: dict[str, Callable[..., FileTool]] = {
@@ -80,9 +81,22 @@ class FileToolkit(BaseToolkit):
         """Build the toolkit.
 
         Raises:
-            ValueError: an unknown tool name or setting, or a tool the backend cannot
-                serve (`execute` on a backend without `supports_execute`).
+            TypeError: `backend` is not a backend instance (e.g. the class
+                `StateBackend` instead of `StateBackend()`), or a setting of the wrong
+                type.
+            ValueError: an unknown tool name or setting, a setting out of range, a tool
+                the backend cannot serve (`execute` without `supports_execute`), or a
+                tool that changes only read files (`edit_file`, `write_file`,
+                `notebook_edit`) without `read_file`.
         """
+        if not isinstance(backend, Backend):
+            kind = f"the class {backend.__name__}" if isinstance(backend, type) else repr(backend)
+            raise TypeError(
+                f"backend must be a backend instance such as StateBackend() or"
+                f" LocalBackend('./repo'), not {kind}"
+            )
+        if isinstance(tools, str):
+            raise TypeError(f"tools must be a list of tool names, such as [{tools!r}]")
         if tools is None:
             names = tuple(name for name in TOOL_CLASSES if _servable(name, backend))
         else:
@@ -90,16 +104,25 @@ class FileToolkit(BaseToolkit):
         unknown = sorted(set(names) - set(TOOL_CLASSES))
         if unknown:
             raise ValueError(f"unknown tools {unknown}; choose from {sorted(TOOL_CLASSES)}")
+        blind = [n for n in names if _needs_read(n) and "read_file" not in names]
+        if blind:
+            raise ValueError(
+                f"{blind} change only files the agent has read, so they need read_file;"
+                " add 'read_file' to tools"
+            )
         unservable = [name for name in names if not _servable(name, backend)]
         if unservable:
             raise ValueError(
                 f"the {backend.kind} backend cannot run commands, so it cannot serve"
                 f" {unservable}; use a backend with supports_execute (e.g. LocalBackend)"
             )
-        try:
-            tool_settings = ToolSettings(**settings)
-        except TypeError as exc:
-            raise ValueError(f"unknown setting: {exc}") from None
+        known = {f.name for f in dataclasses.fields(ToolSettings)}
+        unknown_settings = sorted(set(settings) - known)
+        if unknown_settings:
+            raise ValueError(
+                f"unknown settings {unknown_settings}; ToolSettings has {sorted(known)}"
+            )
+        tool_settings = ToolSettings(**settings)
         super().__init__(
             context=ToolContext(backend, tool_settings, tool_names=names), tool_names=names
         )
@@ -127,6 +150,11 @@ def _settings_doc() -> str:
 
 
 FileToolkit.__doc__ = (FileToolkit.__doc__ or "").rstrip() + _settings_doc() + "\n"
+
+
+def _needs_read(name: str) -> bool:
+    """Whether the tool `name` changes only files the agent has read."""
+    return bool(getattr(TOOL_CLASSES[name], "needs_read", False))
 
 
 def _servable(name: str, backend: Backend) -> bool:

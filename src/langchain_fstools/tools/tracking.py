@@ -3,7 +3,11 @@
 The safety model rests on it: an existing file may be edited only after the agent
 read it at its current version, and overwritten only after it saw every line; a file
 that changed on storage since is refused. Repeating an identical read of an unchanged
-file returns a short stub instead of the same text again.
+file returns a short stub instead of the same text again, but only while the earlier
+result is still in the conversation as the model sees it: each record names the tool
+call that showed it, and the stub is given only when that call's `ToolMessage` is still
+in `state["messages"]`, not summarised away (`SummarizationMiddleware`) and not cleared
+(`ContextEditingMiddleware`, seen by `FilesystemMiddleware` in the requests it wraps).
 
 Inside a graph the records live in graph state under `file_reads` (per thread, kept by
 the checkpointer); a graph without that channel, or a call outside any graph, uses the
@@ -12,8 +16,16 @@ in-process `ReadTracker` the toolkit owns, keyed by thread id.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any, TypedDict
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import (
+    Annotated,
+    Any,
+    Final,
+    NotRequired,
+)
+
+from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
 from langchain_fstools.core.reducers import merge_keyed
 
@@ -33,12 +45,23 @@ class ReadRecord(TypedDict):
     view: str
     """What the last read showed (e.g. `lines:1:2000`, `image`, `pages:1-5`), for the
     unchanged-read stub."""
+    call: NotRequired[str]
+    """The tool call whose result showed `view` (empty outside a graph), so the stub is
+    given only while that result is still in the conversation."""
+
+
+MAX_CLEARED: Final = 10_000
+"""Most cleared tool-call ids a `ReadTracker` remembers (oldest forgotten first)."""
 
 
 def merge_reads(
-    current: dict[str, ReadRecord] | None, update: Mapping[str, ReadRecord | None]
+    current: dict[str, ReadRecord] | None, update: Mapping[str, ReadRecord | None] | None
 ) -> dict[str, ReadRecord]:
-    """Reducer for the `file_reads` channel: later records replace, None forgets."""
+    """Reducer for the `file_reads` channel: later records replace, None forgets.
+
+    `update` may be a whole value handed back by LangGraph (a fork, `update_state`,
+    a subagent's final state); its records replace the current ones of their paths.
+    """
     return merge_keyed(current, [update])
 
 
@@ -106,24 +129,49 @@ def _merge_ranges(ranges: list[list[int]]) -> list[list[int]]:
 class ReadLedger:
     """The read records visible to one tool call, plus the ones it adds."""
 
-    def __init__(self, records: Mapping[str, ReadRecord], *, in_state: bool) -> None:
+    def __init__(
+        self,
+        records: Mapping[str, ReadRecord],
+        *,
+        in_state: bool,
+        call_id: str = "",
+        still_shown: Callable[[str], bool] | None = None,
+    ) -> None:
         """Wrap existing records.
 
         Args:
             records: Records seen before this call (not mutated).
             in_state: Whether additions must be returned as a graph-state update.
+            call_id: The current tool call's id, stamped on the records it adds.
+            still_shown: Whether the result of a tool call (by id) is still in the
+                conversation the model sees. Default: always (no conversation).
         """
         self._records = records
         self._added: dict[str, ReadRecord] = {}
         self.in_state = in_state
+        self._call_id = call_id
+        self._still_shown = still_shown
 
     def get(self, path: str) -> ReadRecord | None:
         """Return the record of `path`, if any."""
         return self._added.get(path) or self._records.get(path)
 
     def put(self, path: str, record: ReadRecord) -> None:
-        """Record what the agent now knows of `path`."""
-        self._added[path] = record
+        """Record what the agent now knows of `path` (as shown by the current call)."""
+        self._added[path] = ReadRecord(**{**record, "call": self._call_id})
+
+    def repeats(self, path: str, *, version: str, view: str) -> ReadRecord | None:
+        """The earlier read that showed `view` at `version`, while the model sees it.
+
+        None when the content must be shown again: no such read, or its result left
+        the conversation (summarised, cleared, or shown in another conversation).
+        """
+        record = self.get(path)
+        if not shows_the_same(record, version=version, view=view) or record is None:
+            return None
+        if self._still_shown is not None and not self._still_shown(record.get("call", "")):
+            return None
+        return record
 
     @property
     def added(self) -> dict[str, ReadRecord]:
@@ -137,6 +185,19 @@ class ReadTracker:
     def __init__(self) -> None:
         """Start with no records."""
         self._threads: dict[str, dict[str, ReadRecord]] = {}
+        self._cleared: OrderedDict[str, None] = OrderedDict()
+
+    def clear_shown(self, call_ids: Sequence[str]) -> None:
+        """Note tool calls whose results the model no longer sees (context editing).
+
+        Tool-call ids are unique, so one set serves every thread; it keeps the newest
+        `MAX_CLEARED` ids.
+        """
+        for call_id in call_ids:
+            self._cleared[call_id] = None
+            self._cleared.move_to_end(call_id)
+        while len(self._cleared) > MAX_CLEARED:
+            self._cleared.popitem(last=False)
 
     def ledger(self, runtime: Any) -> ReadLedger:
         """Return the ledger for one tool call.
@@ -145,14 +206,46 @@ class ReadTracker:
         tracker's records for the run's thread (or a shared default outside graphs).
         """
         state = getattr(runtime, "state", None)
+        call_id = getattr(runtime, "tool_call_id", None) or ""
+        still_shown = self._shown_in(state)
         if isinstance(state, Mapping) and READS_KEY in state:
-            return ReadLedger(state[READS_KEY] or {}, in_state=True)
-        return ReadLedger(self._threads.setdefault(_thread_id(runtime), {}), in_state=False)
+            records = state[READS_KEY] or {}
+            return ReadLedger(records, in_state=True, call_id=call_id, still_shown=still_shown)
+        records = self._threads.setdefault(_thread_id(runtime), {})
+        return ReadLedger(records, in_state=False, call_id=call_id, still_shown=still_shown)
+
+    def _shown_in(self, state: Any) -> Callable[[str], bool]:
+        """Whether a call's result is still in the conversation of `state`.
+
+        Without a `messages` channel (a direct call, a graph without a conversation)
+        the caller saw every result, so only cleared calls count as unseen.
+        """
+        cleared = self._cleared
+        messages = state.get("messages") if isinstance(state, Mapping) else None
+        if not isinstance(messages, Sequence):
+            return lambda call_id: call_id not in cleared
+
+        def shown(call_id: str) -> bool:
+            if not call_id or call_id in cleared:
+                return False
+            for message in reversed(messages):
+                if getattr(message, "tool_call_id", None) == call_id:
+                    return not was_cleared(message)
+            return False
+
+        return shown
 
     def commit(self, runtime: Any, ledger: ReadLedger) -> None:
         """Keep an in-process ledger's additions (graph-state ledgers go in a Command)."""
         if not ledger.in_state:
             self._threads.setdefault(_thread_id(runtime), {}).update(ledger.added)
+
+
+def was_cleared(message: Any) -> bool:
+    """Whether `ContextEditingMiddleware` replaced a tool result with its placeholder."""
+    metadata = getattr(message, "response_metadata", None) or {}
+    editing = metadata.get("context_editing") if isinstance(metadata, Mapping) else None
+    return isinstance(editing, Mapping) and bool(editing.get("cleared"))
 
 
 def _thread_id(runtime: Any) -> str:
@@ -162,6 +255,7 @@ def _thread_id(runtime: Any) -> str:
 
 
 __all__ = [
+    "MAX_CLEARED",
     "READS_KEY",
     "ReadLedger",
     "ReadRecord",
@@ -172,4 +266,5 @@ __all__ = [
     "merge_reads",
     "saw_everything",
     "shows_the_same",
+    "was_cleared",
 ]

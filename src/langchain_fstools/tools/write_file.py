@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
@@ -50,6 +50,7 @@ class WriteFileTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[WriteFileArgs] = WriteFileArgs
     read_only: bool = False
+    needs_read: ClassVar[bool] = True
 
     def targets(self, args: WriteFileArgs) -> list[Target]:
         """A write of `file_path`."""

@@ -28,7 +28,7 @@ from langchain_fstools.backends.state import (
     record_bytes,
 )
 from langchain_fstools.core import calls
-from langchain_fstools.errors import FsToolsError, NotInGraph, VersionConflict
+from langchain_fstools.errors import FsToolsError, InvalidStateRecord, NotInGraph, VersionConflict
 
 
 def record(text: str) -> FileRecord:
@@ -156,10 +156,24 @@ def test_unbound_state_update_is_empty() -> None:
     assert StateBackend().state_update() == {}
 
 
-def test_state_without_files_channel_value_is_an_empty_tree() -> None:
-    view = StateBackend().bind(SimpleNamespace(state={"messages": []}))
-    assert view.list_dir("/") == []
+def test_issue_15_state_without_files_channel_is_refused_naming_the_fix() -> None:
+    with pytest.raises(NotInGraph) as raised:
+        StateBackend().bind(SimpleNamespace(state={"messages": []}))
+    assert "no 'files' channel" in raised.value.missing
+    assert "FilesystemState" in raised.value.missing
     assert StateBackend().bind(SimpleNamespace(state={"files": None})).list_dir("/") == []
+
+
+@pytest.mark.parametrize("runtime", [None, SimpleNamespace(state={"messages": []})])
+def test_optional_state_backend_is_an_empty_directory_that_refuses_writes(runtime: Any) -> None:
+    view = StateBackend(optional=True).bind(runtime)
+    assert view.list_dir("/") == []
+    assert not view.exists("/a.txt")
+    with pytest.raises(NotInGraph):
+        view.write_bytes("/a.txt", b"x")
+    with pytest.raises(NotInGraph):
+        view.mkdir("/d")
+    assert view.state_update() == {}
 
 
 # ----- the view: overlay and state_update -----------------------------------------------------
@@ -608,3 +622,53 @@ def test_long_threads_cross_snapshots_and_replay_exactly() -> None:
             assert {p: record_bytes(r) for p, r in files.items() if r["kind"] == "file"} == model
     snapshots = [v for k, v in saver.blobs.items() if k[2] == "files" and v[0] != "empty"]
     assert snapshots, "more than 50 updates must have written a snapshot"
+
+
+# ----- seeding and malformed records (issue 15) -------------------------------------------------
+
+
+def test_seed_builds_file_records_from_text_and_bytes() -> None:
+    seeded = StateBackend.seed({"/notes.md": "text", "/logo.png": b"\x89PNG\x00"}, modified_at=5.0)
+    view = bind(seeded)
+    assert view.read_bytes("/notes.md") == b"text"
+    assert view.read_bytes("/logo.png") == b"\x89PNG\x00"
+    assert seeded["/logo.png"]["encoding"] == "base64"
+    assert view.stat("/notes.md").mtime == 5.0
+
+
+def test_seed_refuses_content_that_is_not_text_or_bytes() -> None:
+    with pytest.raises(TypeError, match="text or bytes for '/n'"):
+        StateBackend.seed({"/n": 3})  # type: ignore[dict-item]
+
+
+def test_reducer_turns_plain_text_and_bytes_into_records() -> None:
+    merged = merge_files({}, [{"/a.md": "hello", "/b.bin": b"\xff\x00"}])
+    view = bind(merged)
+    assert view.read_bytes("/a.md") == b"hello"
+    assert view.read_bytes("/b.bin") == b"\xff\x00"
+    assert merged == merge_files({}, [{"/a.md": "hello", "/b.bin": b"\xff\x00"}])  # deterministic
+
+
+def test_deepagents_style_records_are_read_as_files() -> None:
+    lines = {"content": ["l1", "l2"], "created_at": "2024-01-01T00:00:00+00:00"}
+    text = {"content": "x\n", "encoding": "utf-8", "modified_at": "2024-01-02T00:00:00+00:00"}
+    merged = merge_files({}, [{"/lines.md": lines, "/text.md": text}])  # type: ignore[list-item]
+    view = bind(merged)
+    assert view.read_bytes("/lines.md") == b"l1\nl2"
+    assert view.read_bytes("/text.md") == b"x\n"
+    assert view.stat("/text.md").mtime == 1704153600.0
+    assert [e.name for e in view.list_dir("/")] == ["lines.md", "text.md"]
+
+
+@pytest.mark.parametrize(
+    ("value", "found"),
+    [(3, "a value of type int"), ({"text": "x"}, "a record without text 'content'")],
+)
+def test_a_malformed_record_is_refused_naming_the_state(value: Any, found: str) -> None:
+    with pytest.raises(InvalidStateRecord) as raised:
+        merge_files({}, [{"/n": value}])
+    assert raised.value == InvalidStateRecord("/n", found)
+    assert "'files' channel" in str(raised.value)
+    assert "StateBackend.seed" in str(raised.value)
+    with pytest.raises(InvalidStateRecord):  # also when it got into the state another way
+        bind({"/n": value})

@@ -91,9 +91,11 @@ class Harness:
                 self.state[READS_KEY] = merge_reads(self.state[READS_KEY], update.pop(READS_KEY))
             (message,) = update.pop("messages")
             assert not update, f"unexpected state keys {sorted(update)}"
-            return message
-        assert isinstance(result, ToolMessage)
-        return result
+        else:
+            message = result
+        assert isinstance(message, ToolMessage)
+        self.state["messages"] = [*self.state["messages"], message]  # as the graph adds it
+        return message
 
     def seed(self, path: str, data: bytes) -> None:
         """Put a file in place as if it had been there before the agent started."""
