@@ -42,6 +42,7 @@ Method = Literal[
     "move",
     "execute",
     "run_blocking",
+    "resolve",
 ]
 """The backend methods an effect may call; each has an `a`-prefixed async twin."""
 
@@ -240,6 +241,12 @@ def execute(command: str, *, timeout: float, output_limit: int) -> Effect[Execut
     return result
 
 
+def resolve(path: str) -> Effect[str]:
+    """`Backend.resolve` as an effect: the path the backend will open (links followed)."""
+    resolved: str = yield Call("resolve", (path,))
+    return resolved
+
+
 def blocking(function: Callable[[], T]) -> Effect[T]:
     """`Backend.run_blocking` as an effect: a thread on the async path."""
     result: T = yield Call("run_blocking", (function,))
@@ -260,6 +267,7 @@ __all__ = [
     "mkdir",
     "move",
     "read_bytes",
+    "resolve",
     "run",
     "stat",
     "write_bytes",

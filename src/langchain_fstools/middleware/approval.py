@@ -35,7 +35,7 @@ from langchain.agents.middleware.human_in_the_loop import (
 from langchain.agents.middleware.types import AgentState, PrivateStateAttr
 from langchain_core.messages import ToolMessage
 
-from langchain_fstools.core import paths
+from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import FsToolsError, PermissionDenied
 from langchain_fstools.middleware.policy import Policy, Target, Verdict
 from langchain_fstools.tools._render import render_error
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import ToolCall
 
     from langchain_fstools.backends.protocol import Backend
+    from langchain_fstools.core.calls import Effect
     from langchain_fstools.tools._base import FileTool
     from langchain_fstools.tools.targets import Preview
 
@@ -160,30 +161,35 @@ class PermissionGate:
 
     # ----- deciding ----------------------------------------------------------------------
 
-    def assess(self, call: ToolCall, backend: Backend) -> Assessment | None:
-        """Decide `call` over bound `backend`; None for a call not governed here."""
+    def assessing(self, call: ToolCall) -> Effect[Assessment | None]:
+        """Decide `call` over the backend the effect runs on; None for a call not governed."""
         found = self._governed(call)
         if found is None:
             return None
         tool, args = found
-        targets = _canonical(tool.targets(args), backend.resolve)
+        targets: list[Target] = []
+        for target in tool.targets(args):
+            targets.append(target)
+            if target.path is None:
+                continue
+            try:
+                spelled = paths.normalize(target.path)
+                resolved = yield from calls.resolve(spelled)
+            except (OSError, FsToolsError):
+                continue  # the call fails the same way: it reaches nothing
+            for form in (spelled, resolved):
+                candidate = Target(target.operation, form)
+                if candidate not in targets:
+                    targets.append(candidate)
         return Assessment(tool, args, targets, self._verdict(tool.name, targets))
 
+    def assess(self, call: ToolCall, backend: Backend) -> Assessment | None:
+        """`assessing` over bound `backend`, sync."""
+        return calls.run(self.assessing(call), backend)
+
     async def aassess(self, call: ToolCall, backend: Backend) -> Assessment | None:
-        """Async `assess`."""
-        found = self._governed(call)
-        if found is None:
-            return None
-        tool, args = found
-        resolved: dict[str, str] = {}
-        for target in tool.targets(args):
-            if target.path is not None:
-                try:
-                    resolved[target.path] = await backend.aresolve(target.path)
-                except (OSError, FsToolsError):
-                    continue
-        targets = _canonical(tool.targets(args), lambda p: resolved.get(p, p))
-        return Assessment(tool, args, targets, self._verdict(tool.name, targets))
+        """`assessing` over bound `backend`, async."""
+        return await calls.arun(self.assessing(call), backend)
 
     def approval(
         self, assessment: Assessment, args: dict[str, Any], preview: Preview | None
@@ -217,25 +223,6 @@ class PermissionGate:
             verdict.reason,
         )
         return verdict
-
-
-def _canonical(targets: Sequence[Target], resolve: Any) -> list[Target]:
-    """Each target as spelled (normalised) and as the backend resolves it."""
-    found: list[Target] = []
-    for target in targets:
-        found.append(target)
-        if target.path is None:
-            continue
-        try:
-            spelled = paths.normalize(target.path)
-            resolved = resolve(spelled)
-        except (OSError, FsToolsError):
-            continue  # the call fails the same way: it reaches nothing
-        for form in (spelled, resolved):
-            candidate = Target(target.operation, form)
-            if candidate not in found:
-                found.append(candidate)
-    return found
 
 
 def approval_request(

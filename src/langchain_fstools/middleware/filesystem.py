@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware
@@ -62,6 +63,8 @@ if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
     from langgraph.types import Command
+
+    from langchain_fstools.core.calls import Effect
 
 
 SYSTEM_PROMPT_TEMPLATE = """## Files
@@ -316,53 +319,38 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         return); approvals are kept in state for the tool calls, rejections answered.
         """
         del runtime
-        turn = self._turn(state)
-        if self.gate is None or turn is None:
-            return None
         call_runtime = _StateRuntime(state, _config())
         backend = self.storage.bind(call_runtime)
-        asks = []
-        for call in turn.tool_calls:
-            found = self._needs_person(call, state, backend)
-            if found is not None:
-                preview = found.tool.preview(backend, found.args, call_runtime)
-                asks.append((call, found, preview))
-        return self._decide_turn(state, turn, asks, backend, call_runtime)
+        return calls.run(self._reviewing(state, backend, call_runtime), backend)
 
     async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async `after_model`."""
         del runtime
+        call_runtime = _StateRuntime(state, _config())
+        backend = self.storage.bind(call_runtime)
+        return await calls.arun(self._reviewing(state, backend, call_runtime), backend)
+
+    def _reviewing(
+        self, state: Any, backend: Backend, call_runtime: Any
+    ) -> Effect[dict[str, Any] | None]:
+        """The turn's asks, each with its dry run, put to a person in one interrupt."""
         turn = self._turn(state)
         if self.gate is None or turn is None:
             return None
-        call_runtime = _StateRuntime(state, _config())
-        backend = self.storage.bind(call_runtime)
         asks = []
         for call in turn.tool_calls:
-            found = await self._aneeds_person(call, state, backend)
-            if found is not None:
-                preview = await found.tool.apreview(backend, found.args, call_runtime)
+            if self._parallel_refusal(call, state) is not None:
+                continue
+            found = yield from self.gate.assessing(call)
+            if found is not None and found.verdict.action == "ask":
+                preview = yield from _previewing(found, backend, call_runtime)
                 asks.append((call, found, preview))
-        return self._decide_turn(state, turn, asks, backend, call_runtime)
+        return (yield from self._decide_turn(state, turn, asks, backend, call_runtime))
 
     def _turn(self, state: Any) -> AIMessage | None:
         messages = state.get("messages", []) if isinstance(state, dict) else []
         last = messages[-1] if messages else None
         return last if isinstance(last, AIMessage) and last.tool_calls else None
-
-    def _needs_person(self, call: ToolCall, state: Any, backend: Backend) -> Assessment | None:
-        if self.gate is None or self._parallel_refusal(call, state) is not None:
-            return None
-        found = self.gate.assess(call, backend)
-        return found if found is not None and found.verdict.action == "ask" else None
-
-    async def _aneeds_person(
-        self, call: ToolCall, state: Any, backend: Backend
-    ) -> Assessment | None:
-        if self.gate is None or self._parallel_refusal(call, state) is not None:
-            return None
-        found = await self.gate.aassess(call, backend)
-        return found if found is not None and found.verdict.action == "ask" else None
 
     def _decide_turn(
         self,
@@ -371,7 +359,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         asks: list[tuple[ToolCall, Assessment, Any]],
         backend: Backend,
         call_runtime: Any,
-    ) -> dict[str, Any] | None:
+    ) -> Effect[dict[str, Any] | None]:
         """One interrupt for `asks`; the approvals, rejections and edits it returns."""
         if self.gate is None or not asks:
             return {APPROVALS_KEY: {}} if state.get(APPROVALS_KEY) else None
@@ -394,7 +382,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             if decision["type"] == "approve":
                 approvals[call_id] = seen
                 continue
-            args, outcome = self._edited(call, decision, backend, call_runtime)
+            args, outcome = yield from self._edited(call, decision, backend, call_runtime)
             edited[call_id] = args
             if isinstance(outcome, ToolMessage):
                 replies.append(outcome)
@@ -425,18 +413,20 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
 
     def _edited(
         self, call: ToolCall, decision: Any, backend: Backend, call_runtime: Any
-    ) -> tuple[dict[str, Any], Approval | ToolMessage | None]:
+    ) -> Effect[tuple[dict[str, Any], Approval | ToolMessage | None]]:
         """An edited call's new arguments, and its approval (or its refusal)."""
         action = decision.get("edited_action") if decision["type"] == "edit" else None
         if action is None or action.get("name") != call["name"]:
             raise ValueError(f"unsupported decision for {call['name']}: {decision!r}")
         args = dict(action["args"])
-        again = None if self.gate is None else self.gate.assess({**call, "args": args}, backend)
-        if self.gate is None or again is None:
+        if self.gate is None:
+            return args, None
+        again = yield from self.gate.assessing({**call, "args": args})
+        if again is None:
             return args, None
         if again.verdict.action == "deny":
             return args, refusal(call, again.verdict)
-        preview = again.tool.preview(backend, again.args, call_runtime)
+        preview = yield from _previewing(again, backend, call_runtime)
         return args, self.gate.approval(again, args, preview)
 
     # ----- tool calls: one change per file per turn -------------------------------------
@@ -447,27 +437,18 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
         """Refuse a second change to one file in one turn; check permissions; evict."""
-        refusal_message = self._parallel_refusal(request.tool_call, request.state)
-        if refusal_message is not None:
-            return refusal_message
-        found = None
-        if self.gate is not None:
-            found = self.gate.assess(request.tool_call, self.storage.bind(request.runtime))
-        blocked = self._blocked(request, found)
+        backend = self.storage.bind(request.runtime)
+        blocked = calls.run(self._admitting(request), backend)
         if blocked is not None:
             return blocked
-        call_id = request.tool_call["id"] or ""
-        deferred = self.toolkit.context.deferred_updates
-        deferred[call_id] = {}
+        call_id = self._open(request)
         try:
             if self.eviction is None:
                 result = handler(request)
             else:
                 result = self.eviction.wrap_tool_call(request, handler)
         finally:
-            if self.gate is not None:
-                self.gate.revoke(call_id)
-            update = deferred.pop(call_id, {})
+            update = self._close(call_id)
         return with_state_update(result, update) if update else result
 
     async def awrap_tool_call(
@@ -475,29 +456,42 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
-        """Async `wrap_tool_call`."""
-        refusal_message = self._parallel_refusal(request.tool_call, request.state)
-        if refusal_message is not None:
-            return refusal_message
-        found = None
-        if self.gate is not None:
-            found = await self.gate.aassess(request.tool_call, self.storage.bind(request.runtime))
-        blocked = self._blocked(request, found)
+        """Async `wrap_tool_call` (the same steps; only the handler is awaited)."""
+        backend = self.storage.bind(request.runtime)
+        blocked = await calls.arun(self._admitting(request), backend)
         if blocked is not None:
             return blocked
-        call_id = request.tool_call["id"] or ""
-        deferred = self.toolkit.context.deferred_updates
-        deferred[call_id] = {}
+        call_id = self._open(request)
         try:
             if self.eviction is None:
                 result = await handler(request)
             else:
                 result = await self.eviction.awrap_tool_call(request, handler)
         finally:
-            if self.gate is not None:
-                self.gate.revoke(call_id)
-            update = deferred.pop(call_id, {})
+            update = self._close(call_id)
         return with_state_update(result, update) if update else result
+
+    def _admitting(self, request: ToolCallRequest) -> Effect[ToolMessage | None]:
+        """The refusal of a call that may not run now, or None (its approval granted)."""
+        refusal_message = self._parallel_refusal(request.tool_call, request.state)
+        if refusal_message is not None:
+            return refusal_message
+        if self.gate is None:
+            return None
+        found = yield from self.gate.assessing(request.tool_call)
+        return self._blocked(request, found)
+
+    def _open(self, request: ToolCallRequest) -> str:
+        """Start a call: its state update is left for this middleware to return."""
+        call_id = request.tool_call["id"] or ""
+        self.toolkit.context.deferred_updates[call_id] = {}
+        return call_id
+
+    def _close(self, call_id: str) -> dict[str, Any]:
+        """End a call: its approval ends; its state update, to return with the message."""
+        if self.gate is not None:
+            self.gate.revoke(call_id)
+        return self.toolkit.context.deferred_updates.pop(call_id, {})
 
     def _blocked(self, request: ToolCallRequest, found: Assessment | None) -> ToolMessage | None:
         """The refusal of a call the gate does not let run; grants an approved one."""
@@ -648,6 +642,14 @@ def _check_arguments(
         raise TypeError("history_record_bytes must be an int")
     if history_record_bytes < 0:
         raise ValueError(f"history_record_bytes must be 0 or more, not {history_record_bytes}")
+
+
+def _previewing(found: Assessment, backend: Backend, call_runtime: Any) -> Effect[Any]:
+    """The dry run of an assessed call: its own run, in a thread on the async path."""
+    preview = yield from calls.blocking(
+        partial(found.tool.preview, backend, found.args, call_runtime)
+    )
+    return preview
 
 
 def _with_backend(eviction: LargeResultEviction, backend: Backend) -> LargeResultEviction:
