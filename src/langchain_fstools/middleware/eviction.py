@@ -6,6 +6,12 @@ read it back in windows or grep it, and a head/tail preview. The file tools boun
 own output and are never evicted; `execute` and any other tool are. Non-text blocks
 (images, files) stay in the message. The folder is bounded: beyond `max_files` files or
 `max_bytes` bytes, the oldest results are removed first.
+
+The decision starts from the result's size, so a large output never gets a full
+tokenizer pass: a text of at most `threshold_tokens` UTF-8 bytes stays (a token is at
+least one byte), one of more than `CLEAR_BYTES_PER_TOKEN` bytes per threshold token is
+evicted (the notice then gives an estimate, bytes / 4), and only sizes in between are
+counted.
 """
 
 from __future__ import annotations
@@ -39,7 +45,13 @@ EXCLUDED_TOOLS = frozenset(
 )
 """Tools that bound their own output and are never evicted."""
 
-NOTICE = """Tool result too large ({tokens:,} tokens, {lines:,} lines): saved to {path}.
+CLEAR_BYTES_PER_TOKEN = 8
+"""Results above this many UTF-8 bytes per threshold token are evicted without counting.
+
+Code and English prose average about 4 bytes per token; only long runs of one character
+(rules, padding) reach 8, so such a result is far above the threshold anyway."""
+
+NOTICE = """Tool result too large ({tokens} tokens, {lines:,} lines): saved to {path}.
 Read it in windows with read_file(file_path="{path}", offset=N, limit=M),
 or search it with grep(pattern=..., path="{path}").
 
@@ -77,7 +89,8 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         max_bytes: Most bytes of evicted results kept. Default: 64 MiB.
         preview_lines: Lines shown from the head and from the tail. Default: 5.
         preview_width: Longest preview line, in characters. Default: 200.
-        count_tokens: Token counter. Default: `tokens.default_counter()`.
+        count_tokens: Token counter, called only for results whose size does not
+            decide (see the module). Default: `tokens.default_counter()`.
 
     Example:
         ```python
@@ -146,18 +159,19 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         if message is None:
             return result
         text, other_blocks = _split_content(message.content)
-        tokens = self.count_tokens(text)
-        if tokens <= self.threshold_tokens:
+        over = self._over_threshold(text)
+        if over is None:
             return result
+        tokens, counted = over
         path = f"{RESULTS_DIR}/{_safe_name(message.tool_call_id)}"
         data = text.encode("utf-8")
         yield from self._make_room(len(data))
         yield from calls.write_bytes(path, data)
-        notice = self._notice(text, tokens, path)
+        notice = self._notice(text, f"{tokens:,}" if counted else f"about {tokens:,}", path)
         content: str | list[str | dict[str, Any]] = (
             [{"type": "text", "text": notice}, *other_blocks] if other_blocks else notice
         )
-        evicted = {"evicted_to": path, "tokens": tokens, "bytes": len(data)}
+        evicted = {"evicted_to": path, "tokens": tokens, "counted": counted, "bytes": len(data)}
         artifact = message.artifact
         if artifact is None:
             artifact = {"eviction": evicted}
@@ -165,6 +179,25 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
             artifact = {**artifact, "eviction": evicted}
         replaced = message.model_copy(update={"content": content, "artifact": artifact})
         return with_state_update(result, backend.state_update(), message=replaced)
+
+    def _over_threshold(self, text: str) -> tuple[int, bool] | None:
+        """`(tokens, counted)` when `text` is above the threshold, else None.
+
+        Decided from the size where it settles the question: at most `threshold_tokens`
+        bytes is below (a token has at least one byte; a character at most 4 bytes), more
+        than `CLEAR_BYTES_PER_TOKEN` bytes per threshold token is above (tokens
+        estimated as bytes / 4, `counted` False). Only sizes in between are counted.
+        """
+        threshold = self.threshold_tokens
+        if len(text) * 4 <= threshold:
+            return None
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size <= threshold:
+            return None
+        if size > threshold * CLEAR_BYTES_PER_TOKEN:
+            return -(-size // 4), False
+        tokens = self.count_tokens(text)
+        return (tokens, True) if tokens > threshold else None
 
     def _make_room(self, incoming: int) -> Effect[None]:
         try:
@@ -178,7 +211,7 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
             total -= oldest.size
             yield from calls.delete(oldest.path)
 
-    def _notice(self, text: str, tokens: int, path: str) -> str:
+    def _notice(self, text: str, tokens: str, path: str) -> str:
         lines = text.split("\n")
         head = lines[: self.preview_lines]
         tail = lines[max(len(head), len(lines) - self.preview_lines) :]
@@ -226,4 +259,11 @@ def _safe_name(tool_call_id: str | None) -> str:
     return name[:100]
 
 
-__all__ = ["EXCLUDED_TOOLS", "NOTICE", "RESULTS_DIR", "EvictionState", "LargeResultEviction"]
+__all__ = [
+    "CLEAR_BYTES_PER_TOKEN",
+    "EXCLUDED_TOOLS",
+    "NOTICE",
+    "RESULTS_DIR",
+    "EvictionState",
+    "LargeResultEviction",
+]
