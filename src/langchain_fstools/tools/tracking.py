@@ -12,9 +12,12 @@ in-process `ReadTracker` the toolkit owns, keyed by thread id.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypedDict
 
+from langgraph.channels.delta import DeltaChannel
+
+from langchain_fstools.backends.state import SNAPSHOT_FREQUENCY
 from langchain_fstools.core.reducers import merge_keyed
 
 READS_KEY = "file_reads"
@@ -38,12 +41,32 @@ class ReadRecord(TypedDict):
 def merge_reads(
     current: dict[str, ReadRecord] | None, update: Mapping[str, ReadRecord | None]
 ) -> dict[str, ReadRecord]:
-    """Reducer for the `file_reads` channel: later records replace, None forgets."""
+    """Reducer for a plain `file_reads` channel: later records replace, None forgets."""
     return merge_keyed(current, [update])
 
 
-ReadsChannel = Annotated[dict[str, ReadRecord], merge_reads]
-"""State annotation of the `file_reads` channel."""
+def merge_read_updates(
+    current: Mapping[str, ReadRecord] | None,
+    updates: Sequence[Mapping[str, ReadRecord | None] | None],
+) -> dict[str, ReadRecord]:
+    """Batch reducer of the `file_reads` delta channel (`ReadsChannel`).
+
+    Each update maps a path to its new record, or to None to forget it. An update may
+    also be a whole value, as LangGraph hands one back (`update_state`, a fork, a
+    subagent's final state): its records replace those of their paths. A None update
+    changes nothing. Batching-invariant, as `DeltaChannel` requires.
+    """
+    return merge_keyed(current, [update for update in updates if update is not None])
+
+
+ReadsChannel = Annotated[
+    dict[str, ReadRecord],
+    DeltaChannel(merge_read_updates, snapshot_frequency=SNAPSHOT_FREQUENCY),
+]
+"""State annotation of the `file_reads` channel; declare it `NotRequired[ReadsChannel]`.
+
+A delta channel, as `files` is: checkpoints store each call's new records (and a full
+snapshot every `SNAPSHOT_FREQUENCY` updates), not every record at every step."""
 
 
 def after_read(
@@ -169,6 +192,7 @@ __all__ = [
     "ReadsChannel",
     "after_read",
     "after_write",
+    "merge_read_updates",
     "merge_reads",
     "saw_everything",
     "shows_the_same",
