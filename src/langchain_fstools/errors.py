@@ -58,6 +58,19 @@ class VersionConflict(FsToolsError):
 
 
 @dataclass(eq=False)
+class PartialWrite(FsToolsError):
+    """A batch write (`Backend.write_many`) failed after some of its files were written.
+
+    Attributes:
+        written: The paths (as given) whose new content is in place.
+        cause: The error that stopped the batch.
+    """
+
+    written: tuple[str, ...]
+    cause: Exception
+
+
+@dataclass(eq=False)
 class NotInGraph(FsToolsError):
     """A backend that lives in graph state was used without a graph runtime."""
 
@@ -371,6 +384,7 @@ __all__ = [
     "NotInGraph",
     "NotReadYet",
     "OutsideRoot",
+    "PartialWrite",
     "PatchConflict",
     "PatchParseError",
     "PermissionDenied",

@@ -11,9 +11,9 @@ from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
 from langchain_fstools.core import paths
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
-    from langchain_fstools.core.results import ExecutionResult
+    from langchain_fstools.core.results import ExecutionResult, Write
     from langchain_fstools.search.contract import SearchPart
 
 MOUNT_VERSION = "mount"
@@ -165,6 +165,36 @@ class CompositeBackend(Backend):
         if self._holds_mount(path):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
         return self._backend(path).write_bytes(path, data, expected_version=expected_version)
+
+    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """One batch through the owning part when a single part owns every path."""
+        owner, canonical = self._batch_owner(writes)
+        if owner is None:
+            return super().write_many(canonical)
+        return owner.write_many(canonical)
+
+    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Async `write_many`."""
+        owner, canonical = self._batch_owner(writes)
+        if owner is None:
+            return await super().awrite_many(canonical)
+        return await owner.awrite_many(canonical)
+
+    def _batch_owner(self, writes: Sequence[Write]) -> tuple[Backend | None, list[Write]]:
+        """The part owning every write (None if several do), and the writes made canonical.
+
+        Raises:
+            IsADirectoryError: a path is a mount point or lies above one.
+        """
+        canonical = [replace(write, path=paths.normalize(write.path)) for write in writes]
+        owners: set[int] = set()
+        for write in canonical:
+            if self._holds_mount(write.path):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), write.path)
+            owners.add(id(self._backend(write.path)))
+        if len(owners) == 1:
+            return self._backend(canonical[0].path), canonical
+        return None, canonical
 
     def delete(self, path: str) -> None:
         """Delete through the owning part."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import functools
@@ -12,17 +13,20 @@ import secrets
 import shutil
 import stat as stat_module
 import time
-from dataclasses import replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal, TypeVar, get_args
 
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.core import paths
+from langchain_fstools.core.results import Write
 from langchain_fstools.errors import (
     ExecutionUnsupported,
     InvalidPath,
     OutsideRoot,
+    PartialWrite,
     VersionConflict,
 )
 from langchain_fstools.search.ripgrep import RipgrepSearch, find_ripgrep
@@ -32,7 +36,7 @@ from langchain_fstools.shell.process import run_process
 from langchain_fstools.shell.sandbox import SANDBOXES, Sandbox, bwrap_argv, find_bwrap
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
     from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.search.contract import NativeSearch
@@ -44,6 +48,19 @@ TEMP_SUFFIX = ".fstools-tmp"
 
 _TEMP_STEM_BYTES = 200
 """Bytes of the target's name kept in a temporary name, so it stays under NAME_MAX."""
+
+Durability = Literal["fsync", "rename"]
+"""How far a write is made durable: through power loss (`fsync`) or process death only."""
+
+DURABILITIES: Final = get_args(Durability)
+
+_SYNC_THREADS = 16
+"""Most fsyncs a batch write runs at once (the filesystem commits them together)."""
+
+_OPEN_TEMPS = 256
+"""Most temporary files a batch write holds open at once."""
+
+_T = TypeVar("_T")
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -66,7 +83,12 @@ class LocalBackend(Backend):
     fsynced, given the old file's owner and permission bits (a new file gets the
     umask default) and renamed over the target, then the directory is fsynced. A
     writer killed midway leaves the old content (and possibly a stale
-    `*.fstools-tmp` file, which listings show as it is). A conditional write compares
+    `*.fstools-tmp` file, which listings show as it is). A batch (`write_many`, used
+    by `apply_patch`) writes and fsyncs every temporary file at once, checks every
+    expected version, renames them all, then fsyncs each directory once: each file
+    still holds its old or its new content at any moment. `durability="rename"`
+    skips the syncs: a killed process still leaves old or new content, a power cut
+    may lose recent writes. A conditional write compares
     versions just before the rename; a writer outside this process can still slip in
     between those two steps. The version token combines mtime, size and inode; each
     write stamps a precise mtime later than the replaced file's, so quick same-size
@@ -103,6 +125,9 @@ class LocalBackend(Backend):
         inherit_env: Which of this process's variables commands get: True (all),
             False (none) or a list of names. Default: True without a sandbox,
             `MINIMAL_ENV` inside one.
+        durability: `"fsync"` makes every write survive power loss; `"rename"` skips
+            the syncs, so a write survives a killed process (old or new content,
+            never a mix) but a power cut may lose it. Default: `"fsync"`.
 
     Example:
         ```python
@@ -126,6 +151,7 @@ class LocalBackend(Backend):
         sandbox: Sandbox | None = None,
         env: Mapping[str, str] | None = None,
         inherit_env: InheritEnv | None = None,
+        durability: Durability = "fsync",
     ) -> None:
         """Confine the backend to `root_dir`.
 
@@ -137,12 +163,18 @@ class LocalBackend(Backend):
             env: Variables set for every command. Default: none.
             inherit_env: True, False or the names of the variables commands inherit.
                 Default: True without a sandbox, `MINIMAL_ENV` inside one.
+            durability: `"fsync"` (writes survive power loss) or `"rename"` (writes
+                survive a killed process only, without syncs). Default: `"fsync"`.
 
         Raises:
             ValueError: `root_dir` is not an existing directory, `sandbox` is unknown,
                 not installed (never silently dropped) or given without `execute=True`,
-                or `env`/`inherit_env` are malformed or given without `execute=True`.
+                or `env`/`inherit_env` are malformed or given without `execute=True`,
+                or `durability` is unknown.
         """
+        if durability not in DURABILITIES:
+            raise ValueError(f"unknown durability {durability!r}; choose from {list(DURABILITIES)}")
+        self._durability: Durability = durability
         root = os.path.realpath(os.fspath(root_dir))
         if not os.path.isdir(root):
             raise ValueError("root_dir must be an existing directory")
@@ -239,7 +271,68 @@ class LocalBackend(Backend):
         self, path: str, data: bytes, *, expected_version: str | None = None
     ) -> FileInfo:
         """Atomically replace a file's content: temporary file, fsync, rename."""
-        virtual = paths.normalize(path)
+        try:
+            return self.write_many([Write(path, data, expected_version)])[0]
+        except PartialWrite as partial:  # the rename happened, the directory sync failed
+            raise partial.cause from None
+
+    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Replace several files, each atomically, with one round of syncs for them all.
+
+        Every temporary file is written (and, with `durability="fsync"`, fsynced, all at
+        once), then every expected version is checked, then the files are renamed into
+        place and each directory touched is fsynced once. A conflict, or any failure
+        before the first rename, writes nothing.
+
+        Raises:
+            PartialWrite: a rename or a directory sync failed after files were renamed.
+        """
+        staged: list[_Staged] = []
+        try:
+            for start in range(0, len(writes), _OPEN_TEMPS):
+                self._stage_and_sync(writes[start : start + _OPEN_TEMPS], staged)
+            for entry in staged:
+                with _virtual_errors(entry.virtual):
+                    _check_version(entry.virtual, entry.host, entry.expected_version)
+        except BaseException:
+            _discard(staged)
+            raise
+        renamed = 0
+        try:
+            for entry in staged:
+                with _virtual_errors(entry.virtual):
+                    os.replace(entry.temp, entry.host)
+                renamed += 1
+            if self._durability == "fsync":
+                directories = {entry.directory: entry.virtual for entry in staged}
+                _sync_all([(v, d) for d, v in directories.items()], _fsync_directory)
+            return [_info(entry.virtual, _stat_virtual(entry)) for entry in staged]
+        except Exception as exc:
+            _discard(staged[renamed:])
+            if not renamed:
+                raise
+            raise PartialWrite(tuple(w.path for w in writes[:renamed]), exc) from exc
+
+    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Async `write_many`, in a worker thread."""
+        return await asyncio.to_thread(self.write_many, writes)
+
+    def _stage_and_sync(self, writes: Sequence[Write], staged: list[_Staged]) -> None:
+        """Stage `writes` onto `staged`, fsync them together, close their descriptors."""
+        chunk: list[_Staged] = []
+        try:
+            for write in writes:
+                chunk.append(self._stage(write))  # noqa: PERF401 - kept for the cleanup
+            if self._durability == "fsync":
+                _sync_all([(e.virtual, e.descriptor) for e in chunk], _fsync_descriptor)
+        finally:
+            staged.extend(chunk)
+            for entry in chunk:
+                os.close(entry.descriptor)
+
+    def _stage(self, write: Write) -> _Staged:
+        """Write a temporary file next to the target; its descriptor is left open."""
+        virtual = paths.normalize(write.path)
         if virtual == paths.ROOT:
             raise os_error(IsADirectoryError, errno.EISDIR, virtual)
         with _virtual_errors(virtual):
@@ -251,22 +344,16 @@ class LocalBackend(Backend):
             self._make_parents(virtual, directory)
             descriptor, temp = _create_temp(directory, name, private=current is not None)
             try:
-                try:
-                    if current is not None:
-                        _copy_owner_and_mode(descriptor, current)
-                    _write_all(descriptor, data)
-                    _stamp(descriptor, current)
-                    os.fsync(descriptor)
-                finally:
-                    os.close(descriptor)
-                _check_version(virtual, host, expected_version)
-                os.replace(temp, host)
+                if current is not None:
+                    _copy_owner_and_mode(descriptor, current)
+                _write_all(descriptor, write.data)
+                _stamp(descriptor, current)
             except BaseException:
+                os.close(descriptor)
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
                 raise
-            _fsync_directory(directory)
-            return _info(virtual, os.stat(host))
+        return _Staged(virtual, host, directory, temp, descriptor, write.expected_version)
 
     def delete(self, path: str) -> None:
         """Remove a file, a symlink (never its target), or an empty directory.
@@ -342,8 +429,9 @@ class LocalBackend(Backend):
                 raise os_error(OSError, errno.EINVAL, target)
             self._make_parents(target, os.path.dirname(target_host))
             os.replace(origin_host, target_host)
-            for directory in {os.path.dirname(origin_host), os.path.dirname(target_host)}:
-                _fsync_directory(directory)
+            if self._durability == "fsync":
+                for directory in {os.path.dirname(origin_host), os.path.dirname(target_host)}:
+                    _fsync_directory(directory)
             return self._describe(target, target_host)
 
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
@@ -577,6 +665,55 @@ def _check_version(virtual: str, host: str, expected: str | None) -> None:
         raise VersionConflict(virtual, expected, actual)
 
 
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    """A write whose temporary file is written, waiting for its rename."""
+
+    virtual: str
+    host: str
+    directory: str
+    temp: str
+    descriptor: int
+    expected_version: str | None
+
+
+def _discard(staged: Sequence[_Staged]) -> None:
+    """Remove the temporary files of writes that will not be renamed."""
+    for entry in staged:
+        with contextlib.suppress(OSError):
+            os.unlink(entry.temp)
+
+
+def _stat_virtual(entry: _Staged) -> os.stat_result:
+    with _virtual_errors(entry.virtual):
+        return os.stat(entry.host)
+
+
+def _sync_all(targets: Sequence[tuple[str, _T]], sync: Callable[[_T], None]) -> None:
+    """Run `sync` on every target, up to `_SYNC_THREADS` at once.
+
+    Concurrent fsyncs let the filesystem commit them in one journal transaction, where
+    a loop would wait for one commit per file. The first failure is raised, naming the
+    virtual path paired with its target.
+    """
+    if len(targets) == 1:
+        virtual, target = targets[0]
+        with _virtual_errors(virtual):
+            sync(target)
+        return
+    if not targets:
+        return
+    with ThreadPoolExecutor(min(len(targets), _SYNC_THREADS)) as pool:
+        futures = [(virtual, pool.submit(sync, target)) for virtual, target in targets]
+    for virtual, future in futures:
+        with _virtual_errors(virtual):
+            future.result()
+
+
+def _fsync_descriptor(descriptor: int) -> None:
+    os.fsync(descriptor)
+
+
 def _fsync_directory(directory: str) -> None:
     descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -585,4 +722,4 @@ def _fsync_directory(directory: str) -> None:
         os.close(descriptor)
 
 
-__all__ = ["TEMP_SUFFIX", "LocalBackend"]
+__all__ = ["DURABILITIES", "TEMP_SUFFIX", "Durability", "LocalBackend"]

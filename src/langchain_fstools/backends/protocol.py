@@ -12,9 +12,10 @@ Required core (abstract, sync):
     5. `mkdir`       create a directory and its parents.
     6. `list_dir`    the entries of one directory, sorted by name.
 
-Optional, with defaults on the core: `exists`, `move`, `walk`, and `resolve` (the
-canonical path the backend will actually open for a path: symlinks followed inside
-the workspace; a backend without symlinks resolves a path to itself).
+Optional, with defaults on the core: `exists`, `move`, `walk`, `write_many` (a batch of
+writes, which a backend may make with fewer syncs), and `resolve` (the canonical path
+the backend will actually open for a path: symlinks followed inside the workspace; a
+backend without symlinks resolves a path to itself).
 
 Capability: `execute` runs a shell command in the workspace; backends that can set
 `supports_execute = True` and override it (the default raises `ExecutionUnsupported`).
@@ -32,13 +33,14 @@ import asyncio
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
-from langchain_fstools.core import paths
-from langchain_fstools.core.results import EntryKind, ExecutionResult, FileInfo
-from langchain_fstools.errors import ExecutionUnsupported
+from langchain_fstools.core import calls, paths
+from langchain_fstools.core.results import EntryKind, ExecutionResult, FileInfo, Write
+from langchain_fstools.errors import ExecutionUnsupported, PartialWrite
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
 
+    from langchain_fstools.core.calls import Effect
     from langchain_fstools.search.contract import NativeSearch
 
 from langchain_fstools.search.contract import SearchPart
@@ -216,6 +218,28 @@ class Backend(ABC):
         self.delete(source)
         return info
 
+    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Write several files, each atomically as `write_bytes` does, as one batch.
+
+        Paths must be distinct. The batch is not atomic as a whole: a caller that needs
+        all or nothing undoes the files `PartialWrite` names. A backend may override
+        this to sync once per batch instead of once per file (`LocalBackend` does).
+
+        Default: `write_bytes` for each write, in order.
+
+        Args:
+            writes: The writes, each optionally conditional on a version.
+
+        Returns:
+            Each file's metadata after the batch, in the order of `writes`.
+
+        Raises:
+            PartialWrite: a write failed after others took effect; it names those and
+                carries the error as `cause`.
+            VersionConflict, OSError: as `write_bytes`, when no file was written.
+        """
+        return calls.run(_write_each(writes), self)
+
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
         """Yield every entry below `path`, depth first, each directory sorted by name.
 
@@ -264,6 +288,10 @@ class Backend(ABC):
             lambda: self.write_bytes(path, data, expected_version=expected_version)
         )
 
+    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Async `write_many`. Default: `awrite_bytes` for each write, in order."""
+        return await calls.arun(_write_each(writes), self)
+
     async def adelete(self, path: str) -> None:
         """Async `delete`."""
         await asyncio.to_thread(self.delete, path)
@@ -305,4 +333,21 @@ class Backend(ABC):
         return await asyncio.to_thread(function)
 
 
-__all__ = ["ABSENT", "Backend", "EntryKind", "FileInfo"]
+def _write_each(writes: Sequence[Write]) -> Effect[list[FileInfo]]:
+    """`write_bytes` for each write in order; `PartialWrite` once one has taken effect."""
+    done: list[FileInfo] = []
+    for write in writes:
+        try:
+            info = yield from calls.write_bytes(
+                write.path, write.data, expected_version=write.expected_version
+            )
+        except Exception as exc:
+            if not done:
+                raise
+            written = tuple(w.path for w in writes[: len(done)])
+            raise PartialWrite(written, exc) from exc
+        done.append(info)
+    return done
+
+
+__all__ = ["ABSENT", "Backend", "EntryKind", "FileInfo", "Write"]

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
-    from langchain_fstools.core.results import ExecutionResult, FileInfo
+    from langchain_fstools.core.results import ExecutionResult, FileInfo, Write
 
 T = TypeVar("T")
 
@@ -36,6 +36,7 @@ Method = Literal[
     "exists",
     "read_bytes",
     "write_bytes",
+    "write_many",
     "delete",
     "mkdir",
     "list_dir",
@@ -211,6 +212,12 @@ def write_bytes(path: str, data: bytes, *, expected_version: str | None = None) 
     return info
 
 
+def write_many(writes: Sequence[Write]) -> Effect[list[FileInfo]]:
+    """`Backend.write_many` as an effect."""
+    infos: list[FileInfo] = yield Call("write_many", (tuple(writes),))
+    return infos
+
+
 def delete(path: str) -> Effect[None]:
     """`Backend.delete` as an effect."""
     yield Call("delete", (path,))
@@ -271,4 +278,5 @@ __all__ = [
     "run",
     "stat",
     "write_bytes",
+    "write_many",
 ]

@@ -1,4 +1,4 @@
-"""The values backend calls return: file metadata and what a command did.
+"""The values backend calls take and return: file metadata, command results, writes.
 
 Plain data shared by every layer (backends return them, tools read them).
 """
@@ -57,6 +57,22 @@ class FileInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class Write:
+    """One file write of a batch (`Backend.write_many`).
+
+    Attributes:
+        path: The file to write.
+        data: Its new content.
+        expected_version: If given, the write happens only when the file's version
+            equals it; `ABSENT` (`""`) requires that the file does not exist.
+    """
+
+    path: str
+    data: bytes
+    expected_version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutionResult:
     """What one command did.
 
@@ -75,4 +91,4 @@ class ExecutionResult:
     dropped_bytes: int = 0
 
 
-__all__ = ["EntryKind", "ExecutionResult", "FileInfo"]
+__all__ = ["EntryKind", "ExecutionResult", "FileInfo", "Write"]

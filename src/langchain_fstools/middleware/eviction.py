@@ -8,6 +8,12 @@ its own output (`bounded_output`, as the file tools but `execute` declare) is ne
 evicted; `execute` and any other tool are. Non-text blocks
 (images, files) stay in the message. The folder is bounded: beyond `max_files` files or
 `max_bytes` bytes, the oldest results are removed first.
+
+The decision starts from the result's size, so a large output never gets a full
+tokenizer pass: a text of at most `threshold_tokens` UTF-8 bytes stays (a token is at
+least one byte), one of more than `CLEAR_BYTES_PER_TOKEN` bytes per threshold token is
+evicted (the notice then gives an estimate, bytes / 4), and only sizes in between are
+counted.
 """
 
 from __future__ import annotations
@@ -43,6 +49,12 @@ logger = logging.getLogger(__name__)
 RESULTS_DIR = "/large_tool_results"
 """Where evicted results are written."""
 
+
+CLEAR_BYTES_PER_TOKEN = 8
+"""Results above this many UTF-8 bytes per threshold token are evicted without counting.
+
+Code and English prose average about 4 bytes per token; only long runs of one character
+(rules, padding) reach 8, so such a result is far above the threshold anyway."""
 
 NOTICE = """Tool result too large ({tokens}, {lines}): saved to {path}{note}.
 Read it in windows with read_file(file_path="{path}", offset=N, limit=M),
@@ -85,7 +97,8 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         preview_width: Longest preview line, in characters. Default: 200. A result
             with too few lines for a line preview (one huge line, say) shows
             `preview_lines * preview_width` characters from each end instead.
-        count_tokens: Token counter. Default: `tokens.default_counter()`.
+        count_tokens: Token counter, called only for results whose size does not
+            decide (see the module). Default: `tokens.default_counter()`.
 
     Example:
         ```python
@@ -162,9 +175,11 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         if message is None:
             return result
         text, other_blocks = _split_content(message.content)
-        tokens = self.count_tokens(text)
-        if tokens <= self.threshold_tokens:
+        over = self._over_threshold(text)
+        if over is None:
             return result
+        tokens, counted = over
+        phrase = plural(tokens, "token") if counted else f"about {plural(tokens, 'token')}"
         path = f"{RESULTS_DIR}/{_safe_name(message.tool_call_id)}"
         pretty = _pretty_json(text)
         saved = text if pretty is None else pretty
@@ -179,11 +194,11 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
             len(data),
             path,
         )
-        notice = self._notice(saved, tokens, path, pretty=pretty is not None)
+        notice = self._notice(saved, phrase, path, pretty=pretty is not None)
         content: str | list[str | dict[str, Any]] = (
             [{"type": "text", "text": notice}, *other_blocks] if other_blocks else notice
         )
-        evicted = {"evicted_to": path, "tokens": tokens, "bytes": len(data)}
+        evicted = {"evicted_to": path, "tokens": tokens, "counted": counted, "bytes": len(data)}
         artifact = message.artifact
         if artifact is None:
             artifact = {"eviction": evicted}
@@ -191,6 +206,25 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
             artifact = {**artifact, "eviction": evicted}
         replaced = message.model_copy(update={"content": content, "artifact": artifact})
         return with_state_update(result, backend.state_update(), message=replaced)
+
+    def _over_threshold(self, text: str) -> tuple[int, bool] | None:
+        """`(tokens, counted)` when `text` is above the threshold, else None.
+
+        Decided from the size where it settles the question: at most `threshold_tokens`
+        bytes is below (a token has at least one byte; a character at most 4 bytes), more
+        than `CLEAR_BYTES_PER_TOKEN` bytes per threshold token is above (tokens
+        estimated as bytes / 4, `counted` False). Only sizes in between are counted.
+        """
+        threshold = self.threshold_tokens
+        if len(text) * 4 <= threshold:
+            return None
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size <= threshold:
+            return None
+        if size > threshold * CLEAR_BYTES_PER_TOKEN:
+            return -(-size // 4), False
+        tokens = self.count_tokens(text)
+        return (tokens, True) if tokens > threshold else None
 
     def _make_room(self, incoming: int) -> Effect[None]:
         try:
@@ -204,7 +238,7 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
             total -= oldest.size
             yield from calls.delete(oldest.path)
 
-    def _notice(self, text: str, tokens: int, path: str, *, pretty: bool) -> str:
+    def _notice(self, text: str, tokens: str, path: str, *, pretty: bool) -> str:
         """The notice: where the result is, how to read it, and its head and tail.
 
         With more lines than the preview shows, the preview is whole lines (each cut at
@@ -224,7 +258,7 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
             sizes = (plural(len(first), "character"), plural(len(last), "character"))
             omitted = plural(len(text) - len(first) - len(last), "character")
         return NOTICE.format(
-            tokens=plural(tokens, "token"),
+            tokens=tokens,
             lines=plural(len(lines), "line"),
             path=path,
             note=" (JSON, pretty-printed so that it reads in windows)" if pretty else "",
@@ -284,4 +318,10 @@ def _safe_name(tool_call_id: str | None) -> str:
     return name[:100]
 
 
-__all__ = ["NOTICE", "RESULTS_DIR", "EvictionState", "LargeResultEviction"]
+__all__ = [
+    "CLEAR_BYTES_PER_TOKEN",
+    "NOTICE",
+    "RESULTS_DIR",
+    "EvictionState",
+    "LargeResultEviction",
+]

@@ -11,9 +11,11 @@ removed is not. Calls outside a graph run (no tool call id) are not recorded.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_fstools.core import calls, paths
+from langchain_fstools.errors import PartialWrite
 from langchain_fstools.middleware.history import (
     HISTORY_KEY,
     MAX_RECORD_BYTES,
@@ -21,11 +23,14 @@ from langchain_fstools.middleware.history import (
     HistoryUpdate,
     change_record,
 )
-from langchain_fstools.middleware.views import BackendView
+from langchain_fstools.middleware.views import BackendView, as_given
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from langchain_fstools.backends.protocol import Backend, FileInfo
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.core.results import Write
 
 
 class RecordingBackend(BackendView):
@@ -98,6 +103,25 @@ class RecordingBackend(BackendView):
         self._record(info.path, before, info.version)
         return info
 
+    def _write_many(self, writes: Sequence[Write]) -> Effect[list[FileInfo]]:
+        canonical = [replace(write, path=paths.normalize(write.path)) for write in writes]
+        befores: list[tuple[bytes | None, bool]] = []
+        for write in canonical:
+            befores.append((yield from self._capture(write.path)))  # noqa: PERF401 - an effect
+        try:
+            infos = yield from calls.write_many(canonical)
+        except PartialWrite as partial:
+            for write, before in zip(canonical[: len(partial.written)], befores, strict=False):
+                try:
+                    info = yield from calls.stat(write.path)
+                except OSError:
+                    continue  # gone again: nothing to restore it to later
+                self._record(write.path, before, info.version)
+            raise
+        for info, before in zip(infos, befores, strict=True):
+            self._record(info.path, before, info.version)
+        return infos
+
     def _delete(self, path: str) -> Effect[None]:
         canonical = paths.normalize(path)
         info = yield from calls.stat(canonical)
@@ -124,6 +148,16 @@ class RecordingBackend(BackendView):
     ) -> FileInfo:
         """Write, recording the file's earlier content."""
         return calls.run(self._write(path, data, expected_version), self.inner)
+
+    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Write a batch, recording each file's earlier content."""
+        with as_given(writes):
+            return calls.run(self._write_many(writes), self.inner)
+
+    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Async `write_many`."""
+        with as_given(writes):
+            return await calls.arun(self._write_many(writes), self.inner)
 
     def delete(self, path: str) -> None:
         """Delete, recording a file's earlier content."""

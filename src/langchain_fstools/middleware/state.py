@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired
+from typing import Any, NotRequired
 
 from langchain.agents import AgentState
 
 from langchain_fstools.backends.state import FilesChannel
 from langchain_fstools.middleware.history import HistoryChannel
-from langchain_fstools.tools.tracking import ReadRecord, merge_reads
+from langchain_fstools.tools.tracking import ReadsChannel
 
 
 class FilesystemState(AgentState[Any]):
@@ -33,8 +33,10 @@ class FilesystemState(AgentState[Any]):
     files: NotRequired[FilesChannel]
     """Files kept in graph state by `StateBackend` (path → record)."""
 
-    file_reads: NotRequired[Annotated[dict[str, ReadRecord], merge_reads]]
+    file_reads: NotRequired[ReadsChannel]
     """What the agent has read, per path and version (read-before-write, staleness).
+
+    Stored as deltas in checkpoints, like `files`.
 
     Not marked private: LangGraph hands tools only the fields of a node's input
     schema, and the tools must see this one.

@@ -12,6 +12,7 @@ the inner backend, then wraps the result for that one call.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from dataclasses import replace
@@ -19,13 +20,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo
 from langchain_fstools.core import paths
-from langchain_fstools.errors import FsToolsError, StaleApproval
+from langchain_fstools.errors import FsToolsError, PartialWrite, StaleApproval
 from langchain_fstools.tools.targets import digest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
-    from langchain_fstools.core.results import ExecutionResult
+    from langchain_fstools.core.results import ExecutionResult, Write
     from langchain_fstools.search.contract import (
         FileHits,
         GrepRequest,
@@ -354,6 +355,18 @@ class GuardedBackend(BackendView):
         self._check_write(canonical, data, expected_version)
         return self.inner.write_bytes(canonical, data, expected_version=expected_version)
 
+    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Write writable files as one batch (all checked before any is written)."""
+        guarded = [replace(w, path=self._check(w.path, _writable)) for w in writes]
+        with as_given(writes):
+            return self.inner.write_many(guarded)
+
+    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Async `write_many`."""
+        guarded = [replace(w, path=self._check(w.path, _writable)) for w in writes]
+        with as_given(writes):
+            return await self.inner.awrite_many(guarded)
+
     def delete(self, path: str) -> None:
         """Delete a writable path (an approved removal, if a change is pinned)."""
         canonical = self._check(path, _writable)
@@ -429,6 +442,16 @@ def _rebase(path: str, directory: str, resolved: str) -> str:
     return paths.join(resolved, suffix) if suffix else resolved
 
 
+@contextlib.contextmanager
+def as_given(writes: Sequence[Write]) -> Iterator[None]:
+    """Re-raise a `PartialWrite` of rewritten `writes` naming their paths as given."""
+    try:
+        yield
+    except PartialWrite as partial:
+        written = tuple(w.path for w in writes[: len(partial.written)])
+        raise PartialWrite(written, partial.cause) from partial.cause
+
+
 def _any(_guard: PathGuard, _path: str) -> bool:
     return True
 
@@ -473,4 +496,4 @@ class _GuardedSearch:
         return self.native.grep(request, deadline=deadline, sink=keep)
 
 
-__all__ = ["BackendView", "GuardedBackend", "PathGuard"]
+__all__ = ["BackendView", "GuardedBackend", "PathGuard", "as_given"]

@@ -7,10 +7,11 @@ Applying a patch has two stages, both effects over `core.calls`:
    is located (`seek`) and the new bytes are computed. Any problem raises here, and the
    workspace is untouched. The plan is a dry run a caller may show or approve.
 2. `commit` writes the plan: each write is conditional on the version read in stage 1,
-   and each step records how to undo it. If a step fails, the steps already taken are
-   undone in reverse order (written files restored, added files removed, moved files
-   put back, directories it created removed) and the error is raised: a failed patch
-   changes nothing.
+   and each step records how to undo it. Consecutive adds and in-place updates go to
+   the backend as one batch (`write_many`), so a backend can sync them together. If a
+   step fails, the steps already taken are undone in reverse order (written files
+   restored, added files removed, moved files put back, directories it created
+   removed) and the error is raised: a failed patch changes nothing.
 
 Updated files keep their encoding (UTF-8, UTF-8 with BOM, UTF-16, Latin-1) and line
 endings: untouched lines keep theirs, new lines take the file's dominant one.
@@ -18,6 +19,7 @@ endings: untouched lines keep theirs, new lines take the file's dominant one.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import posixpath
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Literal
 from langchain_fstools import errors
 from langchain_fstools.backends import ABSENT
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.results import Write
 from langchain_fstools.formats import encoding
 from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.patch.parser import AddFile, Chunk, DeleteFile, Patch, UpdateFile
@@ -174,8 +177,12 @@ def commit(changes: Sequence[FileChange]) -> Effect[dict[str, str]]:
     undo: list[tuple[str, bytes | None]] = []
     versions: dict[str, str] = {}
     try:
-        for change in changes:
-            yield from _commit_one(change, undo, versions)
+        for plain, group in itertools.groupby(changes, key=_is_plain_write):
+            if plain:
+                yield from _commit_writes(list(group), undo, versions)
+                continue
+            for change in group:
+                yield from _commit_one(change, undo, versions)
     except Exception:
         yield from _roll_back(undo)
         raise
@@ -392,6 +399,30 @@ def _not_found(
 # ----- committing -----------------------------------------------------------------------
 
 
+def _is_plain_write(change: FileChange) -> bool:
+    """Whether the change is one conditional write: an add, or an update in place."""
+    return change.kind != "delete" and change.move_to is None
+
+
+def _commit_writes(
+    changes: Sequence[FileChange], undo: list[tuple[str, bytes | None]], versions: dict[str, str]
+) -> Effect[None]:
+    """Write adds and in-place updates as one batch, pushing an undo step per file."""
+    noted: set[str] = set()
+    for change in changes:
+        if change.kind == "add":
+            yield from _note_missing_parents(change.path, undo, noted)
+    writes = [Write(c.path, c.new_data or b"", expected_version=c.version) for c in changes]
+    try:
+        infos = yield from calls.write_many(writes)
+    except errors.PartialWrite as partial:
+        written = set(partial.written)
+        undo.extend((c.path, c.old_data) for c in changes if c.path in written)
+        raise partial.cause from None
+    undo.extend((change.path, change.old_data) for change in changes)
+    versions.update((info.path, info.version) for info in infos)
+
+
 def _commit_one(
     change: FileChange, undo: list[tuple[str, bytes | None]], versions: dict[str, str]
 ) -> Effect[None]:
@@ -403,17 +434,9 @@ def _commit_one(
         yield from calls.delete(change.path)
         undo.append((change.path, change.old_data))
         return
-    assert change.new_data is not None  # noqa: S101 - adds and updates carry new bytes
-    if change.move_to is None:
-        if change.kind == "add":
-            yield from _note_missing_parents(change.path, undo)
-        info = yield from calls.write_bytes(
-            change.path, change.new_data, expected_version=change.version
-        )
-        undo.append((change.path, change.old_data))
-        versions[change.path] = info.version
-        return
-    yield from _note_missing_parents(change.move_to, undo)
+    assert change.new_data is not None  # noqa: S101 - moved updates carry new bytes
+    assert change.move_to is not None  # noqa: S101 - in-place writes go in a batch
+    yield from _note_missing_parents(change.move_to, undo, set())
     info = yield from calls.write_bytes(change.move_to, change.new_data, expected_version=ABSENT)
     undo.append((change.move_to, None))
     versions[change.move_to] = info.version
@@ -424,12 +447,18 @@ def _commit_one(
     undo.append((change.path, change.old_data))
 
 
-def _note_missing_parents(path: str, undo: list[tuple[str, bytes | None]]) -> Effect[None]:
-    """Push removal steps for the directories a write to `path` will create."""
+def _note_missing_parents(
+    path: str, undo: list[tuple[str, bytes | None]], noted: set[str]
+) -> Effect[None]:
+    """Push removal steps for the directories a write to `path` will create.
+
+    `noted` holds the directories already pushed for the same batch; it is updated.
+    """
     missing: list[str] = []
     parent = paths.parent(path)
-    while parent != paths.ROOT and not (yield from calls.exists(parent)):
+    while parent not in noted and parent != paths.ROOT and not (yield from calls.exists(parent)):
         missing.append(parent)
+        noted.add(parent)
         parent = paths.parent(parent)
     undo.extend((directory, None) for directory in reversed(missing))
 

@@ -25,8 +25,10 @@ from typing import (
     NotRequired,
 )
 
+from langgraph.channels.delta import DeltaChannel
 from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
+from langchain_fstools.backends.state import SNAPSHOT_FREQUENCY
 from langchain_fstools.core.reducers import merge_keyed
 
 READS_KEY = "file_reads"
@@ -65,8 +67,28 @@ def merge_reads(
     return merge_keyed(current, [update])
 
 
-ReadsChannel = Annotated[dict[str, ReadRecord], merge_reads]
-"""State annotation of the `file_reads` channel."""
+def merge_read_updates(
+    current: Mapping[str, ReadRecord] | None,
+    updates: Sequence[Mapping[str, ReadRecord | None] | None],
+) -> dict[str, ReadRecord]:
+    """Batch reducer of the `file_reads` delta channel (`ReadsChannel`).
+
+    Each update maps a path to its new record, or to None to forget it. An update may
+    also be a whole value, as LangGraph hands one back (`update_state`, a fork, a
+    subagent's final state): its records replace those of their paths. A None update
+    changes nothing. Batching-invariant, as `DeltaChannel` requires.
+    """
+    return merge_keyed(current, [update for update in updates if update is not None])
+
+
+ReadsChannel = Annotated[
+    dict[str, ReadRecord],
+    DeltaChannel(merge_read_updates, snapshot_frequency=SNAPSHOT_FREQUENCY),
+]
+"""State annotation of the `file_reads` channel; declare it `NotRequired[ReadsChannel]`.
+
+A delta channel, as `files` is: checkpoints store each call's new records (and a full
+snapshot every `SNAPSHOT_FREQUENCY` updates), not every record at every step."""
 
 
 def after_read(
@@ -263,6 +285,7 @@ __all__ = [
     "ReadsChannel",
     "after_read",
     "after_write",
+    "merge_read_updates",
     "merge_reads",
     "saw_everything",
     "shows_the_same",

@@ -21,10 +21,10 @@ from typing import Any, TypeVar
 import pytest
 
 from langchain_fstools.backends import ABSENT
-from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
+from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo, Write
 from langchain_fstools.core import calls
 from langchain_fstools.core.calls import Effect
-from langchain_fstools.errors import OutsideRoot, VersionConflict
+from langchain_fstools.errors import OutsideRoot, PartialWrite, VersionConflict
 
 T = TypeVar("T")
 Drive = Callable[[Effect[Any]], Any]
@@ -314,6 +314,34 @@ class WriteTests:
             yield from put("/r/w.txt", b"")
             assert (yield from calls.read_bytes("/r/w.txt")) == b""
             assert (yield from names("/r")) == ["w.txt"]
+
+        drive(case())
+
+    def test_write_many(self, drive: Drive) -> None:
+        def case() -> Effect[None]:
+            old = yield from put("/m/old.txt", b"old")
+            infos = yield from calls.write_many(
+                [
+                    Write("/m/old.txt", b"replaced", old.version),
+                    Write("/m/n/new.txt", b"new", ABSENT),
+                    Write("/m/free.txt", b"free"),
+                ]
+            )
+            assert [i.path for i in infos] == ["/m/old.txt", "/m/n/new.txt", "/m/free.txt"]
+            for info in infos:
+                assert info == (yield from calls.stat(info.path))
+            assert (yield from calls.read_bytes("/m/old.txt")) == b"replaced"
+            assert (yield from calls.read_bytes("/m/n/new.txt")) == b"new"
+            error = yield from failure(
+                calls.write_many([Write("/m/x.txt", b"x"), Write("/m/free.txt", b"y", ABSENT)])
+            )
+            assert isinstance(error, PartialWrite | VersionConflict)
+            if isinstance(error, PartialWrite):  # a backend that writes one by one
+                assert error.written == ("/m/x.txt",)
+                assert isinstance(error.cause, VersionConflict)
+            else:  # a backend that checks every version first writes nothing
+                assert not (yield from calls.exists("/m/x.txt"))
+            assert (yield from calls.read_bytes("/m/free.txt")) == b"free"
 
         drive(case())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -246,3 +247,56 @@ def test_issue_16_one_line_json_is_pretty_printed_and_previewed_by_lines() -> No
     assert "(JSON, pretty-printed so that it reads in windows)" in notice
     assert "First 5 lines:\n{\n" in notice
     assert "lines omitted)" in notice
+
+
+class Counter:
+    """A token counter (3 bytes a token) that records the texts it counts."""
+
+    def __init__(self) -> None:
+        self.counted: list[int] = []
+
+    def __call__(self, text: str) -> int:
+        self.counted.append(len(text))
+        return len(text.encode()) // 3
+
+
+def shell_result(eviction: LargeResultEviction, text: str) -> ToolMessage:
+    request: Any = SimpleNamespace(tool_call={"name": "shell", "id": "c1"}, runtime=None, tool=None)
+    message = ToolMessage(text, tool_call_id="c1")
+    result = eviction.wrap_tool_call(request, lambda _request: message)
+    assert isinstance(result, ToolMessage)
+    return result
+
+
+def test_size_decides_clearly_small_and_clearly_large_results_without_counting(
+    tmp_path: Path,
+) -> None:
+    counter = Counter()
+    eviction = LargeResultEviction(
+        backend=LocalBackend(tmp_path), threshold_tokens=1000, count_tokens=counter
+    )
+    for size in (10, 250, 1000):  # at most one byte per threshold token: below
+        assert shell_result(eviction, "x" * size).content == "x" * size
+    assert shell_result(eviction, "é" * 500).content == "é" * 500  # 1,000 bytes
+    big = shell_result(eviction, "y" * 8001)  # over 8 bytes per threshold token: above
+    assert str(big.content).startswith("Tool result too large (about 2,001 tokens, 1 line)")
+    assert big.artifact["eviction"]["counted"] is False
+    assert (tmp_path / "large_tool_results" / "c1").read_text() == "y" * 8001
+    assert counter.counted == []
+
+
+def test_results_near_the_threshold_are_decided_by_their_exact_count(tmp_path: Path) -> None:
+    counter = Counter()
+    eviction = LargeResultEviction(
+        backend=LocalBackend(tmp_path), threshold_tokens=1000, count_tokens=counter
+    )
+    for size in (1001, 2999, 3000, 3003, 3005, 5000, 8000):
+        text = "z" * size
+        exact = counter(text) > 1000
+        counter.counted.clear()
+        message = shell_result(eviction, text)
+        assert counter.counted == [size]
+        assert (message.content != text) is exact, size
+        if exact:
+            assert str(message.content).startswith(f"Tool result too large ({size // 3:,} tokens")
+            assert message.artifact["eviction"]["counted"] is True

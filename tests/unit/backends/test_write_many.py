@@ -1,0 +1,246 @@
+"""Batch writes: one round of syncs per batch on local disk, the default loop elsewhere."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langchain_fstools import LocalBackend
+from langchain_fstools.backends import local
+from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo, Write
+from langchain_fstools.backends.state import StateBackend
+from langchain_fstools.errors import PartialWrite, VersionConflict
+from langchain_fstools.middleware.recording import RecordingBackend
+from langchain_fstools.middleware.views import GuardedBackend
+from langchain_fstools.patch import apply_patch
+from tests.unit.patch.failing import FailingWrites
+
+
+class Syncs:
+    """Records what `LocalBackend` fsyncs: file descriptors and directories."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.files = 0
+        self.directories: list[str] = []
+        real_file, real_directory = local._fsync_descriptor, local._fsync_directory
+
+        def file(descriptor: int) -> None:
+            self.files += 1
+            real_file(descriptor)
+
+        def directory(path: str) -> None:
+            self.directories.append(path)
+            real_directory(path)
+
+        monkeypatch.setattr(local, "_fsync_descriptor", file)
+        monkeypatch.setattr(local, "_fsync_directory", directory)
+
+
+def temps(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.name.endswith(local.TEMP_SUFFIX)]
+
+
+def test_a_batch_fsyncs_every_file_and_each_directory_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    syncs = Syncs(monkeypatch)
+    backend = LocalBackend(tmp_path)
+    writes = [Write(f"/{d}/{n}.txt", f"{d}{n}".encode()) for d in ("a", "b") for n in range(3)]
+    infos = backend.write_many(writes)
+    assert [i.path for i in infos] == [w.path for w in writes]
+    assert (tmp_path / "b" / "2.txt").read_text() == "b2"
+    assert [i.version for i in infos] == [backend.stat(w.path).version for w in writes]
+    assert syncs.files == 6
+    assert sorted(Path(d).name for d in syncs.directories) == ["a", "b"]
+
+
+def test_rename_only_durability_never_syncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    syncs = Syncs(monkeypatch)
+    backend = LocalBackend(tmp_path, durability="rename")
+    backend.write_many([Write("/a.txt", b"a"), Write("/b.txt", b"b")])
+    backend.write_bytes("/c.txt", b"c")
+    backend.move("/c.txt", "/d/c.txt")
+    assert (tmp_path / "d" / "c.txt").read_bytes() == b"c"
+    assert (syncs.files, syncs.directories) == (0, [])
+    assert not temps(tmp_path)
+
+
+def test_unknown_durability_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="durability"):
+        LocalBackend(tmp_path, durability="never")  # type: ignore[arg-type]
+
+
+def test_every_version_is_checked_before_anything_is_renamed(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path)
+    a = backend.write_bytes("/a.txt", b"a")
+    b = backend.write_bytes("/b.txt", b"b")
+    (tmp_path / "b.txt").write_text("changed elsewhere")
+    with pytest.raises(VersionConflict):
+        backend.write_many(
+            [Write("/a.txt", b"A", a.version), Write("/b.txt", b"B", b.version)],
+        )
+    assert (tmp_path / "a.txt").read_text() == "a"
+    assert (tmp_path / "b.txt").read_text() == "changed elsewhere"
+    assert not temps(tmp_path)
+    with pytest.raises(VersionConflict):
+        backend.write_many([Write("/new.txt", b"n", ABSENT), Write("/a.txt", b"A", ABSENT)])
+    assert not (tmp_path / "new.txt").exists()
+
+
+def test_a_failed_rename_names_the_files_already_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = LocalBackend(tmp_path)
+    real_replace = os.replace
+    renames: list[str] = []
+
+    def replace(source: str, target: str) -> None:
+        renames.append(target)
+        if len(renames) == 2:
+            raise PermissionError(13, "Permission denied", target)
+        real_replace(source, target)
+
+    monkeypatch.setattr(local.os, "replace", replace)
+    with pytest.raises(PartialWrite) as caught:
+        backend.write_many([Write(f"/{n}.txt", b"x") for n in range(3)])
+    assert caught.value.written == ("/0.txt",)
+    assert isinstance(caught.value.cause, PermissionError)
+    assert caught.value.cause.filename == "/1.txt"  # the virtual path, never the host's
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0.txt"]  # no temporary left
+
+
+def test_write_bytes_raises_the_plain_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(directory: str) -> None:
+        raise OSError(5, "Input/output error", directory)
+
+    monkeypatch.setattr(local, "_fsync_directory", failing)
+    with pytest.raises(OSError, match="Input/output error") as caught:
+        LocalBackend(tmp_path).write_bytes("/a.txt", b"a")
+    assert caught.value.filename == "/a.txt"
+
+
+def test_the_default_loop_reports_a_partial_batch(tmp_path: Path) -> None:
+    backend = FailingWrites(LocalBackend(tmp_path), fail_on=3)
+    with pytest.raises(PartialWrite) as caught:
+        backend.write_many([Write(f"/{n}.txt", b"x") for n in range(4)])
+    assert caught.value.written == ("/0.txt", "/1.txt")
+    first_fails = FailingWrites(LocalBackend(tmp_path), fail_on=1)
+    with pytest.raises(PermissionError):
+        asyncio.run(first_fails.awrite_many([Write("/9.txt", b"x")]))
+
+
+def test_async_batches_on_every_backend_kind(tmp_path: Path) -> None:
+    composite = CompositeBackend(LocalBackend(tmp_path), {"/mem/": StateBackend()})
+    bound = composite.bind(type("Runtime", (), {"state": {"files": {}}})())
+    infos = asyncio.run(bound.awrite_many([Write("/x/a.txt", b"a"), Write("/mem/b.txt", b"b")]))
+    assert [i.path for i in infos] == ["/x/a.txt", "/mem/b.txt"]
+    assert (tmp_path / "x" / "a.txt").read_bytes() == b"a"
+    assert set(bound.state_update()["files"]) == {"/mem", "/mem/b.txt"}
+    with pytest.raises(IsADirectoryError):
+        bound.write_many([Write("/x/c.txt", b"c"), Write("/mem", b"m")])
+    assert not (tmp_path / "x" / "c.txt").exists()
+
+
+class Batches(Backend):
+    """Counts `write_many` calls of the local backend it wraps."""
+
+    def __init__(self, inner: LocalBackend) -> None:
+        self.inner = inner
+        self.batches: list[list[str]] = []
+
+    def stat(self, path: str) -> FileInfo:
+        return self.inner.stat(path)
+
+    def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
+        return self.inner.read_bytes(path, start, size)
+
+    def write_bytes(self, path: str, data: bytes, *, expected_version: str | None = None) -> Any:
+        return self.inner.write_bytes(path, data, expected_version=expected_version)
+
+    def write_many(self, writes: Any) -> list[FileInfo]:
+        self.batches.append([w.path for w in writes])
+        return self.inner.write_many(writes)
+
+    def delete(self, path: str) -> None:
+        self.inner.delete(path)
+
+    def mkdir(self, path: str) -> None:
+        self.inner.mkdir(path)
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        return self.inner.list_dir(path)
+
+
+def test_a_patch_writes_consecutive_adds_and_updates_as_one_batch(tmp_path: Path) -> None:
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.txt").write_text(f"{name}\n")
+    backend = Batches(LocalBackend(tmp_path))
+    apply_patch(
+        "*** Begin Patch\n*** Update File: a.txt\n-a\n+A\n*** Add File: n/new.txt\n+new\n"
+        "*** Delete File: b.txt\n*** Update File: c.txt\n-c\n+C\n*** End Patch\n",
+        backend,
+    )
+    assert backend.batches == [["/a.txt", "/n/new.txt"], ["/c.txt"]]
+    assert (tmp_path / "n" / "new.txt").read_text() == "new\n"
+
+
+def test_a_patch_whose_batch_fails_midway_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(4):
+        (tmp_path / f"{n}.txt").write_text(f"{n}\n")
+    real_replace = os.replace
+    renames: list[str] = []
+
+    def replace(source: str, target: str) -> None:
+        renames.append(target)
+        if len(renames) == 3:
+            raise PermissionError(13, "Permission denied", target)
+        real_replace(source, target)
+
+    monkeypatch.setattr(local.os, "replace", replace)
+    hunks = "".join(f"*** Update File: {n}.txt\n-{n}\n+changed\n" for n in range(4))
+    with pytest.raises(PermissionError):
+        apply_patch(
+            f"*** Begin Patch\n{hunks}*** Add File: new/x.txt\n+x\n*** End Patch\n",
+            LocalBackend(tmp_path),
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{n}.txt" for n in range(4)]
+    assert [(tmp_path / f"{n}.txt").read_text() for n in range(4)] == [f"{n}\n" for n in range(4)]
+
+
+def test_views_check_and_record_every_write_of_a_batch(tmp_path: Path) -> None:
+    class ReadOnlyB:
+        def visible(self, path: str) -> bool:
+            return True
+
+        def readable(self, path: str) -> bool:
+            return True
+
+        def writable(self, path: str) -> bool:
+            return path != "/b.txt"
+
+    guarded = GuardedBackend(LocalBackend(tmp_path), lambda _runtime: ReadOnlyB())
+    with pytest.raises(PermissionError):
+        guarded.write_many([Write("/a.txt", b"a"), Write("/b.txt", b"b")])
+    assert not (tmp_path / "a.txt").exists()
+    (tmp_path / "a.txt").write_text("old")
+    recording = RecordingBackend(LocalBackend(tmp_path)).bind(
+        type("Runtime", (), {"tool_call_id": "call-1", "state": {}})()
+    )
+    assert isinstance(recording, RecordingBackend)
+    asyncio.run(recording.awrite_many([Write("a.txt", b"new"), Write("/c.txt", b"c")]))
+    assert [(r["path"], r["existed"], r["before"]) for r in recording.records] == [
+        ("/a.txt", True, "old"),
+        ("/c.txt", False, ""),
+    ]
+    assert recording.records[0]["after"] == LocalBackend(tmp_path).stat("/a.txt").version
