@@ -717,7 +717,7 @@ class SSHBackend(Backend):
         async with self._command_slots:
             return await self._run_now(command, cwd, seconds, output, environment, stdin)
 
-    async def _run_now(  # noqa: PLR0913, PLR0917 - `_run`'s arguments
+    async def _run_now(  # noqa: PLR0917 - `_run`'s arguments
         self,
         command: str,
         cwd: str,
@@ -786,9 +786,7 @@ class SSHBackend(Backend):
 
         request = program_input(build(self._root))
         # Run from "/": nothing in the workspace is on the path of the host's Python.
-        _, timed_out = await self._run(
-            command(self._python), "/", seconds, take, stdin=request
-        )
+        _, timed_out = await self._run(command(self._python), "/", seconds, take, stdin=request)
         return bytes(out), timed_out
 
     def _python_broken(self) -> None:

@@ -147,11 +147,11 @@ class HostPython:
         del newest, excluded
         try:
             reply = self._reply(lambda root, s: list_request(root, directory, globs, s), deadline)
-            return reply.listing
         except HostSearchFailed:
             self.broken()
-        effect = engine.list_files(directory, globs=globs, deadline=deadline)
-        return calls.run(effect, self.backend)
+            effect = engine.list_files(directory, globs=globs, deadline=deadline)
+            return calls.run(effect, self.backend)
+        return reply.listing
 
     def grep(
         self, request: GrepRequest, *, deadline: float, sink: Callable[[FileHits], None]
@@ -242,8 +242,10 @@ def _is_module(name: str) -> bool:
 
 
 def _pure_python_package(top: str) -> list[tuple[str, str, bool]]:
-    """Every module of a third-party package as (name, source, is package), if it is
-    all Python; none if it has compiled parts (the host must then have it)."""
+    """Every module of a third-party package as (name, source, is package).
+
+    None if the package has compiled parts: the host must then have it installed.
+    """
     spec = importlib.util.find_spec(top)
     if spec is None or not spec.submodule_search_locations:
         return []

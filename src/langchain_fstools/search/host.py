@@ -88,15 +88,12 @@ class HostFiles:
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Bytes of a regular file; anything else is refused before it is opened."""
         real = self._resolve(path)
-        # Non-blocking, so a FIFO is refused from its mode instead of waited on.
+        _require_regular(path, _os(path, os.stat, real).st_mode)
+        # Checked again once open, in case it was swapped since; non-blocking, so a
+        # FIFO swapped in is refused instead of waited on.
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        descriptor = _os(path, os.open, real, flags)
-        with open(descriptor, "rb", closefd=True) as handle:
-            mode = _os(path, os.fstat, descriptor).st_mode
-            if stat_module.S_ISDIR(mode):
-                raise _error(path, errno.EISDIR)
-            if not stat_module.S_ISREG(mode):
-                raise errors.SpecialFile(path, "special file")
+        with os.fdopen(_os(path, os.open, real, flags), "rb") as handle:
+            _require_regular(path, _os(path, os.fstat, handle.fileno()).st_mode)
             handle.seek(start)
             data: bytes = _os(path, handle.read, -1 if size is None else size)
             return data
@@ -107,7 +104,7 @@ class HostFiles:
             self._known[path] = f"{directory.rstrip('/')}/{entry.name}"
             return _info(path, own)
         try:
-            target = os.stat(self._resolve(path))
+            target = _os(path, os.stat, self._resolve(path))
         except (OSError, errors.OutsideRoot):
             return FileInfo(path, EntryKind.SPECIAL, 0, _seconds(own), "", link=True)
         return replace(_info(path, target), link=True)
@@ -180,7 +177,7 @@ def grep_request(root: str, request: GrepRequest, seconds: float) -> dict[str, A
     return {"op": "grep", "root": root, "grep": grep, "seconds": seconds}
 
 
-class HostSearchFailed(Exception):  # noqa: N818 - an outcome, not a programming error
+class HostSearchFailed(Exception):
     """The host's run ended without its last record (it crashed, or could not start)."""
 
 
@@ -246,7 +243,7 @@ def decode(data: bytes, *, timed_out: bool) -> Reply:
     return reply
 
 
-def _raised(kind: str, detail: Any) -> Exception:  # noqa: ANN401 - JSON
+def _raised(kind: str, detail: Any) -> Exception:
     if kind == "pattern":
         return InvalidPattern(detail)
     if kind == "os":
@@ -258,12 +255,20 @@ def _raised(kind: str, detail: Any) -> Exception:  # noqa: ANN401 - JSON
     return cls(**values)
 
 
-def _os(path: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+def _os(path: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call an `os` function; its error names the virtual `path`, never the host's."""
     try:
         return function(*args, **kwargs)
     except OSError as exc:
         raise _error(path, exc.errno or errno.EIO) from None
+
+
+def _require_regular(path: str, mode: int) -> None:
+    """Refuse anything but a regular file, as the backends do (never opened)."""
+    if stat_module.S_ISDIR(mode):
+        raise _error(path, errno.EISDIR)
+    if not stat_module.S_ISREG(mode):
+        raise errors.SpecialFile(path, "special file")
 
 
 def _error(path: str, code: int) -> OSError:
@@ -289,7 +294,7 @@ def _seconds(status: os.stat_result) -> float:
     return float(int(status.st_mtime))
 
 
-def _tuples(value: Any) -> Any:  # noqa: ANN401 - JSON
+def _tuples(value: Any) -> Any:
     """JSON arrays back into the tuples the request types hold."""
     if isinstance(value, list):
         return tuple(_tuples(item) for item in value)

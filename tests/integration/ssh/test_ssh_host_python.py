@@ -33,7 +33,11 @@ pytestmark = [
     pytest.mark.allow_hosts(["127.0.0.1"]),
 ]
 
-CALLS = [*SSH_CALLS, *HOST_CALLS, ("grep", {"pattern": "hidden", "path": "/.hidden.txt"})]
+CALLS = [
+    *HOST_CALLS,
+    *(call for call in SSH_CALLS if call not in HOST_CALLS),
+    ("grep", {"pattern": "hidden", "path": "/.hidden.txt"}),
+]
 
 
 def answers(backend: Backend) -> list[str]:
@@ -55,7 +59,7 @@ def tree(root: Path, seed: int) -> Path:
     return root
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0])
 def test_host_rg_host_python_sftp_and_local_rg_agree(sshd: Sshd, tmp_path: Path, seed: int) -> None:
     root = tree(tmp_path / "tree", seed)
     local = answers(LocalBackend(root))
@@ -124,7 +128,7 @@ def test_the_server_is_asked_once_per_connection(
     probes: list[float] = []
     real_probe = ssh.probe
 
-    def counted(run: Any, seconds: float) -> str | None:  # noqa: ANN401
+    def counted(run: Any, seconds: float) -> str | None:
         probes.append(seconds)
         return real_probe(run, seconds)
 
@@ -137,7 +141,7 @@ def test_the_server_is_asked_once_per_connection(
         assert len(probes) == 1
         backend.close()  # a new connection may reach another machine: asked again
         assert grep.invoke({"pattern": "needle"}) == "Found 1 file\n/a.txt"
-        assert len(probes) == 2  # noqa: PLR2004
+        assert len(probes) == 2
 
 
 def test_errors_name_virtual_paths_as_the_sftp_walk_does(sshd: Sshd, tmp_path: Path) -> None:
@@ -166,7 +170,7 @@ def test_the_deadline_holds_and_keeps_what_was_found(sshd: Sshd, tmp_path: Path)
             GrepRequest("needle", "/"), deadline=started + 0.1, sink=lambda h: found.append(h.path)
         )
         assert not finished
-        assert time.monotonic() - started < 2  # noqa: PLR2004 - the kill, not the search
+        assert time.monotonic() - started < 2
         assert set(found) <= {"/a.txt"}
 
 

@@ -24,8 +24,8 @@ from langchain_fstools.search.host import decode, grep_request, main
 def run_here(cwd: Path) -> ssh_search.HostRun:
     """Run the shipped program with this interpreter, as the backend runs the host's."""
 
-    def run(build: Any, seconds: float) -> tuple[bytes, bool]:  # noqa: ANN401
-        done = subprocess.run(  # noqa: S603 - our own program
+    def run(build: Any, seconds: float) -> tuple[bytes, bool]:
+        done = subprocess.run(
             ["/bin/sh", "-c", ssh_search.command(sys.executable)],
             input=ssh_search.program_input(build(str(cwd.resolve()))),
             capture_output=True,
@@ -78,9 +78,7 @@ def test_only_what_the_engine_runs_is_shipped() -> None:
     # Imports made for type checking only are left out, and with them the layers above.
     above = ("langchain_fstools.backends", "langchain_fstools.tools", "langchain_core")
     assert not {module for module in modules if module.startswith(above)}
-    assert {"langchain_fstools", "langchain_fstools.search", "pathspec"} <= set(
-        shipped["packages"]
-    )
+    assert {"langchain_fstools", "langchain_fstools.search", "pathspec"} <= set(shipped["packages"])
     assert shipped["sources"]["langchain_fstools"] == ""  # the package's own __init__ is not run
 
 

@@ -43,7 +43,7 @@ class HostPythonLocal(LocalBackend):
     def native_search(self) -> NativeSearch | None:
         return HostPython(self._run, self, self._broken)
 
-    def _run(self, build: Any, seconds: float) -> tuple[bytes, bool]:  # noqa: ANN401
+    def _run(self, build: Any, seconds: float) -> tuple[bytes, bool]:
         out = io.BytesIO()
         main(build(self.real_root), out)
         return out.getvalue(), False
@@ -98,8 +98,10 @@ def test_links_are_not_followed_and_leave_the_root_as_special_entries(tmp_path: 
     (root / "dangling").symlink_to(tmp_path / "nowhere")
     files = HostFiles(str(root.resolve()))
     listed = {entry.name: entry for entry in files.list_dir("/")}
-    assert listed["inside"].is_dir and listed["inside"].link
-    assert listed["out.txt"].kind == "special" and listed["out.txt"].link
+    assert listed["inside"].is_dir
+    assert listed["inside"].link
+    assert listed["out.txt"].kind == "special"
+    assert listed["out.txt"].link
     assert listed["dangling"].kind == "special"
     assert files.read_bytes("/inside/a.txt") == b"needle\n"
     with pytest.raises(OutsideRoot) as raised:
@@ -175,7 +177,7 @@ def test_a_failed_run_is_answered_by_walking_the_backend(tmp_path: Path) -> None
     (tmp_path / "a.txt").write_text("needle\n")
 
     class Crashing(HostPythonLocal):
-        def _run(self, build: Any, seconds: float) -> tuple[bytes, bool]:  # noqa: ANN401
+        def _run(self, build: Any, seconds: float) -> tuple[bytes, bool]:
             del build, seconds
             return b"", False
 
