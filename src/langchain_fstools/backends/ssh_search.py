@@ -70,15 +70,16 @@ import json, sys
 if sys.version_info < {floor}:
     sys.stdout.write(json.dumps(["python", *sys.version_info[:2]]) + "\\n")
     sys.exit(0)
-import importlib.abc, importlib.util, site, zlib
+import importlib, importlib.machinery, site, zlib
 sys.path.extend(site.getsitepackages())
 request = json.loads(sys.stdin.buffer.readline())
 shipped = json.loads(zlib.decompress(sys.stdin.buffer.read()))
 sources, packages = shipped["sources"], set(shipped["packages"])
-class Shipped(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class Shipped:
     def find_spec(self, name, path=None, target=None):
         if name in sources:
-            return importlib.util.spec_from_loader(name, self, is_package=name in packages)
+            spec = importlib.machinery.ModuleSpec(name, self, is_package=name in packages)
+            return spec
         return None
     def create_module(self, spec):
         return None

@@ -61,8 +61,10 @@ class HostFiles:
     `list_dir` and `read_bytes` exist: the engine calls nothing else.
 
     A path is resolved with `realpath` unless its directory was listed and it was
-    not a link there; such a file is then opened without following a link
-    (`O_NOFOLLOW`), so one swapped for a link since is refused, not followed.
+    not a link there. Files are opened without following a link (`O_NOFOLLOW`), so
+    one swapped for a link since it was listed is refused, not followed; a file is
+    checked to be regular before it is opened (from its listing, else by `stat`) and
+    again once open.
 
     Attributes:
         root: The workspace root's real path on the host.
@@ -71,6 +73,8 @@ class HostFiles:
     root: str
     _known: dict[str, str] = field(default_factory=dict)
     """Real paths of the entries listed so far that are no links."""
+    _regular: dict[str, str] = field(default_factory=dict)
+    """Those of them that are regular files."""
 
     def stat(self, path: str) -> FileInfo:
         """Metadata of `path`, links followed."""
@@ -87,21 +91,33 @@ class HostFiles:
 
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Bytes of a regular file; anything else is refused before it is opened."""
-        real = self._resolve(path)
-        _require_regular(path, _os(path, os.stat, real).st_mode)
-        # Checked again once open, in case it was swapped since; non-blocking, so a
-        # FIFO swapped in is refused instead of waited on.
+        real = self._regular.get(path)
+        if real is None:
+            real = self._resolve(path)
+            _require_regular(path, _os(path, os.stat, real).st_mode)
+        # Non-blocking, so a FIFO swapped in since is refused instead of waited on.
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        with os.fdopen(_os(path, os.open, real, flags), "rb") as handle:
-            _require_regular(path, _os(path, os.fstat, handle.fileno()).st_mode)
-            handle.seek(start)
-            data: bytes = _os(path, handle.read, -1 if size is None else size)
-            return data
+        descriptor = _os(path, os.open, real, flags)
+        try:
+            status = _os(path, os.fstat, descriptor)
+            _require_regular(path, status.st_mode)
+            # As over SFTP: the size when opened, from `start`, at most `size`.
+            wanted = max(status.st_size - start, 0)
+            wanted = wanted if size is None else min(size, wanted)
+            chunks: list[bytes] = []
+            while wanted > 0 and (chunk := _os(path, os.pread, descriptor, wanted, start)):
+                chunks.append(chunk)
+                start, wanted = start + len(chunk), wanted - len(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(descriptor)
 
     def _listed(self, path: str, directory: str, entry: os.DirEntry[str]) -> FileInfo:
         own = _os(path, entry.stat, follow_symlinks=False)
         if not stat_module.S_ISLNK(own.st_mode):
-            self._known[path] = f"{directory.rstrip('/')}/{entry.name}"
+            real = self._known[path] = f"{directory.rstrip('/')}/{entry.name}"
+            if stat_module.S_ISREG(own.st_mode):
+                self._regular[path] = real
             return _info(path, own)
         try:
             target = _os(path, os.stat, self._resolve(path))
