@@ -1,4 +1,4 @@
-"""Search over SSH: grep and glob with the server's rg, without it, and local rg.
+"""Search over SSH: grep and glob with the server's rg, its Python, SFTP, and local rg.
 
     python bench/backends_ssh.py [--files 3000] [--repeat 3]
 
@@ -9,11 +9,16 @@ tools on:
 
 - `LocalBackend` (local ripgrep), the reference;
 - `SSHBackend` with the server's `rg` (the ripgrep wheel's binary);
-- `SSHBackend(use_ripgrep=False)`: the pure-Python engine walking the tree over SFTP.
+- `SSHBackend(use_ripgrep=False)`: a server without rg: the pure-Python engine sent to
+  the server's `python3`, walking its disk (`backends/ssh_search.py`);
+- `SSHBackend(use_ripgrep=False, use_python=False)`: a server with neither: the engine
+  walking the tree over SFTP.
 
 Loopback has almost no latency, so the SSH figures are the protocol's own overhead; a
-real network adds round trips (few for rg, several per file for the SFTP engine).
-A benchmark, not a test: it asserts only that every engine gave the same answer.
+real network adds round trips (few for rg and the server's Python, several per file for
+the SFTP engine). Target (issue 19): `grep -l` through the server's Python takes at most
+2x the server's rg, printed as PASS/FAIL. A benchmark, not a test: it asserts only that
+every engine gave the same answer.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ from langchain_fstools.search.ripgrep import find_ripgrep
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import Backend
+
+HOST_PYTHON_TARGET = 2.0
+"""`grep -l` through the server's Python: at most this many times the server's rg."""
 
 WORDS = ["def", "class", "return", "self", "value", "index", "result", "items", "data"]
 CALLS: list[tuple[str, str, dict[str, Any]]] = [
@@ -100,28 +108,40 @@ def main() -> None:
                 "known_hosts": server.known_hosts,
                 "rg_path": find_ripgrep() or "rg",
             }
-            remote = SSHBackend("127.0.0.1", root_dir=str(root), **settings)
-            walking = SSHBackend("127.0.0.1", root_dir=str(root), use_ripgrep=False, **settings)
-            remote.stat("/")  # connect outside the timings
-            walking.stat("/")
+            host = str(root)
+            remote = SSHBackend("127.0.0.1", root_dir=host, **settings)
+            python = SSHBackend("127.0.0.1", root_dir=host, use_ripgrep=False, **settings)
+            walking = SSHBackend(
+                "127.0.0.1", root_dir=host, use_ripgrep=False, use_python=False, **settings
+            )
+            for backend in (remote, python, walking):  # connect and probe outside the timings
+                backend.native_search()
+            assert python.native_search() is not None, "the server's python3 did not start"
             rows = {
                 "local rg": timed(LocalBackend(root), options.repeat),
                 "ssh + remote rg": timed(remote, options.repeat),
+                "ssh + remote python": timed(python, options.repeat),
                 "ssh, SFTP engine": timed(walking, options.repeat),
             }
-            remote.close()
-            walking.close()
+            for backend in (remote, python, walking):
+                backend.close()
         finally:
             server.cleanup()
     reference_times, reference_answers = rows["local rg"]
     print(f"{options.files} files, median of {options.repeat} runs (seconds, ratio to local rg)")
-    print(f"{'':18}" + "".join(f"{label:>22}" for label, _, _ in CALLS))
+    print(f"{'':20}" + "".join(f"{label:>22}" for label, _, _ in CALLS))
     for name, (times, answers) in rows.items():
         assert answers == reference_answers, f"{name} answered differently"
         cells = "".join(
             f"{t:>13.3f} ({t / ref:>5.1f}x)" for t, ref in zip(times, reference_times, strict=True)
         )
-        print(f"{name:18}{cells}")
+        print(f"{name:20}{cells}")
+    ratio = rows["ssh + remote python"][0][0] / rows["ssh + remote rg"][0][0]
+    verdict = "PASS" if ratio <= HOST_PYTHON_TARGET else "FAIL"
+    print(
+        f"{verdict}: grep -l through the server's python is {ratio:.2f}x the server's rg"
+        f" (target: at most {HOST_PYTHON_TARGET:g}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from langchain_fstools.backends.local import TEMP_SUFFIX
 from langchain_fstools.backends.loop import LoopThread
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
+from langchain_fstools.backends.ssh_search import HostPython, command, probe, program_input
 from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_glob_groups
 from langchain_fstools.core.results import ExecutionResult
@@ -95,6 +96,9 @@ _INNER = 'printf "%s\\n" "$$"; exec sh -c "$1"'
 _WRAPPER = (
     'cd -- {cwd} || exit 1\nsetsid sh -c {inner} fstools {command} &\nwait "$!" 2>/dev/null\n'
 )
+# A command given input: a background job's stdin is /dev/null, so the channel's is
+# handed over on descriptor 3.
+_WRAPPER_WITH_INPUT = _WRAPPER.replace("&\n", "<&3 3<&- &\n").replace("\n", "\nexec 3<&0\n", 1)
 
 
 class SSHBackend(Backend):
@@ -124,9 +128,12 @@ class SSHBackend(Backend):
     just before the rename.
 
     Search: when the server has ripgrep (`rg_path`), glob and grep run it remotely with
-    the local backend's command line and parsing, so results are identical. Otherwise
-    the tools' own engine walks the tree over SFTP: remote `grep`/`find` cannot apply
-    nested `.gitignore` rules exactly, so they are never used.
+    the local backend's command line and parsing, so results are identical. Otherwise,
+    when it has Python 3.11+ (`python_path`), the tools' own engine is sent to it and
+    walks the server's disk (see `backends.ssh_search`). With neither, the engine
+    walks the tree over SFTP, call by call. Remote `grep`/`find` cannot apply nested
+    `.gitignore` rules exactly, so they are never used. What the server has is asked
+    once per connection.
 
     Commands (`execute`) run with the root as working directory through the login
     shell, which must be POSIX (`sh`, `bash`, `dash`, `zsh`), with `setsid` installed
@@ -153,6 +160,9 @@ class SSHBackend(Backend):
             Default: `~/.ssh/known_hosts` (a missing file trusts no host).
         use_ripgrep: Search with the server's ripgrep when it has one. Default: True.
         rg_path: Name or path of `rg` on the server. Default: `rg` (on the remote PATH).
+        use_python: Search with the server's Python when it has no ripgrep.
+            Default: True.
+        python_path: Name or path of Python 3 on the server. Default: `python3`.
         connect_timeout: Seconds allowed to connect and log in. Default: 15.
         env: Variables set for every command, over inherited ones. Default: none.
         inherit_env: Which of the session's variables commands get: True (all), False
@@ -184,6 +194,8 @@ class SSHBackend(Backend):
         known_hosts: str | os.PathLike[str] | None = DEFAULT_KNOWN_HOSTS,
         use_ripgrep: bool = True,
         rg_path: str = "rg",
+        use_python: bool = True,
+        python_path: str = "python3",
         connect_timeout: float = 15.0,
         env: Mapping[str, str] | None = None,
         inherit_env: InheritEnv = True,
@@ -212,6 +224,8 @@ class SSHBackend(Backend):
         self._known_hosts = known_hosts
         self._use_ripgrep = use_ripgrep
         self._rg_path = rg_path
+        self._use_python = use_python
+        self._python_path = python_path
         self._connect_timeout = connect_timeout
         self._loop = LoopThread(f"fstools-ssh-{host}")
         # Touched on the private loop only:
@@ -221,6 +235,8 @@ class SSHBackend(Backend):
         self._connecting: asyncio.Lock | None = None
         self._ever_connected = False
         self._has_ripgrep: bool | None = None
+        self._has_python: bool | None = None
+        self._python = python_path  # the interpreter the probe found
         self._command_slots: asyncio.Semaphore | None = None
 
     # ----- lifecycle ---------------------------------------------------------------------
@@ -247,17 +263,23 @@ class SSHBackend(Backend):
     # ----- capabilities ------------------------------------------------------------------
 
     def native_search(self) -> NativeSearch | None:
-        """The server's ripgrep, if `use_ripgrep` is set and `rg_path` runs there.
+        """The server's ripgrep, else the engine run by the server's Python, else None.
 
-        Whether it runs is asked once (one round trip) and remembered.
+        Each is tried only if `use_ripgrep` / `use_python` allow it. Whether it runs is
+        asked once per connection (one round trip) and remembered.
         """
-        if not self._use_ripgrep:
-            return None
-        if self._has_ripgrep is None:
+        if self._use_ripgrep and self._has_ripgrep is None:
             self._has_ripgrep = self._call(self._probe_ripgrep())
-        if not self._has_ripgrep:
-            return None
-        return _RemoteRipgrep(self._list_with_ripgrep, self._grep_with_ripgrep)
+        if self._use_ripgrep and self._has_ripgrep:
+            return _RemoteRipgrep(self._list_with_ripgrep, self._grep_with_ripgrep)
+        if self._use_python and self._has_python is None:
+            self._python = self._python_path
+            found = probe(self._on_host, self._connect_timeout)
+            self._python = found or self._python_path
+            self._has_python = found is not None
+        if self._use_python and self._has_python:
+            return HostPython(self._on_host, self, self._python_broken)
+        return None
 
     # ----- the core, sync and async --------------------------------------------------------
 
@@ -437,6 +459,7 @@ class SSHBackend(Backend):
 
     async def _drop(self) -> None:
         connection, self._connection, self._sftp = self._connection, None, None
+        self._has_ripgrep = self._has_python = None  # another connection may differ
         if connection is not None:
             connection.close()
             with contextlib.suppress(Exception):
@@ -706,6 +729,7 @@ class SSHBackend(Backend):
         output: Callable[..., None],
         *,
         environment: CommandEnv | None = None,
+        stdin: bytes | None = None,
     ) -> tuple[int | None, bool]:
         """Run `command` in `cwd` in its own process group; kill the group after `seconds`.
 
@@ -715,6 +739,7 @@ class SSHBackend(Backend):
             seconds: Time allowed before the group is killed.
             output: Called as `output(data, stderr=...)` with each chunk, in order.
             environment: The command's environment. Default: the session's.
+            stdin: The command's input. Default: none (`/dev/null`).
 
         Returns:
             The exit status (128 + signal if killed by one; None on timeout) and
@@ -723,21 +748,22 @@ class SSHBackend(Backend):
         if self._command_slots is None:
             self._command_slots = asyncio.Semaphore(_COMMAND_CHANNELS)
         async with self._command_slots:
-            return await self._run_now(command, cwd, seconds, output, environment)
+            return await self._run_now(command, cwd, seconds, output, environment, stdin)
 
-    async def _run_now(
+    async def _run_now(  # noqa: PLR0917 - `_run`'s arguments
         self,
         command: str,
         cwd: str,
         seconds: float,
         output: Callable[..., None],
         environment: CommandEnv | None,
+        stdin: bytes | None,
     ) -> tuple[int | None, bool]:
         await self._session()
         connection = self._connection
         if connection is None:
             raise SSHConnectionFailed(self._host, "the connection was lost")
-        wrapper = _WRAPPER.format(
+        wrapper = (_WRAPPER if stdin is None else _WRAPPER_WITH_INPUT).format(
             cwd=shlex.quote(cwd), inner=shlex.quote(_INNER), command=shlex.quote(command)
         )
         prefix = environment.shell_prefix() if environment is not None else ""
@@ -746,6 +772,8 @@ class SSHBackend(Backend):
             process = await connection.create_process(script, encoding=None)
         except asyncssh.ChannelOpenError:  # e.g. the server's MaxSessions: keep the connection
             raise SSHConnectionFailed(self._host, "the server refused a new channel") from None
+        if stdin:
+            process.stdin.write(stdin)
         process.stdin.write_eof()
         group = _GroupId()
         collecting = asyncio.ensure_future(_collect(process, group, output))
@@ -770,6 +798,32 @@ class SSHBackend(Backend):
             return
         with contextlib.suppress(asyncssh.Error, OSError):
             await connection.run(f"kill -KILL -- -{group}", check=False)
+
+    # ----- search with the server's Python ----------------------------------------------------
+
+    def _on_host(
+        self, build: Callable[[str], dict[str, Any]], seconds: float
+    ) -> tuple[bytes, bool]:
+        """Run the search program (`ssh_search.HostRun`): its stdout, and if it timed out."""
+        return self._call(self._run_program(build, seconds))
+
+    async def _run_program(
+        self, build: Callable[[str], dict[str, Any]], seconds: float
+    ) -> tuple[bytes, bool]:
+        await self._session()
+        out = bytearray()
+
+        def take(data: bytes, *, stderr: bool = False) -> None:
+            if not stderr:  # a crash's traceback names host paths: never kept
+                out.extend(data)
+
+        request = program_input(build(self._root))
+        # Run from "/": nothing in the workspace is on the path of the host's Python.
+        _, timed_out = await self._run(command(self._python), "/", seconds, take, stdin=request)
+        return bytes(out), timed_out
+
+    def _python_broken(self) -> None:
+        self._has_python = False
 
     # ----- search with the server's ripgrep --------------------------------------------------
 

@@ -11,14 +11,22 @@ What differs is smoothed over here, so both engines find the same lines:
        non-ASCII letters may match where ripgrep would not.
     3. Look-around and backreferences, which neither engine supports, are refused
        with a reason that says what to do instead.
+
+Where google-re2 is not installed (a remote host running the shipped engine, see
+`search.host`), Python's `re` matches instead, with the same refusals; its `\\d`, `\\w`,
+`\\s` are Unicode-aware already. It can backtrack, so there the deadline is kept by
+killing the host's process (`backends.ssh_search`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import re2
+try:
+    import re2
+except ImportError:  # a host running the shipped engine without google-re2
+    re2 = None
 
 from langchain_fstools.search.contract import InvalidPattern
 
@@ -56,6 +64,12 @@ class Regex:
 
     def __init__(self, pattern: str, *, regex: bool, ignore_case: bool, multiline: bool) -> None:
         """Compile `pattern` (see the class docstring)."""
+        self._compiled: Any
+        if re2 is None:
+            self._compiled = _python_regex(
+                pattern, regex=regex, ignore_case=ignore_case, multiline=multiline
+            )
+            return
         source = _translate(pattern) if regex else re2.escape(pattern)
         flags = "m" + ("i" if ignore_case else "") + ("s" if multiline else "")
         options = re2.Options()
@@ -74,6 +88,18 @@ class Regex:
     def spans(self, text: str) -> Iterator[tuple[int, int]]:
         """The spans of every non-overlapping match in `text`, in order."""
         return (match.span() for match in self._compiled.finditer(text))
+
+
+def _python_regex(pattern: str, *, regex: bool, ignore_case: bool, multiline: bool) -> Any:
+    """`pattern` compiled by Python's `re`, refused as RE2 would refuse it."""
+    known = unsupported(pattern) if regex else None
+    if known is not None:
+        raise InvalidPattern(known)
+    flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0) | (re.DOTALL if multiline else 0)
+    try:
+        return re.compile(pattern if regex else re.escape(pattern), flags)
+    except re.error as exc:
+        raise InvalidPattern(str(exc)) from None
 
 
 def _translate(pattern: str) -> str:

@@ -57,12 +57,14 @@ def test_remote_rg_engine_and_local_rg_agree(sshd: Sshd, tmp_path: Path, seed: i
     for n, path in enumerate(sorted(root.rglob("*"))):
         os.utime(path, (1_700_000_000 + n, 1_700_000_000 + n), follow_symlinks=False)
     local = answers(LocalBackend(root))
-    with connect(sshd, root) as remote_rg, connect(sshd, root, use_ripgrep=False) as engine:
+    walk_only = {"use_ripgrep": False, "use_python": False}
+    with connect(sshd, root) as remote_rg, connect(sshd, root, **walk_only) as engine:
         assert remote_rg.native_search() is not None
         assert engine.native_search() is None
         assert answers(remote_rg) == local
         assert answers(engine) == local
-    with connect(sshd, root, rg_path="/nonexistent/rg") as no_rg_on_server:
+    neither = {"rg_path": "/nonexistent/rg", "python_path": "/nonexistent/python3"}
+    with connect(sshd, root, **neither) as no_rg_on_server:
         assert no_rg_on_server.native_search() is None
         assert answers(no_rg_on_server) == local
 

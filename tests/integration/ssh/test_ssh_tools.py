@@ -40,12 +40,16 @@ def transcript(h: Harness, *, use_async: bool) -> list[tuple[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize("use_ripgrep", [True, False])
-def test_ssh_agrees_with_local_call_for_call(sshd: Sshd, tmp_path: Path, use_ripgrep: bool) -> None:
+@pytest.mark.parametrize(
+    ("use_ripgrep", "use_python"), [(True, True), (False, True), (False, False)]
+)
+def test_ssh_agrees_with_local_call_for_call(
+    sshd: Sshd, tmp_path: Path, use_ripgrep: bool, use_python: bool
+) -> None:
     reference = transcript(Harness("local", tmp_path / "reference"), use_async=False)
     for use_async in (False, True):
         h = Harness("local", tmp_path / f"ssh-{use_async}")
-        with connect(sshd, h.root, use_ripgrep=use_ripgrep) as backend:
+        with connect(sshd, h.root, use_ripgrep=use_ripgrep, use_python=use_python) as backend:
             h.toolkit = FileToolkit(backend)
             h.tools = {tool.name: tool for tool in h.toolkit.get_tools()}
             got = transcript(h, use_async=use_async)
