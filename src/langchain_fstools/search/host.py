@@ -8,7 +8,7 @@ directory and file over the network. Results stream back as JSON lines, one reco
 line, which `decode` turns back into the engine's values:
 
     ["file", path, mtime]                       a listed file (list)
-    ["hits", path, mtime, count, [[n, text, is_match], ...]]   a file with a match (grep)
+    ["hits", path, mtime, count, [[n, text, is_match, column], ...]]  a file with a match
     ["end", complete]                           the run finished (in time or not)
     ["error", kind, detail]                     the run was refused (see `decode`)
     ["ready", executable]                       the modules load (probe)
