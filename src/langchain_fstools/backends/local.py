@@ -238,7 +238,7 @@ class LocalBackend(Backend):
     def stat(self, path: str) -> FileInfo:
         """Metadata of `path`; symlinks inside the root report their target."""
         virtual = paths.normalize(path)
-        with _virtual_errors(virtual):
+        with paths.virtual_errors(virtual):
             result = os.stat(self._resolve(virtual))
         return _info(virtual, result)
 
@@ -253,7 +253,7 @@ class LocalBackend(Backend):
             OSError: `start` or `size` is negative (errno EINVAL, as `pread` says).
         """
         virtual = paths.normalize(path)
-        with _virtual_errors(virtual):
+        with paths.virtual_errors(virtual):
             host = self._resolve(virtual)
             require_regular(virtual, os.stat(host).st_mode)
             if start < 0 or (size is not None and size < 0):
@@ -292,7 +292,7 @@ class LocalBackend(Backend):
             for start in range(0, len(writes), _OPEN_TEMPS):
                 self._stage_and_sync(writes[start : start + _OPEN_TEMPS], staged)
             for entry in staged:
-                with _virtual_errors(entry.virtual):
+                with paths.virtual_errors(entry.virtual):
                     _check_version(entry.virtual, entry.host, entry.expected_version)
         except BaseException:
             _discard(staged)
@@ -300,7 +300,7 @@ class LocalBackend(Backend):
         renamed = 0
         try:
             for entry in staged:
-                with _virtual_errors(entry.virtual):
+                with paths.virtual_errors(entry.virtual):
                     os.replace(entry.temp, entry.host)
                 renamed += 1
             if self._durability == "fsync":
@@ -335,7 +335,7 @@ class LocalBackend(Backend):
         virtual = paths.normalize(write.path)
         if virtual == paths.ROOT:
             raise os_error(IsADirectoryError, errno.EISDIR, virtual)
-        with _virtual_errors(virtual):
+        with paths.virtual_errors(virtual):
             host = self._resolve(virtual)
             current = _stat_or_none(host)
             if current is not None:
@@ -364,7 +364,7 @@ class LocalBackend(Backend):
         virtual = paths.normalize(path)
         if virtual == paths.ROOT:
             raise InvalidPath(virtual, "the workspace root cannot be deleted")
-        with _virtual_errors(virtual):
+        with paths.virtual_errors(virtual):
             entry = self._entry(virtual)
             if stat_module.S_ISDIR(os.lstat(entry).st_mode):
                 os.rmdir(entry)
@@ -378,7 +378,7 @@ class LocalBackend(Backend):
             FileExistsError: `path` or one of its parents is a file.
         """
         virtual = paths.normalize(path)
-        with _virtual_errors(virtual):
+        with paths.virtual_errors(virtual):
             host = self._resolve(virtual)
             try:
                 existing = _stat_or_none(host)
@@ -396,7 +396,7 @@ class LocalBackend(Backend):
         opened).
         """
         virtual = paths.normalize(path)
-        with _virtual_errors(virtual):
+        with paths.virtual_errors(virtual):
             host = self._resolve(virtual)
         return self._scan(virtual, host)
 
@@ -418,10 +418,10 @@ class LocalBackend(Backend):
         non-empty directory or an ancestor, `EISDIR`/`ENOTDIR` for kind mismatches.
         """
         origin, target = paths.normalize(source), paths.normalize(destination)
-        with _virtual_errors(origin):
+        with paths.virtual_errors(origin):
             origin_host = self._entry(origin)
             os.lstat(origin_host)
-        with _virtual_errors(target):
+        with paths.virtual_errors(target):
             target_host = self._entry(target)
             if origin == target:
                 return self._describe(target, target_host)
@@ -440,7 +440,7 @@ class LocalBackend(Backend):
         Resolves `path` once, then scans real directories by host path.
         """
         virtual = paths.normalize(path)
-        with _virtual_errors(virtual):
+        with paths.virtual_errors(virtual):
             host = self._resolve(virtual)
         yield from self._walk(virtual, host)
 
@@ -509,7 +509,7 @@ class LocalBackend(Backend):
 
     def _scan(self, virtual: str, host: str) -> list[FileInfo]:
         """The entries of the real directory `host`, which `virtual` names."""
-        with _virtual_errors(virtual):
+        with paths.virtual_errors(virtual):
             with os.scandir(host) as scan:
                 entries = sorted(scan, key=lambda entry: entry.name)
             listed = (self._listed(paths.join(virtual, e.name), e) for e in entries)
@@ -572,16 +572,6 @@ def _host_root_pattern(roots: set[str]) -> re.Pattern[str] | None:
         return None
     alternatives = "|".join(re.escape(root) for root in spellings)
     return re.compile(rf"(?:{alternatives})(?:/|(?![\w.~+-]))")
-
-
-@contextlib.contextmanager
-def _virtual_errors(virtual: str) -> Iterator[None]:
-    """Re-raise any `OSError` as the same class, naming the virtual path only."""
-    try:
-        yield
-    except OSError as exc:
-        code = exc.errno if exc.errno is not None else errno.EIO
-        raise type(exc)(code, os.strerror(code), virtual) from None
 
 
 def _info(virtual: str, result: os.stat_result) -> FileInfo:
@@ -685,7 +675,7 @@ def _discard(staged: Sequence[_Staged]) -> None:
 
 
 def _stat_virtual(entry: _Staged) -> os.stat_result:
-    with _virtual_errors(entry.virtual):
+    with paths.virtual_errors(entry.virtual):
         return os.stat(entry.host)
 
 
@@ -698,7 +688,7 @@ def _sync_all(targets: Sequence[tuple[str, _T]], sync: Callable[[_T], None]) -> 
     """
     if len(targets) == 1:
         virtual, target = targets[0]
-        with _virtual_errors(virtual):
+        with paths.virtual_errors(virtual):
             sync(target)
         return
     if not targets:
@@ -706,7 +696,7 @@ def _sync_all(targets: Sequence[tuple[str, _T]], sync: Callable[[_T], None]) -> 
     with ThreadPoolExecutor(min(len(targets), _SYNC_THREADS)) as pool:
         futures = [(virtual, pool.submit(sync, target)) for virtual, target in targets]
     for virtual, future in futures:
-        with _virtual_errors(virtual):
+        with paths.virtual_errors(virtual):
             future.result()
 
 

@@ -8,9 +8,16 @@ collapses the rest to one canonical spelling, so two backends agree on every pat
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import posixpath
+from typing import TYPE_CHECKING
 
 from langchain_fstools.errors import InvalidPath, OutsideRoot
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 MAX_PATH_BYTES = 4096
 """Longest virtual path accepted, in UTF-8 bytes. Default: 4096 (Linux PATH_MAX)."""
@@ -91,3 +98,13 @@ def parent(path: str) -> str:
 def is_within(path: str, directory: str) -> bool:
     """Tell whether canonical `path` is `directory` or lies below it."""
     return directory in (ROOT, path) or path.startswith(directory + "/")
+
+
+@contextlib.contextmanager
+def virtual_errors(virtual: str) -> Iterator[None]:
+    """Re-raise any `OSError` as the same class, naming `virtual` instead of a host path."""
+    try:
+        yield
+    except OSError as exc:
+        code = exc.errno if exc.errno is not None else errno.EIO
+        raise type(exc)(code, os.strerror(code), virtual) from None

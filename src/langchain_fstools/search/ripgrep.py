@@ -121,7 +121,7 @@ class RipgrepSearch:
             *_excluding(excluded, prefix),
         ]
         timed: list[tuple[str, float]] = []
-        with _virtual_errors(directory):
+        with paths.virtual_errors(directory):
             directory_fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
             try:
                 with _Run(command, cwd, deadline) as run:
@@ -144,7 +144,7 @@ class RipgrepSearch:
     ) -> bool:
         """Run rg for `request`, handing each file's hits to `sink`."""
         target = self.host_dir(request.directory)
-        with _virtual_errors(request.directory):
+        with paths.virtual_errors(request.directory):
             mode = target.stat().st_mode
         if not (stat_module.S_ISREG(mode) or stat_module.S_ISDIR(mode)):
             raise SpecialFile(request.directory, _special_kind(mode))
@@ -416,16 +416,6 @@ def first_error_line(stderr: str) -> str:
     if len(reason) > ERROR_CHARACTERS:
         reason = reason[:ERROR_CHARACTERS] + "…"
     return reason or "ripgrep rejected the pattern"
-
-
-@contextlib.contextmanager
-def _virtual_errors(virtual: str) -> Iterator[None]:
-    """Re-raise an `OSError` naming `virtual` instead of any host path."""
-    try:
-        yield
-    except OSError as exc:
-        code = exc.errno if exc.errno is not None else errno.EIO
-        raise type(exc)(code, os.strerror(code), virtual) from None
 
 
 def _special_kind(mode: int) -> str:
