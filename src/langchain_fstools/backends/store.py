@@ -39,12 +39,13 @@ import errno
 import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
+from langchain_fstools.backends.store_cas import ConditionalPut, ConditionalWrites, Namespace
 from langchain_fstools.core import paths
 from langchain_fstools.core.records import (
     DIRECTORY_VERSION,
@@ -74,7 +75,6 @@ time can skip or repeat items that share a timestamp, so a directory is re-read 
 with a larger limit instead."""
 
 
-Namespace = tuple[str, ...]
 NamespaceSource = Namespace | Callable[[Any], Namespace]
 
 
@@ -85,32 +85,9 @@ class StoreBatch:
     ops: tuple[Op, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class ConditionalPut:
-    """A request: put `value` only if the item's version is `expected` (None: absent).
-
-    Answered with True when the put happened.
-    """
-
-    namespace: Namespace
-    key: str
-    value: dict[str, Any]
-    expected: str | None
-
-
 StoreRequest = StoreBatch | ConditionalPut
 StoreEffect = Generator[StoreRequest, Any, T]
 """A computation over a store: yields requests, receives their results."""
-
-
-class ConditionalWrites(Protocol):
-    """A store-specific compare-and-swap (see `backends.store_postgres`)."""
-
-    def put(self, request: ConditionalPut) -> bool:
-        """Put if the version matches; True when it did."""
-
-    async def aput(self, request: ConditionalPut) -> bool:
-        """Async `put`."""
 
 
 class StoreBackend(Backend):

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
     from psycopg import AsyncConnection, Connection
 
-    from langchain_fstools.backends.store import ConditionalPut, ConditionalWrites
+    from langchain_fstools.backends.store_cas import ConditionalPut, ConditionalWrites
 
 INSERT_IF_ABSENT = """
 INSERT INTO store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes)

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 ROW_WIDTH = 5000
 """Characters per displayed row; longer lines continue on rows `N.1`, `N.2`, ..."""
 
+LINE_WIDTH = 500
+"""Longest line text grep shows; longer lines are cut with `…` around the match."""
+
 CHUNK_BYTES = 256 * 1024
 """Bytes read per backend call while scanning. Default: 256 KiB."""
 
@@ -447,6 +450,7 @@ class LineIndexCache:
 __all__ = [
     "ARROW",
     "CHUNK_BYTES",
+    "LINE_WIDTH",
     "ROW_WIDTH",
     "LineIndex",
     "LineIndexCache",

@@ -318,15 +318,17 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         Each ask carries the tool's dry run (the exact diff, or the error the call would
         return); approvals are kept in state for the tool calls, rejections answered.
         """
-        del runtime
-        call_runtime = _StateRuntime(state, _config())
+        if self.gate is None or self._turn(state) is None:
+            return None
+        call_runtime = _StateRuntime(state, _config(), getattr(runtime, "store", None))
         backend = self.storage.bind(call_runtime)
         return calls.run(self._reviewing(state, backend, call_runtime), backend)
 
     async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async `after_model`."""
-        del runtime
-        call_runtime = _StateRuntime(state, _config())
+        if self.gate is None or self._turn(state) is None:
+            return None
+        call_runtime = _StateRuntime(state, _config(), getattr(runtime, "store", None))
         backend = self.storage.bind(call_runtime)
         return await calls.arun(self._reviewing(state, backend, call_runtime), backend)
 
@@ -608,12 +610,13 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
 
 
 class _StateRuntime:
-    """A stand-in tool runtime outside a tool call: the thread's state, no call id."""
+    """A stand-in tool runtime outside a tool call: the thread's state and store, no call id."""
 
-    def __init__(self, state: Any, config: Any = None) -> None:
+    def __init__(self, state: Any, config: Any = None, store: Any = None) -> None:
         self.state = state
         self.tool_call_id = None
         self.config: Any = config or {}
+        self.store = store
 
 
 def _config() -> Any:

@@ -13,6 +13,7 @@ from langchain_fstools.core import calls, paths, progress
 from langchain_fstools.core.globs import compile_glob_groups
 from langchain_fstools.core.results import EntryKind
 from langchain_fstools.errors import InvalidArgument, SpecialFile
+from langchain_fstools.formats.text import LINE_WIDTH
 from langchain_fstools.search import engine
 from langchain_fstools.search.contract import ListedFile, Listing, SearchOutcome
 
@@ -29,8 +30,6 @@ logger = logging.getLogger(__name__)
 PROGRESS_INTERVAL = 0.25
 """Least seconds between two progress reports of one search."""
 
-LINE_WIDTH = 500
-"""Longest line text shown by grep; longer lines are cut with `…`."""
 
 LEAD = 100
 """Characters shown before a match that starts too far into a long line."""
@@ -294,7 +293,6 @@ class ContentPage:
 
 
 __all__ = [
-    "LINE_WIDTH",
     "ContentPage",
     "cut",
     "deadline_of",

@@ -18,13 +18,12 @@ import string
 from typing import TYPE_CHECKING, Any
 
 from langchain_fstools.core.wording import plural
-from langchain_fstools.formats.text import ROW_WIDTH
-from langchain_fstools.tools._search import LINE_WIDTH
+from langchain_fstools.formats.text import LINE_WIDTH, ROW_WIDTH
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping
 
-    from langchain_fstools.tools._base import ToolSettings
+    from _typeshed import DataclassInstance
 
 _CONDITION = re.compile(r"^-\[([a-z_, ]+)\] ")
 
@@ -68,13 +67,16 @@ def _holds(name: str, present: Collection[str] | None, values: Mapping[str, Any]
     return present is None or name in present
 
 
-def setting_values(settings: ToolSettings) -> dict[str, Any]:
-    """The values templates may name: every setting, plus sizes spelled for reading."""
+def setting_values(settings: DataclassInstance) -> dict[str, Any]:
+    """The values templates may name: each field of `settings` (a `ToolSettings`), and more.
+
+    Besides the fields: sizes spelled for reading and the display widths.
+    """
     values: dict[str, Any] = {
         field.name: getattr(settings, field.name) for field in dataclasses.fields(settings)
     }
     values.update(
-        read_max_size=_size(settings.read_max_bytes),
+        read_max_size=_size(values["read_max_bytes"]),
         row_width=ROW_WIDTH,
         line_width=LINE_WIDTH,
     )

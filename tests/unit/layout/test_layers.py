@@ -112,6 +112,24 @@ def test_no_import_cycle_between_packages() -> None:
     assert [package for package in arrows if reaches(package, package, set())] == []
 
 
+def test_no_import_cycle_between_modules() -> None:
+    """No two modules import each other, even for types only (store and store_postgres did)."""
+    graph = _graph()
+    cycles = []
+    for start in graph:
+        seen: set[str] = set()
+        frontier = list(graph[start])
+        while frontier:
+            module = frontier.pop()
+            if module == start:
+                cycles.append(start)
+                break
+            if module not in seen:
+                seen.add(module)
+                frontier.extend(graph.get(module, ()))
+    assert sorted(cycles) == []
+
+
 _LANGGRAPH = ("langgraph", "langchain_core")  # langgraph's channels and stores load langchain_core
 BINDINGS: dict[str, tuple[str, ...]] = {
     "langchain_fstools.formats.image": ("PIL",),
