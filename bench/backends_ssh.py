@@ -10,7 +10,7 @@ tools on:
 - `LocalBackend` (local ripgrep), the reference;
 - `SSHBackend` with the server's `rg` (the ripgrep wheel's binary);
 - `SSHBackend(use_ripgrep=False)`: a server without rg: the pure-Python engine sent to
-  the server's `python3`, walking its disk (`backends/ssh_search.py`);
+  the server's `python3`, walking its disk (`backends/ssh/search.py`);
 - `SSHBackend(use_ripgrep=False, use_python=False)`: a server with neither: the engine
   walking the tree over SFTP.
 

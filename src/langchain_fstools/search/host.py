@@ -1,7 +1,7 @@
 """The pure-Python engine run on the machine that holds the files.
 
 A backend whose files live on another host (SSH) can start a Python there: it ships
-this module together with the engine's own modules (`backends.ssh_search` builds the
+this module together with the engine's own modules (`backends.ssh.search` builds the
 program) and the host runs `main`. The engine is the same code, so the answers are the
 same; it only reads the host's disk through `HostFiles` instead of asking for each
 directory and file over the network. Results stream back as JSON lines, one record a

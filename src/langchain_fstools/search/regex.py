@@ -15,7 +15,7 @@ What differs is smoothed over here, so both engines find the same lines:
 Where google-re2 is not installed (a remote host running the shipped engine, see
 `search.host`), Python's `re` matches instead, with the same refusals; its `\\d`, `\\w`,
 `\\s` are Unicode-aware already. It can backtrack, so there the deadline is kept by
-killing the host's process (`backends.ssh_search`).
+killing the host's process (`backends.ssh.search`).
 """
 
 from __future__ import annotations

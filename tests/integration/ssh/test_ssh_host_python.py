@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from langchain_fstools import FileToolkit, LocalBackend
-from langchain_fstools.backends import ssh
 from langchain_fstools.backends.protocol import Backend
-from langchain_fstools.backends.ssh_search import HostPython
+from langchain_fstools.backends.ssh import search as ssh_search
+from langchain_fstools.backends.ssh.search import HostPython
 from langchain_fstools.search.contract import GrepRequest
 from tests.integration.ssh.conftest import connect
 from tests.integration.ssh.sshd import Sshd
@@ -126,13 +126,13 @@ def test_the_server_is_asked_once_per_connection(
     sshd: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     probes: list[float] = []
-    real_probe = ssh.probe
+    real_probe = ssh_search.probe
 
     def counted(run: Any, seconds: float) -> str | None:
         probes.append(seconds)
         return real_probe(run, seconds)
 
-    monkeypatch.setattr(ssh, "probe", counted)
+    monkeypatch.setattr(ssh_search, "probe", counted)
     (tmp_path / "a.txt").write_text("needle\n")
     with connect(sshd, tmp_path, use_ripgrep=False) as backend:
         grep = next(t for t in FileToolkit(backend).get_tools() if t.name == "grep")

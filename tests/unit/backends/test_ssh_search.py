@@ -1,4 +1,4 @@
-"""The program shipped to an SSH host's Python (backends.ssh_search), run locally.
+"""The program shipped to an SSH host's Python (backends.ssh.search), run locally.
 
 A fresh interpreter started as the backend starts the host's, with the same loader
 and input, must give what `search.host.main` gives in this process.
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from langchain_fstools.backends import ssh_search
+from langchain_fstools.backends.ssh import search as ssh_search
 from langchain_fstools.search.contract import GrepRequest
 from langchain_fstools.search.host import decode, grep_request, main
 

@@ -135,6 +135,11 @@ BINDINGS: dict[str, tuple[str, ...]] = {
     "langchain_fstools.formats.image": ("PIL",),
     "langchain_fstools.formats.pdf": ("pypdf", "PIL"),  # pypdf loads Pillow for images
     "langchain_fstools.backends.ssh": ("asyncssh",),
+    "langchain_fstools.backends.ssh.backend": ("asyncssh",),
+    "langchain_fstools.backends.ssh.connection": ("asyncssh",),
+    "langchain_fstools.backends.ssh.exec": ("asyncssh",),
+    "langchain_fstools.backends.ssh.files": ("asyncssh",),
+    "langchain_fstools.backends.ssh.search": ("asyncssh",),
     "langchain_fstools.backends.state": _LANGGRAPH,
     "langchain_fstools.backends.store": _LANGGRAPH,
     "langchain_fstools.backends.store_postgres": _LANGGRAPH,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from langchain_fstools import FileToolkit, LocalBackend
-from langchain_fstools.backends.ssh_search import HostPython
+from langchain_fstools.backends.ssh.search import HostPython
 from langchain_fstools.errors import OutsideRoot
 from langchain_fstools.search import regex as search_regex
 from langchain_fstools.search.contract import GrepRequest, InvalidPattern, NativeSearch

@@ -1,0 +1,210 @@
+"""The SSH backend's commands: exec channels, one process group per command.
+
+Each command runs in its own session started by a small POSIX shell wrapper, which
+first prints the group's id, so a timeout can kill the whole group over a second
+channel (see `SSHBackend`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shlex
+import signal
+from typing import TYPE_CHECKING
+
+import asyncssh
+
+from langchain_fstools.backends.ssh.connection import _LOST, _Connection
+from langchain_fstools.core.results import ExecutionResult
+from langchain_fstools.errors import SSHConnectionFailed
+from langchain_fstools.shell.output import OutputBuffer, reporter_if_listening
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from langchain_fstools.shell.environment import CommandEnv
+
+_COMMAND_CHANNELS = 6
+"""Commands run at once per connection; the rest wait. OpenSSH allows 10 channels
+(`MaxSessions`), one is the SFTP session, and timeouts need room for `kill`."""
+
+_DRAIN_SECONDS = 1.0
+"""How long output is still collected after a timed-out command was killed."""
+
+
+# The command runs in a new session (so its own process group, id = its pid) started
+# in the background of a small POSIX shell script; its first output line is that id,
+# read off by the client so a timeout can kill the whole group from a second channel.
+_INNER = 'printf "%s\\n" "$$"; exec sh -c "$1"'
+# `wait`'s stderr is dropped so no shell reports the killed job in the output.
+_WRAPPER = (
+    'cd -- {cwd} || exit 1\nsetsid sh -c {inner} fstools {command} &\nwait "$!" 2>/dev/null\n'
+)
+# A command given input: a background job's stdin is /dev/null, so the channel's is
+# handed over on descriptor 3.
+_WRAPPER_WITH_INPUT = _WRAPPER.replace("&\n", "<&3 3<&- &\n").replace("\n", "\nexec 3<&0\n", 1)
+
+
+class _Commands(_Connection):
+    """Commands on the server, at most `_COMMAND_CHANNELS` at once per connection."""
+
+    _env: CommandEnv
+    _command_slots: asyncio.Semaphore | None
+
+    async def _execute(self, command: str, seconds: float, output_limit: int) -> ExecutionResult:
+        buffer = OutputBuffer(output_limit)
+        reporter = reporter_if_listening()
+        output = buffer.add
+        if reporter is not None:
+
+            def output(data: bytes, *, stderr: bool = False) -> None:
+                buffer.add(data, stderr=stderr)
+                reporter.add(data, stderr=stderr)
+
+        await self._session()
+        try:
+            code, timed_out = await self._run(
+                command, self._root, seconds, output, environment=self._env
+            )
+        finally:
+            if reporter is not None:
+                reporter.flush()
+        return ExecutionResult(buffer.text(), code, timed_out, buffer.dropped_bytes)
+
+    async def _run(
+        self,
+        command: str,
+        cwd: str,
+        seconds: float,
+        output: Callable[..., None],
+        *,
+        environment: CommandEnv | None = None,
+        stdin: bytes | None = None,
+    ) -> tuple[int | None, bool]:
+        """Run `command` in `cwd` in its own process group; kill the group after `seconds`.
+
+        Args:
+            command: A POSIX shell command line.
+            cwd: Remote working directory.
+            seconds: Time allowed before the group is killed.
+            output: Called as `output(data, stderr=...)` with each chunk, in order.
+            environment: The command's environment. Default: the session's.
+            stdin: The command's input. Default: none (`/dev/null`).
+
+        Returns:
+            The exit status (128 + signal if killed by one; None on timeout) and
+            whether the time ran out.
+        """
+        if self._command_slots is None:
+            self._command_slots = asyncio.Semaphore(_COMMAND_CHANNELS)
+        async with self._command_slots:
+            return await self._run_now(command, cwd, seconds, output, environment, stdin)
+
+    async def _run_now(  # noqa: PLR0917 - `_run`'s arguments
+        self,
+        command: str,
+        cwd: str,
+        seconds: float,
+        output: Callable[..., None],
+        environment: CommandEnv | None,
+        stdin: bytes | None,
+    ) -> tuple[int | None, bool]:
+        await self._session()
+        connection = self._connection
+        if connection is None:
+            raise SSHConnectionFailed(self._host, "the connection was lost")
+        wrapper = (_WRAPPER if stdin is None else _WRAPPER_WITH_INPUT).format(
+            cwd=shlex.quote(cwd), inner=shlex.quote(_INNER), command=shlex.quote(command)
+        )
+        prefix = environment.shell_prefix() if environment is not None else ""
+        script = f"exec {prefix}sh -c {shlex.quote(wrapper)}"  # POSIX sh, any login shell
+        try:
+            process = await connection.create_process(script, encoding=None)
+        except asyncssh.ChannelOpenError:  # e.g. the server's MaxSessions: keep the connection
+            raise SSHConnectionFailed(self._host, "the server refused a new channel") from None
+        if stdin:
+            process.stdin.write(stdin)
+        process.stdin.write_eof()
+        group = _GroupId()
+        collecting = asyncio.ensure_future(_collect(process, group, output))
+        finished = False
+        try:
+            await asyncio.wait_for(asyncio.shield(collecting), max(seconds, 0.0))
+            finished = True
+        except TimeoutError:
+            pass
+        finally:
+            if not finished:  # the deadline, or the caller gave up: end the whole group
+                await self._kill(connection, group.value)
+                with contextlib.suppress(TimeoutError, *_LOST):
+                    await asyncio.wait_for(asyncio.shield(collecting), _DRAIN_SECONDS)
+                collecting.cancel()
+                process.close()
+        return (_exit_code(process), False) if finished else (None, True)
+
+    @staticmethod
+    async def _kill(connection: asyncssh.SSHClientConnection, group: int | None) -> None:
+        if group is None:
+            return
+        with contextlib.suppress(asyncssh.Error, OSError):
+            await connection.run(f"kill -KILL -- -{group}", check=False)
+
+
+class _GroupId:
+    """Reads the process-group id line off the front of a command's stdout."""
+
+    def __init__(self) -> None:
+        self.value: int | None = None
+        self.pending = b""
+        self._done = False
+
+    def take(self, chunk: bytes) -> bytes:
+        """Consume the id from `chunk` while it is still arriving; return the rest."""
+        if self._done:
+            return chunk
+        self.pending += chunk
+        line, newline, rest = self.pending.partition(b"\n")
+        if not newline:
+            return b""
+        self._done = True
+        self.pending = b""
+        if line.isdigit():
+            self.value = int(line)
+            return rest
+        return line + newline + rest
+
+    def flush(self) -> bytes:
+        """Output that ended before a whole first line arrived."""
+        pending, self.pending, self._done = self.pending, b"", True
+        return pending
+
+
+async def _collect(
+    process: asyncssh.SSHClientProcess[bytes], group: _GroupId, output: Callable[..., None]
+) -> None:
+    """Hand a command's stdout (without the group id line) and stderr to `output`."""
+
+    async def pump_stdout() -> None:
+        while chunk := await process.stdout.read(1 << 16):
+            if rest := group.take(chunk):
+                output(rest, stderr=False)
+        if group.pending:
+            output(group.flush(), stderr=False)
+
+    async def pump_stderr() -> None:
+        while chunk := await process.stderr.read(1 << 16):
+            output(chunk, stderr=True)
+
+    await asyncio.gather(pump_stdout(), pump_stderr())
+    await process.wait_closed()
+
+
+def _exit_code(process: asyncssh.SSHClientProcess[bytes]) -> int | None:
+    if process.exit_status is not None and process.exit_status >= 0:
+        return process.exit_status
+    if process.exit_signal:
+        name = process.exit_signal[0]
+        with contextlib.suppress(KeyError):
+            return 128 + signal.Signals[f"SIG{name}"].value
+    return None
