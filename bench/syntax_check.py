@@ -13,9 +13,10 @@ Reported per language: the median edit time in each mode, the median of the pair
 differences (edit n with the check minus edit n without: what the check adds; pairing
 cancels most of the noise of the disk's fsync), and PASS/FAIL against the 5 ms target. The first edit of a file is shown
 apart ("first edit"): the check keeps the parse tree of each text it checks and parses
-the next version incrementally from it, so the first change of a file costs a full
-parse and later ones reuse the tree. The first-edit figure is the median over
-`--cold` fresh toolkits.
+the next version incrementally from it; `read_file` parses a file it reads in the
+background, during the model's turn (`MODEL_TURN` here), so the first change reparses
+incrementally too. The first-edit figure is the median over `--cold` fresh toolkits,
+each reading the file and then editing it; both figures must meet the target.
 
 A benchmark, not a test: it exits non-zero only when an edit fails or the check
 reports an error in the (valid) edited code.
@@ -38,6 +39,8 @@ from langchain_fstools.formats import syntax
 from langchain_fstools.tools import _mutation
 
 TARGET_MS = 5.0
+MODEL_TURN = 0.2
+"""Seconds between the read and the first edit: a model turn, which takes longer."""
 SEED = 18
 CHECK_MS: list[float] = []
 """Time spent in the check itself, per edit with the check on."""
@@ -163,14 +166,17 @@ def measure(name: str, path: str, text: str, *, marker: str, edits: int, cold: i
             for mode in ("report", "off") if n % 2 else ("off", "report"):
                 root = Path(tmp) / f"cold-{mode}-{n}"
                 root.mkdir()
-                firsts[mode].append(Editor(root, path, text, mode).edit(old, new))
+                editor = Editor(root, path, text, mode)  # reads the file, as edits require
+                time.sleep(MODEL_TURN)  # the model's turn between the read and the edit
+                firsts[mode].append(editor.edit(old, new))
     report = statistics.median(timings["report"])
     off = statistics.median(timings["off"])
     added = statistics.median(a - b for a, b in zip(timings["report"], timings["off"], strict=True))
     first_added = statistics.median(
         a - b for a, b in zip(firsts["report"], firsts["off"], strict=True)
     )
-    verdict = "PASS" if added <= TARGET_MS else "FAIL"
+    passed = added <= TARGET_MS and first_added <= TARGET_MS
+    verdict = "PASS" if passed else "FAIL"
     size = len(text.encode())
     print(
         f"{name:<11} {text.count(chr(10)):>5} lines {size / 1024:>5.1f} KiB   "
@@ -178,7 +184,7 @@ def measure(name: str, path: str, text: str, *, marker: str, edits: int, cold: i
         f"(check itself {check:4.2f} ms)   "
         f"first edit added {first_added:5.2f} ms   {verdict} (target {TARGET_MS:g} ms)"
     )
-    return added <= TARGET_MS
+    return passed
 
 
 def main() -> None:

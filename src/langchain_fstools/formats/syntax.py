@@ -302,6 +302,21 @@ def introduced_errors(
     return introduced
 
 
+def remember(text: str | bytes, language: str, trees: TreeCache) -> None:
+    """Parse `text` and keep its tree, so the first change of it reparses incrementally.
+
+    Does nothing for an unknown language, without the grammars, above `MAX_CHECK_BYTES`,
+    or when the tree is kept already. py-tree-sitter releases the GIL while it parses,
+    so this can run in a background thread.
+    """
+    if language not in LANGUAGES or not available():
+        return
+    source = _utf8(text)
+    if len(source) > MAX_CHECK_BYTES or trees.get(language, source) is not None:
+        return
+    trees.put(language, source, Parser(_language(language)).parse(source))
+
+
 @functools.cache
 def _language(name: str) -> Language:
     from tree_sitter_language_pack import get_language  # noqa: PLC0415 - optional extra
@@ -394,4 +409,5 @@ __all__ = [
     "introduced_errors",
     "kernel_language",
     "language_for",
+    "remember",
 ]

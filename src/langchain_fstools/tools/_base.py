@@ -11,8 +11,10 @@ carrying the `ToolMessage`.
 from __future__ import annotations
 
 import copy
+import threading
 from abc import abstractmethod
 from collections.abc import Callable  # noqa: TC003 - pydantic resolves field types at runtime
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
@@ -244,12 +246,21 @@ class ToolContext:
         self.tracker = ReadTracker()
         self.line_indexes = LineIndexCache()
         self.syntax_trees = syntax.TreeCache()
-        """Parse trees of recently changed files, for incremental syntax checks."""
+        """Parse trees of recently read or changed files, for incremental syntax checks."""
+        self._background: ThreadPoolExecutor | None = None
+        self._background_lock = threading.Lock()
         self.deferred_updates: dict[str, dict[str, Any]] = {}
         """Tool call ids whose wrapper (`FilesystemMiddleware`) sends the state update
         with the message: the tool leaves its update here under the id and returns a
         plain message, since LangGraph deep-copies every `Command` a tool returns, but
         not one a middleware returns. Other calls return their own `Command`."""
+
+    def in_background(self, work: Callable[[], None]) -> None:
+        """Run `work` on the toolkit's one background thread (started on first use)."""
+        with self._background_lock:
+            if self._background is None:
+                self._background = ThreadPoolExecutor(1, thread_name_prefix="fstools")
+        self._background.submit(work)
 
 
 @dataclass

@@ -168,6 +168,33 @@ def syntax_report(
     return syntax.SyntaxReport(path, language, tuple(problems), cell) if problems else None
 
 
+def prepare_syntax(scope: CallScope, info: FileInfo, head: bytes) -> None:
+    """After a read, parse the file in the background for its first change's check.
+
+    The check of a change compares the old text's parse with the new one's, and reparses
+    incrementally from a kept tree; without one, the first change of a file pays a full
+    parse. The model's turn between the read and the change hides this one.
+    """
+    if (
+        scope.context.settings.syntax_check == "off"
+        or info.size > syntax.MAX_CHECK_BYTES
+        or not syntax.available()
+        or syntax.language_for(info.path, head) is None
+    ):
+        return
+
+    def parse() -> None:
+        try:
+            loaded = calls.run(load_text(scope, info), scope.backend)
+        except Exception:  # noqa: BLE001 - a warm-up only: the check parses anyway
+            return
+        language = syntax.language_for(info.path, loaded.text)
+        if language is not None:
+            syntax.remember(loaded.text, language, scope.context.syntax_trees)
+
+    scope.context.in_background(parse)
+
+
 def enforce_syntax(
     scope: CallScope, reports: Iterable[syntax.SyntaxReport | None]
 ) -> tuple[syntax.SyntaxReport, ...]:
@@ -208,6 +235,7 @@ __all__ = [
     "changed",
     "enforce_syntax",
     "load_text",
+    "prepare_syntax",
     "require_read",
     "syntax_report",
     "write_text",

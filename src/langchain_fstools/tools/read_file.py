@@ -16,6 +16,7 @@ from langchain_fstools.formats.kinds import ContentKind
 from langchain_fstools.formats.text import ARROW, NoSuchRow, Reader, Window, read_window, row_label
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._media import read_image, read_notebook, read_pdf
+from langchain_fstools.tools._mutation import prepare_syntax
 from langchain_fstools.tools.targets import Target
 from langchain_fstools.tools.tracking import after_read
 
@@ -186,6 +187,7 @@ def _read_text(  # noqa: PLR0917 - one read's facts
         "stopped_by": window.stopped_by,
         "version": info.version,
     }
+    prepare_syntax(scope, info, head)
     return ToolOutcome(_render(path, window, offset, limit), artifact)
 
 

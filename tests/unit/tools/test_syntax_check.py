@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -326,3 +327,41 @@ def test_with_the_grammars_or_the_check_off_the_prompt_has_no_note(
         FilesystemMiddleware(backend=LocalBackend(tmp_path), system_prompt=None).system_prompt
         is None
     )
+
+
+def _kept(toolkit: FileToolkit, language: str, text: str) -> bool:
+    """Whether the toolkit's tree cache holds `text`'s parse, waiting up to 10 s for it."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if toolkit.context.syntax_trees.get(language, text.encode()) is not None:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.parametrize(
+    ("name", "language"), [("/app.py", "python"), ("/tool", "bash"), ("/notes.txt", None)]
+)
+def test_a_read_parses_the_file_in_the_background_for_its_first_edit(
+    tmp_path: Path, name: str, language: str | None
+) -> None:
+    text = "#!/bin/bash\necho hi\n" if name == "/tool" else "x = 1\ny = 2\n"
+    (tmp_path / name.lstrip("/")).write_text(text)
+    toolkit = FileToolkit(LocalBackend(tmp_path))
+    tools = {tool.name: tool for tool in toolkit.get_tools()}
+    read = tools["read_file"].invoke({"file_path": name})
+    assert "x = 1" in read or "echo hi" in read
+    if language is None:
+        time.sleep(0.2)
+        assert toolkit.context.syntax_trees.get("python", text.encode()) is None
+        return
+    assert _kept(toolkit, language, text)
+
+
+def test_with_the_check_off_a_read_parses_nothing(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("x = 1\n")
+    toolkit = FileToolkit(LocalBackend(tmp_path), syntax_check="off")
+    (read,) = [tool for tool in toolkit.get_tools() if tool.name == "read_file"]
+    read.invoke({"file_path": "/app.py"})
+    time.sleep(0.2)
+    assert toolkit.context.syntax_trees.get("python", b"x = 1\n") is None
