@@ -45,9 +45,10 @@ Permissions, approvals and file history (opt-in; asking needs a checkpointer):
 
 from __future__ import annotations
 
-from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from langchain_fstools.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.composite import CompositeBackend
@@ -81,19 +82,7 @@ _PUBLIC: dict[str, str] = {
 """Each public name and the module defining it, imported on first use (PEP 562)."""
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module on first access, so a lower layer loads alone."""
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's attributes and the lazily imported public names."""
-    return sorted({*globals(), *_PUBLIC})
+__getattr__, __dir__ = lazy_names(__name__, _PUBLIC)
 
 
 try:

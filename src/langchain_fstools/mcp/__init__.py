@@ -24,8 +24,9 @@ Names are imported on first use, so the command line parser loads without the SD
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from langchain_fstools.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from langchain_fstools.mcp.server import create_server
@@ -39,12 +40,6 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its module on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
-
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)
 
 __all__ = ["create_server", "http_app", "run_http", "run_stdio"]
