@@ -114,6 +114,11 @@ def _is_record(value: object) -> bool:
     return isinstance(content, str) and isinstance(value.get("modified_at", 0.0), float | int)
 
 
+def _checked(path: str, record: object) -> FileRecord:
+    """`record` if this backend reads it as is, else made readable (or refused)."""
+    return record if _is_record(record) else _as_record(path, record, 0.0)  # type: ignore[return-value]  # checked
+
+
 def _as_record(path: str, value: object, now: float) -> FileRecord:
     """A readable record from a seed: text, bytes, or a deepagents-style record."""
     if isinstance(value, str):
@@ -363,9 +368,9 @@ class _StateView(Backend):
     def __init__(
         self, files: Mapping[str, FileRecord], *, refusal: NotInGraph | None = None
     ) -> None:
-        if not all(_is_record(record) for record in files.values()):
-            files = {path: _as_record(path, r, 0.0) for path, r in files.items()}
         self._base = files
+        """The state's records as given: each is checked when it is used (`_checked`), so
+        a call pays for the records it touches, not for every file in state."""
         self._refusal = refusal
         """Why this view refuses writes (an unbound optional backend), or None."""
         self._pending: dict[str, FileRecord | None] = {}
@@ -388,12 +393,16 @@ class _StateView(Backend):
     def _record(self, path: str) -> FileRecord | None:
         if path in self._pending:
             return self._pending[path]
-        return self._base.get(path)
+        record = self._base.get(path)
+        return None if record is None else _checked(path, record)
 
     def _records(self) -> Mapping[str, FileRecord]:
+        base = self._base
+        if not all(_is_record(record) for record in base.values()):
+            base = {path: _checked(path, record) for path, record in base.items()}
         if not self._pending:
-            return self._base
-        merged = {p: r for p, r in self._base.items() if p not in self._pending}
+            return base
+        merged = {p: r for p, r in base.items() if p not in self._pending}
         merged.update((p, r) for p, r in self._pending.items() if r is not None)
         return merged
 

@@ -104,11 +104,11 @@ _MAX_SHOWN = 1024
 """Most pending approvals remembered in process (oldest forgotten first)."""
 
 
-class FilesystemMiddlewareState(FilesystemState, ApprovalState):
+class FilesystemApprovalState(FilesystemState, ApprovalState):
     """`FilesystemState` plus the approval gate's private channel."""
 
 
-class FilesystemMiddlewareHistoryState(FilesystemHistoryState, ApprovalState):
+class FilesystemHistoryApprovalState(FilesystemHistoryState, ApprovalState):
     """`FilesystemHistoryState` plus the approval gate's private channel (`history=True`)."""
 
 
@@ -121,6 +121,15 @@ in its general-purpose subagent (see the README's deepagents recipe). To keep bo
 one `create_agent` agent, give this one another name (`name="FsToolsMiddleware"`); their
 tool names must not overlap then (pick a `tools` subset).
 """
+
+
+_SCHEMAS: dict[tuple[bool, bool], type[FilesystemState]] = {
+    (False, False): FilesystemState,
+    (True, False): FilesystemHistoryState,
+    (False, True): FilesystemApprovalState,
+    (True, True): FilesystemHistoryApprovalState,
+}
+"""The state schema by (history on, permission gate on): each channel only when used."""
 
 
 class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
@@ -190,7 +199,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         ```
     """
 
-    state_schema = FilesystemMiddlewareState
+    state_schema = FilesystemState
 
     def __init__(
         self,
@@ -235,8 +244,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             policy = Policy(permissions, mode=mode or "default", protected=protected_paths)
             self.gate = PermissionGate(policy, backend)
         self.history = history
+        self.state_schema = _SCHEMAS[history, self.gate is not None]
         if history:
-            self.state_schema = FilesystemMiddlewareHistoryState
             backend = RecordingBackend(backend, max_record_bytes=history_record_bytes)
         if self.gate is not None:
             backend = GuardedBackend(backend, self.gate.guard_for)
@@ -679,7 +688,7 @@ __all__ = [
     "DEFAULT_NAME",
     "SYSTEM_PROMPT",
     "SYSTEM_PROMPT_TEMPLATE",
+    "FilesystemApprovalState",
+    "FilesystemHistoryApprovalState",
     "FilesystemMiddleware",
-    "FilesystemMiddlewareHistoryState",
-    "FilesystemMiddlewareState",
 ]

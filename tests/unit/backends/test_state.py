@@ -670,5 +670,8 @@ def test_a_malformed_record_is_refused_naming_the_state(value: Any, found: str) 
     assert raised.value == InvalidStateRecord("/n", found)
     assert "'files' channel" in str(raised.value)
     assert "StateBackend.seed" in str(raised.value)
-    with pytest.raises(InvalidStateRecord):  # also when it got into the state another way
-        bind({"/n": value})
+    view = bind({"/n": value, "/ok.md": record("fine\n")})  # in the state another way
+    assert view.read_bytes("/ok.md") == b"fine\n"  # checked when used, not all at bind
+    for use in (lambda: view.read_bytes("/n"), lambda: view.list_dir("/")):
+        with pytest.raises(InvalidStateRecord):
+            use()
