@@ -165,7 +165,7 @@ def host_paths(h: Harness, scratch: Path) -> list[str]:
     return [str(h.root), str(scratch), str(Path.home()), sys.prefix, tempfile.gettempdir() + "/"]
 
 
-@pytest.mark.parametrize("kind", ["local", "state", "store"])
+@pytest.mark.parametrize("kind", ["local", "state", "store", "composite"])
 def test_issue_16_fuzz_every_tool(kind: str) -> None:
     @settings(
         derandomize=True,
