@@ -45,12 +45,12 @@ Permissions, approvals and file history (opt-in; asking needs a checkpointer):
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from langchain_fstools.core.lazy import lazy_names
 
 if TYPE_CHECKING:
+    from langchain_fstools._version import __version__ as __version__
     from langchain_fstools.backends.composite import CompositeBackend
     from langchain_fstools.backends.local import LocalBackend
     from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
@@ -78,18 +78,13 @@ _PUBLIC: dict[str, str] = {
     "StateBackend": "langchain_fstools.backends.state",
     "StoreBackend": "langchain_fstools.backends.store",
     "ToolSettings": "langchain_fstools.tools._base",
+    "__version__": "langchain_fstools._version",
 }
 """Each public name and the module defining it, imported on first use (PEP 562)."""
 
 
 __getattr__, __dir__ = lazy_names(__name__, _PUBLIC)
 
-
-try:
-    __version__ = version("langchain-fstools")
-    """The installed distribution's version (PEP 440)."""
-except PackageNotFoundError:  # imported from a source tree that was never installed
-    __version__ = "0+unknown"
 
 __all__ = [
     "Backend",

@@ -15,7 +15,6 @@ twins. An exception raised by the backend is thrown back into the generator at t
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import queue
 import threading
@@ -142,6 +141,8 @@ def before(deadline: float, effect: Effect[T]) -> Effect[T]:
 
 
 async def _awaited_before(pending: Any, deadline: float) -> Any:
+    import asyncio  # noqa: PLC0415 - only here: the engine shipped to SSH hosts loads without it
+
     try:
         return await asyncio.wait_for(pending, max(0.0, deadline - time.monotonic()))
     except TimeoutError:

@@ -27,7 +27,7 @@ import stat as stat_module
 import sys
 import time
 from dataclasses import dataclass, field, fields, replace
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from langchain_fstools import errors
 from langchain_fstools.core import calls
@@ -71,6 +71,9 @@ class HostFiles:
     """
 
     root: str
+    calls_may_block: ClassVar[bool] = False
+    """No worker thread per call for the search deadline: the caller keeps it, by
+    stopping this process (see `STOP_AHEAD`), so each call runs directly."""
     _known: dict[str, str] = field(default_factory=dict)
     """Real paths of the entries listed so far that are no links."""
     _regular: dict[str, str] = field(default_factory=dict)
