@@ -327,32 +327,39 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         Each ask carries the tool's dry run (the exact diff, or the error the call would
         return); approvals are kept in state for the tool calls, rejections answered.
         """
-        if self.gate is None or self._turn(state) is None:
-            return None
-        call_runtime = _StateRuntime(state, _config(), getattr(runtime, "store", None))
-        backend = self.storage.bind(call_runtime)
-        return calls.run(self._reviewing(state, backend, call_runtime), backend)
+        review = self._review(state, runtime)
+        return None if review is None else calls.run(*review)
 
     async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async `after_model`."""
-        if self.gate is None or self._turn(state) is None:
-            return None
-        call_runtime = _StateRuntime(state, _config(), getattr(runtime, "store", None))
-        backend = self.storage.bind(call_runtime)
-        return await calls.arun(self._reviewing(state, backend, call_runtime), backend)
+        review = self._review(state, runtime)
+        return None if review is None else await calls.arun(*review)
 
-    def _reviewing(
-        self, state: Any, backend: Backend, call_runtime: Any
-    ) -> Effect[dict[str, Any] | None]:
-        """The turn's asks, each with its dry run, put to a person in one interrupt."""
+    def _review(
+        self, state: Any, runtime: Runtime[Any]
+    ) -> tuple[Effect[dict[str, Any] | None], Backend] | None:
+        """The turn's review and the backend it runs on, or None with nothing to review."""
         turn = self._turn(state)
         if self.gate is None or turn is None:
             return None
+        call_runtime = _StateRuntime(state, _config(), getattr(runtime, "store", None))
+        backend = self.storage.bind(call_runtime)
+        return self._reviewing(state, turn, self.gate, backend, call_runtime), backend
+
+    def _reviewing(
+        self,
+        state: Any,
+        turn: AIMessage,
+        gate: PermissionGate,
+        backend: Backend,
+        call_runtime: Any,
+    ) -> Effect[dict[str, Any] | None]:
+        """The turn's asks, each with its dry run, put to a person in one interrupt."""
         asks = []
         for call in turn.tool_calls:
             if self._parallel_refusal(call, state) is not None:
                 continue
-            found = yield from self.gate.assessing(call)
+            found = yield from gate.assessing(call)
             if found is not None and found.verdict.action == "ask":
                 preview = yield from _previewing(found, backend, call_runtime)
                 asks.append((call, found, preview))
