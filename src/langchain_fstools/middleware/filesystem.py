@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
@@ -201,6 +201,18 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
 
     state_schema = FilesystemState
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:  # noqa: ARG004
+        """An instance whose class has the after-model review only when it can ask.
+
+        `create_agent` adds a graph node (a superstep and a checkpoint per model turn)
+        for every middleware class that overrides `after_model`, so the hook exists only
+        with a permission gate (`mode` or `permissions` given).
+        """
+        gated = kwargs.get("mode") is not None or bool(kwargs.get("permissions"))
+        if not gated or issubclass(cls, _ReviewingFilesystemMiddleware):
+            return super().__new__(cls)
+        return cast("Self", super().__new__(_reviewing_class(cls)))
+
     def __init__(
         self,
         *,
@@ -319,21 +331,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         )
         return request.override(system_message=SystemMessage(content=blocks))  # type: ignore[arg-type]
 
-    # ----- after the model: one interrupt for the turn's asks ---------------------------
-
-    def after_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Ask a person about every call of the turn that needs it, in one interrupt.
-
-        Each ask carries the tool's dry run (the exact diff, or the error the call would
-        return); approvals are kept in state for the tool calls, rejections answered.
-        """
-        review = self._review(state, runtime)
-        return None if review is None else calls.run(*review)
-
-    async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Async `after_model`."""
-        review = self._review(state, runtime)
-        return None if review is None else await calls.arun(*review)
+    # ----- after the model (with a gate): one interrupt for the turn's asks -------------
 
     def _review(
         self, state: Any, runtime: Runtime[Any]
@@ -623,6 +621,39 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             except FsToolsError:
                 continue
         return frozenset(found)
+
+
+class _ReviewingFilesystemMiddleware(FilesystemMiddleware):
+    """`FilesystemMiddleware` with a permission gate: it reviews each model turn."""
+
+    def after_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Ask a person about every call of the turn that needs it, in one interrupt.
+
+        Each ask carries the tool's dry run (the exact diff, or the error the call would
+        return); approvals are kept in state for the tool calls, rejections answered.
+        """
+        review = self._review(state, runtime)
+        return None if review is None else calls.run(*review)
+
+    async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Async `after_model`."""
+        review = self._review(state, runtime)
+        return None if review is None else await calls.arun(*review)
+
+
+_REVIEWING_CLASSES: dict[type[FilesystemMiddleware], type[FilesystemMiddleware]] = {}
+
+
+def _reviewing_class(cls: type[FilesystemMiddleware]) -> type[FilesystemMiddleware]:
+    """`cls` (a subclass of `FilesystemMiddleware`) with the after-model review."""
+    if cls is FilesystemMiddleware:
+        return _ReviewingFilesystemMiddleware
+    if cls not in _REVIEWING_CLASSES:
+        namespace = {"__module__": cls.__module__, "__qualname__": cls.__qualname__}
+        _REVIEWING_CLASSES[cls] = type(
+            cls.__name__, (cls, _ReviewingFilesystemMiddleware), namespace
+        )
+    return _REVIEWING_CLASSES[cls]
 
 
 class _StateRuntime:
