@@ -306,8 +306,9 @@ def remember(text: str | bytes, language: str, trees: TreeCache) -> None:
     """Parse `text` and keep its tree, so the first change of it reparses incrementally.
 
     Does nothing for an unknown language, without the grammars, above `MAX_CHECK_BYTES`,
-    or when the tree is kept already. py-tree-sitter releases the GIL while it parses,
-    so this can run in a background thread.
+    or when the tree is kept already. Meant for a background thread while the agent
+    waits for its model: py-tree-sitter 0.26 holds the GIL while it parses (measured),
+    so a parse runs beside I/O, not beside other Python work.
     """
     if language not in LANGUAGES or not available():
         return

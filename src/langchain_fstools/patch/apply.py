@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import operator
 import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -342,7 +343,7 @@ def apply_chunks(path: str, text: str, chunks: Sequence[Chunk]) -> str:
     for index in range(len(ends) - 1):
         if not ends[index]:
             ends[index] = eol
-    return "".join(line + end for line, end in zip(lines, ends, strict=True))
+    return "".join(map(operator.add, lines, ends))
 
 
 def _replacement(
@@ -363,25 +364,22 @@ def _replacement(
 
 def _split(text: str) -> tuple[list[str], list[str]]:
     """Lines without terminators, and each line's terminator (`\\n`, `\\r\\n` or "")."""
-    parts = text.split("\n")
-    lines: list[str] = []
-    ends: list[str] = []
-    for part in parts[:-1]:
-        if part.endswith("\r"):
-            lines.append(part[:-1])
-            ends.append("\r\n")
-        else:
-            lines.append(part)
-            ends.append("\n")
-    if parts[-1]:
-        lines.append(parts[-1])
+    lines = text.split("\n")
+    last = lines.pop()
+    if "\r" in text:
+        ends = ["\r\n" if line.endswith("\r") else "\n" for line in lines]
+        lines = [line.removesuffix("\r") for line in lines]
+    else:
+        ends = ["\n"] * len(lines)
+    if last:
+        lines.append(last)
         ends.append("")
     return lines, ends
 
 
-def _dominant_eol(ends: Sequence[str]) -> str:
-    crlf = sum(1 for end in ends if end == "\r\n")
-    return "\r\n" if crlf * 2 > sum(1 for end in ends if end) else "\n"
+def _dominant_eol(ends: list[str]) -> str:
+    crlf = ends.count("\r\n")
+    return "\r\n" if crlf * 2 > len(ends) - ends.count("") else "\n"
 
 
 def _not_found(

@@ -127,7 +127,7 @@ def write_text(
     limit = scope.context.settings.max_edit_bytes
     if len(data) > limit:
         raise errors.FileTooLarge(path, len(data), limit)
-    reports = enforce_syntax(scope, [syntax_report(scope, path, old_text, new_text)])
+    reports = syntax_reports(scope, [(path, old_text, new_text)])
     info = yield from calls.write_bytes(path, data, expected_version=expected_version)
     lines = count_lines(new_text)
     scope.reads.put(path, after_write(version=info.version, total_lines=lines))
@@ -166,6 +166,21 @@ def syntax_report(
         old_text, new_text, language, trees=scope.context.syntax_trees
     )
     return syntax.SyntaxReport(path, language, tuple(problems), cell) if problems else None
+
+
+def syntax_reports(
+    scope: CallScope, changes: Sequence[tuple[str, str | None, str]]
+) -> tuple[syntax.SyntaxReport, ...]:
+    """The syntax errors a change of one or more files introduces; refused under `"refuse"`.
+
+    Args:
+        scope: The call's scope.
+        changes: `(path, old text or None for a new file, new text)` per file.
+
+    Raises:
+        SyntaxBroken: some file has errors and `syntax_check` is `"refuse"`.
+    """
+    return enforce_syntax(scope, [syntax_report(scope, *change) for change in changes])
 
 
 def prepare_syntax(scope: CallScope, info: FileInfo, head: bytes) -> None:
@@ -238,5 +253,6 @@ __all__ = [
     "prepare_syntax",
     "require_read",
     "syntax_report",
+    "syntax_reports",
     "write_text",
 ]

@@ -15,7 +15,7 @@ from langchain_fstools.patch.apply import summary as patch_summary
 from langchain_fstools.patch.parser import parse_patch
 from langchain_fstools.patch.targets import patch_paths, patch_text
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools._mutation import changed, enforce_syntax, syntax_report
+from langchain_fstools.tools._mutation import changed, syntax_reports
 from langchain_fstools.tools.targets import Target
 from langchain_fstools.tools.tracking import after_write
 
@@ -116,10 +116,10 @@ def run_patch(scope: CallScope, text: str, workdir: str = paths.ROOT) -> Effect[
         max_bytes=scope.context.settings.max_edit_bytes,
         check=check,
     )
-    reports = enforce_syntax(
+    reports = syntax_reports(
         scope,
         [
-            syntax_report(scope, change.final_path, change.old_text, change.new_text)
+            (change.final_path, change.old_text, change.new_text)
             for change in changes
             if change.kind != "delete"
         ],
