@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.store import StoreBackend
     from langchain_fstools.middleware.filesystem import FilesystemMiddleware
     from langchain_fstools.middleware.policy import Permission, Policy
-    from langchain_fstools.middleware.state import FilesystemState
+    from langchain_fstools.middleware.state import FilesystemAgentState, FilesystemState
     from langchain_fstools.tools._base import ToolSettings
     from langchain_fstools.tools.toolkit import FileToolkit
 
@@ -69,6 +69,7 @@ _PUBLIC: dict[str, str] = {
     "EntryKind": "langchain_fstools.backends.protocol",
     "FileInfo": "langchain_fstools.backends.protocol",
     "FileToolkit": "langchain_fstools.tools.toolkit",
+    "FilesystemAgentState": "langchain_fstools.middleware.state",
     "FilesystemMiddleware": "langchain_fstools.middleware.filesystem",
     "FilesystemState": "langchain_fstools.middleware.state",
     "LocalBackend": "langchain_fstools.backends.local",
@@ -92,6 +93,7 @@ __all__ = [
     "EntryKind",
     "FileInfo",
     "FileToolkit",
+    "FilesystemAgentState",
     "FilesystemMiddleware",
     "FilesystemState",
     "LocalBackend",
