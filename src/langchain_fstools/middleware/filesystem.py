@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
@@ -201,6 +201,18 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
 
     state_schema = FilesystemState
 
+    def __new__(cls, *_: Any, **settings: Any) -> Self:
+        """An instance whose class has the `after_model` review only when a gate asks.
+
+        `create_agent` adds a graph step after every model turn for a middleware whose
+        class defines `after_model`; without permissions that step would do nothing but
+        cost a checkpoint, so only a gated middleware is a `_Reviewing` one.
+        """
+        kind: type[FilesystemMiddleware] = cls
+        if _gated(settings.get("mode"), settings.get("permissions", ())):
+            kind = _reviewing(kind)
+        return cast("Self", super().__new__(kind))
+
     def __init__(
         self,
         *,
@@ -240,7 +252,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             else _with_backend(eviction if eviction is not True else LargeResultEviction(), backend)
         )
         self.gate: PermissionGate | None = None
-        if mode is not None or permissions:
+        if _gated(mode, permissions):
             policy = Policy(permissions, mode=mode or "default", protected=protected_paths)
             self.gate = PermissionGate(policy, backend)
         self.history = history
@@ -319,21 +331,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         )
         return request.override(system_message=SystemMessage(content=blocks))  # type: ignore[arg-type]
 
-    # ----- after the model: one interrupt for the turn's asks ---------------------------
-
-    def after_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Ask a person about every call of the turn that needs it, in one interrupt.
-
-        Each ask carries the tool's dry run (the exact diff, or the error the call would
-        return); approvals are kept in state for the tool calls, rejections answered.
-        """
-        review = self._review(state, runtime)
-        return None if review is None else calls.run(*review)
-
-    async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Async `after_model`."""
-        review = self._review(state, runtime)
-        return None if review is None else await calls.arun(*review)
+    # ----- after the model: one interrupt for the turn's asks (`_Reviewing`) -------------
 
     def _review(
         self, state: Any, runtime: Runtime[Any]
@@ -675,6 +673,38 @@ def _with_backend(eviction: LargeResultEviction, backend: Backend) -> LargeResul
     """Point an eviction middleware at the tools' backend."""
     eviction.backend = backend
     return eviction
+
+
+class _Reviewing(FilesystemMiddleware):
+    """`FilesystemMiddleware` with a permission gate: asks after each model turn."""
+
+    def after_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Ask a person about every call of the turn that needs it, in one interrupt.
+
+        Each ask carries the tool's dry run (the exact diff, or the error the call would
+        return); approvals are kept in state for the tool calls, rejections answered.
+        """
+        review = self._review(state, runtime)
+        return None if review is None else calls.run(*review)
+
+    async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Async `after_model`."""
+        review = self._review(state, runtime)
+        return None if review is None else await calls.arun(*review)
+
+
+def _gated(mode: Mode | None, permissions: Sequence[Permission]) -> bool:
+    """Whether these settings put a permission gate on the tools."""
+    return mode is not None or bool(permissions)
+
+
+def _reviewing(cls: type[FilesystemMiddleware]) -> type[FilesystemMiddleware]:
+    """`cls` with the review hooks (`_Reviewing`), for a gated middleware."""
+    if issubclass(cls, _Reviewing):
+        return cls
+    if issubclass(_Reviewing, cls):  # FilesystemMiddleware itself
+        return _Reviewing
+    return type(cls.__name__, (cls, _Reviewing), {"__module__": cls.__module__})
 
 
 def _turn_of(state: Any, call_id: str | None) -> AIMessage | None:
