@@ -17,14 +17,15 @@ The tools alone, for your own graph or tool list:
 
     tools = FileToolkit(LocalBackend("./repo")).get_tools()
 
-Files in graph state instead (nothing touches disk; checkpointed per thread):
+Files in graph state instead (nothing touches disk; checkpointed per thread, each
+message and each change stored once):
 
-    from langchain_fstools import FilesystemState, StateBackend
+    from langchain_fstools import FilesystemAgentState, StateBackend
 
     agent = create_agent(
         model,
         tools=FileToolkit(StateBackend()).get_tools(),
-        state_schema=FilesystemState,
+        state_schema=FilesystemAgentState,
         checkpointer=InMemorySaver(),
     )
 
