@@ -17,14 +17,15 @@ The tools alone, for your own graph or tool list:
 
     tools = FileToolkit(LocalBackend("./repo")).get_tools()
 
-Files in graph state instead (nothing touches disk; checkpointed per thread):
+Files in graph state instead (nothing touches disk; checkpointed per thread, each
+message and each change stored once):
 
-    from langchain_fstools import FilesystemState, StateBackend
+    from langchain_fstools import FilesystemAgentState, StateBackend
 
     agent = create_agent(
         model,
         tools=FileToolkit(StateBackend()).get_tools(),
-        state_schema=FilesystemState,
+        state_schema=FilesystemAgentState,
         checkpointer=InMemorySaver(),
     )
 
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.store import StoreBackend
     from langchain_fstools.middleware.filesystem import FilesystemMiddleware
     from langchain_fstools.middleware.policy import Permission, Policy
-    from langchain_fstools.middleware.state import FilesystemState
+    from langchain_fstools.middleware.state import FilesystemAgentState, FilesystemState
     from langchain_fstools.tools._base import ToolSettings
     from langchain_fstools.tools.toolkit import FileToolkit
 
@@ -69,6 +70,7 @@ _PUBLIC: dict[str, str] = {
     "EntryKind": "langchain_fstools.backends.protocol",
     "FileInfo": "langchain_fstools.backends.protocol",
     "FileToolkit": "langchain_fstools.tools.toolkit",
+    "FilesystemAgentState": "langchain_fstools.middleware.state",
     "FilesystemMiddleware": "langchain_fstools.middleware.filesystem",
     "FilesystemState": "langchain_fstools.middleware.state",
     "LocalBackend": "langchain_fstools.backends.local",
@@ -92,6 +94,7 @@ __all__ = [
     "EntryKind",
     "FileInfo",
     "FileToolkit",
+    "FilesystemAgentState",
     "FilesystemMiddleware",
     "FilesystemState",
     "LocalBackend",

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, NotRequired
+from typing import Any, NotRequired, Required
 
 from langchain.agents import AgentState
 
 from langchain_fstools.backends.state import FilesChannel
 from langchain_fstools.middleware.history import HistoryChannel
+from langchain_fstools.middleware.messages import MessagesChannel
 from langchain_fstools.tools.tracking import ReadsChannel
 
 
@@ -54,4 +55,38 @@ class FilesystemHistoryState(FilesystemState):
     """Changes the file tools made, for `rewind` and `undo_edit` (see `history`)."""
 
 
-__all__ = ["FilesystemHistoryState", "FilesystemState"]
+class FilesystemAgentState(FilesystemState):
+    """`FilesystemState` with the conversation stored as deltas: the recommended schema.
+
+    `create_agent`'s default `messages` channel stores the whole conversation in every
+    checkpoint, so every tool result is stored again at every later step. Here
+    `messages` is a LangGraph `DeltaChannel` (`middleware.messages`): a checkpoint
+    stores only the messages its step wrote (and, periodically, a snapshot of the whole
+    list), and the conversation reads back the same (`add_messages`' meaning, `RemoveMessage` and
+    `REMOVE_ALL_MESSAGES` included). `files` and `file_reads` are stored the same way.
+
+    `create_agent` takes a middleware's channels first and `state_schema`'s last, so
+    this schema's `messages` replaces the default one; the middleware adds the channels
+    it uses (history, approvals). A thread checkpointed with the default channel
+    continues with this one; the other way round is not supported (checkpoints written
+    with this schema hold no full copy of the conversation for the default channel).
+
+    Example:
+        ```python
+        from langchain.agents import create_agent
+        from langchain_fstools import FilesystemAgentState, FilesystemMiddleware, StateBackend
+
+        agent = create_agent(
+            model,
+            middleware=[FilesystemMiddleware(backend=StateBackend())],
+            state_schema=FilesystemAgentState,
+            checkpointer=checkpointer,
+        )
+        ```
+    """
+
+    messages: Required[MessagesChannel]
+    """The conversation; checkpoints store each message once (plus periodic snapshots)."""
+
+
+__all__ = ["FilesystemAgentState", "FilesystemHistoryState", "FilesystemState"]

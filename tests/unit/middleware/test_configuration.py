@@ -107,31 +107,3 @@ def test_two_named_instances_fit_in_one_agent(tmp_path: Path) -> None:
     other = FilesystemMiddleware(backend=StateBackend(), tools=["glob"], name="StateFiles")
     agent = create_agent(ScriptedChatModel(turns=[]), middleware=[local, other])
     assert {"ls", "read_file", "glob"} <= set(agent.get_graph().nodes["tools"].data.tools_by_name)
-
-
-def _nodes(middleware: FilesystemMiddleware) -> set[str]:
-    agent = create_agent(ScriptedChatModel(turns=[]), middleware=[middleware])
-    return set(agent.get_graph().nodes)
-
-
-def test_the_turn_review_node_exists_only_with_a_permission_gate() -> None:
-    """Issue 19: without a gate, no after-model node (a superstep per model turn)."""
-    plain = FilesystemMiddleware(backend=StateBackend())
-    gated = FilesystemMiddleware(backend=StateBackend(), mode="accept_edits")
-    assert f"{DEFAULT_NAME}.after_model" not in _nodes(plain)
-    assert f"{DEFAULT_NAME}.after_model" in _nodes(gated)
-    assert isinstance(gated, FilesystemMiddleware)
-
-
-def test_a_subclass_with_a_gate_keeps_its_own_overrides_and_gets_the_review() -> None:
-    class Custom(FilesystemMiddleware):
-        @property
-        def name(self) -> str:
-            return "Custom"
-
-    gated = Custom(backend=StateBackend(), mode="default")
-    assert isinstance(gated, Custom)
-    assert gated.name == "Custom"
-    assert type(Custom(backend=StateBackend(), mode="plan")) is type(gated)
-    assert "Custom.after_model" in _nodes(gated)
-    assert "Custom.after_model" not in _nodes(Custom(backend=StateBackend()))

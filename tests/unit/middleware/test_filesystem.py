@@ -16,6 +16,7 @@ from langgraph.types import Command
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.demo import seed_state
+from langchain_fstools.middleware.policy import Permission
 from langchain_fstools.testing import ScriptedChatModel
 
 
@@ -195,3 +196,23 @@ def test_a_tool_under_the_middleware_returns_a_plain_message() -> None:
     assert message.content == "     1→x"
     assert list(deferred) == ["r1"]
     assert list(deferred["r1"]["file_reads"]) == ["/a.py"]
+
+
+class _Mine(FilesystemMiddleware):
+    """A user's subclass."""
+
+
+@pytest.mark.parametrize("cls", [FilesystemMiddleware, _Mine])
+def test_a_step_after_the_model_only_with_a_permission_gate(cls: type[Any]) -> None:
+    def nodes(**settings: Any) -> list[str]:
+        middleware = cls(backend=StateBackend(), **settings)
+        assert isinstance(middleware, cls)
+        agent = create_agent(ScriptedChatModel(turns=[]), middleware=[middleware])
+        return list(agent.get_graph().nodes)
+
+    assert nodes() == ["__start__", "model", "tools", "__end__"]  # no checkpoint for nothing
+    gated = ["__start__", "model", "tools", "FilesystemMiddleware.after_model", "__end__"]
+    assert nodes(mode="default") == gated
+    assert nodes(permissions=[Permission(operations=["read"], paths=["/x"], action="deny")]) == (
+        gated
+    )
