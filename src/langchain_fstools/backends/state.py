@@ -108,10 +108,11 @@ def _accepted(
 
 def _is_record(value: object) -> bool:
     """Whether `value` is a record this backend reads as is (ours, or deepagents')."""
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # dict: the fast common case
         return False
     content = value.get("content")
-    return isinstance(content, str) and isinstance(value.get("modified_at", 0.0), float | int)
+    modified = value.get("modified_at", 0.0)
+    return isinstance(content, str) and (type(modified) is float or isinstance(modified, float | int))
 
 
 def _checked(path: str, record: object) -> FileRecord:
