@@ -104,6 +104,11 @@ def ours_apply_patch_rename(root: Path, files: dict[str, list[str]], edits: list
     tool_call(tools["apply_patch"], {"patch": build_patch(files, edits)})
 
 
+def ours_apply_patch_unchecked(root: Path, files: dict[str, list[str]], edits: list[Edit]) -> None:
+    tools = {t.name: t for t in FileToolkit(LocalBackend(root), syntax_check="off").get_tools()}
+    tool_call(tools["apply_patch"], {"patch": build_patch(files, edits)})
+
+
 def ours_edit_loop(root: Path, files: dict[str, list[str]], edits: list[Edit]) -> None:
     tools = {t.name: t for t in FileToolkit(LocalBackend(root)).get_tools()}
     for path in files:
@@ -138,6 +143,7 @@ def deepagents_edit_loop(root: Path, files: dict[str, list[str]], edits: list[Ed
 WAYS: list[tuple[str, Callable[[Path, dict[str, list[str]], list[Edit]], None]]] = [
     ("ours: apply_patch (1 call)", ours_apply_patch),
     ('ours: apply_patch, durability="rename"', ours_apply_patch_rename),
+    ('ours: apply_patch, syntax_check="off"', ours_apply_patch_unchecked),
     ("ours: read_file + edit_file loop", ours_edit_loop),
     ("floor: plain Python temp file + rename per file", atomic_replace_floor),
     ("deepagents FilesystemBackend.edit loop", deepagents_edit_loop),

@@ -693,11 +693,22 @@ def _sync_all(targets: Sequence[tuple[str, _T]], sync: Callable[[_T], None]) -> 
         return
     if not targets:
         return
-    with ThreadPoolExecutor(min(len(targets), _SYNC_THREADS)) as pool:
-        futures = [(virtual, pool.submit(sync, target)) for virtual, target in targets]
+    pool = _sync_threads(os.getpid())
+    futures = [(virtual, pool.submit(sync, target)) for virtual, target in targets]
     for virtual, future in futures:
         with paths.virtual_errors(virtual):
             future.result()
+
+
+@functools.cache
+def _sync_threads(process: int) -> ThreadPoolExecutor:
+    """The threads that fsync side by side, started once per process.
+
+    Starting a thread costs up to a millisecond; keyed by process id, so a forked child
+    (which inherits the pool but not its threads) starts its own.
+    """
+    del process
+    return ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="fstools-fsync")
 
 
 def _fsync_descriptor(descriptor: int) -> None:

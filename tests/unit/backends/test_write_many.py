@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -244,3 +245,29 @@ def test_views_check_and_record_every_write_of_a_batch(tmp_path: Path) -> None:
         ("/c.txt", False, ""),
     ]
     assert recording.records[0]["after"] == LocalBackend(tmp_path).stat("/a.txt").version
+
+
+def test_the_sync_threads_are_started_once_and_a_forked_child_starts_its_own(
+    tmp_path: Path,
+) -> None:
+    backend = LocalBackend(tmp_path)
+    backend.write_many([Write("/a.txt", b"a"), Write("/b.txt", b"b")])
+    pool = local._sync_threads(os.getpid())
+    backend.write_many([Write("/c.txt", b"c"), Write("/d.txt", b"d")])
+    assert local._sync_threads(os.getpid()) is pool
+    child = os.fork()
+    if child == 0:  # the parent's pool threads do not exist here: a reuse would hang
+        try:
+            backend.write_many([Write("/e.txt", b"e"), Write("/f.txt", b"f")])
+        finally:
+            os._exit(0 if (tmp_path / "f.txt").read_bytes() == b"f" else 1)
+    for _ in range(500):
+        done, status = os.waitpid(child, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+        pytest.fail("the forked child's batch write hung")
+    assert os.waitstatus_to_exitcode(status) == 0
