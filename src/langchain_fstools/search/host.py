@@ -11,7 +11,7 @@ line, which `decode` turns back into the engine's values:
     ["hits", path, mtime, count, [[n, text, is_match, column], ...]]  a file with a match
     ["end", complete]                           the run finished (in time or not)
     ["error", kind, detail]                     the run was refused (see `decode`)
-    ["ready", executable]                       the modules load (probe)
+    ["ready", executable, magic]                the modules load (probe)
 
 Paths in records and errors are virtual: the host knows the workspace root only to
 join it with virtual paths, and never names it. Modification times are whole seconds,
@@ -27,6 +27,7 @@ import stat as stat_module
 import sys
 import time
 from dataclasses import dataclass, field, fields, replace
+from importlib.util import MAGIC_NUMBER
 from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from langchain_fstools import errors
@@ -152,7 +153,7 @@ def main(request: dict[str, Any], out: IO[bytes] | None = None) -> None:
         stream.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
 
     if request["op"] == "probe":
-        emit("ready", sys.executable)
+        emit("ready", sys.executable, MAGIC_NUMBER.hex())
         stream.flush()
         return
     files = HostFiles(request["root"])
@@ -213,6 +214,8 @@ class Reply:
         ready: Whether the host said its modules load (probe).
         executable: The host's interpreter, as it named itself (probe), so later runs
             skip launchers such as pyenv's shims; "" if it could not tell.
+        bytecode: Its bytecode's magic number in hex (probe), so later runs may be sent
+            code compiled by an interpreter with the same one; "" if not told.
     """
 
     files: list[ListedFile] = field(default_factory=list)
@@ -220,6 +223,7 @@ class Reply:
     complete: bool = False
     ready: bool = False
     executable: str = ""
+    bytecode: str = ""
 
     @property
     def listing(self) -> Listing:
@@ -257,6 +261,7 @@ def decode(data: bytes, *, timed_out: bool) -> Reply:
             reply.complete, ended = rest[0], True
         elif kind == "ready":
             reply.ready, reply.executable, ended = True, rest[0], True
+            reply.bytecode = rest[1] if len(rest) > 1 else ""
         elif kind == "error":
             raise _raised(*rest)
     if not ended and not timed_out:
