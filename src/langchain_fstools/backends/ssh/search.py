@@ -500,10 +500,16 @@ def _sources() -> bytes:
 
 @functools.cache
 def _compiled() -> bytes:
-    """The program as compressed marshalled code, for a host with our bytecode."""
+    """The program as compressed marshalled code, for a host with our bytecode.
+
+    Compiled as the host compiles sources: without this module's `__future__` flags,
+    and with asserts kept (the host's Python runs without `-O`).
+    """
     program = _program()
     code = {
-        name: compile(source, _FILE.format(name.replace(".", "/")), "exec", dont_inherit=True)
+        name: compile(
+            source, _FILE.format(name.replace(".", "/")), "exec", dont_inherit=True, optimize=0
+        )
         for name, source in program.sources.items()
     }
     data = {"modules": code, "packages": program.packages, "withheld": program.withheld}
