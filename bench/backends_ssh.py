@@ -5,7 +5,7 @@
 Starts a throwaway sshd on 127.0.0.1 (the integration tests' helper), generates a tree
 of small code-like files with nested .gitignore files, and times, in one process, the
 median of `--repeat` runs of our `grep` (files_with_matches and content) and `glob`
-tools on:
+tools (interleaved: each round runs every call on every backend in turn) on:
 
 - `LocalBackend` (local ripgrep), the reference;
 - `SSHBackend` with the server's `rg` (the ripgrep wheel's binary);
@@ -74,18 +74,28 @@ def make_tree(root: Path, files: int) -> None:
         os.utime(path, (1_700_000_000 + n, 1_700_000_000 + n))
 
 
-def timed(backend: Backend, repeat: int) -> tuple[list[float], list[str]]:
-    tools = {t.name: t for t in FileToolkit(backend, glob_limit=100_000).get_tools()}
-    medians, answers = [], []
-    for _, name, args in CALLS:
-        runs = []
-        for _ in range(repeat):
-            started = time.perf_counter()
-            answer = str(tools[name].invoke(args))
-            runs.append(time.perf_counter() - started)
-        medians.append(statistics.median(runs))
-        answers.append(answer)
-    return medians, answers
+def timed(backends: dict[str, Backend], repeat: int) -> dict[str, tuple[list[float], list[str]]]:
+    """Median time and answer of each call on each backend, the backends interleaved.
+
+    Each round runs every call once on every backend in turn, so a load spike on the
+    machine touches all of them alike.
+    """
+    tools = {
+        name: {t.name: t for t in FileToolkit(backend, glob_limit=100_000).get_tools()}
+        for name, backend in backends.items()
+    }
+    runs: dict[str, list[list[float]]] = {name: [[] for _ in CALLS] for name in backends}
+    answers: dict[str, list[str]] = {name: [""] * len(CALLS) for name in backends}
+    for _ in range(repeat):
+        for index, (_, tool, args) in enumerate(CALLS):
+            for name in backends:
+                started = time.perf_counter()
+                answers[name][index] = str(tools[name][tool].invoke(args))
+                runs[name][index].append(time.perf_counter() - started)
+    return {
+        name: ([statistics.median(times) for times in runs[name]], answers[name])
+        for name in backends
+    }
 
 
 def main() -> None:
@@ -117,12 +127,15 @@ def main() -> None:
             for backend in (remote, python, walking):  # connect and probe outside the timings
                 backend.native_search()
             assert python.native_search() is not None, "the server's python3 did not start"
-            rows = {
-                "local rg": timed(LocalBackend(root), options.repeat),
-                "ssh + remote rg": timed(remote, options.repeat),
-                "ssh + remote python": timed(python, options.repeat),
-                "ssh, SFTP engine": timed(walking, options.repeat),
-            }
+            rows = timed(
+                {
+                    "local rg": LocalBackend(root),
+                    "ssh + remote rg": remote,
+                    "ssh + remote python": python,
+                    "ssh, SFTP engine": walking,
+                },
+                options.repeat,
+            )
             for backend in (remote, python, walking):
                 backend.close()
         finally:

@@ -20,7 +20,7 @@ import queue
 import threading
 import time
 from collections.abc import Generator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
@@ -75,12 +75,13 @@ def run(effect: Effect[T], backend: object) -> T:
     unless the backend says its calls never block (`calls_may_block = False`).
     """
     worker: _Worker | None = None
+    may_block = getattr(backend, "calls_may_block", True)
     try:
         call = next(effect)
         while True:
             try:
                 method = getattr(backend, call.method)
-                if call.deadline is None or not getattr(backend, "calls_may_block", True):
+                if call.deadline is None or not may_block:
                     result = method(*call.args, **call.kwargs)
                 else:
                     if worker is None or not worker.idle:
@@ -130,7 +131,7 @@ def before(deadline: float, effect: Effect[T]) -> Effect[T]:
         call = next(effect)
         while True:
             try:
-                result = yield replace(call, deadline=deadline)
+                result = yield Call(call.method, call.args, call.kwargs, deadline)
             except Exception as exc:  # noqa: BLE001 - handed back to the effect
                 call = effect.throw(exc)
             else:

@@ -38,8 +38,8 @@ def compile_globs(patterns: Iterable[str]) -> Callable[[str], bool]:
 def compile_glob_groups(groups: Iterable[Iterable[str]]) -> Callable[[str], bool]:
     """Return a predicate: does the path match some glob of every group?"""
     predicates = [compile_globs(group) for group in groups]
-    if len(predicates) == 1:
-        return predicates[0]
+    if len(predicates) <= 1:
+        return predicates[0] if predicates else lambda _path: True
     return lambda path: all(predicate(path) for predicate in predicates)
 
 

@@ -113,9 +113,12 @@ def sniff(head: bytes) -> TextCodec | None:
         if controls / len(head) > _CONTROL_RATIO:
             return None
     try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+        head.decode("utf-8")
     except UnicodeDecodeError:
-        return _legacy(head)
+        try:  # maybe a multi-byte sequence cut at the end of the head
+            codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+        except UnicodeDecodeError:
+            return _legacy(head)
     return UTF8
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from langchain_fstools.core import calls
 from langchain_fstools.core.globs import compile_glob_groups
+from langchain_fstools.core.results import EntryKind
 from langchain_fstools.formats import encoding
 from langchain_fstools.search.contract import (
     VCS_DIRECTORIES,
@@ -126,21 +127,26 @@ def _walk(directory: str, rules: IgnoreRules, walk: _Walk) -> Effect[bool]:
     if time.monotonic() > walk.deadline:
         return False
     entries = yield from _entries(directory, walk)
-    base = directory.lstrip("/")
-    rules = yield from _with_ignore_files(rules, base, {e.name for e in entries if e.is_file})
-    for entry in entries:
+    ignore_files = {f"{directory.rstrip('/')}/{name}": name for name in IGNORE_FILES}
+    present = {ignore_files[e.path] for e in entries if e.path in ignore_files and e.is_file}
+    rules = yield from _with_ignore_files(rules, directory.lstrip("/"), present)
+    keep, found, top = walk.keep, walk.found, len(walk.top)
+    for entry in entries:  # once per file: plain attributes, no properties
         if entry.link:
             continue
-        relative = entry.path.lstrip("/")
-        if entry.is_dir:
-            if entry.name in VCS_DIRECTORIES or rules.ignored(relative, is_dir=True):
+        path, kind = entry.path, entry.kind
+        if kind is EntryKind.DIRECTORY:
+            name = path.rpartition("/")[2]
+            if name in VCS_DIRECTORIES or rules.ignored(path.lstrip("/"), is_dir=True):
                 continue
-            if not (yield from _walk(entry.path, rules, walk)):
+            if not (yield from _walk(path, rules, walk)):
                 return False
-        elif entry.is_file and not rules.ignored(relative, is_dir=False):
-            below_top = entry.path[len(walk.top) :].lstrip("/")
-            if walk.keep(below_top):
-                walk.found.append(ListedFile(entry.path, entry.mtime))
+        elif (
+            kind is EntryKind.FILE
+            and not rules.ignored(path.lstrip("/"), is_dir=False)
+            and keep(path[top:].lstrip("/"))
+        ):
+            found.append(ListedFile(path, entry.mtime))
     return True
 
 
@@ -156,8 +162,14 @@ def grep(
         InvalidPattern: the regex does not compile.
     """
     matcher = _Matcher(request)
+    return (yield from calls.before(deadline, _grep(request, matcher, deadline, sink)))
+
+
+def _grep(
+    request: GrepRequest, matcher: _Matcher, deadline: float, sink: Callable[[FileHits], None]
+) -> Effect[SearchOutcome]:
     try:
-        info = yield from calls.before(deadline, calls.stat(request.directory))
+        info = yield from calls.stat(request.directory)
     except calls.DeadlinePassed:
         return SearchOutcome(complete=False)
     if info.is_file:
@@ -169,7 +181,7 @@ def grep(
         if time.monotonic() > deadline:
             return SearchOutcome(complete=False, skipped=skipped)
         try:
-            data = yield from calls.before(deadline, calls.read_bytes(candidate.path))
+            data = yield from calls.read_bytes(candidate.path)
         except calls.DeadlinePassed:
             return SearchOutcome(complete=False, skipped=skipped)
         except OSError:

@@ -11,7 +11,7 @@ line, which `decode` turns back into the engine's values:
     ["hits", path, mtime, count, [[n, text, is_match, column], ...]]  a file with a match
     ["end", complete]                           the run finished (in time or not)
     ["error", kind, detail]                     the run was refused (see `decode`)
-    ["ready", executable]                       the modules load (probe)
+    ["ready", executable, magic]                the modules load (probe)
 
 Paths in records and errors are virtual: the host knows the workspace root only to
 join it with virtual paths, and never names it. Modification times are whole seconds,
@@ -27,6 +27,8 @@ import stat as stat_module
 import sys
 import time
 from dataclasses import dataclass, field, fields, replace
+from importlib.util import MAGIC_NUMBER
+from operator import attrgetter
 from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from langchain_fstools import errors
@@ -88,9 +90,12 @@ class HostFiles:
         """Entries of a directory, sorted by name."""
         real = self._resolve(path)
         with _os(path, os.scandir, real) as entries:
-            listed = sorted(entries, key=lambda entry: entry.name)
-        prefix = "" if path == "/" else path
-        return [self._listed(f"{prefix}/{entry.name}", real, entry) for entry in listed]
+            listed = sorted(entries, key=attrgetter("name"))
+        prefix, base = ("" if path == "/" else path), real.rstrip("/")
+        return [
+            self._listed(f"{prefix}/{entry.name}", f"{base}/{entry.name}", entry)
+            for entry in listed
+        ]
 
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Bytes of a regular file; anything else is refused before it is opened."""
@@ -98,29 +103,21 @@ class HostFiles:
         if real is None:
             real = self._resolve(path)
             _require_regular(path, _os(path, os.stat, real).st_mode)
-        # Non-blocking, so a FIFO swapped in since is refused instead of waited on.
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        descriptor = _os(path, os.open, real, flags)
         try:
-            status = _os(path, os.fstat, descriptor)
-            _require_regular(path, status.st_mode)
-            # As over SFTP: the size when opened, from `start`, at most `size`.
-            wanted = max(status.st_size - start, 0)
-            wanted = wanted if size is None else min(size, wanted)
-            chunks: list[bytes] = []
-            while wanted > 0 and (chunk := _os(path, os.pread, descriptor, wanted, start)):
-                chunks.append(chunk)
-                start, wanted = start + len(chunk), wanted - len(chunk)
-            return b"".join(chunks)
-        finally:
-            os.close(descriptor)
+            return _read_regular(path, real, start, size)
+        except OSError as exc:
+            raise _error(path, exc.errno or errno.EIO) from None
 
-    def _listed(self, path: str, directory: str, entry: os.DirEntry[str]) -> FileInfo:
-        own = _os(path, entry.stat, follow_symlinks=False)
+    def _listed(self, path: str, real: str, entry: os.DirEntry[str]) -> FileInfo:
+        try:
+            own = entry.stat(follow_symlinks=False)
+        except OSError as exc:
+            raise _error(path, exc.errno or errno.EIO) from None
+        if stat_module.S_ISREG(own.st_mode):
+            self._known[path] = self._regular[path] = real
+            return FileInfo(path, EntryKind.FILE, own.st_size, _seconds(own), "")
         if not stat_module.S_ISLNK(own.st_mode):
-            real = self._known[path] = f"{directory.rstrip('/')}/{entry.name}"
-            if stat_module.S_ISREG(own.st_mode):
-                self._regular[path] = real
+            self._known[path] = real
             return _info(path, own)
         try:
             target = _os(path, os.stat, self._resolve(path))
@@ -152,7 +149,7 @@ def main(request: dict[str, Any], out: IO[bytes] | None = None) -> None:
         stream.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
 
     if request["op"] == "probe":
-        emit("ready", sys.executable)
+        emit("ready", sys.executable, MAGIC_NUMBER.hex())
         stream.flush()
         return
     files = HostFiles(request["root"])
@@ -213,6 +210,8 @@ class Reply:
         ready: Whether the host said its modules load (probe).
         executable: The host's interpreter, as it named itself (probe), so later runs
             skip launchers such as pyenv's shims; "" if it could not tell.
+        bytecode: Its bytecode's magic number in hex (probe), so later runs may be sent
+            code compiled by an interpreter with the same one; "" if not told.
     """
 
     files: list[ListedFile] = field(default_factory=list)
@@ -220,6 +219,7 @@ class Reply:
     complete: bool = False
     ready: bool = False
     executable: str = ""
+    bytecode: str = ""
 
     @property
     def listing(self) -> Listing:
@@ -257,6 +257,7 @@ def decode(data: bytes, *, timed_out: bool) -> Reply:
             reply.complete, ended = rest[0], True
         elif kind == "ready":
             reply.ready, reply.executable, ended = True, rest[0], True
+            reply.bytecode = rest[1] if len(rest) > 1 else ""
         elif kind == "error":
             raise _raised(*rest)
     if not ended and not timed_out:
@@ -282,6 +283,28 @@ def _os(path: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> A
         return function(*args, **kwargs)
     except OSError as exc:
         raise _error(path, exc.errno or errno.EIO) from None
+
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+"""Non-blocking, so a FIFO swapped in since the check is refused, not waited on."""
+
+
+def _read_regular(path: str, real: str, start: int, size: int | None) -> bytes:
+    """`HostFiles.read_bytes` once `real` was found: its `OSError`s name the host path."""
+    descriptor = os.open(real, _READ_FLAGS)
+    try:
+        status = os.fstat(descriptor)
+        _require_regular(path, status.st_mode)
+        # As over SFTP: the size when opened, from `start`, at most `size`.
+        wanted = max(status.st_size - start, 0)
+        wanted = wanted if size is None else min(size, wanted)
+        chunks: list[bytes] = []
+        while wanted > 0 and (chunk := os.pread(descriptor, wanted, start)):
+            chunks.append(chunk)
+            start, wanted = start + len(chunk), wanted - len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
 
 
 def _require_regular(path: str, mode: int) -> None:

@@ -29,19 +29,27 @@ _KINDS = (*IGNORE_FILES, "exclude")
 
 @dataclass(frozen=True)
 class _Layer:
-    kind: str
-    base: str
+    rank: int
+    """Its kind's place in `_KINDS`: lower is stronger."""
+    prefix: str
+    """Directory holding the file, relative to the workspace root, with a trailing `/`
+    ("" for the root)."""
     spec: pathspec.GitIgnoreSpec
 
 
 @dataclass(frozen=True)
 class IgnoreRules:
-    """The ignore files in force at one directory (immutable; extend per directory)."""
+    """The ignore files in force at one directory (immutable; extend per directory).
+
+    Attributes:
+        layers: One per ignore file, in the order they are consulted (the precedence
+            above: by kind, then the most recently added, i.e. deepest, first).
+    """
 
     layers: tuple[_Layer, ...] = ()
 
     def extended(self, kind: str, base: str, text: str) -> IgnoreRules:
-        """Add the rules of one ignore file.
+        """Add the rules of one ignore file, deeper than those of its kind so far.
 
         Args:
             kind: The file's name (`.gitignore`, ...) or `exclude`.
@@ -51,20 +59,22 @@ class IgnoreRules:
         spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
         if not spec.patterns:
             return self
-        return IgnoreRules((*self.layers, _Layer(kind, base, spec)))
+        layer = _Layer(_KINDS.index(kind), f"{base}/" if base else "", spec)
+        at = next(
+            (n for n, other in enumerate(self.layers) if other.rank >= layer.rank),
+            len(self.layers),
+        )
+        return IgnoreRules((*self.layers[:at], layer, *self.layers[at:]))
 
     def ignored(self, path: str, *, is_dir: bool) -> bool:
         """Whether `path` (relative to the workspace root) is ignored."""
-        for kind in _KINDS:
-            for layer in reversed(self.layers):
-                if layer.kind != kind:
-                    continue
-                if layer.base and not path.startswith(layer.base + "/"):
-                    continue
-                relative = path[len(layer.base) + 1 :] if layer.base else path
-                verdict = layer.spec.check_file(relative + "/" if is_dir else relative).include
-                if verdict is not None:
-                    return verdict
+        for layer in self.layers:
+            if layer.prefix and not path.startswith(layer.prefix):
+                continue
+            relative = path[len(layer.prefix) :]
+            verdict = layer.spec.check_file(relative + "/" if is_dir else relative).include
+            if verdict is not None:
+                return verdict
         return False
 
 

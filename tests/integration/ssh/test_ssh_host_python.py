@@ -21,6 +21,7 @@ from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.ssh import search as ssh_search
 from langchain_fstools.backends.ssh.search import HostPython
 from langchain_fstools.search.contract import GrepRequest
+from langchain_fstools.search.host import Reply
 from tests.integration.ssh.conftest import connect
 from tests.integration.ssh.sshd import Sshd
 from tests.integration.ssh.test_ssh_search import CALLS as SSH_CALLS
@@ -128,7 +129,7 @@ def test_the_server_is_asked_once_per_connection(
     probes: list[float] = []
     real_probe = ssh_search.probe
 
-    def counted(run: Any, seconds: float) -> str | None:
+    def counted(run: Any, seconds: float) -> Reply | None:
         probes.append(seconds)
         return real_probe(run, seconds)
 
@@ -186,6 +187,10 @@ def test_async_search_through_the_servers_python(sshd: Sshd, tmp_path: Path) -> 
 
 def test_the_servers_interpreter_is_used_directly(sshd: Sshd, tmp_path: Path) -> None:
     launcher = fake_python(tmp_path / "launcher", f'exec {sys.executable} "$@"\n')
+    (tmp_path / "a.txt").write_text("needle\n")
     with connect(sshd, tmp_path, use_ripgrep=False, python_path=launcher) as backend:
         assert isinstance(backend.native_search(), HostPython)
         assert backend._python == sys.executable  # later runs skip the launcher
+        assert backend._python_compiled  # our own bytecode: the modules are sent compiled
+        grep = next(t for t in FileToolkit(backend).get_tools() if t.name == "grep")
+        assert grep.invoke({"pattern": "needle"}) == "Found 1 file\n/a.txt"

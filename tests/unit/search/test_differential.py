@@ -202,3 +202,35 @@ def test_searching_a_subdirectory_keeps_the_root_ignore_rules(tmp_path: Path, ki
     h.seed("/src/b.py", b"needle\n")
     assert h.call("glob", pattern="*", path="/src").content == "/src/b.py"
     assert h.call("grep", pattern="needle", path="/src").content.split("\n")[1:] == ["/src/b.py"]
+
+
+IGNORE_PRECEDENCE = {
+    "/.git/info/exclude": "*.md\n",
+    "/.gitignore": "*.log\n*.txt\n!b.md\n",
+    "/.ignore": "!keep_ignore.log\n",
+    "/.rgignore": "!keep_rg.log\n",
+    "/sub/.gitignore": "!*.txt\n",
+    "/sub/.ignore": "keep_ignore.log\n",
+    "/sub/deeper/.rgignore": "a.txt\n",
+    "/sub/deeper/.gitignore": "!*.log\n",
+}
+
+
+def test_ignore_files_take_precedence_as_in_ripgrep(tmp_path: Path) -> None:
+    # By kind (.rgignore, .ignore, .gitignore, then exclude), the deepest file first.
+    names = ["a.log", "keep_rg.log", "keep_ignore.log", "a.txt", "a.md", "b.md"]
+    files = [f"{d}{name}" for d in ("/", "/sub/", "/sub/deeper/") for name in names]
+    listings = []
+    for kind in BACKENDS:
+        h = Harness(kind, tmp_path / kind, glob_limit=100_000)
+        for path, text in IGNORE_PRECEDENCE.items():
+            h.seed(path, text.encode())
+        for path in files:
+            h.seed(path, b"needle\n")
+        listings.append((kind, sorted(h.call("glob", pattern="**").content.split("\n"))))
+    expected = listings[0][1]  # ripgrep's
+    assert "/sub/deeper/a.log" in expected
+    assert "/sub/keep_ignore.log" not in expected
+    assert "/sub/deeper/a.txt" not in expected
+    for kind, listed in listings[1:]:
+        assert listed == expected, kind

@@ -163,6 +163,7 @@ class SSHBackend(_Search, _Files, _Commands):
         self._has_ripgrep: bool | None = None
         self._has_python: bool | None = None
         self._python = python_path  # the interpreter the probe found
+        self._python_compiled = False  # whether it runs our bytecode (the probe says)
         self._command_slots: asyncio.Semaphore | None = None
 
     # ----- lifecycle ---------------------------------------------------------------------

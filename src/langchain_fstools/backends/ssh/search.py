@@ -10,7 +10,9 @@ its own disk instead. The program sent is the package's own engine: the source o
 the pure-Python third-party packages among them (pathspec), is compressed and piped to
 `python3 -I -S -c <loader>` over an exec channel. The loader imports those sources from
 memory, so nothing is installed or written on the host, and the answers are the
-engine's, with the same ignore and glob rules.
+engine's, with the same ignore and glob rules. When the host's Python reads the same
+bytecode as this one (the probe reports its magic number), the modules are sent
+compiled instead, which spares the host compiling them on every run.
 
 What the host needs:
     1. Python 3.11 or newer (`MIN_PYTHON`), the version the shipped modules are written
@@ -21,12 +23,17 @@ What the host needs:
        (`-I` ignores the user's site-packages, `PYTHON*` variables and the working
        directory, so files in the workspace can never shadow a module; `-S` skips
        `.pth` processing, and the loader adds the site-packages directories itself).
-       If one is missing, the probe fails and the search walks over SFTP.
+       If one is missing, the probe fails and the search walks over SFTP. What a
+       shipped third-party package imports only optionally (inside `try`), and the
+       program itself does not, is withheld: such a package runs as it does without
+       it, whatever the host has installed (pathspec without `typing_extensions`,
+       whose `deprecated` would load asyncio).
 
 Whether the host's Python can run the program is asked once per connection (one
 round trip, `probe`), which also learns the interpreter's own path, so later runs
-skip launchers (pyenv's shims take longer to start than the search takes). If a run
-later ends without its last record (it crashed), the call is answered by walking
+skip launchers (pyenv's shims take longer to start than the search takes), and its
+bytecode's magic number. If a run later ends without its last record (it crashed, or
+was sent code compiled for a Python replaced since), the call is answered by walking
 over SFTP, and the connection stops using the host's Python.
 """
 
@@ -38,6 +45,7 @@ import functools
 import importlib.util
 import io
 import json
+import marshal
 import posixpath
 import shlex
 import stat as stat_module
@@ -45,6 +53,7 @@ import sys
 import time
 import zlib
 from dataclasses import dataclass
+from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,30 +96,44 @@ MIN_PYTHON = (3, 11)
 PROGRAM = "langchain_fstools.search.host"
 """The module whose `main` the host runs; it and its imports are shipped."""
 
-# The loader: checks the version, then imports the shipped sources from memory. Its
-# input is one JSON line (the request) followed by the zlib-compressed JSON sources.
+# The loader: checks the version, then imports the shipped modules from memory. Its
+# input is one JSON line (the request) followed by the zlib-compressed modules: JSON
+# with their sources, or, when the request names the host's own bytecode magic number,
+# marshalled code objects. The collector of reference cycles is off: the run is short,
+# makes almost none, and would otherwise scan every object the imports made, again and
+# again (about 5 ms a run).
 _LOADER = """\
-import json, sys
+import gc, json, sys
+gc.disable()
 if sys.version_info < {floor}:
     sys.stdout.write(json.dumps(["python", *sys.version_info[:2]]) + "\\n")
     sys.exit(0)
-import importlib, importlib.machinery, site, zlib
+import importlib, importlib.machinery, importlib.util, site, zlib
 sys.path.extend(site.getsitepackages())
 request = json.loads(sys.stdin.buffer.readline())
-shipped = json.loads(zlib.decompress(sys.stdin.buffer.read()))
-sources, packages = shipped["sources"], set(shipped["packages"])
+shipped = zlib.decompress(sys.stdin.buffer.read())
+if request.pop("bytecode", None) == importlib.util.MAGIC_NUMBER.hex():
+    import marshal
+    shipped = marshal.loads(shipped)
+else:
+    shipped = json.loads(shipped)
+modules, packages = shipped["modules"], set(shipped["packages"])
+withheld = set(shipped["withheld"])
 class Shipped:
     def find_spec(self, name, path=None, target=None):
-        if name in sources:
+        if name in withheld:
+            raise ModuleNotFoundError(name, name=name)
+        if name in modules:
             spec = importlib.machinery.ModuleSpec(name, self, is_package=name in packages)
             return spec
         return None
     def create_module(self, spec):
         return None
     def exec_module(self, module):
-        name = module.__name__
-        file = "<fstools>/" + name.replace(".", "/") + ".py"
-        exec(compile(sources[name], file, "exec"), module.__dict__)
+        code = modules[module.__name__]
+        if isinstance(code, str):
+            code = compile(code, {file!r}.format(module.__name__.replace(".", "/")), "exec")
+        exec(code, module.__dict__)
 sys.meta_path.insert(0, Shipped())
 importlib.import_module({program!r}).main(request)
 """
@@ -118,31 +141,41 @@ importlib.import_module({program!r}).main(request)
 
 def command(python: str) -> str:
     """The shell command that starts the program with the host's `python`."""
-    loader = _LOADER.format(floor=MIN_PYTHON, program=PROGRAM)
+    loader = _LOADER.format(floor=MIN_PYTHON, program=PROGRAM, file=_FILE)
     return shlex.join([python, "-I", "-S", "-c", loader])
 
 
-def program_input(request: dict[str, Any]) -> bytes:
-    """The program's standard input for one request."""
-    return json.dumps(request).encode() + b"\n" + _shipped()
+def program_input(request: dict[str, Any], *, compiled: bool = False) -> bytes:
+    """The program's standard input for one request.
+
+    Args:
+        request: What `search.host.main` is asked.
+        compiled: Send the modules compiled: only for a host whose Python reported
+            this interpreter's bytecode magic number (`probe`).
+    """
+    if compiled:
+        request = {**request, "bytecode": MAGIC_NUMBER.hex()}
+    modules = _compiled() if compiled else _sources()
+    return json.dumps(request).encode() + b"\n" + modules
 
 
-def probe(run: HostRun, seconds: float) -> str | None:
-    """The host's interpreter if it loads the program, else None (module docstring).
+def probe(run: HostRun, seconds: float) -> Reply | None:
+    """The host's answer if its Python loads the program, else None (module docstring).
 
     Args:
         run: Runs the program on the host.
         seconds: Time allowed.
 
     Returns:
-        The interpreter's path as it names itself ("" if it cannot tell), or None.
+        The reply, naming the interpreter's path as it names itself ("" if it cannot
+        tell) and its bytecode's magic number; None if the program does not load.
     """
     try:
         data, timed_out = run(lambda _root: {"op": "probe"}, seconds)
         reply = decode(data, timed_out=timed_out)
     except HostSearchFailed:
         return None
-    return reply.executable if reply.ready else None
+    return reply if reply.ready else None
 
 
 @dataclass(frozen=True)
@@ -210,6 +243,7 @@ class _Search(_Files, _Commands):
     _use_python: bool
     _python_path: str
     _python: str
+    _python_compiled: bool
 
     def native_search(self) -> NativeSearch | None:
         """The server's ripgrep, else the engine run by the server's Python, else None.
@@ -222,9 +256,10 @@ class _Search(_Files, _Commands):
         if self._use_ripgrep and self._has_ripgrep:
             return _RemoteRipgrep(self._list_with_ripgrep, self._grep_with_ripgrep)
         if self._use_python and self._has_python is None:
-            self._python = self._python_path
+            self._python, self._python_compiled = self._python_path, False
             found = probe(self._on_host, self._connect_timeout)
-            self._python = found or self._python_path
+            self._python = (found and found.executable) or self._python_path
+            self._python_compiled = found is not None and found.bytecode == MAGIC_NUMBER.hex()
             self._has_python = found is not None
         if self._use_python and self._has_python:
             return HostPython(self._on_host, self, self._python_broken)
@@ -248,7 +283,7 @@ class _Search(_Files, _Commands):
             if not stderr:  # a crash's traceback names host paths: never kept
                 out.extend(data)
 
-        request = program_input(build(self._root))
+        request = program_input(build(self._root), compiled=self._python_compiled)
         # Run from "/": nothing in the workspace is on the path of the host's Python.
         _, timed_out = await self._run(command(self._python), "/", seconds, take, stdin=request)
         return bytes(out), timed_out
@@ -403,11 +438,33 @@ class _RemoteRipgrep:
         return complete
 
 
+_FILE = "<fstools>/{}.py"
+"""The file name a shipped module's code is compiled with (its dotted name as a path)."""
+
+
+@dataclass(frozen=True)
+class _Program:
+    """The modules shipped to the host (see the module docstring).
+
+    Attributes:
+        sources: Source of every module, by name.
+        packages: The names among them that are packages.
+        withheld: Modules the shipped third-party packages import only optionally and
+            the program does not: the host refuses them.
+    """
+
+    sources: dict[str, str]
+    packages: list[str]
+    withheld: list[str]
+
+
 @functools.cache
-def _shipped() -> bytes:
-    """The compressed sources of the program and of what it imports (built once)."""
+def _program() -> _Program:
+    """The program and what it imports (found once)."""
     sources: dict[str, str] = {}
     packages: set[str] = set()
+    own_imports: set[str] = set()  # of the program's own modules
+    optional: set[str] = set()  # of the shipped third-party modules
     pending = [PROGRAM]
     while pending:
         name = pending.pop()
@@ -419,15 +476,44 @@ def _shipped() -> bytes:
             sources.setdefault(parent, "")
         for imported in _imports(sources[name]):
             top = imported.partition(".")[0]
+            own_imports.add(top)
             if top == PROGRAM.partition(".")[0]:
                 pending.append(imported)
             elif top not in sys.stdlib_module_names:
                 for module, source, package in _pure_python_package(top):
                     sources[module] = source
+                    optional.update(_optional_imports(source))
                     if package:
                         packages.add(module)
-    data = json.dumps({"sources": sources, "packages": sorted(packages)})
-    return zlib.compress(data.encode(), 6)
+    shipped = {name.partition(".")[0] for name in sources}
+    withheld = optional - own_imports - shipped - sys.stdlib_module_names
+    return _Program(sources, sorted(packages), sorted(withheld))
+
+
+@functools.cache
+def _sources() -> bytes:
+    """The program as compressed JSON: its modules' sources, compiled by the host."""
+    program = _program()
+    data = {"modules": program.sources, "packages": program.packages, "withheld": program.withheld}
+    return zlib.compress(json.dumps(data).encode(), 6)
+
+
+@functools.cache
+def _compiled() -> bytes:
+    """The program as compressed marshalled code, for a host with our bytecode.
+
+    Compiled as the host compiles sources: without this module's `__future__` flags,
+    and with asserts kept (the host's Python runs without `-O`).
+    """
+    program = _program()
+    code = {
+        name: compile(
+            source, _FILE.format(name.replace(".", "/")), "exec", dont_inherit=True, optimize=0
+        )
+        for name, source in program.sources.items()
+    }
+    data = {"modules": code, "packages": program.packages, "withheld": program.withheld}
+    return zlib.compress(marshal.dumps(data), 6)
 
 
 def _source(name: str) -> str:
@@ -463,6 +549,16 @@ def _imports_in(nodes: list[ast.stmt]) -> Iterator[str]:
                     submodule = f"{inner.module}.{alias.name}"
                     if _is_module(submodule):
                         yield submodule
+
+
+def _optional_imports(source: str) -> set[str]:
+    """Top-level modules `source` imports inside `try` blocks: it runs without them."""
+    return {
+        imported.partition(".")[0]
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Try)
+        for imported in _imports_in(node.body)
+    }
 
 
 def _is_module(name: str) -> bool:
