@@ -112,7 +112,8 @@ def _is_record(value: object) -> bool:
         return False
     content = value.get("content")
     modified = value.get("modified_at", 0.0)
-    return isinstance(content, str) and (type(modified) is float or isinstance(modified, float | int))
+    timed = type(modified) is float or isinstance(modified, float | int)
+    return isinstance(content, str) and timed
 
 
 def _checked(path: str, record: object) -> FileRecord:
