@@ -65,6 +65,11 @@ class Regex:
     def __init__(self, pattern: str, *, regex: bool, ignore_case: bool, multiline: bool) -> None:
         """Compile `pattern` (see the class docstring)."""
         self._compiled: Any
+        self._needle = pattern if not regex and not ignore_case and pattern else None
+        """A case-sensitive literal, found with `str.find`: the same leftmost,
+        non-overlapping matches, without the wrapper's byte-to-character offset scans."""
+        if self._needle is not None:
+            return
         if re2 is None:
             self._compiled = _python_regex(
                 pattern, regex=regex, ignore_case=ignore_case, multiline=multiline
@@ -82,12 +87,26 @@ class Regex:
 
     def search(self, text: str) -> tuple[int, int] | None:
         """The span of the first match in `text`, or None."""
+        if self._needle is not None:
+            at = text.find(self._needle)
+            return None if at < 0 else (at, at + len(self._needle))
         match = self._compiled.search(text)
         return None if match is None else match.span()
 
     def spans(self, text: str) -> Iterator[tuple[int, int]]:
         """The spans of every non-overlapping match in `text`, in order."""
+        if self._needle is not None:
+            return _occurrences(text, self._needle)
         return (match.span() for match in self._compiled.finditer(text))
+
+
+def _occurrences(text: str, needle: str) -> Iterator[tuple[int, int]]:
+    """The spans of the non-overlapping occurrences of `needle` (not empty), left to right."""
+    at = text.find(needle)
+    while at >= 0:
+        end = at + len(needle)
+        yield at, end
+        at = text.find(needle, end)
 
 
 def _python_regex(pattern: str, *, regex: bool, ignore_case: bool, multiline: bool) -> Any:
