@@ -18,19 +18,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from langchain_fstools import FilesystemAgentState, FilesystemMiddleware, StateBackend
-from langchain_fstools.testing import ScriptedChatModel
+from langchain_fstools.testing import ScriptedChatModel, tool_call
 
 CONFIG: Any = {"configurable": {"thread_id": "t"}}
 
 
-def call(name: str, call_id: str, **args: Any) -> AIMessage:
-    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id}])
-
-
 WORK = [
-    call("write_file", "w1", file_path="/a.txt", content="one\ntwo\n"),
-    call("read_file", "r1", file_path="/a.txt"),
-    call("edit_file", "e1", file_path="/a.txt", old_string="two", new_string="three"),
+    tool_call("write_file", call_id="w1", file_path="/a.txt", content="one\ntwo\n"),
+    tool_call("read_file", call_id="r1", file_path="/a.txt"),
+    tool_call("edit_file", call_id="e1", file_path="/a.txt", old_string="two", new_string="three"),
     AIMessage("done"),
 ]
 
@@ -90,7 +86,7 @@ def test_a_fresh_graph_reads_back_the_conversation_stored_once() -> None:
 def test_the_thread_continues_from_a_fresh_graph() -> None:
     saver = InMemorySaver()
     agent_over(WORK, saver).invoke({"messages": [("user", "go")]}, CONFIG)
-    more = [call("read_file", "r2", file_path="/a.txt"), AIMessage("read it")]
+    more = [tool_call("read_file", call_id="r2", file_path="/a.txt"), AIMessage("read it")]
     state = agent_over(more, saver).invoke({"messages": [("user", "again")]}, CONFIG)
     assert conversation(state["messages"])[-4:] == [
         ("human", "again", None),
@@ -104,7 +100,12 @@ def test_the_thread_continues_from_a_fresh_graph() -> None:
 
 def test_a_fork_from_an_earlier_checkpoint_and_update_state() -> None:
     saver = InMemorySaver()
-    script = [*WORK[:2], AIMessage("first"), call("ls", "l1", path="/"), AIMessage("forked")]
+    script = [
+        *WORK[:2],
+        AIMessage("first"),
+        tool_call("ls", call_id="l1", path="/"),
+        AIMessage("forked"),
+    ]
     agent = agent_over(script, saver)
     agent.invoke({"messages": [("user", "go")]}, CONFIG)
     past = next(

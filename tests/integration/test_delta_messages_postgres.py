@@ -12,24 +12,13 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.postgres import PostgresSaver
 
 from langchain_fstools import FilesystemAgentState, FilesystemMiddleware, StateBackend
-from langchain_fstools.testing import ScriptedChatModel
+from langchain_fstools.testing import ScriptedChatModel, tool_call
+from tests.e2e.test_delta_messages import WORK
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.enable_socket,
     pytest.mark.allow_hosts(["127.0.0.1"]),
-]
-
-
-def call(name: str, call_id: str, **args: Any) -> AIMessage:
-    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id}])
-
-
-WORK = [
-    call("write_file", "w1", file_path="/a.txt", content="one\ntwo\n"),
-    call("read_file", "r1", file_path="/a.txt"),
-    call("edit_file", "e1", file_path="/a.txt", old_string="two", new_string="three"),
-    AIMessage("done"),
 ]
 
 
@@ -59,7 +48,7 @@ def test_a_thread_reads_back_forks_and_continues(postgres_url: str) -> None:
             )
             assert cursor.fetchone() == {"n": 0}  # no checkpoint holds a copy of the list
     with PostgresSaver.from_conn_string(postgres_url) as saver:
-        agent = agent_over([call("ls", "l1", path="/"), AIMessage("forked")], saver)
+        agent = agent_over([tool_call("ls", call_id="l1", path="/"), AIMessage("forked")], saver)
         assert agent.get_state(config).values["messages"] == final["messages"]
         past = next(
             s
