@@ -111,9 +111,7 @@ def _is_record(value: object) -> bool:
     if type(value) is not dict and not isinstance(value, Mapping):  # dict: the fast common case
         return False
     content = value.get("content")
-    modified = value.get("modified_at", 0.0)
-    timed = type(modified) is float or isinstance(modified, float | int)
-    return isinstance(content, str) and timed
+    return isinstance(content, str) and isinstance(value.get("modified_at", 0.0), float | int)
 
 
 def _checked(path: str, record: object) -> FileRecord:

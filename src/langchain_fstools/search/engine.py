@@ -204,8 +204,8 @@ class _Matcher:
             multiline=request.multiline,
         )
         self.request = request
-        literal = None if request.regex or request.ignore_case else request.pattern
-        self.literal = literal.encode("utf-8") if literal else None
+        needle = self.regex.needle
+        self.literal = needle.encode("utf-8") if needle is not None else None
         self.within_lines = (
             not request.regex
             and not request.multiline

@@ -65,10 +65,11 @@ class Regex:
     def __init__(self, pattern: str, *, regex: bool, ignore_case: bool, multiline: bool) -> None:
         """Compile `pattern` (see the class docstring)."""
         self._compiled: Any
-        self._needle = pattern if not regex and not ignore_case and pattern else None
-        """A case-sensitive literal, found with `str.find`: the same leftmost,
-        non-overlapping matches, without the wrapper's byte-to-character offset scans."""
-        if self._needle is not None:
+        self.needle = pattern if not regex and not ignore_case and pattern else None
+        """The pattern when it is a non-empty, case-sensitive literal, else None. It is
+        found with `str.find`: the same leftmost, non-overlapping matches, without the
+        wrapper's byte-to-character offset scans."""
+        if self.needle is not None:
             return
         if re2 is None:
             self._compiled = _python_regex(
@@ -87,16 +88,16 @@ class Regex:
 
     def search(self, text: str) -> tuple[int, int] | None:
         """The span of the first match in `text`, or None."""
-        if self._needle is not None:
-            at = text.find(self._needle)
-            return None if at < 0 else (at, at + len(self._needle))
+        if self.needle is not None:
+            at = text.find(self.needle)
+            return None if at < 0 else (at, at + len(self.needle))
         match = self._compiled.search(text)
         return None if match is None else match.span()
 
     def spans(self, text: str) -> Iterator[tuple[int, int]]:
         """The spans of every non-overlapping match in `text`, in order."""
-        if self._needle is not None:
-            return _occurrences(text, self._needle)
+        if self.needle is not None:
+            return _occurrences(text, self.needle)
         return (match.span() for match in self._compiled.finditer(text))
 
 
