@@ -208,7 +208,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         for every middleware class that overrides `after_model`, so the hook exists only
         with a permission gate (`mode` or `permissions` given).
         """
-        gated = kwargs.get("mode") is not None or bool(kwargs.get("permissions"))
+        gated = _gated(kwargs.get("mode"), kwargs.get("permissions", ()))
         if not gated or issubclass(cls, _ReviewingFilesystemMiddleware):
             return super().__new__(cls)
         return cast("Self", super().__new__(_reviewing_class(cls)))
@@ -252,7 +252,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             else _with_backend(eviction if eviction is not True else LargeResultEviction(), backend)
         )
         self.gate: PermissionGate | None = None
-        if mode is not None or permissions:
+        if _gated(mode, permissions):
             policy = Policy(permissions, mode=mode or "default", protected=protected_paths)
             self.gate = PermissionGate(policy, backend)
         self.history = history
@@ -654,6 +654,11 @@ def _reviewing_class(cls: type[FilesystemMiddleware]) -> type[FilesystemMiddlewa
             cls.__name__, (cls, _ReviewingFilesystemMiddleware), namespace
         )
     return _REVIEWING_CLASSES[cls]
+
+
+def _gated(mode: Mode | None, permissions: Sequence[Permission]) -> bool:
+    """Whether a middleware built with these arguments has a permission gate."""
+    return mode is not None or bool(permissions)
 
 
 class _StateRuntime:
