@@ -298,9 +298,12 @@ class LocalBackend(Backend):
             _discard(staged)
             raise
         renamed = 0
+        replaced: list[int] = []
         try:
             for entry in staged:
                 with paths.virtual_errors(entry.virtual):
+                    if entry.replaces:
+                        _hold(entry.host, replaced)
                     os.replace(entry.temp, entry.host)
                 renamed += 1
             if self._durability == "fsync":
@@ -312,6 +315,8 @@ class LocalBackend(Backend):
             if not renamed:
                 raise
             raise PartialWrite(tuple(w.path for w in writes[:renamed]), exc) from exc
+        finally:
+            _release_later(replaced)
 
     async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
         """Async `write_many`, in a worker thread."""
@@ -353,7 +358,9 @@ class LocalBackend(Backend):
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
                 raise
-        return _Staged(virtual, host, directory, temp, descriptor, write.expected_version)
+        return _Staged(
+            virtual, host, directory, temp, descriptor, write.expected_version, current is not None
+        )
 
     def delete(self, path: str) -> None:
         """Remove a file, a symlink (never its target), or an empty directory.
@@ -665,6 +672,8 @@ class _Staged:
     temp: str
     descriptor: int
     expected_version: str | None
+    replaces: bool
+    """Whether a file is already at `host` (the rename replaces it)."""
 
 
 def _discard(staged: Sequence[_Staged]) -> None:
@@ -693,7 +702,7 @@ def _sync_all(targets: Sequence[tuple[str, _T]], sync: Callable[[_T], None]) -> 
         return
     if not targets:
         return
-    pool = _sync_threads(os.getpid())
+    pool = _io_threads(os.getpid())
     futures = [(virtual, pool.submit(sync, target)) for virtual, target in targets]
     for virtual, future in futures:
         with paths.virtual_errors(virtual):
@@ -701,14 +710,39 @@ def _sync_all(targets: Sequence[tuple[str, _T]], sync: Callable[[_T], None]) -> 
 
 
 @functools.cache
-def _sync_threads(process: int) -> ThreadPoolExecutor:
-    """The threads that fsync side by side, started once per process.
+def _io_threads(process: int) -> ThreadPoolExecutor:
+    """The threads that fsync side by side and release replaced files, started once per process.
 
     Starting a thread costs up to a millisecond; keyed by process id, so a forked child
     (which inherits the pool but not its threads) starts its own.
     """
     del process
-    return ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="fstools-fsync")
+    return ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="fstools-io")
+
+
+def _hold(host: str, held: list[int]) -> None:
+    """Open the file about to be replaced, onto `held`, so the rename does not free it.
+
+    Renaming over a file frees its blocks inside the `rename` call when nothing holds
+    the file open, which costs more than the rename (on a filesystem mounted with
+    `discard`, several times more). Held open, the old inode is freed when
+    `_release_later` closes it, off the caller's path. Best effort: a file that cannot
+    be opened is freed by the rename as before.
+    """
+    with contextlib.suppress(OSError):
+        held.append(os.open(host, _READ_FLAGS))
+
+
+def _release_later(descriptors: list[int]) -> None:
+    """Close `descriptors` on the background threads (freeing the files they hold)."""
+    if descriptors:
+        _io_threads(os.getpid()).submit(_close_all, tuple(descriptors))
+
+
+def _close_all(descriptors: Sequence[int]) -> None:
+    for descriptor in descriptors:
+        with contextlib.suppress(OSError):
+            os.close(descriptor)
 
 
 def _fsync_descriptor(descriptor: int) -> None:

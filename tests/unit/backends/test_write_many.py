@@ -117,6 +117,48 @@ def test_a_failed_rename_names_the_files_already_written(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["0.txt"]  # no temporary left
 
 
+def _open_descriptors() -> int:
+    return sum(1 for _ in Path("/proc/self/fd").iterdir())
+
+
+def _settled_descriptors(expected: int) -> int:
+    """The count of open descriptors once it reaches `expected`, or after 5 s."""
+    for _ in range(500):
+        if _open_descriptors() == expected:
+            break
+        time.sleep(0.01)
+    return _open_descriptors()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+@pytest.mark.parametrize("fail_at", [None, 3])
+def test_replaced_files_are_released_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_at: int | None
+) -> None:
+    backend = LocalBackend(tmp_path, durability="rename")
+    backend.write_many([Write(f"/{n}.txt", b"old" * 1000) for n in range(5)])
+    real_replace, renames = os.replace, []
+
+    def replace(source: str, target: str) -> None:
+        renames.append(target)
+        if len(renames) == fail_at:
+            raise PermissionError(13, "Permission denied", target)
+        real_replace(source, target)
+
+    monkeypatch.setattr(local.os, "replace", replace)
+    baseline = _open_descriptors()
+    if fail_at is None:
+        backend.write_many([Write(f"/{n}.txt", b"new") for n in range(5)])
+    else:
+        with pytest.raises(PartialWrite):
+            backend.write_many([Write(f"/{n}.txt", b"new") for n in range(5)])
+    written = 5 if fail_at is None else fail_at - 1
+    assert [(tmp_path / f"{n}.txt").read_bytes() for n in range(5)] == [b"new"] * written + [
+        b"old" * 1000
+    ] * (5 - written)
+    assert _settled_descriptors(baseline) == baseline  # every held file was closed
+
+
 def test_write_bytes_raises_the_plain_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -247,14 +289,14 @@ def test_views_check_and_record_every_write_of_a_batch(tmp_path: Path) -> None:
     assert recording.records[0]["after"] == LocalBackend(tmp_path).stat("/a.txt").version
 
 
-def test_the_sync_threads_are_started_once_and_a_forked_child_starts_its_own(
+def test_the_io_threads_are_started_once_and_a_forked_child_starts_its_own(
     tmp_path: Path,
 ) -> None:
     backend = LocalBackend(tmp_path)
     backend.write_many([Write("/a.txt", b"a"), Write("/b.txt", b"b")])
-    pool = local._sync_threads(os.getpid())
+    pool = local._io_threads(os.getpid())
     backend.write_many([Write("/c.txt", b"c"), Write("/d.txt", b"d")])
-    assert local._sync_threads(os.getpid()) is pool
+    assert local._io_threads(os.getpid()) is pool
     child = os.fork()
     if child == 0:  # the parent's pool threads do not exist here: a reuse would hang
         try:
