@@ -7,8 +7,9 @@ through `langchain.agents.create_agent` with a scripted chat model, files in gra
 state, and an `InMemorySaver`. Reported: wall time per tool call (median of
 `--repeat` runs), and checkpoint bytes written per mutation with 100 and with 1,000
 other files in state (the bytes the saver holds after the run minus before, over the
-number of mutations). A benchmark, not a test: it checks only that both agents ran
-every call successfully. Runs of all configurations alternate, so a change in machine
+number of mutations). The bytes are measured again over a 200-call thread, which
+crosses the snapshot cadences (each delta channel stores its whole value now and then).
+A benchmark, not a test: it checks only that both agents ran every call successfully. Runs of all configurations alternate, so a change in machine
 load affects them alike.
 
 Each agent runs with two state schemas: `create_agent`'s default (`messages` stored
@@ -43,6 +44,8 @@ from langchain_fstools.backends.state import file_record
 from langchain_fstools.testing import ScriptedChatModel
 
 CALLS = 50
+LONG_CALLS = 200
+"""A thread past the snapshot cadences: 80 mutations, about 400 message updates."""
 KINDS = ("ours", "deepagents")
 STATES = ("recommended", "default")
 SCHEMAS: dict[tuple[str, str], Any] = {
@@ -61,11 +64,11 @@ def schema_name(kind: str, state: str) -> str:
 BODY = "".join(f"line {n}: value = {n * 7}\n" for n in range(1, 201))
 
 
-def trajectory() -> tuple[list[AIMessage], int]:
-    """Ten rounds of write, read, edit, read, and a listing or a search."""
+def trajectory(calls: int = CALLS) -> tuple[list[AIMessage], int]:
+    """Rounds of write, read, edit, read, and a listing or a search (five calls each)."""
     turns: list[AIMessage] = []
     mutations = 0
-    for n in range(CALLS // 5):
+    for n in range(calls // 5):
         path = f"/work/file_{n}.txt"
         steps = [
             ("write_file", {"file_path": path, "content": BODY}),
@@ -91,8 +94,8 @@ def saver_bytes(saver: InMemorySaver) -> int:
     return len(pickle.dumps((dict(saver.storage), dict(saver.writes), dict(saver.blobs))))
 
 
-def run(kind: str, state: str, others: int) -> dict[str, float]:
-    script, mutations = trajectory()
+def run(kind: str, state: str, others: int, calls: int = CALLS) -> dict[str, float]:
+    script, mutations = trajectory(calls)
     model = ScriptedChatModel(turns=script)
     if kind == "ours":
         middleware: Any = FilesystemMiddleware(backend=StateBackend())
@@ -117,9 +120,9 @@ def run(kind: str, state: str, others: int) -> dict[str, float]:
     after = saver_bytes(saver)
     results = [m for m in state["messages"] if isinstance(m, ToolMessage)]
     failed = [m.content for m in results if m.status == "error"]
-    assert len(results) == CALLS, (kind, len(results))
+    assert len(results) == calls, (kind, len(results))
     assert not failed, (kind, failed[:2])
-    return {"per_call_ms": wall / CALLS * 1000, "bytes_per_mutation": (after - before) / mutations}
+    return {"per_call_ms": wall / calls * 1000, "bytes_per_mutation": (after - before) / mutations}
 
 
 def main() -> int:
@@ -158,7 +161,33 @@ def main() -> int:
     print()
     for state in STATES:
         verdicts(state, medians)
+    long_thread(sizes)
     return 0
+
+
+def long_thread(sizes: tuple[int, ...]) -> None:
+    """Bytes per mutation over a thread long enough to cross the snapshot cadences."""
+    stored = {
+        (kind, others): run(kind, "recommended", others, LONG_CALLS)["bytes_per_mutation"]
+        for kind in KINDS
+        for others in sizes
+    }
+    print(f"\n{LONG_CALLS} tool calls, recommended schemas (checkpoint bytes are deterministic)\n")
+    print("| middleware | other files in state | checkpoint bytes per mutation |")
+    print("|---|---:|---:|")
+    for (kind, others), per_mutation in stored.items():
+        print(f"| {kind} | {others:,} | {per_mutation:,.0f} |")
+    ours, deep = stored["ours", sizes[-1]], stored["deepagents", sizes[-1]]
+    print(
+        f"- {'PASS' if ours <= deep else 'FAIL'}: checkpoint bytes per mutation {ours:,.0f}"
+        f" vs {deep:,.0f} ({sizes[-1]:,} files): {ours / deep:.2f}x (target 1.0x)"
+    )
+    growth = {kind: stored[kind, sizes[-1]] / stored[kind, sizes[0]] for kind in KINDS}
+    print(
+        f"- {'PASS' if growth['ours'] < 1.2 else 'FAIL'}: our bytes per mutation with"
+        f" {sizes[-1]:,} vs {sizes[0]:,} other files: {growth['ours']:.2f}x (independent of"
+        f" state size; deepagents' {growth['deepagents']:.2f}x)"
+    )
 
 
 def verdicts(state: str, medians: dict[tuple[str, str, int], tuple[float, float]]) -> None:

@@ -1,9 +1,9 @@
 """Files kept in the agent's LangGraph state, under the `files` channel.
 
 The channel is a `DeltaChannel`: checkpoints store the writes of each step (and a full
-snapshot every 50 updates) rather than a full copy of every file at every step, so a
-thread's checkpoints do not grow with the square of its writes. Each update maps a path
-to its new record, or to None to delete it.
+snapshot as often as `backends.cadence` decides) rather than a full copy of every file at
+every step, so a thread's checkpoints do not grow with the square of its writes. Each
+update maps a path to its new record, or to None to delete it.
 
 Tools reach the files through `StateBackend.bind(runtime)`: a view over
 `runtime.state["files"]` plus the writes of the current tool call (later reads in the
@@ -30,9 +30,9 @@ from typing import (
     cast,
 )
 
-from langgraph.channels.delta import DeltaChannel
 from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
+from langchain_fstools.backends.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.core import paths
@@ -47,9 +47,6 @@ from langchain_fstools.errors import InvalidPath, InvalidStateRecord, NotInGraph
 
 FILES_KEY = "files"
 """Name of the graph-state channel holding the files."""
-
-SNAPSHOT_FREQUENCY = 50
-"""Updates of the `files` channel between two full snapshots in the checkpoints."""
 
 
 class FileRecord(TypedDict):
@@ -153,7 +150,7 @@ def _timestamp(value: object, default: float) -> float:
 
 
 FilesChannel = Annotated[
-    dict[str, FileRecord], DeltaChannel(merge_files, snapshot_frequency=SNAPSHOT_FREQUENCY)
+    dict[str, FileRecord], ScaledDeltaChannel(merge_files, snapshot_frequency=MINIMUM_CADENCE)
 ]
 """State annotation of the `files` channel; declare the field `NotRequired[FilesChannel]`.
 
@@ -720,7 +717,6 @@ def _link(tree: _Tree, path: str, record: FileRecord) -> None:
 
 __all__ = [
     "FILES_KEY",
-    "SNAPSHOT_FREQUENCY",
     "FileRecord",
     "FilesChannel",
     "FilesState",

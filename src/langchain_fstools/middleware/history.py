@@ -30,9 +30,9 @@ from typing import (
     NotRequired,
 )
 
-from langgraph.channels.delta import DeltaChannel
 from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
+from langchain_fstools.backends.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
 from langchain_fstools.backends.protocol import ABSENT
 from langchain_fstools.core import calls
 from langchain_fstools.core.records import decode_content, encode_content
@@ -131,7 +131,9 @@ def _trimmed(records: list[ChangeRecord]) -> list[ChangeRecord]:
     return kept
 
 
-HistoryChannel = Annotated[list[ChangeRecord], DeltaChannel(merge_history, snapshot_frequency=50)]
+HistoryChannel = Annotated[
+    list[ChangeRecord], ScaledDeltaChannel(merge_history, snapshot_frequency=MINIMUM_CADENCE)
+]
 """State annotation of the `file_history` channel; declare it `NotRequired[HistoryChannel]`."""
 
 

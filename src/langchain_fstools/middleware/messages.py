@@ -5,7 +5,7 @@
 result, with its artifact, is stored again at every later step, so a thread's
 checkpoints grow with the square of its length. `MessagesChannel` is a LangGraph
 `DeltaChannel` instead: a checkpoint stores the messages its step wrote (and the whole
-list every `SNAPSHOT_FREQUENCY` updates), and LangGraph rebuilds the list by replaying
+list, as often as `backends.cadence` decides), and LangGraph rebuilds the list by replaying
 the stored writes through `merge_messages`.
 
 `merge_messages` gives the channel the meaning the default one has: `add_messages`
@@ -32,16 +32,21 @@ from langchain_core.messages import (
     convert_to_messages,
     message_chunk_to_message,
 )
-from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from langchain_fstools.backends.state import SNAPSHOT_FREQUENCY
+from langchain_fstools.backends.cadence import ScaledDeltaChannel
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 Messages: TypeAlias = list[MessageLikeRepresentation] | MessageLikeRepresentation
 """One write of the channel: a message-like, or a list of them (as `add_messages` takes)."""
+
+MINIMUM_CADENCE: Final = 100
+"""Fewest updates between two snapshots of the conversation (LangGraph's default cadence).
+
+A replayed message costs a load what the same message costs in a snapshot, so the
+minimum only bounds how many checkpoints a load walks back; deepagents uses 50."""
 
 _ID_NAMESPACE: Final = uuid.UUID("6f0c1f4e-3b1e-5a8e-9d57-6a2f0f5b8c11")
 """Namespace of the ids `merge_messages` derives (UUID 5)."""
@@ -99,7 +104,7 @@ def merge_messages(current: Messages | None, writes: Sequence[Messages]) -> list
 
 
 MessagesChannel = Annotated[
-    list[AnyMessage], DeltaChannel(merge_messages, snapshot_frequency=SNAPSHOT_FREQUENCY)
+    list[AnyMessage], ScaledDeltaChannel(merge_messages, snapshot_frequency=MINIMUM_CADENCE)
 ]
 """State annotation of the delta `messages` channel; declare it `Required[MessagesChannel]`."""
 

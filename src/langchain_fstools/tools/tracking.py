@@ -25,10 +25,9 @@ from typing import (
     NotRequired,
 )
 
-from langgraph.channels.delta import DeltaChannel
 from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
-from langchain_fstools.backends.state import SNAPSHOT_FREQUENCY
+from langchain_fstools.backends.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
 from langchain_fstools.core.reducers import merge_keyed
 
 READS_KEY = "file_reads"
@@ -83,12 +82,12 @@ def merge_read_updates(
 
 ReadsChannel = Annotated[
     dict[str, ReadRecord],
-    DeltaChannel(merge_read_updates, snapshot_frequency=SNAPSHOT_FREQUENCY),
+    ScaledDeltaChannel(merge_read_updates, snapshot_frequency=MINIMUM_CADENCE),
 ]
 """State annotation of the `file_reads` channel; declare it `NotRequired[ReadsChannel]`.
 
 A delta channel, as `files` is: checkpoints store each call's new records (and a full
-snapshot every `SNAPSHOT_FREQUENCY` updates), not every record at every step."""
+snapshot as often as `backends.cadence` decides), not every record at every step."""
 
 
 def after_read(

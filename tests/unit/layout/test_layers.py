@@ -140,6 +140,7 @@ BINDINGS: dict[str, tuple[str, ...]] = {
     "langchain_fstools.backends.ssh.exec": ("asyncssh",),
     "langchain_fstools.backends.ssh.files": ("asyncssh",),
     "langchain_fstools.backends.ssh.search": ("asyncssh",),
+    "langchain_fstools.backends.cadence": _LANGGRAPH,
     "langchain_fstools.backends.state": _LANGGRAPH,
     "langchain_fstools.backends.store": _LANGGRAPH,
     "langchain_fstools.backends.store_postgres": _LANGGRAPH,
