@@ -58,7 +58,7 @@ _SYNC_THREADS = 16
 """Most fsyncs a batch write runs at once (the filesystem commits them together)."""
 
 _OPEN_TEMPS = 256
-"""Most temporary files a batch write holds open at once."""
+"""Most temporary files, and most replaced files, a batch write holds open at once."""
 
 _T = TypeVar("_T")
 
@@ -729,14 +729,17 @@ def _hold(host: str, held: list[int]) -> None:
     `_release_later` closes it, off the caller's path. Best effort: a file that cannot
     be opened is freed by the rename as before.
     """
+    if len(held) >= _OPEN_TEMPS:  # never hold many descriptors the process may need
+        _release_later(held)
     with contextlib.suppress(OSError):
         held.append(os.open(host, _READ_FLAGS))
 
 
 def _release_later(descriptors: list[int]) -> None:
-    """Close `descriptors` on the background threads (freeing the files they hold)."""
+    """Close `descriptors` on the background threads (freeing the files they hold); empty it."""
     if descriptors:
         _io_threads(os.getpid()).submit(_close_all, tuple(descriptors))
+        descriptors.clear()
 
 
 def _close_all(descriptors: Sequence[int]) -> None:

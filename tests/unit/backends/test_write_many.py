@@ -130,6 +130,30 @@ def _settled_descriptors(expected: int) -> int:
     return _open_descriptors()
 
 
+def test_a_large_batch_holds_a_bounded_number_of_replaced_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = LocalBackend(tmp_path, durability="rename")
+    count = 2 * local._OPEN_TEMPS + 10
+    backend.write_many([Write(f"/{n}.txt", b"old") for n in range(count)])
+    released: list[int] = []
+    real_close_all = local._close_all
+
+    def close_all(descriptors: tuple[int, ...]) -> None:
+        released.append(len(descriptors))
+        real_close_all(descriptors)
+
+    monkeypatch.setattr(local, "_close_all", close_all)
+    backend.write_many([Write(f"/{n}.txt", b"new") for n in range(count)])
+    for _ in range(500):
+        if sum(released) == count:
+            break
+        time.sleep(0.01)
+    assert sum(released) == count  # every replaced file was held, then released
+    assert max(released) <= local._OPEN_TEMPS  # in bounded handfuls, not all at once
+    assert (tmp_path / f"{count - 1}.txt").read_bytes() == b"new"
+
+
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
 @pytest.mark.parametrize("fail_at", [None, 3])
 def test_replaced_files_are_released_in_the_background(
