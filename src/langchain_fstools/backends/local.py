@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeVar, get_args
 
+from langchain_fstools.backends.host_paths import is_inside, real_path
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.core import paths
@@ -70,7 +71,7 @@ class LocalBackend(Backend):
     """Files on local disk under `root_dir`, which the model sees as `/`.
 
     Confinement: every virtual path passes `paths.normalize`, is joined under the root,
-    resolved with `os.path.realpath` (symlinks in every component followed) and must
+    resolved as `os.path.realpath` resolves it (symlinks in every component followed) and must
     still lie inside the root's real path, or `OutsideRoot` is raised. So `..`, a
     symlinked file or parent directory, a chain of links and a dangling link that
     leads outside are all refused, for reads and writes alike; links that stay inside
@@ -493,11 +494,11 @@ class LocalBackend(Backend):
 
     def _resolve(self, virtual: str) -> str:
         """The real host path of a canonical virtual path; `OutsideRoot` if it leaves."""
-        host = os.path.realpath(os.path.join(self._root, virtual.lstrip("/")))
+        host = real_path(os.path.join(self._root, virtual.lstrip("/")))
         return self._confine(host, virtual)
 
     def _confine(self, host: str, virtual: str) -> str:
-        if os.path.commonpath((self._root, host)) != self._root:
+        if not is_inside(self._root, host):
             raise OutsideRoot(virtual)
         return host
 
@@ -539,7 +540,7 @@ class LocalBackend(Backend):
         if not stat_module.S_ISLNK(own.st_mode):
             return _info(virtual, own)
         try:
-            target = os.stat(self._confine(os.path.realpath(host), virtual))
+            target = os.stat(self._confine(real_path(host), virtual))
         except (OutsideRoot, OSError):
             return FileInfo(virtual, EntryKind.SPECIAL, 0, own.st_mtime, _version(own), link=True)
         return replace(_info(virtual, target), link=True)
