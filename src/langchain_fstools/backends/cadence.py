@@ -22,7 +22,7 @@ LangGraph reads `snapshot_frequency` from the channel whenever it checkpoints
 from __future__ import annotations
 
 from collections.abc import Sized
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self, cast
 
 from langgraph.channels.delta import DeltaChannel
 
@@ -61,6 +61,11 @@ class ScaledDeltaChannel(DeltaChannel[Any]):
     @snapshot_frequency.setter
     def snapshot_frequency(self, minimum: int) -> None:
         _MINIMUM.__set__(self, minimum)
+
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        """What pickling and `copy` keep: the slots, with the minimum (not the scaled cadence)."""
+        state = cast("tuple[None, dict[str, Any]]", super().__getstate__())
+        return None, {**state[1], "snapshot_frequency": _MINIMUM.__get__(self)}
 
     def copy(self) -> Self:
         """A copy with the same value and the same minimum (not the scaled cadence)."""

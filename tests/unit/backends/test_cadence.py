@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 from typing import Any, NotRequired, TypedDict
 
@@ -42,6 +43,21 @@ def test_copies_and_restores_keep_the_minimum_not_the_scaled_cadence() -> None:
     assert restored.snapshot_frequency == 50  # empty again: back to the minimum
     copied.value = {}
     assert copied.snapshot_frequency == 50  # the copy did not keep 500 as its minimum
+
+
+@pytest.mark.parametrize(
+    "duplicate",
+    [copy.copy, copy.deepcopy, lambda c: pickle.loads(pickle.dumps(c))],  # noqa: S301 - our own bytes
+)
+def test_python_copies_and_pickles_keep_the_minimum(duplicate: Any) -> None:
+    channel = ScaledDeltaChannel(merge_files, dict, snapshot_frequency=50)
+    channel.key = "files"
+    channel.update([{f"/{n}": file_record(b"x") for n in range(1000)}])
+    twin = duplicate(channel)
+    assert (twin.key, twin.reducer, twin.get()) == ("files", merge_files, channel.get())
+    assert twin.snapshot_frequency == 500
+    twin.value = {}
+    assert twin.snapshot_frequency == 50
 
 
 class _State(TypedDict):
