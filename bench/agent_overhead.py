@@ -9,8 +9,8 @@ state, and an `InMemorySaver`. Reported: wall time per tool call (median of
 other files in state (the bytes the saver holds after the run minus before, over the
 number of mutations). The bytes are measured again over a 200-call thread, which
 crosses the snapshot cadences (each delta channel stores its whole value now and then).
-A benchmark, not a test: it checks only that both agents ran every call successfully. Runs of all configurations alternate, so a change in machine
-load affects them alike.
+A benchmark, not a test: it checks only that both agents ran every call successfully.
+Runs of all configurations alternate, so a change in machine load affects them alike.
 
 Each agent runs with two state schemas: `create_agent`'s default (`messages` stored
 whole in every checkpoint) and the one each project recommends, which stores

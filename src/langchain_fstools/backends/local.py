@@ -176,6 +176,8 @@ class LocalBackend(Backend):
         if durability not in DURABILITIES:
             raise ValueError(f"unknown durability {durability!r}; choose from {list(DURABILITIES)}")
         self._durability: Durability = durability
+        # Not `real_path`: a graph factory may build this on an event loop, where
+        # `langgraph dev` refuses `os.readlink`; `os.path.realpath` only lstats.
         root = os.path.realpath(os.fspath(root_dir))
         if not os.path.isdir(root):
             raise ValueError("root_dir must be an existing directory")

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 Messages: TypeAlias = list[MessageLikeRepresentation] | MessageLikeRepresentation
 """One write of the channel: a message-like, or a list of them (as `add_messages` takes)."""
 
-MINIMUM_CADENCE: Final = 100
+CONVERSATION_MINIMUM_CADENCE: Final = 100
 """Fewest updates between two snapshots of the conversation (LangGraph's default cadence).
 
 A replayed message costs a load what the same message costs in a snapshot, so the
@@ -104,7 +104,8 @@ def merge_messages(current: Messages | None, writes: Sequence[Messages]) -> list
 
 
 MessagesChannel = Annotated[
-    list[AnyMessage], ScaledDeltaChannel(merge_messages, snapshot_frequency=MINIMUM_CADENCE)
+    list[AnyMessage],
+    ScaledDeltaChannel(merge_messages, snapshot_frequency=CONVERSATION_MINIMUM_CADENCE),
 ]
 """State annotation of the delta `messages` channel; declare it `Required[MessagesChannel]`."""
 
