@@ -1,4 +1,4 @@
-"""End to end (issue 8): permissions, approvals and file history through create_agent.
+"""End to end: permissions, approvals and file history through create_agent.
 
 A scripted chat model and InMemorySaver, on local disk and in graph state: an edit that
 asks, resumed with approve, reject and edit; a patch touching a protected file; execute
@@ -21,7 +21,7 @@ from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.demo import seed_state
 from langchain_fstools.errors import ChangedOutsideAgent
-from langchain_fstools.middleware.policy import Permission
+from langchain_fstools.permissions.rules import Permission
 from langchain_fstools.testing import ScriptedChatModel
 
 INITIAL = {

@@ -1,7 +1,7 @@
 """Files kept in the agent's LangGraph state, under the `files` channel.
 
 The channel is a `DeltaChannel`: checkpoints store the writes of each step (and a full
-snapshot as often as `backends.cadence` decides) rather than a full copy of every file at
+snapshot as often as `channels.cadence` decides) rather than a full copy of every file at
 every step, so a thread's checkpoints do not grow with the square of its writes. Each
 update maps a path to its new record, or to None to delete it.
 
@@ -32,9 +32,9 @@ from typing import (
 
 from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
-from langchain_fstools.backends.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
+from langchain_fstools.channels.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
 from langchain_fstools.core import paths
 from langchain_fstools.core.records import (
     DIRECTORY_VERSION,

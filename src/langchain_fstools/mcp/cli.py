@@ -125,7 +125,7 @@ async def serve(config: dict[str, Any]) -> None:
     """Build the backend and the server from `config`, and serve over stdio or HTTP."""
     from langchain_fstools.mcp.server import create_server  # noqa: PLC0415
     from langchain_fstools.mcp.transports import run_http, run_stdio  # noqa: PLC0415
-    from langchain_fstools.middleware.policy import Permission  # noqa: PLC0415
+    from langchain_fstools.permissions.rules import Permission  # noqa: PLC0415
 
     try:
         rules = [Permission(**rule) for rule in config.get("permissions", [])]

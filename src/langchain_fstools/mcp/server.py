@@ -5,7 +5,7 @@ names, descriptions and argument schemas, with annotations from each tool's decl
 metadata) and runs them. Each MCP session gets its own tool instances, so read-before-
 write and staleness are tracked per session, and its own `/large_tool_results/` folder
 (in memory) where large results are evicted as `FilesystemMiddleware` does. Permissions
-follow `langchain_fstools.middleware.policy`; an `ask` becomes an MCP elicitation when the
+follow `langchain_fstools.permissions.rules`; an `ask` becomes an MCP elicitation when the
 client supports it, and a refusal saying why otherwise.
 """
 
@@ -25,15 +25,16 @@ from mcp.server.lowlevel import Server
 from pydantic import BaseModel
 
 from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.store import StoreBackend
 from langchain_fstools.errors import PermissionDenied
 from langchain_fstools.mcp.content import to_call_result
-from langchain_fstools.middleware.approval import PermissionGate, approval_request
-from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
-from langchain_fstools.middleware.policy import PROTECTED_PATHS, Mode, Permission, Policy
-from langchain_fstools.middleware.views import GuardedBackend
+from langchain_fstools.permissions.approval import approval_request
+from langchain_fstools.permissions.gate import PermissionGate
+from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.tools._base import FileTool
 from langchain_fstools.tools._render import render_error
+from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
 from langchain_fstools.tools.toolkit import TOOL_CLASSES, FileToolkit
 
 if TYPE_CHECKING:

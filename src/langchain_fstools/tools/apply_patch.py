@@ -12,8 +12,8 @@ from langchain_fstools.formats.diff import snippet
 from langchain_fstools.formats.text import count_lines
 from langchain_fstools.patch.apply import commit, plan
 from langchain_fstools.patch.apply import summary as patch_summary
+from langchain_fstools.patch.argument import patch_paths, patch_text
 from langchain_fstools.patch.parser import parse_patch
-from langchain_fstools.patch.targets import patch_paths, patch_text
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._mutation import changed, syntax_reports
 from langchain_fstools.tools.targets import Target

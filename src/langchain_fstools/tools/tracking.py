@@ -27,7 +27,7 @@ from typing import (
 
 from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
-from langchain_fstools.backends.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
+from langchain_fstools.channels.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
 from langchain_fstools.core.reducers import merge_keyed
 
 READS_KEY = "file_reads"
@@ -87,7 +87,7 @@ ReadsChannel = Annotated[
 """State annotation of the `file_reads` channel; declare it `NotRequired[ReadsChannel]`.
 
 A delta channel, as `files` is: checkpoints store each call's new records (and a full
-snapshot as often as `backends.cadence` decides), not every record at every step."""
+snapshot as often as `channels.cadence` decides), not every record at every step."""
 
 
 def after_read(

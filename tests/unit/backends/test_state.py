@@ -156,7 +156,7 @@ def test_unbound_state_update_is_empty() -> None:
     assert StateBackend().state_update() == {}
 
 
-def test_issue_15_state_without_files_channel_is_refused_naming_the_fix() -> None:
+def test_state_without_files_channel_is_refused_naming_the_fix() -> None:
     with pytest.raises(NotInGraph) as raised:
         StateBackend().bind(SimpleNamespace(state={"messages": []}))
     assert "no 'files' channel" in raised.value.missing
@@ -624,7 +624,7 @@ def test_long_threads_cross_snapshots_and_replay_exactly() -> None:
     assert snapshots, "more than 50 updates must have written a snapshot"
 
 
-# ----- seeding and malformed records (issue 15) -------------------------------------------------
+# ----- seeding and malformed records -------------------------------------------------
 
 
 def test_seed_builds_file_records_from_text_and_bytes() -> None:

@@ -4,7 +4,7 @@
 overrides only what it changes. `GuardedBackend` hides and refuses paths a `PathGuard`
 forbids: denied paths are missing from listings and searches and raise
 `PermissionError` (with the virtual path) when named, so no tool can reach them,
-whatever it does. The history recorder (`backends.recording`) is another view.
+whatever it does. The history recorder (`history.recording`) is another view.
 
 A view is built around the *unbound* backend and binds with it: `bind(runtime)` binds
 the inner backend, then wraps the result for that one call.
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo
 from langchain_fstools.core import paths
+from langchain_fstools.core.records import digest
 from langchain_fstools.errors import FsToolsError, PartialWrite, StaleApproval
-from langchain_fstools.tools.targets import digest
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -110,6 +110,10 @@ class BackendView(Backend):
         """Forwarded."""
         return self.inner.move(source, destination)
 
+    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Forwarded (the wrapped backend's own batch: one sync for all, say)."""
+        return self.inner.write_many(writes)
+
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
         """Forwarded."""
         return self.inner.walk(path)
@@ -135,6 +139,10 @@ class BackendView(Backend):
     ) -> FileInfo:
         """Forwarded."""
         return await self.inner.awrite_bytes(path, data, expected_version=expected_version)
+
+    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Forwarded."""
+        return await self.inner.awrite_many(writes)
 
     async def adelete(self, path: str) -> None:
         """Forwarded."""
