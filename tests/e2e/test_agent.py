@@ -41,10 +41,13 @@ SECOND_TURN = [
 ]
 
 
+INITIAL_FILES = {"/app.py": "x = 1\n", "/other.py": "a\n"}
+
+
 class Scenario:
     def __init__(self, kind: str, tmp_path: Path, checkpointer: Any = None) -> None:
         self.kind = kind
-        initial = {"/app.py": "x = 1\n", "/other.py": "a\n"}
+        initial = INITIAL_FILES
         if kind == "local":
             for path, text in initial.items():
                 (tmp_path / path.lstrip("/")).write_text(text)
@@ -141,3 +144,40 @@ def run_scenario(s: Scenario, kind: str, mode: str, tmp_path: Path) -> None:
     assert s.file(state, "/other.py") == "overwritten\n"
     if kind == "state":
         assert not (tmp_path / "app.py").exists()
+
+
+@pytest.mark.parametrize("kind", ["local", "state"])
+def test_own_changes_do_not_count_as_reading_the_rest_through_an_agent(
+    kind: str, tmp_path: Path
+) -> None:
+    """A partial read + edit, or a patch of an unread file, never allows a full overwrite."""
+    s = Scenario(kind, tmp_path)
+    long_text = "".join(f"line {n}\n" for n in range(1, 101))
+    if kind == "local":
+        (tmp_path / "long.txt").write_text(long_text)
+    else:
+        s.seed = {"files": seed_state({**INITIAL_FILES, "/long.txt": long_text})}
+    patch = "*** Begin Patch\n*** Update File: /other.py\n@@\n-a\n+b\n*** End Patch"
+    script = [
+        call("read_file", 1, file_path="/long.txt", limit=5),
+        call("edit_file", 2, file_path="/long.txt", old_string="line 2\n", new_string="two\n"),
+        call("write_file", 3, file_path="/long.txt", content="gone\n"),
+        call("apply_patch", 4, patch=patch),
+        call("write_file", 5, file_path="/other.py", content="clobbered\n"),
+        AIMessage(content="done"),
+    ]
+    state = s.agent(script).invoke(
+        {"messages": [{"role": "user", "content": "go"}], **s.seed}, s.config
+    )
+    results = tool_results(state)
+    assert [results[f"c{n}"].status for n in range(1, 6)] == [
+        "success",
+        "success",
+        "error",
+        "success",
+        "error",
+    ]
+    assert "only part of /long.txt has been read" in str(results["c3"].content)
+    assert "only part of /other.py has been read" in str(results["c5"].content)
+    assert s.file(state, "/long.txt").count("\n") == 100
+    assert s.file(state, "/other.py") == "b\n"

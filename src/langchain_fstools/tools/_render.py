@@ -98,7 +98,8 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
         case errors.NotReadYet(path=path, partially=True):
             return (
                 f"Error: only part of {path} has been read."
-                " Read the whole file with read_file before overwriting it."
+                " Read the rest with read_file (your own edits do not count) before"
+                " overwriting it, or change only what you need with edit_file."
             )
         case errors.NotReadYet(path=path):
             return f"Error: {path} has not been read yet. Read it with read_file first, then retry."
