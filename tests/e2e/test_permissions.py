@@ -432,11 +432,14 @@ def test_an_ask_without_a_checkpointer_is_a_clear_error_not_a_silent_interrupt(
         middleware=[FilesystemMiddleware(backend=LocalBackend(tmp_path), mode="default")],
     )
     payload = {"messages": [{"role": "user", "content": "write it"}]}
-    with pytest.raises(RuntimeError, match="needs a person's approval, but the graph has no"):
+
+    def run() -> Any:
         if mode == "sync":
-            agent.invoke(payload)
-        else:
-            asyncio.run(agent.ainvoke(payload))
+            return agent.invoke(payload)
+        return asyncio.run(agent.ainvoke(payload))
+
+    with pytest.raises(RuntimeError, match="needs a person's approval, but the graph has no"):
+        run()
     assert not (tmp_path / "new.py").exists()
 
 
