@@ -15,10 +15,17 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from langchain_fstools import FilesystemState, FileToolkit, LocalBackend, StateBackend
+from langchain_fstools import (
+    FilesystemMiddleware,
+    FilesystemState,
+    FileToolkit,
+    LocalBackend,
+    StateBackend,
+)
 from langchain_fstools.backends.protocol import Backend
+from langchain_fstools.backends.state import file_bytes
 from langchain_fstools.demo import seed_state
-from langchain_fstools.testing import ScriptedChatModel
+from langchain_fstools.testing import ScriptedChatModel, tool_call
 
 
 def call(name: str, n: int, **args: Any) -> AIMessage:
@@ -181,3 +188,18 @@ def test_own_changes_do_not_count_as_reading_the_rest_through_an_agent(
     assert "only part of /other.py has been read" in str(results["c5"].content)
     assert s.file(state, "/long.txt").count("\n") == 100
     assert s.file(state, "/other.py") == "b\n"
+
+
+def test_file_bytes_reads_a_file_out_of_an_agent_result() -> None:
+    model = ScriptedChatModel(
+        turns=[tool_call("write_file", file_path="/src/app.py", content="x = 1\n"), "Done."]
+    )
+    agent = create_agent(model, middleware=[FilesystemMiddleware(backend=StateBackend())])
+    result = agent.invoke({"messages": [{"role": "user", "content": "write it"}]})
+    assert file_bytes(result["files"], "/src/app.py") == b"x = 1\n"
+    assert file_bytes(result["files"], "src//app.py") == b"x = 1\n"  # spelled as tools accept
+    assert list(result["files"]) == ["/src/app.py"]  # no record for the parent folder
+    with pytest.raises(IsADirectoryError):
+        file_bytes(result["files"], "/src")
+    with pytest.raises(FileNotFoundError):
+        file_bytes(result["files"], "/src/missing.py")
