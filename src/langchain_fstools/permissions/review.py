@@ -16,6 +16,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.types import interrupt
 
 from langchain_fstools.core import calls
@@ -103,6 +104,7 @@ class TurnReview:
         """One interrupt for `asks`; the approvals, rejections and edits it returns."""
         if not asks:
             return {APPROVALS_KEY: {}} if state.get(APPROVALS_KEY) else None
+        _require_checkpointer(call_runtime.config)
         value = approval_request([(call, found.verdict, preview) for call, found, preview in asks])
         # LangGraph runs this node again on resume: keep the change the person was shown
         # (the first run's dry run), so a file changed meanwhile fails as stale.
@@ -199,6 +201,26 @@ def last_turn(state: Any) -> AIMessage | None:
     messages = state.get("messages", []) if isinstance(state, dict) else []
     last = messages[-1] if messages else None
     return last if isinstance(last, AIMessage) and last.tool_calls else None
+
+
+def _require_checkpointer(config: Any) -> None:
+    """Refuse to ask a person when the graph could not resume after the answer.
+
+    Without a checkpointer, LangGraph's `interrupt()` ends the run with `__interrupt__`
+    and nothing to resume from, so the call would silently never run.
+
+    Raises:
+        RuntimeError: the running graph has no checkpointer.
+    """
+    configurable = config.get("configurable") or {} if isinstance(config, dict) else {}
+    if configurable and configurable.get(CONFIG_KEY_CHECKPOINTER) is None:
+        msg = (
+            "A tool call needs a person's approval, but the graph has no checkpointer to"
+            " resume from: compile the agent with one (create_agent(...,"
+            " checkpointer=InMemorySaver())) and pass a thread_id, or give permission"
+            " rules that allow or deny these calls instead of asking."
+        )
+        raise RuntimeError(msg)
 
 
 def _previewing(found: Assessment, backend: Backend, call_runtime: Any) -> Effect[Any]:

@@ -98,7 +98,8 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
         case errors.NotReadYet(path=path, partially=True):
             return (
                 f"Error: only part of {path} has been read."
-                " Read the whole file with read_file before overwriting it."
+                " Read the rest with read_file (your own edits do not count) before"
+                " overwriting it, or change only what you need with edit_file."
             )
         case errors.NotReadYet(path=path):
             return f"Error: {path} has not been read yet. Read it with read_file first, then retry."
@@ -120,7 +121,11 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 " creates new files. Use a non-empty old_string to edit it."
             )
         case errors.BinaryFile(path=path):
-            return f"Error: {path} is a binary file; this tool handles text files only."
+            return (
+                f"Error: {path} is a binary file (not text, an image, a PDF or a notebook),"
+                " so it cannot be shown or edited as text. Leave it as it is, or ask the user"
+                " how to handle it."
+            )
         case errors.UseNotebookEdit(path=path):
             return f"Error: {path} is a Jupyter notebook; use notebook_edit to change its cells."
         case errors.FileTooLarge(path=path, size=size, limit=limit):
@@ -239,7 +244,8 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             return f"Error: {path} is a directory, not a file. Use ls to list it."
         case NotADirectoryError(filename=path):
             return (
-                f"Error: a component of {path} is a file, not a directory. Check the path with ls."
+                f"Error: {path} cannot exist: a folder on its way is a file."
+                " List the folders above it with ls to find the right path."
             )
         case FileExistsError(filename=path):
             return f"Error: {path} already exists as a file. Choose another path."

@@ -720,8 +720,13 @@ def test_missing_file_error_names_the_virtual_path(root: Path, backend: LocalBac
 
 
 def test_root_must_be_an_existing_directory(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="existing directory"):
+    with pytest.raises(ValueError, match="existing directory") as caught:
         LocalBackend(tmp_path / "missing")
+    assert f"{str(tmp_path / 'missing')!r}" in str(caught.value)
+    assert "does not exist: create it first" in str(caught.value)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="is a file"):
+        LocalBackend(tmp_path / "file")
 
 
 # ----- async twins ---------------------------------------------------------------------------------

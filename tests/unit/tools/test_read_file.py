@@ -71,7 +71,10 @@ def test_binary_refused(h: Harness, run: Run) -> None:
     h.seed("/bin.dat", b"\x00\x01\x02binary\xff")
     msg = run("read_file", file_path="/bin.dat")
     assert msg.status == "error"
-    assert msg.content == "Error: /bin.dat is a binary file; this tool handles text files only."
+    assert msg.content == (
+        "Error: /bin.dat is a binary file (not text, an image, a PDF or a notebook), so it"
+        " cannot be shown or edited as text. Leave it as it is, or ask the user how to handle it."
+    )
 
 
 def test_missing_file_suggests_near_spelling(h: Harness, run: Run) -> None:
