@@ -98,6 +98,12 @@ async def connect(target: str, *args: str, elicitation: Any = None) -> AsyncIter
             yield session
 
 
+def wire(model: Any) -> dict[str, Any]:
+    """An SDK model as sent on the wire (camelCase): the same under mcp 1.x and 2.x."""
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
 def text_of(result: types.CallToolResult) -> str:
     return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
 

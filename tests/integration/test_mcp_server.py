@@ -14,7 +14,14 @@ import pytest
 from mcp import types
 from PIL import Image
 
-from tests.integration.mcp_servers import approving, connect, http_server, make_workspace, text_of
+from tests.integration.mcp_servers import (
+    approving,
+    connect,
+    http_server,
+    make_workspace,
+    text_of,
+    wire,
+)
 
 pytestmark = [
     pytest.mark.integration,
@@ -74,32 +81,37 @@ async def test_tools_listed_with_annotations(open_client: Open) -> None:
         "grep",
         "notebook_edit",
     }
-    read = tools["read_file"].annotations
-    assert read is not None
-    assert (read.readOnlyHint, read.destructiveHint, read.idempotentHint, read.openWorldHint) == (
-        True,
+    read = wire(tools["read_file"])["annotations"]
+    assert read == {
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+    edit = wire(tools["edit_file"])["annotations"]
+    assert (edit["readOnlyHint"], edit["destructiveHint"], edit["idempotentHint"]) == (
         False,
         True,
         False,
     )
-    edit = tools["edit_file"].annotations
-    assert edit is not None
-    assert (edit.readOnlyHint, edit.destructiveHint, edit.idempotentHint) == (False, True, False)
-    assert "file_path" in tools["read_file"].inputSchema["properties"]
-    assert "runtime" not in tools["read_file"].inputSchema["properties"]
-    assert "-i" in tools["grep"].inputSchema["properties"]
+    write = wire(tools["write_file"])["annotations"]
+    assert (write["readOnlyHint"], write["idempotentHint"]) == (False, True)
+    schema = wire(tools["read_file"])["inputSchema"]
+    assert "file_path" in schema["properties"]
+    assert "runtime" not in schema["properties"]
+    assert "-i" in wire(tools["grep"])["inputSchema"]["properties"]
 
 
 async def test_read_text_and_image(open_client: Open) -> None:
     async with asyncio.timeout(TIMEOUT), open_client() as session:
         text = await session.call_tool("read_file", {"file_path": "/notes.txt"})
         image = await session.call_tool("read_file", {"file_path": "/logo.png"})
-    assert not text.isError
+    assert not wire(text)["isError"]
     assert text_of(text) == "     1→alpha\n     2→beta"
-    assert not image.isError
+    assert not wire(image)["isError"]
     blocks = [b for b in image.content if isinstance(b, types.ImageContent)]
     assert len(blocks) == 1
-    assert blocks[0].mimeType == "image/png"
+    assert wire(blocks[0])["mimeType"] == "image/png"
     assert Image.open(io.BytesIO(base64.b64decode(blocks[0].data))).size == (40, 30)
 
 
@@ -109,12 +121,12 @@ async def test_edit_refused_before_a_read_and_accepted_after(
     edit = {"file_path": "/src/app.py", "old_string": "Helo", "new_string": "Hello"}
     async with asyncio.timeout(TIMEOUT), open_client() as session:
         refused = await session.call_tool("edit_file", edit)
-        assert refused.isError
+        assert wire(refused)["isError"]
         assert "read" in text_of(refused)
         assert "Helo," in (workspace / "src/app.py").read_text()
         await session.call_tool("read_file", {"file_path": "/src/app.py"})
         accepted = await session.call_tool("edit_file", edit)
-    assert not accepted.isError, text_of(accepted)
+    assert not wire(accepted)["isError"], text_of(accepted)
     assert (workspace / "src/app.py").read_text().count("Hello,") == 1
 
 
@@ -130,7 +142,7 @@ async def test_grep_glob_and_apply_patch(open_client: Open, workspace: Path) -> 
         patched = await session.call_tool("apply_patch", {"patch": patch})
     assert "/src/app.py:2:" in text_of(found)
     assert text_of(globbed).strip() == "/src/app.py"
-    assert not patched.isError, text_of(patched)
+    assert not wire(patched)["isError"], text_of(patched)
     assert (workspace / "notes.txt").read_text() == "alpha\ngamma\n"
     assert (workspace / "new.txt").read_text() == "fresh\n"
 
@@ -145,7 +157,7 @@ async def test_a_permission_ask_answered_through_elicitation(
         open_client("--mode", "default", elicitation=approving({"approve": True}, asked)) as yes,
     ):
         result = await yes.call_tool("write_file", write)
-    assert not result.isError, text_of(result)
+    assert not wire(result)["isError"], text_of(result)
     assert len(asked) == 1
     assert "/out.txt" in asked[0]
     assert (workspace / "out.txt").read_text() == "approved\n"
@@ -156,7 +168,7 @@ async def test_a_permission_ask_answered_through_elicitation(
         open_client("--mode", "default", elicitation=approving(declined, asked)) as no,
     ):
         rejected = await no.call_tool("write_file", {"file_path": "/no.txt", "content": "x"})
-    assert rejected.isError
+    assert wire(rejected)["isError"]
     assert "not today" in text_of(rejected)
     assert not (workspace / "no.txt").exists()
 
@@ -167,20 +179,20 @@ async def test_a_permission_ask_refused_without_elicitation(
     async with asyncio.timeout(TIMEOUT), open_client("--mode", "default") as session:
         result = await session.call_tool("write_file", {"file_path": "/out.txt", "content": "x"})
         read = await session.call_tool("read_file", {"file_path": "/notes.txt"})
-    assert result.isError
+    assert wire(result)["isError"]
     assert "elicitation" in text_of(result)
     assert not (workspace / "out.txt").exists()
-    assert not read.isError  # reads are allowed in the default mode
+    assert not wire(read)["isError"]  # reads are allowed in the default mode
 
 
 async def test_an_error_sets_is_error(open_client: Open, workspace: Path) -> None:
     async with asyncio.timeout(TIMEOUT), open_client() as session:
         missing = await session.call_tool("read_file", {"file_path": "/nope.txt"})
         bad = await session.call_tool("read_file", {"file_path": "/notes.txt", "offset": "x"})
-    assert missing.isError
+    assert wire(missing)["isError"]
     assert "/nope.txt" in text_of(missing)
     assert_no_host_path(missing, workspace)
-    assert bad.isError
+    assert wire(bad)["isError"]
     assert "offset" in text_of(bad)
 
 
@@ -190,10 +202,10 @@ async def test_a_second_session_has_its_own_read_state(open_client: Open, worksp
         await first.call_tool("read_file", {"file_path": "/notes.txt"})
         async with open_client() as second:
             refused = await second.call_tool("edit_file", edit)
-        assert refused.isError
+        assert wire(refused)["isError"]
         assert "read" in text_of(refused)
         accepted = await first.call_tool("edit_file", edit)
-    assert not accepted.isError, text_of(accepted)
+    assert not wire(accepted)["isError"], text_of(accepted)
     assert (workspace / "notes.txt").read_text() == "ALPHA\nbeta\n"
 
 
@@ -209,7 +221,7 @@ async def test_a_path_outside_the_root_is_refused_without_host_paths(
             await session.call_tool("write_file", {"file_path": "/../x.txt", "content": "x"}),
         ]
     for result in results:
-        assert result.isError
+        assert wire(result)["isError"]
         assert "top secret" not in text_of(result)
         assert_no_host_path(result, workspace)
     assert not (workspace.parent / "x.txt").exists()
@@ -227,9 +239,7 @@ async def test_large_execute_output_is_evicted_and_readable(
         found = await session.call_tool(
             "grep", {"pattern": "59999", "path": path, "output_mode": "content"}
         )
-    annotations = tools["execute"].annotations
-    assert annotations is not None
-    assert annotations.openWorldHint is True
+    assert wire(tools["execute"])["annotations"]["openWorldHint"] is True
     assert path.startswith("/large_tool_results/")
     assert text_of(back).startswith("     2→2\n     3→3")
     assert ":59999" in text_of(found)

@@ -292,6 +292,8 @@ class FileTool(BaseTool):
     """Whether the tool bounds its own output (so eviction leaves its results alone)."""
     needs_read: ClassVar[bool] = False
     """Whether the tool changes only files the agent read, so it needs `read_file`."""
+    idempotent: ClassVar[bool | None] = None
+    """Whether the same call twice has the effect of one (None: exactly when read-only)."""
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     handle_tool_error: bool = True
     handle_validation_error: Callable[[ValidationError], str] = render_validation_error  # type: ignore[assignment]
