@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,10 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from PIL import Image
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
+INITIALIZED: weakref.WeakKeyDictionary[ClientSession, types.InitializeResult] = (
+    weakref.WeakKeyDictionary()
+)
+"""Each open session's `initialize` result (the server's name, version, instructions)."""
 START_TIMEOUT = 30.0
 
 
@@ -111,7 +116,7 @@ async def connect(
     async with transport as streams:
         read, write = streams[0], streams[1]
         async with ClientSession(read, write, elicitation_callback=elicitation) as session:
-            await session.initialize()
+            INITIALIZED[session] = await session.initialize()
             yield session
 
 
@@ -119,6 +124,12 @@ def wire(model: Any) -> dict[str, Any]:
     """An SDK model as sent on the wire (camelCase): the same under mcp 1.x and 2.x."""
     dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
     return dumped
+
+
+def session_server_info(session: ClientSession) -> dict[str, Any]:
+    """The `serverInfo` the server sent at initialisation (name and version)."""
+    dumped = wire(INITIALIZED[session])["serverInfo"]
+    return {"name": dumped["name"], "version": dumped["version"]}
 
 
 def text_of(result: types.CallToolResult) -> str:

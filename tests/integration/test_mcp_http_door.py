@@ -36,7 +36,7 @@ pytestmark = [
 
 TIMEOUT = 60
 BINDS = ["127.0.0.1", "127.0.0.2", "::1"]
-TOKEN = "correct-horse-battery-staple"
+TOKEN = "correct-horse-battery-staple"  # noqa: S105 - a test token
 
 
 def post(

@@ -19,6 +19,7 @@ from tests.integration.mcp_servers import (
     connect,
     http_server,
     make_workspace,
+    session_server_info,
     text_of,
     wire,
 )
@@ -203,7 +204,8 @@ async def test_a_second_session_has_its_own_read_state(open_client: Open, worksp
         async with open_client() as second:
             refused = await second.call_tool("edit_file", edit)
         assert wire(refused)["isError"]
-        assert "read" in text_of(refused)
+        assert text_of(refused).startswith("Error: this MCP session has not read /notes.txt:")
+        assert "client.session() with load_mcp_tools" in text_of(refused)
         accepted = await first.call_tool("edit_file", edit)
     assert not wire(accepted)["isError"], text_of(accepted)
     assert (workspace / "notes.txt").read_text() == "ALPHA\nbeta\n"
@@ -244,3 +246,72 @@ async def test_large_execute_output_is_evicted_and_readable(
     assert text_of(back).startswith("     2→2\n     3→3")
     assert ":59999" in text_of(found)
     assert not (workspace / "large_tool_results").exists()
+
+
+async def test_a_repeated_read_returns_the_content(open_client: Open) -> None:
+    async with asyncio.timeout(TIMEOUT), open_client() as session:
+        texts = [
+            text_of(await session.call_tool("read_file", {"file_path": "/notes.txt"}))
+            for _ in range(3)
+        ]
+        images = [
+            await session.call_tool("read_file", {"file_path": "/logo.png"}) for _ in range(2)
+        ]
+    assert texts == ["     1→alpha\n     2→beta"] * 3
+    for image in images:
+        assert [b["type"] for b in wire(image)["content"]].count("image") == 1
+
+
+async def test_the_server_names_itself_with_our_version(open_client: Open) -> None:
+    from langchain_fstools import __version__  # noqa: PLC0415 - the name under test
+
+    async with asyncio.timeout(TIMEOUT), open_client() as session:
+        tools = (await session.list_tools()).tools
+        info = session_server_info(session)
+    assert info == {"name": "langchain-fstools", "version": __version__}
+    for tool in tools:
+        listed = wire(tool)
+        assert listed["description"]
+        assert "description" not in listed["inputSchema"]
+
+
+async def test_progress_notifications_when_the_client_asks(
+    open_client: Open, workspace: Path
+) -> None:
+    for n in range(30):
+        (workspace / f"f{n}.txt").write_text("needle\n")
+    seen: dict[str, list[tuple[float, str | None]]] = {}
+
+    def recorder(name: str) -> Any:
+        got = seen.setdefault(name, [])
+
+        async def callback(progress: float, total: float | None, message: str | None) -> None:
+            del total
+            got.append((progress, message))
+
+        return callback
+
+    script = "for i in 1 2 3; do echo line$i; sleep 0.3; done"
+    async with asyncio.timeout(TIMEOUT), open_client("--execute") as session:
+        ran = await session.call_tool(
+            "execute", {"command": script}, progress_callback=recorder("execute")
+        )
+        found = await session.call_tool(
+            "grep", {"pattern": "needle"}, progress_callback=recorder("grep")
+        )
+        globbed = await session.call_tool(
+            "glob", {"pattern": "*.txt"}, progress_callback=recorder("glob")
+        )
+        quiet = await session.call_tool("glob", {"pattern": "*.txt"})
+    assert not wire(ran)["isError"]
+    assert not wire(found)["isError"]
+    assert not wire(globbed)["isError"]
+    assert not wire(quiet)["isError"]
+    output = "".join(message or "" for _, message in seen["execute"])
+    assert output == "line1\nline2\nline3\n"
+    assert len(seen["execute"]) >= 2  # sent while the command ran, not only at the end
+    assert seen["grep"][-1][1] == "30 matching lines in 30 files so far"
+    assert seen["glob"] == [(1.0, "31 files found")]  # once, with every part counted
+    for events in seen.values():
+        numbers = [progress for progress, _ in events]
+        assert numbers == sorted(set(numbers))  # strictly increasing, as MCP requires

@@ -57,6 +57,9 @@ files with `edit_file` (or `apply_patch` for many changes at once). Results too 
 the conversation are saved under `/large_tool_results/`; read them back with `read_file`."""
 """What the server tells the client about its tools at initialisation."""
 
+READER = "this MCP session"
+"""Who must have read a file before editing it: read state is kept per MCP session."""
+
 APPROVAL_SCHEMA: types.ElicitRequestedSchema = {
     "type": "object",
     "properties": {
@@ -316,6 +319,7 @@ class FileServer:
         gate = None if self.policy is None else PermissionGate(self.policy, storage)
         guarded = storage if gate is None else GuardedBackend(storage, gate.guard_for)
         toolkit = FileToolkit(guarded, tools=self.names, **self.settings)
+        toolkit.context.reader = READER
         eviction = None
         if self.eviction:
             eviction = copy.copy(
@@ -382,6 +386,7 @@ def _message(request: ToolCallRequest, content: Any) -> ToolMessage:
 __all__ = [
     "APPROVAL_SCHEMA",
     "INSTRUCTIONS",
+    "READER",
     "CallRuntime",
     "FileServer",
     "create_server",

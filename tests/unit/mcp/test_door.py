@@ -9,6 +9,7 @@ import pytest
 from langchain_fstools.mcp.door import Door, DoorApp, is_loopback
 
 PORT = 8765
+SECRET = "s3cret"  # noqa: S105 - a test token
 
 
 @pytest.mark.parametrize("bind", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
@@ -81,10 +82,10 @@ def test_a_local_origin_is_let_in() -> None:
 
 @pytest.mark.parametrize(
     "authorization",
-    [None, "", "Bearer", "Bearer wrong", "Basic s3cret", "Bearer s3cret-and-more", "s3cret"],
+    [None, "", "Bearer", "Bearer wrong", f"Basic {SECRET}", f"Bearer {SECRET}-and-more", SECRET],
 )
 def test_with_a_token_a_missing_or_wrong_one_gets_401(authorization: str | None) -> None:
-    door = Door.for_bind("127.0.0.1", PORT, token="s3cret")
+    door = Door.for_bind("127.0.0.1", PORT, token=SECRET)
     headers = {"host": f"127.0.0.1:{PORT}"}
     if authorization is not None:
         headers["authorization"] = authorization
@@ -94,21 +95,26 @@ def test_with_a_token_a_missing_or_wrong_one_gets_401(authorization: str | None)
 
 
 def test_the_right_token_is_let_in() -> None:
-    door = Door.for_bind("127.0.0.1", PORT, token="s3cret")
-    for given in ("Bearer s3cret", "bearer s3cret"):
+    door = Door.for_bind("127.0.0.1", PORT, token=SECRET)
+    for given in (f"Bearer {SECRET}", f"bearer {SECRET}"):
         assert door.refusal({"host": f"127.0.0.1:{PORT}", "authorization": given}) is None
 
 
-@pytest.mark.parametrize("bind", ["0.0.0.0", "::", "192.168.1.5", "box.example"])
+NOT_LOOPBACK = ["0.0.0.0", "::", "192.168.1.5", "box.example"]  # noqa: S104 - refused binds
+
+
+@pytest.mark.parametrize("bind", NOT_LOOPBACK)
 def test_a_non_loopback_bind_without_a_token_is_refused(bind: str) -> None:
     assert not is_loopback(bind)
     with pytest.raises(ValueError, match="needs a bearer token"):
         Door.for_bind(bind, PORT)
     with pytest.raises(ValueError, match="needs a bearer token"):
         Door.for_bind(bind, PORT, token="")
-    door = Door.for_bind(bind, PORT, token="t", names=["box.lan"])
-    assert door.refusal({"host": f"box.lan:{PORT}", "authorization": "Bearer t"}) is None
-    assert door.refusal({"host": f"other.lan:{PORT}", "authorization": "Bearer t"}) is not None
+    door = Door.for_bind(bind, PORT, token=SECRET, names=["box.lan"])
+    assert door.refusal({"host": f"box.lan:{PORT}", "authorization": f"Bearer {SECRET}"}) is None
+    assert (
+        door.refusal({"host": f"other.lan:{PORT}", "authorization": f"Bearer {SECRET}"}) is not None
+    )
 
 
 async def test_the_app_refuses_before_the_guarded_app_runs() -> None:
@@ -120,7 +126,7 @@ async def test_the_app_refuses_before_the_guarded_app_runs() -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 
-    app = DoorApp(guarded, Door.for_bind("127.0.0.2", PORT, token="t"))
+    app = DoorApp(guarded, Door.for_bind("127.0.0.2", PORT, token=SECRET))
 
     async def request(*headers: tuple[bytes, bytes]) -> list[dict[str, Any]]:
         sent: list[dict[str, Any]] = []
@@ -136,7 +142,7 @@ async def test_the_app_refuses_before_the_guarded_app_runs() -> None:
         return sent
 
     good = (b"host", f"127.0.0.2:{PORT}".encode())
-    token = (b"authorization", b"Bearer t")
+    token = (b"authorization", f"Bearer {SECRET}".encode())
     forged = await request((b"host", b"attacker.example"), token)
     assert forged[0]["status"] == 421
     unauthorised = await request(good)
