@@ -27,8 +27,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def render_error(exc: BaseException, *, tool: str) -> str:
-    """Return the model-facing sentence for `exc` raised by `tool`."""
+def render_error(exc: BaseException, *, tool: str, reader: str | None = None) -> str:
+    """Return the model-facing sentence for `exc` raised by `tool`.
+
+    `reader` names who must have read a file before writing it, where reads are kept
+    per client session (`"this MCP session"`); None for the agent itself.
+    """
+    if isinstance(exc, errors.NotReadYet) and reader is not None:
+        return _not_read_in_session(exc, reader)
     message = _known(exc)
     if message is None:
         logger.error("%s failed unexpectedly", tool, exc_info=exc)
@@ -37,6 +43,18 @@ def render_error(exc: BaseException, *, tool: str) -> str:
             "check the arguments and try again, or use another tool."
         )
     return message
+
+
+def _not_read_in_session(exc: errors.NotReadYet, reader: str) -> str:
+    """The refusal naming the session, and the fix for clients with a session per call."""
+    seen = "has read only part of" if exc.partially else "has not read"
+    whole = "the whole file " if exc.partially else ""
+    return (
+        f"Error: {reader} {seen} {exc.path}: read {whole}with read_file in this same "
+        "session, then retry (a client that opens a new session for every call, as "
+        "langchain-mcp-adapters' client.get_tools() does, must keep one session open "
+        "instead: client.session() with load_mcp_tools)."
+    )
 
 
 def render_validation_error(exc: ValidationError) -> str:

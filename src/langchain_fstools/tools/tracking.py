@@ -8,6 +8,8 @@ result is still in the conversation as the model sees it: each record names the 
 call that showed it, and the stub is given only when that call's `ToolMessage` is still
 in `state["messages"]`, not summarised away (`SummarizationMiddleware`) and not cleared
 (`ContextEditingMiddleware`, seen by `FilesystemMiddleware` in the requests it wraps).
+Where no conversation can be seen (a standalone toolkit, an MCP server), a repeated read
+returns the content.
 
 Inside a graph the records live in graph state under `file_reads` (per thread, kept by
 the checkpointer); a graph without that channel, or a call outside any graph, uses the
@@ -266,13 +268,14 @@ class ReadTracker:
     def _shown_in(self, state: Any) -> Callable[[str], bool]:
         """Whether a call's result is still in the conversation of `state`.
 
-        Without a `messages` channel (a direct call, a graph without a conversation)
-        the caller saw every result, so only cleared calls count as unseen.
+        Without a `messages` channel (a direct call, an MCP client, a graph without a
+        conversation) nothing can tell whether the caller still has an earlier result
+        (a client may have compacted its context), so none counts as shown.
         """
         cleared = self._cleared
         messages = state.get("messages") if isinstance(state, Mapping) else None
         if not isinstance(messages, Sequence):
-            return lambda call_id: call_id not in cleared
+            return lambda _call_id: False
 
         def shown(call_id: str) -> bool:
             if not call_id or call_id in cleared:

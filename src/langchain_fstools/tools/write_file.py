@@ -51,6 +51,7 @@ class WriteFileTool(FileTool):
     args_schema: type[WriteFileArgs] = WriteFileArgs
     read_only: bool = False
     needs_read: ClassVar[bool] = True
+    idempotent: ClassVar[bool | None] = True  # the same content twice leaves one file
 
     def targets(self, args: WriteFileArgs) -> list[Target]:
         """A write of `file_path`."""

@@ -14,6 +14,7 @@ import langchain_fstools
 SRC = Path(langchain_fstools.__file__).parent
 
 LAYERS: dict[str, int] = {
+    "_version": 0,
     "errors": 0,
     "core": 1,
     "formats": 2,
