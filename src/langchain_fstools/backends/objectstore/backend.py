@@ -53,6 +53,8 @@ if TYPE_CHECKING:
     from obstore import ObjectMeta, PutMode
     from obstore.store import ObjectStore
 
+    from langchain_fstools.search.contract import NativeSearch
+
 MARKER: Final = ".fstools-dir"
 """Name of the empty object that keeps an empty directory in existence."""
 
@@ -115,6 +117,17 @@ class ObjectStoreBackend(Backend):
                 UserWarning,
                 stacklevel=2,
             )
+        self._search: NativeSearch | None = None
+
+    def native_search(self) -> NativeSearch:
+        """The search for `glob` and `grep`: listing pages, concurrent fetches (`search`)."""
+        if self._search is None:
+            from langchain_fstools.backends.objectstore.search import (  # noqa: PLC0415 - a cycle
+                ObjectStoreSearch,
+            )
+
+            self._search = ObjectStoreSearch(self)
+        return self._search
 
     # ----- keys ------------------------------------------------------------------------------
 
