@@ -43,6 +43,7 @@ from langchain_fstools.backends.objectstore.requests import (
     Probe,
     Put,
     StoreEffect,
+    Tidy,
 )
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.core import paths
@@ -322,12 +323,13 @@ class ObjectStoreBackend(Backend):
         if (yield Head(key)) is not None:
             yield Delete(key)
         else:
-            inside = yield Probe(key, 2)
+            inside = yield Probe(key)
             if not inside:
                 raise (yield from self._missing(path)) or _is_a_directory(path)
             if any(meta["path"] != f"{key}/{MARKER}" for meta in inside):
                 raise os_error(OSError, errno.ENOTEMPTY, path)
             yield Delete(f"{key}/{MARKER}")
+            yield Tidy(key)
         yield from self._keep_parent(path)
 
     def _keep_parent(self, path: str) -> StoreEffect[None]:

@@ -8,12 +8,15 @@ path.
 
 Results speak the backend's terms: a missing object is `None`, a refused conditional
 write is `None`, a range starting past the end is `BEYOND_END`; every other failure of
-the store becomes `StoreUnavailable` naming obstore's error type.
+the store becomes `StoreUnavailable` naming obstore's error type. Listings leave out
+the folder entries that stores with a real directory tree (SeaweedFS's filer) list as
+empty objects with an empty ETag: no stored object has one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -24,7 +27,9 @@ from obstore.exceptions import AlreadyExistsError, NotFoundError, PreconditionEr
 from langchain_fstools.errors import StoreUnavailable
 
 if TYPE_CHECKING:
-    from obstore import ObjectMeta, PutMode
+    from collections.abc import Sequence
+
+    from obstore import ListResult, ObjectMeta, PutMode
     from obstore.store import ObjectStore
 
 T = TypeVar("T")
@@ -78,10 +83,17 @@ class ListDir:
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """At most `count` objects below the directory `prefix` (first page only)."""
+    """Some objects below the directory `prefix` (from the first `count`; [] if none)."""
 
     prefix: str | None
-    count: int = 1
+    count: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Tidy:
+    """Remove a store's own folder entry at `key` (a no-op where there is none)."""
+
+    key: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +103,7 @@ class Gather:
     requests: tuple[Request, ...]
 
 
-Request = Head | Get | Put | Delete | ListDir | Probe | Gather
+Request = Head | Get | Put | Delete | ListDir | Probe | Tidy | Gather
 StoreEffect = Generator[Request, Any, T]
 """A computation over an object store: yields requests, receives their results."""
 
@@ -118,9 +130,18 @@ async def arun(store: ObjectStore, effect: StoreEffect[T]) -> T:
         return value
 
 
+def is_folder_entry(meta: ObjectMeta) -> bool:
+    """Whether a listed object is a store's folder entry, not an object (no ETag)."""
+    return meta.get("e_tag") in {'""', ""}
+
+
 def _perform(store: ObjectStore, request: Request) -> Any:
     if isinstance(request, Gather):
         return [_perform(store, inner) for inner in request.requests]
+    if isinstance(request, Tidy):
+        with contextlib.suppress(Exception):
+            obstore.delete(store, request.key)
+        return None
     try:
         return _call(store, request)
     except _MISSING:
@@ -138,6 +159,10 @@ def _perform(store: ObjectStore, request: Request) -> Any:
 async def _aperform(store: ObjectStore, request: Request) -> Any:
     if isinstance(request, Gather):
         return list(await asyncio.gather(*(_aperform(store, r) for r in request.requests)))
+    if isinstance(request, Tidy):
+        with contextlib.suppress(Exception):
+            await obstore.delete_async(store, request.key)
+        return None
     try:
         return await _acall(store, request)
     except _MISSING:
@@ -178,7 +203,7 @@ def _call(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911 - one b
         case Delete(key):
             return obstore.delete(store, key)
         case ListDir(prefix):
-            return obstore.list_with_delimiter(store, prefix)
+            return _objects_only(obstore.list_with_delimiter(store, prefix))
         case Probe(prefix, count):
             return _first(obstore.list(store, prefix, chunk_size=count))
     raise TypeError(request)  # pragma: no cover - Gather is handled by the caller
@@ -201,21 +226,28 @@ async def _acall(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911
         case Delete(key):
             return await obstore.delete_async(store, key)
         case ListDir(prefix):
-            return await obstore.list_with_delimiter_async(store, prefix)
+            return _objects_only(await obstore.list_with_delimiter_async(store, prefix))
         case Probe(prefix, count):
             stream = obstore.list(store, prefix, chunk_size=count)
             try:
-                return list(await stream.__anext__())
+                page = await stream.__anext__()
             except StopAsyncIteration:
                 return []
+            return [meta for meta in page if not is_folder_entry(meta)]
     raise TypeError(request)  # pragma: no cover - Gather is handled by the caller
 
 
 def _first(stream: Any) -> list[ObjectMeta]:
     try:
-        return list(next(stream))
+        page = next(stream)
     except StopIteration:
         return []
+    return [meta for meta in page if not is_folder_entry(meta)]
+
+
+def _objects_only(listed: ListResult[Sequence[ObjectMeta]]) -> dict[str, Any]:
+    objects = [meta for meta in listed["objects"] if not is_folder_entry(meta)]
+    return {"common_prefixes": listed["common_prefixes"], "objects": objects}
 
 
 __all__ = [
@@ -229,6 +261,8 @@ __all__ = [
     "Put",
     "Request",
     "StoreEffect",
+    "Tidy",
     "arun",
+    "is_folder_entry",
     "run",
 ]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import obstore
 
 from langchain_fstools.backends.objectstore.backend import MARKER, ObjectStoreBackend
+from langchain_fstools.backends.objectstore.requests import is_folder_entry
 from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_glob_groups
 from langchain_fstools.search.contract import VCS_DIRECTORIES, ListedFile, Listing
@@ -107,6 +108,8 @@ class ObjectStoreSearch:
             except TimeoutError:
                 return False
             for meta in page:
+                if is_folder_entry(meta):
+                    continue
                 path = backend.path_of(meta["path"])
                 if path.rsplit("/", 1)[1] != MARKER:
                     tree.files.append(ListedFile(path, meta["last_modified"].timestamp()))
