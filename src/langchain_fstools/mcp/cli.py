@@ -40,6 +40,8 @@ OPTIONS = (
     "sandbox",
     "mode",
     "http",
+    "objectstore",
+    "prefix",
 )
 """Settings a flag or the config file may give."""
 
@@ -50,6 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--root", help="serve this local directory as /")
     where.add_argument("--ssh", metavar="HOST", help="serve a directory of HOST over SSH")
     where.add_argument("--postgres", metavar="URL", help="serve files kept in PostgreSQL")
+    where.add_argument(
+        "--objectstore",
+        metavar="URL",
+        help="serve objects of a bucket (s3://, gs://, az://; credentials from the environment)",
+    )
+    parser.add_argument("--prefix", help="object key prefix served as / (with --objectstore)")
     parser.add_argument("--ssh-root", help="the directory on the SSH host served as /")
     parser.add_argument("--ssh-port", type=int, help="SSH port (default 22)")
     parser.add_argument("--ssh-user", help="SSH user (default: the current user)")
@@ -93,9 +101,11 @@ def resolve(options: argparse.Namespace) -> dict[str, Any]:
         value = getattr(options, name, None)
         if value is not None:
             config[name] = value
-    chosen = [name for name in ("root", "ssh", "postgres") if config.get(name)]
+    chosen = [name for name in ("root", "ssh", "postgres", "objectstore") if config.get(name)]
     if len(chosen) != 1:
-        raise ValueError("give exactly one backend: --root DIR, --ssh HOST or --postgres URL")
+        raise ValueError(
+            "give exactly one backend: --root DIR, --ssh HOST, --postgres URL or --objectstore URL"
+        )
     return config
 
 
@@ -169,6 +179,10 @@ async def _backend(config: dict[str, Any], stack: contextlib.AsyncExitStack) -> 
         )
         stack.push_async_callback(ssh.aclose)
         return ssh
+    if config.get("objectstore"):
+        from langchain_fstools.backends.objectstore import ObjectStoreBackend  # noqa: PLC0415
+
+        return ObjectStoreBackend(config["objectstore"], prefix=config.get("prefix") or "")
     from langgraph.store.postgres import AsyncPostgresStore  # noqa: PLC0415
 
     from langchain_fstools.backends.store import StoreBackend  # noqa: PLC0415
