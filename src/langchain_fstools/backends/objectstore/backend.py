@@ -359,19 +359,27 @@ class ObjectStoreBackend(Backend):
         path = paths.normalize(path)
         prefix = self.directory_key(path)
         listed = yield ListDir(prefix)
-        entries = [_directory(self.path_of(common)) for common in listed["common_prefixes"]]
+        start = len(prefix) + 1 if prefix else 0
+        base = path.rstrip("/") + "/"
+        named = [
+            (common[start:], _directory(base + common[start:]))
+            for common in listed["common_prefixes"]
+        ]
         marked = False
-        for meta in listed["objects"]:
-            entry = self.path_of(meta["path"])
-            if entry.rsplit("/", 1)[1] == MARKER:
+        file = EntryKind.FILE
+        for meta in listed["objects"]:  # once per object: no helper calls
+            name = meta["path"][start:]
+            if name == MARKER:
                 marked = True
-            else:
-                entries.append(self.info(entry, meta))
-        if not entries and not marked and path != paths.ROOT:
+                continue
+            stamp = meta["last_modified"].timestamp()
+            named.append((name, FileInfo(base + name, file, meta["size"], stamp, version_of(meta))))
+        if not named and not marked and path != paths.ROOT:
             if (yield Head(self.key(path))) is not None:
                 raise os_error(NotADirectoryError, errno.ENOTDIR, path)
             raise (yield from self._missing(path)) or _is_a_directory(path)
-        return sorted(entries, key=lambda entry: entry.name)
+        named.sort(key=_first)
+        return [entry for _, entry in named]
 
     def _move(self, source: str, destination: str) -> StoreEffect[FileInfo]:
         origin, target = paths.normalize(source), paths.normalize(destination)
@@ -422,7 +430,7 @@ def version_of(meta: Any) -> str:
     The ETag, followed by the version id where the store keeps versions; a store that
     gives neither gets its modification time and size.
     """
-    e_tag, version = meta.get("e_tag"), meta.get("version")
+    e_tag, version = meta["e_tag"], meta.get("version")
     if not e_tag:
         stamp = meta.get("last_modified")
         e_tag = f"{stamp.timestamp() if stamp else ''}-{meta.get('size', '')}"
@@ -451,6 +459,10 @@ def _ancestors(path: str) -> list[str]:
         found.append(current)
         current = paths.parent(current)
     return found[::-1]
+
+
+def _first(pair: tuple[str, FileInfo]) -> str:
+    return pair[0]
 
 
 def _directory(path: str) -> FileInfo:

@@ -130,9 +130,13 @@ async def arun(store: ObjectStore, effect: StoreEffect[T]) -> T:
         return value
 
 
+FOLDER_ETAGS: Final = frozenset({'""', "", None})
+"""The ETags of a store's folder entries: no stored object has an empty one."""
+
+
 def is_folder_entry(meta: ObjectMeta) -> bool:
-    """Whether a listed object is a store's folder entry, not an object (no ETag)."""
-    return meta.get("e_tag") in {'""', ""}
+    """Whether a listed object is a store's folder entry, not an object."""
+    return meta.get("e_tag") in FOLDER_ETAGS
 
 
 def _perform(store: ObjectStore, request: Request) -> Any:
@@ -252,6 +256,7 @@ def _objects_only(listed: ListResult[Sequence[ObjectMeta]]) -> dict[str, Any]:
 
 __all__ = [
     "BEYOND_END",
+    "FOLDER_ETAGS",
     "Delete",
     "Gather",
     "Get",

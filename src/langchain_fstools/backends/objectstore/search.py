@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import obstore
 
 from langchain_fstools.backends.objectstore.backend import MARKER, ObjectStoreBackend
-from langchain_fstools.backends.objectstore.requests import is_folder_entry
+from langchain_fstools.backends.objectstore.requests import FOLDER_ETAGS
 from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_glob_groups
 from langchain_fstools.search.contract import VCS_DIRECTORIES, ListedFile, Listing
@@ -107,12 +107,11 @@ class ObjectStoreSearch:
                 return True
             except TimeoutError:
                 return False
-            for meta in page:
-                if is_folder_entry(meta):
-                    continue
-                path = backend.path_of(meta["path"])
-                if path.rsplit("/", 1)[1] != MARKER:
-                    tree.files.append(ListedFile(path, meta["last_modified"].timestamp()))
+            start, files = len(backend.prefix), tree.files
+            for meta in page:  # once per object: no helper calls
+                key = meta["path"]
+                if key.rpartition("/")[2] != MARKER and meta["e_tag"] not in FOLDER_ETAGS:
+                    files.append(ListedFile("/" + key[start:], meta["last_modified"].timestamp()))
 
     async def _ignore_texts(self, tree: _Tree, deadline: float) -> dict[str, str] | None:
         """The text of every ignore file in force (path -> text); None past the deadline."""
@@ -145,16 +144,24 @@ class ObjectStoreSearch:
     ) -> list[ListedFile]:
         keep = compile_glob_groups(globs)
         top = len(tree.top) if tree.top != paths.ROOT else 0
-        return [
-            listed
-            for listed in tree.files
-            if tree.directory_searched(paths.parent(listed.path))
-            and not tree.rules(paths.parent(listed.path)).ignored(
-                listed.path.lstrip("/"), is_dir=False
-            )
-            and not any(paths.is_within(listed.path, prefix) for prefix in excluded)
-            and keep(listed.path[top:].lstrip("/"))
-        ]
+        kept: list[ListedFile] = []
+        searched: dict[str, IgnoreRules | None] = {}  # directory -> its rules, None: skipped
+        for listed in tree.files:  # once per object: plain string work
+            path = listed.path
+            directory = path.rpartition("/")[0] or paths.ROOT
+            if directory not in searched:
+                searched[directory] = (
+                    tree.rules(directory) if tree.directory_searched(directory) else None
+                )
+            rules = searched[directory]
+            if (
+                rules is not None
+                and not rules.ignored(path[1:], is_dir=False)
+                and keep(path[top:].lstrip("/"))
+                and not (excluded and any(paths.is_within(path, e) for e in excluded))
+            ):
+                kept.append(listed)
+        return kept
 
     # ----- content ---------------------------------------------------------------------------
 
