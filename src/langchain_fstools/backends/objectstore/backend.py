@@ -35,6 +35,7 @@ from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.objectstore import requests
 from langchain_fstools.backends.objectstore.requests import (
     BEYOND_END,
+    MARKER,
     Delete,
     Gather,
     Get,
@@ -45,6 +46,7 @@ from langchain_fstools.backends.objectstore.requests import (
     StoreEffect,
     Tidy,
 )
+from langchain_fstools.backends.objectstore.search import ObjectStoreSearch
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.core import paths
 from langchain_fstools.core.records import DIRECTORY_VERSION
@@ -55,9 +57,6 @@ if TYPE_CHECKING:
     from obstore.store import ObjectStore
 
     from langchain_fstools.search.contract import NativeSearch
-
-MARKER: Final = ".fstools-dir"
-"""Name of the empty object that keeps an empty directory in existence."""
 
 ConditionalWrites = Literal["full", "create-only", "none"]
 """What a store checks itself: creates and updates, creates only, or nothing."""
@@ -123,10 +122,6 @@ class ObjectStoreBackend(Backend):
     def native_search(self) -> NativeSearch:
         """The search for `glob` and `grep`: listing pages, concurrent fetches (`search`)."""
         if self._search is None:
-            from langchain_fstools.backends.objectstore.search import (  # noqa: PLC0415 - a cycle
-                ObjectStoreSearch,
-            )
-
             self._search = ObjectStoreSearch(self)
         return self._search
 

@@ -130,6 +130,9 @@ async def arun(store: ObjectStore, effect: StoreEffect[T]) -> T:
         return value
 
 
+MARKER: Final = ".fstools-dir"
+"""Name of the empty object that keeps an empty directory in existence."""
+
 FOLDER_ETAGS: Final = frozenset({'""', "", None})
 """The ETags of a store's folder entries: no stored object has an empty one."""
 
@@ -257,6 +260,7 @@ def _objects_only(listed: ListResult[Sequence[ObjectMeta]]) -> dict[str, Any]:
 __all__ = [
     "BEYOND_END",
     "FOLDER_ETAGS",
+    "MARKER",
     "Delete",
     "Gather",
     "Get",

@@ -18,12 +18,11 @@ import asyncio
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 import obstore
 
-from langchain_fstools.backends.objectstore.backend import MARKER, ObjectStoreBackend
-from langchain_fstools.backends.objectstore.requests import FOLDER_ETAGS
+from langchain_fstools.backends.objectstore.requests import FOLDER_ETAGS, MARKER
 from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_glob_groups
 from langchain_fstools.search.contract import VCS_DIRECTORIES, ListedFile, Listing
@@ -34,7 +33,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Sequence
 
     from obstore import ObjectMeta
+    from obstore.store import ObjectStore
 
+    from langchain_fstools.core.results import FileInfo
     from langchain_fstools.search.contract import FileHits, GrepRequest
 
 T = TypeVar("T")
@@ -46,10 +47,26 @@ PAGE: Final = 1000
 """Objects asked for per listing page (S3's largest page)."""
 
 
+class Objects(Protocol):
+    """What the search needs of an `ObjectStoreBackend`."""
+
+    store: ObjectStore
+    prefix: str
+
+    def directory_key(self, path: str) -> str | None:
+        """The listing prefix of a directory."""
+
+    async def astat(self, path: str) -> FileInfo:
+        """Metadata of `path`."""
+
+    async def aread_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
+        """Bytes of an object."""
+
+
 class ObjectStoreSearch:
     """The `NativeSearch` of an `ObjectStoreBackend` (same answers as the engine)."""
 
-    def __init__(self, backend: ObjectStoreBackend) -> None:
+    def __init__(self, backend: Objects) -> None:
         """Search the objects of `backend`."""
         self.backend = backend
 
