@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from langchain_fstools._version import __version__ as __version__
     from langchain_fstools.backends.composite import CompositeBackend
     from langchain_fstools.backends.local import LocalBackend
+    from langchain_fstools.backends.objectstore import ObjectStoreBackend
     from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
     from langchain_fstools.backends.ssh import SSHBackend
     from langchain_fstools.backends.state import StateBackend
@@ -74,6 +75,7 @@ _PUBLIC: dict[str, str] = {
     "FilesystemMiddleware": "langchain_fstools.middleware.filesystem",
     "FilesystemState": "langchain_fstools.middleware.schemas",
     "LocalBackend": "langchain_fstools.backends.local",
+    "ObjectStoreBackend": "langchain_fstools.backends.objectstore",
     "Permission": "langchain_fstools.permissions.rules",
     "Policy": "langchain_fstools.permissions.rules",
     "SSHBackend": "langchain_fstools.backends.ssh",
@@ -98,6 +100,7 @@ __all__ = [
     "FilesystemMiddleware",
     "FilesystemState",
     "LocalBackend",
+    "ObjectStoreBackend",
     "Permission",
     "Policy",
     "SSHBackend",

@@ -57,6 +57,19 @@ def _not_read_in_session(exc: errors.NotReadYet, reader: str) -> str:
     )
 
 
+def _not_undone(
+    cause: Exception, restored: tuple[str, ...], kept: tuple[tuple[str, str], ...]
+) -> str:
+    """A patch that failed midway and could be undone only in part: who holds what."""
+    why = (_known(cause) or f"Error: {type(cause).__name__}.").removeprefix("Error: ")
+    lines = [f"Error: the patch failed and was only partly undone. Why it failed: {why}"]
+    if restored:
+        lines.append("Restored as before the patch: " + ", ".join(restored) + ".")
+    lines += [f"Not restored: {path} holds {holds}." for path, holds in kept]
+    lines.append("Read these files again before changing them.")
+    return "\n".join(lines)
+
+
 def render_validation_error(exc: ValidationError) -> str:
     """The model-facing sentence for arguments that do not fit the tool's schema."""
     problems = "; ".join(
@@ -163,6 +176,8 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             )
         case errors.UnreadableMedia(path=path, kind=kind, reason=reason):
             return f"Error: cannot read the {kind} {path}: {reason}."
+        case errors.PatchNotUndone(cause=cause, restored=restored, kept=kept):
+            return _not_undone(cause, restored, kept)
         case errors.PatchParseError(message=message, line=line):
             return (
                 f"Error: invalid patch at line {line}: {message}."
