@@ -175,6 +175,12 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 f"Error: command refused: {reason}."
                 " Run another command, or ask the user to run this one."
             )
+        case errors.SandboxUnavailable(reason=reason):
+            return (
+                f"Error: commands cannot run: no OS sandbox can start here ({reason})."
+                " Use the file tools instead, and tell the user: they can fix the sandbox, or"
+                " opt out with sandbox=None, which runs commands unconfined (unsafe)."
+            )
         case errors.CommandTimedOut(timeout=timeout, output=output):
             notice = (
                 f"Error: the command did not finish within {plural(timeout, 'second')}"
