@@ -33,12 +33,14 @@ class Outcome:
         return self.message is not None and self.message.status != "error"
 
 
-def run_command(backend: Backend, command: str, **middleware: Any) -> Outcome:
+def run_command(
+    backend: Backend, command: str, *, timeout: float | None = None, **middleware: Any
+) -> Outcome:
     """Let a scripted model call `execute` with `command`; the agent runs end to end."""
-    call = AIMessage(
-        content="",
-        tool_calls=[{"name": "execute", "args": {"command": command}, "id": "attack"}],
-    )
+    args: dict[str, Any] = {"command": command}
+    if timeout is not None:
+        args["timeout"] = timeout
+    call = AIMessage(content="", tool_calls=[{"name": "execute", "args": args, "id": "attack"}])
     agent = create_agent(
         ScriptedChatModel(turns=[call, AIMessage(content="done")]),
         middleware=[FilesystemMiddleware(backend=backend, **middleware)],

@@ -167,6 +167,11 @@ _NAME_BUILTINS = frozenset(
 """Builtins that take variable names, which bash may evaluate (`a[$(cmd)]`)."""
 _ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v"})
 """`[[ ]]` operators that evaluate their operands as arithmetic (or names)."""
+_SUBSTRING = re.compile(r"^\$\{[^}:]*:(?![-=+?])(.*)\}$", re.DOTALL)
+"""`${s:offset:length}`: the offset and length are arithmetic."""
+_ARITHMETIC_SYNTAX = re.compile(r"^\$?\(\(|\)\)$|^\[\[|\]\]$|(?<![\w])-[a-zA-Z]+\b")
+"""Brackets and test operators, removed before looking for names in arithmetic."""
+_NAMED = re.compile(r"[A-Za-z_$]")
 _DYNAMIC_NODES = {
     "simple_expansion": "a parameter expansion",
     "expansion": "a parameter expansion",
@@ -557,20 +562,31 @@ class _Walker:
             self._judge(node)
 
     def _judge(self, node: Node) -> None:
-        """Note why `node` makes the line not static, if it does."""
+        """Note why `node` makes the line not static, if it does.
+
+        Arithmetic that reads a variable (`(( v ))`, `$((v))`, `[[ $v -eq 0 ]]`,
+        `${s:v}`, `a[i]`) evaluates the variable's value, whose subscripts run command
+        substitutions (`v='x[$(rm f)]'`), and `${v@P}` expands a value as a prompt, which
+        runs them too: those are also unknown commands, so deny rules fail closed.
+        """
         kind = node.type
-        if kind in _DYNAMIC_NODES:
-            self.dynamic.append(f"`{_shorten(node_text(node))}` uses {_DYNAMIC_NODES[kind]}")
-        elif kind == "compound_statement" and node_text(node).startswith("(("):
-            self.dynamic.append(f"`{_shorten(node_text(node))}` evaluates arithmetic")
+        text = node_text(node)
+        why = _DYNAMIC_NODES.get(kind)
+        if kind == "compound_statement" and text.startswith("(("):
+            why = "arithmetic"
         elif kind == "test_command" and any(
             node_text(child) in _ARITHMETIC_TESTS
             for child in _nodes(node)
             if child.type in {"test_operator", "unary_expression"} or not child.is_named
         ):
-            self.dynamic.append(f"`{_shorten(node_text(node))}` evaluates arithmetic or names")
+            why = "arithmetic or a variable name"
         elif kind == "heredoc_body" and node.named_children:
-            self.dynamic.append("a here-document expands parameters")
+            why = "a here-document that expands parameters"
+        if why is None:
+            return
+        self.dynamic.append(f"`{_shorten(text)}` uses {why}")
+        if _evaluates_values(kind, text):
+            self._unknown(text, f"`{_shorten(text)}` may run code hidden in a variable's value")
 
     def _declaration(self, node: Node) -> None:
         """`declare`/`export`/`local`/`unset` ...: names with subscripts are computed."""
@@ -602,7 +618,7 @@ class _Walker:
         parts = [name, *node.children_by_field_name("argument")]
         self._simple(_joined_words(parts), depth, stdin=_stdin(node))
 
-    def _simple(  # noqa: C901 - one branch per way a command runs another
+    def _simple(  # noqa: C901, PLR0912 - one branch per way a command runs another
         self,
         words: tuple[Word, ...],
         depth: int,
@@ -623,6 +639,9 @@ class _Walker:
             self.commands.append(SimpleCommand(words, open_ended=True, unknown=sink))
             return
         self.dynamic += _not_static(name, words)
+        computed = _computed_name(name, words)
+        if computed is not None:
+            self._unknown(" ".join(w.text for w in words), computed)
         inner = _wrapped(name, words)
         scripts = list(_scripts(name, words, stdin))
         runs_other = (inner is not None and inner < len(words)) or bool(scripts)
@@ -917,8 +936,24 @@ def _not_static(name: str, words: tuple[Word, ...]) -> list[str]:
             for w in words[1:]
             if w.value and "=" in w.value and _changes_what_runs(w.value.partition("=")[0])
         ]
-    computed = _computed_name(name, words)
-    return [*found, computed] if computed is not None else found
+    return found
+
+
+def _evaluates_values(kind: str, text: str) -> bool:
+    """Whether the construct `text` evaluates a variable's value as arithmetic or a prompt."""
+    if kind in {"expansion", "simple_expansion"}:
+        substring = _SUBSTRING.match(text)
+        return "@P" in text or (substring is not None and bool(_NAMED.search(substring[1])))
+    if kind == "subscript":
+        index = text.partition("[")[2].rpartition("]")[0]
+        return bool(_NAMED.search(index))
+    if kind == "c_style_for_statement":
+        text = text.partition("))")[0]
+    if kind in {"arithmetic_expansion", "compound_statement", "c_style_for_statement"} or (
+        kind == "test_command"
+    ):
+        return bool(_NAMED.search(_ARITHMETIC_SYNTAX.sub(" ", text).replace("for ((", "")))
+    return False
 
 
 def _changes_what_runs(variable: str) -> bool:

@@ -89,6 +89,11 @@ _TIMEOUT = 10.0
 _VERSION = re.compile(rb"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
+def helper_command() -> tuple[str, ...]:
+    """This interpreter running `shell/confine.py` as a script, isolated from the site."""
+    return (sys.executable, "-I", "-S", confine.__file__)
+
+
 @dataclass(frozen=True)
 class Sandbox:
     """What a sandboxed command may reach (see the module docstring for how).
@@ -154,11 +159,13 @@ class Confinement:
         sandbox: The configuration, or None for unconfined commands.
         workspace: The real host path of the workspace.
         bwrap: The `bwrap` used, or None for Landlock alone (or no sandbox).
+        helper: How the confinement helper starts. Default: `helper_command()`.
     """
 
     sandbox: Sandbox | None
     workspace: str
     bwrap: str | None = None
+    helper: tuple[str, ...] = field(default_factory=helper_command)
 
     @classmethod
     def prepare(cls, sandbox: Sandbox | None, workspace: str) -> Confinement:
@@ -190,7 +197,7 @@ class Confinement:
 
     def wrap(self, argv: Sequence[str]) -> Wrapped:
         """`argv` as it starts: through the helper, inside bubblewrap when there is one."""
-        helper = [sys.executable, "-I", "-S", confine.__file__]
+        helper = list(self.helper)
         if self.sandbox is None:
             return Wrapped([*helper, '{"subreaper": true}', "--", *argv])
         families = [] if self.sandbox.unix_sockets else [_AF_UNIX]
@@ -224,7 +231,7 @@ class Confinement:
             *("--proc", "/proc"),
             *("--tmpfs", "/tmp"),  # noqa: S108 - a fresh private tmpfs, not the host's /tmp
         ]
-        for path in _under_tmp(helper_paths()):
+        for path in _under_tmp(helper_paths(self.helper)):
             args += ["--ro-bind", path, path]
         args += ["--bind", self.workspace, self.workspace]
         for path in sandbox.writable:
@@ -295,12 +302,13 @@ def _resolver_binds() -> list[str]:
     return []
 
 
-def helper_paths() -> list[str]:
+def helper_paths(helper: Sequence[str]) -> list[str]:
     """The folders the helper needs inside the sandbox: the interpreter's and its own."""
     return [
         os.path.realpath(sys.base_prefix),
         os.path.realpath(sys.prefix),
-        os.path.dirname(os.path.realpath(confine.__file__)),
+        os.path.dirname(os.path.realpath(helper[0])),
+        os.path.dirname(os.path.realpath(helper[-1])),
     ]
 
 
@@ -391,6 +399,7 @@ __all__ = [
     "Wrapped",
     "cleanup",
     "find_bwrap",
+    "helper_command",
     "helper_paths",
     "home_directories",
     "masked_paths",

@@ -67,6 +67,15 @@ def test_a_static_line_is_still_allowed(command: str) -> None:
 
 
 SINKS_AND_WRAPPERS = [
+    "v='$(rm victim.txt)'; echo \"${v@P}\"",
+    "v='x[$(rm victim.txt)]'; (( v ))",
+    "v='x[$(rm victim.txt)]'; [[ $v -eq 0 ]]",
+    "s=abc; v='x[$(rm victim.txt)]'; echo ${s:v}",
+    "v='x[$(rm victim.txt)]'; echo $((v))",
+    "test -v 'x[$(rm victim.txt)]'",
+    "[ -v 'x[$(rm victim.txt)]' ]",
+    "printf -v 'x[$(rm victim.txt)]' 1",
+    "read 'x[$(rm victim.txt)]' < /dev/null",
     "trap 'rm victim.txt' EXIT",
     "trap -- 'rm victim.txt' EXIT",
     "mapfile -C 'rm victim.txt' -c 1 < /etc/hostname",
