@@ -290,3 +290,17 @@ def _sleepers_of(backend: LocalBackend) -> list[int]:
         if cmdline == b"sleep\x001000\x00" and cwd == root and _alive(int(entry.name)):
             found.append(int(entry.name))
     return found
+
+
+@pytest.mark.parametrize("limit", [50, 333, 1000])
+def test_the_cap_never_leaves_part_of_the_roots_host_path(tmp_path: Path, limit: int) -> None:
+    root = tmp_path / "a-rather-long-workspace-name-for-the-test"
+    root.mkdir()
+    backend = LocalBackend(root, execute=True)
+    result = backend.execute(
+        "for i in $(seq 300); do echo $PWD/src; done", timeout=20, output_limit=limit
+    )
+    assert result.dropped_bytes > 0
+    assert "rather-long" not in result.output
+    assert "pytest" not in result.output
+    assert result.output.endswith("/src\n")
