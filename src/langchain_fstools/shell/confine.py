@@ -1,18 +1,20 @@
 """The confinement helper: the program that starts every local command.
 
-`LocalBackend.execute` runs `python -I -S confine.py SPEC -- bash -c COMMAND` (inside
-bubblewrap when there is a sandbox), so this file runs as a script and imports the
-standard library only. Given a JSON `SPEC`, it applies, in this order:
+`LocalBackend.execute` runs `python -I -S confine.py OPTIONS -- bash -c COMMAND` (inside
+bubblewrap when there is a sandbox), so this file runs as a script and imports only
+light standard-library modules (it starts before every command). The options (`options`
+builds them) say what it applies, in this order:
 
 1. `no_new_privs`: nothing it runs can gain privileges (setuid binaries stay plain).
-2. Landlock (`"landlock"`), when the kernel has it: writes only beneath the listed
-   folders and to the listed files; with `"read_hidden"`, reads everywhere except the
-   hidden paths; TCP `bind`/`connect` refused (ABI 4+) without `"network"`; abstract
-   Unix sockets and signals limited to its own processes (ABI 6+). `"required"` makes
-   a kernel without Landlock an error (exit 125) instead of a skipped layer.
-3. With `"drop_capabilities"`, the bounding and inheritable capability sets are
+2. Landlock (`--landlock`), when the kernel has it: writes only beneath the
+   `--writable` folders and to the `--write-file` files; with `--hide`, reads
+   everywhere except the hidden paths; TCP `bind`/`connect` refused (ABI 4+) without
+   `--network`; abstract Unix sockets (unless `--unix-sockets`) and signals limited to
+   its own processes (ABI 6+). `--required` makes a kernel without Landlock an error
+   (exit 125) instead of a skipped layer.
+3. With `--drop-capabilities`, the bounding and inheritable capability sets are
    emptied, so the command has no capability even as uid 0 (`drop_capabilities`).
-   A seccomp filter (`"deny_families"`): `socket()` of those address families fails
+   A seccomp filter (`--deny-family N`, repeated): `socket()` of those families fails
    with EPERM; for `AF_UNIX` no path or abstract Unix socket can be created or
    connected (`socketpair` still works); for `AF_INET`, `AF_INET6` and `AF_PACKET`
    no network socket of any protocol (Landlock's TCP rules miss UDP and ICMP). And
@@ -20,7 +22,7 @@ standard library only. Given a JSON `SPEC`, it applies, in this order:
    system calls of another ABI (32-bit x86, x32) kill the process, so the filter cannot
    be stepped around. The filter is built here by hand (`seccomp_program`): ten
    classic-BPF instructions.
-4. With `"subreaper"`, it stays as the command's parent: it becomes a child subreaper
+4. With `--subreaper`, it stays as the command's parent: it becomes a child subreaper
    (`PR_SET_CHILD_SUBREAPER`), so every process the command starts, also one that left
    through `setsid`, `nohup` or a double fork, is re-parented to it; when the command
    exits, or this helper gets SIGTERM (the deadline) or its parent dies, it kills all of
@@ -32,16 +34,15 @@ A step that cannot be applied prints one line to standard error and exits with 1
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
-import json
 import os
-import platform
-import signal
 import struct
 import sys
-from typing import Any, NoReturn
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the helper starts with every command
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 FAILED = 125
 """The exit status when confinement could not be applied (the command did not run)."""
@@ -83,6 +84,7 @@ _AF_UNIX = 1
 _AF_INET = 2
 _AF_INET6 = 10
 _AF_PACKET = 17
+_SIGKILL = 9
 _PR_CAPBSET_DROP = 24
 _CAP_LAST = 63
 _CAPABILITY_V3 = 0x20080522
@@ -123,12 +125,12 @@ def seccomp_program(families: tuple[int, ...] = (_AF_UNIX,), machine: str | None
 
     Args:
         families: Address families `socket()` refuses (EPERM). Default: `AF_UNIX`.
-        machine: `platform.machine()` of the target. Default: this machine's.
+        machine: `uname -m` of the target. Default: this machine's.
 
     Raises:
         ConfineError: no filter is known for the architecture.
     """
-    machine = machine or platform.machine()
+    machine = machine or os.uname().machine
     if machine not in _ARCHES:
         raise ConfineError(f"no seccomp filter for the {machine} architecture")
     arch, socket_nr, io_uring_nr = _ARCHES[machine]
@@ -216,7 +218,7 @@ def _readable(hidden: list[str]) -> list[str]:
     return found
 
 
-def apply_landlock(spec: dict[str, Any]) -> bool:
+def apply_landlock(spec: Spec) -> bool:
     """Restrict this process as `spec` says (step 2); False when the kernel lacks Landlock.
 
     Raises:
@@ -227,10 +229,10 @@ def apply_landlock(spec: dict[str, Any]) -> bool:
         return False
     writes = _FS_WRITE_FILE | _FS_REMOVE_DIR | _FS_REMOVE_FILE | _FS_MAKE_ALL
     writes |= (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)  # noqa: PLR2004
-    reads = _FS_READ_FILE | _FS_READ_DIR | _FS_EXECUTE if spec.get("read_hidden") else 0
-    net = _NET_ALL if abi >= 4 and not spec.get("network") else 0  # noqa: PLR2004
+    reads = _FS_READ_FILE | _FS_READ_DIR | _FS_EXECUTE if spec.lists["hide"] else 0
+    net = _NET_ALL if abi >= 4 and not spec.flags["network"] else 0  # noqa: PLR2004
     scope = _SCOPE_ALL if abi >= 6 else 0  # noqa: PLR2004
-    if spec.get("unix_sockets"):
+    if spec.flags["unix_sockets"]:
         scope &= ~1
     attr = struct.pack("=QQQ", writes | reads, net, scope)
     size = 8 if abi < 4 else 16 if abi < 6 else 24  # noqa: PLR2004
@@ -239,10 +241,10 @@ def apply_landlock(spec: dict[str, Any]) -> bool:
         libc.syscall(_SYS_CREATE_RULESET, attr[:size], size, 0), "creating the Landlock ruleset"
     )
     try:
-        for path in (*spec.get("writable", ()), *spec.get("write_files", ())):
+        for path in (*spec.lists["writable"], *spec.lists["write_file"]):
             _add_path_rule(libc, ruleset, path, writes | reads)
         if reads:
-            for path in _readable(spec["read_hidden"]):
+            for path in _readable(spec.lists["hide"]):
                 _add_path_rule(libc, ruleset, path, reads)
         _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
         _check(libc.syscall(_SYS_RESTRICT_SELF, ruleset, 0), "enforcing the Landlock ruleset")
@@ -293,8 +295,10 @@ def kill_descendants() -> None:
     """SIGKILL every process below this one, and reap them, until none is left."""
     while True:
         for pid in _descendants():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            try:  # noqa: SIM105 - contextlib costs the helper's start-up time
+                os.kill(pid, _SIGKILL)
+            except ProcessLookupError:
+                pass
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
@@ -314,6 +318,8 @@ def run_reaped(argv: list[str], parent: int) -> NoReturn:
     `parent` is the pid of this helper's parent when it started: if it is already gone,
     the helper exits at once.
     """
+    import signal  # noqa: PLC0415 - only the subreaper needs it (it imports enum)
+
     libc = _libc()
     _check(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "becoming a child subreaper")
 
@@ -348,24 +354,78 @@ def _exec(argv: list[str]) -> NoReturn:
         os._exit(127)
 
 
+FLAGS = ("subreaper", "drop-capabilities", "landlock", "required", "network", "unix-sockets")
+"""Options without a value."""
+LISTS = ("deny-family", "writable", "write-file", "hide")
+"""Options with a value, each given as often as needed."""
+
+
+class Spec:
+    """Parsed options: `flags` (set or not) and `lists` (the values of each option).
+
+    Keys are the option names with `_` for `-` (`drop_capabilities`, `write_file`).
+    """
+
+    def __init__(self) -> None:
+        """No flag set, no value given."""
+        self.flags = {name.replace("-", "_"): False for name in FLAGS}
+        self.lists: dict[str, list[str]] = {name.replace("-", "_"): [] for name in LISTS}
+
+
+def options(**given: bool | list[str] | list[int]) -> list[str]:
+    """The helper's options, from keywords named as the options (`_` for `-`).
+
+    Example: `options(subreaper=True, writable=["/w"])` is
+    `["--subreaper", "--writable", "/w"]`.
+    """
+    found: list[str] = []
+    for key, value in given.items():
+        name = key.replace("_", "-")
+        if name in FLAGS:
+            found += [f"--{name}"] if value else []
+        elif name in LISTS and isinstance(value, list):
+            for item in value:
+                found += [f"--{name}", str(item)]
+        else:
+            raise ValueError(f"unknown confinement option {key!r}")
+    return found
+
+
+def parse(arguments: list[str]) -> tuple[Spec, list[str]]:
+    """The options before `--` and the command after it."""
+    spec = Spec()
+    index = 0
+    while index < len(arguments) and arguments[index] != "--":
+        name = arguments[index].removeprefix("--")
+        key = name.replace("-", "_")
+        if name in FLAGS:
+            spec.flags[key] = True
+            index += 1
+        elif name in LISTS and index + 1 < len(arguments):
+            spec.lists[key].append(arguments[index + 1])
+            index += 2
+        else:
+            raise ConfineError(f"unknown option {arguments[index]!r}")
+    return spec, arguments[index + 1 :]
+
+
 def main(arguments: list[str]) -> NoReturn:
-    """Apply `SPEC` (the first argument), then run what follows `--`."""
+    """Apply the options, then run what follows `--`."""
     parent = os.getppid()
-    spec: dict[str, Any] = json.loads(arguments[0])
-    argv = arguments[2:]
     try:
+        spec, argv = parse(arguments)
         _check(_libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
-        if "landlock" in spec and not apply_landlock(spec["landlock"]) and spec.get("required"):
+        if spec.flags["landlock"] and not apply_landlock(spec) and spec.flags["required"]:
             raise ConfineError("the kernel has no Landlock")  # noqa: TRY301 - one report below
-        if spec.get("drop_capabilities"):
+        if spec.flags["drop_capabilities"]:
             drop_capabilities()
-        families = tuple(spec.get("deny_families", ()))
+        families = tuple(int(family) for family in spec.lists["deny_family"])
         if families:
             install_seccomp(families)
     except ConfineError as exc:
         sys.stderr.write(f"sandbox: {exc}\n")
         os._exit(FAILED)
-    if spec.get("subreaper"):
+    if spec.flags["subreaper"]:
         run_reaped(argv, parent)
     _exec(argv)
 
@@ -376,13 +436,18 @@ if __name__ == "__main__":
 
 __all__ = [
     "FAILED",
+    "FLAGS",
+    "LISTS",
     "ConfineError",
+    "Spec",
     "apply_landlock",
     "drop_capabilities",
     "install_seccomp",
     "kill_descendants",
     "landlock_abi",
     "main",
+    "options",
+    "parse",
     "run_reaped",
     "seccomp_program",
 ]

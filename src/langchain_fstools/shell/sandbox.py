@@ -81,7 +81,7 @@ MASKED_SYSTEM_PATHS: Final = ("/run", "/var/run")
 """System folders masked inside the sandbox: service sockets and `/run/secrets`."""
 
 _AF_UNIX = 1
-_NETWORK_FAMILIES = (2, 10, 17)
+_NETWORK_FAMILIES = [2, 10, 17]
 """AF_INET, AF_INET6 and AF_PACKET: refused by seccomp where no network namespace is."""
 _WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 _TIMEOUT = 10.0
@@ -199,26 +199,33 @@ class Confinement:
         """`argv` as it starts: through the helper, inside bubblewrap when there is one."""
         helper = list(self.helper)
         if self.sandbox is None:
-            return Wrapped([*helper, '{"subreaper": true}', "--", *argv])
-        families = [] if self.sandbox.unix_sockets else [_AF_UNIX]
-        spec: dict[str, object] = {"drop_capabilities": True, "deny_families": families}
-        landlock: dict[str, object] = {
-            "write_files": list(_WRITABLE_DEVICES),
-            "network": self.sandbox.network,
-            "unix_sockets": self.sandbox.unix_sockets,
+            return Wrapped([*helper, *confine.options(subreaper=True), "--", *argv])
+        sandbox = self.sandbox
+        families = [] if sandbox.unix_sockets else [_AF_UNIX]
+        common: dict[str, bool | list[str]] = {
+            "landlock": True,
+            "drop_capabilities": True,
+            "network": sandbox.network,
+            "unix_sockets": sandbox.unix_sockets,
+            "write_file": list(_WRITABLE_DEVICES),
         }
         if self.bwrap is not None:
-            landlock["writable"] = [self.workspace, "/tmp", "/dev/shm", *self.sandbox.writable]  # noqa: S108 - the sandbox's own
-            spec["landlock"] = landlock
-            inner = [*helper, _json(spec), "--", *argv]
+            writable = [self.workspace, "/tmp", "/dev/shm", *sandbox.writable]  # noqa: S108 - the sandbox's own
+            flags = confine.options(**common, writable=writable, deny_family=families)
+            inner = [*helper, *flags, "--", *argv]
             return Wrapped(self._bwrap_argv(inner), {"TMPDIR": "/tmp"})  # noqa: S108
         temporary = tempfile.mkdtemp(prefix="fstools-sandbox-")
-        landlock["writable"] = [self.workspace, temporary, "/dev/shm", *self.sandbox.writable]  # noqa: S108
-        landlock["read_hidden"] = [*masked_paths(), *self.sandbox.hidden]
-        if not self.sandbox.network:
+        if not sandbox.network:
             families += _NETWORK_FAMILIES
-        spec.update(landlock=landlock, required=True, subreaper=True)
-        return Wrapped([*helper, _json(spec), "--", *argv], {"TMPDIR": temporary}, temporary)
+        flags = confine.options(
+            **common,
+            required=True,
+            subreaper=True,
+            writable=[self.workspace, temporary, "/dev/shm", *sandbox.writable],  # noqa: S108
+            hide=[*masked_paths(), *sandbox.hidden],
+            deny_family=families,
+        )
+        return Wrapped([*helper, *flags, "--", *argv], {"TMPDIR": temporary}, temporary)
 
     def _bwrap_argv(self, inner: Sequence[str]) -> list[str]:
         assert self.sandbox is not None  # noqa: S101 - only called with one
@@ -258,12 +265,6 @@ def _namespace_flags(*, network: bool) -> list[str]:
         "--new-session",
     ]
     return flags if network else [*flags, "--unshare-net"]
-
-
-def _json(spec: dict[str, object]) -> str:
-    import json  # noqa: PLC0415 - only here
-
-    return json.dumps(spec, separators=(",", ":"))
 
 
 def home_directories() -> list[str]:

@@ -86,3 +86,17 @@ def test_bubblewrap_is_found_and_newest_wins() -> None:
     found = sandbox.find_bwrap()
     assert found is not None
     assert sandbox._version(found) >= (0, 11)
+
+
+def test_the_helpers_options_round_trip_and_unknown_ones_are_refused() -> None:
+    flags = confine.options(subreaper=True, network=False, writable=["/w", "/x"], deny_family=[1])
+    assert flags == ["--subreaper", "--writable", "/w", "--writable", "/x", "--deny-family", "1"]
+    spec, argv = confine.parse([*flags, "--", "bash", "-c", "true"])
+    assert spec.flags["subreaper"]
+    assert not spec.flags["network"]
+    assert spec.lists["writable"] == ["/w", "/x"]
+    assert argv == ["bash", "-c", "true"]
+    with pytest.raises(ValueError, match="unknown confinement option"):
+        confine.options(mount=True)
+    with pytest.raises(confine.ConfineError, match="unknown option"):
+        confine.parse(["--mount", "--", "true"])
