@@ -238,13 +238,18 @@ class Confinement:
             *("--proc", "/proc"),
             *("--tmpfs", "/tmp"),  # noqa: S108 - a fresh private tmpfs, not the host's /tmp
         ]
+        masks = [*masked_paths(), *sandbox.hidden]
+        around = [m for m in masks if _contains(m, self.workspace)]
+        for path in around:  # a mask over the workspace comes first: the workspace stays
+            args += _mask(path)
         for path in _under_tmp(helper_paths(self.helper)):
             args += ["--ro-bind", path, path]
         args += ["--bind", self.workspace, self.workspace]
         for path in sandbox.writable:
             args += ["--bind-try", path, path]
-        for path in [*masked_paths(), *sandbox.hidden]:  # also inside the workspace
-            args += _mask(path)
+        for path in masks:  # also inside the workspace (a workspace that is a home)
+            if path not in around:
+                args += _mask(path)
         if sandbox.network:
             args += _resolver_binds()
         for path in sandbox.read_only:
@@ -293,6 +298,12 @@ def _mask(path: str) -> list[str]:
     if os.path.exists(real):
         return ["--ro-bind", "/dev/null", real]
     return []
+
+
+def _contains(folder: str, path: str) -> bool:
+    """Whether `path` is `folder` or lies beneath it (real paths compared)."""
+    folder, path = os.path.realpath(folder), os.path.realpath(path)
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def _resolver_binds() -> list[str]:

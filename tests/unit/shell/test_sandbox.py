@@ -100,3 +100,20 @@ def test_the_helpers_options_round_trip_and_unknown_ones_are_refused() -> None:
         confine.options(mount=True)
     with pytest.raises(confine.ConfineError, match="unknown option"):
         confine.parse(["--mount", "--", "true"])
+
+
+def test_a_mask_over_the_workspace_leaves_the_workspace_usable(tmp_path: Path) -> None:
+    workspace = tmp_path / "outer" / "ws"
+    workspace.mkdir(parents=True)
+    (tmp_path / "outer" / "beside.txt").write_text("hidden\n")
+    backend = LocalBackend(
+        workspace, execute=True, sandbox=Sandbox(hidden=[str(tmp_path / "outer")])
+    )
+    result = backend.execute(
+        f"echo ok > made.txt && cat made.txt; cat {tmp_path}/outer/beside.txt",
+        timeout=30,
+        output_limit=1000,
+    )
+    assert result.output.startswith("ok\n"), result.output
+    assert "hidden" not in result.output
+    assert (workspace / "made.txt").read_text() == "ok\n"
