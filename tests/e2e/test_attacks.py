@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.middleware.policy import Permission
+from langchain_fstools.permissions.rules import Permission
 from langchain_fstools.shell.policy import CommandPolicy
 from langchain_fstools.shell.sandbox import Sandbox
 from tests.e2e.agent_runs import Outcome, run_command

@@ -183,7 +183,11 @@ class LocalBackend(Backend):
         # `langgraph dev` refuses `os.readlink`; `os.path.realpath` only lstats.
         root = os.path.realpath(os.fspath(root_dir))
         if not os.path.isdir(root):
-            raise ValueError("root_dir must be an existing directory")
+            what = "is a file" if os.path.exists(root) else "does not exist"
+            raise ValueError(
+                f"root_dir must be an existing directory, but {os.fspath(root_dir)!r} ({root})"
+                f" {what}: create it first (os.makedirs) or pass another directory"
+            )
         if sandbox == "bwrap":
             sandbox = Sandbox(method="bwrap")
         if sandbox is not None and not isinstance(sandbox, Sandbox):

@@ -27,8 +27,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def render_error(exc: BaseException, *, tool: str) -> str:
-    """Return the model-facing sentence for `exc` raised by `tool`."""
+def render_error(exc: BaseException, *, tool: str, reader: str | None = None) -> str:
+    """Return the model-facing sentence for `exc` raised by `tool`.
+
+    `reader` names who must have read a file before writing it, where reads are kept
+    per client session (`"this MCP session"`); None for the agent itself.
+    """
+    if isinstance(exc, errors.NotReadYet) and reader is not None:
+        return _not_read_in_session(exc, reader)
     message = _known(exc)
     if message is None:
         logger.error("%s failed unexpectedly", tool, exc_info=exc)
@@ -37,6 +43,18 @@ def render_error(exc: BaseException, *, tool: str) -> str:
             "check the arguments and try again, or use another tool."
         )
     return message
+
+
+def _not_read_in_session(exc: errors.NotReadYet, reader: str) -> str:
+    """The refusal naming the session, and the fix for clients with a session per call."""
+    seen = "has read only part of" if exc.partially else "has not read"
+    whole = "the whole file " if exc.partially else ""
+    return (
+        f"Error: {reader} {seen} {exc.path}: read {whole}with read_file in this same "
+        "session, then retry (a client that opens a new session for every call, as "
+        "langchain-mcp-adapters' client.get_tools() does, must keep one session open "
+        "instead: client.session() with load_mcp_tools)."
+    )
 
 
 def render_validation_error(exc: ValidationError) -> str:
@@ -98,7 +116,8 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
         case errors.NotReadYet(path=path, partially=True):
             return (
                 f"Error: only part of {path} has been read."
-                " Read the whole file with read_file before overwriting it."
+                " Read the rest with read_file (your own edits do not count) before"
+                " overwriting it, or change only what you need with edit_file."
             )
         case errors.NotReadYet(path=path):
             return f"Error: {path} has not been read yet. Read it with read_file first, then retry."
@@ -120,7 +139,11 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 " creates new files. Use a non-empty old_string to edit it."
             )
         case errors.BinaryFile(path=path):
-            return f"Error: {path} is a binary file; this tool handles text files only."
+            return (
+                f"Error: {path} is a binary file (not text, an image, a PDF or a notebook),"
+                " so it cannot be shown or edited as text. Leave it as it is, or ask the user"
+                " how to handle it."
+            )
         case errors.UseNotebookEdit(path=path):
             return f"Error: {path} is a Jupyter notebook; use notebook_edit to change its cells."
         case errors.FileTooLarge(path=path, size=size, limit=limit):
@@ -245,7 +268,8 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             return f"Error: {path} is a directory, not a file. Use ls to list it."
         case NotADirectoryError(filename=path):
             return (
-                f"Error: a component of {path} is a file, not a directory. Check the path with ls."
+                f"Error: {path} cannot exist: a folder on its way is a file."
+                " List the folders above it with ls to find the right path."
             )
         case FileExistsError(filename=path):
             return f"Error: {path} already exists as a file. Choose another path."
