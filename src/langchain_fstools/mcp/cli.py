@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import argparse
 
     from langchain_fstools.backends.protocol import Backend
+    from langchain_fstools.shell.sandbox import Sandbox
 
 OPTIONS = (
     "root",
@@ -118,8 +119,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--sandbox",
-        choices=["bwrap"],
-        help="with --execute and --root: run commands in bubblewrap (default: no sandbox)",
+        choices=["auto", "bwrap", "landlock", "none"],
+        help="with --execute and --root: how commands are confined (default: auto, the OS"
+        " sandbox; none runs them unconfined, unsafe)",
     )
     parser.add_argument(
         "--mode",
@@ -254,12 +256,24 @@ async def serve(config: dict[str, Any]) -> None:
             await run_stdio(server)
 
 
+def _sandbox(config: dict[str, Any], execute: bool) -> Sandbox | None:  # noqa: FBT001
+    """The sandbox the `sandbox` setting names (`auto` unless given; `none`: unconfined)."""
+    from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Sandbox  # noqa: PLC0415
+
+    method = config.get("sandbox") or "auto"
+    if method == "none" or not execute:
+        return None if execute else DEFAULT_SANDBOX
+    if method not in {"auto", "bwrap", "landlock"}:
+        raise ValueError(f"sandbox must be auto, bwrap, landlock or none; got {method!r}")
+    return Sandbox(method=method)  # type: ignore[arg-type]  # checked just above
+
+
 async def _backend(config: dict[str, Any], stack: contextlib.AsyncExitStack) -> Backend:
     execute = bool(config.get("execute"))
     if config.get("root"):
         from langchain_fstools.backends.local import LocalBackend  # noqa: PLC0415
 
-        return LocalBackend(config["root"], execute=execute, sandbox=config.get("sandbox"))
+        return LocalBackend(config["root"], execute=execute, sandbox=_sandbox(config, execute))
     if config.get("ssh"):
         from langchain_fstools.backends.ssh import SSHBackend  # noqa: PLC0415
 

@@ -178,6 +178,8 @@ class Permission:
             return Match.NO
         if not self._patterns:
             return Match.YES
+        if self.action == "deny":  # best effort, failing closed: see `could_run`
+            return max(command.could_run(pattern) for pattern in self._patterns)
         return max(command.match(pattern) for pattern in self._patterns)
 
 
@@ -257,12 +259,23 @@ class Policy:
         return found
 
     def decide_command(self, command: str) -> Verdict:
-        """Decide running `command`: the strictest decision over its simple commands."""
-        found = (self._decide_simple_command(c, command) for c in analyse(command).commands)
+        """Decide running `command`: the strictest decision over its simple commands.
+
+        An `allow` holds only for a static line (`Analysis.static`): a line with any
+        expansion, substitution, arithmetic or computed name asks instead (in `bypass`
+        it runs, inside the sandbox), since a rule cannot see what it will run.
+        """
+        analysis = analyse(command)
+        found = (self._decide_simple_command(c, command) for c in analysis.commands)
         verdicts = [verdict for verdict in found if verdict is not None]
         if not verdicts:
-            return self._mode_override(self._mode_default("execute", command))
-        return max(verdicts, key=lambda v: _RANK[v.action])
+            verdict = self._mode_override(self._mode_default("execute", command))
+        else:
+            verdict = max(verdicts, key=lambda v: _RANK[v.action])
+        if verdict.action == "allow" and not analysis.static and self.mode != "bypass":
+            reason = f"{verdict.reason}, but {analysis.dynamic[0]}, so a person decides"
+            return Verdict("ask", reason, command, "execute")
+        return verdict
 
     def decide(self, target: Target) -> Verdict:
         """Decide one target."""

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
 
+from langchain_fstools import LocalBackend
 from langchain_fstools.demo import main
-from langchain_fstools.mcp.cli import add_arguments, parse_http, resolve
+from langchain_fstools.mcp.cli import _backend, add_arguments, parse_http, resolve
 from langchain_fstools.mcp.door import TOKEN_ENV
+from langchain_fstools.shell.sandbox import Sandbox
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -47,6 +51,31 @@ def test_http_address() -> None:
     assert parse_http("[::1]:9000") == ("::1", 9000)
     with pytest.raises(ValueError, match="HOST:PORT"):
         parse_http("localhost")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ((), Sandbox()),
+        (("--sandbox", "auto"), Sandbox()),
+        (("--sandbox", "landlock"), Sandbox(method="landlock")),
+        (("--sandbox", "none"), None),
+    ],
+)
+def test_execute_is_sandboxed_unless_told_none(
+    tmp_path: Path, argv: tuple[str, ...], expected: Sandbox | None
+) -> None:
+    config = resolve(parse("--root", str(tmp_path), "--execute", *argv))
+    backend = asyncio.run(_backend(config, contextlib.AsyncExitStack()))
+    assert isinstance(backend, LocalBackend)
+    assert backend.sandbox == expected
+
+
+def test_an_unknown_sandbox_in_the_config_file_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(f'root = "{tmp_path}"\nexecute = true\nsandbox = "docker"\n')
+    with pytest.raises(ValueError, match="sandbox must be"):
+        asyncio.run(_backend(resolve(parse("--config", str(config))), contextlib.AsyncExitStack()))
 
 
 @pytest.mark.parametrize(
