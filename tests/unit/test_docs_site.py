@@ -54,3 +54,23 @@ def test_every_docs_page_is_in_the_navigation() -> None:
     pages = [p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")]
     missing = [page for page in pages if page not in config]
     assert not missing, f"add to mkdocs.yml nav: {missing}"
+
+
+def test_the_readme_is_a_landing_page_of_at_most_200_lines() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; move details to docs/"
+
+
+def test_ci_runs_the_readme_commands() -> None:
+    """.ci/run sets up as the README's first command does, then runs its test command."""
+    readme = (ROOT / "README.md").read_text()
+    ci = [
+        line
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    assert "bash scripts/setup && .venv/bin/python -m langchain_fstools demo" in readme
+    assert "bash scripts/setup" in ci
+    test_command = ".venv/bin/python -m pytest"
+    assert f"```bash\n{test_command}\n```" in readme
+    assert ci[-1] == test_command
