@@ -100,7 +100,7 @@ class ScriptedChatModel(BaseChatModel):
     order, and `calls` keeps the messages of every call. When the script is used up,
     a call raises `RuntimeError` saying how many turns it had.
 
-    Args:
+    Attributes:
         turns: The assistant's turns, in order: an `AIMessage` (see `tool_call`, and
             `parallel` for several calls in one turn) or a string for a text answer.
 

@@ -173,10 +173,17 @@ def before(deadline: float, effect: Effect[T]) -> Effect[T]:
 async def _awaited_before(pending: Any, deadline: float) -> Any:
     import asyncio  # noqa: PLC0415 - only here: the engine shipped to SSH hosts loads without it
 
+    # Not `wait_for`: it turns the call's own TimeoutError (an RPC timeout) into the
+    # deadline too; only a call still running at the deadline is `DeadlinePassed`.
+    task = asyncio.ensure_future(pending)
     try:
-        return await asyncio.wait_for(pending, max(0.0, deadline - time.monotonic()))
-    except TimeoutError:
-        raise DeadlinePassed from None
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - time.monotonic()))
+    finally:
+        if not task.done():
+            task.cancel()
+    if not done:
+        raise DeadlinePassed
+    return task.result()
 
 
 class _Worker:

@@ -62,7 +62,7 @@ DEFAULT_NAME = "FilesystemMiddleware"
 
 `create_deep_agent(middleware=[...])` replaces its own middleware of the same name, so
 by default this one takes the place of deepagents' file tools, in the main agent and
-in its general-purpose subagent (see the README's deepagents recipe). To keep both in
+in its general-purpose subagent (see the deepagents recipe in docs/stack.md). To keep both in
 one `create_agent` agent, give this one another name (`name="FsToolsMiddleware"`); their
 tool names must not overlap then (pick a `tools` subset).
 """

@@ -292,6 +292,16 @@ class ContentPage:
             self._keys.pop()
 
 
+def skipped_note(count: int) -> str:
+    """The line glob and grep add when `count` entries could not be read."""
+    entry = "entry" if count == 1 else "entries"
+    return (
+        f"({count:,} unreadable {entry}"
+        " (permission denied, removed during the search, or a storage error)"
+        " skipped; the results cover the rest.)"
+    )
+
+
 __all__ = [
     "ContentPage",
     "cut",
@@ -301,4 +311,5 @@ __all__ = [
     "list_files",
     "require_text",
     "search_root",
+    "skipped_note",
 ]

@@ -311,7 +311,7 @@ def test_one_directory_answers_see_this_calls_writes_and_deletes() -> None:
     view = bind(base)
     view.delete("/d/gone.txt")
     view.write_bytes("/d/new.txt", b"n")
-    view.write_bytes("/e/f/g.txt", b"g")  # /e gets directory records
+    view.write_bytes("/e/f/g.txt", b"g")  # /e and /e/f exist through the path alone
     assert view.exists("/e/f")
     assert not view.exists("/d/gone.txt")
     assert not view.exists("/d/old.txt/x")
