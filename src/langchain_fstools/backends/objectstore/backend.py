@@ -24,9 +24,11 @@ by obstore's blocking calls or by its native async calls.
 
 from __future__ import annotations
 
+import copy
 import errno
 import time
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import obstore.store
@@ -118,12 +120,26 @@ class ObjectStoreBackend(Backend):
                 stacklevel=2,
             )
         self._search: NativeSearch | None = None
+        self.read_ahead: ReadAhead | None = None
+        """The read-ahead buffer of a view bound to one call (see `bind`); None here."""
 
     def native_search(self) -> NativeSearch:
         """The search for `glob` and `grep`: listing pages, concurrent fetches (`search`)."""
         if self._search is None:
             self._search = ObjectStoreSearch(self)
         return self._search
+
+    def bind(self, runtime: Any) -> Backend:
+        """A view for one tool call: the same store, with a read-ahead buffer of its own.
+
+        When the call reads one object front to back in small ranges (the line scan of
+        a first window), the view fetches `READ_AHEAD` bytes at once and serves the next
+        ranges from them; the buffer dies with the call.
+        """
+        del runtime
+        view = copy.copy(self)
+        view.read_ahead = ReadAhead()
+        return view
 
     # ----- keys ------------------------------------------------------------------------------
 
@@ -251,6 +267,22 @@ class ObjectStoreBackend(Backend):
                 raise (yield from self._missing(path)) or _is_a_directory(path)
             return b""
         end = None if size is None else start + size
+        ahead = self.read_ahead
+        if ahead is None or end is None:
+            return (yield from self._fetch(path, key, start, end))
+        served = ahead.serve(key, start, end)
+        if served is not None:
+            return served
+        if not ahead.follows(key, start):
+            ahead.last = (key, end)
+            return (yield from self._fetch(path, key, start, end))
+        block = yield from self._fetch(path, key, start, start + READ_AHEAD)
+        ahead.keep(key, start, block, whole=len(block) == READ_AHEAD)
+        ahead.last = (key, end)
+        return block[: end - start]
+
+    def _fetch(self, path: str, key: str, start: int, end: int | None) -> StoreEffect[bytes]:
+        """Bytes `start` to `end` of the object at `key` (fewer at its end)."""
         data = yield Get(key, start, end)
         if data == BEYOND_END:
             meta = yield Head(key)
@@ -267,6 +299,8 @@ class ObjectStoreBackend(Backend):
         self, path: str, data: bytes, expected_version: str | None
     ) -> StoreEffect[FileInfo]:
         path = paths.normalize(path)
+        if self.read_ahead is not None:
+            self.read_ahead.forget()
         if path == paths.ROOT:
             raise os_error(IsADirectoryError, errno.EISDIR, path)
         key = self.key(path)
@@ -312,6 +346,8 @@ class ObjectStoreBackend(Backend):
 
     def _delete(self, path: str) -> StoreEffect[None]:
         path = paths.normalize(path)
+        if self.read_ahead is not None:
+            self.read_ahead.forget()
         if path == paths.ROOT:
             raise InvalidPath(path, "the workspace root cannot be deleted")
         key = self.key(path)
@@ -378,6 +414,8 @@ class ObjectStoreBackend(Backend):
 
     def _move(self, source: str, destination: str) -> StoreEffect[FileInfo]:
         origin, target = paths.normalize(source), paths.normalize(destination)
+        if self.read_ahead is not None:
+            self.read_ahead.forget()
         if origin == paths.ROOT:
             raise os_error(IsADirectoryError, errno.EISDIR, origin)
         key = self.key(origin)
@@ -414,6 +452,44 @@ class ObjectStoreBackend(Backend):
         if any(meta is not None for meta in found[1:]):
             return os_error(NotADirectoryError, errno.ENOTDIR, path)
         return os_error(FileNotFoundError, errno.ENOENT, path)
+
+
+READ_AHEAD: Final = 8 * 1024 * 1024
+"""Bytes a bound view fetches at once while one object is read front to back."""
+
+
+@dataclass
+class ReadAhead:
+    """The block fetched ahead for one call, and where its last read of an object ended."""
+
+    key: str = ""
+    start: int = 0
+    data: bytes = b""
+    whole: bool = True
+    """Whether `data` is a full block (else it reaches the object's end)."""
+    last: tuple[str, int] = ("", -1)
+
+    def follows(self, key: str, start: int) -> bool:
+        """Whether a read of `key` from `start` continues the previous one."""
+        return self.last == (key, start)
+
+    def serve(self, key: str, start: int, end: int) -> bytes | None:
+        """The bytes from the block, if it holds the range (or the object's end)."""
+        stop = self.start + len(self.data)
+        if key != self.key or start < self.start or (end > stop and self.whole):
+            return None
+        if start > stop:
+            return None
+        self.last = (key, end)
+        return self.data[start - self.start : end - self.start]
+
+    def keep(self, key: str, start: int, data: bytes, *, whole: bool) -> None:
+        """Hold a block just fetched."""
+        self.key, self.start, self.data, self.whole = key, start, data, whole
+
+    def forget(self) -> None:
+        """Drop the block and the last read: the call is changing objects."""
+        self.key, self.data, self.last = "", b"", ("", -1)
 
 
 # ----- helpers -----------------------------------------------------------------------------
