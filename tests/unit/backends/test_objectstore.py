@@ -132,3 +132,27 @@ def test_a_call_reading_an_object_front_to_back_fetches_ahead(
     ranges.clear()
     assert ObjectStoreBackend(store).read_bytes("/big.bin", 0, 2) == b"ne"  # unbound: no buffer
     assert ranges == [(0, 2)]
+
+
+def test_a_call_reads_a_small_file_it_stated_without_another_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = MemoryStore()
+    obstore.put(store, "small.py", b"print('hi')\n")
+    obstore.put(store, "empty.txt", b"")
+    sent: list[str] = []
+    perform = requests._call
+
+    def recorded(store: MemoryStore, request: requests.Request) -> object:
+        sent.append(type(request).__name__)
+        return perform(store, request)
+
+    monkeypatch.setattr(requests, "_call", recorded)
+    call = ObjectStoreBackend(store).bind(None)
+    assert call.stat("/small.py").size == 12
+    assert call.read_bytes("/small.py", 0, 8192) == b"print('hi')\n"
+    assert call.read_bytes("/small.py") == b"print('hi')\n"
+    assert sent == ["Peek"]
+    assert call.stat("/empty.txt").size == 0  # no range of an empty object: a HEAD
+    assert call.read_bytes("/empty.txt") == b""
+    assert sent == ["Peek", "Peek", "Head", "Get"]

@@ -43,6 +43,7 @@ from langchain_fstools.backends.objectstore.requests import (
     Get,
     Head,
     ListDir,
+    Peek,
     Probe,
     Put,
     StoreEffect,
@@ -53,6 +54,7 @@ from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, File
 from langchain_fstools.core import paths
 from langchain_fstools.core.records import DIRECTORY_VERSION
 from langchain_fstools.errors import InvalidPath, VersionConflict
+from langchain_fstools.formats.encoding import SNIFF_BYTES
 
 if TYPE_CHECKING:
     from obstore import ObjectMeta, PutMode
@@ -247,13 +249,36 @@ class ObjectStoreBackend(Backend):
         path = paths.normalize(path)
         if path == paths.ROOT:
             return _directory(path)
-        meta = yield Head(self.key(path))
+        key = self.key(path)
+        meta = yield from self._head(key)
         if meta is not None:
             return self.info(path, meta)
         error = yield from self._missing(path)
         if error is None:
             return _directory(path)
         raise error
+
+    def _head(self, key: str) -> StoreEffect[ObjectMeta | None]:
+        """An object's metadata; a bound view also keeps its first bytes for the call.
+
+        A view bound to a call GETs the first `SNIFF_BYTES` instead of a HEAD (one
+        request either way): the read that usually follows a stat (telling text from
+        binary, or a whole small file) is then served from them, at the same version.
+        """
+        ahead = self.read_ahead
+        if ahead is None:
+            meta: ObjectMeta | None = yield Head(key)
+            return meta
+        peeked = yield Peek(key, SNIFF_BYTES)
+        if peeked is None:
+            return None
+        if peeked == BEYOND_END:  # an empty object: no range to serve
+            meta = yield Head(key)
+            return meta
+        meta, head = peeked
+        ahead.keep(key, 0, head, whole=len(head) < meta["size"])
+        ahead.last = ("", -1)
+        return meta
 
     def _read_bytes(self, path: str, start: int, size: int | None) -> StoreEffect[bytes]:
         path = paths.normalize(path)
@@ -268,11 +293,13 @@ class ObjectStoreBackend(Backend):
             return b""
         end = None if size is None else start + size
         ahead = self.read_ahead
-        if ahead is None or end is None:
+        if ahead is None:
             return (yield from self._fetch(path, key, start, end))
         served = ahead.serve(key, start, end)
         if served is not None:
             return served
+        if end is None:
+            return (yield from self._fetch(path, key, start, end))
         if not ahead.follows(key, start):
             ahead.last = (key, end)
             return (yield from self._fetch(path, key, start, end))
@@ -473,15 +500,15 @@ class ReadAhead:
         """Whether a read of `key` from `start` continues the previous one."""
         return self.last == (key, start)
 
-    def serve(self, key: str, start: int, end: int) -> bytes | None:
-        """The bytes from the block, if it holds the range (or the object's end)."""
+    def serve(self, key: str, start: int, end: int | None) -> bytes | None:
+        """The bytes from the block, if it holds the range (None: to the object's end)."""
         stop = self.start + len(self.data)
-        if key != self.key or start < self.start or (end > stop and self.whole):
+        if key != self.key or start < self.start or start > stop:
             return None
-        if start > stop:
+        if (end is None or end > stop) and self.whole:
             return None
-        self.last = (key, end)
-        return self.data[start - self.start : end - self.start]
+        self.last = (key, stop if end is None else end)
+        return self.data[start - self.start : None if end is None else end - self.start]
 
     def keep(self, key: str, start: int, data: bytes, *, whole: bool) -> None:
         """Hold a block just fetched."""
