@@ -16,7 +16,10 @@ there the check is a HEAD right before the PUT (the last writer can win).
 Costs. `stat` is one HEAD (plus one LIST for a directory), `read_bytes` one GET (a
 ranged GET for a window), `list_dir` one delimited LIST; a write checks that no
 parent is a file and that the path is not a directory (one HEAD per parent and one
-LIST, concurrent on the async path), then PUTs and HEADs the result.
+LIST, concurrent on the async path), then PUTs and HEADs the result. A view bound to
+one tool call (`bind`) saves requests within the call: its stat GETs the first 8 KiB
+instead of a HEAD and serves the next read from them, and it reads ahead while an
+object is read front to back.
 
 Sync and async share one body: each operation is a generator of `requests`, driven
 by obstore's blocking calls or by its native async calls.
