@@ -297,6 +297,13 @@ class CommandRefused(FsToolsError):
 
 
 @dataclass(eq=False)
+class SandboxUnavailable(FsToolsError):
+    """No OS sandbox can start on this machine, so commands are refused; `reason` says why."""
+
+    reason: str
+
+
+@dataclass(eq=False)
 class CommandTimedOut(FsToolsError):
     """A command ran past its timeout and was killed; `output` is what it printed."""
 
@@ -409,6 +416,7 @@ __all__ = [
     "SSHAuthenticationFailed",
     "SSHConnectionFailed",
     "SSHHostKeyRejected",
+    "SandboxUnavailable",
     "SearchFailed",
     "SpecialFile",
     "StaleApproval",

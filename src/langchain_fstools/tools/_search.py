@@ -112,7 +112,7 @@ def list_files(
         total += len(kept) if listing.total is None else listing.total
         complete = complete and listing.complete
         skipped += listing.skipped
-        progress.report({"files": total})
+    progress.report({"files": total})  # once, when every part is counted
     return Listing(found, complete, total, skipped)
 
 

@@ -139,7 +139,7 @@ def test_notebooks_go_through_notebook_edit(h: Harness, run: Run) -> None:
 
 
 def test_read_before_write_as_the_readme_states_it(h: Harness, run: Run) -> None:
-    """Issue 14: context lines are verified; unread files may be updated or deleted;
+    """Context lines are verified; unread files may be updated or deleted;
     a file read earlier and changed since is refused, for a deletion too."""
     h.seed("/unread.txt", b"u\n")
     h.seed("/gone.txt", b"never read\n")
