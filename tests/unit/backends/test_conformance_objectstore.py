@@ -1,4 +1,5 @@
-"""The backend contract on object storage: obstore's memory store, under a key prefix."""
+"""The backend contract on object storage: obstore's memory store, under a key prefix,
+bound as the tools bind it (with a read-ahead buffer)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tests.unit.backends.conformance import BackendConformance, drive  # noqa: F
 
 @pytest.fixture
 def backend() -> Backend:
-    return ObjectStoreBackend(MemoryStore(), prefix="workspaces/user-1")
+    return ObjectStoreBackend(MemoryStore(), prefix="workspaces/user-1").bind(None)
 
 
 class TestObjectStoreBackend(BackendConformance):

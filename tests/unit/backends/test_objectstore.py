@@ -13,7 +13,8 @@ from obstore.store import LocalStore, MemoryStore, S3Store
 
 from langchain_fstools import FileToolkit, ObjectStoreBackend
 from langchain_fstools.backends import ABSENT
-from langchain_fstools.backends.objectstore import MARKER
+from langchain_fstools.backends.objectstore import MARKER, requests
+from langchain_fstools.backends.objectstore.backend import READ_AHEAD
 from langchain_fstools.errors import ExecutionUnsupported, InvalidPath, VersionConflict
 
 
@@ -102,3 +103,56 @@ def test_a_search_past_its_deadline_says_it_is_partial() -> None:
     assert listing.complete is False
     whole = search.list_files("/", globs=(("*.py",),), deadline=time.monotonic() + 30)
     assert (whole.complete, [f.path for f in whole.files]) == (True, ["/a.py"])
+
+
+def test_a_call_reading_an_object_front_to_back_fetches_ahead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = MemoryStore()
+    data = bytes(range(256)) * (3 * READ_AHEAD // 256 + 1000)
+    obstore.put(store, "big.bin", data)
+    ranges: list[tuple[int, int | None]] = []
+    perform = requests._call
+
+    def recorded(store: MemoryStore, request: requests.Request) -> object:
+        if isinstance(request, requests.Get):
+            ranges.append((request.start, request.end))
+        return perform(store, request)
+
+    monkeypatch.setattr(requests, "_call", recorded)
+    call = ObjectStoreBackend(store).bind(None)
+    chunk = 256 * 1024
+    read = b"".join(call.read_bytes("/big.bin", at, chunk) for at in range(0, len(data), chunk))
+    assert read == data
+    assert ranges[0] == (0, chunk)  # a first read is not a scan yet
+    assert all(end == start + READ_AHEAD for start, end in ranges[1:])
+    assert len(ranges) == 1 + -(-(len(data) - chunk) // READ_AHEAD)
+    call.write_bytes("/big.bin", b"new")  # a write in the same call drops the block
+    assert call.read_bytes("/big.bin", 0, 3) == b"new"
+    ranges.clear()
+    assert ObjectStoreBackend(store).read_bytes("/big.bin", 0, 2) == b"ne"  # unbound: no buffer
+    assert ranges == [(0, 2)]
+
+
+def test_a_call_reads_a_small_file_it_stated_without_another_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = MemoryStore()
+    obstore.put(store, "small.py", b"print('hi')\n")
+    obstore.put(store, "empty.txt", b"")
+    sent: list[str] = []
+    perform = requests._call
+
+    def recorded(store: MemoryStore, request: requests.Request) -> object:
+        sent.append(type(request).__name__)
+        return perform(store, request)
+
+    monkeypatch.setattr(requests, "_call", recorded)
+    call = ObjectStoreBackend(store).bind(None)
+    assert call.stat("/small.py").size == 12
+    assert call.read_bytes("/small.py", 0, 8192) == b"print('hi')\n"
+    assert call.read_bytes("/small.py") == b"print('hi')\n"
+    assert sent == ["Peek"]
+    assert call.stat("/empty.txt").size == 0  # no range of an empty object: a HEAD
+    assert call.read_bytes("/empty.txt") == b""
+    assert sent == ["Peek", "Peek", "Head", "Get"]

@@ -16,7 +16,10 @@ there the check is a HEAD right before the PUT (the last writer can win).
 Costs. `stat` is one HEAD (plus one LIST for a directory), `read_bytes` one GET (a
 ranged GET for a window), `list_dir` one delimited LIST; a write checks that no
 parent is a file and that the path is not a directory (one HEAD per parent and one
-LIST, concurrent on the async path), then PUTs and HEADs the result.
+LIST, concurrent on the async path), then PUTs and HEADs the result. A view bound to
+one tool call (`bind`) saves requests within the call: its stat GETs the first 8 KiB
+instead of a HEAD and serves the next read from them, and it reads ahead while an
+object is read front to back.
 
 Sync and async share one body: each operation is a generator of `requests`, driven
 by obstore's blocking calls or by its native async calls.
@@ -24,9 +27,11 @@ by obstore's blocking calls or by its native async calls.
 
 from __future__ import annotations
 
+import copy
 import errno
 import time
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import obstore.store
@@ -41,6 +46,7 @@ from langchain_fstools.backends.objectstore.requests import (
     Get,
     Head,
     ListDir,
+    Peek,
     Probe,
     Put,
     StoreEffect,
@@ -51,6 +57,7 @@ from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, File
 from langchain_fstools.core import paths
 from langchain_fstools.core.records import DIRECTORY_VERSION
 from langchain_fstools.errors import InvalidPath, VersionConflict
+from langchain_fstools.formats.encoding import SNIFF_BYTES
 
 if TYPE_CHECKING:
     from obstore import ObjectMeta, PutMode
@@ -118,12 +125,26 @@ class ObjectStoreBackend(Backend):
                 stacklevel=2,
             )
         self._search: NativeSearch | None = None
+        self.read_ahead: ReadAhead | None = None
+        """The read-ahead buffer of a view bound to one call (see `bind`); None here."""
 
     def native_search(self) -> NativeSearch:
         """The search for `glob` and `grep`: listing pages, concurrent fetches (`search`)."""
         if self._search is None:
             self._search = ObjectStoreSearch(self)
         return self._search
+
+    def bind(self, runtime: Any) -> Backend:
+        """A view for one tool call: the same store, with a read-ahead buffer of its own.
+
+        When the call reads one object front to back in small ranges (the line scan of
+        a first window), the view fetches `READ_AHEAD` bytes at once and serves the next
+        ranges from them; the buffer dies with the call.
+        """
+        del runtime
+        view = copy.copy(self)
+        view.read_ahead = ReadAhead()
+        return view
 
     # ----- keys ------------------------------------------------------------------------------
 
@@ -231,13 +252,36 @@ class ObjectStoreBackend(Backend):
         path = paths.normalize(path)
         if path == paths.ROOT:
             return _directory(path)
-        meta = yield Head(self.key(path))
+        key = self.key(path)
+        meta = yield from self._head(key)
         if meta is not None:
             return self.info(path, meta)
         error = yield from self._missing(path)
         if error is None:
             return _directory(path)
         raise error
+
+    def _head(self, key: str) -> StoreEffect[ObjectMeta | None]:
+        """An object's metadata; a bound view also keeps its first bytes for the call.
+
+        A view bound to a call GETs the first `SNIFF_BYTES` instead of a HEAD (one
+        request either way): the read that usually follows a stat (telling text from
+        binary, or a whole small file) is then served from them, at the same version.
+        """
+        ahead = self.read_ahead
+        if ahead is None:
+            meta: ObjectMeta | None = yield Head(key)
+            return meta
+        peeked = yield Peek(key, SNIFF_BYTES)
+        if peeked is None:
+            return None
+        if peeked == BEYOND_END:  # an empty object: no range to serve
+            meta = yield Head(key)
+            return meta
+        meta, head = peeked
+        ahead.keep(key, 0, head, whole=len(head) < meta["size"])
+        ahead.last = ("", -1)
+        return meta
 
     def _read_bytes(self, path: str, start: int, size: int | None) -> StoreEffect[bytes]:
         path = paths.normalize(path)
@@ -251,6 +295,24 @@ class ObjectStoreBackend(Backend):
                 raise (yield from self._missing(path)) or _is_a_directory(path)
             return b""
         end = None if size is None else start + size
+        ahead = self.read_ahead
+        if ahead is None:
+            return (yield from self._fetch(path, key, start, end))
+        served = ahead.serve(key, start, end)
+        if served is not None:
+            return served
+        if end is None:
+            return (yield from self._fetch(path, key, start, end))
+        if not ahead.follows(key, start):
+            ahead.last = (key, end)
+            return (yield from self._fetch(path, key, start, end))
+        block = yield from self._fetch(path, key, start, start + READ_AHEAD)
+        ahead.keep(key, start, block, whole=len(block) == READ_AHEAD)
+        ahead.last = (key, end)
+        return block[: end - start]
+
+    def _fetch(self, path: str, key: str, start: int, end: int | None) -> StoreEffect[bytes]:
+        """Bytes `start` to `end` of the object at `key` (fewer at its end)."""
         data = yield Get(key, start, end)
         if data == BEYOND_END:
             meta = yield Head(key)
@@ -267,6 +329,8 @@ class ObjectStoreBackend(Backend):
         self, path: str, data: bytes, expected_version: str | None
     ) -> StoreEffect[FileInfo]:
         path = paths.normalize(path)
+        if self.read_ahead is not None:
+            self.read_ahead.forget()
         if path == paths.ROOT:
             raise os_error(IsADirectoryError, errno.EISDIR, path)
         key = self.key(path)
@@ -312,6 +376,8 @@ class ObjectStoreBackend(Backend):
 
     def _delete(self, path: str) -> StoreEffect[None]:
         path = paths.normalize(path)
+        if self.read_ahead is not None:
+            self.read_ahead.forget()
         if path == paths.ROOT:
             raise InvalidPath(path, "the workspace root cannot be deleted")
         key = self.key(path)
@@ -378,6 +444,8 @@ class ObjectStoreBackend(Backend):
 
     def _move(self, source: str, destination: str) -> StoreEffect[FileInfo]:
         origin, target = paths.normalize(source), paths.normalize(destination)
+        if self.read_ahead is not None:
+            self.read_ahead.forget()
         if origin == paths.ROOT:
             raise os_error(IsADirectoryError, errno.EISDIR, origin)
         key = self.key(origin)
@@ -414,6 +482,44 @@ class ObjectStoreBackend(Backend):
         if any(meta is not None for meta in found[1:]):
             return os_error(NotADirectoryError, errno.ENOTDIR, path)
         return os_error(FileNotFoundError, errno.ENOENT, path)
+
+
+READ_AHEAD: Final = 8 * 1024 * 1024
+"""Bytes a bound view fetches at once while one object is read front to back."""
+
+
+@dataclass
+class ReadAhead:
+    """The block fetched ahead for one call, and where its last read of an object ended."""
+
+    key: str = ""
+    start: int = 0
+    data: bytes = b""
+    whole: bool = True
+    """Whether `data` is a full block (else it reaches the object's end)."""
+    last: tuple[str, int] = ("", -1)
+
+    def follows(self, key: str, start: int) -> bool:
+        """Whether a read of `key` from `start` continues the previous one."""
+        return self.last == (key, start)
+
+    def serve(self, key: str, start: int, end: int | None) -> bytes | None:
+        """The bytes from the block, if it holds the range (None: to the object's end)."""
+        stop = self.start + len(self.data)
+        if key != self.key or start < self.start or start > stop:
+            return None
+        if (end is None or end > stop) and self.whole:
+            return None
+        self.last = (key, stop if end is None else end)
+        return self.data[start - self.start : None if end is None else end - self.start]
+
+    def keep(self, key: str, start: int, data: bytes, *, whole: bool) -> None:
+        """Hold a block just fetched."""
+        self.key, self.start, self.data, self.whole = key, start, data, whole
+
+    def forget(self) -> None:
+        """Drop the block and the last read: the call is changing objects."""
+        self.key, self.data, self.last = "", b"", ("", -1)
 
 
 # ----- helpers -----------------------------------------------------------------------------

@@ -59,6 +59,17 @@ class Get:
 
 
 @dataclass(frozen=True, slots=True)
+class Peek:
+    """An object's metadata and first `size` bytes (`(ObjectMeta, bytes)`), in one GET.
+
+    None when the object is missing; `BEYOND_END` when it is empty (no range to serve).
+    """
+
+    key: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
 class Put:
     """Write an object whole (`PutResult`); None when its condition (`mode`) is refused."""
 
@@ -103,7 +114,7 @@ class Gather:
     requests: tuple[Request, ...]
 
 
-Request = Head | Get | Put | Delete | ListDir | Probe | Tidy | Gather
+Request = Head | Get | Peek | Put | Delete | ListDir | Probe | Tidy | Gather
 StoreEffect = Generator[Request, Any, T]
 """A computation over an object store: yields requests, receives their results."""
 
@@ -158,7 +169,9 @@ def _perform(store: ObjectStore, request: Request) -> Any:
     except (StoreUnavailable, NotImplementedError):
         raise
     except Exception as exc:  # any other failure of the store
-        if isinstance(request, Get) and (request.start or request.end is not None):
+        if isinstance(request, Peek) or (
+            isinstance(request, Get) and (request.start or request.end is not None)
+        ):
             return BEYOND_END
         raise StoreUnavailable(type(exc).__name__) from exc
 
@@ -179,7 +192,9 @@ async def _aperform(store: ObjectStore, request: Request) -> Any:
     except (StoreUnavailable, NotImplementedError, asyncio.CancelledError):
         raise
     except Exception as exc:  # any other failure of the store
-        if isinstance(request, Get) and (request.start or request.end is not None):
+        if isinstance(request, Peek) or (
+            isinstance(request, Get) and (request.start or request.end is not None)
+        ):
             return BEYOND_END
         raise StoreUnavailable(type(exc).__name__) from exc
 
@@ -205,6 +220,9 @@ def _call(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911 - one b
             return bytes(obstore.get(store, key, options={"range": {"offset": start}}).bytes())
         case Get(key, start, end):
             return bytes(obstore.get_range(store, key, start=start, end=end))
+        case Peek(key, size):
+            result = obstore.get(store, key, options={"range": (0, size)})
+            return result.meta, bytes(result.bytes())
         case Put(key, data, mode):
             return obstore.put(store, key, data, mode=mode)
         case Delete(key):
@@ -228,6 +246,9 @@ async def _acall(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911
             return bytes(await result.bytes_async())
         case Get(key, start, end):
             return bytes(await obstore.get_range_async(store, key, start=start, end=end))
+        case Peek(key, size):
+            result = await obstore.get_async(store, key, options={"range": (0, size)})
+            return result.meta, bytes(await result.bytes_async())
         case Put(key, data, mode):
             return await obstore.put_async(store, key, data, mode=mode)
         case Delete(key):
@@ -235,13 +256,16 @@ async def _acall(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911
         case ListDir(prefix):
             return _objects_only(await obstore.list_with_delimiter_async(store, prefix))
         case Probe(prefix, count):
-            stream = obstore.list(store, prefix, chunk_size=count)
-            try:
-                page = await stream.__anext__()
-            except StopAsyncIteration:
-                return []
-            return [meta for meta in page if not is_folder_entry(meta)]
+            return await _afirst(obstore.list(store, prefix, chunk_size=count))
     raise TypeError(request)  # pragma: no cover - Gather is handled by the caller
+
+
+async def _afirst(stream: Any) -> list[ObjectMeta]:
+    try:
+        page = await stream.__anext__()
+    except StopAsyncIteration:
+        return []
+    return [meta for meta in page if not is_folder_entry(meta)]
 
 
 def _first(stream: Any) -> list[ObjectMeta]:
@@ -266,6 +290,7 @@ __all__ = [
     "Get",
     "Head",
     "ListDir",
+    "Peek",
     "Probe",
     "Put",
     "Request",
