@@ -30,7 +30,12 @@ from langgraph.types import Command
 
 from langchain_fstools.backends.state import FilesChannel, StateBackend
 from langchain_fstools.core import calls
-from langchain_fstools.core.tokens import TokenCounter, default_counter
+from langchain_fstools.core.tokens import (
+    ESTIMATE_NAME,
+    TokenCounter,
+    counter_name,
+    default_counter,
+)
 from langchain_fstools.core.wording import plural
 from langchain_fstools.formats.text import ROW_WIDTH
 from langchain_fstools.middleware.updates import with_state_update
@@ -198,7 +203,13 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         content: str | list[str | dict[str, Any]] = (
             [{"type": "text", "text": notice}, *other_blocks] if other_blocks else notice
         )
-        evicted = {"evicted_to": path, "tokens": tokens, "counted": counted, "bytes": len(data)}
+        evicted = {
+            "evicted_to": path,
+            "tokens": tokens,
+            "counted": counted,
+            "counter": counter_name(self.count_tokens) if counted else ESTIMATE_NAME,
+            "bytes": len(data),
+        }
         artifact = message.artifact
         if artifact is None:
             artifact = {"eviction": evicted}

@@ -281,6 +281,7 @@ def test_size_decides_clearly_small_and_clearly_large_results_without_counting(
     big = shell_result(eviction, "y" * 8001)  # over 8 bytes per threshold token: above
     assert str(big.content).startswith("Tool result too large (about 2,001 tokens, 1 line)")
     assert big.artifact["eviction"]["counted"] is False
+    assert big.artifact["eviction"]["counter"] == "estimate (UTF-8 bytes / 4)"
     assert (tmp_path / "large_tool_results" / "c1").read_text() == "y" * 8001
     assert counter.counted == []
 
@@ -300,3 +301,4 @@ def test_results_near_the_threshold_are_decided_by_their_exact_count(tmp_path: P
         if exact:
             assert str(message.content).startswith(f"Tool result too large ({size // 3:,} tokens")
             assert message.artifact["eviction"]["counted"] is True
+            assert message.artifact["eviction"]["counter"] == "Counter"
