@@ -95,7 +95,7 @@ async def test_read_text_and_image(open_client: Open) -> None:
         text = await session.call_tool("read_file", {"file_path": "/notes.txt"})
         image = await session.call_tool("read_file", {"file_path": "/logo.png"})
     assert not text.isError
-    assert text_of(text) == "     1→alpha\n     2→beta"
+    assert text_of(text) == "1\talpha\n2\tbeta"
     assert not image.isError
     blocks = [b for b in image.content if isinstance(b, types.ImageContent)]
     assert len(blocks) == 1
@@ -231,6 +231,6 @@ async def test_large_execute_output_is_evicted_and_readable(
     assert annotations is not None
     assert annotations.openWorldHint is True
     assert path.startswith("/large_tool_results/")
-    assert text_of(back).startswith("     2→2\n     3→3")
+    assert text_of(back).startswith("2\t2\n3\t3")
     assert ":59999" in text_of(found)
     assert not (workspace / "large_tool_results").exists()

@@ -37,7 +37,7 @@ DESCRIPTION = """Replace exact text in a file.
 -[read_file] Read the file with read_file first; edits to files you have not read, or that changed
   since you read them, are refused.
 - `old_string` must match the file exactly, including indentation. Copy it from
-  read_file output WITHOUT the line-number prefix (`    12→`).
+  read_file output without the line number and tab that start each row.
 - The edit fails if `old_string` is not found, or occurs more than once: then add
   surrounding lines to make it unique, or set `replace_all` to change every occurrence
   (useful for renaming).

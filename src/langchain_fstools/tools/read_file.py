@@ -13,7 +13,14 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.core.wording import plural
 from langchain_fstools.formats import encoding, kinds
 from langchain_fstools.formats.kinds import ContentKind
-from langchain_fstools.formats.text import ARROW, NoSuchRow, Reader, Window, read_window, row_label
+from langchain_fstools.formats.text import (
+    SEPARATOR,
+    NoSuchRow,
+    Reader,
+    Window,
+    read_window,
+    row_label,
+)
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._media import read_image, read_notebook, read_pdf
 from langchain_fstools.tools._mutation import prepare_syntax
@@ -48,7 +55,7 @@ class ReadFileArgs(ToolArgs):
 DESCRIPTION = """Read a file from the workspace.
 
 - `file_path` is an absolute workspace path (`/` is the workspace root).
-- Output is `cat -n` style: the line number, `→`, then the line. Line numbers start at 1.
+- Output rows are the line number, a tab, then the line (`12<TAB>text`); lines start at 1.
 - By default it returns up to {read_limit:*line} from the start, within a budget of
   about {read_token_budget:*token}. When a file is longer, the output ends with the
   exact `offset` to pass to continue; read large files in windows with `offset` and
@@ -296,7 +303,7 @@ def _footer(window: Window, limit: int) -> str:
         notes.append("Output reached the token budget.")
     of_total = f" of {window.total_lines}" if window.total_lines is not None else ""
     first = row_label(window.first_line, window.first_row)
-    last = window.rows[-1].partition(ARROW)[0].strip()
+    last = window.rows[-1].partition(SEPARATOR)[0]
     continuation = f'"{window.continuation}"' if window.next_row else window.continuation
     notes.append(
         f"Showing lines {first}-{last}{of_total}. "

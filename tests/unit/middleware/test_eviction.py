@@ -115,8 +115,8 @@ def check_eviction(backend: Backend, mode: str, saver: Any, tmp_path: Path) -> N
     assert "log line 3000: " in notice
     assert "(2,990 lines omitted)" in notice
     assert got["call-2"].content.split("\n")[:2] == [
-        f"  2999→log line 2999: {'x' * 60}",
-        f"  3000→log line 3000: {'x' * 60}",
+        f"2999\tlog line 2999: {'x' * 60}",
+        f"3000\tlog line 3000: {'x' * 60}",
     ]
     assert got["call-3"].content == f"/large_tool_results/call-1:1500:log line 1500: {'x' * 60}"
     assert str(got["call-4"].content).startswith("log line 1:")  # small results stay inline
@@ -130,7 +130,7 @@ def test_excluded_tools_are_never_evicted(tmp_path: Path) -> None:
         LocalBackend(tmp_path), [call("read_file", 1, file_path="/big.txt", offset=1, limit=2000)]
     )
     message = results(state)["call-1"]
-    assert str(message.content).startswith("     1→log line 1:")
+    assert str(message.content).startswith("1\tlog line 1:")
     assert "files" not in state or not state["files"]
 
 

@@ -95,7 +95,7 @@ def test_unmatched_chunk_shows_expected_and_closest_lines(h: Harness, run: Run) 
     assert message.content == (
         "Error: chunk 1 of the update of /src/app.py does not match the file; these lines were"
         " not found:\n  def main():\n      return 3\n"
-        "The closest lines in the file are:\n     4→def main():\n     5→    return 1\n"
+        "The closest lines in the file are:\n4\tdef main():\n5\t    return 1\n"
         "Read the file, fix the ' ' and '-' lines (and '@@' lines) of that chunk to match it"
         " exactly, and send the whole patch again; nothing was changed."
     )

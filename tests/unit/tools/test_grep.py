@@ -41,7 +41,7 @@ def test_content_lines_agree_with_read_file(h: Harness, run: Run) -> None:
         "/odd.txt:3:last main",
     ]
     read = run("read_file", file_path="/odd.txt").content.split("\n")
-    assert read == ["     1→a\fmain", "     2→b\u2028main", "     3→last main"]
+    assert read == ["1\ta\fmain", "2\tb\u2028main", "3\tlast main"]
 
 
 def test_content_with_context_and_crlf(h: Harness, run: Run) -> None:
