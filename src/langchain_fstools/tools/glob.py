@@ -29,17 +29,14 @@ class GlobArgs(ToolArgs):
     )
 
 
-DESCRIPTION = """Find files by name pattern, fast, in any size of workspace.
+DESCRIPTION = """Find files by name pattern, fast in any size of workspace.
 
-- Patterns: `*` and `?` within a name, `**` across directories, `[abc]` classes and
-  `{{a,b}}` alternatives. A pattern without `/` matches file names at any depth (`*.py`
-  finds every Python file); a pattern with `/` matches from the search directory
+- `*`, `?` within a name, `**` across directories, `[abc]`, `{{a,b}}`. A pattern without
+  `/` matches names at any depth (`*.py`); with `/` it matches from `path`
   (`src/**/test_*.py`).
-- Returns absolute paths, most recently modified first, at most {glob_limit:,}; the output says
-  when there are more, so narrow the pattern or the path.
-- Files ignored by .gitignore / .ignore and VCS folders (.git, ...) are skipped;
-  hidden files are included.
--[grep] To search file contents, use grep."""
+- Absolute paths, newest first, at most {glob_limit:,}; the output says when there are
+  more (narrow the pattern or path).
+- Skips files ignored by .gitignore/.ignore and VCS folders; hidden files are included."""
 
 NO_MATCH = "No files found matching {pattern!r} in {path}."
 

@@ -79,20 +79,14 @@ class GrepArgs(ToolArgs):
     )
 
 
-DESCRIPTION = """Search file contents across the workspace (ripgrep on local disk).
+DESCRIPTION = """Search file contents (ripgrep on local disk).
 
-- The pattern is LITERAL text by default: no escaping needed for `foo(bar)` or `a.b`.
-  Set `regex=true` for a regular expression (ripgrep syntax, e.g. `def \\w+\\(`). If a
-  literal search finds nothing and the pattern looks like a regex, it is retried as
-  one and the output says so.
-- `output_mode`: "files_with_matches" (default; paths, newest first), "content"
-  (`path:line:text`, with `-A`/`-B`/`-C` context lines as `path-line-text`), "count".
-- Narrow with `path`, `glob` (e.g. "*.py") or `type` (e.g. "py"); `-i` ignores case;
-  `multiline=true` lets a match span lines.
-- Results are paged: `head_limit` (default {grep_head_limit:,}, 0 for all) and `offset`; the output
-  says how to get the next page. Lines are cut at {line_width} characters.
-- Files ignored by .gitignore / .ignore, VCS folders and binary files are skipped.
--[execute] Use grep instead of running grep or rg through execute."""
+- `pattern` is LITERAL text unless `regex=true` (ripgrep syntax). A literal search that
+  finds nothing and looks like a regex is retried as one, and the output says so.
+- Results are paged by `head_limit` (default {grep_head_limit:,}, 0: all) and `offset`;
+  the output says how to continue. Lines are cut at {line_width} characters.
+- Skips files ignored by .gitignore/.ignore, VCS folders and binary files.
+-[execute] Use grep, not grep or rg through execute."""
 
 _REGEX_SPECIAL = re.compile(r"[\\.^$?*+()\[\]{}]")
 

@@ -21,13 +21,11 @@ class LsArgs(ToolArgs):
     path: str = Field(default="/", description="Absolute path of the directory to list.")
 
 
-DESCRIPTION = """List the entries of one directory of the workspace (not recursive).
+DESCRIPTION = """List one directory (not recursive); `path` is absolute, `/` is the workspace root.
 
-- `path` is an absolute workspace path; `/` is the workspace root. Default: `/`.
-- Directories end with `/`. Entries are sorted by name; hidden files are included.
-- It lists at most {ls_limit:*entry/entries}; the output says when it was cut.
--[glob] To find files by name pattern across directories, use glob.
--[grep] To search contents, use grep."""
+- Directories end with `/`; sorted by name, hidden files included; at most
+  {ls_limit:*entry/entries}, and the output says when it was cut.
+-[glob] To find files by name across directories use glob."""
 
 
 class LsTool(FileTool):

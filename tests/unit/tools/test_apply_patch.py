@@ -30,7 +30,7 @@ def test_success_lists_files_shows_a_diff_and_carries_patches(h: Harness, run: R
     assert message.status == "success", message.content
     assert message.content == (
         "Success. Updated the following files:\nM /src/app.py\nA /docs/new.md\nD /old.txt\n\n"
-        "/src/app.py:\n@@ -2,4 +2,4 @@\n \n \n def main():\n-    return 1\n+    return 2"
+        "/src/app.py:\n@@ -5 +5 @@\n-    return 1\n+    return 2"
     )
     files = message.artifact["files"]
     assert [(f["path"], f["action"]) for f in files] == [
