@@ -225,11 +225,24 @@ def run(kind: str, repo: Path, steps: list[Step]) -> Tally:
     return tally
 
 
+def expanded(text: str) -> str:
+    """A listing with every grouped name spelled as its whole path (`formats.listing`)."""
+    lines, folder = [], ""
+    for line in text.split("\n"):
+        if line.startswith("/") and line.endswith("/"):
+            folder = line
+        elif line and not line.startswith(("/", "(")) and folder:
+            lines.append(folder + line)
+        else:
+            lines.append(line)
+    return "\n".join(lines)
+
+
 def check(kind: str, tally: Tally, steps: list[Step]) -> None:
-    """Fail loudly when a result lacks what its step needs."""
+    """Fail loudly when a result lacks what its step needs (grouped paths count)."""
     texts: dict[str, str] = {}
     for label, _tokens, text in tally.results:
-        texts[label] = texts.get(label, "") + text
+        texts[label] = texts.get(label, "") + text + "\n" + expanded(text)
     for step in steps:
         for needed in step.needs:
             if needed not in texts[step.label] and needed.lstrip("/") not in texts[step.label]:

@@ -11,6 +11,7 @@ from pydantic import Field
 from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_globs
 from langchain_fstools.core.wording import plural
+from langchain_fstools.formats.listing import grouped
 from langchain_fstools.tools import _search
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
@@ -29,13 +30,13 @@ class GlobArgs(ToolArgs):
     )
 
 
-DESCRIPTION = """Find files by name pattern, fast in any size of workspace.
+DESCRIPTION = """Find files by name pattern, fast in any workspace.
 
 - `*`, `?` within a name, `**` across directories, `[abc]`, `{{a,b}}`. A pattern without
   `/` matches names at any depth (`*.py`); with `/` it matches from `path`
   (`src/**/test_*.py`).
-- Absolute paths, newest first, at most {glob_limit:,}; the output says when there are
-  more (narrow the pattern or path).
+- Newest first, at most {glob_limit:,} (the output says when there are more); files of
+  one directory are listed by name under its `/dir/` line.
 - Skips files ignored by .gitignore/.ignore and VCS folders; hidden files are included."""
 
 NO_MATCH = "No files found matching {pattern!r} in {path}."
@@ -63,7 +64,7 @@ class GlobTool(FileTool):
             scope, root.path, ((args.pattern,),), _search.deadline_of(scope), newest=limit
         )
         total = listing.count
-        lines = [f.path for f in newest(listing.files, limit)]
+        lines = grouped([(f.path, "") for f in newest(listing.files, limit)])
         if not total:
             shown = args.pattern if len(args.pattern) <= 200 else args.pattern[:200] + "…"  # noqa: PLR2004
             lines = [NO_MATCH.format(pattern=shown, path=root.path)]

@@ -11,6 +11,7 @@ from pydantic import Field
 from langchain_fstools import errors
 from langchain_fstools.core import paths
 from langchain_fstools.core.wording import plural
+from langchain_fstools.formats.listing import grouped
 from langchain_fstools.search.contract import (
     FileHits,
     GrepRequest,
@@ -145,7 +146,7 @@ class GrepTool(FileTool):
             ordered = _order(summaries, args.output_mode)
             total = len(ordered)
             window = ordered[offset : None if head_limit is None else offset + head_limit]
-            shown = [_summary_line(h, args.output_mode) for h in window]
+            shown = _summary_lines(window, args.output_mode)
         text = note + _render(args, shown, total, offset, summaries, complete, scope)
         if outcome.skipped:
             text += f"\n({_skipped(outcome.skipped)})"
@@ -253,8 +254,23 @@ def _order(summaries: list[FileHits], mode: OutputMode) -> list[FileHits]:
     return sorted(summaries, key=lambda h: h.path)
 
 
-def _summary_line(hits: FileHits, mode: OutputMode) -> str:
-    return hits.path if mode == "files_with_matches" else f"{hits.path}:{hits.count}"
+def _summary_lines(page: list[FileHits], mode: OutputMode) -> list[str]:
+    """One item per file, grouped by directory (see `formats.listing`).
+
+    A directory header (`/src/`, the only lines that start and end with `/`) is joined to
+    the file after it, so the items still count files.
+    """
+    items: list[str] = []
+    header = ""
+    for line in grouped(
+        [(h.path, "" if mode == "files_with_matches" else f":{h.count}") for h in page]
+    ):
+        if line.startswith("/") and line.endswith("/"):
+            header = line + "\n"
+        else:
+            items.append(header + line)
+            header = ""
+    return items
 
 
 def _content_lines(page: _search.ContentPage, numbered: bool) -> list[str]:  # noqa: FBT001

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.wording import plural
+from langchain_fstools.formats.listing import grouped
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
 
@@ -23,8 +24,8 @@ class LsArgs(ToolArgs):
 
 DESCRIPTION = """List one directory (not recursive); `path` is absolute, `/` is the workspace root.
 
-- Directories end with `/`; sorted by name, hidden files included; at most
-  {ls_limit:*entry/entries}, and the output says when it was cut.
+- Names under the directory's path, sorted, hidden ones included, subdirectories ending
+  in `/`; at most {ls_limit:*entry/entries}, and the output says when it was cut.
 -[glob] To find files by name across directories use glob."""
 
 
@@ -44,7 +45,7 @@ class LsTool(FileTool):
         entries = yield from calls.list_dir(directory)
         limit = scope.context.settings.ls_limit
         shown = entries[:limit]
-        lines = [entry.path + ("/" if entry.is_dir else "") for entry in shown]
+        lines = grouped([(e.path, "/" if e.is_dir else "") for e in shown], min_run=1)
         if not entries:
             lines = [f"(empty directory: {directory})"]
         elif len(entries) > limit:

@@ -54,7 +54,7 @@ class ReadFileArgs(ToolArgs):
 
 DESCRIPTION = """Read a file; `file_path` is absolute (`/` is the workspace root).
 
-- Rows are the line number, a tab, the line (`12<TAB>text`), from line 1.
+- Rows are the line number, a tab, the line: `12<TAB>text`.
 - Default: up to {read_limit:*line}, about {read_token_budget:*token}; a longer file ends
   with the exact `offset` to continue (read large files in windows).
 - Lines over {row_width} characters continue on rows N.1, N.2, ...; offset="12.3"
