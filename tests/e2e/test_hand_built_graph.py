@@ -56,6 +56,6 @@ def test_tool_node_in_own_graph() -> None:
     state = graph.invoke({"messages": [{"role": "user", "content": "go"}]}, config)
     results = [m for m in state["messages"] if isinstance(m, ToolMessage)]
     assert [m.status for m in results] == ["success", "success", "success"]
-    assert results[2].content == "     1→step one"
+    assert results[2].content == "1\tstep one"
     assert state["files"]["/plan.md"]["content"] == "step one\n"
     assert "/plan.md" in state["file_reads"]

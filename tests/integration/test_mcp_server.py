@@ -108,7 +108,7 @@ async def test_read_text_and_image(open_client: Open) -> None:
         text = await session.call_tool("read_file", {"file_path": "/notes.txt"})
         image = await session.call_tool("read_file", {"file_path": "/logo.png"})
     assert not wire(text)["isError"]
-    assert text_of(text) == "     1→alpha\n     2→beta"
+    assert text_of(text) == "1\talpha\n2\tbeta"
     assert not wire(image)["isError"]
     blocks = [b for b in image.content if isinstance(b, types.ImageContent)]
     assert len(blocks) == 1
@@ -243,7 +243,7 @@ async def test_large_execute_output_is_evicted_and_readable(
         )
     assert wire(tools["execute"])["annotations"]["openWorldHint"] is True
     assert path.startswith("/large_tool_results/")
-    assert text_of(back).startswith("     2→2\n     3→3")
+    assert text_of(back).startswith("2\t2\n3\t3")
     assert ":59999" in text_of(found)
     assert not (workspace / "large_tool_results").exists()
 
@@ -257,7 +257,7 @@ async def test_a_repeated_read_returns_the_content(open_client: Open) -> None:
         images = [
             await session.call_tool("read_file", {"file_path": "/logo.png"}) for _ in range(2)
         ]
-    assert texts == ["     1→alpha\n     2→beta"] * 3
+    assert texts == ["1\talpha\n2\tbeta"] * 3
     for image in images:
         assert [b["type"] for b in wire(image)["content"]].count("image") == 1
 

@@ -116,7 +116,7 @@ def test_tools_reads_edits_and_progress(client_dir: Path, workspace: Path, trans
 
     assert seen["readText"] == {
         "isError": False,
-        "text": "     1→alpha\n     2→beta",
+        "text": "1\talpha\n2\tbeta",
         "types": ["text"],
         "mimeTypes": [],
     }

@@ -146,9 +146,12 @@ def _creation_patch(path: str, text: str, lines: list[str]) -> str:
 
 
 def snippet(patch: str | None, max_lines: int) -> str:
-    """Cut a unified diff to its hunks, at most `max_lines` lines of at most 200 chars.
+    """What changed, for the model: the changed lines of a unified diff, no context.
 
-    Costs the lines shown, not the whole patch: the rest is only counted.
+    Each run of removed and added lines gets its own `@@ -a,b +c,d @@` header with exact
+    line numbers (as `diff -U0`); the unchanged lines around it are left out, since the
+    model wrote or just read them. At most `max_lines` lines of at most 200 characters;
+    costs the lines shown, not the whole patch: the rest is only counted.
     """
     if patch is None:
         return "(diff omitted: the file is too large to diff)"
@@ -156,7 +159,7 @@ def snippet(patch: str | None, max_lines: int) -> str:
     for header in ("--- ", "+++ "):
         if hunks.startswith(header):
             hunks = hunks.partition("\n")[2]
-    lines = hunks.split("\n", max_lines)
+    lines = _changes_only(hunks).split("\n", max_lines)
     rest = lines.pop() if len(lines) > max_lines else lines.pop() if lines[-1] == "" else ""
     shown = [
         line if len(line) <= SNIPPET_LINE_WIDTH else line[:SNIPPET_LINE_WIDTH] + "…"
@@ -166,6 +169,49 @@ def snippet(patch: str | None, max_lines: int) -> str:
         more = rest.count("\n") + (not rest.endswith("\n"))
         shown.append(f"... ({plural(more, 'more diff line')})")
     return "\n".join(shown)
+
+
+def _changes_only(hunks: str) -> str:
+    """Unified diff hunks without their context lines, each run of changes headed anew."""
+    out: list[str] = []
+    old_line = new_line = 0
+    run: list[str] = []
+    run_at = (0, 0)
+
+    def close() -> None:
+        if run:
+            removed = sum(line.startswith("-") for line in run)
+            added = len(run) - removed
+            old_span = _span(run_at[0] - 1, removed) if removed else f"{run_at[0] - 1},0"
+            new_span = _span(run_at[1] - 1, added) if added else f"{run_at[1] - 1},0"
+            out.append(f"@@ -{old_span} +{new_span} @@")
+            out.extend(run)
+            run.clear()
+
+    for line in hunks.split("\n"):
+        header = _HUNK_HEADER.match(line)
+        if header:
+            close()
+            old_line, new_line = int(header[1]), int(header[3])
+            old_line += header[2] == ",0"
+            new_line += header[4] == ",0"
+        elif line.startswith(("-", "+")):
+            if not run:
+                run_at = (old_line, new_line)
+            run.append(line)
+            old_line += line.startswith("-")
+            new_line += line.startswith("+")
+        elif line.startswith("\\"):  # "\ No newline at end of file" stays with its line
+            if run:
+                run.append(line)
+            else:
+                out.append(line)
+        else:
+            close()
+            old_line += 1
+            new_line += 1
+    close()
+    return "\n".join(out) + "\n"
 
 
 __all__ = ["snippet", "unified_patch"]

@@ -10,8 +10,11 @@ Passes, strict to lenient (the first that finds anything wins):
     1. exact (after folding CRLF);
     2. curly quotes folded to straight ones on both sides; the replacement then takes
        the file's curly style;
-    3. `cat -n` prefixes (`    12→`) copied from read_file output stripped from
-       `old_string` (and from `new_string` when every line of it has one).
+    3. line-number gutters copied from read_file output stripped from `old_string`
+       (and from `new_string` when every line of it has one): today's `12<TAB>`, the
+       padded `    12→` of earlier versions and Claude Code, `cat -n`'s `    12<TAB>`.
+       A continuation row (`12.1<TAB>`) joins the row before it without a newline, as
+       the line it continues; a bare number is an empty line whose tab was trimmed.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ _QUOTE_FOLD = str.maketrans(
 )
 _CURLY = frozenset(SINGLE_QUOTES + DOUBLE_QUOTES)
 _OPENING_CONTEXT = frozenset(" \t\n\r([{<\u2014\u2013-")
-_LINE_PREFIX = re.compile(r"^ *\d+(?:\.\d+)?(?:→|\t)")
+_LINE_PREFIX = re.compile(r" *\d+(?P<row>\.\d+)?(?:→|\t|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +172,17 @@ def _all_lines_prefixed(text: str) -> bool:
 
 
 def _strip_line_prefixes(text: str) -> str:
-    return "\n".join(_LINE_PREFIX.sub("", line, count=1) for line in text.split("\n"))
+    """The text of gutter rows; a continuation row (`12.1`) extends the line before it."""
+    lines: list[str] = []
+    for row in text.split("\n"):
+        prefix = _LINE_PREFIX.match(row)
+        if prefix is None:
+            lines.append(row)
+        elif prefix["row"] and lines:
+            lines[-1] += row[prefix.end() :]
+        else:
+            lines.append(row[prefix.end() :])
+    return "\n".join(lines)
 
 
 __all__ = ["MatchPass", "Replacement", "plan_replacement"]

@@ -254,8 +254,14 @@ def introduced_errors(
 ) -> list[SyntaxProblem]:
     """The syntax errors `new` has that `old` did not, in file order.
 
-    Every error of a new file (`old` None) is introduced. Errors are matched by the
-    text of the line they start on, so one that only moved is not new.
+    Every error of a new file (`old` None) is introduced. Otherwise the check costs what
+    it finds: a new text without errors introduced none, and `old` is never parsed; else
+    only errors that touch the changed bytes or the lines next to them count, and `old`
+    is parsed (or its tree taken from `trees`) only when there are such errors, to drop
+    the ones it had there too (matched by the text of the line they start on, so one
+    that only moved is not new; an error on a line the edit rewrote is reported). Errors
+    elsewhere lie in unchanged text: a file full of errors pays one parse for an edit far
+    from them.
 
     Args:
         old: The text before the change, or None for a new file.
@@ -285,11 +291,19 @@ def introduced_errors(
         trees.put(language, new_source, new_tree)
     if not new_tree.root_node.has_error:
         return []
-    found = _problems(new_tree.root_node, new_source)
     if old_source is None or len(old_source) > MAX_CHECK_BYTES:
-        return found
+        return _problems(new_tree.root_node, new_source)
+    start, old_end, new_end = _changed(old_source, new_source)
+    found = _problems(new_tree.root_node, new_source, _near(new_source, start, new_end))
+    if not found:
+        return []
     old_tree = trees.get(language, old_source) if trees is not None else None
-    before = _problems((old_tree or parser.parse(old_source)).root_node, old_source)
+    old_root = (old_tree or parser.parse(old_source)).root_node
+    return _unmatched(found, _problems(old_root, old_source, _near(old_source, start, old_end)))
+
+
+def _unmatched(found: list[SyntaxProblem], before: list[SyntaxProblem]) -> list[SyntaxProblem]:
+    """The problems of `found` whose line text `before` has fewer times (a multiset)."""
     seen: dict[str, int] = {}
     for problem in before:
         seen[problem.excerpt] = seen.get(problem.excerpt, 0) + 1
@@ -333,18 +347,33 @@ def _digest(source: bytes) -> bytes:
     return hashlib.blake2b(source, digest_size=16).digest()
 
 
-def _edit(tree: Tree, old: bytes, new: bytes) -> None:
-    """Tell `tree` (of `old`) which byte range changed to make `new`."""
+def _changed(old: bytes, new: bytes) -> tuple[int, int, int]:
+    """`(start, old_end, new_end)`: the byte range of `old` that became `new`'s."""
     limit = min(len(old), len(new))
     start = _common_prefix(old, new, limit)
     end = _common_prefix(old[::-1], new[::-1], limit - start)
+    return start, len(old) - end, len(new) - end
+
+
+def _near(source: bytes, start: int, end: int) -> tuple[int, int]:
+    """The bytes from the line before `start` to the end of the line after `end`."""
+    before = source.rfind(b"\n", 0, start)
+    before = source.rfind(b"\n", 0, max(before, 0)) + 1 if before > 0 else 0
+    after = source.find(b"\n", end)
+    after = source.find(b"\n", after + 1) if after >= 0 else -1
+    return before, len(source) if after < 0 else after
+
+
+def _edit(tree: Tree, old: bytes, new: bytes) -> None:
+    """Tell `tree` (of `old`) which byte range changed to make `new`."""
+    start, old_end, new_end = _changed(old, new)
     tree.edit(
         start_byte=start,
-        old_end_byte=len(old) - end,
-        new_end_byte=len(new) - end,
+        old_end_byte=old_end,
+        new_end_byte=new_end,
         start_point=_point(old, start),
-        old_end_point=_point(old, len(old) - end),
-        new_end_point=_point(new, len(new) - end),
+        old_end_point=_point(old, old_end),
+        new_end_point=_point(new, new_end),
     )
 
 
@@ -365,17 +394,25 @@ def _point(source: bytes, offset: int) -> Point:
     return Point(row, offset - (source.rfind(b"\n", 0, offset) + 1))
 
 
-def _problems(root: Node, source: bytes) -> list[SyntaxProblem]:
-    return [_problem(node, source) for node in _error_nodes(root)]
+def _problems(
+    root: Node, source: bytes, within: tuple[int, int] | None = None
+) -> list[SyntaxProblem]:
+    """The errors under `root`; with `within`, only those touching that byte range."""
+    return [_problem(node, source) for node in _error_nodes(root, within)]
 
 
-def _error_nodes(node: Node) -> Iterator[Node]:
-    """The outermost ERROR and MISSING nodes, in order; only erroneous subtrees are visited."""
+def _error_nodes(node: Node, within: tuple[int, int] | None = None) -> Iterator[Node]:
+    """The outermost ERROR and MISSING nodes, in order; only erroneous subtrees are visited.
+
+    With `within`, subtrees that end before it or start after it are skipped.
+    """
     for child in node.children:
+        if within is not None and (child.end_byte < within[0] or child.start_byte > within[1]):
+            continue
         if child.is_error or child.is_missing:
             yield child
         elif child.has_error:
-            yield from _error_nodes(child)
+            yield from _error_nodes(child, within)
 
 
 def _problem(node: Node, source: bytes) -> SyntaxProblem:

@@ -1,4 +1,9 @@
-"""Text windows: `cat -n` rows of a line range, at a cost proportional to the window.
+"""Text windows: numbered rows of a line range, at a cost proportional to the window.
+
+A row is the line number, a tab, then the line (`12\tdef f():`): `cat -n` without
+the padding, the cheapest gutter measured that keeps exact numbers and a clear
+separator (about 1.2-1.4 o200k_base tokens a line of code, where `     12→` costs 4.4;
+`bench/gutter.py` measures the forms).
 
 A line ends at `\\n` (so `\\r\\n`, form feeds and U+2028 never split lines differently
 from grep); a trailing `\\r` is not shown. Lines longer than `ROW_WIDTH` characters are
@@ -42,8 +47,8 @@ CHUNK_BYTES = 256 * 1024
 BATCH_BYTES = 64 * 1024
 """Most bytes of whole lines turned into rows (and counted for tokens) at once."""
 
-LABEL_WIDTH = 6
-ARROW = "→"
+SEPARATOR = "\t"
+"""Between a row's label and its text."""
 
 Reader = Callable[[int, int], Effect[bytes]]
 """Reads `size` bytes from byte offset `start` of one file version."""
@@ -120,7 +125,7 @@ class Window:
     """Rows of one read, and where the file continues.
 
     Attributes:
-        rows: Rendered rows, `{label:>6}→{text}`.
+        rows: Rendered rows, `{label}\t{text}`.
         first_line: The first line shown (the requested offset).
         last_line: The last line of which at least one row is shown.
         total_lines: Line count of the file, when known.
@@ -159,12 +164,9 @@ class NoSuchRow(ValueError):
         self.row = row
 
 
-_ROW = f"{{:>{LABEL_WIDTH}}}{ARROW}{{}}"
-
-
 def render_row(label: str, text: str) -> str:
-    """Render one `cat -n` row."""
-    return _ROW.format(label, text)
+    """Render one row: its label, the separator, the text."""
+    return f"{label}{SEPARATOR}{text}"
 
 
 def row_label(line: int, row: int) -> str:
@@ -310,7 +312,7 @@ def _batch_rows(batch: bytes, first_line: int, codec: str) -> list[str]:
     texts = batch.decode(codec, "replace").split("\n")
     if b"\r" in batch:
         texts = [text.removesuffix("\r") for text in texts]
-    return list(map(_ROW.format, range(first_line, first_line + len(texts)), texts))
+    return [f"{n}{SEPARATOR}{text}" for n, text in enumerate(texts, first_line)]
 
 
 def _fit(
@@ -448,10 +450,10 @@ class LineIndexCache:
 
 
 __all__ = [
-    "ARROW",
     "CHUNK_BYTES",
     "LINE_WIDTH",
     "ROW_WIDTH",
+    "SEPARATOR",
     "LineIndex",
     "LineIndexCache",
     "NoSuchRow",

@@ -94,6 +94,22 @@ class ToolArgs(BaseModel):
         return self
 
 
+def _compact(schema: dict[str, Any]) -> None:
+    """Spell an optional argument as its type: `{"type": "integer"}`, not `anyOf` with null.
+
+    The model is sent the schema at every call; an argument it may leave out needs no
+    null alternative and no `"default": null` (a third of grep's schema). Validation is
+    unchanged: an explicit null is still accepted.
+    """
+    for spec in schema.get("properties", {}).values():
+        options = spec.get("anyOf")
+        if spec.get("default", 0) is None and isinstance(options, list) and len(options) == 2:  # noqa: PLR2004 - X or null
+            kept = [option for option in options if option != {"type": "null"}]
+            if len(kept) == 1:
+                del spec["anyOf"], spec["default"]
+                spec.update(kept[0])
+
+
 @dataclass(frozen=True)
 class ToolSettings:
     """Limits shared by the tools of one toolkit.
@@ -359,7 +375,8 @@ class FileTool(BaseTool):
         """The schema the model sees: as LangChain builds it, keeping field aliases.
 
         LangChain's subset model drops aliases, so grep's `-A`, `-i`, ... would show as
-        Python names; the aliases are the names models know.
+        Python names; the aliases are the names models know. Optional arguments are
+        spelled as their type alone (see `_compact`).
         """
         schema = super().tool_call_schema
         source = self.get_input_schema()
@@ -371,8 +388,6 @@ class FileTool(BaseTool):
         ):
             return schema
         aliases = {n: f.alias for n, f in source.model_fields.items() if f.alias}
-        if not aliases:
-            return schema
         memo = self._aliased_schema
         if memo is not None and memo[0] is schema:
             return memo[1]
@@ -383,7 +398,7 @@ class FileTool(BaseTool):
             fields[name] = (info.annotation, copied)
         aliased: type[BaseModel] = create_model(
             schema.__name__,
-            __config__=ConfigDict(populate_by_name=True),
+            __config__=ConfigDict(populate_by_name=True, json_schema_extra=_compact),
             __doc__=schema.__doc__,
             **fields,
         )

@@ -34,19 +34,13 @@ class EditFileArgs(ToolArgs):
 
 DESCRIPTION = """Replace exact text in a file.
 
--[read_file] Read the file with read_file first; edits to files you have not read, or that changed
-  since you read them, are refused.
-- `old_string` must match the file exactly, including indentation. Copy it from
-  read_file output WITHOUT the line-number prefix (`    12→`).
-- The edit fails if `old_string` is not found, or occurs more than once: then add
-  surrounding lines to make it unique, or set `replace_all` to change every occurrence
-  (useful for renaming).
-- An empty `old_string` creates a new file with `new_string` as its content.
-- Line endings (LF/CRLF) and the encoding of the file are preserved; curly quotes in the
-  file match straight quotes in `old_string`.
--[write_file] Prefer edit_file over write_file for changes to existing files.
+-[read_file] Read the file first; edits to files not read, or changed since, are refused.
+- `old_string` must match exactly, indentation included (without read_file's line
+  numbers). It must be unique: add surrounding lines, or set `replace_all` (renames).
+- An empty `old_string` creates a new file.
+- Line endings and encoding are kept; straight quotes match the file's curly ones.
 -[apply_patch] For many changes at once use apply_patch.
--[notebook_edit] Jupyter notebooks (.ipynb) are edited with notebook_edit."""
+-[notebook_edit] Notebooks (.ipynb) are edited with notebook_edit."""
 
 
 class EditFileTool(FileTool):

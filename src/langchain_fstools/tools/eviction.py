@@ -32,7 +32,12 @@ from langgraph.types import Command
 
 from langchain_fstools.backends.state import FilesChannel, StateBackend
 from langchain_fstools.core import calls
-from langchain_fstools.core.tokens import TokenCounter, default_counter
+from langchain_fstools.core.tokens import (
+    ESTIMATE_NAME,
+    TokenCounter,
+    counter_name,
+    default_counter,
+)
 from langchain_fstools.core.wording import plural
 from langchain_fstools.formats.text import ROW_WIDTH
 from langchain_fstools.tools.targets import BOUNDED_OUTPUT
@@ -200,7 +205,13 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
         content: str | list[str | dict[str, Any]] = (
             [{"type": "text", "text": notice}, *other_blocks] if other_blocks else notice
         )
-        evicted = {"evicted_to": path, "tokens": tokens, "counted": counted, "bytes": len(data)}
+        evicted = {
+            "evicted_to": path,
+            "tokens": tokens,
+            "counted": counted,
+            "counter": counter_name(self.count_tokens) if counted else ESTIMATE_NAME,
+            "bytes": len(data),
+        }
         # The tool's artifact stays as it returned it; the facts go beside it, where
         # ContextEditingMiddleware puts its own (`response_metadata["context_editing"]`).
         metadata = {**message.response_metadata, "eviction": evicted}

@@ -30,28 +30,20 @@ class ExecuteArgs(ToolArgs):
     )
 
 
-DESCRIPTION = """Run a shell command (bash) in the workspace; returns its output and exit code.
+DESCRIPTION = """Run a bash command in the workspace; returns its output and exit code.
 
-- Use it to run programs: tests, builds, linters, formatters, git, package managers,
-  scripts.
--[read_file] Do NOT read files with it: use read_file, not cat, head or tail.
--[grep] Do NOT search contents with it: use grep, not grep or rg.
--[glob] Do NOT find files with it: use glob, not find or ls -R.
--[edit_file] Do NOT change files with it: use edit_file, not sed, awk or echo >.
-- The working directory is the workspace root: use relative paths such as
-  `src/app.py`. Inside the shell, `/` is the machine's root, not the workspace.
-- Each call starts a fresh shell: `cd` and variables do not carry over, so chain steps
-  with `&&`. Standard input is empty, so interactive prompts fail: pass flags such as
-  `--yes`. Processes left in the background are stopped when the call returns.
-- `timeout` is in seconds: default {execute_timeout:g}, at most {execute_max_timeout:g}. At
-  the timeout the command and everything it started are killed, and the output so far
-  is returned.
-- The reply is the output (stdout and stderr interleaved, stderr lines marked
-  `[stderr] `), then `Exit code: N`. Output above {execute_output_limit:*byte} keeps
-  its beginning and its end, and says how much of the middle was cut.
-- `apply_patch <<'EOF' ... EOF` commands are applied in-process, all or nothing.
--[apply_patch] Prefer calling the apply_patch tool directly.
-- Dangerous commands (sudo, rm -rf /, shutdown, mkfs, writing to /dev/...) are refused."""
+-[read_file, grep, glob, edit_file] Not for files: read_file, not cat/head/tail; grep, not
+  grep/rg; glob, not find/ls -R; edit_file, not sed/awk/echo >.
+- The working directory is the workspace root (use relative paths); `/` in the shell is
+  the machine's root.
+- Each call is a fresh shell (chain with `&&`); stdin is empty, so pass flags such as
+  `--yes`; background processes are stopped at the end.
+- `timeout`: default {execute_timeout:g} s, at most {execute_max_timeout:g}; then everything
+  is killed and the output so far returned.
+- Output (stderr lines marked `[stderr] `) then `Exit code: N`; over
+  {execute_output_limit:*byte} the middle is cut.
+-[apply_patch] `apply_patch <<'EOF'` runs in-process; prefer the apply_patch tool.
+- Dangerous commands (sudo, rm -rf /, mkfs, ...) are refused."""
 
 
 class ExecuteTool(FileTool):

@@ -11,6 +11,7 @@ from pydantic import Field
 from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_globs
 from langchain_fstools.core.wording import plural
+from langchain_fstools.formats.listing import grouped
 from langchain_fstools.tools import _search
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
@@ -29,17 +30,14 @@ class GlobArgs(ToolArgs):
     )
 
 
-DESCRIPTION = """Find files by name pattern, fast, in any size of workspace.
+DESCRIPTION = """Find files by name pattern, fast in any workspace.
 
-- Patterns: `*` and `?` within a name, `**` across directories, `[abc]` classes and
-  `{{a,b}}` alternatives. A pattern without `/` matches file names at any depth (`*.py`
-  finds every Python file); a pattern with `/` matches from the search directory
+- `*`, `?` within a name, `**` across directories, `[abc]`, `{{a,b}}`. A pattern without
+  `/` matches names at any depth (`*.py`); with `/` it matches from `path`
   (`src/**/test_*.py`).
-- Returns absolute paths, most recently modified first, at most {glob_limit:,}; the output says
-  when there are more, so narrow the pattern or the path.
-- Files ignored by .gitignore / .ignore and VCS folders (.git, ...) are skipped;
-  hidden files are included.
--[grep] To search file contents, use grep."""
+- Newest first, at most {glob_limit:,} (the output says when there are more); files of
+  one directory are listed by name under its `/dir/` line.
+- Skips files ignored by .gitignore/.ignore and VCS folders; hidden files are included."""
 
 NO_MATCH = "No files found matching {pattern!r} in {path}."
 
@@ -66,7 +64,7 @@ class GlobTool(FileTool):
             scope, root.path, ((args.pattern,),), _search.deadline_of(scope), newest=limit
         )
         total = listing.count
-        lines = [f.path for f in newest(listing.files, limit)]
+        lines = grouped([(f.path, "") for f in newest(listing.files, limit)])
         if not total:
             shown = args.pattern if len(args.pattern) <= 200 else args.pattern[:200] + "…"  # noqa: PLR2004
             lines = [NO_MATCH.format(pattern=shown, path=root.path)]

@@ -11,6 +11,7 @@ from pydantic import Field
 from langchain_fstools import errors
 from langchain_fstools.core import paths
 from langchain_fstools.core.wording import plural
+from langchain_fstools.formats.listing import grouped
 from langchain_fstools.search.contract import (
     FileHits,
     GrepRequest,
@@ -79,20 +80,14 @@ class GrepArgs(ToolArgs):
     )
 
 
-DESCRIPTION = """Search file contents across the workspace (ripgrep on local disk).
+DESCRIPTION = """Search file contents (ripgrep on local disk).
 
-- The pattern is LITERAL text by default: no escaping needed for `foo(bar)` or `a.b`.
-  Set `regex=true` for a regular expression (ripgrep syntax, e.g. `def \\w+\\(`). If a
-  literal search finds nothing and the pattern looks like a regex, it is retried as
-  one and the output says so.
-- `output_mode`: "files_with_matches" (default; paths, newest first), "content"
-  (`path:line:text`, with `-A`/`-B`/`-C` context lines as `path-line-text`), "count".
-- Narrow with `path`, `glob` (e.g. "*.py") or `type` (e.g. "py"); `-i` ignores case;
-  `multiline=true` lets a match span lines.
-- Results are paged: `head_limit` (default {grep_head_limit:,}, 0 for all) and `offset`; the output
-  says how to get the next page. Lines are cut at {line_width} characters.
-- Files ignored by .gitignore / .ignore, VCS folders and binary files are skipped.
--[execute] Use grep instead of running grep or rg through execute."""
+- `pattern` is LITERAL text unless `regex=true` (ripgrep syntax). A literal search that
+  finds nothing and looks like a regex is retried as one, and the output says so.
+- Results are paged by `head_limit` (default {grep_head_limit:,}, 0: all) and `offset`;
+  the output says how to continue. Lines are cut at {line_width} characters.
+- Skips files ignored by .gitignore/.ignore, VCS folders and binary files.
+-[execute] Use grep, not grep or rg through execute."""
 
 _REGEX_SPECIAL = re.compile(r"[\\.^$?*+()\[\]{}]")
 
@@ -151,7 +146,7 @@ class GrepTool(FileTool):
             ordered = _order(summaries, args.output_mode)
             total = len(ordered)
             window = ordered[offset : None if head_limit is None else offset + head_limit]
-            shown = [_summary_line(h, args.output_mode) for h in window]
+            shown = _summary_lines(window, args.output_mode)
         text = note + _render(args, shown, total, offset, summaries, complete, scope)
         if outcome.skipped:
             text += f"\n{_search.skipped_note(outcome.skipped)}"
@@ -251,8 +246,23 @@ def _order(summaries: list[FileHits], mode: OutputMode) -> list[FileHits]:
     return sorted(summaries, key=lambda h: h.path)
 
 
-def _summary_line(hits: FileHits, mode: OutputMode) -> str:
-    return hits.path if mode == "files_with_matches" else f"{hits.path}:{hits.count}"
+def _summary_lines(page: list[FileHits], mode: OutputMode) -> list[str]:
+    """One item per file, grouped by directory (see `formats.listing`).
+
+    A directory header (`/src/`, the only lines that start and end with `/`) is joined to
+    the file after it, so the items still count files.
+    """
+    items: list[str] = []
+    header = ""
+    for line in grouped(
+        [(h.path, "" if mode == "files_with_matches" else f":{h.count}") for h in page]
+    ):
+        if line.startswith("/") and line.endswith("/"):
+            header = line + "\n"
+        else:
+            items.append(header + line)
+            header = ""
+    return items
 
 
 def _content_lines(page: _search.ContentPage, numbered: bool) -> list[str]:  # noqa: FBT001

@@ -9,6 +9,7 @@ from pydantic import Field
 from langchain_fstools import errors
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.wording import plural
+from langchain_fstools.formats.listing import grouped
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
 
@@ -22,13 +23,11 @@ class LsArgs(ToolArgs):
     path: str = Field(default="/", description="Absolute path of the directory to list.")
 
 
-DESCRIPTION = """List the entries of one directory of the workspace (not recursive).
+DESCRIPTION = """List one directory (not recursive); `path` is absolute, `/` is the workspace root.
 
-- `path` is an absolute workspace path; `/` is the workspace root. Default: `/`.
-- Directories end with `/`. Entries are sorted by name; hidden files are included.
-- It lists at most {ls_limit:*entry/entries}; the output says when it was cut.
--[glob] To find files by name pattern across directories, use glob.
--[grep] To search contents, use grep."""
+- Names under the directory's path, sorted, hidden ones included, subdirectories ending
+  in `/`; at most {ls_limit:*entry/entries}, and the output says when it was cut.
+-[glob] To find files by name across directories use glob."""
 
 
 class LsTool(FileTool):
@@ -57,7 +56,7 @@ class LsTool(FileTool):
             ) from None
         limit = scope.context.settings.ls_limit
         shown = entries[:limit]
-        lines = [entry.path + ("/" if entry.is_dir else "") for entry in shown]
+        lines = grouped([(e.path, "/" if e.is_dir else "") for e in shown], min_run=1)
         if not entries:
             lines = [f"(empty directory: {directory})"]
         elif len(entries) > limit:

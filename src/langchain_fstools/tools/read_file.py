@@ -13,7 +13,14 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.core.wording import plural
 from langchain_fstools.formats import encoding, kinds
 from langchain_fstools.formats.kinds import ContentKind
-from langchain_fstools.formats.text import ARROW, NoSuchRow, Reader, Window, read_window, row_label
+from langchain_fstools.formats.text import (
+    SEPARATOR,
+    NoSuchRow,
+    Reader,
+    Window,
+    read_window,
+    row_label,
+)
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._media import read_image, read_notebook, read_pdf
 from langchain_fstools.tools._mutation import prepare_syntax
@@ -45,33 +52,21 @@ class ReadFileArgs(ToolArgs):
     )
 
 
-DESCRIPTION = """Read a file from the workspace.
+DESCRIPTION = """Read a file; `file_path` is absolute (`/` is the workspace root).
 
-- `file_path` is an absolute workspace path (`/` is the workspace root).
-- Output is `cat -n` style: the line number, `→`, then the line. Line numbers start at 1.
-- By default it returns up to {read_limit:*line} from the start, within a budget of
-  about {read_token_budget:*token}. When a file is longer, the output ends with the
-  exact `offset` to pass to continue; read large files in windows with `offset` and
-  `limit`.
-- Lines longer than {row_width} characters continue on rows numbered N.1, N.2, ...; a read
-  can start at such a row (offset="12.3"), and the footer says which row continues.
-- Read a file before you change it: changes to files you have not read, or that changed
-  since you read them, are refused.
-- Reading the same unchanged range again, while its earlier result is still in the
-  conversation, returns a short "unchanged" note: that text is still current.
-- Images (PNG, JPEG, GIF, WebP, BMP, TIFF, ICO, ...) come back as images you can see,
-  scaled to fit.
-- PDFs come back as text with page markers; for PDFs over {pdf_pages_without_range:*page}
-  give `pages` ("3", "1-5", "2,4-6"), at most {pdf_pages_per_call:*page} per call.
-- Jupyter notebooks (.ipynb) come back as cells with ids, numbered sources and outputs
-  (images as images); `offset`/`limit` count cells.
+- Rows are the line number, a tab, the line: `12<TAB>text`.
+- Default: up to {read_limit:*line}, about {read_token_budget:*token}; a longer file ends
+  with the exact `offset` to continue (read large files in windows).
+- Lines over {row_width} characters continue on rows N.1, N.2, ...; offset="12.3"
+  starts at such a row.
+- Read a file before changing it: changes to files not read, or changed since, are refused.
+- Re-reading an unchanged range still in the conversation returns a short "unchanged" note.
+- Images come back as images. PDFs as text with page markers: over
+  {pdf_pages_without_range:*page} give `pages` ("1-5"), at most {pdf_pages_per_call:*page} a call.
+  Notebooks (.ipynb) as cells with ids and outputs; `offset`/`limit` count cells.
 -[notebook_edit] Edit notebooks with notebook_edit.
 -[read_max_bytes] Text files over {read_max_size} need `offset`/`limit`.
-- Text in UTF-8, UTF-16 and legacy code pages (Windows-1252, Shift-JIS, ...) is read and
-  edited in its own encoding; other binary files are refused.
--[ls] To list a directory use ls.
--[glob] To find files by name use glob.
--[grep] To search contents use grep."""
+- Text keeps its encoding (UTF-8, UTF-16, legacy code pages); other binary files are refused."""
 
 UNCHANGED = (
     "File unchanged since your last read of this range: the content of {path} "
@@ -296,7 +291,7 @@ def _footer(window: Window, limit: int) -> str:
         notes.append("Output reached the token budget.")
     of_total = f" of {window.total_lines}" if window.total_lines is not None else ""
     first = row_label(window.first_line, window.first_row)
-    last = window.rows[-1].partition(ARROW)[0].strip()
+    last = window.rows[-1].partition(SEPARATOR)[0]
     continuation = f'"{window.continuation}"' if window.next_row else window.continuation
     notes.append(
         f"Showing lines {first}-{last}{of_total}. "

@@ -25,17 +25,12 @@ class WriteFileArgs(ToolArgs):
     content: str = Field(description="The complete new content of the file.")
 
 
-DESCRIPTION = """Write a file to the workspace, replacing it if it exists.
+DESCRIPTION = """Create a file, or replace one whole; missing parent directories are created.
 
-- `file_path` is an absolute workspace path; missing parent directories are created.
--[read_file] To overwrite an existing file you must have read all of it with read_file first,
-  and it must not have changed since; otherwise the write is refused.
--[edit_file] Prefer edit_file to change part of an existing file (it sends only the change).
--[apply_patch] Prefer apply_patch to change many places or files at once.
-- Use write_file for new files or complete rewrites.
-- An existing file keeps its encoding (UTF-8, UTF-8 with BOM, UTF-16) and, if it used
-  CRLF line endings, `\\n` in `content` is written as CRLF.
-- The reply is a short confirmation with a diff, never the whole content."""
+-[read_file] Overwriting needs a read_file of the whole file first, unchanged since.
+-[edit_file] Prefer edit_file to change part of a file.
+-[apply_patch] Prefer apply_patch for many changes at once.
+- The file keeps its encoding and CRLF line endings. The reply is a short diff."""
 
 
 class WriteFileTool(FileTool):

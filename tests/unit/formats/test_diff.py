@@ -100,18 +100,30 @@ def test_a_one_line_change_deep_in_a_long_file_names_its_line() -> None:
     )
 
 
-def test_a_snippet_shows_the_first_hunk_lines_and_counts_the_rest() -> None:
+def test_a_snippet_shows_the_first_changed_lines_and_counts_the_rest() -> None:
     old = "".join(f"row {n}\n" for n in range(1, 101))
     new = old.replace("row 10\n", "row ten\n").replace("row 90\n", "row ninety\n")
     patch = unified_patch("/rows.txt", old, new)
     shown = snippet(patch, 5)
-    assert shown == "@@ -7,7 +7,7 @@\n row 7\n row 8\n row 9\n-row 10\n... (13 more diff lines)"
-    assert snippet(patch, 100).splitlines() == (patch or "").splitlines()[2:]
+    assert (
+        shown == "@@ -10 +10 @@\n-row 10\n+row ten\n@@ -90 +90 @@\n-row 90\n... (1 more diff line)"
+    )
+    assert snippet(patch, 100) == shown.rpartition("\n")[0] + "\n+row ninety"
+    assert "@@ -7,7 +7,7 @@\n row 7\n row 8\n row 9\n-row 10" in (patch or "")  # the artifact
+
+
+def test_a_snippet_numbers_insertions_and_deletions_as_diff_u0() -> None:
+    old = "".join(f"l{n}\n" for n in range(1, 30))
+    new = old.replace("l20\n", "").replace("l25\n", "l25\nX\n")
+    assert (
+        snippet(unified_patch("/a", old, new), 20) == "@@ -20 +19,0 @@\n-l20\n@@ -25,0 +25 @@\n+X"
+    )
+    assert snippet(unified_patch("/a", "a\nb\n", ""), 20) == "@@ -1,2 +0,0 @@\n-a\n-b"
 
 
 def test_a_snippet_keeps_removed_lines_that_look_like_file_headers() -> None:
     patch = unified_patch("/q.sql", "-- note\nselect 1;\n", "select 1;\n")
-    assert snippet(patch, 10) == "@@ -1,2 +1 @@\n--- note\n select 1;"
+    assert snippet(patch, 10) == "@@ -1 +0,0 @@\n--- note"
 
 
 def test_a_snippet_cuts_long_lines() -> None:

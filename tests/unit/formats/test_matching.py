@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from langchain_fstools.formats.matching import Replacement, plan_replacement
 
 
@@ -44,6 +46,32 @@ def test_line_number_prefixes_are_stripped() -> None:
         raw, "     1→def f():\n     2→    return 1", "     1→def g():\n     2→    return 2"
     )
     assert result == Replacement("def g():\n    return 2\n", 1, "line_numbers")
+
+
+@pytest.mark.parametrize(
+    "gutter",
+    ["{n}\t", "{n:>6}→", "{n:>6}\t", "{n}→"],
+    ids=["tab", "padded-arrow", "cat-n", "arrow"],
+)
+def test_every_gutter_form_is_stripped(gutter: str) -> None:
+    raw = "a = 1\n\n\tb = 2\n"
+    old = "\n".join(gutter.format(n=n) + text for n, text in enumerate(["a = 1", "", "\tb = 2"], 1))
+    assert replace(raw, old, "x") == Replacement("x\n", 1, "line_numbers")
+
+
+def test_a_continuation_row_joins_the_line_it_continues() -> None:
+    raw = "head\n" + "w" * 12 + "\ntail\n"
+    old = "2\twwww\n2.1\twwww\n2.2\twwww\n3\ttail"
+    assert replace(raw, old, "x") == Replacement("head\nx\n", 1, "line_numbers")
+    assert replace(raw, "2.1\twwww\n2.2\twwww\n3\ttail", "x") == Replacement(
+        "head\nwwwwx\n", 1, "line_numbers"
+    )
+
+
+def test_a_bare_number_is_a_blank_row_whose_tab_was_trimmed() -> None:
+    raw = "a\n\nb\n"
+    assert replace(raw, "1\ta\n2\n3\tb", "x") == Replacement("x\n", 1, "line_numbers")
+    assert replace("7\n8\n", "7\n8", "x") == Replacement("x\n", 1, "exact")
 
 
 def test_zero_and_many_matches_are_counts() -> None:

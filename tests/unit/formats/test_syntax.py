@@ -176,3 +176,17 @@ def test_a_cached_tree_is_not_changed_by_a_check() -> None:
     assert tree is not None
     assert not tree.root_node.has_error
     assert tree.root_node.end_byte == len(old)
+
+
+def test_in_a_file_full_of_errors_only_errors_by_the_change_count() -> None:
+    """Errors far from the change are the file's own; the pre-image is parsed only if
+    the change has errors next to it, and tree-sitter's different recovery elsewhere
+    is not reported."""
+    broken = "".join(f"def f{i}(a, b:\n    return a + {i}\n\n" for i in range(40))
+    worse = broken.replace("return a + 10\n", "return (a + 10\n")
+    assert [(p.line, p.excerpt) for p in introduced_errors(broken, worse, "python")] == [
+        (32, "return (a + 10")
+    ]
+    bad = "x = = 1\n" + "".join(f"def f{i}(a, b):\n    return a + {i}\n\n" for i in range(40))
+    assert introduced_errors(None, bad, "python")  # it has an error, at the top
+    assert introduced_errors(bad, bad.replace("+ 30\n", "+ 31\n"), "python") == []

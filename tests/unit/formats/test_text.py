@@ -49,14 +49,14 @@ NUMBERED = b"".join(b"line %d\n" % n for n in range(1, 101))
 
 def test_rows_are_cat_n_style() -> None:
     w = window(b"alpha\nbeta\n")
-    assert w.rows == ["     1→alpha", "     2→beta"]
+    assert w.rows == ["1\talpha", "2\tbeta"]
     assert (w.total_lines, w.next_offset, w.stopped_by) == (2, None, "end")
 
 
 def test_limit_gives_exact_next_offset() -> None:
     w = window(NUMBERED, offset=10, limit=5)
-    assert w.rows[0] == "    10→line 10"
-    assert w.rows[-1] == "    14→line 14"
+    assert w.rows[0] == "10\tline 10"
+    assert w.rows[-1] == "14\tline 14"
     assert (w.next_offset, w.stopped_by) == (15, "limit")
 
 
@@ -73,7 +73,7 @@ def test_offset_past_end_is_empty_with_total() -> None:
 
 def test_crlf_not_shown_and_no_final_newline_counts() -> None:
     w = window(b"a\r\nb\r\nc")
-    assert w.rows == ["     1→a", "     2→b", "     3→c"]
+    assert w.rows == ["1\ta", "2\tb", "3\tc"]
     assert w.total_lines == 3
 
 
@@ -82,22 +82,22 @@ def test_only_newline_splits_lines(separator: str) -> None:
     data = f"a{separator}b\nc\n".encode()
     w = window(data)
     assert len(w.rows) == 2
-    assert w.rows[1] == "     2→c"
+    assert w.rows[1] == "2\tc"
     assert count_lines(data.decode()) == 2
 
 
 def test_long_line_continues_on_dotted_rows() -> None:
     data = b"x" * (text.ROW_WIDTH * 2 + 10) + b"\nnext\n"
     w = window(data)
-    assert [row.split("→")[0].strip() for row in w.rows] == ["1", "1.1", "1.2", "2"]
-    assert len(w.rows[2]) == len("     1→") + 10
+    assert [row.split("\t")[0].strip() for row in w.rows] == ["1", "1.1", "1.2", "2"]
+    assert w.rows[2] == "1.2\t" + "x" * 10
 
 
 def test_rows_count_toward_limit_and_partial_line_is_retried() -> None:
     data = b"short\n" + b"y" * (text.ROW_WIDTH * 3) + b"\nend\n"
     w = window(data, limit=2)
     # line 2 needs 3 rows; only 1 fits, so the window stops after line 1
-    assert w.rows == ["     1→short"]
+    assert w.rows == ["1\tshort"]
     assert w.next_offset == 2
 
 
@@ -119,12 +119,12 @@ def test_a_line_longer_than_the_whole_window_continues_on_its_next_row() -> None
         ),
         None,  # type: ignore[arg-type]
     )
-    assert [r.split("→")[0].strip() for r in rest.rows] == ["1.2", "2"]
+    assert [r.split("\t")[0].strip() for r in rest.rows] == ["1.2", "2"]
     assert (rest.continuation, rest.stopped_by) == (None, "end")
 
 
 def test_token_budget_ends_on_last_whole_row() -> None:
-    w = window(NUMBERED, budget=40)  # each row costs len(row) + 1 chars here
+    w = window(NUMBERED, budget=20)  # each row costs len(row) + 1 = 9 chars here
     assert len(w.rows) == 2
     assert (w.stopped_by, w.next_offset) == ("tokens", 3)
 
@@ -146,10 +146,10 @@ def test_line_index_makes_second_read_proportional_to_window(
     data = b"".join(b"row %05d\n" % n for n in range(1, 5001))
     index = LineIndex()
     first = window(data, offset=4900, limit=10, index=index)
-    assert first.rows[0] == "  4900→row 04900"
+    assert first.rows[0] == "4900\trow 04900"
     log: list[tuple[int, int]] = []
     again = window(data, offset=4890, limit=10, index=index, reader=_reader(data, log))
-    assert again.rows[0] == "  4890→row 04890"
+    assert again.rows[0] == "4890\trow 04890"
     assert sum(size for _, size in log) < 64 * 6
     assert all(start > len(data) - 64 * 200 for start, _ in log)
 
@@ -157,7 +157,7 @@ def test_line_index_makes_second_read_proportional_to_window(
 def test_bom_is_not_part_of_line_one() -> None:
     data = b"\xef\xbb\xbfhello\n"
     w = window(data, index=LineIndex(start=3))
-    assert w.rows == ["     1→hello"]
+    assert w.rows == ["1\thello"]
 
 
 def _one_line_at_a_time(data: bytes, offset: int, limit: int, budget: int) -> list[str]:
@@ -234,7 +234,7 @@ def test_following_continuations_visits_every_character_once(
                 None,  # type: ignore[arg-type]
             )
             for shown in w.rows:
-                label, _, body = shown.partition("→")
+                label, _, body = shown.partition("\t")
                 labels.append(label.strip())
                 number = int(label.strip().partition(".")[0])
                 seen[number] = seen.get(number, "") + body

@@ -115,8 +115,8 @@ def check_eviction(backend: Backend, mode: str, saver: Any, tmp_path: Path) -> N
     assert "log line 3000: " in notice
     assert "(2,990 lines omitted)" in notice
     assert got["call-2"].content.split("\n")[:2] == [
-        f"  2999→log line 2999: {'x' * 60}",
-        f"  3000→log line 3000: {'x' * 60}",
+        f"2999\tlog line 2999: {'x' * 60}",
+        f"3000\tlog line 3000: {'x' * 60}",
     ]
     assert got["call-3"].content == f"/large_tool_results/call-1:1500:log line 1500: {'x' * 60}"
     assert str(got["call-4"].content).startswith("log line 1:")  # small results stay inline
@@ -130,7 +130,7 @@ def test_excluded_tools_are_never_evicted(tmp_path: Path) -> None:
         LocalBackend(tmp_path), [call("read_file", 1, file_path="/big.txt", offset=1, limit=2000)]
     )
     message = results(state)["call-1"]
-    assert str(message.content).startswith("     1→log line 1:")
+    assert str(message.content).startswith("1\tlog line 1:")
     assert "files" not in state or not state["files"]
 
 
@@ -284,6 +284,7 @@ def test_size_decides_clearly_small_and_clearly_large_results_without_counting(
     big = shell_result(eviction, "y" * 8001)  # over 8 bytes per threshold token: above
     assert str(big.content).startswith("Tool result too large (about 2,001 tokens, 1 line)")
     assert big.response_metadata["eviction"]["counted"] is False
+    assert big.response_metadata["eviction"]["counter"] == "estimate (UTF-8 bytes / 4)"
     assert (tmp_path / "large_tool_results" / "c1").read_text() == "y" * 8001
     assert counter.counted == []
 
@@ -303,3 +304,4 @@ def test_results_near_the_threshold_are_decided_by_their_exact_count(tmp_path: P
         if exact:
             assert str(message.content).startswith(f"Tool result too large ({size // 3:,} tokens")
             assert message.response_metadata["eviction"]["counted"] is True
+            assert message.response_metadata["eviction"]["counter"] == "Counter"

@@ -114,3 +114,17 @@ class Harness:
 
     def change_behind_the_agents_back(self, path: str, data: bytes) -> None:
         self.seed(path, data)
+
+
+def listed_paths(text: str) -> list[str]:
+    """The whole paths of a grouped listing (see `formats.listing`), in order."""
+    paths: list[str] = []
+    folder = ""
+    for line in text.split("\n"):
+        if line.startswith("/") and line.endswith("/"):
+            folder = line
+        elif line.startswith("/"):
+            paths.append(line)
+        elif line:
+            paths.append(folder + line)
+    return paths

@@ -33,7 +33,7 @@ def test_success_lists_files_shows_a_diff_and_carries_patches(h: Harness, run: R
     assert message.status == "success", message.content
     assert message.content == (
         "Success. Updated the following files:\nM /src/app.py\nA /docs/new.md\nD /old.txt\n\n"
-        "/src/app.py:\n@@ -2,4 +2,4 @@\n \n \n def main():\n-    return 1\n+    return 2"
+        "/src/app.py:\n@@ -5 +5 @@\n-    return 1\n+    return 2"
     )
     files = message.artifact["files"]
     assert [(f["path"], f["action"]) for f in files] == [
@@ -98,7 +98,7 @@ def test_unmatched_chunk_shows_expected_and_closest_lines(h: Harness, run: Run) 
     assert message.content == (
         "Error: chunk 1 of the update of /src/app.py does not match the file; these lines were"
         " not found:\n  def main():\n      return 3\n"
-        "The closest lines in the file are:\n     4→def main():\n     5→    return 1\n"
+        "The closest lines in the file are:\n4\tdef main():\n5\t    return 1\n"
         "Read the file, fix the ' ' and '-' lines (and '@@' lines) of that chunk to match it"
         " exactly, and send the whole patch again; nothing was changed."
     )

@@ -124,12 +124,12 @@ def test_the_scenario_means_what_it_says(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert out[5][1].startswith("File unchanged since your last read")
     assert out[12][1].split("\n") == [
-        "     1→a\fb",
-        "     2→c\u2028d",
-        "     3→e\x85f",
-        "     4→no newline",
+        "1\ta\fb",
+        "2\tc\u2028d",
+        "3\te\x85f",
+        "4\tno newline",
     ]
-    assert out[15][1].splitlines()[:2] == ["     1→" + "w" * 5000, "   1.1→" + "w" * 5000]
+    assert out[15][1].splitlines()[:2] == ["1\t" + "w" * 5000, "1.1\t" + "w" * 5000]
     assert "Line 1 is long and continues on row 1.2." in out[15][1]
     files = dict(
         zip(sorted(p for p in FILES if p != "/docs/long.md"), out[len(CALLS) :], strict=True)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import codecs
+import tempfile
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from tests.unit.tools.conftest import Run
 from tests.unit.tools.harness import Harness
@@ -131,6 +135,64 @@ def test_line_number_prefixes_stripped(h: Harness, run: Run) -> None:
     msg = edit(run, "/a.py", "     2→y = 2", "     2→y = 3")
     assert msg.status == "success"
     assert h.content("/a.py") == b"x = 1\ny = 3\n"
+    msg = edit(run, "/a.py", "1\tx = 1\n2\ty = 3", "1\tx = 0\n2\ty = 3")
+    assert msg.status == "success"
+    assert h.content("/a.py") == b"x = 0\ny = 3\n"
+
+
+def old_gutter(row: str) -> str:
+    """A row in the padded arrow form earlier versions (and Claude Code) print."""
+    label, _, text = row.partition("\t")
+    return f"{label:>6}→{text}"
+
+
+LINE = st.one_of(
+    st.text(alphabet="ab1 .\t→é", max_size=10),
+    st.integers(4_998, 10_003).map(lambda n: "L" * n),  # rows N, N.1, N.2 ...
+)
+
+
+@settings(
+    max_examples=120,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    lines=st.lists(LINE, min_size=1, max_size=8),
+    span=st.tuples(st.integers(0, 30), st.integers(1, 6)),
+    form=st.sampled_from(["new", "old", "new, blank rows trimmed"]),
+)
+def test_rows_copied_from_any_read_edit_exactly_what_they_show(
+    lines: list[str], span: tuple[int, int], form: str
+) -> None:
+    """Rows pasted with their gutter (today's or the old `    12→`) are the text they show."""
+    text = "\n".join(lines) + "\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        h = Harness("state", Path(tmp))
+        h.seed("/f.txt", text.encode())
+        rows = str(h.call("read_file", file_path="/f.txt").content).split("\n")
+        start = span[0] % len(rows)
+        copied = rows[start : start + span[1]]
+        shown = "".join(row.partition("\t")[2] + "\n" for row in rows)
+        assert shown.replace("\n", "") == text.replace("\n", "")  # rows show the file
+        body = [row.partition("\t")[2] for row in copied]
+        labels = [row.partition("\t")[0] for row in copied]
+        meant = body[0] + "".join(
+            ("" if "." in label else "\n") + part
+            for label, part in zip(labels[1:], body[1:], strict=True)
+        )
+        if form == "old":
+            copied = [old_gutter(row) for row in copied]
+        elif form == "new, blank rows trimmed":
+            copied = [
+                row.removesuffix("\t") if not row.partition("\t")[2] else row for row in copied
+            ]
+        pasted = "\n".join(copied)
+        assume(meant and text.count(meant) == 1 and pasted not in text)
+        message = h.call("edit_file", file_path="/f.txt", old_string=pasted, new_string="NEW")
+        assert message.status == "success", message.content
+        assert h.content("/f.txt") == text.replace(meant, "NEW").encode()
 
 
 def test_unencodable_replacement_refused_and_file_kept(h: Harness, run: Run) -> None:
@@ -157,7 +219,7 @@ def test_legacy_encodings_read_as_themselves_and_edit_byte_exact(
     h.seed("/legacy.txt", data)
     read = run("read_file", file_path="/legacy.txt")
     first_line = text.split("\n", 1)[0].removesuffix("\r")
-    assert str(read.content).startswith(f"     1→{first_line}\n"), read.content
+    assert str(read.content).startswith(f"1\t{first_line}\n"), read.content
     assert read.artifact["encoding"] == label
     msg = edit(run, "/legacy.txt", old, new, replace_all=True)
     assert msg.status == "success", msg.content

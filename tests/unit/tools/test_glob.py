@@ -10,7 +10,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langchain_fstools import CompositeBackend, FileToolkit, LocalBackend, StoreBackend
 from tests.unit.tools.conftest import Run
-from tests.unit.tools.harness import BACKENDS, Harness
+from tests.unit.tools.harness import BACKENDS, Harness, listed_paths
 
 TREE = {
     "/src/app.py": b"x",
@@ -45,11 +45,13 @@ def test_name_patterns_match_at_any_depth_and_respect_ignores(h: Harness, run: R
 
 def test_path_patterns_braces_and_search_path(h: Harness, run: Run) -> None:
     seed(h)
-    assert sorted(run("glob", pattern="src/**/*.{ts,tsx}").content.splitlines()) == [
+    listing = run("glob", pattern="src/**/*.{ts,tsx}").content
+    assert listing.split("\n")[0] == "/src/web/"  # one directory: one header, then names
+    assert sorted(listed_paths(listing)) == [
         "/src/web/app.ts",
         "/src/web/app.tsx",
     ]
-    assert sorted(run("glob", pattern="web/*", path="/src").content.splitlines()) == [
+    assert sorted(listed_paths(run("glob", pattern="web/*", path="/src").content)) == [
         "/src/web/app.ts",
         "/src/web/app.tsx",
     ]

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from tests.unit.tools.conftest import Run
-from tests.unit.tools.harness import BACKENDS, Harness
+from tests.unit.tools.harness import BACKENDS, Harness, listed_paths
 
 TREE = {
     "/src/app.py": b"import os\n\ndef main(a):\n    return a.b(1)\n",
@@ -41,7 +41,7 @@ def test_content_lines_agree_with_read_file(h: Harness, run: Run) -> None:
         "/odd.txt:3:last main",
     ]
     read = run("read_file", file_path="/odd.txt").content.split("\n")
-    assert read == ["     1→a\fmain", "     2→b\u2028main", "     3→last main"]
+    assert read == ["1\ta\fmain", "2\tb\u2028main", "3\tlast main"]
 
 
 def test_content_with_context_and_crlf(h: Harness, run: Run) -> None:
@@ -58,8 +58,8 @@ def test_regex_case_and_type(h: Harness, run: Run) -> None:
         "/src/util.py:1:def helper():",
     ]
     insensitive = run("grep", pattern="MAIN", **{"-i": True}, type="py").content.split("\n")
-    assert insensitive[0] == "Found 2 files"
-    assert sorted(insensitive[1:]) == ["/src/app.py", "/src/util.py"]
+    assert insensitive[0:2] == ["Found 2 files", "/src/"]
+    assert sorted(listed_paths("\n".join(insensitive[1:]))) == ["/src/app.py", "/src/util.py"]
     assert run("grep", pattern="main", glob="*.ts").content.split("\n") == [
         "Found 1 file",
         "/src/web/app.ts",

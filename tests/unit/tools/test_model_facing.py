@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deepagents.backends import LocalShellBackend
+from deepagents.middleware.filesystem import FilesystemMiddleware as DeepFilesystemMiddleware
 from langchain.tools import ToolRuntime
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -19,6 +21,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import file_record
+from langchain_fstools.core import tokens
 from langchain_fstools.middleware.filesystem import SYSTEM_PROMPT
 from langchain_fstools.tools.toolkit import TOOL_CLASSES
 
@@ -70,10 +73,10 @@ def test_descriptions_follow_the_settings(tmp_path: Path) -> None:
     assert "about 8,000 tokens" in described["read_file"]
     assert "Text files over" not in described["read_file"]  # read_max_bytes=0: no cap
     assert "at most 50 entries" in described["ls"]
-    assert "at most 20;" in described["glob"]
-    assert "default 30, 0 for all" in described["grep"]
-    assert "default 30, at most 600" in described["execute"]
-    assert "above 20,000 bytes" in described["execute"]
+    assert "at most 20 (" in described["glob"]
+    assert "default 30, 0: all" in described["grep"]
+    assert "default 30 s, at most 600" in described["execute"]
+    assert "over 20,000 bytes" in described["execute"]
     for description in described.values():
         assert "2,000" not in description
         assert "1000" not in description
@@ -185,6 +188,49 @@ def test_traced_inputs_are_the_model_arguments_without_the_runtime() -> None:
 def test_a_count_of_one_is_singular_in_the_descriptions(tmp_path: Path) -> None:
     tools = FileToolkit(LocalBackend(tmp_path), ls_limit=1, read_limit=1, glob_limit=1).get_tools()
     described = {tool.name: " ".join(tool.description.split()) for tool in tools}
-    assert "at most 1 entry;" in described["ls"]
-    assert "up to 1 line from" in described["read_file"]
+    assert "at most 1 entry," in described["ls"]
+    assert "up to 1 line," in described["read_file"]
     assert not re.search(r"\b1 (lines|entries|tokens|pages|bytes)\b", " ".join(described.values()))
+
+
+# ----- token budgets of what the model reads at every call ------------------------------
+
+SHARED_WITH_DEEPAGENTS = ("ls", "read_file", "write_file", "edit_file", "glob", "grep", "execute")
+SCHEMA_BUDGETS = {
+    "ls": 135,
+    "read_file": 500,
+    "write_file": 180,
+    "edit_file": 285,
+    "glob": 235,
+    "grep": 625,
+    "execute": 330,
+    "apply_patch": 470,
+    "notebook_edit": 390,
+}
+"""o200k_base tokens of each tool's schema as providers receive it (name, description,
+parameters: `convert_to_openai_tool` JSON), with the default settings."""
+
+
+def schema_tokens(tools: list[Any]) -> dict[str, int]:
+    count = tokens.default_counter("o200k_base")
+    assert count.name in {"bpe-openai o200k_base", "tiktoken o200k_base"}  # a real tokenizer
+    return {tool.name: count(json.dumps(convert_to_openai_tool(tool))) for tool in tools}
+
+
+def test_every_tool_schema_fits_its_token_budget(tmp_path: Path) -> None:
+    tools = FileToolkit(LocalBackend(tmp_path, execute=True)).get_tools()
+    costs = schema_tokens(tools)
+    assert set(costs) == set(SCHEMA_BUDGETS)
+    over = {name: cost for name, cost in costs.items() if cost > SCHEMA_BUDGETS[name]}
+    assert not over, f"over budget: {over} (budgets {SCHEMA_BUDGETS})"
+
+
+def test_the_shared_tools_cost_no_more_than_deepagents(tmp_path: Path) -> None:
+    """deepagents' tools measured here, in the same run: its version may change."""
+    ours = schema_tokens(FileToolkit(LocalBackend(tmp_path, execute=True)).get_tools())
+    deep = DeepFilesystemMiddleware(backend=LocalShellBackend(root_dir=tmp_path, virtual_mode=True))
+    theirs = schema_tokens(deep.tools)
+    assert set(SHARED_WITH_DEEPAGENTS) <= set(theirs)
+    mine = sum(ours[name] for name in SHARED_WITH_DEEPAGENTS)
+    their = sum(theirs[name] for name in SHARED_WITH_DEEPAGENTS)
+    assert mine <= their, (mine, their)

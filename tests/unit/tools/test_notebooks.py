@@ -61,7 +61,7 @@ def test_cells_with_ids_sources_and_outputs(h: Harness, run: Run) -> None:
         "Notebook /nb.ipynb: 4 cells (nbformat 4.5, kernel python3); showing cells 1-4."
     )
     assert (
-        '<cell id="load" type="code" execution_count="1">\n     1→import math\n     2→print(math.pi)\n</cell>'
+        '<cell id="load" type="code" execution_count="1">\n1\timport math\n2\tprint(math.pi)\n</cell>'
         in first["text"]
     )
     assert "<output>\n[stdout] 3.14159\n\n</output>" in first["text"]

@@ -12,19 +12,19 @@ def test_numbered_rows(h: Harness, run: Run) -> None:
     h.seed("/a.txt", b"alpha\nbeta\n")
     msg = run("read_file", file_path="/a.txt")
     assert msg.status == "success"
-    assert msg.content == "     1→alpha\n     2→beta"
+    assert msg.content == "1\talpha\n2\tbeta"
     assert msg.artifact["total_lines"] == 2
 
 
 def test_relative_and_odd_spellings_name_the_same_file(h: Harness, run: Run) -> None:
     h.seed("/src/a.txt", b"x\n")
-    assert run("read_file", file_path="src//./a.txt").content == "     1→x"
+    assert run("read_file", file_path="src//./a.txt").content == "1\tx"
 
 
 def test_window_footer_names_the_next_offset(h: Harness, run: Run) -> None:
     h.seed("/n.txt", b"".join(b"%d\n" % i for i in range(1, 51)))
     msg = run("read_file", file_path="/n.txt", offset=10, limit=5)
-    assert msg.content.splitlines()[0] == "    10→10"
+    assert msg.content.splitlines()[0] == "10\t10"
     assert msg.content.endswith("(Showing lines 10-14 of 50. Continue with offset=15 (limit=5).)")
 
 
@@ -37,7 +37,7 @@ def test_footer_gives_total_once_known(h: Harness, run: Run) -> None:
 
 def test_token_budget_footer(tmp_path, run: Run) -> None:
     del run
-    h = Harness("local", tmp_path, read_token_budget=30, count_tokens=len)
+    h = Harness("local", tmp_path, read_token_budget=20, count_tokens=len)  # 9 a row
     h.seed("/n.txt", b"".join(b"line %d\n" % i for i in range(1, 51)))
     msg = h.call("read_file", file_path="/n.txt")
     assert "Output reached the token budget." in msg.content
@@ -64,7 +64,7 @@ def test_same_unchanged_range_returns_stub(h: Harness, run: Run) -> None:
     assert again.content.startswith("File unchanged since your last read")
     h.change_behind_the_agents_back("/a.txt", b"1\n2\n3\n")
     fresh = run("read_file", file_path="/a.txt")
-    assert fresh.content.endswith("     3→3")
+    assert fresh.content.endswith("3\t3")
 
 
 def test_binary_refused(h: Harness, run: Run) -> None:
@@ -112,14 +112,14 @@ def test_utf16_and_bom_and_crlf_read_as_text(h: Harness, run: Run) -> None:
     h.seed("/le.txt", codecs.BOM_UTF16_LE + "héllo\r\nwörld\r\n".encode("utf-16-le"))
     h.seed("/be.txt", codecs.BOM_UTF16_BE + "a\nb".encode("utf-16-be"))
     h.seed("/bom.txt", codecs.BOM_UTF8 + b"x\r\ny\r\n")
-    assert run("read_file", file_path="/le.txt").content == "     1→héllo\n     2→wörld"
-    assert run("read_file", file_path="/be.txt").content == "     1→a\n     2→b"
-    assert run("read_file", file_path="/bom.txt").content == "     1→x\n     2→y"
+    assert run("read_file", file_path="/le.txt").content == "1\théllo\n2\twörld"
+    assert run("read_file", file_path="/be.txt").content == "1\ta\n2\tb"
+    assert run("read_file", file_path="/bom.txt").content == "1\tx\n2\ty"
 
 
 def test_latin1_file_read(h: Harness, run: Run) -> None:
     h.seed("/l1.txt", "café\n".encode("latin-1"))
-    assert run("read_file", file_path="/l1.txt").content == "     1→café"
+    assert run("read_file", file_path="/l1.txt").content == "1\tcafé"
 
 
 def test_escape_refused_without_host_path(h: Harness, run: Run) -> None:
@@ -139,7 +139,7 @@ def test_one_long_line_is_read_to_its_end(h: Harness, run: Run) -> None:
         msg = run("read_file", file_path="/one.json", offset=offset)
         assert msg.status == "success", msg.content
         body, _, footer = str(msg.content).partition("\n\n(")
-        shown += [row.partition("→")[2] for row in body.split("\n")]
+        shown += [row.partition("\t")[2] for row in body.split("\n")]
         next_offset = msg.artifact["next_offset"]
         if next_offset is None:
             break

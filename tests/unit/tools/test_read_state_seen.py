@@ -36,7 +36,7 @@ def test_a_standalone_toolkit_returns_the_content_again(tmp_path: Path) -> None:
     (tmp_path / "logo.png").write_bytes(png())
     tools = {t.name: t for t in FileToolkit(LocalBackend(tmp_path)).get_tools()}
     for _ in range(3):
-        assert tools["read_file"].invoke({"file_path": "/a.txt"}) == "     1→alpha\n     2→beta"
+        assert tools["read_file"].invoke({"file_path": "/a.txt"}) == "1\talpha\n2\tbeta"
     for _ in range(2):
         again = tools["read_file"].invoke({"file_path": "/logo.png"})
         assert isinstance(again, list)
@@ -48,7 +48,7 @@ async def test_a_standalone_toolkit_returns_the_content_again_async(tmp_path: Pa
     tools = {t.name: t for t in FileToolkit(LocalBackend(tmp_path)).get_tools()}
     first = await tools["read_file"].ainvoke({"file_path": "/a.txt", "offset": 1, "limit": 5})
     second = await tools["read_file"].ainvoke({"file_path": "/a.txt", "offset": 1, "limit": 5})
-    assert first == second == "     1→alpha"
+    assert first == second == "1\talpha"
 
 
 def test_read_before_write_still_holds_standalone(tmp_path: Path) -> None:
@@ -75,5 +75,5 @@ def test_inside_an_agent_the_stub_is_given_while_the_result_is_shown(tmp_path: P
     agent = create_agent(model, tools=FileToolkit(LocalBackend(tmp_path)).get_tools())
     state = agent.invoke({"messages": [{"role": "user", "content": "Read a.txt twice."}]})
     first, second = [m for m in state["messages"] if isinstance(m, ToolMessage)]
-    assert first.content == "     1→alpha\n     2→beta"
+    assert first.content == "1\talpha\n2\tbeta"
     assert str(second.content).startswith(STUB)

@@ -84,8 +84,7 @@ def test_overwrite_after_read_reports_diff_not_content(h: Harness, run: Run) -> 
     msg = run("write_file", file_path="/a.txt", content="keep\nnew\n")
     assert msg.content.splitlines() == [
         "Updated /a.txt (2 lines, 9 bytes).",
-        "@@ -1,2 +1,2 @@",
-        " keep",
+        "@@ -2 +2 @@",
         "-old",
         "+new",
     ]
