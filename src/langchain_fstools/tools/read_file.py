@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
@@ -36,9 +36,7 @@ class ReadFileArgs(ToolArgs):
             ' "12.3" (as the footer of a read says). Default: 1.'
         ),
     )
-    limit: int | None = Field(
-        default=None, description="Maximum number of lines (rows) to read. Default: as described."
-    )
+    limit: int | None = Field(default=None, description="Maximum number of lines (rows) to read.")
     pages: str | None = Field(
         default=None,
         description='PDF pages to read, e.g. "3", "1-5" or "2,4-6" (PDF files only).',
@@ -90,6 +88,9 @@ class ReadFileTool(FileTool):
     name: str = "read_file"
     description: str = DESCRIPTION
     args_schema: type[ReadFileArgs] = ReadFileArgs
+    argument_defaults: ClassVar[dict[str, str]] = {
+        "limit": "{read_limit:,}, fewer when the output would pass {read_token_budget:,} tokens"
+    }
 
     def targets(self, args: ReadFileArgs) -> list[Target]:
         """A read of `file_path`."""
