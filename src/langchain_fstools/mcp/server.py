@@ -15,6 +15,7 @@ import copy
 import uuid
 import weakref
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import ToolMessage
@@ -23,7 +24,6 @@ from langgraph.store.memory import InMemoryStore
 from mcp import types
 from pydantic import BaseModel
 
-from langchain_fstools._version import __version__
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.store import StoreBackend
 from langchain_fstools.errors import PermissionDenied
@@ -220,7 +220,7 @@ class FileServer:
         """The MCP server: lists the tools, runs calls in the caller's session."""
         return new_server(
             name,
-            version=__version__,
+            version=_our_version(),
             instructions=INSTRUCTIONS,
             tools=[describe(tool) for tool in self.listed.values()],
             call=self.call,
@@ -365,6 +365,14 @@ def describe(tool: BaseTool) -> types.Tool:
             openWorldHint=bool(getattr(tool, "requires_execute", False)),
         ),
     )
+
+
+def _our_version() -> str:
+    """This distribution's version, for `serverInfo` (as `langchain_fstools.__version__`)."""
+    try:
+        return metadata.version("langchain-fstools")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "0+unknown"
 
 
 def _runs_commands(name: str) -> bool:
