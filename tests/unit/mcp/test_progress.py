@@ -67,7 +67,7 @@ async def test_a_long_read_reports_the_lines_it_passes(tmp_path: Path) -> None:
     client = Client()
     request = Request("read_file", {"file_path": "/big.log", "offset": count, "limit": 1}, client)
     result = await server.call(request)  # type: ignore[arg-type]
-    assert not result.isError
+    assert result.model_dump(by_alias=True)["isError"] is False
     messages = [message for _, message in request.sent]
     assert len(messages) >= 2
     assert all(m.endswith(" lines scanned") for m in messages)
@@ -92,6 +92,6 @@ async def test_execute_output_arrives_while_the_command_runs(tmp_path: Path) -> 
     script = "echo one; sleep 0.5; echo two"
     request = Request("execute", {"command": script}, Client())
     result = await server.call(request)  # type: ignore[arg-type]
-    assert not result.isError
+    assert result.model_dump(by_alias=True)["isError"] is False
     assert "".join(message for _, message in request.sent) == "one\ntwo\n"
     assert len(request.sent) == 2
