@@ -229,6 +229,24 @@ class ExecutionUnsupported(FsToolsError):
 
 
 @dataclass(eq=False)
+class PatchNotUndone(FsToolsError):
+    """A patch failed midway, and some of its steps could not be undone.
+
+    Each undo is conditional: a file another writer changed after the patch wrote it
+    keeps that writer's work instead of being restored.
+
+    Attributes:
+        cause: The error that stopped the patch.
+        restored: Files put back as they were before the patch.
+        kept: (path, what it holds) for each step left undone.
+    """
+
+    cause: Exception
+    restored: tuple[str, ...]
+    kept: tuple[tuple[str, str], ...]
+
+
+@dataclass(eq=False)
 class PatchParseError(FsToolsError):
     """A patch does not follow the apply_patch grammar; `line` is 1-based in the patch."""
 

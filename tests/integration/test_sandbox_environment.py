@@ -1,4 +1,4 @@
-"""Issue 14: inside the bwrap sandbox commands get a minimal environment plus `env=`."""
+"""Inside the bwrap sandbox commands get a minimal environment plus `env=`."""
 
 from __future__ import annotations
 

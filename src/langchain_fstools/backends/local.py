@@ -180,7 +180,11 @@ class LocalBackend(Backend):
         # `langgraph dev` refuses `os.readlink`; `os.path.realpath` only lstats.
         root = os.path.realpath(os.fspath(root_dir))
         if not os.path.isdir(root):
-            raise ValueError("root_dir must be an existing directory")
+            what = "is a file" if os.path.exists(root) else "does not exist"
+            raise ValueError(
+                f"root_dir must be an existing directory, but {os.fspath(root_dir)!r} ({root})"
+                f" {what}: create it first (os.makedirs) or pass another directory"
+            )
         if sandbox is not None and sandbox not in SANDBOXES:
             raise ValueError(f"unknown sandbox {sandbox!r}; choose from {list(SANDBOXES)} or None")
         if sandbox is not None and not execute:

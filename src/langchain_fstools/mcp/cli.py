@@ -48,6 +48,8 @@ OPTIONS = (
     "http",
     "token",
     "allow_hosts",
+    "objectstore",
+    "prefix",
 )
 """Settings a flag or the config file may give."""
 
@@ -64,6 +66,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "ssh_keys": ("ssh", "--ssh-key"),
     "known_hosts": ("ssh", "--known-hosts"),
     "namespace": ("postgres", "--namespace"),
+    "prefix": ("objectstore", "--prefix"),
     "sandbox": ("execute", "--sandbox"),
     "token": ("http", "--token"),
     "allow_hosts": ("http", "--allow-host"),
@@ -79,6 +82,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--ssh", metavar="HOST", help="serve a directory of HOST over SSH")
     where.add_argument(
         "--postgres", metavar="URL", help="serve files kept in PostgreSQL (a LangGraph store)"
+    )
+    where.add_argument(
+        "--objectstore",
+        metavar="URL",
+        help="serve objects of a bucket (s3://, gs://, az://; credentials from the environment)",
+    )
+    parser.add_argument(
+        "--prefix", metavar="P", help="with --objectstore: the key prefix served as /"
     )
     ssh = parser.add_argument_group("SSH (with --ssh)")
     ssh.add_argument("--ssh-root", metavar="DIR", help="the directory on the host served as /")
@@ -160,9 +171,11 @@ def resolve(options: argparse.Namespace) -> dict[str, Any]:
         value = getattr(options, name, None)
         if value is not None:
             config[name] = value
-    chosen = [name for name in ("root", "ssh", "postgres") if config.get(name)]
+    chosen = [name for name in ("root", "ssh", "postgres", "objectstore") if config.get(name)]
     if len(chosen) != 1:
-        raise ValueError("give exactly one backend: --root DIR, --ssh HOST or --postgres URL")
+        raise ValueError(
+            "give exactly one backend: --root DIR, --ssh HOST, --postgres URL or --objectstore URL"
+        )
     _check_combinations(config)
     if config.get("http") and not config.get("token") and os.environ.get(TOKEN_ENV):
         config["token"] = os.environ[TOKEN_ENV]
@@ -215,7 +228,7 @@ async def serve(config: dict[str, Any]) -> None:
     """Build the backend and the server from `config`, and serve over stdio or HTTP."""
     from langchain_fstools.mcp.server import create_server  # noqa: PLC0415
     from langchain_fstools.mcp.transports import run_http, run_stdio  # noqa: PLC0415
-    from langchain_fstools.middleware.policy import Permission  # noqa: PLC0415
+    from langchain_fstools.permissions.rules import Permission  # noqa: PLC0415
 
     try:
         rules = [Permission(**rule) for rule in config.get("permissions", [])]
@@ -265,6 +278,10 @@ async def _backend(config: dict[str, Any], stack: contextlib.AsyncExitStack) -> 
         )
         stack.push_async_callback(ssh.aclose)
         return ssh
+    if config.get("objectstore"):
+        from langchain_fstools.backends.objectstore import ObjectStoreBackend  # noqa: PLC0415
+
+        return ObjectStoreBackend(config["objectstore"], prefix=config.get("prefix") or "")
     from langgraph.store.postgres import AsyncPostgresStore  # noqa: PLC0415
 
     from langchain_fstools.backends.store import StoreBackend  # noqa: PLC0415

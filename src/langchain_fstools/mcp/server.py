@@ -5,7 +5,7 @@ names, descriptions and argument schemas, with annotations from each tool's decl
 metadata) and runs them. Each MCP session gets its own tool instances, so read-before-
 write and staleness are tracked per session, and its own `/large_tool_results/` folder
 (in memory) where large results are evicted as `FilesystemMiddleware` does. Permissions
-follow `langchain_fstools.middleware.policy`; an `ask` becomes an MCP elicitation when the
+follow `langchain_fstools.permissions.rules`; an `ask` becomes an MCP elicitation when the
 client supports it, and a refusal saying why otherwise.
 """
 
@@ -15,7 +15,6 @@ import copy
 import uuid
 import weakref
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import ToolMessage
@@ -24,18 +23,20 @@ from langgraph.store.memory import InMemoryStore
 from mcp import types
 from pydantic import BaseModel
 
+from langchain_fstools._version import __version__
 from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.store import StoreBackend
 from langchain_fstools.errors import PermissionDenied
 from langchain_fstools.mcp.content import to_call_result
 from langchain_fstools.mcp.progress import Progress
 from langchain_fstools.mcp.sdk import ToolRequest, new_server
-from langchain_fstools.middleware.approval import PermissionGate, approval_request
-from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
-from langchain_fstools.middleware.policy import PROTECTED_PATHS, Mode, Permission, Policy
-from langchain_fstools.middleware.views import GuardedBackend
+from langchain_fstools.permissions.approval import approval_request
+from langchain_fstools.permissions.gate import PermissionGate
+from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.tools._base import FileTool
 from langchain_fstools.tools._render import render_error
+from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
 from langchain_fstools.tools.toolkit import TOOL_CLASSES, FileToolkit
 
 if TYPE_CHECKING:
@@ -220,7 +221,7 @@ class FileServer:
         """The MCP server: lists the tools, runs calls in the caller's session."""
         return new_server(
             name,
-            version=_our_version(),
+            version=__version__,
             instructions=INSTRUCTIONS,
             tools=[describe(tool) for tool in self.listed.values()],
             call=self.call,
@@ -365,14 +366,6 @@ def describe(tool: BaseTool) -> types.Tool:
             openWorldHint=bool(getattr(tool, "requires_execute", False)),
         ),
     )
-
-
-def _our_version() -> str:
-    """This distribution's version, for `serverInfo` (as `langchain_fstools.__version__`)."""
-    try:
-        return metadata.version("langchain-fstools")
-    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
-        return "0+unknown"
 
 
 def _runs_commands(name: str) -> bool:

@@ -193,6 +193,17 @@ def _grep(
     return SearchOutcome(listing.complete, skipped)
 
 
+def file_matcher(request: GrepRequest) -> Callable[[ListedFile, bytes], FileHits | None]:
+    """What `grep` applies to each file: its bytes to its hits (None: no match).
+
+    For a backend's native search that fetches files its own way.
+
+    Raises:
+        InvalidPattern: the regex does not compile.
+    """
+    return _Matcher(request).search
+
+
 class _Matcher:
     """One compiled request, applied file by file."""
 
@@ -308,4 +319,4 @@ def _with_context(
     ]
 
 
-__all__ = ["grep", "list_files"]
+__all__ = ["file_matcher", "grep", "list_files"]

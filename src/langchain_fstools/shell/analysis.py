@@ -25,7 +25,7 @@ command name built from `$VAR`, `$(...)` or a file-name pattern (`r?`); `eval` o
 or its standard input; a line that does not parse; nesting deeper than `MAX_DEPTH`.
 
 Consumers: the command policy (`shell.policy`), the permission rules
-(`middleware.policy.Permission(commands=...)`) and the apply_patch invocation parser
+(`permissions.rules.Permission(commands=...)`) and the apply_patch invocation parser
 (`patch.invocation`), which use `parse` and `word` for the tree itself.
 """
 

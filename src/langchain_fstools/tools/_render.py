@@ -57,6 +57,19 @@ def _not_read_in_session(exc: errors.NotReadYet, reader: str) -> str:
     )
 
 
+def _not_undone(
+    cause: Exception, restored: tuple[str, ...], kept: tuple[tuple[str, str], ...]
+) -> str:
+    """A patch that failed midway and could be undone only in part: who holds what."""
+    why = (_known(cause) or f"Error: {type(cause).__name__}.").removeprefix("Error: ")
+    lines = [f"Error: the patch failed and was only partly undone. Why it failed: {why}"]
+    if restored:
+        lines.append("Restored as before the patch: " + ", ".join(restored) + ".")
+    lines += [f"Not restored: {path} holds {holds}." for path, holds in kept]
+    lines.append("Read these files again before changing them.")
+    return "\n".join(lines)
+
+
 def render_validation_error(exc: ValidationError) -> str:
     """The model-facing sentence for arguments that do not fit the tool's schema."""
     problems = "; ".join(
@@ -116,7 +129,8 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
         case errors.NotReadYet(path=path, partially=True):
             return (
                 f"Error: only part of {path} has been read."
-                " Read the whole file with read_file before overwriting it."
+                " Read the rest with read_file (your own edits do not count) before"
+                " overwriting it, or change only what you need with edit_file."
             )
         case errors.NotReadYet(path=path):
             return f"Error: {path} has not been read yet. Read it with read_file first, then retry."
@@ -138,7 +152,11 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 " creates new files. Use a non-empty old_string to edit it."
             )
         case errors.BinaryFile(path=path):
-            return f"Error: {path} is a binary file; this tool handles text files only."
+            return (
+                f"Error: {path} is a binary file (not text, an image, a PDF or a notebook),"
+                " so it cannot be shown or edited as text. Leave it as it is, or ask the user"
+                " how to handle it."
+            )
         case errors.UseNotebookEdit(path=path):
             return f"Error: {path} is a Jupyter notebook; use notebook_edit to change its cells."
         case errors.FileTooLarge(path=path, size=size, limit=limit):
@@ -158,6 +176,8 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             )
         case errors.UnreadableMedia(path=path, kind=kind, reason=reason):
             return f"Error: cannot read the {kind} {path}: {reason}."
+        case errors.PatchNotUndone(cause=cause, restored=restored, kept=kept):
+            return _not_undone(cause, restored, kept)
         case errors.PatchParseError(message=message, line=line):
             return (
                 f"Error: invalid patch at line {line}: {message}."
@@ -257,7 +277,8 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             return f"Error: {path} is a directory, not a file. Use ls to list it."
         case NotADirectoryError(filename=path):
             return (
-                f"Error: a component of {path} is a file, not a directory. Check the path with ls."
+                f"Error: {path} cannot exist: a folder on its way is a file."
+                " List the folders above it with ls to find the right path."
             )
         case FileExistsError(filename=path):
             return f"Error: {path} already exists as a file. Choose another path."

@@ -29,7 +29,7 @@ from typing import (
 
 from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
-from langchain_fstools.backends.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
+from langchain_fstools.channels.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
 from langchain_fstools.core.reducers import merge_keyed
 
 READS_KEY = "file_reads"
@@ -89,7 +89,7 @@ ReadsChannel = Annotated[
 """State annotation of the `file_reads` channel; declare it `NotRequired[ReadsChannel]`.
 
 A delta channel, as `files` is: checkpoints store each call's new records (and a full
-snapshot as often as `backends.cadence` decides), not every record at every step."""
+snapshot as often as `channels.cadence` decides), not every record at every step."""
 
 
 def after_read(
@@ -115,11 +115,39 @@ def after_read(
     return ReadRecord(version=version, ranges=ranges, total_lines=total_lines, view=view)
 
 
-def after_write(*, version: str, total_lines: int) -> ReadRecord:
-    """Return the record for a file the agent itself just wrote: it knows every line."""
+def after_write(
+    previous: ReadRecord | None,
+    *,
+    previous_version: str,
+    version: str,
+    total_lines: int,
+    whole: bool = False,
+) -> ReadRecord:
+    """Return the record of a file the agent itself just changed.
+
+    The agent knows every line of the new file only when it wrote all of it (`whole`:
+    a new file, a full overwrite) or had seen every line of the version it changed; an
+    edit of a partly read file leaves the rest unseen, so a later full overwrite still
+    needs a read of the whole file. Either way the record carries the new version, so
+    further edits are allowed and a change on storage is still detected.
+
+    Args:
+        previous: The record before the change, if any.
+        previous_version: The version the change was made against (`ABSENT` for a new
+            file).
+        version: The file's version after the change.
+        total_lines: The new file's line count.
+        whole: Whether the change wrote every line of the file.
+    """
+    knew_all = (
+        previous is not None
+        and previous["version"] == previous_version
+        and saw_everything(previous)
+    )
+    seen = [[1, total_lines]] if (whole or knew_all) and total_lines else []
     return ReadRecord(
         version=version,
-        ranges=[[1, total_lines]] if total_lines else [],
+        ranges=seen,
         total_lines=total_lines,
         view="",
     )

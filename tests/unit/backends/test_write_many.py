@@ -13,11 +13,11 @@ import pytest
 from langchain_fstools import LocalBackend
 from langchain_fstools.backends import local
 from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo, Write
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.errors import PartialWrite, VersionConflict
-from langchain_fstools.middleware.recording import RecordingBackend
-from langchain_fstools.middleware.views import GuardedBackend
+from langchain_fstools.history.recording import RecordingBackend
 from langchain_fstools.patch import apply_patch
 from tests.unit.patch.failing import FailingWrites
 

@@ -189,7 +189,7 @@ def commanding(runtime: ToolRuntime) -> Command[Any]:
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_issue_16_command_keeps_every_message_and_the_artifact(mode: str) -> None:
+def test_command_keeps_every_message_and_the_artifact(mode: str) -> None:
     agent = create_agent(
         ScriptedChatModel(turns=[call("commanding", 1), AIMessage("done")]),
         tools=[commanding],
@@ -229,7 +229,7 @@ def evict_one(kind: str) -> tuple[str, str]:
     return str(results(state)["call-1"].content), saved
 
 
-def test_issue_16_one_long_line_previews_characters() -> None:
+def test_one_long_line_previews_characters() -> None:
     notice, saved = evict_one("text")
     assert saved == LONG_LINE
     assert "tokens, 1 line)" in notice
@@ -239,7 +239,7 @@ def test_issue_16_one_long_line_previews_characters() -> None:
     assert "1 lines" not in notice
 
 
-def test_issue_16_one_line_json_is_pretty_printed_and_previewed_by_lines() -> None:
+def test_one_line_json_is_pretty_printed_and_previewed_by_lines() -> None:
     notice, saved = evict_one("json")
     assert json.loads(saved) == json.loads(LONG_JSON)
     assert saved.count("\n") > 100_000

@@ -1,4 +1,4 @@
-"""Issue 14: the environment commands run with (`env=`, `inherit_env=`) on local disk."""
+"""The environment commands run with (`env=`, `inherit_env=`) on local disk."""
 
 from __future__ import annotations
 

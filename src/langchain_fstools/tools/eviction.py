@@ -33,8 +33,8 @@ from langchain_fstools.core import calls
 from langchain_fstools.core.tokens import TokenCounter, default_counter
 from langchain_fstools.core.wording import plural
 from langchain_fstools.formats.text import ROW_WIDTH
-from langchain_fstools.middleware.updates import with_state_update
 from langchain_fstools.tools.targets import BOUNDED_OUTPUT
+from langchain_fstools.tools.updates import with_state_update
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable

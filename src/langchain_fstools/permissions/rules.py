@@ -3,7 +3,7 @@
 A pure module: rules and a mode in, a decision out. What a call touches is declared by
 the tool (`FileTool.targets`); the approval gate adds the canonical form the backend
 resolves each path to (symlinks followed), so a link into a denied folder is denied
-and a link into `.git/` is protected; a backend view (`middleware.views.GuardedBackend`)
+and a link into `.git/` is protected; a backend view (`backends.guarded.GuardedBackend`)
 enforces the same decisions at call time, on both forms again.
 
 How `Policy.decide` answers for one target (an operation on a virtual path, or a
@@ -34,7 +34,7 @@ form) give the strictest of their decisions: deny over ask over allow.
 
 Example:
     ```python
-    from langchain_fstools.middleware.policy import Permission, Policy
+    from langchain_fstools.permissions.rules import Permission, Policy
 
     policy = Policy(
         [
