@@ -29,7 +29,7 @@ INITIALIZED: weakref.WeakKeyDictionary[ClientSession, types.InitializeResult] = 
     weakref.WeakKeyDictionary()
 )
 """Each open session's `initialize` result (the server's name, version, instructions)."""
-START_TIMEOUT = 30.0
+START_TIMEOUT = 90.0
 
 
 def server_env() -> dict[str, str]:

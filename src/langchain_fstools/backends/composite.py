@@ -11,7 +11,7 @@ from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
 from langchain_fstools.core import paths
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Collection, Mapping, Sequence
 
     from langchain_fstools.core.results import ExecutionResult, Write
     from langchain_fstools.search.contract import SearchPart
@@ -48,7 +48,12 @@ class CompositeBackend(Backend):
     kind = "composite"
 
     def __init__(
-        self, default: Backend, routes: Mapping[str, Backend], *, traced_as: str | None = None
+        self,
+        default: Backend,
+        routes: Mapping[str, Backend],
+        *,
+        traced_as: str | None = None,
+        hidden_while_empty: Collection[str] = (),
     ) -> None:
         """Mount `routes` over `default`.
 
@@ -58,6 +63,8 @@ class CompositeBackend(Backend):
             traced_as: The kind traces name (see `Backend.traced_kind`), for a composite
                 that only adds mounts of its own to a user's backend (as
                 `FilesystemMiddleware` adds `/large_tool_results/`). Default: "composite".
+            hidden_while_empty: Mounts a listing shows only once they hold something
+                (the MCP server's `/large_tool_results/`). Default: none.
 
         Raises:
             TypeError: a part is not a backend instance (e.g. the class `StateBackend`).
@@ -75,6 +82,7 @@ class CompositeBackend(Backend):
             if mount == paths.ROOT:
                 raise ValueError(f"mount {prefix!r} must be a directory below '/', like '/name/'")
             self.routes[mount] = backend
+        self.hidden_while_empty = frozenset(paths.normalize(p) for p in hidden_while_empty)
         self.supports_execute = default.supports_execute
 
     # ----- routing ---------------------------------------------------------------------
@@ -103,6 +111,7 @@ class CompositeBackend(Backend):
         """Bind every part to the run."""
         bound = CompositeBackend(self.default.bind(runtime), {}, traced_as=self._traced_as)
         bound.routes = {mount: backend.bind(runtime) for mount, backend in self.routes.items()}
+        bound.hidden_while_empty = self.hidden_while_empty
         return bound
 
     @property
@@ -221,9 +230,18 @@ class CompositeBackend(Backend):
         shown = {e.path: e for e in entries}
         for mount in inside:
             child = paths.join(path, mount[len(path) :].lstrip("/").split("/", 1)[0])
-            if child in self.routes or child not in shown:
+            if child in self.hidden_while_empty and self._is_empty(child):
+                shown.pop(child, None)
+            elif child in self.routes or child not in shown:
                 shown[child] = self.stat(child)
         return [shown[p] for p in sorted(shown, key=lambda p: p.rsplit("/", 1)[-1])]
+
+    def _is_empty(self, mount: str) -> bool:
+        """Whether the mount `mount` holds nothing yet."""
+        try:
+            return not self.routes[mount].list_dir(mount)
+        except FileNotFoundError:
+            return True
 
     def resolve(self, path: str) -> str:
         """The owning part's resolution."""

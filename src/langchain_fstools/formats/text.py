@@ -30,6 +30,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from langchain_fstools.core import progress
 from langchain_fstools.core.calls import Effect
 
 if TYPE_CHECKING:
@@ -43,6 +44,10 @@ LINE_WIDTH = 500
 
 CHUNK_BYTES = 256 * 1024
 """Bytes read per backend call while scanning. Default: 256 KiB."""
+
+PROGRESS_CHUNKS = 64
+"""Chunks scanned (16 MiB) between two progress reports of a long read: while someone
+listens, reaching a line far into a file reports how many lines it has passed."""
 
 BATCH_BYTES = 64 * 1024
 """Most bytes of whole lines turned into rows (and counted for tokens) at once."""
@@ -88,8 +93,13 @@ class LineIndex:
 
     def offset_of(self, read: Reader, line: int) -> Effect[int | None]:
         """Return the byte offset where `line` starts, or None past the last line."""
+        listening = progress.listening_now()
+        scanned = 0
         while line > self.scanned_lines + 1 and self.total_lines is None:
             yield from self._scan_chunk(read)
+            scanned += 1
+            if listening and scanned % PROGRESS_CHUNKS == 0:
+                progress.report({"lines": self.scanned_lines})
         if self.total_lines is not None and line > self.total_lines:
             return None
         slot = bisect.bisect_right(self.mark_lines, line) - 1

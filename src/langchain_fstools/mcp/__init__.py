@@ -16,9 +16,12 @@ Advanced: permissions (an `ask` becomes an elicitation), `execute`, streamable H
     server = create_server(
         LocalBackend("./repo", execute=True), execute=True, mode="accept_edits"
     )
-    anyio.run(partial(run_http, server, host="127.0.0.1", port=8765))
+    anyio.run(partial(run_http, server, host="127.0.0.1", port=8765, token="secret"))
 
-From a shell: `python -m langchain_fstools mcp --root ./repo [--http 127.0.0.1:8765]`.
+Over HTTP, Host and Origin must name the bound address or `localhost`, a `token` makes
+every request carry `Authorization: Bearer`, and a non-loopback bind needs one (see
+`mcp.door`). From a shell: `python -m langchain_fstools mcp --root ./repo [--http
+127.0.0.1:8765]`. The server runs on the MCP SDK 1.x and 2.x (see `mcp.sdk`).
 Names are imported on first use, so the command line parser loads without the SDK.
 """
 

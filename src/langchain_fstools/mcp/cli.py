@@ -196,6 +196,8 @@ def _check_combinations(config: dict[str, Any]) -> None:
     for name, (needed, flag) in NEEDS.items():
         if config.get(name) and not config.get(needed):
             raise ValueError(f"{flag} applies only with --{needed.replace('_', '-')}")
+    if config.get("execute") and config.get("postgres"):
+        raise ValueError("--execute runs commands, which --postgres cannot: use --root or --ssh")
     if config.get("sandbox") and not config.get("root"):
         raise ValueError("--sandbox applies only with --root (commands on this machine)")
     if config.get("root") and not Path(config["root"]).is_dir():

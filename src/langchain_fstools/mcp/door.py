@@ -80,7 +80,8 @@ class Door:
         if not token and not is_loopback(host):
             raise ValueError(
                 f"serving HTTP on {host}, which is not a loopback address, needs a bearer "
-                f"token: pass --token or set {TOKEN_ENV} (or bind 127.0.0.1)"
+                f"token: --token or {TOKEN_ENV} (token= from Python), or bind a loopback "
+                "address such as 127.0.0.1"
             )
         extra = [name.strip("[]").lower() for name in names]
         if any(not name for name in extra):

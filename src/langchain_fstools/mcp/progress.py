@@ -109,7 +109,7 @@ def describe(events: list[dict[str, Any]]) -> str:
         return output[-MESSAGE_CHARS:]
     last = events[-1]
     if "lines" in last:
-        return f"read {plural(int(last['lines']), 'line')}"
+        return f"{plural(int(last['lines']), 'line')} scanned"
     if "matches" in last:
         files, matches = int(last.get("files", 0)), int(last["matches"])
         return f"{plural(matches, 'matching line')} in {plural(files, 'file')} so far"

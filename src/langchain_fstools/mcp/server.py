@@ -316,7 +316,8 @@ class FileServer:
     def _new_session(self) -> _Session:
         storage = self.backend
         if self.eviction:
-            storage = CompositeBackend(storage, {RESULTS_DIR + "/": StoreBackend(InMemoryStore())})
+            results = {RESULTS_DIR + "/": StoreBackend(InMemoryStore())}
+            storage = CompositeBackend(storage, results, hidden_while_empty=[RESULTS_DIR])
         gate = None if self.policy is None else PermissionGate(self.policy, storage)
         guarded = storage if gate is None else GuardedBackend(storage, gate.guard_for)
         toolkit = FileToolkit(guarded, tools=self.names, **self.settings)

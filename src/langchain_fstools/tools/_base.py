@@ -313,6 +313,9 @@ class FileTool(BaseTool):
     """Whether the tool changes only files the agent read, so it needs `read_file`."""
     idempotent: ClassVar[bool | None] = None
     """Whether the same call twice has the effect of one (None: exactly when read-only)."""
+    argument_defaults: ClassVar[dict[str, str]] = {}
+    """Arguments whose default comes from the settings: name -> the default, a template
+    (see `tools.describe`) appended to the argument's description as "Default: ..."."""
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     handle_tool_error: bool = True
     handle_validation_error: Callable[[ValidationError], str] = render_validation_error  # type: ignore[assignment]
@@ -376,7 +379,8 @@ class FileTool(BaseTool):
 
         LangChain's subset model drops aliases, so grep's `-A`, `-i`, ... would show as
         Python names; the aliases are the names models know. Optional arguments are
-        spelled as their type alone (see `_compact`).
+        spelled as their type alone (see `_compact`). Arguments whose default
+        the settings decide (`argument_defaults`) say it in their description.
         """
         schema = super().tool_call_schema
         source = self.get_input_schema()
@@ -391,10 +395,15 @@ class FileTool(BaseTool):
         memo = self._aliased_schema
         if memo is not None and memo[0] is schema:
             return memo[1]
+        values = setting_values(self.context.settings)
         fields: dict[str, Any] = {}
         for name, info in schema.model_fields.items():
             copied = copy.copy(info)
             copied.alias = copied.validation_alias = copied.serialization_alias = aliases.get(name)
+            default = self.argument_defaults.get(name)
+            if default is not None:
+                filled = describe(default, present=self.context.tool_names, values=values)
+                copied.description = f"{info.description or ''} Default: {filled}.".lstrip()
             fields[name] = (info.annotation, copied)
         aliased: type[BaseModel] = create_model(
             schema.__name__,

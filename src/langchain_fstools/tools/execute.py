@@ -26,7 +26,7 @@ class ExecuteArgs(ToolArgs):
     command: str = Field(description="The command line to run with bash, e.g. `pytest -q tests/`.")
     timeout: float | None = Field(
         default=None,
-        description="Seconds before the command is killed; default and maximum as described.",
+        description="Seconds before the command is killed.",
     )
 
 
@@ -52,6 +52,9 @@ class ExecuteTool(FileTool):
     name: str = "execute"
     description: str = DESCRIPTION
     args_schema: type[ExecuteArgs] = ExecuteArgs
+    argument_defaults: ClassVar[dict[str, str]] = {
+        "timeout": "{execute_timeout:,g}; at most {execute_max_timeout:,g}"
+    }
     read_only: bool = False
     requires_execute: ClassVar[bool] = True
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -69,9 +69,7 @@ class GrepArgs(ToolArgs):
     )
     head_limit: int | None = Field(
         default=None,
-        description=(
-            "Most entries (files, lines or counts) to return; 0: no limit. Default: as described."
-        ),
+        description="Most entries (files, lines or counts) to return; 0: no limit.",
     )
     offset: int = Field(default=0, description="Entries to skip first, for paging. Default: 0.")
     regex: bool = Field(
@@ -100,6 +98,7 @@ class GrepTool(FileTool):
     name: str = "grep"
     description: str = DESCRIPTION
     args_schema: type[GrepArgs] = GrepArgs
+    argument_defaults: ClassVar[dict[str, str]] = {"head_limit": "{grep_head_limit:,}"}
 
     def targets(self, args: GrepArgs) -> list[Target]:
         """A read of `path`."""

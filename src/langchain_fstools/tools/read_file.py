@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
@@ -43,9 +43,7 @@ class ReadFileArgs(ToolArgs):
             ' "12.3" (as the footer of a read says). Default: 1.'
         ),
     )
-    limit: int | None = Field(
-        default=None, description="Maximum number of lines (rows) to read. Default: as described."
-    )
+    limit: int | None = Field(default=None, description="Maximum number of lines (rows) to read.")
     pages: str | None = Field(
         default=None,
         description='PDF pages to read, e.g. "3", "1-5" or "2,4-6" (PDF files only).',
@@ -55,8 +53,7 @@ class ReadFileArgs(ToolArgs):
 DESCRIPTION = """Read a file; `file_path` is absolute (`/` is the workspace root).
 
 - Rows are the line number, a tab, the line: `12<TAB>text`.
-- Default: up to {read_limit:*line}, about {read_token_budget:*token}; a longer file ends
-  with the exact `offset` to continue (read large files in windows).
+- A longer file than `limit` ends with the exact `offset` to continue.
 - Lines over {row_width} characters continue on rows N.1, N.2, ...; offset="12.3"
   starts at such a row.
 - Read a file before changing it: changes to files not read, or changed since, are refused.
@@ -85,6 +82,9 @@ class ReadFileTool(FileTool):
     name: str = "read_file"
     description: str = DESCRIPTION
     args_schema: type[ReadFileArgs] = ReadFileArgs
+    argument_defaults: ClassVar[dict[str, str]] = {
+        "limit": "{read_limit:,}, fewer when the output would pass {read_token_budget:,} tokens"
+    }
 
     def targets(self, args: ReadFileArgs) -> list[Target]:
         """A read of `file_path`."""

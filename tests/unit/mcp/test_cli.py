@@ -98,6 +98,11 @@ def test_a_flag_without_the_one_it_needs_is_refused_by_name(
         resolve(parse("--root", str(tmp_path), *flags))
 
 
+def test_execute_needs_a_backend_that_runs_commands() -> None:
+    with pytest.raises(ValueError, match="--execute runs commands, which --postgres cannot"):
+        resolve(parse("--postgres", "postgresql://127.0.0.1/x", "--execute"))
+
+
 def test_sandbox_is_for_local_commands_only() -> None:
     with pytest.raises(ValueError, match="--sandbox applies only with --root"):
         resolve(parse("--ssh", "box", "--ssh-root", "/srv", "--execute", "--sandbox", "bwrap"))
