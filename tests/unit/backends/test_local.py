@@ -468,8 +468,9 @@ def test_file_swapped_for_a_fifo_before_the_open_is_refused(
     def swapping_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
         resolving = flags & getattr(os, "O_PATH", 0)  # the resolution, before the open
         if str(path).endswith("inside.txt") and not resolving:
-            Path(path).unlink()
-            os.mkfifo(path)
+            target = root / "inside.txt"  # the open itself names it relative to its directory
+            target.unlink()
+            os.mkfifo(target)
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", swapping_open)
@@ -486,8 +487,9 @@ def test_file_swapped_for_a_link_before_the_open_is_not_followed(
     def swapping_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
         resolving = flags & getattr(os, "O_PATH", 0)  # the resolution, before the open
         if str(path).endswith("inside.txt") and not resolving:
-            Path(path).unlink()
-            Path(path).symlink_to(outside_of(root) / "secret.txt")
+            target = root / "inside.txt"  # the open itself names it relative to its directory
+            target.unlink()
+            target.symlink_to(outside_of(root) / "secret.txt")
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", swapping_open)
