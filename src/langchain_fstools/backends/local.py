@@ -472,6 +472,8 @@ class LocalBackend(Backend):
                     return self._describe(target, start.directory, start.name)
                 if paths.is_within(target, origin):
                     raise os_error(OSError, errno.EINVAL, target)
+                if target == paths.ROOT:  # by path, rename(2) finds the root not empty
+                    raise os_error(OSError, errno.ENOTEMPTY, target)
                 with self._beneath.place(target, follow=False, create=True) as end:
                     os.replace(
                         start.name, end.name, src_dir_fd=start.directory, dst_dir_fd=end.directory

@@ -14,7 +14,10 @@ call id, a one-line `summary` and, for a change, the unified `diff` of the dry r
 request, in the same order: `Command(resume={"decisions": [...]})`.
 
 - `{"type": "approve"}` runs the call, and it may apply exactly the previewed change:
-  a file changed since the preview makes the call fail as stale (`StaleApproval`);
+  a file changed since the preview makes the call fail as stale (`StaleApproval`).
+  What was shown (the request, the versions and post-image digests) is a `Review` kept
+  in the thread's state from the moment the turn is made, so a resume in another
+  process (a restart, another worker) checks the same pins;
 - `{"type": "edit", "edited_action": {"name": ..., "args": {...}}}` runs the edited
   call (rules that deny still apply to its new targets);
 - `{"type": "reject", "message": "..."}` returns the message to the model as an error.
@@ -53,6 +56,9 @@ if TYPE_CHECKING:
 APPROVALS_KEY = "file_approvals"
 """The state channel holding this turn's approved calls, by tool call id."""
 
+REVIEWS_KEY = "file_reviews"
+"""The state channel holding what a pending interrupt shows, by tool call id."""
+
 
 logger = logging.getLogger(__name__)
 
@@ -82,11 +88,47 @@ class Approval(TypedDict):
     for a removal]`: the exact change the person saw."""
 
 
+class Review(TypedDict):
+    """One call as a person is asked about it: what is shown, and what approving allows.
+
+    Stored in the thread's state when the turn is made (by the model node, before the
+    interrupt), so the interrupt shows it and a resume in any process approves exactly
+    it: LangGraph runs the interrupting node again on resume, and a dry run made then
+    would show the file as it is by then.
+    """
+
+    request: dict[str, Any]
+    """The action request shown (a `FileActionRequest`)."""
+    config: dict[str, Any]
+    """Its review config (the decisions allowed)."""
+    approval: Approval
+    """What approving it allows: the arguments, paths and pinned versions and digests."""
+
+
+def merge_reviews(
+    current: Mapping[str, Review] | None, update: Mapping[str, Review | None] | None
+) -> dict[str, Review]:
+    """The `file_reviews` reducer: reviews by call id; a None value ends that call's review.
+
+    Keyed by tool call id, so writes from forks or parallel branches merge without loss,
+    and a full value handed back (`update_state`, time travel) is merged the same way.
+    """
+    merged = dict(current or {})
+    for call_id, review in (update or {}).items():
+        if review is None:
+            merged.pop(call_id, None)
+        else:
+            merged[call_id] = review
+    return merged
+
+
 class ApprovalState(AgentState[Any]):
     """The state the approval gate keeps between a turn's interrupt and its tool calls."""
 
     file_approvals: NotRequired[Annotated[dict[str, Approval], PrivateStateAttr]]
     """This turn's approved calls, by tool call id (replaced every turn)."""
+    file_reviews: NotRequired[Annotated[dict[str, Review], PrivateStateAttr, merge_reviews]]
+    """The reviews a pending interrupt shows, by tool call id (ended when answered)."""
 
 
 @dataclass(frozen=True)
@@ -254,6 +296,24 @@ def approval_request(
     return HITLRequest(action_requests=actions, review_configs=configs)
 
 
+def review(call: ToolCall, verdict: Verdict, preview: Preview | None, approval: Approval) -> Review:
+    """What a person is shown about one call (its `approval_request` part), and its approval."""
+    value = approval_request([(call, verdict, preview)])
+    return Review(
+        request=dict(value["action_requests"][0]),
+        config=dict(value["review_configs"][0]),
+        approval=approval,
+    )
+
+
+def reviews_request(reviews: Sequence[Review]) -> HITLRequest:
+    """The interrupt value showing `reviews`, in order (as `approval_request` made them)."""
+    return HITLRequest(
+        action_requests=[cast("ActionRequest", r["request"]) for r in reviews],
+        review_configs=[cast("ReviewConfig", r["config"]) for r in reviews],
+    )
+
+
 def _doing(verdict: Verdict) -> str:
     if verdict.operation == "execute":
         return f"run `{verdict.target}`"
@@ -308,14 +368,19 @@ def refusal(call: ToolCall, verdict: Verdict) -> ToolMessage:
 
 __all__ = [
     "APPROVALS_KEY",
+    "REVIEWS_KEY",
     "Approval",
     "ApprovalState",
     "Assessment",
     "CallGuard",
     "FileActionRequest",
     "PermissionGate",
+    "Review",
     "approval_request",
     "decisions",
+    "merge_reviews",
     "refusal",
     "rejection",
+    "review",
+    "reviews_request",
 ]

@@ -5,10 +5,11 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, Self, cast
 
-from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware import AgentMiddleware, ModelResponse
+from langchain.agents.middleware.types import ExtendedModelResponse
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langgraph.config import get_config
-from langgraph.types import interrupt
+from langgraph.types import Command, interrupt
 
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.protocol import Backend
@@ -18,14 +19,17 @@ from langchain_fstools.errors import FsToolsError
 from langchain_fstools.formats import syntax
 from langchain_fstools.middleware.approval import (
     APPROVALS_KEY,
+    REVIEWS_KEY,
     Approval,
     ApprovalState,
     Assessment,
     PermissionGate,
-    approval_request,
+    Review,
     decisions,
     refusal,
     rejection,
+    review,
+    reviews_request,
 )
 from langchain_fstools.middleware.capabilities import adapt_messages
 from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
@@ -55,14 +59,13 @@ from langchain_fstools.tools.toolkit import FileToolkit
 from langchain_fstools.tools.tracking import was_cleared
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-    from langchain.agents.middleware import ModelRequest, ModelResponse
+    from langchain.agents.middleware import ModelRequest
     from langchain_core.messages import ToolCall
     from langchain_core.runnables import RunnableConfig
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
-    from langgraph.types import Command
 
     from langchain_fstools.core.calls import Effect
 
@@ -98,10 +101,6 @@ SYSTEM_PROMPT = describe(
     values={"mutating": True, "eviction": True, "syntax_unchecked": False},
 )
 """The section appended to the agent's system prompt, with every tool present."""
-
-
-_MAX_SHOWN = 1024
-"""Most pending approvals remembered in process (oldest forgotten first)."""
 
 
 class FilesystemApprovalState(FilesystemState, ApprovalState):
@@ -281,8 +280,6 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             )
         self.system_prompt = system_prompt
         self._file_tools = {t.name: t for t in self.tools if isinstance(t, FileTool)}
-        self._shown: dict[tuple[str, str], Approval] = {}
-        """Approvals as shown in a pending interrupt, by (thread id, tool call id)."""
         if self.gate is not None:
             self.gate.tools = self._file_tools
 
@@ -295,17 +292,64 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        """Append the tools' prompt section; fit tool results to the model."""
-        return handler(self._prepared(request))
+    ) -> ModelResponse | ExtendedModelResponse[Any]:
+        """Append the tools' prompt section; fit tool results to the model.
+
+        With a permission gate, the dry runs of the new turn's asks are kept in the
+        thread's state with the model's answer (see `_pinning`).
+        """
+        response = handler(self._prepared(request))
+        pinning = self._pinning(request, response)
+        return response if pinning is None else calls.run(*pinning)
 
     async def awrap_model_call(
         self,
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
+    ) -> ModelResponse | ExtendedModelResponse[Any]:
         """Async `wrap_model_call`."""
-        return await handler(self._prepared(request))
+        response = await handler(self._prepared(request))
+        pinning = self._pinning(request, response)
+        return response if pinning is None else await calls.arun(*pinning)
+
+    def _pinning(
+        self, request: ModelRequest, response: ModelResponse
+    ) -> tuple[Effect[ModelResponse | ExtendedModelResponse[Any]], Backend] | None:
+        """The effect keeping the new turn's reviews in state, and its backend; or None.
+
+        The person must approve what was shown: LangGraph runs the interrupting node
+        again on resume, possibly in another process, where a dry run would show the
+        files as they are then. So the dry runs are made here, in the model's node, and
+        written to `file_reviews` with its answer; the review only reads them.
+        """
+        if isinstance(response, AIMessage):  # a handler may answer with the bare message
+            response = ModelResponse(result=[response])
+        turn = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
+        if self.gate is None or turn is None or not turn.tool_calls:
+            return None
+        state: dict[str, Any] = dict(request.state) if isinstance(request.state, dict) else {}
+        state["messages"] = [*list(state.get("messages") or []), turn]
+        call_runtime = _StateRuntime(state, _config(), getattr(request.runtime, "store", None))
+        backend = self.storage.bind(call_runtime)
+        pinned = self._pinned(response, state, turn, backend=backend, call_runtime=call_runtime)
+        return pinned, backend
+
+    def _pinned(
+        self,
+        response: ModelResponse,
+        state: dict[str, Any],
+        turn: AIMessage,
+        *,
+        backend: Backend,
+        call_runtime: Any,
+    ) -> Effect[ModelResponse | ExtendedModelResponse[Any]]:
+        asks = yield from self._asks(state, turn, backend=backend, call_runtime=call_runtime)
+        if not asks:
+            return response
+        reviews = {call["id"] or "": pinned for call, pinned in asks}
+        return ExtendedModelResponse(
+            model_response=response, command=Command(update={REVIEWS_KEY: reviews})
+        )
 
     def _prepared(self, request: ModelRequest) -> ModelRequest:
         cleared = [
@@ -342,26 +386,48 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             return None
         call_runtime = _StateRuntime(state, _config(), getattr(runtime, "store", None))
         backend = self.storage.bind(call_runtime)
-        return self._reviewing(state, turn, self.gate, backend, call_runtime), backend
+        return self._reviewing(state, turn, backend, call_runtime), backend
 
     def _reviewing(
+        self, state: Any, turn: AIMessage, backend: Backend, call_runtime: Any
+    ) -> Effect[dict[str, Any] | None]:
+        """The turn's asks, each with its dry run, put to a person in one interrupt."""
+        stored = state.get(REVIEWS_KEY) or {}
+        asks = yield from self._asks(
+            state, turn, backend=backend, call_runtime=call_runtime, stored=stored
+        )
+        return (yield from self._decide_turn(state, turn, asks, backend, call_runtime))
+
+    def _asks(
         self,
         state: Any,
         turn: AIMessage,
-        gate: PermissionGate,
+        *,
         backend: Backend,
         call_runtime: Any,
-    ) -> Effect[dict[str, Any] | None]:
-        """The turn's asks, each with its dry run, put to a person in one interrupt."""
-        asks = []
+        stored: Mapping[str, Review] | None = None,
+    ) -> Effect[list[tuple[ToolCall, Review]]]:
+        """The turn's calls that ask a person, each with its review.
+
+        A review kept in state for the same call and arguments is used as it is (what
+        was shown stays what is approved); any other is made now from a dry run.
+        """
+        gate, asks = self.gate, []
+        if gate is None:
+            return []
         for call in turn.tool_calls:
             if self._parallel_refusal(call, state) is not None:
                 continue
             found = yield from gate.assessing(call)
-            if found is not None and found.verdict.action == "ask":
+            if found is None or found.verdict.action != "ask":
+                continue
+            pinned = (stored or {}).get(call["id"] or "")
+            if pinned is None or pinned["approval"]["args"] != call["args"]:
                 preview = yield from _previewing(found, backend, call_runtime)
-                asks.append((call, found, preview))
-        return (yield from self._decide_turn(state, turn, asks, backend, call_runtime))
+                approval = gate.approval(found, call["args"], preview)
+                pinned = review(call, found.verdict, preview, approval)
+            asks.append((call, pinned))
+        return asks
 
     def _turn(self, state: Any) -> AIMessage | None:
         messages = state.get("messages", []) if isinstance(state, dict) else []
@@ -372,31 +438,31 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         self,
         state: Any,
         turn: AIMessage,
-        asks: list[tuple[ToolCall, Assessment, Any]],
+        asks: list[tuple[ToolCall, Review]],
         backend: Backend,
         call_runtime: Any,
     ) -> Effect[dict[str, Any] | None]:
-        """One interrupt for `asks`; the approvals, rejections and edits it returns."""
+        """One interrupt for `asks`; the approvals, rejections and edits it returns.
+
+        Answered, the turn's reviews end (`file_reviews` keeps only pending ones).
+        """
+        ended = dict.fromkeys(state.get(REVIEWS_KEY) or {})
         if self.gate is None or not asks:
-            return {APPROVALS_KEY: {}} if state.get(APPROVALS_KEY) else None
-        value = approval_request([(call, found.verdict, preview) for call, found, preview in asks])
-        # LangGraph runs this node again on resume: keep the change the person was shown
-        # (the first run's dry run), so a file changed meanwhile fails as stale.
-        thread = str((call_runtime.config.get("configurable") or {}).get("thread_id", ""))
-        shown = self._remember(self.gate, thread, asks)
-        answers = decisions(interrupt(value), len(asks))
-        for call, _found, _preview in asks:
-            self._shown.pop((thread, call["id"] or ""), None)
+            cleared: dict[str, Any] = {APPROVALS_KEY: {}} if state.get(APPROVALS_KEY) else {}
+            if ended:
+                cleared[REVIEWS_KEY] = ended
+            return cleared or None
+        answers = decisions(interrupt(reviews_request([r for _, r in asks])), len(asks))
         approvals: dict[str, Approval] = {}
         replies: list[ToolMessage] = []
         edited: dict[str, dict[str, Any]] = {}
-        for (call, _found, _preview), seen, decision in zip(asks, shown, answers, strict=True):
+        for (call, pinned), decision in zip(asks, answers, strict=True):
             call_id = call["id"] or ""
             if decision["type"] == "reject":
                 replies.append(rejection(call, decision))
                 continue
             if decision["type"] == "approve":
-                approvals[call_id] = seen
+                approvals[call_id] = pinned["approval"]
                 continue
             args, outcome = yield from self._edited(call, decision, backend, call_runtime)
             edited[call_id] = args
@@ -404,7 +470,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
                 replies.append(outcome)
             elif outcome is not None:
                 approvals[call_id] = outcome
-        update: dict[str, Any] = {APPROVALS_KEY: approvals}
+        update: dict[str, Any] = {APPROVALS_KEY: approvals, REVIEWS_KEY: ended}
         if edited:
             turn.tool_calls = [
                 {**c, "args": edited[c["id"]]} if c["id"] in edited else c for c in turn.tool_calls
@@ -412,20 +478,6 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         if edited or replies:
             update["messages"] = [turn, *replies]
         return update
-
-    def _remember(
-        self, gate: PermissionGate, thread: str, asks: list[tuple[ToolCall, Assessment, Any]]
-    ) -> list[Approval]:
-        """The approvals of `asks` as first shown (kept until the person answers)."""
-        shown = [
-            self._shown.setdefault(
-                (thread, call["id"] or ""), gate.approval(found, call["args"], preview)
-            )
-            for call, found, preview in asks
-        ]
-        while len(self._shown) > _MAX_SHOWN:
-            del self._shown[next(iter(self._shown))]
-        return shown
 
     def _edited(
         self, call: ToolCall, decision: Any, backend: Backend, call_runtime: Any

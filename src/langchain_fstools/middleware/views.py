@@ -356,16 +356,26 @@ class GuardedBackend(BackendView):
         return self.inner.write_bytes(canonical, data, expected_version=expected_version)
 
     def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
-        """Write writable files as one batch (all checked before any is written)."""
-        guarded = [replace(w, path=self._check(w.path, _writable)) for w in writes]
+        """Write writable files as one batch (all checked before any is written).
+
+        Each write is checked as `write_bytes` checks it: a pinned file must receive
+        exactly the approved post-image, at the approved version.
+        """
+        guarded = self._checked_batch(writes)
         with as_given(writes):
             return self.inner.write_many(guarded)
 
     async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
         """Async `write_many`."""
-        guarded = [replace(w, path=self._check(w.path, _writable)) for w in writes]
+        guarded = self._checked_batch(writes)
         with as_given(writes):
             return await self.inner.awrite_many(guarded)
+
+    def _checked_batch(self, writes: Sequence[Write]) -> list[Write]:
+        guarded = [replace(w, path=self._check(w.path, _writable)) for w in writes]
+        for write in guarded:
+            self._check_write(write.path, write.data, write.expected_version)
+        return guarded
 
     def delete(self, path: str) -> None:
         """Delete a writable path (an approved removal, if a change is pinned)."""
