@@ -20,11 +20,14 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.approval_process import EXPECTED, change_in_between, prepare
+from tests.e2e.approval_process import outcome as ends
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 STALE = "changed after the change was approved, so nothing was applied"
 
 
-def run(phase: str, database: Path, root: Path) -> Any:
+def run(phase: str, database: Path | str, root: Path) -> Any:
     """Run one phase in a fresh interpreter; its JSON report."""
     done = subprocess.run(
         [sys.executable, "-m", "tests.e2e.approval_process", phase, str(database), str(root)],
@@ -39,23 +42,27 @@ def run(phase: str, database: Path, root: Path) -> Any:
     return json.loads(done.stdout)
 
 
+def both_processes(root: Path, database: Path | str) -> tuple[Any, Any]:
+    """Start every thread in one process, change files, resume in another; both reports."""
+    prepare(root)
+    shown = run("start", database, root)
+    change_in_between(root)
+    return shown, run("resume", database, root)
+
+
 @pytest.fixture(scope="module")
 def outcome(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Any]:
     """The workspace after both processes, with what each showed and reported."""
     base = tmp_path_factory.mktemp("approvals")
     root = base / "root"
     root.mkdir()
-    (root / "note.txt").write_text("tmp note\n")
-    (root / "note2.txt").write_text("tmp note\n")
-    (root / "app.py").write_text("x = 1\n")
-    database = base / "checkpoints.sqlite"
-    shown = run("start", database, root)
-    # between the interrupt and the answer, other hands change three of the files
-    (root / "note.txt").write_text("important, keep\n")
-    (root / "new.txt").write_text("someone else's\n")
-    (root / "app.py").write_text("x = 1\ny = 1\n")
-    results = run("resume", database, root)
+    shown, results = both_processes(root, base / "checkpoints.sqlite")
     return root, shown, results
+
+
+def test_each_thread_ends_as_expected(outcome: tuple[Path, Any, Any]) -> None:
+    root, _, results = outcome
+    assert ends(root, results) == EXPECTED
 
 
 def test_every_thread_stopped_at_one_ask_showing_its_change(
