@@ -104,6 +104,10 @@ class Beneath:
         self._descriptor: int | None = None
         self._lock = threading.Lock()
 
+    def __reduce__(self) -> tuple[type[Beneath], tuple[str]]:
+        """Copies and pickles name the same root and open their own descriptor."""
+        return (Beneath, (self.root,))
+
     def descriptor(self) -> int:
         """The root's descriptor, opened once and closed with this object."""
         if self._descriptor is None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import errno
 import os
+import pickle
 import signal
 import socket
 import stat
@@ -732,3 +734,17 @@ async def test_async_twins_give_the_same_results(root: Path, backend: LocalBacke
     updated = await backend.awrite_bytes("/a/b.txt", b"bye", expected_version=written.version)
     assert (root / "a" / "b.txt").read_bytes() == b"bye"
     assert await backend.astat("/a/b.txt") == updated
+
+
+def _pickled(backend: LocalBackend) -> LocalBackend:
+    copied: LocalBackend = pickle.loads(pickle.dumps(backend))  # noqa: S301 - our own bytes
+    return copied
+
+
+@pytest.mark.parametrize("copy_of", [copy.copy, copy.deepcopy, _pickled])
+def test_a_copied_backend_opens_its_own_root(tmp_path: Path, copy_of: Any) -> None:
+    backend = LocalBackend(tmp_path)
+    backend.write_bytes("/a.txt", b"a")
+    copied = copy_of(backend)
+    copied.write_bytes("/b.txt", b"b")
+    assert (copied.read_bytes("/a.txt"), backend.read_bytes("/b.txt")) == (b"a", b"b")
