@@ -54,13 +54,14 @@ if TYPE_CHECKING:
     from langchain_fstools._version import __version__ as __version__
     from langchain_fstools.backends.composite import CompositeBackend
     from langchain_fstools.backends.local import LocalBackend
+    from langchain_fstools.backends.objectstore import ObjectStoreBackend
     from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
     from langchain_fstools.backends.ssh import SSHBackend
     from langchain_fstools.backends.state import StateBackend
     from langchain_fstools.backends.store import StoreBackend
     from langchain_fstools.middleware.filesystem import FilesystemMiddleware
-    from langchain_fstools.middleware.policy import Permission, Policy
-    from langchain_fstools.middleware.state import FilesystemAgentState, FilesystemState
+    from langchain_fstools.middleware.schemas import FilesystemAgentState, FilesystemState
+    from langchain_fstools.permissions.rules import Permission, Policy
     from langchain_fstools.tools._base import ToolSettings
     from langchain_fstools.tools.toolkit import FileToolkit
 
@@ -70,12 +71,13 @@ _PUBLIC: dict[str, str] = {
     "EntryKind": "langchain_fstools.backends.protocol",
     "FileInfo": "langchain_fstools.backends.protocol",
     "FileToolkit": "langchain_fstools.tools.toolkit",
-    "FilesystemAgentState": "langchain_fstools.middleware.state",
+    "FilesystemAgentState": "langchain_fstools.middleware.schemas",
     "FilesystemMiddleware": "langchain_fstools.middleware.filesystem",
-    "FilesystemState": "langchain_fstools.middleware.state",
+    "FilesystemState": "langchain_fstools.middleware.schemas",
     "LocalBackend": "langchain_fstools.backends.local",
-    "Permission": "langchain_fstools.middleware.policy",
-    "Policy": "langchain_fstools.middleware.policy",
+    "ObjectStoreBackend": "langchain_fstools.backends.objectstore",
+    "Permission": "langchain_fstools.permissions.rules",
+    "Policy": "langchain_fstools.permissions.rules",
     "SSHBackend": "langchain_fstools.backends.ssh",
     "StateBackend": "langchain_fstools.backends.state",
     "StoreBackend": "langchain_fstools.backends.store",
@@ -98,6 +100,7 @@ __all__ = [
     "FilesystemMiddleware",
     "FilesystemState",
     "LocalBackend",
+    "ObjectStoreBackend",
     "Permission",
     "Policy",
     "SSHBackend",

@@ -25,6 +25,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from PIL import Image, ImageDraw
 
+from langchain_fstools._version import __version__
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.mcp.cli import add_arguments as add_mcp_arguments
@@ -215,17 +216,32 @@ def _shown(content: str | list[Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `python -m langchain_fstools`."""
-    parser = argparse.ArgumentParser(prog="python -m langchain_fstools")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run the offline demo agent")
-    demo.add_argument("--backend", choices=["local", "state"], default="local")
-    add_mcp_arguments(commands.add_parser("mcp", help="serve the file tools to MCP clients"))
+    parser = argparse.ArgumentParser(
+        prog="python -m langchain_fstools",
+        description="File tools for LangChain and LangGraph agents: an offline demo, and an "
+        "MCP server for any MCP client.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo = commands.add_parser(
+        "demo",
+        help="run the offline demo agent",
+        description="Run a scripted agent (no model, no network) over a scratch folder.",
+    )
+    demo.add_argument(
+        "--backend",
+        choices=["local", "state"],
+        default="local",
+        help="where the demo's files live: a temporary folder or graph state (default: local)",
+    )
+    mcp = commands.add_parser("mcp", help="serve the file tools to MCP clients")
+    add_mcp_arguments(mcp)
     options = parser.parse_args(argv)
     if options.command == "mcp":
         try:
             return run_mcp(options)
         except ValueError as exc:
-            parser.error(str(exc))
+            mcp.error(str(exc))
     with tempfile.TemporaryDirectory(prefix="fstools-demo-") as root:
         try:
             run(options.backend, Path(root))

@@ -229,6 +229,24 @@ class ExecutionUnsupported(FsToolsError):
 
 
 @dataclass(eq=False)
+class PatchNotUndone(FsToolsError):
+    """A patch failed midway, and some of its steps could not be undone.
+
+    Each undo is conditional: a file another writer changed after the patch wrote it
+    keeps that writer's work instead of being restored.
+
+    Attributes:
+        cause: The error that stopped the patch.
+        restored: Files put back as they were before the patch.
+        kept: (path, what it holds) for each step left undone.
+    """
+
+    cause: Exception
+    restored: tuple[str, ...]
+    kept: tuple[tuple[str, str], ...]
+
+
+@dataclass(eq=False)
 class PatchParseError(FsToolsError):
     """A patch does not follow the apply_patch grammar; `line` is 1-based in the patch."""
 
@@ -275,6 +293,13 @@ class CommandRefused(FsToolsError):
     """The command policy refuses a shell command; `reason` says which part and why."""
 
     rule: str
+    reason: str
+
+
+@dataclass(eq=False)
+class SandboxUnavailable(FsToolsError):
+    """No OS sandbox can start on this machine, so commands are refused; `reason` says why."""
+
     reason: str
 
 
@@ -391,6 +416,7 @@ __all__ = [
     "SSHAuthenticationFailed",
     "SSHConnectionFailed",
     "SSHHostKeyRejected",
+    "SandboxUnavailable",
     "SearchFailed",
     "SpecialFile",
     "StaleApproval",

@@ -58,6 +58,37 @@ def tool_call(name: str, /, *, call_id: str | None = None, **args: Any) -> AIMes
     return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": identifier}])
 
 
+def parallel(*turns: AIMessage) -> AIMessage:
+    """An assistant turn that calls several tools at once, as models do in one step.
+
+    Args:
+        *turns: Turns made with `tool_call`, each with one call (or more).
+
+    Returns:
+        An `AIMessage` with empty content and every call of `turns`, in order.
+
+    Raises:
+        ValueError: no turn given, a turn has text, or two calls share an id.
+
+    Example:
+        ```python
+        from langchain_fstools.testing import parallel, tool_call
+
+        turn = parallel(tool_call("read_file", file_path="/a.py"), tool_call("ls", path="/"))
+        assert [call["name"] for call in turn.tool_calls] == ["read_file", "ls"]
+        ```
+    """
+    if not turns:
+        raise ValueError("parallel() needs at least one tool_call(...) turn")
+    if any(turn.content for turn in turns):
+        raise ValueError("parallel() takes tool-call turns only; give text as its own turn")
+    calls = [call for turn in turns for call in turn.tool_calls]
+    ids = [call["id"] for call in calls]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"parallel() calls must have distinct ids, got {ids}")
+    return AIMessage(content="", tool_calls=calls)
+
+
 class ScriptedChatModel(BaseChatModel):
     """A chat model that answers each call with the next turn of a script.
 
@@ -69,9 +100,9 @@ class ScriptedChatModel(BaseChatModel):
     order, and `calls` keeps the messages of every call. When the script is used up,
     a call raises `RuntimeError` saying how many turns it had.
 
-    Args:
-        turns: The assistant's turns, in order: an `AIMessage` (see `tool_call`) or a
-            string for a text answer.
+    Attributes:
+        turns: The assistant's turns, in order: an `AIMessage` (see `tool_call`, and
+            `parallel` for several calls in one turn) or a string for a text answer.
 
     Example:
         ```python
@@ -88,17 +119,22 @@ class ScriptedChatModel(BaseChatModel):
         ```
     """
 
-    turns: list[AIMessage] = Field(default_factory=list)
-    """The assistant's turns, in order."""
+    turns: list[AIMessage | str] = Field(default_factory=list)
+    """The assistant's turns, in order: messages, or strings for text answers.
+
+    Typed with `str` so that `ScriptedChatModel(turns=[tool_call(...), "ok"])` checks
+    under mypy --strict and pyright without the pydantic plugin."""
+
+    @field_validator("turns", mode="before")
+    @classmethod
+    def _messages(cls, turns: Sequence[AIMessage | str]) -> list[AIMessage | str]:
+        # Text becomes a message before validation: AIMessage's own validator fails on
+        # a plain string instead of letting the union try `str`.
+        return [AIMessage(content=turn) if isinstance(turn, str) else turn for turn in turns]
 
     _next: int = PrivateAttr(default=0)
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    @field_validator("turns", mode="before")
-    @classmethod
-    def _messages(cls, turns: Sequence[AIMessage | str]) -> list[AIMessage]:
-        return [AIMessage(content=turn) if isinstance(turn, str) else turn for turn in turns]
 
     @property
     def _llm_type(self) -> str:
@@ -144,7 +180,7 @@ class ScriptedChatModel(BaseChatModel):
                 )
             turn = self.turns[self._next]
             self._next += 1
-        return turn
+        return AIMessage(content=turn) if isinstance(turn, str) else turn  # appended later
 
     def _generate(
         self,
@@ -206,4 +242,4 @@ def _chunks(turn: AIMessage) -> list[AIMessageChunk]:
     return chunks
 
 
-__all__ = ["ScriptedChatModel", "tool_call"]
+__all__ = ["ScriptedChatModel", "parallel", "tool_call"]

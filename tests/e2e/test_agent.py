@@ -15,10 +15,17 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from langchain_fstools import FilesystemState, FileToolkit, LocalBackend, StateBackend
+from langchain_fstools import (
+    FilesystemMiddleware,
+    FilesystemState,
+    FileToolkit,
+    LocalBackend,
+    StateBackend,
+)
 from langchain_fstools.backends.protocol import Backend
+from langchain_fstools.backends.state import file_bytes
 from langchain_fstools.demo import seed_state
-from langchain_fstools.testing import ScriptedChatModel
+from langchain_fstools.testing import ScriptedChatModel, tool_call
 
 
 def call(name: str, n: int, **args: Any) -> AIMessage:
@@ -41,10 +48,13 @@ SECOND_TURN = [
 ]
 
 
+INITIAL_FILES = {"/app.py": "x = 1\n", "/other.py": "a\n"}
+
+
 class Scenario:
     def __init__(self, kind: str, tmp_path: Path, checkpointer: Any = None) -> None:
         self.kind = kind
-        initial = {"/app.py": "x = 1\n", "/other.py": "a\n"}
+        initial = INITIAL_FILES
         if kind == "local":
             for path, text in initial.items():
                 (tmp_path / path.lstrip("/")).write_text(text)
@@ -141,3 +151,55 @@ def run_scenario(s: Scenario, kind: str, mode: str, tmp_path: Path) -> None:
     assert s.file(state, "/other.py") == "overwritten\n"
     if kind == "state":
         assert not (tmp_path / "app.py").exists()
+
+
+@pytest.mark.parametrize("kind", ["local", "state"])
+def test_own_changes_do_not_count_as_reading_the_rest_through_an_agent(
+    kind: str, tmp_path: Path
+) -> None:
+    """A partial read + edit, or a patch of an unread file, never allows a full overwrite."""
+    s = Scenario(kind, tmp_path)
+    long_text = "".join(f"line {n}\n" for n in range(1, 101))
+    if kind == "local":
+        (tmp_path / "long.txt").write_text(long_text)
+    else:
+        s.seed = {"files": seed_state({**INITIAL_FILES, "/long.txt": long_text})}
+    patch = "*** Begin Patch\n*** Update File: /other.py\n@@\n-a\n+b\n*** End Patch"
+    script = [
+        call("read_file", 1, file_path="/long.txt", limit=5),
+        call("edit_file", 2, file_path="/long.txt", old_string="line 2\n", new_string="two\n"),
+        call("write_file", 3, file_path="/long.txt", content="gone\n"),
+        call("apply_patch", 4, patch=patch),
+        call("write_file", 5, file_path="/other.py", content="clobbered\n"),
+        AIMessage(content="done"),
+    ]
+    state = s.agent(script).invoke(
+        {"messages": [{"role": "user", "content": "go"}], **s.seed}, s.config
+    )
+    results = tool_results(state)
+    assert [results[f"c{n}"].status for n in range(1, 6)] == [
+        "success",
+        "success",
+        "error",
+        "success",
+        "error",
+    ]
+    assert "only part of /long.txt has been read" in str(results["c3"].content)
+    assert "only part of /other.py has been read" in str(results["c5"].content)
+    assert s.file(state, "/long.txt").count("\n") == 100
+    assert s.file(state, "/other.py") == "b\n"
+
+
+def test_file_bytes_reads_a_file_out_of_an_agent_result() -> None:
+    model = ScriptedChatModel(
+        turns=[tool_call("write_file", file_path="/src/app.py", content="x = 1\n"), "Done."]
+    )
+    agent = create_agent(model, middleware=[FilesystemMiddleware(backend=StateBackend())])
+    result = agent.invoke({"messages": [{"role": "user", "content": "write it"}]})
+    assert file_bytes(result["files"], "/src/app.py") == b"x = 1\n"
+    assert file_bytes(result["files"], "src//app.py") == b"x = 1\n"  # spelled as tools accept
+    assert list(result["files"]) == ["/src/app.py"]  # no record for the parent folder
+    with pytest.raises(IsADirectoryError):
+        file_bytes(result["files"], "/src")
+    with pytest.raises(FileNotFoundError):
+        file_bytes(result["files"], "/src/missing.py")

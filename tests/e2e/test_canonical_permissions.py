@@ -1,4 +1,4 @@
-"""End to end (issue 14): decisions on canonical targets, exact approvals, one interrupt.
+"""End to end: decisions on canonical targets, exact approvals, one interrupt.
 
 Symlinks inside the workspace are decided as spelled and as resolved (the strictest
 wins) by every tool, listings and searches hide what a link leads to when it is denied,
@@ -20,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend
-from langchain_fstools.middleware.policy import Permission
+from langchain_fstools.permissions.rules import Permission
 from langchain_fstools.testing import ScriptedChatModel
 
 DENY_SECRETS = Permission(operations=["read", "write"], paths=["/secrets/**"], action="deny")

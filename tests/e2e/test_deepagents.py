@@ -1,4 +1,4 @@
-"""Issue 15: the deepagents recipe — this middleware in `create_deep_agent`.
+"""The deepagents recipe — this middleware in `create_deep_agent`.
 
 `create_deep_agent(middleware=[...])` replaces its own middleware of the same name, so
 `FilesystemMiddleware` (default name "FilesystemMiddleware") takes the place of

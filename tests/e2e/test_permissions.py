@@ -1,4 +1,4 @@
-"""End to end (issue 8): permissions, approvals and file history through create_agent.
+"""End to end: permissions, approvals and file history through create_agent.
 
 A scripted chat model and InMemorySaver, on local disk and in graph state: an edit that
 asks, resumed with approve, reject and edit; a patch touching a protected file; execute
@@ -21,7 +21,7 @@ from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.demo import seed_state
 from langchain_fstools.errors import ChangedOutsideAgent
-from langchain_fstools.middleware.policy import Permission
+from langchain_fstools.permissions.rules import Permission
 from langchain_fstools.testing import ScriptedChatModel
 
 INITIAL = {
@@ -418,3 +418,36 @@ def test_every_mode_operation_and_path_gives_the_documented_decision(
         assert refused or message.status == "success", message.content
         decided = "deny" if refused else "allow"
     assert decided == documented(mode, operation, protected=protected)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_ask_without_a_checkpointer_is_a_clear_error_not_a_silent_interrupt(
+    mode: str, tmp_path: Path
+) -> None:
+    (tmp_path / "app.py").write_text("x = 1\n")
+    agent = create_agent(
+        ScriptedChatModel(
+            turns=[call("write_file", 1, file_path="/new.py", content="y = 2\n"), "done"]
+        ),
+        middleware=[FilesystemMiddleware(backend=LocalBackend(tmp_path), mode="default")],
+    )
+    payload = {"messages": [{"role": "user", "content": "write it"}]}
+
+    def run() -> Any:
+        if mode == "sync":
+            return agent.invoke(payload)
+        return asyncio.run(agent.ainvoke(payload))
+
+    with pytest.raises(RuntimeError, match="needs a person's approval, but the graph has no"):
+        run()
+    assert not (tmp_path / "new.py").exists()
+
+
+def test_a_turn_that_asks_nothing_runs_without_a_checkpointer(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("x = 1\n")
+    agent = create_agent(
+        ScriptedChatModel(turns=[call("read_file", 1, file_path="/app.py"), "done"]),
+        middleware=[FilesystemMiddleware(backend=LocalBackend(tmp_path), mode="default")],
+    )
+    result = agent.invoke({"messages": [{"role": "user", "content": "read it"}]})
+    assert result["messages"][-1].content == "done"

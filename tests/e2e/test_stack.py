@@ -1,4 +1,4 @@
-"""Issue 15: the middleware next to the rest of the LangGraph / LangChain stack.
+"""The middleware next to the rest of the LangGraph / LangChain stack.
 
 Forks, `update_state(values)`, `invoke(previous_state)`; the "unchanged" reply after
 `ContextEditingMiddleware` and `SummarizationMiddleware` took the earlier result away; a

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,14 @@ from typing import Any
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from PIL import Image
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
+INITIALIZED: weakref.WeakKeyDictionary[ClientSession, types.InitializeResult] = (
+    weakref.WeakKeyDictionary()
+)
+"""Each open session's `initialize` result (the server's name, version, instructions)."""
 START_TIMEOUT = 30.0
 
 
@@ -35,19 +41,27 @@ def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "langchain_fstools", "mcp", *args]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as sock:
+        sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 
+def url_host(host: str) -> str:
+    """`host` as it stands in a URL (IPv6 in brackets)."""
+    return f"[{host}]" if ":" in host else host
+
+
 @contextlib.contextmanager
-def http_server(*args: str) -> Iterator[str]:
-    """Run the server over streamable HTTP on a free loopback port; yield its URL."""
-    port = free_port()
+def http_server(
+    *args: str, host: str = "127.0.0.1", env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """Run the server over streamable HTTP on a free port of `host`; yield its URL."""
+    port = free_port(host)
     process = subprocess.Popen(
-        command(*args, "--http", f"127.0.0.1:{port}"),
-        env=server_env(),
+        command(*args, "--http", f"{url_host(host)}:{port}"),
+        env={**server_env(), **(env or {})},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -57,12 +71,12 @@ def http_server(*args: str) -> Iterator[str]:
             if process.poll() is not None:
                 raise RuntimeError(f"server exited: {process.stderr.read().decode()}")  # type: ignore[union-attr]
             with contextlib.suppress(OSError):
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                socket.create_connection((host, port), timeout=0.2).close()
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError("server did not start")
             time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://{url_host(host)}:{port}/mcp"
     finally:
         process.kill()
         process.wait(timeout=10)
@@ -82,20 +96,40 @@ def approving(answer: dict[str, Any] | None, seen: list[str]) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def connect(target: str, *args: str, elicitation: Any = None) -> AsyncIterator[ClientSession]:
-    """A client session: `target` is "stdio" (spawn a server with `args`) or an HTTP URL."""
+async def connect(
+    target: str, *args: str, elicitation: Any = None, headers: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
+    """A client session: `target` is "stdio" (spawn a server with `args`) or an HTTP URL.
+
+    `headers` go with every HTTP request (e.g. `Authorization`).
+    """
     if target == "stdio":
         params = StdioServerParameters(
             command=sys.executable, args=command(*args)[1:], env=server_env()
         )
         transport: Any = stdio_client(params)
+    elif headers:
+        client = create_mcp_http_client(headers=headers)  # httpx on 1.x, httpx2 on 2.x
+        transport = streamable_http_client(target, http_client=client)
     else:
         transport = streamable_http_client(target)
     async with transport as streams:
         read, write = streams[0], streams[1]
         async with ClientSession(read, write, elicitation_callback=elicitation) as session:
-            await session.initialize()
+            INITIALIZED[session] = await session.initialize()
             yield session
+
+
+def wire(model: Any) -> dict[str, Any]:
+    """An SDK model as sent on the wire (camelCase): the same under mcp 1.x and 2.x."""
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
+def session_server_info(session: ClientSession) -> dict[str, Any]:
+    """The `serverInfo` the server sent at initialisation (name and version)."""
+    dumped = wire(INITIALIZED[session])["serverInfo"]
+    return {"name": dumped["name"], "version": dumped["version"]}
 
 
 def text_of(result: types.CallToolResult) -> str:

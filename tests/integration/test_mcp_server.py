@@ -14,7 +14,15 @@ import pytest
 from mcp import types
 from PIL import Image
 
-from tests.integration.mcp_servers import approving, connect, http_server, make_workspace, text_of
+from tests.integration.mcp_servers import (
+    approving,
+    connect,
+    http_server,
+    make_workspace,
+    session_server_info,
+    text_of,
+    wire,
+)
 
 pytestmark = [
     pytest.mark.integration,
@@ -74,32 +82,37 @@ async def test_tools_listed_with_annotations(open_client: Open) -> None:
         "grep",
         "notebook_edit",
     }
-    read = tools["read_file"].annotations
-    assert read is not None
-    assert (read.readOnlyHint, read.destructiveHint, read.idempotentHint, read.openWorldHint) == (
-        True,
+    read = wire(tools["read_file"])["annotations"]
+    assert read == {
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+    edit = wire(tools["edit_file"])["annotations"]
+    assert (edit["readOnlyHint"], edit["destructiveHint"], edit["idempotentHint"]) == (
         False,
         True,
         False,
     )
-    edit = tools["edit_file"].annotations
-    assert edit is not None
-    assert (edit.readOnlyHint, edit.destructiveHint, edit.idempotentHint) == (False, True, False)
-    assert "file_path" in tools["read_file"].inputSchema["properties"]
-    assert "runtime" not in tools["read_file"].inputSchema["properties"]
-    assert "-i" in tools["grep"].inputSchema["properties"]
+    write = wire(tools["write_file"])["annotations"]
+    assert (write["readOnlyHint"], write["idempotentHint"]) == (False, True)
+    schema = wire(tools["read_file"])["inputSchema"]
+    assert "file_path" in schema["properties"]
+    assert "runtime" not in schema["properties"]
+    assert "-i" in wire(tools["grep"])["inputSchema"]["properties"]
 
 
 async def test_read_text_and_image(open_client: Open) -> None:
     async with asyncio.timeout(TIMEOUT), open_client() as session:
         text = await session.call_tool("read_file", {"file_path": "/notes.txt"})
         image = await session.call_tool("read_file", {"file_path": "/logo.png"})
-    assert not text.isError
+    assert not wire(text)["isError"]
     assert text_of(text) == "     1→alpha\n     2→beta"
-    assert not image.isError
+    assert not wire(image)["isError"]
     blocks = [b for b in image.content if isinstance(b, types.ImageContent)]
     assert len(blocks) == 1
-    assert blocks[0].mimeType == "image/png"
+    assert wire(blocks[0])["mimeType"] == "image/png"
     assert Image.open(io.BytesIO(base64.b64decode(blocks[0].data))).size == (40, 30)
 
 
@@ -109,12 +122,12 @@ async def test_edit_refused_before_a_read_and_accepted_after(
     edit = {"file_path": "/src/app.py", "old_string": "Helo", "new_string": "Hello"}
     async with asyncio.timeout(TIMEOUT), open_client() as session:
         refused = await session.call_tool("edit_file", edit)
-        assert refused.isError
+        assert wire(refused)["isError"]
         assert "read" in text_of(refused)
         assert "Helo," in (workspace / "src/app.py").read_text()
         await session.call_tool("read_file", {"file_path": "/src/app.py"})
         accepted = await session.call_tool("edit_file", edit)
-    assert not accepted.isError, text_of(accepted)
+    assert not wire(accepted)["isError"], text_of(accepted)
     assert (workspace / "src/app.py").read_text().count("Hello,") == 1
 
 
@@ -130,7 +143,7 @@ async def test_grep_glob_and_apply_patch(open_client: Open, workspace: Path) -> 
         patched = await session.call_tool("apply_patch", {"patch": patch})
     assert "/src/app.py:2:" in text_of(found)
     assert text_of(globbed).strip() == "/src/app.py"
-    assert not patched.isError, text_of(patched)
+    assert not wire(patched)["isError"], text_of(patched)
     assert (workspace / "notes.txt").read_text() == "alpha\ngamma\n"
     assert (workspace / "new.txt").read_text() == "fresh\n"
 
@@ -145,7 +158,7 @@ async def test_a_permission_ask_answered_through_elicitation(
         open_client("--mode", "default", elicitation=approving({"approve": True}, asked)) as yes,
     ):
         result = await yes.call_tool("write_file", write)
-    assert not result.isError, text_of(result)
+    assert not wire(result)["isError"], text_of(result)
     assert len(asked) == 1
     assert "/out.txt" in asked[0]
     assert (workspace / "out.txt").read_text() == "approved\n"
@@ -156,7 +169,7 @@ async def test_a_permission_ask_answered_through_elicitation(
         open_client("--mode", "default", elicitation=approving(declined, asked)) as no,
     ):
         rejected = await no.call_tool("write_file", {"file_path": "/no.txt", "content": "x"})
-    assert rejected.isError
+    assert wire(rejected)["isError"]
     assert "not today" in text_of(rejected)
     assert not (workspace / "no.txt").exists()
 
@@ -167,20 +180,20 @@ async def test_a_permission_ask_refused_without_elicitation(
     async with asyncio.timeout(TIMEOUT), open_client("--mode", "default") as session:
         result = await session.call_tool("write_file", {"file_path": "/out.txt", "content": "x"})
         read = await session.call_tool("read_file", {"file_path": "/notes.txt"})
-    assert result.isError
+    assert wire(result)["isError"]
     assert "elicitation" in text_of(result)
     assert not (workspace / "out.txt").exists()
-    assert not read.isError  # reads are allowed in the default mode
+    assert not wire(read)["isError"]  # reads are allowed in the default mode
 
 
 async def test_an_error_sets_is_error(open_client: Open, workspace: Path) -> None:
     async with asyncio.timeout(TIMEOUT), open_client() as session:
         missing = await session.call_tool("read_file", {"file_path": "/nope.txt"})
         bad = await session.call_tool("read_file", {"file_path": "/notes.txt", "offset": "x"})
-    assert missing.isError
+    assert wire(missing)["isError"]
     assert "/nope.txt" in text_of(missing)
     assert_no_host_path(missing, workspace)
-    assert bad.isError
+    assert wire(bad)["isError"]
     assert "offset" in text_of(bad)
 
 
@@ -190,10 +203,11 @@ async def test_a_second_session_has_its_own_read_state(open_client: Open, worksp
         await first.call_tool("read_file", {"file_path": "/notes.txt"})
         async with open_client() as second:
             refused = await second.call_tool("edit_file", edit)
-        assert refused.isError
-        assert "read" in text_of(refused)
+        assert wire(refused)["isError"]
+        assert text_of(refused).startswith("Error: this MCP session has not read /notes.txt:")
+        assert "client.session() with load_mcp_tools" in text_of(refused)
         accepted = await first.call_tool("edit_file", edit)
-    assert not accepted.isError, text_of(accepted)
+    assert not wire(accepted)["isError"], text_of(accepted)
     assert (workspace / "notes.txt").read_text() == "ALPHA\nbeta\n"
 
 
@@ -209,7 +223,7 @@ async def test_a_path_outside_the_root_is_refused_without_host_paths(
             await session.call_tool("write_file", {"file_path": "/../x.txt", "content": "x"}),
         ]
     for result in results:
-        assert result.isError
+        assert wire(result)["isError"]
         assert "top secret" not in text_of(result)
         assert_no_host_path(result, workspace)
     assert not (workspace.parent / "x.txt").exists()
@@ -227,10 +241,77 @@ async def test_large_execute_output_is_evicted_and_readable(
         found = await session.call_tool(
             "grep", {"pattern": "59999", "path": path, "output_mode": "content"}
         )
-    annotations = tools["execute"].annotations
-    assert annotations is not None
-    assert annotations.openWorldHint is True
+    assert wire(tools["execute"])["annotations"]["openWorldHint"] is True
     assert path.startswith("/large_tool_results/")
     assert text_of(back).startswith("     2→2\n     3→3")
     assert ":59999" in text_of(found)
     assert not (workspace / "large_tool_results").exists()
+
+
+async def test_a_repeated_read_returns_the_content(open_client: Open) -> None:
+    async with asyncio.timeout(TIMEOUT), open_client() as session:
+        texts = [
+            text_of(await session.call_tool("read_file", {"file_path": "/notes.txt"}))
+            for _ in range(3)
+        ]
+        images = [
+            await session.call_tool("read_file", {"file_path": "/logo.png"}) for _ in range(2)
+        ]
+    assert texts == ["     1→alpha\n     2→beta"] * 3
+    for image in images:
+        assert [b["type"] for b in wire(image)["content"]].count("image") == 1
+
+
+async def test_the_server_names_itself_with_our_version(open_client: Open) -> None:
+    from langchain_fstools import __version__  # noqa: PLC0415 - the name under test
+
+    async with asyncio.timeout(TIMEOUT), open_client() as session:
+        tools = (await session.list_tools()).tools
+        info = session_server_info(session)
+    assert info == {"name": "langchain-fstools", "version": __version__}
+    for tool in tools:
+        listed = wire(tool)
+        assert listed["description"]
+        assert "description" not in listed["inputSchema"]
+
+
+async def test_progress_notifications_when_the_client_asks(
+    open_client: Open, workspace: Path
+) -> None:
+    for n in range(30):
+        (workspace / f"f{n}.txt").write_text("needle\n")
+    seen: dict[str, list[tuple[float, str | None]]] = {}
+
+    def recorder(name: str) -> Any:
+        got = seen.setdefault(name, [])
+
+        async def callback(progress: float, total: float | None, message: str | None) -> None:
+            del total
+            got.append((progress, message))
+
+        return callback
+
+    script = "for i in 1 2 3; do echo line$i; sleep 0.3; done"
+    async with asyncio.timeout(TIMEOUT), open_client("--execute") as session:
+        ran = await session.call_tool(
+            "execute", {"command": script}, progress_callback=recorder("execute")
+        )
+        found = await session.call_tool(
+            "grep", {"pattern": "needle"}, progress_callback=recorder("grep")
+        )
+        globbed = await session.call_tool(
+            "glob", {"pattern": "*.txt"}, progress_callback=recorder("glob")
+        )
+        quiet = await session.call_tool("glob", {"pattern": "*.txt"})
+    assert not wire(ran)["isError"]
+    assert not wire(found)["isError"]
+    assert not wire(globbed)["isError"]
+    assert not wire(quiet)["isError"]
+    output = "".join(message or "" for _, message in seen["execute"])
+    assert output == "line1\nline2\nline3\n"
+    assert len(seen["execute"]) >= 2  # sent while the command ran, not only at the end
+    assert seen["grep"][-1][1] == "30 matching lines in 30 files so far"
+    assert seen["glob"] == [(1.0, "31 files found")]  # once, with every part counted
+    for events in seen.values():
+        numbers = [progress for progress, _ in events]
+        assert numbers == sorted(set(numbers))  # strictly increasing, as MCP requires

@@ -1,9 +1,9 @@
-"""Every Python block of README.md runs as written, so no snippet can rot.
+"""Every Python block of README.md and of the documentation site runs as written.
 
-The blocks run in order in one namespace (as a reader would paste them), in a temporary
-directory holding an empty `./repo`, against the throwaway PostgreSQL the integration
-fixtures start (the store block reads its URL from `FSTOOLS_POSTGRES_URL`, as the README
-tells a reader to set it).
+Each block runs on its own (its own imports, a fresh module namespace), as a reader
+would paste it, in a temporary directory holding an empty `./repo`. A block that reads
+`FSTOOLS_POSTGRES_URL` gets a database of the throwaway PostgreSQL the integration
+fixtures start, as the docs tell a reader to set it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import pytest
 
 from tests.integration.postgres import PostgresServer
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
 pytestmark = [
@@ -28,27 +29,53 @@ pytestmark = [
 ]
 
 
-def python_blocks() -> list[str]:
-    return BLOCK.findall(README.read_text())
+def python_blocks() -> list[tuple[str, int, str]]:
+    found = []
+    for page in PAGES:
+        for number, source in enumerate(BLOCK.findall(page.read_text()), start=1):
+            found.append((str(page.relative_to(ROOT)), number, source))
+    return found
 
 
-def test_the_readme_has_python_blocks_for_each_feature() -> None:
-    text = "\n".join(python_blocks())
-    for needed in ("PostgresStore", 'stream_mode=["custom"', "ScriptedChatModel", "SSHBackend"):
-        assert needed in text
+BLOCKS = python_blocks()
 
 
-def test_every_python_block_runs(
-    postgres: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_docs_have_python_blocks_for_each_feature() -> None:
+    text = "\n".join(source for _, _, source in BLOCKS)
+    for needed in (
+        "PostgresStore",
+        'stream_mode=["custom"',
+        "ScriptedChatModel",
+        "SSHBackend",
+        "LargeResultEviction",
+        "file_bytes",
+        "parallel(",
+        "create_deep_agent",
+        "apply_patch(",
+    ):
+        assert needed in text, needed
+    readme = [source for page, _, source in BLOCKS if page == "README.md"]
+    assert readme, "README.md needs its complete example"
+
+
+@pytest.mark.parametrize(
+    ("page", "number", "source"), BLOCKS, ids=[f"{page}#{number}" for page, number, _ in BLOCKS]
+)
+def test_every_python_block_runs_on_its_own(
+    page: str,
+    number: int,
+    source: str,
+    postgres: PostgresServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "repo").mkdir()
-    monkeypatch.setenv("FSTOOLS_POSTGRES_URL", postgres.create_database("readme"))
-    module = types.ModuleType("readme")  # a real module, as dataclasses expect
+    if "FSTOOLS_POSTGRES_URL" in source:
+        name = re.sub(r"[^a-z0-9]+", "_", f"docs_{page}_{number}".lower())
+        monkeypatch.setenv("FSTOOLS_POSTGRES_URL", postgres.create_database(name))
+    module = types.ModuleType("docs_block")  # a real module, as dataclasses expect
     monkeypatch.setitem(sys.modules, module.__name__, module)
     namespace: dict[str, Any] = module.__dict__
-    blocks = python_blocks()
-    for number, source in enumerate(blocks, start=1):
-        code = compile(source, f"README.md python block {number}", "exec")
-        exec(code, namespace)  # noqa: S102 - the README's own code, run as a reader would
-    assert len(blocks) >= 7
+    code = compile(source, f"{page} python block {number}", "exec")
+    exec(code, namespace)  # noqa: S102 - the docs' own code, run as a reader would

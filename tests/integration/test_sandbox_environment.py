@@ -1,7 +1,8 @@
-"""Issue 14: inside the bwrap sandbox commands get a minimal environment plus `env=`."""
+"""Inside the bwrap sandbox commands get a minimal environment plus `env=`."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -40,8 +41,16 @@ def test_the_sandbox_passes_only_the_minimal_set_and_env(tmp_path: Path) -> None
     }
 
 
-def test_the_sandbox_can_be_told_to_pass_more(tmp_path: Path) -> None:
-    backend = LocalBackend(tmp_path, execute=True, sandbox="bwrap", inherit_env=["MY_API_KEY"])
-    assert names(backend)["MY_API_KEY"] == "s3cret"
-    everything = LocalBackend(tmp_path, execute=True, sandbox="bwrap", inherit_env=True)
-    assert names(everything)["MY_API_KEY"] == "s3cret"
+def test_the_sandbox_can_be_told_to_pass_more_but_never_a_secret_by_inheritance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_SETTING", "plain")
+    backend = LocalBackend(tmp_path, execute=True, inherit_env=["MY_SETTING", "MY_API_KEY"])
+    seen = names(backend)
+    assert seen["MY_SETTING"] == "plain"
+    assert "MY_API_KEY" not in seen
+    everything = names(LocalBackend(tmp_path, execute=True, inherit_env=True))
+    assert everything["MY_SETTING"] == "plain"
+    assert "MY_API_KEY" not in everything
+    named = LocalBackend(tmp_path, execute=True, env={"MY_API_KEY": os.environ["MY_API_KEY"]})
+    assert names(named)["MY_API_KEY"] == "s3cret"

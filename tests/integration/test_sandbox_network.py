@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import socket
 import threading
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
+from langchain_fstools.shell.sandbox import Method, Sandbox
 
 
 @pytest.fixture
@@ -46,20 +46,49 @@ def listener() -> Iterator[tuple[int, list[bytes]]]:
 def test_sandboxed_command_cannot_connect_but_unsandboxed_can(
     tmp_path: Path, listener: tuple[int, list[bytes]]
 ) -> None:
-    assert shutil.which("bwrap"), "bubblewrap is not installed (see .ci/run)"
     port, received = listener
     command = f"bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'"
 
-    plain = LocalBackend(tmp_path, execute=True).execute(command, timeout=20, output_limit=1000)
+    plain = LocalBackend(tmp_path, execute=True, sandbox=None).execute(
+        command, timeout=20, output_limit=1000
+    )
     assert plain.exit_code == 0, plain.output
     deadline = time.monotonic() + 2
     while not received and time.monotonic() < deadline:
         time.sleep(0.02)
     assert received == [b"hi\n"]
 
-    boxed = LocalBackend(tmp_path, execute=True, sandbox="bwrap").execute(
-        command, timeout=20, output_limit=1000
+    for sandbox in (Sandbox(), Sandbox(method="landlock")):
+        boxed = LocalBackend(tmp_path, execute=True, sandbox=sandbox).execute(
+            command, timeout=20, output_limit=1000
+        )
+        assert boxed.exit_code != 0
+        assert any(
+            refusal in boxed.output
+            for refusal in (
+                "Connection refused",
+                "Network is unreachable",
+                "Permission denied",
+                "Operation not permitted",
+            )
+        ), boxed.output
+    assert received == [b"hi\n"]
+
+
+@pytest.mark.integration
+@pytest.mark.enable_socket
+@pytest.mark.allow_hosts(["127.0.0.1"])
+@pytest.mark.parametrize("method", ["bwrap", "landlock"])
+def test_a_sandbox_with_network_true_can_connect(
+    tmp_path: Path, listener: tuple[int, list[bytes]], method: Method
+) -> None:
+    port, received = listener
+    backend = LocalBackend(tmp_path, execute=True, sandbox=Sandbox(network=True, method=method))
+    result = backend.execute(
+        f"bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'", timeout=20, output_limit=1000
     )
-    assert boxed.exit_code != 0
-    assert "Connection refused" in boxed.output or "Network is unreachable" in boxed.output
+    assert result.exit_code == 0, result.output
+    deadline = time.monotonic() + 2
+    while not received and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert received == [b"hi\n"]

@@ -10,8 +10,8 @@ import pytest
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.core import calls
 from langchain_fstools.errors import ChangedOutsideAgent, ChangeNotKept, UnknownChange
-from langchain_fstools.middleware import history
-from langchain_fstools.middleware.history import (
+from langchain_fstools.history import changes as history
+from langchain_fstools.history.changes import (
     ChangeRecord,
     HistoryUpdate,
     Restore,
@@ -108,7 +108,7 @@ def test_a_restore_validates_every_file_before_writing(tmp_path: Path) -> None:
     assert (tmp_path / "a.txt").read_bytes() == b"agent a"
 
 
-def test_issue_15_merge_history_takes_a_whole_history_back() -> None:
+def test_merge_history_takes_a_whole_history_back() -> None:
     first = change_record(tool_call_id="a", index=0, path="/a", before=None, kept=True, after="v1")
     second = change_record(tool_call_id="b", index=0, path="/b", before=None, kept=True, after="v2")
     current = merge_history([], [HistoryUpdate(add=[first])])

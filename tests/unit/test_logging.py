@@ -64,13 +64,13 @@ def test_evictions_and_permission_decisions_are_logged(caplog: pytest.LogCapture
     create_agent(model, tools=[dump], middleware=[middleware]).invoke(REQUEST)
     lines = {(r.name, r.getMessage()) for r in caplog.records}
     assert any(
-        name == "langchain_fstools.middleware.eviction"
+        name == "langchain_fstools.tools.eviction"
         and message.startswith("evicted the dump result of d (")
         and message.endswith(" to /large_tool_results/d")
         for name, message in lines
     )
     assert any(
-        name == "langchain_fstools.middleware.approval"
+        name == "langchain_fstools.permissions.approval"
         and message.startswith("permission: write_file write /a.txt: deny")
         for name, message in lines
     )

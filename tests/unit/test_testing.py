@@ -9,7 +9,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 
 from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend, StateBackend
-from langchain_fstools.testing import ScriptedChatModel, tool_call
+from langchain_fstools.testing import ScriptedChatModel, parallel, tool_call
 
 REQUEST = {"messages": [{"role": "user", "content": "go"}]}
 
@@ -90,3 +90,30 @@ def test_a_used_up_script_says_so() -> None:
     assert model.invoke("a").content == "only one"
     with pytest.raises(RuntimeError, match="played all 1 of its turns"):
         model.invoke("b")
+
+
+def test_parallel_puts_several_calls_in_one_turn_that_an_agent_runs_together() -> None:
+    turn = parallel(
+        tool_call("write_file", call_id="w1", file_path="/a.txt", content="a\n"),
+        tool_call("write_file", call_id="w2", file_path="/b.txt", content="b\n"),
+    )
+    assert [call["id"] for call in turn.tool_calls] == ["w1", "w2"]
+    model = ScriptedChatModel(turns=[turn, "Both written."])
+    result = agent_for(model).invoke(REQUEST)  # type: ignore[attr-defined]
+    assert set(result["files"]) == {"/a.txt", "/b.txt"}
+    assert len(model.calls) == 2  # one model call ran both tools
+
+
+@pytest.mark.parametrize(
+    ("turns", "message"),
+    [
+        ((), "at least one"),
+        ((AIMessage(content="hi"),), "tool-call turns only"),
+        ((tool_call("ls", call_id="x"), tool_call("glob", call_id="x", pattern="*")), "distinct"),
+    ],
+)
+def test_parallel_refuses_what_is_not_one_turn_of_calls(
+    turns: tuple[AIMessage, ...], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        parallel(*turns)

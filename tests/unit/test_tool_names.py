@@ -1,4 +1,4 @@
-"""Issue 14: what a tool touches is declared by the tool; nothing outside `tools/` knows
+"""What a tool touches is declared by the tool; nothing outside `tools/` knows
 a tool by its name (no comparison, membership test, `match` case or table keyed by one).
 
 `execute` is also the name of an operation (`policy.Operation`) and of a backend method
@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from langchain_fstools.middleware.undo_edit import UndoEditTool
 from langchain_fstools.tools.toolkit import TOOL_CLASSES
+from langchain_fstools.tools.undo_edit import UndoEditTool
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "langchain_fstools"
 TOOL_NAMES = frozenset({*TOOL_CLASSES, UndoEditTool.model_fields["name"].default})

@@ -35,7 +35,7 @@ from langchain_fstools.search.ripgrep import RipgrepSearch, find_ripgrep
 from langchain_fstools.shell.environment import MINIMAL_ENV, CommandEnv, InheritEnv
 from langchain_fstools.shell.output import reporter_if_listening
 from langchain_fstools.shell.process import run_process
-from langchain_fstools.shell.sandbox import SANDBOXES, Sandbox, bwrap_argv, find_bwrap
+from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Confinement, Sandbox, cleanup
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -110,26 +110,29 @@ class LocalBackend(Backend):
     Running commands is opt-in (`execute=True`): without it the backend cannot run
     commands and the toolkit offers no `execute` tool. Commands run through bash (or
     `/bin/sh` without bash) with the root as working directory, in their own process
-    group, killed with everything they started at their deadline (see
-    `backends.shell`). Inside a command, `/` is the machine's
+    group; everything they started is killed when they end or at their deadline (see
+    `shell.process`). Inside a command, `/` is the machine's
     root, not the workspace; wherever the root's host path appears in the output it is
-    replaced by `/`, the workspace's virtual name. Without a sandbox a command can do
-    whatever this process may do; `sandbox="bwrap"` confines it with bubblewrap: the
-    host read-only, the workspace writable, a private `/tmp`, no network (see
-    `shell.sandbox`). Commands get this process's environment, or inside the sandbox
-    only `PATH`, `HOME`, `LANG`, `TERM` and `TMPDIR`, plus `env` (see
-    `shell.environment`).
+    replaced by `/`, the workspace's virtual name. Commands run in an OS sandbox by
+    default (`Sandbox()`, see `shell.sandbox`): the host read-only, the workspace
+    writable, a private `/tmp`, credential folders masked, no capabilities, no
+    network. Where no sandbox can start, `execute` refuses (`SandboxUnavailable`);
+    `sandbox=None` is the unsafe opt-out: a command can then do whatever this process
+    may do. Commands get only `PATH`, `HOME`, `LANG`, `TERM` and `TMPDIR`, plus `env`
+    (see `shell.environment`); with `sandbox=None`, this process's environment.
 
     Args:
         root_dir: The workspace directory. It must exist.
         use_ripgrep: Search with ripgrep when `rg` is available. Default: True.
         execute: Let the agent run shell commands in the workspace. Default: False.
-        sandbox: Run commands in this OS sandbox: `"bwrap"` or None (needs
-            `execute=True`). Default: None.
+        sandbox: The OS sandbox of commands: a `Sandbox` (network, extra writable,
+            read-only or hidden paths), `"bwrap"` (bubblewrap only), or None to run
+            commands unconfined (unsafe). Default: `Sandbox()`.
         env: Variables set for every command, over inherited ones. Default: none.
         inherit_env: Which of this process's variables commands get: True (all),
-            False (none) or a list of names. Default: True without a sandbox,
-            `MINIMAL_ENV` inside one.
+            False (none) or a list of names; inside a sandbox, names that look like
+            secrets are never inherited (pass them in `env`). Default: `MINIMAL_ENV`,
+            True with `sandbox=None`.
         durability: `"fsync"` makes every write survive power loss; `"rename"` skips
             the syncs, so a write survives a killed process (old or new content,
             never a mix) but a power cut may lose it. Default: `"fsync"`.
@@ -140,8 +143,8 @@ class LocalBackend(Backend):
 
         tools = FileToolkit(LocalBackend("./repo")).get_tools()
 
-        # with execute, commands confined to the workspace, without network:
-        tools = FileToolkit(LocalBackend("./repo", execute=True, sandbox="bwrap")).get_tools()
+        # with execute: commands in the default sandbox (workspace writable, no network)
+        tools = FileToolkit(LocalBackend("./repo", execute=True)).get_tools()
         ```
     """
 
@@ -153,7 +156,7 @@ class LocalBackend(Backend):
         *,
         use_ripgrep: bool = True,
         execute: bool = False,
-        sandbox: Sandbox | None = None,
+        sandbox: Sandbox | Literal["bwrap"] | None = DEFAULT_SANDBOX,
         env: Mapping[str, str] | None = None,
         inherit_env: InheritEnv | None = None,
         durability: Durability = "fsync",
@@ -164,16 +167,16 @@ class LocalBackend(Backend):
             root_dir: The workspace directory.
             use_ripgrep: Search with ripgrep when `rg` is available. Default: True.
             execute: Let the agent run shell commands in the workspace. Default: False.
-            sandbox: Run commands in this OS sandbox (`"bwrap"`). Default: None.
+            sandbox: The OS sandbox of commands, or None (unsafe). Default: `Sandbox()`.
             env: Variables set for every command. Default: none.
             inherit_env: True, False or the names of the variables commands inherit.
-                Default: True without a sandbox, `MINIMAL_ENV` inside one.
+                Default: `MINIMAL_ENV`, True with `sandbox=None`.
             durability: `"fsync"` (writes survive power loss) or `"rename"` (writes
                 survive a killed process only, without syncs). Default: `"fsync"`.
 
         Raises:
-            ValueError: `root_dir` is not an existing directory, `sandbox` is unknown,
-                not installed (never silently dropped) or given without `execute=True`,
+            ValueError: `root_dir` is not an existing directory, `sandbox` is unknown
+                or a non-default one is given without `execute=True`,
                 or `env`/`inherit_env` are malformed or given without `execute=True`,
                 or `durability` is unknown.
         """
@@ -184,10 +187,16 @@ class LocalBackend(Backend):
         # `langgraph dev` refuses `os.readlink`; `os.path.realpath` only lstats.
         root = os.path.realpath(os.fspath(root_dir))
         if not os.path.isdir(root):
-            raise ValueError("root_dir must be an existing directory")
-        if sandbox is not None and sandbox not in SANDBOXES:
-            raise ValueError(f"unknown sandbox {sandbox!r}; choose from {list(SANDBOXES)} or None")
-        if sandbox is not None and not execute:
+            what = "is a file" if os.path.exists(root) else "does not exist"
+            raise ValueError(
+                f"root_dir must be an existing directory, but {os.fspath(root_dir)!r} ({root})"
+                f" {what}: create it first (os.makedirs) or pass another directory"
+            )
+        if sandbox == "bwrap":
+            sandbox = Sandbox(method="bwrap")
+        if sandbox is not None and not isinstance(sandbox, Sandbox):
+            raise ValueError(f"unknown sandbox {sandbox!r}; pass a Sandbox(...), 'bwrap' or None")
+        if sandbox not in {None, DEFAULT_SANDBOX} and not execute:
             raise ValueError("a sandbox is for commands: pass execute=True with it")
         if (env is not None or inherit_env is not None) and not execute:
             raise ValueError("env and inherit_env are for commands: pass execute=True with them")
@@ -197,7 +206,9 @@ class LocalBackend(Backend):
         self.supports_execute = execute
         self._root = root
         self._beneath = Beneath(root)
-        self._bwrap = find_bwrap() if sandbox == "bwrap" else None
+        self._sandbox = sandbox if execute else None
+        # Found on the first command (it starts bubblewrap once to check it works).
+        self._confinement: Confinement | None = None
         self._host_root = _host_root_pattern({root, os.path.abspath(os.fspath(root_dir))})
         self._use_ripgrep = use_ripgrep
         # Looked up on first use (PATH lookups block: a graph factory may build this
@@ -206,8 +217,8 @@ class LocalBackend(Backend):
 
     @property
     def sandbox(self) -> Sandbox | None:
-        """The OS sandbox commands run in, or None."""
-        return "bwrap" if self._bwrap else None
+        """The OS sandbox commands run in, or None (no commands, or unconfined)."""
+        return self._sandbox
 
     def native_search(self) -> NativeSearch | None:
         """The ripgrep search of the root, when `rg` exists and `use_ripgrep` is set.
@@ -504,30 +515,35 @@ class LocalBackend(Backend):
 
         Raises:
             ExecutionUnsupported: the backend was made without `execute=True`.
+            SandboxUnavailable: no OS sandbox can start here (the reason says why).
             OSError: the shell (or bwrap) could not be started; names `/` only.
         """
         if not self.supports_execute:
             raise ExecutionUnsupported(self.kind)
-        argv = [find_shell(), "-c", command]
-        if self._bwrap is not None:
-            argv = bwrap_argv(self._bwrap, self._root, argv)
+        if self._confinement is None:
+            self._confinement = Confinement.prepare(self._sandbox, self._root)
+        wrapped = self._confinement.wrap([find_shell(), "-c", command])
+        env = self._env.build(os.environ, secrets=self._sandbox is None)
+        env.update(wrapped.env)
         reporter = reporter_if_listening(self._virtual_text)
         try:
             result = run_process(
-                argv,
+                wrapped.argv,
                 cwd=self._root,
                 timeout=timeout,
                 output_limit=output_limit,
-                env=None if self._env.inherits_all else self._env.build(os.environ),
+                env=env,
+                transform=self._virtual_text,
                 on_output=reporter.add if reporter is not None else None,
             )
         except OSError as exc:
             code = exc.errno if exc.errno is not None else errno.EIO
             raise type(exc)(code, os.strerror(code), paths.ROOT) from None
         finally:
+            cleanup(wrapped)
             if reporter is not None:
                 reporter.flush()
-        return replace(result, output=self._virtual_text(result.output))
+        return result
 
     def _virtual_text(self, text: str) -> str:
         """`text` with the root's host path written as the virtual root `/`."""

@@ -1,7 +1,7 @@
 """Files kept in the agent's LangGraph state, under the `files` channel.
 
 The channel is a `DeltaChannel`: checkpoints store the writes of each step (and a full
-snapshot as often as `backends.cadence` decides) rather than a full copy of every file at
+snapshot as often as `channels.cadence` decides) rather than a full copy of every file at
 every step, so a thread's checkpoints do not grow with the square of its writes. Each
 update maps a path to its new record, or to None to delete it.
 
@@ -32,9 +32,9 @@ from typing import (
 
 from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
-from langchain_fstools.backends.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
+from langchain_fstools.channels.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
 from langchain_fstools.core import paths
 from langchain_fstools.core.records import (
     DIRECTORY_VERSION,
@@ -199,6 +199,40 @@ def _directory_record() -> FileRecord:
 def record_bytes(record: FileRecord) -> bytes:
     """Return the bytes a file record holds."""
     return decode_content(record["content"], record.get("encoding"))
+
+
+def file_bytes(files: Mapping[str, FileRecord] | None, path: str) -> bytes:
+    """Return the bytes of the file at `path` in a graph's `files` (e.g. a result's).
+
+    The records' shape (`content` as UTF-8 text or base64 per `encoding`, `kind`) is
+    decoded here, so callers need not know it.
+
+    Args:
+        files: `result["files"]` of an agent run, or any state's `files` value.
+        path: The file's workspace path (`/src/app.py`; normalised as the tools do).
+
+    Raises:
+        FileNotFoundError: no file at `path`.
+        IsADirectoryError: `path` is a directory.
+
+    Example:
+        ```python
+        from langchain_fstools.backends.state import file_bytes, file_record
+
+        files = {"/notes.txt": file_record(b"hello\n")}
+        assert file_bytes(files, "/notes.txt") == b"hello\n"
+        ```
+    """
+    normalized = paths.normalize(path)
+    record = (files or {}).get(normalized)
+    if record is None:
+        below = _prefix(normalized)
+        if any(key.startswith(below) for key in files or {}):
+            raise os_error(IsADirectoryError, errno.EISDIR, normalized)
+        raise os_error(FileNotFoundError, errno.ENOENT, normalized)
+    if not _is_file(record):
+        raise os_error(IsADirectoryError, errno.EISDIR, normalized)
+    return record_bytes(record)
 
 
 def _is_file(record: FileRecord) -> bool:
@@ -546,7 +580,8 @@ class _StateView(Backend):
             if actual != (None if expected_version == ABSENT else expected_version):
                 raise VersionConflict(path, expected_version, actual)
         data = bytes(data)
-        self._ensure_parents(path)
+        # No records for the parents: the file's path makes them directories. They get
+        # records only when their last entry goes (`delete`, `move`), to stay as POSIX.
         self._put(path, file_record(data))
         self._decoded[path] = data
         return self._info(path, EntryKind.FILE)
@@ -607,8 +642,7 @@ class _StateView(Backend):
         if origin == target:
             return self._info(target, origin_kind)
         self._refuse_rename(origin, origin_kind, target, target_kind)
-        self._ensure_parents(origin)
-        self._ensure_parents(target)
+        self._ensure_parents(origin)  # the source's folders stay, as after POSIX rename
         record = self._record(origin)
         if origin_kind is EntryKind.FILE and record is not None:
             moved = {origin: record}
@@ -721,6 +755,7 @@ __all__ = [
     "FilesChannel",
     "FilesState",
     "StateBackend",
+    "file_bytes",
     "file_record",
     "merge_files",
     "record_bytes",

@@ -46,7 +46,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.backends.store_cas import ConditionalPut, ConditionalWrites, Namespace
-from langchain_fstools.core import paths
+from langchain_fstools.core import calls, paths
 from langchain_fstools.core.records import (
     DIRECTORY_VERSION,
     content_version,
@@ -273,41 +273,33 @@ class StoreBackend(Backend):
 
     def _run(self, effect: StoreEffect[T]) -> T:
         store, _ = self._target()
-        try:
-            request = next(effect)
-            while True:
-                try:
-                    if isinstance(request, StoreBatch):
-                        result: Any = store.batch(request.ops)
-                    else:
-                        assert self._writes is not None  # noqa: S101 - only yielded then
-                        result = self._writes.put(request)
-                except Exception as exc:  # any store failure
-                    raise StoreUnavailable(type(exc).__name__) from exc
-                request = effect.send(result)
-        except StopIteration as stop:
-            value: T = stop.value
-            return value
+
+        def perform(request: StoreRequest) -> Any:
+            try:
+                if isinstance(request, StoreBatch):
+                    return store.batch(request.ops)
+                assert self._writes is not None  # noqa: S101 - only yielded then
+                return self._writes.put(request)
+            except Exception as exc:  # any store failure
+                raise StoreUnavailable(type(exc).__name__) from exc
+
+        return calls.drive(effect, perform)
 
     async def _arun(self, effect: StoreEffect[T]) -> T:
         store, _ = self._target()
-        try:
-            request = next(effect)
-            while True:
-                try:
-                    if isinstance(request, StoreBatch):
-                        result: Any = await store.abatch(request.ops)
-                    else:
-                        assert self._writes is not None  # noqa: S101 - only yielded then
-                        result = await self._writes.aput(request)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # any store failure
-                    raise StoreUnavailable(type(exc).__name__) from exc
-                request = effect.send(result)
-        except StopIteration as stop:
-            value: T = stop.value
-            return value
+
+        async def perform(request: StoreRequest) -> Any:
+            try:
+                if isinstance(request, StoreBatch):
+                    return await store.abatch(request.ops)
+                assert self._writes is not None  # noqa: S101 - only yielded then
+                return await self._writes.aput(request)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # any store failure
+                raise StoreUnavailable(type(exc).__name__) from exc
+
+        return await calls.adrive(effect, perform)
 
     # ----- layout ----------------------------------------------------------------------------
 

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Awaitable, Callable, Sequence
 
     from langchain_fstools.core.results import ExecutionResult, FileInfo, Write
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 Method = Literal[
     "stat",
@@ -68,57 +69,96 @@ class DeadlinePassed(Exception):
     """A call bounded by a deadline had not returned when the deadline passed."""
 
 
+def drive(effect: Generator[R, Any, T], perform: Callable[[R], Any]) -> T:
+    """Run `effect` to its end, answering each request it yields with `perform(request)`.
+
+    The one driver loop (with `adrive` and `relay`): `run` and the store backend use it.
+    What `perform` raises is thrown back into `effect` at its `yield`, so the effect
+    handles a failed call as it would a direct one. A pitfall it cannot catch: a
+    sub-effect called without `yield from` is a generator never run, not a call.
+    """
+    try:
+        request = next(effect)
+        while True:
+            try:
+                result = perform(request)
+            except Exception as exc:  # noqa: BLE001 - handed back to the effect
+                request = effect.throw(exc)
+            else:
+                request = effect.send(result)
+    except StopIteration as stop:
+        value: T = stop.value
+        return value
+
+
+async def adrive(effect: Generator[R, Any, T], perform: Callable[[R], Awaitable[Any]]) -> T:
+    """Async `drive`: each request answered by awaiting `perform(request)`."""
+    try:
+        request = next(effect)
+        while True:
+            try:
+                result = await perform(request)
+            except Exception as exc:  # noqa: BLE001 - handed back to the effect
+                request = effect.throw(exc)
+            else:
+                request = effect.send(result)
+    except StopIteration as stop:
+        value: T = stop.value
+        return value
+
+
+def relay(effect: Generator[R, Any, T], change: Callable[[R], R]) -> Generator[R, Any, T]:
+    """`effect` with each request it yields replaced by `change(request)` on its way out."""
+    try:
+        request = next(effect)
+        while True:
+            try:
+                result = yield change(request)
+            except Exception as exc:  # noqa: BLE001 - handed back to the effect
+                request = effect.throw(exc)
+            else:
+                request = effect.send(result)
+    except StopIteration as stop:
+        value: T = stop.value
+        return value
+
+
 def run(effect: Effect[T], backend: object) -> T:
     """Drive `effect` to completion with the sync methods of `backend` (a `Backend`).
 
     A call with a deadline runs on a worker thread the driver waits for until then,
     unless the backend says its calls never block (`calls_may_block = False`).
+    Blocking work an effect must do itself (a dry run, a parse) goes through `blocking`,
+    so the async driver runs it off the event loop.
     """
-    worker: _Worker | None = None
+    workers: list[_Worker] = []
     may_block = getattr(backend, "calls_may_block", True)
+
+    def perform(call: Call) -> Any:
+        method = getattr(backend, call.method)
+        if call.deadline is None or not may_block:
+            return method(*call.args, **call.kwargs)
+        if not workers or not workers[-1].idle:
+            if workers:
+                workers.pop().close()
+            workers.append(_Worker())
+        return workers[-1].call(method, call)
+
     try:
-        call = next(effect)
-        while True:
-            try:
-                method = getattr(backend, call.method)
-                if call.deadline is None or not may_block:
-                    result = method(*call.args, **call.kwargs)
-                else:
-                    if worker is None or not worker.idle:
-                        if worker is not None:
-                            worker.close()
-                        worker = _Worker()
-                    result = worker.call(method, call)
-            except Exception as exc:  # noqa: BLE001 - handed back to the effect
-                call = effect.throw(exc)
-            else:
-                call = effect.send(result)
-    except StopIteration as stop:
-        value: T = stop.value
-        return value
+        return drive(effect, perform)
     finally:
-        if worker is not None:
+        for worker in workers:
             worker.close()
 
 
 async def arun(effect: Effect[T], backend: object) -> T:
     """Drive `effect` to completion with the async methods of `backend` (a `Backend`)."""
-    try:
-        call = next(effect)
-        while True:
-            try:
-                pending = getattr(backend, "a" + call.method)(*call.args, **call.kwargs)
-                if call.deadline is None:
-                    result = await pending
-                else:
-                    result = await _awaited_before(pending, call.deadline)
-            except Exception as exc:  # noqa: BLE001 - handed back to the effect
-                call = effect.throw(exc)
-            else:
-                call = effect.send(result)
-    except StopIteration as stop:
-        value: T = stop.value
-        return value
+
+    def perform(call: Call) -> Awaitable[Any]:
+        pending = getattr(backend, "a" + call.method)(*call.args, **call.kwargs)
+        return pending if call.deadline is None else _awaited_before(pending, call.deadline)
+
+    return await adrive(effect, perform)
 
 
 def before(deadline: float, effect: Effect[T]) -> Effect[T]:
@@ -127,27 +167,23 @@ def before(deadline: float, effect: Effect[T]) -> Effect[T]:
     A call still running at `deadline` is abandoned (its thread or task left to finish
     alone) and `DeadlinePassed` is raised into `effect` instead.
     """
-    try:
-        call = next(effect)
-        while True:
-            try:
-                result = yield Call(call.method, call.args, call.kwargs, deadline)
-            except Exception as exc:  # noqa: BLE001 - handed back to the effect
-                call = effect.throw(exc)
-            else:
-                call = effect.send(result)
-    except StopIteration as stop:
-        value: T = stop.value
-        return value
+    return relay(effect, lambda call: Call(call.method, call.args, call.kwargs, deadline))
 
 
 async def _awaited_before(pending: Any, deadline: float) -> Any:
     import asyncio  # noqa: PLC0415 - only here: the engine shipped to SSH hosts loads without it
 
+    # Not `wait_for`: it turns the call's own TimeoutError (an RPC timeout) into the
+    # deadline too; only a call still running at the deadline is `DeadlinePassed`.
+    task = asyncio.ensure_future(pending)
     try:
-        return await asyncio.wait_for(pending, max(0.0, deadline - time.monotonic()))
-    except TimeoutError:
-        raise DeadlinePassed from None
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - time.monotonic()))
+    finally:
+        if not task.done():
+            task.cancel()
+    if not done:
+        raise DeadlinePassed
+    return task.result()
 
 
 class _Worker:

@@ -66,11 +66,17 @@ def decode_content(content: str, encoding: str | None) -> bytes:
     return content.encode("utf-8", "surrogatepass")
 
 
+def digest(data: bytes) -> str:
+    """SHA-256 of `data` in hex: what an approval pins of a post-image."""
+    return hashlib.sha256(data).hexdigest()
+
+
 __all__ = [
     "DIRECTORY_VERSION",
     "HELD_HASH_BYTES",
     "Encoding",
     "content_version",
     "decode_content",
+    "digest",
     "encode_content",
 ]

@@ -2,29 +2,36 @@
 
     python -m langchain_fstools mcp --root ./repo                    # stdio, local disk
     python -m langchain_fstools mcp --root ./repo --http 127.0.0.1:8765
+    python -m langchain_fstools mcp --root ./repo --http 0.0.0.0:8765 --allow-host box.lan
+        (with the token in LANGCHAIN_FSTOOLS_MCP_TOKEN, or --token)
     python -m langchain_fstools mcp --ssh build-box --ssh-root /srv/app --execute
     python -m langchain_fstools mcp --postgres postgresql://localhost/files
     python -m langchain_fstools mcp --config fstools-mcp.toml
 
 A config file (TOML) holds the same settings under the flags' names (`root`, `ssh`,
 `ssh_root`, `ssh_port`, `ssh_user`, `ssh_keys`, `known_hosts`, `postgres`, `namespace`,
-`execute`, `sandbox`, `mode`, `http`), plus `[[permissions]]` rules (`operations`,
-`paths`, `commands`, `action`) and a `[settings]` table of `ToolSettings` fields. A
-flag given on the command line wins over the file. This module imports the MCP SDK
-only when the command runs, so the rest of the CLI works without the `mcp` extra.
+`execute`, `sandbox`, `mode`, `http`, `token`, `allow_hosts`), plus `[[permissions]]`
+rules (`operations`, `paths`, `commands`, `action`) and a `[settings]` table of
+`ToolSettings` fields. A flag given on the command line wins over the file. This module
+imports the MCP SDK only when the command runs, so the rest of the CLI works without the
+`mcp` extra.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from langchain_fstools.mcp.door import TOKEN_ENV, is_loopback
 
 if TYPE_CHECKING:
     import argparse
 
     from langchain_fstools.backends.protocol import Backend
+    from langchain_fstools.shell.sandbox import Sandbox
 
 OPTIONS = (
     "root",
@@ -40,37 +47,110 @@ OPTIONS = (
     "sandbox",
     "mode",
     "http",
+    "token",
+    "allow_hosts",
+    "objectstore",
+    "prefix",
 )
 """Settings a flag or the config file may give."""
+
+DESCRIPTION = """Serve the file tools to MCP clients (Claude Code, Cursor, the MCP Inspector,
+langchain-mcp-adapters, ...) over stdio, or over streamable HTTP with --http. Give exactly
+one backend: --root, --ssh or --postgres. Each client session has its own read state: a
+file must be read in a session before that session edits it."""
+"""The `mcp` command's description in its help."""
+
+NEEDS: dict[str, tuple[str, str]] = {
+    "ssh_root": ("ssh", "--ssh-root"),
+    "ssh_port": ("ssh", "--ssh-port"),
+    "ssh_user": ("ssh", "--ssh-user"),
+    "ssh_keys": ("ssh", "--ssh-key"),
+    "known_hosts": ("ssh", "--known-hosts"),
+    "namespace": ("postgres", "--namespace"),
+    "prefix": ("objectstore", "--prefix"),
+    "sandbox": ("execute", "--sandbox"),
+    "token": ("http", "--token"),
+    "allow_hosts": ("http", "--allow-host"),
+}
+"""Settings that mean something only with another: name -> (needed setting, flag)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the `mcp` command's flags to `parser` (every default None: the file's apply)."""
-    where = parser.add_argument_group("backend (one of)")
-    where.add_argument("--root", help="serve this local directory as /")
+    parser.description = DESCRIPTION
+    where = parser.add_argument_group("backend (exactly one)")
+    where.add_argument("--root", metavar="DIR", help="serve this local directory as /")
     where.add_argument("--ssh", metavar="HOST", help="serve a directory of HOST over SSH")
-    where.add_argument("--postgres", metavar="URL", help="serve files kept in PostgreSQL")
-    parser.add_argument("--ssh-root", help="the directory on the SSH host served as /")
-    parser.add_argument("--ssh-port", type=int, help="SSH port (default 22)")
-    parser.add_argument("--ssh-user", help="SSH user (default: the current user)")
-    parser.add_argument("--ssh-key", dest="ssh_keys", action="append", help="SSH private key")
-    parser.add_argument("--known-hosts", help="known_hosts file for the SSH host")
-    parser.add_argument("--namespace", help="PostgreSQL store namespace, dot-separated")
-    parser.add_argument(
-        "--execute", action="store_true", default=None, help="serve the execute tool"
+    where.add_argument(
+        "--postgres", metavar="URL", help="serve files kept in PostgreSQL (a LangGraph store)"
     )
-    parser.add_argument("--sandbox", choices=["bwrap"], help="run local commands in bubblewrap")
+    where.add_argument(
+        "--objectstore",
+        metavar="URL",
+        help="serve objects of a bucket (s3://, gs://, az://; credentials from the environment)",
+    )
+    parser.add_argument(
+        "--prefix", metavar="P", help="with --objectstore: the key prefix served as /"
+    )
+    ssh = parser.add_argument_group("SSH (with --ssh)")
+    ssh.add_argument("--ssh-root", metavar="DIR", help="the directory on the host served as /")
+    ssh.add_argument("--ssh-port", type=int, metavar="N", help="SSH port (default: 22)")
+    ssh.add_argument("--ssh-user", metavar="USER", help="SSH user (default: your user name)")
+    ssh.add_argument(
+        "--ssh-key",
+        dest="ssh_keys",
+        action="append",
+        metavar="FILE",
+        help="a private key file; repeat for more (default: your SSH agent and ~/.ssh keys)",
+    )
+    ssh.add_argument(
+        "--known-hosts", metavar="FILE", help="known_hosts file (default: ~/.ssh/known_hosts)"
+    )
+    parser.add_argument(
+        "--namespace",
+        metavar="A.B",
+        help="with --postgres: the store namespace, dot-separated (default: filesystem)",
+    )
+    parser.add_argument(
+        "--execute",
+        action="store_true",
+        default=None,
+        help="also serve the execute tool, which runs shell commands (default: off)",
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=["auto", "bwrap", "landlock", "none"],
+        help="with --execute and --root: how commands are confined (default: auto, the OS"
+        " sandbox; none runs them unconfined, unsafe)",
+    )
     parser.add_argument(
         "--mode",
         choices=["default", "accept_edits", "plan", "bypass"],
-        help="permission mode (default: no permission layer)",
+        help="permission mode; an ask becomes a form the client shows the person "
+        "(default: no permission layer)",
     )
-    parser.add_argument(
+    http = parser.add_argument_group("HTTP (default: stdio)")
+    http.add_argument(
         "--http",
         metavar="HOST:PORT",
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio",
     )
-    parser.add_argument("--config", type=Path, help="a TOML file with these settings")
+    http.add_argument(
+        "--token",
+        help="with --http: require 'Authorization: Bearer TOKEN' (default: the "
+        f"{TOKEN_ENV} environment variable; needed unless HOST is loopback)",
+    )
+    http.add_argument(
+        "--allow-host",
+        dest="allow_hosts",
+        action="append",
+        metavar="NAME",
+        help="with --http: another name clients reach the server by, for Host and Origin "
+        "checks; repeat for more (default: the bound address and localhost only)",
+    )
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help="a TOML file with these settings"
+    )
 
 
 def resolve(options: argparse.Namespace) -> dict[str, Any]:
@@ -93,10 +173,33 @@ def resolve(options: argparse.Namespace) -> dict[str, Any]:
         value = getattr(options, name, None)
         if value is not None:
             config[name] = value
-    chosen = [name for name in ("root", "ssh", "postgres") if config.get(name)]
+    chosen = [name for name in ("root", "ssh", "postgres", "objectstore") if config.get(name)]
     if len(chosen) != 1:
-        raise ValueError("give exactly one backend: --root DIR, --ssh HOST or --postgres URL")
+        raise ValueError(
+            "give exactly one backend: --root DIR, --ssh HOST, --postgres URL or --objectstore URL"
+        )
+    _check_combinations(config)
+    if config.get("http") and not config.get("token") and os.environ.get(TOKEN_ENV):
+        config["token"] = os.environ[TOKEN_ENV]
+    if config.get("http"):
+        host, _ = parse_http(config["http"])
+        if not config.get("token") and not is_loopback(host):
+            raise ValueError(
+                f"--http {config['http']}: serving HTTP on an address that is not loopback "
+                f"needs a bearer token: pass --token or set {TOKEN_ENV}"
+            )
     return config
+
+
+def _check_combinations(config: dict[str, Any]) -> None:
+    """Refuse a setting given without the one it needs, and a missing `--root`."""
+    for name, (needed, flag) in NEEDS.items():
+        if config.get(name) and not config.get(needed):
+            raise ValueError(f"{flag} applies only with --{needed.replace('_', '-')}")
+    if config.get("sandbox") and not config.get("root"):
+        raise ValueError("--sandbox applies only with --root (commands on this machine)")
+    if config.get("root") and not Path(config["root"]).is_dir():
+        raise ValueError(f"--root: {config['root']} is not an existing directory")
 
 
 def parse_http(address: str) -> tuple[str, int]:
@@ -125,7 +228,7 @@ async def serve(config: dict[str, Any]) -> None:
     """Build the backend and the server from `config`, and serve over stdio or HTTP."""
     from langchain_fstools.mcp.server import create_server  # noqa: PLC0415
     from langchain_fstools.mcp.transports import run_http, run_stdio  # noqa: PLC0415
-    from langchain_fstools.middleware.policy import Permission  # noqa: PLC0415
+    from langchain_fstools.permissions.rules import Permission  # noqa: PLC0415
 
     try:
         rules = [Permission(**rule) for rule in config.get("permissions", [])]
@@ -142,9 +245,27 @@ async def serve(config: dict[str, Any]) -> None:
         )
         if config.get("http"):
             host, port = parse_http(config["http"])
-            await run_http(server, host=host, port=port)
+            await run_http(
+                server,
+                host=host,
+                port=port,
+                token=config.get("token"),
+                allowed_hosts=config.get("allow_hosts") or (),
+            )
         else:
             await run_stdio(server)
+
+
+def _sandbox(config: dict[str, Any], execute: bool) -> Sandbox | None:  # noqa: FBT001
+    """The sandbox the `sandbox` setting names (`auto` unless given; `none`: unconfined)."""
+    from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Sandbox  # noqa: PLC0415
+
+    method = config.get("sandbox") or "auto"
+    if method == "none" or not execute:
+        return None if execute else DEFAULT_SANDBOX
+    if method not in {"auto", "bwrap", "landlock"}:
+        raise ValueError(f"sandbox must be auto, bwrap, landlock or none; got {method!r}")
+    return Sandbox(method=method)  # type: ignore[arg-type]  # checked just above
 
 
 async def _backend(config: dict[str, Any], stack: contextlib.AsyncExitStack) -> Backend:
@@ -152,7 +273,7 @@ async def _backend(config: dict[str, Any], stack: contextlib.AsyncExitStack) -> 
     if config.get("root"):
         from langchain_fstools.backends.local import LocalBackend  # noqa: PLC0415
 
-        return LocalBackend(config["root"], execute=execute, sandbox=config.get("sandbox"))
+        return LocalBackend(config["root"], execute=execute, sandbox=_sandbox(config, execute))
     if config.get("ssh"):
         from langchain_fstools.backends.ssh import SSHBackend  # noqa: PLC0415
 
@@ -169,6 +290,10 @@ async def _backend(config: dict[str, Any], stack: contextlib.AsyncExitStack) -> 
         )
         stack.push_async_callback(ssh.aclose)
         return ssh
+    if config.get("objectstore"):
+        from langchain_fstools.backends.objectstore import ObjectStoreBackend  # noqa: PLC0415
+
+        return ObjectStoreBackend(config["objectstore"], prefix=config.get("prefix") or "")
     from langgraph.store.postgres import AsyncPostgresStore  # noqa: PLC0415
 
     from langchain_fstools.backends.store import StoreBackend  # noqa: PLC0415
@@ -181,4 +306,13 @@ async def _backend(config: dict[str, Any], stack: contextlib.AsyncExitStack) -> 
     return StoreBackend(store)
 
 
-__all__ = ["OPTIONS", "add_arguments", "parse_http", "resolve", "run", "serve"]
+__all__ = [
+    "DESCRIPTION",
+    "NEEDS",
+    "OPTIONS",
+    "add_arguments",
+    "parse_http",
+    "resolve",
+    "run",
+    "serve",
+]

@@ -5,7 +5,7 @@ names, descriptions and argument schemas, with annotations from each tool's decl
 metadata) and runs them. Each MCP session gets its own tool instances, so read-before-
 write and staleness are tracked per session, and its own `/large_tool_results/` folder
 (in memory) where large results are evicted as `FilesystemMiddleware` does. Permissions
-follow `langchain_fstools.middleware.policy`; an `ask` becomes an MCP elicitation when the
+follow `langchain_fstools.permissions.rules`; an `ask` becomes an MCP elicitation when the
 client supports it, and a refusal saying why otherwise.
 """
 
@@ -21,27 +21,30 @@ from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.store.memory import InMemoryStore
 from mcp import types
-from mcp.server.lowlevel import Server
 from pydantic import BaseModel
 
+from langchain_fstools._version import __version__
 from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.store import StoreBackend
 from langchain_fstools.errors import PermissionDenied
 from langchain_fstools.mcp.content import to_call_result
-from langchain_fstools.middleware.approval import PermissionGate, approval_request
-from langchain_fstools.middleware.eviction import RESULTS_DIR, LargeResultEviction
-from langchain_fstools.middleware.policy import PROTECTED_PATHS, Mode, Permission, Policy
-from langchain_fstools.middleware.views import GuardedBackend
+from langchain_fstools.mcp.progress import Progress
+from langchain_fstools.mcp.sdk import ToolRequest, new_server
+from langchain_fstools.permissions.approval import approval_request
+from langchain_fstools.permissions.gate import PermissionGate
+from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.tools._base import FileTool
 from langchain_fstools.tools._render import render_error
+from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
 from langchain_fstools.tools.toolkit import TOOL_CLASSES, FileToolkit
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from langchain_core.messages import ToolCall
     from langchain_core.tools import BaseTool
-    from mcp.server.session import ServerSession
+    from mcp.server.lowlevel import Server
 
     from langchain_fstools.backends.protocol import Backend
 
@@ -54,6 +57,9 @@ changed since, read it again. Find files with `glob`, search contents with `grep
 files with `edit_file` (or `apply_patch` for many changes at once). Results too large for \
 the conversation are saved under `/large_tool_results/`; read them back with `read_file`."""
 """What the server tells the client about its tools at initialisation."""
+
+READER = "this MCP session"
+"""Who must have read a file before editing it: read state is kept per MCP session."""
 
 APPROVAL_SCHEMA: types.ElicitRequestedSchema = {
     "type": "object",
@@ -68,8 +74,6 @@ APPROVAL_SCHEMA: types.ElicitRequestedSchema = {
     "required": ["approve"],
 }
 """What an approval elicitation asks of the person."""
-
-_ELICITATION = types.ClientCapabilities(elicitation=types.ElicitationCapability())
 
 
 def create_server(
@@ -140,6 +144,8 @@ class CallRuntime:
     """The runtime a tool call gets from the server: its id, no graph state."""
 
     tool_call_id: str
+    stream_writer: Callable[[dict[str, Any]], None] | None = None
+    """Where the tools' progress reports go (to the client, when it asked for them)."""
     state: None = None
     store: None = None
     context: None = None
@@ -209,50 +215,43 @@ class FileServer:
         if mode is not None or permissions:
             self.policy = Policy(permissions, mode=mode or "default", protected=protected_paths)
         self.listed = self._new_session().tools
-        self._sessions: weakref.WeakKeyDictionary[ServerSession, _Session] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._sessions: weakref.WeakKeyDictionary[object, _Session] = weakref.WeakKeyDictionary()
 
     def build(self, name: str) -> Server[Any, Any]:
         """The MCP server: lists the tools, runs calls in the caller's session."""
-        server: Server[Any, Any] = Server(name, instructions=INSTRUCTIONS)
-        listing = [describe(tool) for tool in self.listed.values()]
+        return new_server(
+            name,
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            tools=[describe(tool) for tool in self.listed.values()],
+            call=self.call,
+        )
 
-        @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]
-        async def list_tools() -> list[types.Tool]:
-            return listing
-
-        @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
-        async def call_tool(tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-            context = server.request_context
-            return await self.call(context.session, tool, arguments, context.request_id)
-
-        return server
-
-    async def call(
-        self,
-        session: ServerSession,
-        name: str,
-        arguments: dict[str, Any],
-        request_id: types.RequestId | None = None,
-    ) -> types.CallToolResult:
-        """Run one tool call in `session`, asking the person first if the policy says so."""
-        state = self._sessions.get(session)
+    async def call(self, request: ToolRequest) -> types.CallToolResult:
+        """Run one tool call in its client's session, asking the person first if need be."""
+        state = self._sessions.get(request.client)
         if state is None:
-            state = self._sessions[session] = self._new_session()
+            state = self._sessions[request.client] = self._new_session()
+        name = request.name
         tool = state.tools.get(name)
         if tool is None:
             return _error(f"Error: no tool named {name!r}; call one of {sorted(state.tools)}.")
         call_id = f"mcp_{uuid.uuid4().hex}"
-        call: ToolCall = {"name": name, "args": dict(arguments), "id": call_id, "type": "tool_call"}
-        runtime = CallRuntime(call_id)
-        refusal = await self._review(session, state, call, runtime, request_id)
+        call: ToolCall = {
+            "name": name,
+            "args": dict(request.arguments),
+            "id": call_id,
+            "type": "tool_call",
+        }
+        refusal = await self._review(request, state, call, CallRuntime(call_id))
         if refusal is not None:
             return refusal
         deferred = state.toolkit.context.deferred_updates
         deferred[call_id] = {}  # no graph state to update: the tool just answers
         try:
-            message = await self._run(state, tool, call, runtime)
+            async with Progress(request) as progress:
+                runtime = CallRuntime(call_id, stream_writer=progress.writer)
+                message = await self._run(state, tool, call, runtime)
         finally:
             deferred.pop(call_id, None)
             if state.gate is not None:
@@ -278,12 +277,7 @@ class FileServer:
         return next(m for m in messages if isinstance(m, ToolMessage))
 
     async def _review(
-        self,
-        session: ServerSession,
-        state: _Session,
-        call: ToolCall,
-        runtime: CallRuntime,
-        request_id: types.RequestId | None,
+        self, request: ToolRequest, state: _Session, call: ToolCall, runtime: CallRuntime
     ) -> types.CallToolResult | None:
         """None to run the call (its approval granted), else the refusal to return."""
         gate = state.gate
@@ -297,7 +291,7 @@ class FileServer:
         if verdict.action == "deny":
             denied = PermissionDenied(name, verdict.operation, verdict.target, verdict.reason)
             return _error(render_error(denied, tool=name))
-        if not session.check_client_capability(_ELICITATION):
+        if not request.can_elicit():
             return _error(
                 f"Error: {name} needs a person's approval ({verdict.reason} asks for "
                 f"{verdict.target}), but this MCP client cannot ask one (it does not support "
@@ -306,9 +300,7 @@ class FileServer:
             )
         preview = await assessment.tool.apreview(storage, assessment.args, runtime)
         (action,) = approval_request([(call, verdict, preview)])["action_requests"]
-        answer = await session.elicit_form(
-            action.get("description") or name, APPROVAL_SCHEMA, related_request_id=request_id
-        )
+        answer = await request.elicit(action.get("description") or name, APPROVAL_SCHEMA)
         content = answer.content or {}
         if answer.action == "accept" and content.get("approve") is True:
             gate.grant(call["id"] or "", gate.approval(assessment, call["args"], preview))
@@ -328,6 +320,7 @@ class FileServer:
         gate = None if self.policy is None else PermissionGate(self.policy, storage)
         guarded = storage if gate is None else GuardedBackend(storage, gate.guard_for)
         toolkit = FileToolkit(guarded, tools=self.names, **self.settings)
+        toolkit.context.reader = READER
         eviction = None
         if self.eviction:
             eviction = copy.copy(
@@ -344,10 +337,13 @@ def describe(tool: BaseTool) -> types.Tool:
     """The MCP listing of a tool: its schema, and hints from its declared metadata.
 
     A read-only tool is idempotent and not destructive; a mutating one may be
-    destructive; only tools that run commands reach beyond the workspace.
+    destructive, and is idempotent when it says so (`write_file`: the same content
+    twice leaves the same file); only tools that run commands reach beyond the
+    workspace.
     """
     metadata = tool.metadata or {}
     read_only = bool(metadata.get("read_only", False))
+    idempotent = getattr(tool, "idempotent", None)
     schema = tool.tool_call_schema
     if isinstance(schema, dict):
         input_schema = schema
@@ -355,6 +351,9 @@ def describe(tool: BaseTool) -> types.Tool:
         input_schema = schema.model_json_schema()
     else:
         input_schema = schema.schema()
+    # The description is the tool's; LangChain repeats it on the schema, which would
+    # double the listing's size.
+    input_schema = {key: value for key, value in input_schema.items() if key != "description"}
     return types.Tool(
         name=tool.name,
         description=tool.description,
@@ -362,7 +361,7 @@ def describe(tool: BaseTool) -> types.Tool:
         annotations=types.ToolAnnotations(
             readOnlyHint=read_only,
             destructiveHint=not read_only,
-            idempotentHint=read_only,
+            idempotentHint=read_only if idempotent is None else bool(idempotent),
             openWorldHint=bool(getattr(tool, "requires_execute", False)),
         ),
     )
@@ -388,6 +387,7 @@ def _message(request: ToolCallRequest, content: Any) -> ToolMessage:
 __all__ = [
     "APPROVAL_SCHEMA",
     "INSTRUCTIONS",
+    "READER",
     "CallRuntime",
     "FileServer",
     "create_server",

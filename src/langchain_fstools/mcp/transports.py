@@ -6,16 +6,17 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+
+from langchain_fstools.mcp.door import Door, DoorApp
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from mcp.server.lowlevel import Server
     from starlette.types import Receive, Scope, Send
 
 HTTP_PATH = "/mcp"
 """Where the streamable HTTP endpoint is served."""
-
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 async def run_stdio(server: Server[Any, Any]) -> None:
@@ -24,43 +25,75 @@ async def run_stdio(server: Server[Any, Any]) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def http_app(server: Server[Any, Any], *, host: str = "127.0.0.1") -> Any:
+def http_app(
+    server: Server[Any, Any],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+) -> Any:
     """An ASGI (Starlette) app serving `server` at `HTTP_PATH` over streamable HTTP.
 
-    Each client session (the `Mcp-Session-Id` header) gets its own MCP session. On a
-    loopback host, requests whose `Host` or `Origin` is not loopback are refused
-    (DNS-rebinding protection), so a web page cannot drive the server.
+    Each client session (the `Mcp-Session-Id` header) gets its own MCP session. Every
+    request must reach the server by the bound address or `localhost` (its `Host`,
+    and its `Origin` when a browser sends one), so a web page cannot drive it through
+    DNS rebinding; with a `token`, it must also carry `Authorization: Bearer TOKEN`.
+    See `langchain_fstools.mcp.door`.
+
+    Args:
+        server: The MCP server.
+        host: The address the app is served on.
+        port: The port it is served on (a `Host` naming another is refused); 0: any.
+        token: The bearer token required. Default: none, allowed only on loopback.
+        allowed_hosts: More names clients reach the server by. Default: none.
+
+    Raises:
+        ValueError: a non-loopback `host` without a token.
     """
     from starlette.applications import Starlette  # noqa: PLC0415 - the mcp extra has it
     from starlette.routing import Route  # noqa: PLC0415
 
-    security = None
-    if host in LOOPBACK_HOSTS:
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-    manager = StreamableHTTPSessionManager(app=server, security_settings=security)
+    door = Door.for_bind(host, port, token=token, names=allowed_hosts)
+    manager = StreamableHTTPSessionManager(app=server)
 
     class _Endpoint:
         async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
             await manager.handle_request(scope, receive, send)
 
-    return Starlette(
+    app = Starlette(
         routes=[Route(HTTP_PATH, endpoint=_Endpoint())],
         lifespan=lambda _app: manager.run(),
     )
+    return DoorApp(app, door)
 
 
-async def run_http(server: Server[Any, Any], *, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Serve `server` over streamable HTTP at `http://HOST:PORT/mcp` until cancelled."""
+async def run_http(
+    server: Server[Any, Any],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+) -> None:
+    """Serve `server` over streamable HTTP at `http://HOST:PORT/mcp` until cancelled.
+
+    Args:
+        server: The MCP server.
+        host: The address to bind. Default: 127.0.0.1.
+        port: The port to bind. Default: 8000.
+        token: The bearer token every request must carry. Default: none, allowed only
+            on a loopback address.
+        allowed_hosts: More names clients reach the server by (see `http_app`).
+
+    Raises:
+        ValueError: a non-loopback `host` without a token.
+    """
     import uvicorn  # noqa: PLC0415 - the mcp extra has it
 
-    config = uvicorn.Config(
-        http_app(server, host=host), host=host, port=port, log_level="warning", lifespan="on"
-    )
+    app = http_app(server, host=host, port=port, token=token, allowed_hosts=allowed_hosts)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve()
 
 
-__all__ = ["HTTP_PATH", "LOOPBACK_HOSTS", "http_app", "run_http", "run_stdio"]
+__all__ = ["HTTP_PATH", "http_app", "run_http", "run_stdio"]

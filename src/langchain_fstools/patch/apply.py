@@ -11,7 +11,11 @@ Applying a patch has two stages, both effects over `core.calls`:
    the backend as one batch (`write_many`), so a backend can sync them together. If a
    step fails, the steps already taken are undone in reverse order (written files
    restored, added files removed, moved files put back, directories it created
-   removed) and the error is raised: a failed patch changes nothing.
+   removed) and the error is raised: a failed patch changes nothing. Each undo is
+   itself conditional: a file is restored only while it still holds what the patch
+   wrote (and a deleted one recreated only while still absent), so a writer who
+   changed it in between keeps their work; then `PatchNotUndone` says exactly which
+   files were restored and what each of the others holds.
 
 Updated files keep their encoding (UTF-8, UTF-8 with BOM, UTF-16, Latin-1) and line
 endings: untouched lines keep theirs, new lines take the file's dominant one.
@@ -19,6 +23,7 @@ endings: untouched lines keep theirs, new lines take the file's dominant one.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import operator
@@ -174,8 +179,10 @@ def commit(changes: Sequence[FileChange]) -> Effect[dict[str, str]]:
     Raises:
         VersionConflict: a file changed after it was planned; nothing is left changed.
         OSError: a write failed; the steps already taken were undone.
+        PatchNotUndone: a step failed and some steps could not be undone (another
+            writer changed those files in between); it says what each file holds.
     """
-    undo: list[tuple[str, bytes | None]] = []
+    undo: list[_Undo] = []
     versions: dict[str, str] = {}
     try:
         for plain, group in itertools.groupby(changes, key=_is_plain_write):
@@ -184,8 +191,10 @@ def commit(changes: Sequence[FileChange]) -> Effect[dict[str, str]]:
                 continue
             for change in group:
                 yield from _commit_one(change, undo, versions)
-    except Exception:
-        yield from _roll_back(undo)
+    except Exception as exc:
+        restored, kept = yield from _roll_back(undo)
+        if kept:
+            raise errors.PatchNotUndone(exc, restored, kept) from exc
         raise
     return versions
 
@@ -403,7 +412,7 @@ def _is_plain_write(change: FileChange) -> bool:
 
 
 def _commit_writes(
-    changes: Sequence[FileChange], undo: list[tuple[str, bytes | None]], versions: dict[str, str]
+    changes: Sequence[FileChange], undo: list[_Undo], versions: dict[str, str]
 ) -> Effect[None]:
     """Write adds and in-place updates as one batch, pushing an undo step per file."""
     noted: set[str] = set()
@@ -415,39 +424,35 @@ def _commit_writes(
         infos = yield from calls.write_many(writes)
     except errors.PartialWrite as partial:
         written = set(partial.written)
-        undo.extend((c.path, c.old_data) for c in changes if c.path in written)
+        undo.extend(_Undo(c.path, c.old_data, c.new_data) for c in changes if c.path in written)
         raise partial.cause from None
-    undo.extend((change.path, change.old_data) for change in changes)
+    undo.extend(_Undo(change.path, change.old_data, change.new_data) for change in changes)
     versions.update((info.path, info.version) for info in infos)
 
 
-def _commit_one(
-    change: FileChange, undo: list[tuple[str, bytes | None]], versions: dict[str, str]
-) -> Effect[None]:
-    """Perform one change, pushing `(path, bytes to restore or None to remove)` per step."""
+def _commit_one(change: FileChange, undo: list[_Undo], versions: dict[str, str]) -> Effect[None]:
+    """Perform one change, pushing how to undo each of its steps."""
     if change.kind == "delete":
         current = yield from calls.stat(change.path)
         if current.version != change.version:
             raise errors.VersionConflict(change.path, change.version, current.version)
         yield from calls.delete(change.path)
-        undo.append((change.path, change.old_data))
+        undo.append(_Undo(change.path, change.old_data, None))
         return
     assert change.new_data is not None  # noqa: S101 - moved updates carry new bytes
     assert change.move_to is not None  # noqa: S101 - in-place writes go in a batch
     yield from _note_missing_parents(change.move_to, undo, set())
     info = yield from calls.write_bytes(change.move_to, change.new_data, expected_version=ABSENT)
-    undo.append((change.move_to, None))
+    undo.append(_Undo(change.move_to, None, change.new_data))
     versions[change.move_to] = info.version
     current = yield from calls.stat(change.path)
     if current.version != change.version:
         raise errors.VersionConflict(change.path, change.version, current.version)
     yield from calls.delete(change.path)
-    undo.append((change.path, change.old_data))
+    undo.append(_Undo(change.path, change.old_data, None))
 
 
-def _note_missing_parents(
-    path: str, undo: list[tuple[str, bytes | None]], noted: set[str]
-) -> Effect[None]:
+def _note_missing_parents(path: str, undo: list[_Undo], noted: set[str]) -> Effect[None]:
     """Push removal steps for the directories a write to `path` will create.
 
     `noted` holds the directories already pushed for the same batch; it is updated.
@@ -458,22 +463,112 @@ def _note_missing_parents(
         missing.append(parent)
         noted.add(parent)
         parent = paths.parent(parent)
-    undo.extend((directory, None) for directory in reversed(missing))
+    undo.extend(_Undo(directory, None, None) for directory in reversed(missing))
 
 
-def _roll_back(undo: list[tuple[str, bytes | None]]) -> Effect[None]:
-    """Undo committed steps, newest first; a failing step is logged and skipped."""
-    for path, data in reversed(undo):
+@dataclass(frozen=True, slots=True)
+class _Undo:
+    """How to undo one step: `path` held `before` and the step left `after` there.
+
+    None for `before`: nothing was there (an added or moved-to file); None for
+    `after`: the step removed the file; None for both: a directory the patch created.
+    """
+
+    path: str
+    before: bytes | None
+    after: bytes | None
+
+
+KEPT_CHANGED = "another writer's content, written after the patch's"
+"""What a file holds whose restore was refused: it changed after the patch wrote it."""
+KEPT_REMOVED = "nothing: another writer deleted it after the patch wrote it"
+"""What a file holds that was deleted after the patch wrote it."""
+KEPT_CREATED = "another writer's file, created after the patch deleted it"
+"""What a path holds that the patch deleted and someone wrote again."""
+KEPT_FILLED = "another writer's files"
+"""What a directory the patch created holds when someone wrote into it."""
+
+
+def _roll_back(undo: list[_Undo]) -> Effect[tuple[tuple[str, ...], tuple[tuple[str, str], ...]]]:
+    """Undo committed steps, newest first, each only where the patch's result still is.
+
+    Returns:
+        The files put back as they were, and (path, what it holds) for the steps left
+        undone; a failing step is logged and the others are still undone.
+    """
+    restored: list[str] = []
+    kept: list[tuple[str, str]] = []
+    for step in reversed(undo):
         try:
-            if data is None:
-                yield from calls.delete(path)
-            else:
-                yield from calls.write_bytes(path, data)
-        except Exception:  # noqa: BLE001 - keep undoing the other steps
-            logger.warning("apply_patch could not restore %s after a failed commit", path)
+            holds = yield from _undo_step(step)
+        except Exception as exc:  # noqa: BLE001 - keep undoing the other steps
+            logger.warning("apply_patch could not restore %s after a failed commit", step.path)
+            holds = f"the patch's content (restoring it failed: {type(exc).__name__})"
+            if step.after is None:
+                holds = "what the patch left" + holds.removeprefix("the patch's content")
+        if holds is None:
+            if step.before is not None or step.after is not None:
+                restored.append(step.path)
+        else:
+            kept.append((step.path, holds))
+    return tuple(dict.fromkeys(restored)), tuple(kept)
+
+
+def _undo_step(step: _Undo) -> Effect[str | None]:
+    """Undo one step if the patch's result is still there; else say what is there."""
+    if step.before is None and step.after is None:
+        return (yield from _remove_directory(step.path))
+    info = yield from _stat_missing(step.path)
+    if step.after is None:
+        return (yield from _recreate(step.path, step.before or b"", info))
+    if info is None:
+        return KEPT_REMOVED
+    return (yield from _put_back(step.path, step.before, step.after, info))
+
+
+def _put_back(path: str, before: bytes | None, after: bytes, info: FileInfo) -> Effect[str | None]:
+    """Restore `before` (None: remove) while the file still holds the patch's `after`."""
+    if (yield from calls.read_bytes(path)) != after:
+        return KEPT_CHANGED
+    if before is None:
+        yield from calls.delete(path)
+        return None
+    try:
+        yield from calls.write_bytes(path, before, expected_version=info.version)
+    except errors.VersionConflict:
+        return KEPT_CHANGED
+    return None
+
+
+def _remove_directory(path: str) -> Effect[str | None]:
+    """Remove a directory the patch created, unless another writer put files in it."""
+    try:
+        yield from calls.delete(path)
+    except FileNotFoundError:
+        return None  # the write that would have created it failed
+    except OSError as exc:
+        if exc.errno == errno.ENOTEMPTY:
+            return KEPT_FILLED
+        raise
+    return None
+
+
+def _recreate(path: str, data: bytes, info: FileInfo | None) -> Effect[str | None]:
+    """Put back a file the patch removed, only while nothing else is there."""
+    if info is not None:
+        return KEPT_CREATED
+    try:
+        yield from calls.write_bytes(path, data, expected_version=ABSENT)
+    except errors.VersionConflict:
+        return KEPT_CREATED
+    return None
 
 
 __all__ = [
+    "KEPT_CHANGED",
+    "KEPT_CREATED",
+    "KEPT_FILLED",
+    "KEPT_REMOVED",
     "MAX_FILE_BYTES",
     "FileChange",
     "PatchResult",

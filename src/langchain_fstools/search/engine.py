@@ -111,15 +111,21 @@ def _text_or_none(path: str) -> Effect[str | None]:
 def _entries(directory: str, walk: _Walk) -> Effect[list[FileInfo]]:
     """The entries of `directory`; none, counted as skipped, if it cannot be listed.
 
+    Any failure of one directory below the top (refused, gone since its parent was
+    listed, or a backend's own error such as a store's) skips it, so the search keeps
+    what it found elsewhere; only the deadline stops the walk.
+
     Raises:
-        OSError: the top directory itself cannot be listed.
+        Exception: the top directory itself cannot be listed (as the backend raised it).
     """
     try:
         return (yield from calls.list_dir(directory))
-    except OSError:
+    except calls.DeadlinePassed:
+        raise
+    except Exception:
         if directory == walk.top:
             raise
-        walk.skipped += 1  # refused, or gone since its parent was listed
+        walk.skipped += 1
         return []
 
 
@@ -191,6 +197,17 @@ def _grep(
         if hits is not None:
             sink(hits)
     return SearchOutcome(listing.complete, skipped)
+
+
+def file_matcher(request: GrepRequest) -> Callable[[ListedFile, bytes], FileHits | None]:
+    """What `grep` applies to each file: its bytes to its hits (None: no match).
+
+    For a backend's native search that fetches files its own way.
+
+    Raises:
+        InvalidPattern: the regex does not compile.
+    """
+    return _Matcher(request).search
 
 
 class _Matcher:
@@ -308,4 +325,4 @@ def _with_context(
     ]
 
 
-__all__ = ["grep", "list_files"]
+__all__ = ["file_matcher", "grep", "list_files"]

@@ -25,7 +25,7 @@ command name built from `$VAR`, `$(...)` or a file-name pattern (`r?`); `eval` o
 or its standard input; a line that does not parse; nesting deeper than `MAX_DEPTH`.
 
 Consumers: the command policy (`shell.policy`), the permission rules
-(`middleware.policy.Permission(commands=...)`) and the apply_patch invocation parser
+(`permissions.rules.Permission(commands=...)`) and the apply_patch invocation parser
 (`patch.invocation`), which use `parse` and `word` for the tree itself.
 """
 
@@ -76,11 +76,126 @@ _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
         frozenset({"-I", "-n", "-P", "-d", "-E", "-L", "-s", "-a", "--max-args", "--delimiter"}),
         0,
     ),
+    "flock": (frozenset({"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"}), 1),
+    "setpriv": (
+        frozenset(
+            {
+                "--reuid",
+                "--regid",
+                "--ruid",
+                "--euid",
+                "--rgid",
+                "--egid",
+                "--groups",
+                "--inh-caps",
+                "--ambient-caps",
+                "--bounding-set",
+                "--securebits",
+                "--pdeathsig",
+                "--selinux-label",
+                "--apparmor-profile",
+                "--landlock-access",
+                "--landlock-rule",
+            }
+        ),
+        0,
+    ),
+    "unshare": (
+        frozenset(
+            {"-S", "--setuid", "-G", "--setgid", "-R", "--root", "-w", "--wd", "--map-user"}
+            | {"--map-group", "--map-users", "--map-groups", "--propagation", "--monotonic"}
+            | {"--boottime"}
+        ),
+        0,
+    ),
+    "nsenter": (
+        frozenset({"-t", "--target", "-S", "--setuid", "-G", "--setgid", "-w", "--wd", "-r"})
+        | frozenset({"--root"}),
+        0,
+    ),
+    "taskset": (frozenset(), 1),
+    "chrt": (frozenset({"-T", "--sched-runtime", "-P", "--sched-period", "-D"}), 1),
+    "prlimit": (frozenset({"-p", "--pid", "-o", "--output"}), 0),
+    "strace": (
+        frozenset({"-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S", "-X"})
+        | frozenset({"-U"}),
+        0,
+    ),
+    "runuser": (
+        frozenset({"-u", "--user", "-g", "--group", "-G", "--supp-group", "-s", "--shell", "-w"}),
+        0,
+    ),
+    "pkexec": (frozenset({"--user"}), 0),
+    "busybox": (frozenset(), 0),
+    "watch": (frozenset({"-n", "--interval", "-q", "--equexit"}), 0),
 }
-_TRANSPARENT = frozenset(_WRAPPERS) - {"sudo", "doas", "chroot"}
-"""Wrappers that add no power of their own; `sudo`, `doas`, `chroot` do."""
-_SCRIPT_OPTIONS = {"env": frozenset({"-S", "--split-string"}), "su": frozenset({"-c", "--command"})}
+_TRANSPARENT = frozenset(_WRAPPERS) - {
+    "sudo",
+    "doas",
+    "chroot",
+    "setpriv",
+    "unshare",
+    "nsenter",
+    "runuser",
+    "pkexec",
+}
+"""Wrappers that add no power of their own; `sudo`, `doas`, `chroot`, ... do."""
+_SCRIPT_OPTIONS = {
+    "su": frozenset({"-c", "--command"}),
+    "runuser": frozenset({"-c", "--command"}),
+    "flock": frozenset({"-c", "--command"}),
+    "script": frozenset({"-c", "--command"}),
+}
 """Options whose value is a command line to run."""
+_NO_COMMAND_OPTIONS = {"taskset": {"-p", "--pid"}, "chrt": {"-p", "--pid"}}
+"""Options with which a wrapper acts on a running process and runs no command."""
+SINK_VARIABLES = frozenset(
+    {"BASH_ENV", "ENV", "BASH_CMDS", "BASH_ALIASES", "PROMPT_COMMAND", "PS0", "PS1", "PS2"}
+    | {"PS3", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_LOADABLES_PATH", "EXECIGNORE"}
+)
+"""Variables whose value bash runs, or reads as code or configuration (and `BASH_FUNC_*`)."""
+LOADER_VARIABLES = frozenset(
+    {"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "PYTHONPATH", "PYTHONSTARTUP"}
+    | {"PYTHONHOME", "NODE_OPTIONS", "NODE_PATH", "PERL5OPT", "PERL5LIB", "RUBYOPT", "CDPATH"}
+    | {"GLOBIGNORE", "IFS", "SHELL", "EDITOR", "VISUAL", "PAGER", "GIT_DIR"}
+)
+"""Variables that change which program or code a later command runs (and every `GIT_*`)."""
+_NAME_BUILTINS = frozenset(
+    {"declare", "typeset", "local", "export", "readonly", "unset", "read", "mapfile"}
+    | {"readarray", "getopts", "wait", "let", "printf", "test", "[", "[["}
+)
+"""Builtins that take variable names, which bash may evaluate (`a[$(cmd)]`)."""
+_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v"})
+"""`[[ ]]` operators that evaluate their operands as arithmetic (or names)."""
+_SUBSTRING = re.compile(r"^\$\{[^}:]*:(?![-=+?])(.*)\}$", re.DOTALL)
+"""`${s:offset:length}`: the offset and length are arithmetic."""
+_ARITHMETIC_SYNTAX = re.compile(r"^\$?\(\(|\)\)$|^\[\[|\]\]$|(?<![\w])-[a-zA-Z]+\b")
+"""Brackets and test operators, removed before looking for names in arithmetic."""
+_NAMED = re.compile(r"[A-Za-z_$]")
+_DYNAMIC_NODES = {
+    "simple_expansion": "a parameter expansion",
+    "expansion": "a parameter expansion",
+    "command_substitution": "a command substitution",
+    "process_substitution": "a process substitution",
+    "arithmetic_expansion": "an arithmetic expansion",
+    "c_style_for_statement": "an arithmetic `for`",
+    "subscript": "an array subscript",
+}
+"""Constructs that compute words or evaluate arithmetic: a command using one is not static."""
+PLAIN_COMMANDS = frozenset(
+    {"echo", "printf", "cat", "ls", "pwd", "true", "false", ":", "test", "[", "cd", "grep"}
+    | {"head", "tail", "wc", "sort", "uniq", "cut", "tr", "diff", "stat", "file", "which"}
+    | {"type", "basename", "dirname", "realpath", "readlink", "date", "touch", "mkdir", "cp"}
+    | {"mv", "ln", "rm", "rmdir", "chmod", "chown", "chgrp", "tee", "sed", "awk", "export"}
+    | {"set", "exit", "return", "shift", "sleep", "id", "whoami", "uname", "env", "python"}
+    | {"python3", "pytest", "git", "make", "npm", "node", "uv", "pip", "cargo", "go", "rg"}
+    | {"command", "find", "man", "help", "info", "whereis", "whatis"}
+)
+"""Commands known not to run a command named by their arguments (a deny pattern's name
+as an argument of another command makes that command fail closed; see `could_run`).
+`env`, `command`, `find`, `git`, interpreters and build tools run code, but not an
+argument as a command name, or only in forms the analyser follows (`command rm`,
+`find -exec`); what they run from their own files is for the sandbox to contain."""
 _EXEC_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _SHELL_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 _SHELL_NOOP = frozenset({"--version", "--help", "-n"})
@@ -163,6 +278,21 @@ class SimpleCommand:
         """The values of the arguments (None where computed at run time)."""
         return tuple(word.value for word in self.words[1:])
 
+    def could_run(self, pattern: Sequence[str]) -> Match:
+        """Like `match`, and MAYBE when a command not known as plain names it as an argument.
+
+        For deny rules: `mywrapper rm -rf x` may run `rm`, so a deny pattern for `rm`
+        fails closed on it, unless the command is one of `PLAIN_COMMANDS`.
+        """
+        found = self.match(pattern)
+        if found is not Match.NO or self.name in PLAIN_COMMANDS or self.wrapper:
+            return found
+        for index in range(1, len(self.words)):
+            rest = SimpleCommand(self.words[index:], open_ended=self.open_ended)
+            if rest.match(pattern) is not Match.NO:
+                return Match.MAYBE
+        return Match.NO
+
     def show(self, words: int = 4) -> str:
         """The first `words` words as written, for messages."""
         raw = [word.text for word in self.words]
@@ -209,12 +339,26 @@ class Analysis:
         writes: Files written by output redirections (`> f`, `>> f`), where known.
         fork_bombs: Names of functions that start copies of themselves without end.
         parsed: False when the line is not valid shell syntax (an unknown is listed).
+        dynamic: Why the line is not fully static (an expansion, a substitution,
+            arithmetic, a computed variable name, an unknown command), first reason
+            first; empty when every word of every command is known before it runs.
     """
 
     commands: tuple[SimpleCommand, ...]
     writes: tuple[str, ...]
     fork_bombs: tuple[str, ...]
     parsed: bool
+    dynamic: tuple[str, ...] = ()
+
+    @property
+    def static(self) -> bool:
+        """Whether every word of every command is known before the line runs.
+
+        Only a static line can be allowed by a rule: anything computed could turn a
+        static-looking allowed command into another one (`git status $((v))` where
+        `v='x[$(rm f)]'` runs `rm f`).
+        """
+        return not self.dynamic
 
 
 def analyse(command: str) -> Analysis:
@@ -228,8 +372,13 @@ def analyse(command: str) -> Analysis:
     """
     walker = _Walker()
     walker.script(command, depth=0)
+    unknown = [f"{c.unknown}" for c in walker.commands if c.unknown is not None]
     return Analysis(
-        tuple(walker.commands), tuple(walker.writes), tuple(walker.fork_bombs), walker.parsed
+        tuple(walker.commands),
+        tuple(walker.writes),
+        tuple(walker.fork_bombs),
+        walker.parsed,
+        tuple(dict.fromkeys([*walker.dynamic, *unknown])),
     )
 
 
@@ -387,6 +536,7 @@ class _Walker:
     writes: list[str] = field(default_factory=list)
     fork_bombs: list[str] = field(default_factory=list)
     parsed: bool = True
+    dynamic: list[str] = field(default_factory=list)
 
     def script(self, source: str, *, depth: int) -> None:
         """Analyse one script: the whole line, or a script it runs."""
@@ -405,6 +555,58 @@ class _Walker:
                 self._redirect(node)
             elif node.type == "function_definition":
                 self._function(node)
+            elif node.type in {"declaration_command", "unset_command"}:
+                self._declaration(node)
+            elif node.type == "variable_assignment":
+                self._assignment(node)
+            self._judge(node)
+
+    def _judge(self, node: Node) -> None:
+        """Note why `node` makes the line not static, if it does.
+
+        Arithmetic that reads a variable (`(( v ))`, `$((v))`, `[[ $v -eq 0 ]]`,
+        `${s:v}`, `a[i]`) evaluates the variable's value, whose subscripts run command
+        substitutions (`v='x[$(rm f)]'`), and `${v@P}` expands a value as a prompt, which
+        runs them too: those are also unknown commands, so deny rules fail closed.
+        """
+        kind = node.type
+        text = node_text(node)
+        why = _DYNAMIC_NODES.get(kind)
+        if kind == "compound_statement" and text.startswith("(("):
+            why = "arithmetic"
+        elif kind == "test_command" and any(
+            node_text(child) in _ARITHMETIC_TESTS
+            for child in _nodes(node)
+            if child.type in {"test_operator", "unary_expression"} or not child.is_named
+        ):
+            why = "arithmetic or a variable name"
+        elif kind == "heredoc_body" and node.named_children:
+            why = "a here-document that expands parameters"
+        if why is None:
+            return
+        self.dynamic.append(f"`{_shorten(text)}` uses {why}")
+        if _evaluates_values(kind, text):
+            self._unknown(text, f"`{_shorten(text)}` may run code hidden in a variable's value")
+
+    def _declaration(self, node: Node) -> None:
+        """`declare`/`export`/`local`/`unset` ...: names with subscripts are computed."""
+        keyword = node_text(node.children[0]) if node.children else ""
+        for child in node.named_children:
+            text = node_text(child)
+            value = word(child).value if child.type != "variable_assignment" else text
+            if value is None or "[" in value:
+                self.dynamic.append(f"`{keyword}` is given the computed name `{_shorten(text)}`")
+            elif keyword == "export" and value.startswith("-") and "f" in value:
+                self._unknown(text, "`export -f` passes a function to every program run")
+
+    def _assignment(self, node: Node) -> None:
+        """An assignment to a variable bash runs as code fails closed."""
+        name = node.child_by_field_name("name")
+        text = node_text(name).partition("[")[0] if name is not None else ""
+        if text in SINK_VARIABLES or text.startswith("BASH_FUNC_"):
+            self._unknown(node_text(node), f"setting `{text}` makes bash run code from it")
+        elif _changes_what_runs(text):
+            self.dynamic.append(f"setting `{text}` changes what later commands run")
 
     def _unknown(self, text: str, reason: str) -> None:
         self.commands.append(SimpleCommand((Word(text, None),), open_ended=True, unknown=reason))
@@ -416,7 +618,7 @@ class _Walker:
         parts = [name, *node.children_by_field_name("argument")]
         self._simple(_joined_words(parts), depth, stdin=_stdin(node))
 
-    def _simple(
+    def _simple(  # noqa: C901, PLR0912 - one branch per way a command runs another
         self,
         words: tuple[Word, ...],
         depth: int,
@@ -432,6 +634,14 @@ class _Walker:
             self.commands.append(SimpleCommand(words, open_ended=open_ended, unknown=reason))
             return
         name = posixpath.basename(first.value) or first.value
+        sink = _code_sink(name, words)
+        if sink is not None:
+            self.commands.append(SimpleCommand(words, open_ended=True, unknown=sink))
+            return
+        self.dynamic += _not_static(name, words)
+        computed = _computed_name(name, words)
+        if computed is not None:
+            self._unknown(" ".join(w.text for w in words), computed)
         inner = _wrapped(name, words)
         scripts = list(_scripts(name, words, stdin))
         runs_other = (inner is not None and inner < len(words)) or bool(scripts)
@@ -451,6 +661,8 @@ class _Walker:
             self._unknown(first.text, f"`{_shorten(' '.join(w.text for w in words))}` runs a file")
         elif name in SHELLS and not scripts and _runs_input(words):
             self._unknown(first.text, f"`{name}` runs a script file or its standard input")
+        elif name == "script" and not scripts:
+            self._unknown(first.text, "`script` runs a shell on its standard input")
         if name == "find":
             for start, end in _find_actions(words):
                 unknown = tuple(Word(w.text, None) if w.value == "{}" else w for w in words)
@@ -558,11 +770,18 @@ def _heredoc(redirect: Node) -> Word:
     return Word(text, text if quoted or not expands else None)
 
 
-def _wrapped(name: str, words: tuple[Word, ...]) -> int | None:
+def _wrapped(name: str, words: tuple[Word, ...]) -> int | None:  # noqa: C901 - wrapper forms
     """Where the command run by a wrapper (`env`, `timeout 5`, `xargs`, ...) starts."""
     if name not in _WRAPPERS:
         return None
     valued, positional = _WRAPPERS[name]
+    values = {w.value for w in words}
+    if name == "runuser" and not {"-u", "--user"} & values:
+        positional = 1  # `runuser USER [-c COMMAND]`
+    if (name == "watch" and not {"-x", "--exec"} & values) or (
+        values & _NO_COMMAND_OPTIONS.get(name, set())
+    ):
+        return None  # `watch` joins its words into a script; `taskset -p` runs nothing
     index = 1
     while index < len(words):
         value = words[index].value
@@ -579,7 +798,10 @@ def _wrapped(name: str, words: tuple[Word, ...]) -> int | None:
             index += 1
         else:
             break
-    return index + positional
+    index += positional
+    if index < len(words) and words[index].value in _SCRIPT_OPTIONS.get(name, ()):
+        return None  # `flock FILE -c SCRIPT`: the script is parsed instead
+    return index
 
 
 def _scripts(name: str, words: tuple[Word, ...], stdin: Word | None) -> Iterator[Word]:
@@ -596,12 +818,168 @@ def _scripts(name: str, words: tuple[Word, ...], stdin: Word | None) -> Iterator
                 yield Word(argument.text, argument.value.partition("=")[2])
     elif name in _SCRIPT_OPTIONS:
         yield from (s for f, s in itertools.pairwise(arguments) if f.value in _SCRIPT_OPTIONS[name])
+    elif name in {"watch", "sg"}:
+        yield from _joined_scripts(name, arguments)
     elif name in SHELLS:
         index = shell_script(words)
         if index is not None:
             yield words[index]
         elif stdin is not None and _shell_operand(words) == len(words):
             yield stdin
+
+
+def _joined_scripts(name: str, arguments: tuple[Word, ...]) -> Iterator[Word]:
+    """The script `watch` or `sg GROUP [-c]` joins from its words."""
+    if name == "watch" and not {"-x", "--exec"} & {w.value for w in arguments}:
+        yield _joined_script(_after_options(arguments, _WRAPPERS["watch"][0]))
+    elif name == "sg" and len(arguments) > 1:
+        rest = arguments[2:] if arguments[1].value == "-c" else arguments[1:]
+        if rest:
+            yield _joined_script(rest)
+
+
+def _joined_script(words: Sequence[Word]) -> Word:
+    """The script a command joins from its words (`watch`, `sg`), or a computed one."""
+    values = [w.value for w in words]
+    text = " ".join(w.text for w in words)
+    return Word(text, None if None in values else " ".join(v or "" for v in values))
+
+
+def _after_options(words: Sequence[Word], valued: frozenset[str]) -> Sequence[Word]:
+    index = 0
+    while index < len(words):
+        value = words[index].value
+        if value == "--":
+            return words[index + 1 :]
+        if value is None or not value.startswith("-"):
+            break
+        index += 2 if value in valued else 1
+    return words[index:]
+
+
+_SINK_OPTIONS = {
+    "mapfile": ("-C", "`mapfile -C` runs a callback string"),
+    "readarray": ("-C", "`readarray -C` runs a callback string"),
+    "hash": ("-p", "`hash -p` makes a command name run another file"),
+    "complete": ("-C", "`complete -C` runs a command string"),
+    "compgen": ("-C", "`compgen -C` runs a command string"),
+    "bind": ("-x", "`bind -x` runs a command string"),
+    "enable": ("-f", "`enable -f` loads a builtin from a shared object"),
+}
+
+
+def _code_sink(name: str, words: tuple[Word, ...]) -> str | None:  # noqa: PLR0911 - one per sink
+    """Why `words` run a string as code in a way the analyser does not follow, or None."""
+    arguments = [w.value for w in words[1:]]
+    if name in _SCRIPT_OPTIONS:
+        return _joined_script_option(name, arguments)
+    if name == "trap":
+        actions = [a for a in arguments if a is None or not a.startswith("-")]
+        if actions and actions[0] not in {"", "-"} and len(actions) > 1:
+            return "`trap` runs a string as code when a signal comes"
+        return None
+    if name in _ALWAYS_SINKS:
+        return _ALWAYS_SINKS[name]
+    if name in _SINK_OPTIONS:
+        option, reason = _SINK_OPTIONS[name]
+        if any(a is None or (a.startswith("-") and option[1] in a[1:]) for a in arguments):
+            return reason
+        return None
+    if name == "env":
+        return _env_sink(arguments)
+    return None
+
+
+_ALWAYS_SINKS = {
+    "coproc": "`coproc` runs a command the analyser does not follow",
+    "parallel": "`parallel` builds its commands at run time",
+}
+
+
+def _joined_script_option(name: str, arguments: Sequence[str | None]) -> str | None:
+    """`su -lc 'cmd'`, `--command='cmd'`: a script option in a spelling not followed."""
+    for value in arguments:
+        if value is None or value.startswith("--"):
+            if value is not None and value.startswith("--command="):
+                return f"`{name} {value}` runs a command string in a form not followed"
+            continue
+        if value.startswith("-") and len(value) > 2 and "c" in value[1:]:  # noqa: PLR2004
+            return f"`{name} {value}` runs a command string in a form not followed"
+    return None
+
+
+def _env_sink(arguments: Sequence[str | None]) -> str | None:
+    """`env -S...`, `env --split-string=...`, `env BASH_ENV=...`, `env BASH_FUNC_x%%=...`."""
+    for value in arguments:
+        if value is None:
+            return None  # a computed word: the command it runs is unknown anyway
+        if value.startswith("--split-string") or (
+            value.startswith("-") and not value.startswith("--") and "S" in value
+        ):
+            return "`env -S` splits a string into a command at run time"
+        assigned = value.partition("=")[0] if "=" in value else None
+        if assigned in SINK_VARIABLES or (assigned or "").startswith("BASH_FUNC_"):
+            return f"setting `{assigned}` makes bash run code from it"
+        if not value.startswith("-") and "=" not in value:
+            break
+    return None
+
+
+def _not_static(name: str, words: tuple[Word, ...]) -> list[str]:
+    """Why the simple command `words` (named `name`) is not static."""
+    found: list[str] = []
+    if any(w.value is None for w in words):
+        found.append(f"`{_shorten(' '.join(w.text for w in words))}` has computed words")
+    if name == "env":
+        found += [
+            f"setting `{w.value.partition('=')[0]}` changes what later commands run"
+            for w in words[1:]
+            if w.value and "=" in w.value and _changes_what_runs(w.value.partition("=")[0])
+        ]
+    return found
+
+
+def _evaluates_values(kind: str, text: str) -> bool:
+    """Whether the construct `text` evaluates a variable's value as arithmetic or a prompt."""
+    if kind in {"expansion", "simple_expansion"}:
+        substring = _SUBSTRING.match(text)
+        return "@P" in text or (substring is not None and bool(_NAMED.search(substring[1])))
+    if kind == "subscript":
+        index = text.partition("[")[2].rpartition("]")[0]
+        return bool(_NAMED.search(index))
+    if kind == "c_style_for_statement":
+        text = text.partition("))")[0]
+    if kind in {"arithmetic_expansion", "compound_statement", "c_style_for_statement"} or (
+        kind == "test_command"
+    ):
+        return bool(_NAMED.search(_ARITHMETIC_SYNTAX.sub(" ", text).replace("for ((", "")))
+    return False
+
+
+def _changes_what_runs(variable: str) -> bool:
+    return variable in LOADER_VARIABLES or variable.startswith("GIT_")
+
+
+def _computed_name(name: str, words: tuple[Word, ...]) -> str | None:
+    """Why a builtin taking variable names may evaluate code in one, or None.
+
+    Bash evaluates the subscript of a name such as `x[$(rm f)]` as arithmetic, which
+    runs the substitution: `test -v`, `printf -v`, `read`, `declare`, ... given such a
+    name run hidden code, although every word is static.
+    """
+    if name not in _NAME_BUILTINS:
+        return None
+    values = [w.value for w in words[1:]]
+    if name == "let":
+        return "`let` evaluates arithmetic"
+    if name in {"test", "[", "printf"}:
+        flagged = [v for f, v in itertools.pairwise(values) if f == "-v"]
+    else:
+        flagged = values
+    for value in flagged:
+        if value is None or "[" in value.partition("=")[0]:
+            return f"`{name}` is given the computed variable name `{value or '...'}`"
+    return None
 
 
 def _shell_operand(words: Sequence[Word]) -> int:
@@ -672,8 +1050,11 @@ def _shorten(text: str, limit: int = 60) -> str:
 
 
 __all__ = [
+    "LOADER_VARIABLES",
     "MAX_DEPTH",
+    "PLAIN_COMMANDS",
     "SHELLS",
+    "SINK_VARIABLES",
     "Analysis",
     "Match",
     "SimpleCommand",

@@ -5,9 +5,12 @@ Executing backends take `env=` (variables to add, a mapping of names to values) 
 for all, `False` for none, or a list of names). The variables of `env=` are set last,
 so they win over inherited ones. Each backend states its default:
 
-- `LocalBackend(execute=True)`: everything this process has (`inherit_env=True`);
-- `LocalBackend(execute=True, sandbox="bwrap")`: only `MINIMAL_ENV` (`PATH`, `HOME`,
-  `LANG`, `TERM`, `TMPDIR`), so secrets in the agent's environment stay outside;
+- `LocalBackend(execute=True)` (sandboxed by default): only `MINIMAL_ENV` (`PATH`,
+  `HOME`, `LANG`, `TERM`, `TMPDIR`), so secrets in the agent's environment stay outside;
+  and whatever `inherit_env` says, a variable whose name looks like a secret
+  (`looks_secret`: `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, ...) is never inherited
+  into the sandbox: only `env=` can pass one;
+- `LocalBackend(execute=True, sandbox=None)`: everything this process has;
 - `SSHBackend`: the environment the server gives the session (`inherit_env=True`).
 """
 
@@ -26,6 +29,16 @@ InheritEnv = bool | Sequence[str]
 """`True` (all variables), `False` (none), or the names of those that pass through."""
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SECRET = re.compile(
+    r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE"
+    r"|CERT|_DSN$|^DSN$|DATABASE_URL|CONNECTION_STRING|WEBHOOK",
+    re.IGNORECASE,
+)
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a variable's name looks like it holds a secret (`OPENAI_API_KEY`, ...)."""
+    return _SECRET.search(name) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,14 +83,22 @@ class CommandEnv:
         """Whether commands get the whole environment, unchanged."""
         return self.inherit is True and not self.add
 
-    def build(self, base: Mapping[str, str]) -> dict[str, str]:
-        """The environment of a command, from the variables `base` has."""
+    def build(self, base: Mapping[str, str], *, secrets: bool = True) -> dict[str, str]:
+        """The environment of a command, from the variables `base` has.
+
+        Args:
+            base: The variables there are to inherit.
+            secrets: Inherit variables whose names look like secrets (`looks_secret`);
+                False drops them (those of `add` are always set). Default: True.
+        """
         if self.inherit is True:
             passed = dict(base)
         elif self.inherit is False:
             passed = {}
         else:
             passed = {name: base[name] for name in self.inherit if name in base}
+        if not secrets:
+            passed = {name: value for name, value in passed.items() if not looks_secret(name)}
         passed.update(self.add)
         return passed
 
@@ -106,4 +127,4 @@ def _check_name(name: object, where: str) -> None:
         )
 
 
-__all__ = ["MINIMAL_ENV", "CommandEnv", "InheritEnv"]
+__all__ = ["MINIMAL_ENV", "CommandEnv", "InheritEnv", "looks_secret"]

@@ -22,6 +22,9 @@ from langchain_fstools.core.wording import plural
 STDERR_MARK = b"[stderr] "
 """Prefix of every line a command wrote to standard error."""
 
+_CARRY = 4096
+"""Bytes of an unfinished line held back for `transform` (a path is never longer)."""
+
 
 class OutputBuffer:
     """A command's output up to a byte cap, keeping its head and its tail.
@@ -30,14 +33,22 @@ class OutputBuffer:
     kept and everything between is counted as dropped. Lines written to standard error
     are marked with `STDERR_MARK`.
 
+    With a `transform` (which hides host paths), each stream's output is transformed
+    whole lines at a time before anything is kept or cut, so a cut never leaves part of
+    a host path behind; a line longer than 8 KiB is transformed up to its last 4 KiB,
+    which wait for more.
+
     Args:
         limit: Most bytes of output kept (marks included). Must be positive.
+        transform: Applied to the output's text before the cap. Default: none.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, transform: Callable[[str], str] | None = None) -> None:
         """Start empty; raises ValueError for a cap below 2 bytes."""
         if limit < 2:  # noqa: PLR2004 - one byte for the head, one for the tail
             raise ValueError("limit must be at least 2 bytes")
+        self._transform = transform
+        self._pending = {False: b"", True: b""}
         self._head_limit = limit // 2
         self._head = bytearray()
         self._tail: deque[bytes] = deque()
@@ -56,6 +67,29 @@ class OutputBuffer:
         """
         if not data:
             return
+        if self._transform is None:
+            self._keep(data, stderr=stderr)
+            return
+        pending = self._pending[stderr] + data
+        end = pending.rfind(b"\n") + 1
+        if not end and len(pending) > 2 * _CARRY:
+            end = len(pending) - _CARRY
+        self._pending[stderr] = pending[end:]
+        if end:
+            self._keep(self._transformed(pending[:end]), stderr=stderr)
+
+    def _transformed(self, data: bytes) -> bytes:
+        assert self._transform is not None  # noqa: S101 - only called with one
+        text = data.decode("utf-8", "surrogateescape")
+        return self._transform(text).encode("utf-8", "surrogateescape")
+
+    def _flush(self) -> None:
+        for stderr in (False, True):
+            pending, self._pending[stderr] = self._pending[stderr], b""
+            if pending:
+                self._keep(self._transformed(pending), stderr=stderr)
+
+    def _keep(self, data: bytes, *, stderr: bool) -> None:
         if stderr:
             data = self._mark(data)
         self._line_start = data.endswith(b"\n")
@@ -95,6 +129,7 @@ class OutputBuffer:
 
     def text(self) -> str:
         """The kept output, with a line saying how much was cut where it was cut."""
+        self._flush()
         head = self._head.decode("utf-8", "replace")
         tail = b"".join(self._tail).decode("utf-8", "replace")
         if not self._dropped:

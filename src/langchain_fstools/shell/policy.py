@@ -11,9 +11,9 @@ before it runs (`$CMD`, `eval "$X"`, `source file`) is refused whenever a deny p
 could match it or an allow list is given.
 
 A policy is a guard against mistakes, not a security boundary: a command can still
-run a script file it wrote first, or a program that runs others. To contain what
-commands can do, run them in a sandbox
-(`LocalBackend(root, execute=True, sandbox="bwrap")`).
+run a script file it wrote first, or a program that runs others. What contains
+commands is the OS sandbox `LocalBackend(root, execute=True)` runs them in by default
+(see `shell.sandbox` and docs/sandbox.md).
 
 Example:
     ```python
@@ -80,17 +80,23 @@ class CommandPolicy:
        (`sudo`, `su`, `doas`, ...), shutdown and reboot, formatting or partitioning
        disks (`mkfs*`, `fdisk`, ...), writing to a device (`> /dev/sda`,
        `dd of=/dev/...`, `tee /dev/...`; `/dev/null` and the like are fine), recursive
-       `rm`, `chmod`, `chown` of `/`, a top-level directory or a home directory (and
-       `--no-preserve-root`), and fork bombs. These judge what can be known.
-    2. `deny`: a command matching any deny pattern is refused; so is one that cannot
-       be known before it runs (a command name built from `$VAR` or `$(...)`, `eval`
-       or `sh -c` of a computed script, `source` of a file, a line that does not
-       parse) when a deny pattern could match it.
-    3. `allow`: when given, every command must match an allow pattern (or be a harmless
-       builtin of `ALWAYS_ALLOWED`); a command that cannot be known before it runs is
-       refused, since it cannot be checked. Wrappers that only run another command
-       (`env`, `timeout`, `xargs`, `bash -c`, ...) need no pattern of their own;
-       `sudo` and `doas` do.
+       `rm`, `chmod`, `chown` and `find -delete` of `/`, a top-level directory or a
+       home directory however it is reached (`../../..`, `cd / && rm -rf *`,
+       `cd ~ && rm -rf .`; and `--no-preserve-root`), and fork bombs. These judge
+       what can be known.
+    2. `deny` (best effort): a command matching any deny pattern is refused; so is one
+       that cannot be known before it runs (a command name built from `$VAR` or
+       `$(...)`, `eval` or `sh -c` of a computed script, `source` of a file, a code
+       string given to `trap`, `mapfile -C`, `coproc`, `hash -p`, `env -S`, setting
+       `BASH_ENV` or `BASH_FUNC_*`, a line that does not parse) when a deny pattern
+       could match it, and a command not known as plain (`PLAIN_COMMANDS`) that names
+       a denied command among its arguments (an unlisted wrapper).
+    3. `allow`: when given, the line must be static (`Analysis.static`: no expansion,
+       substitution, arithmetic or computed variable name anywhere, since those can
+       run hidden code through an allowed command) and every command must match an
+       allow pattern (or be a harmless builtin of `ALWAYS_ALLOWED`). Wrappers that
+       only run another command (`env`, `timeout`, `xargs`, `bash -c`, ...) need no
+       pattern of their own; `sudo`, `doas`, `setpriv`, `unshare`, ... do.
 
     A pattern is a command prefix in shell words, each word an `fnmatch` glob: `"curl"`
     matches every `curl` command, `"git push"` matches `git push --force` but not
@@ -145,7 +151,7 @@ class CommandPolicy:
 
 def _denied(found: SimpleCommand, deny: Sequence[str]) -> CommandRefused | None:
     for pattern in deny:
-        match found.match(command_pattern(pattern)):
+        match found.could_run(command_pattern(pattern)):
             case Match.YES:
                 return CommandRefused(
                     "deny", f"`{found.show()}` matches the deny pattern {pattern!r}"
@@ -177,6 +183,12 @@ def _outside_allow_list(analysis: Analysis, allow: Sequence[str]) -> CommandRefu
         return CommandRefused(
             "allow", f"`{found.show()}` is not one of the allowed commands ({allowed})"
         )
+    if not analysis.static:
+        return CommandRefused(
+            "allow",
+            f"{analysis.dynamic[0]}, so what it runs cannot be checked against the allow list;"
+            " write every word out",
+        )
     return None
 
 
@@ -192,14 +204,41 @@ def _dangerous(analysis: Analysis) -> CommandRefused | None:
     for target in analysis.writes:
         if _is_device(target):
             return CommandRefused("device_write", f"writing to the device {target} is not allowed")
+    moved = any(found.name == "cd" and _cd_leaves(found) for found in analysis.commands)
     for found in analysis.commands:
-        refusal = _dangerous_command(found)
+        refusal = _dangerous_command(found, moved=moved)
         if refusal is not None:
             return refusal
     return None
 
 
-def _dangerous_command(found: SimpleCommand) -> CommandRefused | None:  # noqa: PLR0911 - one return per rule
+def _cd_leaves(found: SimpleCommand) -> bool:
+    """Whether a `cd` may go to `/`, a top-level or home directory, or above the workspace."""
+    targets = [a for a in found.arguments if a is None or not a.startswith("-") or a == "-"]
+    if not targets:
+        return True  # `cd` alone goes home
+    target = targets[0]
+    return target is None or target == "-" or _is_protected(target) or _climbs(target)
+
+
+def _climbs(path: str) -> bool:
+    """Whether a relative path only climbs (`..`, `../../..`, `../*`): toward `/`."""
+    if path.startswith(("/", "~")):
+        return False
+    parts = [p for p in posixpath.normpath(path).split("/") if p not in {"", "."}]
+    return bool(parts) and parts[0] == ".." and all(p in {"..", "*", ".*"} for p in parts)
+
+
+def _reaches_protected(value: str | None, raw: str, *, moved: bool) -> bool:
+    """Whether a target names `/`, a top-level or home directory, however spelled."""
+    if value is None:
+        return _HOME_EXPANSION.match(raw) is not None
+    if _is_protected(value) or _climbs(value):
+        return True
+    return moved and posixpath.normpath(value) in {".", "*", ".*"}
+
+
+def _dangerous_command(found: SimpleCommand, *, moved: bool) -> CommandRefused | None:  # noqa: PLR0911 - one return per rule
     name = found.name
     args = found.arguments
     if name is None:
@@ -222,11 +261,36 @@ def _dangerous_command(found: SimpleCommand) -> CommandRefused | None:  # noqa: 
             "device_write", f"writing to the device {_dd_target(name, devices[0])} is not allowed"
         )
     if name in {"rm", "chmod", "chown", "chgrp"}:
-        return _recursive_on_protected(found, name)
+        return _recursive_on_protected(found, name, moved=moved)
+    if name == "find":
+        return _find_on_protected(found, moved=moved)
     return None
 
 
-def _recursive_on_protected(found: SimpleCommand, name: str) -> CommandRefused | None:
+def _find_on_protected(found: SimpleCommand, *, moved: bool) -> CommandRefused | None:
+    """`find / -delete` (or `-exec rm|chmod ...`) of a protected directory."""
+    args = found.arguments
+    acts = {"-delete"} & {a for a in args if a is not None} or (
+        {"-exec", "-execdir", "-ok", "-okdir"} & {a for a in args if a is not None}
+        and {"rm", "chmod", "chown", "chgrp", "shred"} & {a for a in args if a is not None}
+    )
+    if not acts:
+        return None
+    for value, word in zip(args, found.words[1:], strict=True):
+        if value is not None and value.startswith(("-", "(", "!")):
+            break
+        if _reaches_protected(value, word.text, moved=moved):
+            return CommandRefused(
+                "recursive_delete",
+                f"`{found.show()}` would delete or change everything under {word.text}, a root,"
+                " top-level or home directory; name a directory inside the workspace",
+            )
+    return None
+
+
+def _recursive_on_protected(
+    found: SimpleCommand, name: str, *, moved: bool
+) -> CommandRefused | None:
     args = found.arguments
     raws = [word.text for word in found.words[1:]]
     options: list[str] = []
@@ -244,8 +308,7 @@ def _recursive_on_protected(found: SimpleCommand, name: str) -> CommandRefused |
     if not recursive:
         return None
     for value, raw in targets:
-        protected = _HOME_EXPANSION.match(raw) if value is None else _is_protected(value)
-        if protected:
+        if _reaches_protected(value, raw, moved=moved):
             action = "delete" if name == "rm" else "change"
             return CommandRefused(
                 "recursive_delete" if name == "rm" else "recursive_permissions",

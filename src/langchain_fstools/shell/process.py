@@ -13,8 +13,12 @@ The rules, in the order they apply:
    interleaved in the order they were read. Writes to the two streams that follow each
    other within microseconds may be read in either order: two pipes carry no common
    clock.
-3. At the deadline the whole process group gets SIGKILL (children and grandchildren
-   that stayed in the group, such as `sleep 1000 &`).
+3. At the deadline the process gets SIGTERM and up to `STOP_GRACE` seconds to end,
+   then the whole process group gets SIGKILL (children and grandchildren that stayed
+   in the group, such as `sleep 1000 &`). The process `LocalBackend` starts is the
+   confinement helper (`shell.confine`) or bubblewrap: on SIGTERM the helper kills
+   every process the command started, also those that left the group (`setsid`), and
+   bubblewrap's PID namespace ends with everything in it.
 4. Once the command has exited or been killed, the pipes get `grace` seconds to reach
    end of file. A process that left the group (`setsid`) may hold them open forever;
    it is not waited for.
@@ -43,6 +47,9 @@ if TYPE_CHECKING:
 DRAIN_GRACE = 0.5
 """Seconds the pipes may stay open after the command exited or was killed."""
 
+STOP_GRACE = 2.0
+"""Seconds the process has, after SIGTERM at the deadline, before SIGKILL."""
+
 _READ_SIZE = 64 * 1024
 _POLL = 0.05
 """Seconds between checks whether the command exited while its pipes stay quiet."""
@@ -56,6 +63,7 @@ def run_process(
     output_limit: int,
     env: Mapping[str, str] | None = None,
     grace: float = DRAIN_GRACE,
+    transform: Callable[[str], str] | None = None,
     on_output: Callable[..., None] | None = None,
 ) -> ExecutionResult:
     """Run `argv` in its own process group until it exits or `timeout` passes.
@@ -68,6 +76,8 @@ def run_process(
         env: Environment of the process. Default: this process's environment.
         grace: Seconds the pipes may stay open once the command ended. Default:
             `DRAIN_GRACE`.
+        transform: Applied to the output's text, whole lines at a time, before the
+            cap cuts it (see `OutputBuffer`). Default: none.
         on_output: Also called as `on_output(data, stderr=...)` with each chunk as it
             is read (e.g. `OutputReporter.add`, to stream it). Default: None.
 
@@ -77,7 +87,7 @@ def run_process(
     Raises:
         OSError: the program could not be started (missing, not executable, bad cwd).
     """
-    buffer = OutputBuffer(output_limit)
+    buffer = OutputBuffer(output_limit, transform)
     sink = buffer.add if on_output is None else _tee(buffer.add, on_output)
     deadline = time.monotonic() + timeout
     process = subprocess.Popen(  # noqa: S603 - the argv is the caller's, by design
@@ -131,7 +141,7 @@ def _pump(
                 if _has_exited(pid):
                     drain_until = now + grace
                 elif now >= deadline:
-                    _kill_group(pid)
+                    _stop(pid)
                     timed_out = True
                     drain_until = now + grace
             if drain_until is not None and (now >= drain_until or not selector.get_map()):
@@ -172,10 +182,20 @@ def _has_exited(pid: int) -> bool:
     return result is not None
 
 
+def _stop(pid: int) -> None:
+    """SIGTERM the process `pid`, give it `STOP_GRACE` seconds, then SIGKILL its group."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGTERM)
+    until = time.monotonic() + STOP_GRACE
+    while not _has_exited(pid) and time.monotonic() < until:
+        time.sleep(0.01)
+    _kill_group(pid)
+
+
 def _kill_group(pid: int) -> None:
     """SIGKILL every process of the group `pid` leads; a group already gone is fine."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
 
 
-__all__ = ["DRAIN_GRACE", "run_process"]
+__all__ = ["DRAIN_GRACE", "STOP_GRACE", "run_process"]

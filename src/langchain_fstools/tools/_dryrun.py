@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 
 from langchain_fstools import errors
 from langchain_fstools.backends.protocol import ABSENT, Backend
+from langchain_fstools.core.records import digest
 from langchain_fstools.core.results import EntryKind, FileInfo
 from langchain_fstools.formats import encoding
 from langchain_fstools.formats.diff import unified_patch
-from langchain_fstools.tools.targets import PlannedFile, Preview, digest
+from langchain_fstools.tools.targets import PlannedFile, Preview
 
 if TYPE_CHECKING:
     from langchain_fstools.core.results import ExecutionResult

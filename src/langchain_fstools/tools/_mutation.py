@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from langchain_fstools import errors
+from langchain_fstools.backends.protocol import ABSENT
 from langchain_fstools.core import calls
 from langchain_fstools.formats import encoding, syntax
 from langchain_fstools.formats.diff import snippet, unified_patch
@@ -106,10 +107,13 @@ def write_text(
     codec: encoding.TextCodec,
     old_text: str,
     expected_version: str,
+    whole: bool = False,
 ) -> Effect[Written]:
     """Encode and write `new_text` if the file is still at `expected_version`.
 
-    The agent is then recorded as knowing the whole new file.
+    The agent is then recorded as knowing the whole new file only when `whole` (it wrote
+    every line, or the file is new) or it had seen every line before; see
+    `tracking.after_write`.
 
     Raises:
         InvalidArgument: the text has characters the file's encoding cannot hold.
@@ -130,7 +134,14 @@ def write_text(
     reports = syntax_reports(scope, [(path, old_text, new_text)])
     info = yield from calls.write_bytes(path, data, expected_version=expected_version)
     lines = count_lines(new_text)
-    scope.reads.put(path, after_write(version=info.version, total_lines=lines))
+    record = after_write(
+        scope.reads.get(path),
+        previous_version=expected_version,
+        version=info.version,
+        total_lines=lines,
+        whole=whole or expected_version == ABSENT,
+    )
+    scope.reads.put(path, record)
     return Written(info, lines, old_text, new_text, scope.context.settings.diff_lines, reports)
 
 

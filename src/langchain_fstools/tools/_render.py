@@ -27,8 +27,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def render_error(exc: BaseException, *, tool: str) -> str:
-    """Return the model-facing sentence for `exc` raised by `tool`."""
+def render_error(exc: BaseException, *, tool: str, reader: str | None = None) -> str:
+    """Return the model-facing sentence for `exc` raised by `tool`.
+
+    `reader` names who must have read a file before writing it, where reads are kept
+    per client session (`"this MCP session"`); None for the agent itself.
+    """
+    if isinstance(exc, errors.NotReadYet) and reader is not None:
+        return _not_read_in_session(exc, reader)
     message = _known(exc)
     if message is None:
         logger.error("%s failed unexpectedly", tool, exc_info=exc)
@@ -37,6 +43,31 @@ def render_error(exc: BaseException, *, tool: str) -> str:
             "check the arguments and try again, or use another tool."
         )
     return message
+
+
+def _not_read_in_session(exc: errors.NotReadYet, reader: str) -> str:
+    """The refusal naming the session, and the fix for clients with a session per call."""
+    seen = "has read only part of" if exc.partially else "has not read"
+    whole = "the whole file " if exc.partially else ""
+    return (
+        f"Error: {reader} {seen} {exc.path}: read {whole}with read_file in this same "
+        "session, then retry (a client that opens a new session for every call, as "
+        "langchain-mcp-adapters' client.get_tools() does, must keep one session open "
+        "instead: client.session() with load_mcp_tools)."
+    )
+
+
+def _not_undone(
+    cause: Exception, restored: tuple[str, ...], kept: tuple[tuple[str, str], ...]
+) -> str:
+    """A patch that failed midway and could be undone only in part: who holds what."""
+    why = (_known(cause) or f"Error: {type(cause).__name__}.").removeprefix("Error: ")
+    lines = [f"Error: the patch failed and was only partly undone. Why it failed: {why}"]
+    if restored:
+        lines.append("Restored as before the patch: " + ", ".join(restored) + ".")
+    lines += [f"Not restored: {path} holds {holds}." for path, holds in kept]
+    lines.append("Read these files again before changing them.")
+    return "\n".join(lines)
 
 
 def render_validation_error(exc: ValidationError) -> str:
@@ -79,7 +110,17 @@ def _syntax_lines(reports: Sequence[SyntaxReport]) -> str:
     return "\n".join(rows)
 
 
-def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - one branch per error kind
+def _known(exc: BaseException) -> str | None:
+    """The message of an error this package knows, by family; None for any other."""
+    for family in _FAMILIES:
+        message = family(exc)
+        if message is not None:
+            return message
+    return None
+
+
+def _path_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one return per error kind
+    """Paths: invalid, outside, special, missing, too large to handle at once."""
     match exc:
         case errors.InvalidPath(path=path, reason=reason):
             return (
@@ -90,6 +131,43 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             return f"Error: {path!r} is outside the workspace. Use a path inside /."
         case errors.SpecialFile(path=path, kind=kind):
             return f"Error: {path} is a {kind}, not a regular file; it cannot be read or written."
+        case errors.FileTooLarge(path=path, size=size, limit=limit):
+            return (
+                f"Error: {path} is {plural(size, 'byte')}, above the {limit:,}-byte limit for this"
+                " operation; work on a smaller file or read it in windows with offset and limit."
+            )
+        case errors.MissingFile(path=path, suggestions=[_, *_] as suggestions):
+            return f"Error: {path} does not exist. Did you mean {' or '.join(suggestions)}?"
+        case errors.MissingFile(path=path):
+            return f"Error: {path} does not exist. Check the path with ls or glob."
+        case errors.NeedsWindow(path=path, size=size, limit=limit):
+            return (
+                f"Error: {path} is {plural(size, 'byte')}, more than the"
+                f" {plural(limit, 'byte')} read_file returns at once. Read it in windows with"
+                " offset and limit, or find the place with grep."
+            )
+    return None
+
+
+def _content_error(exc: BaseException) -> str | None:
+    """Content this tool cannot handle: binary files, notebooks, unreadable media."""
+    match exc:
+        case errors.BinaryFile(path=path):
+            return (
+                f"Error: {path} is a binary file (not text, an image, a PDF or a notebook),"
+                " so it cannot be shown or edited as text. Leave it as it is, or ask the user"
+                " how to handle it."
+            )
+        case errors.UseNotebookEdit(path=path):
+            return f"Error: {path} is a Jupyter notebook; use notebook_edit to change its cells."
+        case errors.UnreadableMedia(path=path, kind=kind, reason=reason):
+            return f"Error: cannot read the {kind} {path}: {reason}."
+    return None
+
+
+def _edit_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one return per error kind
+    """Reads, edits and searches: staleness, read-before-write, matching, arguments."""
+    match exc:
         case errors.VersionConflict(path=path) | errors.ChangedSinceRead(path=path):
             return (
                 f"Error: {path} has been modified since it was last read."
@@ -98,7 +176,8 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
         case errors.NotReadYet(path=path, partially=True):
             return (
                 f"Error: only part of {path} has been read."
-                " Read the whole file with read_file before overwriting it."
+                " Read the rest with read_file (your own edits do not count) before"
+                " overwriting it, or change only what you need with edit_file."
             )
         case errors.NotReadYet(path=path):
             return f"Error: {path} has not been read yet. Read it with read_file first, then retry."
@@ -119,27 +198,21 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 f"Error: {path} already exists and is not empty; an empty old_string only"
                 " creates new files. Use a non-empty old_string to edit it."
             )
-        case errors.BinaryFile(path=path):
-            return f"Error: {path} is a binary file; this tool handles text files only."
-        case errors.UseNotebookEdit(path=path):
-            return f"Error: {path} is a Jupyter notebook; use notebook_edit to change its cells."
-        case errors.FileTooLarge(path=path, size=size, limit=limit):
+        case errors.SearchFailed(reason=reason):
             return (
-                f"Error: {path} is {plural(size, 'byte')}, above the {limit:,}-byte limit for this"
-                " operation; work on a smaller file or read it in windows with offset and limit."
+                f"Error: the search failed ({reason})."
+                " Narrow the pattern, path or glob and try again."
             )
-        case errors.MissingFile(path=path, suggestions=[_, *_] as suggestions):
-            return f"Error: {path} does not exist. Did you mean {' or '.join(suggestions)}?"
-        case errors.MissingFile(path=path):
-            return f"Error: {path} does not exist. Check the path with ls or glob."
-        case errors.NeedsWindow(path=path, size=size, limit=limit):
-            return (
-                f"Error: {path} is {plural(size, 'byte')}, more than the"
-                f" {plural(limit, 'byte')} read_file returns at once. Read it in windows with"
-                " offset and limit, or find the place with grep."
-            )
-        case errors.UnreadableMedia(path=path, kind=kind, reason=reason):
-            return f"Error: cannot read the {kind} {path}: {reason}."
+        case errors.InvalidArgument(argument=argument, reason=reason):
+            return f"Error: invalid {argument}: {reason}."
+    return None
+
+
+def _patch_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one return per error kind
+    """Patches and syntax checks: parse errors, context, conflicts, partial undo."""
+    match exc:
+        case errors.PatchNotUndone(cause=cause, restored=restored, kept=kept):
+            return _not_undone(cause, restored, kept)
         case errors.PatchParseError(message=message, line=line):
             return (
                 f"Error: invalid patch at line {line}: {message}."
@@ -158,13 +231,12 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             )
         case errors.UnsupportedInvocation(reason=reason):
             return f"Error: {reason}. Nothing was changed."
-        case errors.SearchFailed(reason=reason):
-            return (
-                f"Error: the search failed ({reason})."
-                " Narrow the pattern, path or glob and try again."
-            )
-        case errors.InvalidArgument(argument=argument, reason=reason):
-            return f"Error: invalid {argument}: {reason}."
+    return None
+
+
+def _command_error(exc: BaseException) -> str | None:
+    """Commands: no execute, refused, no sandbox, timed out."""
+    match exc:
         case errors.ExecutionUnsupported(backend=backend):
             return (
                 f"Error: the {backend} backend cannot run commands;"
@@ -175,6 +247,12 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 f"Error: command refused: {reason}."
                 " Run another command, or ask the user to run this one."
             )
+        case errors.SandboxUnavailable(reason=reason):
+            return (
+                f"Error: commands cannot run: no OS sandbox can start here ({reason})."
+                " Use the file tools instead, and tell the user: they can fix the sandbox, or"
+                " opt out with sandbox=None, which runs commands unconfined (unsafe)."
+            )
         case errors.CommandTimedOut(timeout=timeout, output=output):
             notice = (
                 f"Error: the command did not finish within {plural(timeout, 'second')}"
@@ -182,21 +260,12 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 " less at once (e.g. a subset of the tests)."
             )
             return output.rstrip("\n") + "\n" + notice if output else notice
-        case errors.SSHConnectionFailed(reason=reason):
-            return (
-                f"Error: the remote workspace is unreachable over SSH ({reason});"
-                " try again shortly, and if it persists ask the user to check the server."
-            )
-        case errors.SSHAuthenticationFailed():
-            return (
-                "Error: the SSH server refused the login; ask the user to check the key"
-                " or agent configured for this workspace (retrying will not help)."
-            )
-        case errors.SSHHostKeyRejected():
-            return (
-                "Error: the SSH server's host key is not trusted (unknown or changed);"
-                " ask the user to verify it and add it to known_hosts (retrying will not help)."
-            )
+    return None
+
+
+def _permission_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one return per error kind
+    """Permissions, approvals and file history."""
+    match exc:
         case errors.PermissionDenied(tool=tool_name, operation="execute", reason=reason):
             return (
                 f"Error: {tool_name} was refused: {reason} does not allow running this"
@@ -224,6 +293,27 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
             )
         case errors.UnknownChange(key=key):
             return f"Error: there is no recorded change to {key} to undo."
+    return None
+
+
+def _remote_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one return per error kind
+    """What lies outside the workspace: SSH, graph state, the store."""
+    match exc:
+        case errors.SSHConnectionFailed(reason=reason):
+            return (
+                f"Error: the remote workspace is unreachable over SSH ({reason});"
+                " try again shortly, and if it persists ask the user to check the server."
+            )
+        case errors.SSHAuthenticationFailed():
+            return (
+                "Error: the SSH server refused the login; ask the user to check the key"
+                " or agent configured for this workspace (retrying will not help)."
+            )
+        case errors.SSHHostKeyRejected():
+            return (
+                "Error: the SSH server's host key is not trusted (unknown or changed);"
+                " ask the user to verify it and add it to known_hosts (retrying will not help)."
+            )
         case errors.NotInGraph(missing=missing):
             return f"Error: {missing}"
         case errors.InvalidStateRecord():
@@ -233,13 +323,20 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 f"Error: the file store failed ({reason})."
                 " Try the call again; if it keeps failing, tell the user."
             )
+    return None
+
+
+def _os_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one return per error kind
+    """Plain `OSError`s a backend raises, with the virtual path as their filename."""
+    match exc:
         case FileNotFoundError(filename=path):
             return f"Error: {path} does not exist. Check the path with ls or glob."
         case IsADirectoryError(filename=path):
             return f"Error: {path} is a directory, not a file. Use ls to list it."
         case NotADirectoryError(filename=path):
             return (
-                f"Error: a component of {path} is a file, not a directory. Check the path with ls."
+                f"Error: {path} cannot exist: a folder on its way is a file."
+                " List the folders above it with ls to find the right path."
             )
         case FileExistsError(filename=path):
             return f"Error: {path} already exists as a file. Choose another path."
@@ -253,6 +350,20 @@ def _known(exc: BaseException) -> str | None:  # noqa: C901, PLR0911, PLR0912 - 
                 " Check the path and try again."
             )
     return None
+
+
+_FAMILIES = (
+    _path_error,
+    _content_error,
+    _edit_error,
+    _patch_error,
+    _command_error,
+    _permission_error,
+    _remote_error,
+    _os_error,
+)
+"""The error families, each tried in turn (plain `OSError`s last: the package's own errors
+may subclass them)."""
 
 
 _SHOWN_LINES = 12

@@ -112,7 +112,7 @@ def list_files(
         total += len(kept) if listing.total is None else listing.total
         complete = complete and listing.complete
         skipped += listing.skipped
-        progress.report({"files": total})
+    progress.report({"files": total})  # once, when every part is counted
     return Listing(found, complete, total, skipped)
 
 
@@ -292,6 +292,16 @@ class ContentPage:
             self._keys.pop()
 
 
+def skipped_note(count: int) -> str:
+    """The line glob and grep add when `count` entries could not be read."""
+    entry = "entry" if count == 1 else "entries"
+    return (
+        f"({count:,} unreadable {entry}"
+        " (permission denied, removed during the search, or a storage error)"
+        " skipped; the results cover the rest.)"
+    )
+
+
 __all__ = [
     "ContentPage",
     "cut",
@@ -301,4 +311,5 @@ __all__ = [
     "list_files",
     "require_text",
     "search_root",
+    "skipped_note",
 ]

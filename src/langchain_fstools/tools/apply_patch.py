@@ -12,8 +12,8 @@ from langchain_fstools.formats.diff import snippet
 from langchain_fstools.formats.text import count_lines
 from langchain_fstools.patch.apply import commit, plan
 from langchain_fstools.patch.apply import summary as patch_summary
+from langchain_fstools.patch.argument import patch_paths, patch_text
 from langchain_fstools.patch.parser import parse_patch
-from langchain_fstools.patch.targets import patch_paths, patch_text
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools._mutation import changed, syntax_reports
 from langchain_fstools.tools.targets import Target
@@ -94,8 +94,11 @@ def run_patch(scope: CallScope, text: str, workdir: str = paths.ROOT) -> Effect[
     """Apply patch text as the apply_patch tool does, for tools that find a patch elsewhere.
 
     Meant for `execute`, to run `apply_patch <<'EOF' ...` commands in-process (see
-    `patch.invocation.parse_invocation`). Files the patch reads count as read; a file
-    changed since the agent's last read is refused. The syntax errors the patch
+    `patch.invocation.parse_invocation`). An Update or Delete needs no earlier read (the
+    chunks' context and removed lines are checked against the file), but a file the
+    agent read at another version is refused. Afterwards the agent may edit the files
+    the patch changed; it knows every line of a file only if it added it or had seen all
+    of it before, so a later full overwrite may still need a read. The syntax errors the patch
     introduces are reported, or (`syntax_check="refuse"`) the whole patch is refused.
 
     Args:
@@ -134,10 +137,14 @@ def run_patch(scope: CallScope, text: str, workdir: str = paths.ROOT) -> Effect[
         patch = change.unified_patch()
         version = versions.get(change.final_path)
         if version is not None:
-            scope.reads.put(
-                change.final_path,
-                after_write(version=version, total_lines=count_lines(change.new_text)),
+            record = after_write(
+                scope.reads.get(change.path),
+                previous_version=change.version,
+                version=version,
+                total_lines=count_lines(change.new_text),
+                whole=change.kind == "add",
             )
+            scope.reads.put(change.final_path, record)
         if change.kind == "update" and change.old_text != change.new_text:
             diffs.append(f"{change.final_path}:\n{snippet(patch, budget)}")
         files.append(

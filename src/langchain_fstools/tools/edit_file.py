@@ -125,7 +125,7 @@ def _create(
             raise errors.FileAlreadyExists(path)
         codec, expected = existing.codec, info.version
     written = yield from write_text(
-        scope, path, content, codec=codec, old_text="", expected_version=expected
+        scope, path, content, codec=codec, old_text="", expected_version=expected, whole=True
     )
     text = f"Created {path} ({plural(written.lines, 'line')}, {plural(written.info.size, 'byte')})."
     artifact = {

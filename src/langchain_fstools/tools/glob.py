@@ -76,11 +76,7 @@ class GlobTool(FileTool):
                 f"{plural(total, 'file')}. Use a more specific pattern or path.)"
             )
         if listing.skipped:
-            entry = "entry" if listing.skipped == 1 else "entries"
-            lines.append(
-                f"({listing.skipped:,} unreadable {entry} (permission denied, or removed"
-                " during the search) skipped; the results cover the rest.)"
-            )
+            lines.append(_search.skipped_note(listing.skipped))
         if not listing.complete:
             lines.append(
                 f"(The search stopped at its {scope.context.settings.search_timeout:g} s "

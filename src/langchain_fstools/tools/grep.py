@@ -154,7 +154,7 @@ class GrepTool(FileTool):
             shown = [_summary_line(h, args.output_mode) for h in window]
         text = note + _render(args, shown, total, offset, summaries, complete, scope)
         if outcome.skipped:
-            text += f"\n({_skipped(outcome.skipped)})"
+            text += f"\n{_search.skipped_note(outcome.skipped)}"
         artifact: dict[str, Any] = {
             "pattern": args.pattern,
             "path": root.path,
@@ -188,14 +188,6 @@ def _grep(
 def _shown(pattern: str, limit: int = 200) -> str:
     """`pattern` quoted for a reply, shortened when long."""
     return repr(pattern) if len(pattern) <= limit else repr(pattern[:limit]) + "…"
-
-
-def _skipped(count: int) -> str:
-    entry = "entry" if count == 1 else "entries"
-    return (
-        f"{count:,} unreadable {entry} (permission denied, or removed during the search)"
-        " skipped; the results cover the rest."
-    )
 
 
 def _not_a_regex(pattern: str) -> str:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from langchain_fstools import errors
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.wording import plural
 from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
@@ -43,7 +44,17 @@ class LsTool(FileTool):
 
     def _effect(self, scope: CallScope, args: LsArgs) -> Effect[ToolOutcome]:
         directory = paths.normalize(args.path)
-        entries = yield from calls.list_dir(directory)
+        try:
+            entries = yield from calls.list_dir(directory)
+        except NotADirectoryError:
+            info = yield from calls.stat(directory)
+            if info.is_dir:
+                raise
+            raise errors.InvalidArgument(
+                "path",
+                f"{directory} is a file, not a directory; read it with read_file,"
+                f" or list its directory with ls(path={paths.parent(directory)!r})",
+            ) from None
         limit = scope.context.settings.ls_limit
         shown = entries[:limit]
         lines = [entry.path + ("/" if entry.is_dir else "") for entry in shown]

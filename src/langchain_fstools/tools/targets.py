@@ -14,9 +14,10 @@ outside `tools/` needs to know a tool by its name:
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Literal
+
+from langchain_fstools.core.records import digest
 
 BOUNDED_OUTPUT = "bounded_output"
 """The tool-metadata key by which a tool says it bounds its own output, so eviction
@@ -60,7 +61,7 @@ class PlannedFile:
     @property
     def digest(self) -> str | None:
         """SHA-256 of the post-image (None for a removal): what approval pins."""
-        return None if self.after is None else hashlib.sha256(self.after).hexdigest()
+        return None if self.after is None else digest(self.after)
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,4 @@ class Preview:
     error: str | None = None
 
 
-def digest(data: bytes) -> str:
-    """SHA-256 of `data`, as `PlannedFile.digest` gives it."""
-    return hashlib.sha256(data).hexdigest()
-
-
-__all__ = ["BOUNDED_OUTPUT", "Operation", "PlannedFile", "Preview", "Target", "digest"]
+__all__ = ["BOUNDED_OUTPUT", "Operation", "PlannedFile", "Preview", "Target"]

@@ -113,8 +113,8 @@ class FileToolkit(BaseToolkit):
         unservable = [name for name in names if not _servable(name, backend)]
         if unservable:
             raise ValueError(
-                f"the {backend.kind} backend cannot run commands, so it cannot serve"
-                f" {unservable}; use a backend with supports_execute (e.g. LocalBackend)"
+                f"the {backend.kind} backend does not run commands, so it cannot serve"
+                f" {unservable}; {_how_to_execute(backend)}"
             )
         known = {f.name for f in dataclasses.fields(ToolSettings)}
         unknown_settings = sorted(set(settings) - known)
@@ -155,6 +155,14 @@ FileToolkit.__doc__ = (FileToolkit.__doc__ or "").rstrip() + _settings_doc() + "
 def _needs_read(name: str) -> bool:
     """Whether the tool `name` changes only files the agent has read."""
     return bool(getattr(TOOL_CLASSES[name], "needs_read", False))
+
+
+def _how_to_execute(backend: Backend) -> str:
+    """What to do so that `backend`'s commands can be served."""
+    cls = type(backend)
+    if "execute" in inspect.signature(cls).parameters:
+        return f"build it with {cls.__name__}(..., execute=True)"
+    return "use a backend that runs commands: LocalBackend(root, execute=True) or SSHBackend"
 
 
 def _servable(name: str, backend: Backend) -> bool:

@@ -8,6 +8,8 @@ result is still in the conversation as the model sees it: each record names the 
 call that showed it, and the stub is given only when that call's `ToolMessage` is still
 in `state["messages"]`, not summarised away (`SummarizationMiddleware`) and not cleared
 (`ContextEditingMiddleware`, seen by `FilesystemMiddleware` in the requests it wraps).
+Where no conversation can be seen (a standalone toolkit, an MCP server), a repeated read
+returns the content.
 
 Inside a graph the records live in graph state under `file_reads` (per thread, kept by
 the checkpointer); a graph without that channel, or a call outside any graph, uses the
@@ -27,7 +29,7 @@ from typing import (
 
 from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
-from langchain_fstools.backends.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
+from langchain_fstools.channels.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
 from langchain_fstools.core.reducers import merge_keyed
 
 READS_KEY = "file_reads"
@@ -87,7 +89,7 @@ ReadsChannel = Annotated[
 """State annotation of the `file_reads` channel; declare it `NotRequired[ReadsChannel]`.
 
 A delta channel, as `files` is: checkpoints store each call's new records (and a full
-snapshot as often as `backends.cadence` decides), not every record at every step."""
+snapshot as often as `channels.cadence` decides), not every record at every step."""
 
 
 def after_read(
@@ -113,11 +115,39 @@ def after_read(
     return ReadRecord(version=version, ranges=ranges, total_lines=total_lines, view=view)
 
 
-def after_write(*, version: str, total_lines: int) -> ReadRecord:
-    """Return the record for a file the agent itself just wrote: it knows every line."""
+def after_write(
+    previous: ReadRecord | None,
+    *,
+    previous_version: str,
+    version: str,
+    total_lines: int,
+    whole: bool = False,
+) -> ReadRecord:
+    """Return the record of a file the agent itself just changed.
+
+    The agent knows every line of the new file only when it wrote all of it (`whole`:
+    a new file, a full overwrite) or had seen every line of the version it changed; an
+    edit of a partly read file leaves the rest unseen, so a later full overwrite still
+    needs a read of the whole file. Either way the record carries the new version, so
+    further edits are allowed and a change on storage is still detected.
+
+    Args:
+        previous: The record before the change, if any.
+        previous_version: The version the change was made against (`ABSENT` for a new
+            file).
+        version: The file's version after the change.
+        total_lines: The new file's line count.
+        whole: Whether the change wrote every line of the file.
+    """
+    knew_all = (
+        previous is not None
+        and previous["version"] == previous_version
+        and saw_everything(previous)
+    )
+    seen = [[1, total_lines]] if (whole or knew_all) and total_lines else []
     return ReadRecord(
         version=version,
-        ranges=[[1, total_lines]] if total_lines else [],
+        ranges=seen,
         total_lines=total_lines,
         view="",
     )
@@ -238,13 +268,14 @@ class ReadTracker:
     def _shown_in(self, state: Any) -> Callable[[str], bool]:
         """Whether a call's result is still in the conversation of `state`.
 
-        Without a `messages` channel (a direct call, a graph without a conversation)
-        the caller saw every result, so only cleared calls count as unseen.
+        Without a `messages` channel (a direct call, an MCP client, a graph without a
+        conversation) nothing can tell whether the caller still has an earlier result
+        (a client may have compacted its context), so none counts as shown.
         """
         cleared = self._cleared
         messages = state.get("messages") if isinstance(state, Mapping) else None
         if not isinstance(messages, Sequence):
-            return lambda call_id: call_id not in cleared
+            return lambda _call_id: False
 
         def shown(call_id: str) -> bool:
             if not call_id or call_id in cleared:

@@ -51,6 +51,7 @@ class WriteFileTool(FileTool):
     args_schema: type[WriteFileArgs] = WriteFileArgs
     read_only: bool = False
     needs_read: ClassVar[bool] = True
+    idempotent: ClassVar[bool | None] = True  # the same content twice leaves one file
 
     def targets(self, args: WriteFileArgs) -> list[Target]:
         """A write of `file_path`."""
@@ -73,7 +74,13 @@ class WriteFileTool(FileTool):
             if _mostly_crlf(old_text):
                 content = content.replace("\r\n", "\n").replace("\n", "\r\n")
         written = yield from write_text(
-            scope, path, content, codec=codec, old_text=old_text, expected_version=expected
+            scope,
+            path,
+            content,
+            codec=codec,
+            old_text=old_text,
+            expected_version=expected,
+            whole=True,
         )
         verb = "Created" if info is None else "Updated"
         text = (

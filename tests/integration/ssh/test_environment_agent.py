@@ -1,4 +1,4 @@
-"""Issue 14: the command environment through an agent with a checkpointer, on local disk,
+"""The command environment through an agent with a checkpointer, on local disk,
 in the bwrap sandbox and over SSH: the agent's secrets stay out, `env=` goes in."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 17: the MCP server over its other backends, started as a user would start it:
+"""The MCP server over its other backends, started as a user would start it:
 `--postgres URL` (files in a PostgreSQL store) and `--ssh HOST` (files on a remote host)."""
 
 from __future__ import annotations

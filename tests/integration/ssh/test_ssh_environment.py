@@ -1,4 +1,4 @@
-"""Issue 14: over SSH commands get the session's environment plus `env=`, or less."""
+"""Over SSH commands get the session's environment plus `env=`, or less."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Search on an SSH server without rg, by the server's Python (issue 19).
+"""Search on an SSH server without rg, by the server's Python.
 
 The same requests (every output mode, globs, types, ignore files, hidden files, case,
 multiline, context) must give the same text through the server's rg, the engine run

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
-from langchain_fstools.backends.cadence import ScaledDeltaChannel
 from langchain_fstools.backends.state import FilesChannel, file_record, merge_files, record_bytes
+from langchain_fstools.channels.cadence import ScaledDeltaChannel
 
 
 def _merge(current: dict[str, int] | None, writes: list[dict[str, int]]) -> dict[str, int]:

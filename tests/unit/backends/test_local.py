@@ -697,12 +697,23 @@ def test_walk_is_depth_first_sorted_and_skips_symlinked_directories(
     assert list(backend.walk("/")) == list(Backend.walk(backend, "/"))
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_permission_denied_names_the_virtual_path(root: Path, backend: LocalBackend) -> None:
-    (root / "inside.txt").chmod(0)
+def test_permission_denied_names_the_virtual_path(
+    root: Path, backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel's EACCES (simulated: root reads files whatever their mode, and CI runs as
+    root) reaches the caller with the virtual path and no host path."""
+    real_open = os.open
+
+    def denying(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if os.fsdecode(path).endswith("inside.txt"):
+            raise PermissionError(errno.EACCES, "Permission denied", os.fsdecode(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denying)
     with pytest.raises(PermissionError) as caught:
         backend.read_bytes("/inside.txt")
     assert (caught.value.errno, caught.value.filename) == (errno.EACCES, "/inside.txt")
+    assert_no_host_path(caught.value, root.parent)
 
 
 def test_missing_file_error_names_the_virtual_path(root: Path, backend: LocalBackend) -> None:
@@ -713,8 +724,13 @@ def test_missing_file_error_names_the_virtual_path(root: Path, backend: LocalBac
 
 
 def test_root_must_be_an_existing_directory(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="existing directory"):
+    with pytest.raises(ValueError, match="existing directory") as caught:
         LocalBackend(tmp_path / "missing")
+    assert f"{str(tmp_path / 'missing')!r}" in str(caught.value)
+    assert "does not exist: create it first" in str(caught.value)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="is a file"):
+        LocalBackend(tmp_path / "file")
 
 
 # ----- async twins ---------------------------------------------------------------------------------

@@ -1,10 +1,14 @@
-"""Local commands: process groups, deadlines, output, exit codes, and the bwrap sandbox."""
+"""Local commands: process groups, deadlines, output, exit codes, and the sandbox.
+
+Every test of process handling runs twice: in the default sandbox and with
+`sandbox=None` (unconfined, reaped by the helper). Processes are found on the host by a
+unique `sleep` duration, since pids inside the sandbox's PID namespace differ.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -13,6 +17,7 @@ import pytest
 
 from langchain_fstools import LocalBackend
 from langchain_fstools.shell.process import run_process
+from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Sandbox
 
 
 def _alive(pid: int) -> bool:
@@ -33,37 +38,105 @@ def _gone(pid: int, within: float = 2.0) -> bool:
     return True
 
 
-@pytest.fixture
-def backend(tmp_path: Path) -> LocalBackend:
+@pytest.fixture(params=["sandboxed", "unconfined"])
+def backend(tmp_path: Path, request: pytest.FixtureRequest) -> LocalBackend:
     root = tmp_path / "workspace"
     root.mkdir()
+    if request.param == "unconfined":
+        return LocalBackend(root, execute=True, sandbox=None)
     return LocalBackend(root, execute=True)
+
+
+def _duration() -> str:
+    """A `sleep` duration no other process uses, to find the sleeper on the host."""
+    return f"{1000 + time.monotonic_ns() % 1_000_000}.{os.getpid()}"
+
+
+def _sleeping(duration: str) -> list[int]:
+    """Host pids of live `sleep DURATION` processes."""
+    found = []
+    wanted = f"sleep\0{duration}\0".encode()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmdline == wanted and _alive(int(entry.name)):
+                found.append(int(entry.name))
+    return found
+
+
+def _none_left(duration: str, within: float = 2.0) -> bool:
+    deadline = time.monotonic() + within
+    while _sleeping(duration):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_timeout_kills_a_grandchild_holding_the_pipe_and_returns_promptly(
     backend: LocalBackend,
 ) -> None:
     started = time.monotonic()
+    sleep = _duration()
     result = backend.execute(
-        "sleep 1000 & echo grandchild $!; sleep 1000", timeout=1, output_limit=10_000
+        f"sleep {sleep} & echo grandchild; sleep 1000", timeout=1, output_limit=10_000
     )
     elapsed = time.monotonic() - started
     assert result.timed_out
     assert result.exit_code is None
+    assert result.output == "grandchild\n"
     assert 1 <= elapsed < 3
-    pid = int(result.output.split()[1])
-    assert _gone(pid), f"grandchild {pid} survived the timeout"
+    assert _none_left(sleep), "the grandchild survived the timeout"
 
 
 def test_background_process_left_by_a_finished_command_does_not_hold_the_call(
     backend: LocalBackend,
 ) -> None:
     started = time.monotonic()
-    result = backend.execute("sleep 1000 & echo bg $!", timeout=30, output_limit=10_000)
+    sleep = _duration()
+    result = backend.execute(f"sleep {sleep} & echo bg", timeout=30, output_limit=10_000)
     assert time.monotonic() - started < 3
     assert not result.timed_out
     assert result.exit_code == 0
-    assert _gone(int(result.output.split()[1]))
+    assert _none_left(sleep)
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "setsid sleep {d} &",
+        "(setsid sleep {d} &)",
+        "nohup setsid sleep {d} >/dev/null 2>&1 &",
+        (
+            "python3 -c 'import os\nif os.fork() == 0:\n os.setsid()\n"
+            ' if os.fork() == 0: os.execvp("sleep", ["sleep", "{d}"])\''
+        ),
+        "setsid -f sleep {d}",
+    ],
+)
+def test_no_process_outlives_the_call_however_it_detached(
+    backend: LocalBackend, spelling: str
+) -> None:
+    sleep = _duration()
+    result = backend.execute(
+        spelling.format(d=sleep) + "\nsleep 0.3; echo started", timeout=30, output_limit=1000
+    )
+    assert result.output.endswith("started\n"), result.output
+    assert _none_left(sleep), f"{spelling!r} left a process behind"
+
+
+def test_no_process_outlives_a_timeout_however_it_detached(backend: LocalBackend) -> None:
+    sleep = _duration()
+    result = backend.execute(
+        f"(setsid sleep {sleep} &); nohup setsid sleep {sleep} >/dev/null 2>&1 & sleep 1000",
+        timeout=1,
+        output_limit=1000,
+    )
+    assert result.timed_out
+    assert _none_left(sleep)
 
 
 def test_a_command_that_closes_its_pipes_still_meets_its_deadline(backend: LocalBackend) -> None:
@@ -108,10 +181,11 @@ def test_the_working_directory_is_the_root_and_shows_as_slash(backend: LocalBack
     assert (backend.host_path("/made-here")).is_file()
 
 
-def test_the_roots_host_path_never_appears_in_output(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sandbox", [DEFAULT_SANDBOX, None])
+def test_the_roots_host_path_never_appears_in_output(tmp_path: Path, sandbox: Sandbox) -> None:
     root = tmp_path / "workspace"
     (root / "src").mkdir(parents=True)
-    backend = LocalBackend(root, execute=True)
+    backend = LocalBackend(root, execute=True, sandbox=sandbox)
     result = backend.execute(
         "echo $PWD/src; cat missing 2>&1; cd src && pwd; ls nothing-here",
         timeout=10,
@@ -151,17 +225,8 @@ def test_an_unknown_sandbox_is_refused(tmp_path: Path) -> None:
         LocalBackend(tmp_path, execute=True, sandbox="docker")  # type: ignore[arg-type]
 
 
-def test_bwrap_missing_is_a_clear_error_not_a_downgrade(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with pytest.raises(ValueError, match="needs bubblewrap"):
-        LocalBackend(tmp_path, execute=True, sandbox="bwrap")
-
-
 @pytest.fixture
 def sandboxed(tmp_path: Path) -> LocalBackend:
-    assert shutil.which("bwrap"), "bubblewrap is not installed (see .ci/run)"
     root = tmp_path / "workspace"
     root.mkdir()
     return LocalBackend(root, execute=True, sandbox="bwrap")
@@ -173,7 +238,7 @@ def test_sandbox_lets_the_workspace_be_written(sandboxed: LocalBackend) -> None:
     )
     assert (result.output, result.exit_code) == ("hi\n", 0)
     assert sandboxed.host_path("/inside.txt").read_text() == "hi\n"
-    assert sandboxed.sandbox == "bwrap"
+    assert sandboxed.sandbox == Sandbox(method="bwrap")
 
 
 def test_sandbox_refuses_writes_outside_the_workspace(sandboxed: LocalBackend) -> None:
@@ -225,3 +290,17 @@ def _sleepers_of(backend: LocalBackend) -> list[int]:
         if cmdline == b"sleep\x001000\x00" and cwd == root and _alive(int(entry.name)):
             found.append(int(entry.name))
     return found
+
+
+@pytest.mark.parametrize("limit", [50, 333, 1000])
+def test_the_cap_never_leaves_part_of_the_roots_host_path(tmp_path: Path, limit: int) -> None:
+    root = tmp_path / "a-rather-long-workspace-name-for-the-test"
+    root.mkdir()
+    backend = LocalBackend(root, execute=True)
+    result = backend.execute(
+        "for i in $(seq 300); do echo $PWD/src; done", timeout=20, output_limit=limit
+    )
+    assert result.dropped_bytes > 0
+    assert "rather-long" not in result.output
+    assert "pytest" not in result.output
+    assert result.output.endswith("/src\n")

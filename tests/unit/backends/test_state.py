@@ -23,6 +23,7 @@ from langchain_fstools.backends.state import (
     FileRecord,
     FilesState,
     StateBackend,
+    file_bytes,
     file_record,
     merge_files,
     record_bytes,
@@ -156,7 +157,7 @@ def test_unbound_state_update_is_empty() -> None:
     assert StateBackend().state_update() == {}
 
 
-def test_issue_15_state_without_files_channel_is_refused_naming_the_fix() -> None:
+def test_state_without_files_channel_is_refused_naming_the_fix() -> None:
     with pytest.raises(NotInGraph) as raised:
         StateBackend().bind(SimpleNamespace(state={"messages": []}))
     assert "no 'files' channel" in raised.value.missing
@@ -226,13 +227,25 @@ def test_a_file_created_and_deleted_in_one_call_leaves_no_trace() -> None:
     assert fresh.state_update() == {}
 
 
-def test_writes_record_their_parent_directories() -> None:
-    view = bind()
+def test_writes_add_no_records_for_their_parent_directories() -> None:
+    view = bind({"/src/app.py": record("x = 1\n")})
     info = view.write_bytes("/a/b/c.txt", b"deep")
+    view.write_bytes("/src/app.py", b"x = 2\n")
     assert (info.path, info.kind, info.size) == ("/a/b/c.txt", EntryKind.FILE, 4)
     files = view.state_update()["files"]
-    assert sorted(files) == ["/a", "/a/b", "/a/b/c.txt"]
-    assert files["/a"]["kind"] == files["/a/b"]["kind"] == "directory"
+    assert sorted(files) == ["/a/b/c.txt", "/src/app.py"]
+    assert [(e.name, e.kind) for e in view.list_dir("/a")] == [("b", EntryKind.DIRECTORY)]
+    assert view.stat("/a/b").kind is EntryKind.DIRECTORY
+
+
+def test_a_move_keeps_the_source_folder_and_adds_no_target_folder_records() -> None:
+    view = bind({"/old/only.txt": record("x")})
+    view.move("/old/only.txt", "/new/deep/only.txt")
+    files = view.state_update()["files"]
+    assert files["/old"]["kind"] == "directory"  # emptied, but stays as after rename(2)
+    assert "/new" not in files
+    assert "/new/deep" not in files
+    assert view.list_dir("/new") == [view.stat("/new/deep")]
 
 
 def test_later_calls_see_the_merged_update() -> None:
@@ -298,7 +311,7 @@ def test_one_directory_answers_see_this_calls_writes_and_deletes() -> None:
     view = bind(base)
     view.delete("/d/gone.txt")
     view.write_bytes("/d/new.txt", b"n")
-    view.write_bytes("/e/f/g.txt", b"g")  # /e gets directory records
+    view.write_bytes("/e/f/g.txt", b"g")  # /e and /e/f exist through the path alone
     assert view.exists("/e/f")
     assert not view.exists("/d/gone.txt")
     assert not view.exists("/d/old.txt/x")
@@ -549,8 +562,7 @@ def test_files_live_in_checkpoints_and_stay_small(
 
     files = graph.get_state(config).values["files"]
     expected = {target(seed): _payload(seed) for seed in range(WRITES)}
-    assert {p: record_bytes(r) for p, r in files.items() if r["kind"] == "file"} == expected
-    assert files["/out"]["kind"] == "directory"
+    assert {p: record_bytes(r) for p, r in files.items()} == expected  # no folder records
 
     delta_bytes, plain_bytes = _stored_bytes(saver), _stored_bytes(plain_saver)
     message = (
@@ -624,7 +636,7 @@ def test_long_threads_cross_snapshots_and_replay_exactly() -> None:
     assert snapshots, "more than 50 updates must have written a snapshot"
 
 
-# ----- seeding and malformed records (issue 15) -------------------------------------------------
+# ----- seeding and malformed records -------------------------------------------------
 
 
 def test_seed_builds_file_records_from_text_and_bytes() -> None:
@@ -675,3 +687,17 @@ def test_a_malformed_record_is_refused_naming_the_state(value: Any, found: str) 
     for use in (lambda: view.read_bytes("/n"), lambda: view.list_dir("/")):
         with pytest.raises(InvalidStateRecord):
             use()
+
+
+def test_file_bytes_decodes_binary_records_and_refuses_directory_records() -> None:
+    binary = b"\x00\xff\x10PNG"
+    view = bind()
+    view.write_bytes("/img.bin", binary)
+    view.mkdir("/empty")
+    files = merge_files({}, [view.state_update()["files"]])
+    assert files["/img.bin"]["encoding"] == "base64"
+    assert file_bytes(files, "/img.bin") == binary
+    with pytest.raises(IsADirectoryError):
+        file_bytes(files, "/empty")
+    with pytest.raises(FileNotFoundError):
+        file_bytes(None, "/img.bin")

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
+from langchain_fstools.backends.guarded import BackendView, GuardedBackend
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.core import calls
-from langchain_fstools.middleware.approval import CallGuard
-from langchain_fstools.middleware.history import HISTORY_KEY
-from langchain_fstools.middleware.policy import Permission, Policy
-from langchain_fstools.middleware.recording import RecordingBackend
-from langchain_fstools.middleware.views import GuardedBackend
+from langchain_fstools.history.changes import HISTORY_KEY
+from langchain_fstools.history.recording import RecordingBackend
+from langchain_fstools.permissions.gate import CallGuard
+from langchain_fstools.permissions.rules import Permission, Policy
 from langchain_fstools.search import engine
 
 FILES = {"/a.txt": b"a\n", "/Secret/k.txt": b"k\n", "/.env": b"TOKEN=1\n"}
@@ -146,3 +146,19 @@ def test_no_tool_call_means_no_recording(tmp_path: Path) -> None:
     backend = RecordingBackend(inner).bind(None)
     backend.write_bytes("/a.txt", b"z")
     assert HISTORY_KEY not in backend.state_update()
+
+
+def test_a_view_forwards_every_backend_method() -> None:
+    """`BackendView` overrides each public method of the contract.
+
+    So `write_many`, once missed, cannot be again; `bind` is each concrete view's own.
+    """
+    contract = {
+        name
+        for name, member in vars(Backend).items()
+        if not name.startswith("_") and (callable(member) or isinstance(member, property))
+    }
+    assert {"write_many", "awrite_many", "read_bytes", "aexecute"} <= contract
+    assert sorted(contract - set(vars(BackendView)) - {"bind"}) == []
+    for view in (GuardedBackend, RecordingBackend):
+        assert "bind" in vars(view), view

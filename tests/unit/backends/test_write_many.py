@@ -13,11 +13,11 @@ import pytest
 from langchain_fstools import LocalBackend
 from langchain_fstools.backends import local
 from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo, Write
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.errors import PartialWrite, VersionConflict
-from langchain_fstools.middleware.recording import RecordingBackend
-from langchain_fstools.middleware.views import GuardedBackend
+from langchain_fstools.history.recording import RecordingBackend
 from langchain_fstools.patch import apply_patch
 from tests.unit.patch.failing import FailingWrites
 
@@ -211,7 +211,7 @@ def test_async_batches_on_every_backend_kind(tmp_path: Path) -> None:
     infos = asyncio.run(bound.awrite_many([Write("/x/a.txt", b"a"), Write("/mem/b.txt", b"b")]))
     assert [i.path for i in infos] == ["/x/a.txt", "/mem/b.txt"]
     assert (tmp_path / "x" / "a.txt").read_bytes() == b"a"
-    assert set(bound.state_update()["files"]) == {"/mem", "/mem/b.txt"}
+    assert set(bound.state_update()["files"]) == {"/mem/b.txt"}  # no folder record
     with pytest.raises(IsADirectoryError):
         bound.write_many([Write("/x/c.txt", b"c"), Write("/mem", b"m")])
     assert not (tmp_path / "x" / "c.txt").exists()

@@ -1,4 +1,4 @@
-"""Issue 16: counts in model-facing text agree with their nouns."""
+"""Counts in model-facing text agree with their nouns."""
 
 from __future__ import annotations
 
@@ -31,12 +31,12 @@ def test_plural(count: float, noun: str, irregular: str | None, expected: str) -
     assert plural(count, noun, irregular) == expected
 
 
-def test_issue_16_one_second_is_singular() -> None:
+def test_one_second_is_singular() -> None:
     text = render_error(errors.CommandTimedOut(timeout=1.0, output=""), tool="execute")
     assert "within 1 second and" in text
 
 
-def test_issue_16_no_count_is_glued_to_a_plural_noun_in_the_sources() -> None:
+def test_no_count_is_glued_to_a_plural_noun_in_the_sources() -> None:
     """A `{count} lines` placeholder says `1 lines` for one; counts go through `plural`."""
     glued = re.compile(
         r"\{[^{}]*\}\s?(?:lines|bytes|seconds|files|entries|pages|cells|times|tokens|rows)\b"

@@ -61,7 +61,7 @@ def test_non_utf8_body_after_utf8_head_is_a_code_page() -> None:
         b"x" * 9000 + "日本語のテキスト\n".encode("shift_jis") * 50,
     ],
 )
-def test_issue_16_the_codec_for_edits_round_trips_every_byte(data: bytes) -> None:
+def test_the_codec_for_edits_round_trips_every_byte(data: bytes) -> None:
     codec = detect(data)
     assert codec is not None
     assert codec.encode(codec.decode(data)) == data
@@ -77,9 +77,7 @@ def test_issue_16_the_codec_for_edits_round_trips_every_byte(data: bytes) -> Non
         ("hello wörld\nline two\n" * 20, "utf-16-be", "utf-16-be"),
     ],
 )
-def test_issue_16_legacy_and_bomless_encodings_are_themselves(
-    text: str, codec: str, label: str
-) -> None:
+def test_legacy_and_bomless_encodings_are_themselves(text: str, codec: str, label: str) -> None:
     data = text.encode(codec)
     for found in (sniff(data[:8192]), detect(data)):
         assert found is not None

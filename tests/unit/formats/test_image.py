@@ -1,4 +1,4 @@
-"""Issue 16: images are resized once from the decoded size; every Pillow format is an image."""
+"""Images are resized once from the decoded size; every Pillow format is an image."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def expected_size(width: int, height: int) -> tuple[int, int]:
 
 @pytest.mark.parametrize("size", [(4000, 3000), (6000, 4000), (3000, 4000)])
 @pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
-def test_issue_16_one_resize_to_the_limits(size: tuple[int, int], fmt: str) -> None:
+def test_one_resize_to_the_limits(size: tuple[int, int], fmt: str) -> None:
     prepared = image.prepare(image_bytes(size, fmt), LIMITS)
     assert prepared.original_size == size
     assert prepared.size == expected_size(*size)
@@ -39,7 +39,7 @@ def test_issue_16_one_resize_to_the_limits(size: tuple[int, int], fmt: str) -> N
         ("PPM", "RGB", "image/x-portable-anymap"),
     ],
 )
-def test_issue_16_every_format_pillow_reads_is_an_image(fmt: str, mode: str, mime: str) -> None:
+def test_every_format_pillow_reads_is_an_image(fmt: str, mode: str, mime: str) -> None:
     data = image_bytes((48, 32), fmt, mode)
     assert kinds.detect(data[:8192]) == (ContentKind.IMAGE, mime)
     prepared = image.prepare(data, LIMITS)

@@ -204,7 +204,7 @@ def test_windows_match_a_line_by_line_reading(seed: int, monkeypatch: pytest.Mon
     limit=st.integers(1, 6),
     budget=st.integers(1, 120),
 )
-def test_issue_16_following_continuations_visits_every_character_once(
+def test_following_continuations_visits_every_character_once(
     lines: list[str], final_newline: bool, limit: int, budget: int
 ) -> None:
     data = "\n".join(lines) + ("\n" if final_newline and lines else "")

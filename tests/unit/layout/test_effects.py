@@ -1,4 +1,4 @@
-"""Effects are data: one created but never run does nothing, so none may be dropped (issue 13)."""
+"""Effects are data: one created but never run does nothing, so none may be dropped."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The package layout: imports point down the layers, and lower layers load alone (issue 13)."""
+"""The package layout: imports point down the layers, and lower layers load alone."""
 
 from __future__ import annotations
 
@@ -14,18 +14,25 @@ import langchain_fstools
 SRC = Path(langchain_fstools.__file__).parent
 
 LAYERS: dict[str, int] = {
+    "_version": 0,
     "errors": 0,
     "core": 1,
     "formats": 2,
     "search": 3,
     "shell": 3,
+    "channels": 3,
     "backends": 4,
     "patch": 5,
+    "history": 5,
     "tools": 6,
-    "middleware": 7,
+    "permissions": 7,
+    "middleware": 8,
     "mcp": 8,
 }
 """Each package's rank: a module may import its own package and packages of lower rank.
+
+`middleware` and `mcp` share the top rank: two front-ends over the same floors
+(`permissions`, `history`, `tools`), neither importing the other.
 
 Top-level modules not listed here (the root `__init__`, `__main__`, `demo`, `testing`) are
 the application layer and may import anything.
@@ -140,7 +147,8 @@ BINDINGS: dict[str, tuple[str, ...]] = {
     "langchain_fstools.backends.ssh.exec": ("asyncssh",),
     "langchain_fstools.backends.ssh.files": ("asyncssh",),
     "langchain_fstools.backends.ssh.search": ("asyncssh",),
-    "langchain_fstools.backends.cadence": _LANGGRAPH,
+    "langchain_fstools.channels.cadence": _LANGGRAPH,
+    "langchain_fstools.channels.messages": _LANGGRAPH,
     "langchain_fstools.backends.state": _LANGGRAPH,
     "langchain_fstools.backends.store": _LANGGRAPH,
     "langchain_fstools.backends.store_postgres": _LANGGRAPH,
@@ -149,7 +157,7 @@ BINDINGS: dict[str, tuple[str, ...]] = {
 
 
 @pytest.mark.parametrize(
-    "package", ["errors", "core", "formats", "search", "shell", "backends", "patch"]
+    "package", ["errors", "core", "formats", "search", "shell", "channels", "backends", "patch"]
 )
 def test_lower_layers_load_without_the_heavy_stack(package: str) -> None:
     modules = sorted(

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
 
-from langchain_fstools.mcp.cli import add_arguments, parse_http, resolve
+from langchain_fstools import LocalBackend
+from langchain_fstools.demo import main
+from langchain_fstools.mcp.cli import _backend, add_arguments, parse_http, resolve
+from langchain_fstools.mcp.door import TOKEN_ENV
+from langchain_fstools.shell.sandbox import Sandbox
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -18,9 +24,9 @@ def parse(*argv: str) -> argparse.Namespace:
 
 def test_flags_override_the_config_file(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
-    config.write_text('root = "/a"\nmode = "plan"\n[settings]\nread_limit = 5\n')
+    config.write_text(f'root = "{tmp_path}"\nmode = "plan"\n[settings]\nread_limit = 5\n')
     resolved = resolve(parse("--config", str(config), "--mode", "default"))
-    assert resolved["root"] == "/a"
+    assert resolved["root"] == str(tmp_path)
     assert resolved["mode"] == "default"
     assert resolved["settings"] == {"read_limit": 5}
 
@@ -45,3 +51,108 @@ def test_http_address() -> None:
     assert parse_http("[::1]:9000") == ("::1", 9000)
     with pytest.raises(ValueError, match="HOST:PORT"):
         parse_http("localhost")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ((), Sandbox()),
+        (("--sandbox", "auto"), Sandbox()),
+        (("--sandbox", "landlock"), Sandbox(method="landlock")),
+        (("--sandbox", "none"), None),
+    ],
+)
+def test_execute_is_sandboxed_unless_told_none(
+    tmp_path: Path, argv: tuple[str, ...], expected: Sandbox | None
+) -> None:
+    config = resolve(parse("--root", str(tmp_path), "--execute", *argv))
+    backend = asyncio.run(_backend(config, contextlib.AsyncExitStack()))
+    assert isinstance(backend, LocalBackend)
+    assert backend.sandbox == expected
+
+
+def test_an_unknown_sandbox_in_the_config_file_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(f'root = "{tmp_path}"\nexecute = true\nsandbox = "docker"\n')
+    with pytest.raises(ValueError, match="sandbox must be"):
+        asyncio.run(_backend(resolve(parse("--config", str(config))), contextlib.AsyncExitStack()))
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--ssh-root", "/srv"], "--ssh-root applies only with --ssh"),
+        (["--ssh-port", "2222"], "--ssh-port applies only with --ssh"),
+        (["--ssh-key", "k"], "--ssh-key applies only with --ssh"),
+        (["--known-hosts", "kh"], "--known-hosts applies only with --ssh"),
+        (["--namespace", "a.b"], "--namespace applies only with --postgres"),
+        (["--sandbox", "bwrap"], "--sandbox applies only with --execute"),
+        (["--token", "t"], "--token applies only with --http"),
+        (["--allow-host", "box"], "--allow-host applies only with --http"),
+    ],
+)
+def test_a_flag_without_the_one_it_needs_is_refused_by_name(
+    tmp_path: Path, flags: list[str], named: str
+) -> None:
+    with pytest.raises(ValueError, match=named):
+        resolve(parse("--root", str(tmp_path), *flags))
+
+
+def test_sandbox_is_for_local_commands_only() -> None:
+    with pytest.raises(ValueError, match="--sandbox applies only with --root"):
+        resolve(parse("--ssh", "box", "--ssh-root", "/srv", "--execute", "--sandbox", "bwrap"))
+
+
+def test_a_missing_root_is_named_with_its_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    with pytest.raises(ValueError, match=f"--root: {missing} is not an existing directory"):
+        resolve(parse("--root", str(missing)))
+    afile = tmp_path / "file.txt"
+    afile.write_text("x")
+    with pytest.raises(ValueError, match=r"--root: .*file\.txt is not an existing directory"):
+        resolve(parse("--root", str(afile)))
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0:8765", "192.168.1.5:8765", "[::]:8765", "box:1"])
+def test_a_non_loopback_bind_needs_a_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, address: str
+) -> None:
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    with pytest.raises(ValueError, match="needs a bearer token"):
+        resolve(parse("--root", str(tmp_path), "--http", address))
+    assert resolve(parse("--root", str(tmp_path), "--http", address, "--token", "s3"))["token"]
+    monkeypatch.setenv(TOKEN_ENV, "from-env")
+    assert resolve(parse("--root", str(tmp_path), "--http", address))["token"] == "from-env"  # noqa: S105 - a test token
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:1", "127.0.0.2:1", "[::1]:1", "localhost:1"])
+def test_a_loopback_bind_runs_without_a_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, address: str
+) -> None:
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    assert resolve(parse("--root", str(tmp_path), "--http", address)).get("token") is None
+
+
+def test_the_command_line_names_its_version_and_errors_in_the_subcommand(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_fstools import __version__  # noqa: PLC0415 - the name under test
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"python -m langchain_fstools {__version__}"
+    with pytest.raises(SystemExit) as failed:
+        main(["mcp", "--root", str(tmp_path), "--ssh-root", "/srv"])
+    assert failed.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: python -m langchain_fstools mcp" in err
+    assert "--ssh-root applies only with --ssh" in err
+
+
+def test_every_flag_has_a_description() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert parser.description
+    for action in parser._actions:
+        assert action.help, action.option_strings

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.messages import ToolMessage
-from mcp import types
 
 from langchain_fstools.mcp.content import to_call_result
 
@@ -11,9 +12,8 @@ from langchain_fstools.mcp.content import to_call_result
 def test_text_and_error_flag() -> None:
     ok = to_call_result(ToolMessage(content="fine", tool_call_id="1"))
     failed = to_call_result(ToolMessage(content="Error: no.", tool_call_id="1", status="error"))
-    assert ok.isError is False
-    assert ok.content == [types.TextContent(type="text", text="fine")]
-    assert failed.isError is True
+    assert wire(ok) == {"content": [{"type": "text", "text": "fine"}], "isError": False}
+    assert wire(failed)["isError"] is True
 
 
 def test_image_and_file_blocks() -> None:
@@ -26,11 +26,21 @@ def test_image_and_file_blocks() -> None:
         artifact={"path": "/docs/r.pdf"},
         tool_call_id="1",
     )
-    text, image, resource = to_call_result(message).content
-    assert text == types.TextContent(type="text", text="--- Page 1 ---")
-    assert image == types.ImageContent(type="image", data="aW1n", mimeType="image/png")
-    assert isinstance(resource, types.EmbeddedResource)
-    assert isinstance(resource.resource, types.BlobResourceContents)
-    assert str(resource.resource.uri) == "fstools:///docs/r.pdf"
-    assert resource.resource.blob == "cGRm"
-    assert resource.resource.mimeType == "application/pdf"
+    text, image, resource = wire(to_call_result(message))["content"]
+    assert text == {"type": "text", "text": "--- Page 1 ---"}
+    assert image == {"type": "image", "data": "aW1n", "mimeType": "image/png"}
+    assert resource == {
+        "type": "resource",
+        "resource": {
+            "uri": "fstools:///docs/r.pdf",
+            "mimeType": "application/pdf",
+            "blob": "cGRm",
+        },
+    }
+
+
+def wire(model: Any) -> dict[str, Any]:
+    """The model as sent (camelCase, no unset fields): the same under mcp 1.x and 2.x."""
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    dumped.pop("resultType", None)  # 2.x only
+    return dumped

@@ -1,4 +1,4 @@
-"""Issue 14: approving applies exactly the previewed change (property test).
+"""Approving applies exactly the previewed change (property test).
 
 For random edits and patches that ask, the call runs with the person's approval and
 the file afterwards equals the dry run's post-image byte for byte; a call that would
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend
-from langchain_fstools.middleware.approval import approval_request
+from langchain_fstools.permissions.approval import approval_request
 
 LINES = st.lists(st.sampled_from(["x = 1", "y = 2", "  z = 'é'", "", "x = 1  "]), max_size=8)
 EOL = st.sampled_from(["\n", "\r\n"])

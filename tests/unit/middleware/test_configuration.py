@@ -1,4 +1,4 @@
-"""Issue 15: bad configuration fails at construction, in one sentence."""
+"""Bad configuration fails at construction, in one sentence."""
 
 from __future__ import annotations
 

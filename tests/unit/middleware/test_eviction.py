@@ -134,14 +134,17 @@ def test_excluded_tools_are_never_evicted(tmp_path: Path) -> None:
     assert "files" not in state or not state["files"]
 
 
-def test_non_text_blocks_and_artifacts_survive(tmp_path: Path) -> None:
+def test_non_text_blocks_survive_and_the_artifact_is_kept_as_the_tool_returned_it(
+    tmp_path: Path,
+) -> None:
     message = results(run_agent(StateBackend(), [call("snapshot", 1)]))["call-1"]
     notice, image = message.content
     assert notice["text"].startswith("Tool result too large (")
     assert image == {"type": "image", "base64": PIXEL, "mime_type": "image/png"}
-    assert message.artifact["id"] == 7
-    assert message.artifact["eviction"]["evicted_to"] == "/large_tool_results/call-1"
-    assert message.artifact["eviction"]["bytes"] == len(BIG)
+    assert message.artifact == {"id": 7}  # no key added to the tool's own artifact
+    eviction = message.response_metadata["eviction"]
+    assert eviction["evicted_to"] == "/large_tool_results/call-1"
+    assert eviction["bytes"] == len(BIG)
 
 
 def test_folder_is_bounded_oldest_first(tmp_path: Path) -> None:
@@ -189,7 +192,7 @@ def commanding(runtime: ToolRuntime) -> Command[Any]:
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_issue_16_command_keeps_every_message_and_the_artifact(mode: str) -> None:
+def test_command_keeps_every_message_and_the_artifact(mode: str) -> None:
     agent = create_agent(
         ScriptedChatModel(turns=[call("commanding", 1), AIMessage("done")]),
         tools=[commanding],
@@ -229,7 +232,7 @@ def evict_one(kind: str) -> tuple[str, str]:
     return str(results(state)["call-1"].content), saved
 
 
-def test_issue_16_one_long_line_previews_characters() -> None:
+def test_one_long_line_previews_characters() -> None:
     notice, saved = evict_one("text")
     assert saved == LONG_LINE
     assert "tokens, 1 line)" in notice
@@ -239,7 +242,7 @@ def test_issue_16_one_long_line_previews_characters() -> None:
     assert "1 lines" not in notice
 
 
-def test_issue_16_one_line_json_is_pretty_printed_and_previewed_by_lines() -> None:
+def test_one_line_json_is_pretty_printed_and_previewed_by_lines() -> None:
     notice, saved = evict_one("json")
     assert json.loads(saved) == json.loads(LONG_JSON)
     assert saved.count("\n") > 100_000
@@ -280,7 +283,7 @@ def test_size_decides_clearly_small_and_clearly_large_results_without_counting(
     assert shell_result(eviction, "é" * 500).content == "é" * 500  # 1,000 bytes
     big = shell_result(eviction, "y" * 8001)  # over 8 bytes per threshold token: above
     assert str(big.content).startswith("Tool result too large (about 2,001 tokens, 1 line)")
-    assert big.artifact["eviction"]["counted"] is False
+    assert big.response_metadata["eviction"]["counted"] is False
     assert (tmp_path / "large_tool_results" / "c1").read_text() == "y" * 8001
     assert counter.counted == []
 
@@ -299,4 +302,4 @@ def test_results_near_the_threshold_are_decided_by_their_exact_count(tmp_path: P
         assert (message.content != text) is exact, size
         if exact:
             assert str(message.content).startswith(f"Tool result too large ({size // 3:,} tokens")
-            assert message.artifact["eviction"]["counted"] is True
+            assert message.response_metadata["eviction"]["counted"] is True

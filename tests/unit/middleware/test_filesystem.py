@@ -16,7 +16,7 @@ from langgraph.types import Command
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.demo import seed_state
-from langchain_fstools.middleware.policy import Permission
+from langchain_fstools.permissions.rules import Permission
 from langchain_fstools.testing import ScriptedChatModel
 
 

@@ -18,7 +18,7 @@ from langchain_core.messages import (
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
-from langchain_fstools.middleware.messages import merge_messages
+from langchain_fstools.channels.messages import merge_messages
 
 IDS = ["a", "b", "c"]
 """A small pool, so replacements and removals hit existing messages often."""

@@ -7,16 +7,16 @@ from typing import Any
 import pytest
 from langchain.agents.middleware.human_in_the_loop import ActionRequest, HITLRequest
 
-from langchain_fstools.middleware.approval import (
+from langchain_fstools.permissions.approval import (
     Approval,
-    CallGuard,
     FileActionRequest,
     Review,
     approval_request,
     decisions,
     merge_reviews,
 )
-from langchain_fstools.middleware.policy import Permission, Policy, Verdict
+from langchain_fstools.permissions.gate import CallGuard
+from langchain_fstools.permissions.rules import Permission, Policy, Verdict
 from langchain_fstools.tools.targets import Preview
 
 

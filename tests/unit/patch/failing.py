@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langchain_fstools.backends.protocol import Backend, FileInfo
@@ -47,3 +48,22 @@ class FailingWrites(Backend):
 
     def list_dir(self, path: str) -> list[FileInfo]:
         return self.inner.list_dir(path)
+
+
+class InterferingWrites(FailingWrites):
+    """Delegates to `inner`; right before the `on`-th `write_bytes`, runs `interfere`.
+
+    Another writer's changes, made at an exact point of a commit.
+    """
+
+    def __init__(self, inner: Backend, on: int, interfere: Callable[[], None]) -> None:
+        super().__init__(inner, fail_on=0)
+        self.on = on
+        self.interfere = interfere
+
+    def write_bytes(
+        self, path: str, data: bytes, *, expected_version: str | None = None
+    ) -> FileInfo:
+        if self.counter[0] + 1 == self.on:
+            self.interfere()
+        return super().write_bytes(path, data, expected_version=expected_version)

@@ -6,13 +6,21 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from obstore.store import MemoryStore
 
-from langchain_fstools import LocalBackend
+from langchain_fstools import LocalBackend, ObjectStoreBackend
+from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.core import calls
-from langchain_fstools.errors import ContextNotFound, OutsideRoot, VersionConflict
+from langchain_fstools.errors import ContextNotFound, OutsideRoot, PatchNotUndone, VersionConflict
 from langchain_fstools.patch import aapply_patch, apply_patch, parse_patch
-from langchain_fstools.patch.apply import apply_chunks, commit, plan, resolve_path
-from tests.unit.patch.failing import FailingWrites
+from langchain_fstools.patch.apply import (
+    KEPT_CHANGED,
+    apply_chunks,
+    commit,
+    plan,
+    resolve_path,
+)
+from tests.unit.patch.failing import FailingWrites, InterferingWrites
 
 
 def workspace(tmp_path: Path, **files: str) -> LocalBackend:
@@ -70,6 +78,40 @@ def test_a_failed_write_rolls_back_adds_moves_and_deletes(tmp_path: Path, fail_o
         apply_patch(text, FailingWrites(backend, fail_on))
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["d.txt", "m.txt", "u.txt"]
     assert (tmp_path / "u.txt").read_text() == "u\n"
+
+
+THREE_FILES = (
+    "*** Begin Patch\n*** Update File: a.txt\n-a\n+A\n*** Update File: b.txt\n-b\n+B\n"
+    "*** Update File: c.txt\n-c\n+C\n*** End Patch\n"
+)
+
+
+def refused_third_write(backend: Backend) -> PatchNotUndone:
+    """Commit THREE_FILES while another writer changes c.txt (so the third write is
+    refused) and a.txt (so its restore is refused) just before the third write."""
+    for name in "abc":
+        backend.write_bytes(f"/{name}.txt", f"{name}\n".encode())
+    changes = calls.run(plan(parse_patch(THREE_FILES)), backend)
+
+    def another_writer() -> None:
+        backend.write_bytes("/c.txt", b"c, theirs\n")
+        backend.write_bytes("/a.txt", b"a, theirs\n")
+
+    with pytest.raises(PatchNotUndone) as caught:
+        calls.run(commit(changes), InterferingWrites(backend, 3, another_writer))
+    return caught.value
+
+
+def test_a_refused_write_undoes_only_what_no_one_changed_and_says_who_holds_what() -> None:
+    backend = ObjectStoreBackend(MemoryStore())
+    error = refused_third_write(backend)
+    assert isinstance(error.cause, VersionConflict)
+    assert error.cause.path == "/c.txt"
+    assert error.restored == ("/b.txt",)
+    assert error.kept == (("/a.txt", KEPT_CHANGED),)
+    assert backend.read_bytes("/a.txt") == b"a, theirs\n"  # their work survives
+    assert backend.read_bytes("/b.txt") == b"b\n"
+    assert backend.read_bytes("/c.txt") == b"c, theirs\n"
 
 
 def test_context_not_found_names_the_chunk_and_the_closest_lines() -> None:

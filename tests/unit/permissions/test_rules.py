@@ -1,4 +1,4 @@
-"""The rule table of `langchain_fstools.middleware.policy`: every mode, operation and path kind.
+"""The rule table of `langchain_fstools.permissions.rules`: every mode, operation and path kind.
 
 Issue 8: each mode's documented default, protected paths asking in every mode, rules in
 order, case and traversal tricks, command lists, per-tool targets.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.middleware.policy import (
+from langchain_fstools.permissions.rules import (
     MODE_DEFAULTS,
     Permission,
     Policy,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_fstools.middleware.policy import Permission, Policy
+from langchain_fstools.permissions.rules import Permission, Policy
 from langchain_fstools.shell.analysis import Match, analyse, command_pattern
 from langchain_fstools.shell.policy import CommandPolicy
 

@@ -1,8 +1,8 @@
-"""Issue 14: every spelling of a command gets one answer from both consumers of the analyser.
+"""Every spelling of a command gets one answer from both consumers of the analyser.
 
 Each entry is a command line and the decision of its strictest reading under the rules
 deny `rm` and `git push`, ask `curl`, allow the rest. The permission rules
-(`middleware.policy.Permission`) and the command policy (`shell.policy.CommandPolicy`)
+(`permissions.rules.Permission`) and the command policy (`shell.policy.CommandPolicy`)
 must both give it: the policy refuses with the deny patterns exactly the `deny`
 entries, and with the ask patterns exactly the `ask` ones (and, since an unknown
 command could be anything, the unknowable `deny` entries too).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_fstools.middleware.policy import Permission, Policy
+from langchain_fstools.permissions.rules import Permission, Policy
 from langchain_fstools.shell.policy import CommandPolicy
 
 DENY = ("rm", "git push")
@@ -147,9 +147,7 @@ def test_the_corpus_is_large_enough() -> None:
 
 
 @pytest.mark.parametrize(("command", "expected"), CORPUS.items())
-def test_issue_14_rules_and_policy_agree_on_the_strictest_reading(
-    command: str, expected: str
-) -> None:
+def test_rules_and_policy_agree_on_the_strictest_reading(command: str, expected: str) -> None:
     assert (permission_decision(command), command_policy_decision(command)) == (
         expected,
         expected,
@@ -157,6 +155,6 @@ def test_issue_14_rules_and_policy_agree_on_the_strictest_reading(
 
 
 @pytest.mark.parametrize("command", [c for c, d in CORPUS.items() if d == "deny"])
-def test_issue_14_deny_holds_in_bypass_mode(command: str) -> None:
+def test_deny_holds_in_bypass_mode(command: str) -> None:
     rules = [Permission(operations=["execute"], commands=["rm", "git push"], action="deny")]
     assert Policy(rules, mode="bypass").decide_command(command).action == "deny"

@@ -1,4 +1,4 @@
-"""Issue 14: the environment commands run with (`env=`, `inherit_env=`) on local disk."""
+"""The environment commands run with (`env=`, `inherit_env=`) on local disk."""
 
 from __future__ import annotations
 
@@ -25,7 +25,16 @@ def secret(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_without_a_sandbox_commands_inherit_the_agents_environment_by_default(
     tmp_path: Path,
 ) -> None:
-    assert run(LocalBackend(tmp_path, execute=True), "echo $MY_API_KEY") == "s3cret\n"
+    unconfined = LocalBackend(tmp_path, execute=True, sandbox=None)
+    assert run(unconfined, "echo $MY_API_KEY") == "s3cret\n"
+
+
+def test_in_the_sandbox_a_secret_looking_name_passes_only_through_env(tmp_path: Path) -> None:
+    for inherit in (True, ["MY_API_KEY"]):
+        backend = LocalBackend(tmp_path, execute=True, inherit_env=inherit)
+        assert run(backend, 'echo "[$MY_API_KEY]"') == "[]\n"
+    given = LocalBackend(tmp_path, execute=True, env={"MY_API_KEY": "chosen"})
+    assert run(given, "echo $MY_API_KEY") == "chosen\n"
 
 
 def test_inherit_env_false_passes_only_env(tmp_path: Path) -> None:
@@ -35,7 +44,11 @@ def test_inherit_env_false_passes_only_env(tmp_path: Path) -> None:
 
 def test_a_list_passes_those_names_and_env_wins_over_them(tmp_path: Path) -> None:
     backend = LocalBackend(
-        tmp_path, execute=True, inherit_env=["MY_API_KEY", "NOT_SET_ANYWHERE"], env={"B": "1"}
+        tmp_path,
+        execute=True,
+        sandbox=None,
+        inherit_env=["MY_API_KEY", "NOT_SET_ANYWHERE"],
+        env={"B": "1"},
     )
     names = {line.split("=", 1)[0] for line in run(backend, "env").splitlines()}
     assert {"MY_API_KEY", "B"} <= names

@@ -15,11 +15,13 @@ from langchain_core.messages import ToolMessage
 from langgraph.prebuilt import ToolRuntime
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
+from obstore.store import MemoryStore
 
 from langchain_fstools import (
     CompositeBackend,
     FileToolkit,
     LocalBackend,
+    ObjectStoreBackend,
     StateBackend,
     StoreBackend,
 )
@@ -28,10 +30,10 @@ from langchain_fstools.backends.state import merge_files
 from langchain_fstools.core import calls
 from langchain_fstools.tools.tracking import READS_KEY, merge_reads
 
-BACKENDS = ["local", "local-python", "state", "store", "composite"]
+BACKENDS = ["local", "local-python", "state", "store", "composite", "objectstore"]
 """local: LocalBackend with ripgrep; local-python: without; state: StateBackend;
 store: StoreBackend on an InMemoryStore; composite: LocalBackend with /docs/ and /odd/
-mounted from graph state."""
+mounted from graph state; objectstore: ObjectStoreBackend on obstore's MemoryStore."""
 
 
 class Harness:
@@ -44,6 +46,7 @@ class Harness:
         backend: Backend = {
             "state": lambda: StateBackend(),
             "store": lambda: StoreBackend(InMemoryStore(), namespace=("harness",)),
+            "objectstore": lambda: ObjectStoreBackend(MemoryStore(), prefix="harness"),
             "composite": lambda: CompositeBackend(
                 LocalBackend(self.root), {"/docs/": StateBackend(), "/odd/": StateBackend()}
             ),

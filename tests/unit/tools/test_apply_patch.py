@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from langchain_fstools.errors import PatchNotUndone, VersionConflict
+from langchain_fstools.patch.apply import KEPT_CHANGED
+from langchain_fstools.tools._render import render_error
 from tests.unit.tools.conftest import Run
 from tests.unit.tools.harness import Harness
 
@@ -136,7 +139,7 @@ def test_notebooks_go_through_notebook_edit(h: Harness, run: Run) -> None:
 
 
 def test_read_before_write_as_the_readme_states_it(h: Harness, run: Run) -> None:
-    """Issue 14: context lines are verified; unread files may be updated or deleted;
+    """Context lines are verified; unread files may be updated or deleted;
     a file read earlier and changed since is refused, for a deletion too."""
     h.seed("/unread.txt", b"u\n")
     h.seed("/gone.txt", b"never read\n")
@@ -156,3 +159,16 @@ def test_read_before_write_as_the_readme_states_it(h: Harness, run: Run) -> None
     assert refused.status == "error"
     assert "modified since it was last read" in str(refused.content)
     assert h.content("/read.txt") == b"changed\n"
+
+
+def test_a_patch_undone_only_in_part_says_which_files_hold_what() -> None:
+    error = PatchNotUndone(
+        VersionConflict("/c.txt", "v1", "v2"), ("/b.txt",), (("/a.txt", KEPT_CHANGED),)
+    )
+    assert render_error(error, tool="apply_patch") == (
+        "Error: the patch failed and was only partly undone. Why it failed: /c.txt has"
+        " been modified since it was last read. Read it again with read_file, then retry.\n"
+        "Restored as before the patch: /b.txt.\n"
+        "Not restored: /a.txt holds another writer's content, written after the patch's.\n"
+        "Read these files again before changing them."
+    )

@@ -150,7 +150,7 @@ def test_unencodable_replacement_refused_and_file_kept(h: Harness, run: Run) -> 
         ("utf-16-le", "hello wörld\r\nline two\r\n" * 3, "two", "deux", "utf-16-le"),
     ],
 )
-def test_issue_16_legacy_encodings_read_as_themselves_and_edit_byte_exact(
+def test_legacy_encodings_read_as_themselves_and_edit_byte_exact(
     h: Harness, run: Run, codec: str, text: str, old: str, new: str, label: str
 ) -> None:
     data = text.encode(codec)

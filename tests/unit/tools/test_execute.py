@@ -219,8 +219,15 @@ def test_offered_by_default_only_when_the_backend_can_run_commands(root: Path) -
 
 
 def test_asking_for_execute_on_a_state_backend_fails_at_construction() -> None:
-    with pytest.raises(ValueError, match="cannot run commands"):
+    with pytest.raises(
+        ValueError, match=r"does not run commands.*LocalBackend\(root, execute=True\)"
+    ):
         FileToolkit(StateBackend(), tools=["execute"])
+
+
+def test_asking_for_execute_on_local_disk_without_execute_names_the_option(root: Path) -> None:
+    with pytest.raises(ValueError, match=r"build it with LocalBackend\(\.\.\., execute=True\)"):
+        FileToolkit(LocalBackend(root), tools=["read_file", "execute"])
 
 
 def test_an_execute_tool_on_a_state_backend_reports_an_error(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Issue 16: every tool, fed hostile arguments on the local, state and store backends.
+"""Every tool, fed hostile arguments on the local, state and store backends.
 
 For each generated sequence of calls: no exception escapes, no host path (the workspace
 root, the temporary folder, the home folder, the virtualenv) appears in any reply, no
@@ -166,7 +166,7 @@ def host_paths(h: Harness, scratch: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", ["local", "state", "store", "composite"])
-def test_issue_16_fuzz_every_tool(kind: str) -> None:
+def test_fuzz_every_tool(kind: str) -> None:
     @settings(
         derandomize=True,
         max_examples=400,

@@ -104,7 +104,7 @@ def test_long_lines_cut_at_500(h: Harness, run: Run) -> None:
     assert line == "/wide.txt:1:needle " + "y" * 493 + "…"
 
 
-def test_issue_16_long_line_shows_a_window_around_the_match(h: Harness, run: Run) -> None:
+def test_long_line_shows_a_window_around_the_match(h: Harness, run: Run) -> None:
     h.seed("/wide.txt", b"x" * 600 + b" needle " + b"y" * 600 + b"\n")
     line = run("grep", pattern="needle", output_mode="content").content
     assert line == "/wide.txt:1:…" + "x" * 99 + " needle " + "y" * 393 + "…"

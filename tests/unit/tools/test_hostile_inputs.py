@@ -1,4 +1,4 @@
-"""Issue 16: arguments no file can hold get an error naming what is wrong, on every tool."""
+"""Arguments no file can hold get an error naming what is wrong, on every tool."""
 
 from __future__ import annotations
 
@@ -30,24 +30,20 @@ CALLS: list[tuple[str, dict[str, Any], str]] = [
 
 
 @pytest.mark.parametrize(("tool", "args", "field"), CALLS, ids=lambda v: str(v)[:20])
-def test_issue_16_lone_surrogate_is_named(
-    run: Run, tool: str, args: dict[str, Any], field: str
-) -> None:
+def test_lone_surrogate_is_named(run: Run, tool: str, args: dict[str, Any], field: str) -> None:
     message = run(tool, **args)
     assert message.status == "error"
     assert "unexpectedly" not in str(message.content)
     assert f"{field} contains a lone surrogate (U+DC80)" in str(message.content)
 
 
-def test_issue_16_normalize_refuses_a_lone_surrogate() -> None:
+def test_normalize_refuses_a_lone_surrogate() -> None:
     with pytest.raises(errors.InvalidPath, match="lone surrogate"):
         paths.normalize(BAD)
 
 
 @pytest.mark.parametrize("regex", [False, True])
-def test_issue_16_a_nul_in_a_pattern_says_why_it_cannot_match(
-    h: Harness, run: Run, regex: bool
-) -> None:
+def test_a_nul_in_a_pattern_says_why_it_cannot_match(h: Harness, run: Run, regex: bool) -> None:
     h.seed("/nul.txt", b"before\nx\x00y\nafter\n")
     message = run("grep", pattern="x\x00y", regex=regex)
     assert message.status == "error"

@@ -41,6 +41,19 @@ def test_missing_directory_and_file(h: Harness, run: Run) -> None:
     assert run("ls", path="/a.txt").status == "error"
 
 
+def test_ls_on_a_file_says_to_read_it_or_list_its_directory(h: Harness, run: Run) -> None:
+    h.seed("/src/a.txt", b"x")
+    msg = run("ls", path="/src/a.txt")
+    assert msg.status == "error"
+    assert msg.content == (
+        "Error: invalid path: /src/a.txt is a file, not a directory; read it with read_file,"
+        " or list its directory with ls(path='/src')."
+    )
+    below = run("ls", path="/src/a.txt/deeper")
+    assert below.status == "error"
+    assert "a folder on its way is a file" in below.content
+
+
 def test_composite_shows_mount_points_and_routes_writes(tmp_path: Path) -> None:
     h = Harness("composite", tmp_path)
     h.seed("/a.txt", b"local")

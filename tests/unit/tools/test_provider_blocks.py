@@ -6,6 +6,7 @@ API) exactly as they would be sent; nothing is sent.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,14 @@ def test_anthropic_gets_native_image_and_document_blocks(conversation: list[Any]
 
 
 def test_openai_responses_api_gets_input_image_and_input_file(conversation: list[Any]) -> None:
-    model = ChatOpenAI(model="gpt-5", api_key="not-used", use_responses_api=True)
+    # No socket options: by default they are probed on a real socket (pytest-socket
+    # warns), and this test only builds the request payload.
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        model = ChatOpenAI(
+            model="gpt-5", api_key="not-used", use_responses_api=True, http_socket_options=()
+        )
+    assert not [w for w in warned if "socket" in str(w.message)]
     payload = model._get_request_payload(conversation)
     outputs = {
         item["call_id"]: item["output"]

@@ -71,7 +71,10 @@ def test_binary_refused(h: Harness, run: Run) -> None:
     h.seed("/bin.dat", b"\x00\x01\x02binary\xff")
     msg = run("read_file", file_path="/bin.dat")
     assert msg.status == "error"
-    assert msg.content == "Error: /bin.dat is a binary file; this tool handles text files only."
+    assert msg.content == (
+        "Error: /bin.dat is a binary file (not text, an image, a PDF or a notebook), so it"
+        " cannot be shown or edited as text. Leave it as it is, or ask the user how to handle it."
+    )
 
 
 def test_missing_file_suggests_near_spelling(h: Harness, run: Run) -> None:
@@ -126,7 +129,7 @@ def test_escape_refused_without_host_path(h: Harness, run: Run) -> None:
     assert str(h.root) not in msg.content
 
 
-def test_issue_16_one_long_line_is_read_to_its_end(h: Harness, run: Run) -> None:
+def test_one_long_line_is_read_to_its_end(h: Harness, run: Run) -> None:
     line = "".join(f'{{"n":{n},"é":"{n:x}"}},' for n in range(12_000))  # ~300 KB, one line
     h.seed("/one.json", line.encode() + b"\nlast\n")
     offset: int | str = 1
@@ -149,7 +152,7 @@ def test_issue_16_one_long_line_is_read_to_its_end(h: Harness, run: Run) -> None
     assert footers[0].startswith("Line 1 is long and continues on row 1.")
 
 
-def test_issue_16_a_row_past_the_line_is_an_error(h: Harness, run: Run) -> None:
+def test_a_row_past_the_line_is_an_error(h: Harness, run: Run) -> None:
     h.seed("/a.txt", b"short\n")
     msg = run("read_file", file_path="/a.txt", offset="1.1")
     assert msg.status == "error"

@@ -176,7 +176,7 @@ def test_text_over_the_byte_cap_needs_a_window(h: Harness, run: Run) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["BMP", "TIFF"])
-def test_issue_16_bmp_and_tiff_are_read_as_images(h: Harness, run: Run, fmt: str) -> None:
+def test_bmp_and_tiff_are_read_as_images(h: Harness, run: Run, fmt: str) -> None:
     h.seed("/scan.dat", image_bytes((64, 48), fmt))
     message = run("read_file", file_path="/scan.dat")
     assert message.status == "success", message.content

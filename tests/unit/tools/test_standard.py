@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 from langchain_core.messages import ToolCall
 from langchain_core.tools import BaseTool
@@ -16,7 +17,10 @@ from langchain_fstools.tools import (
     ApplyPatchTool,
     EditFileTool,
     ExecuteTool,
+    GlobTool,
+    GrepTool,
     LsTool,
+    NotebookEditTool,
     ReadFileTool,
     ToolContext,
     WriteFileTool,
@@ -28,10 +32,22 @@ class _OnLocalDisk:
     example: dict[str, Any]
     root: Path
 
+    context: ToolContext
+
     @pytest.fixture(autouse=True)
     def _workspace(self, tmp_path: Path) -> None:
         self.root = tmp_path
         (tmp_path / "notes.txt").write_text("first line\nsecond line\n")
+        book = nbformat.v4.new_notebook()
+        book.cells = [nbformat.v4.new_code_cell("x = 1", id="first")]
+        (tmp_path / "analysis.ipynb").write_text(nbformat.writes(book))
+        self.context = ToolContext(LocalBackend(self.root, execute=True))
+        # notebook_edit changes only what the agent read: read it through the same context.
+        reader = ReadFileTool(context=self.context)
+        call = ToolCall(
+            name="read_file", args={"file_path": "/analysis.ipynb"}, id="r", type="tool_call"
+        )
+        assert reader.invoke(call).status == "success"
 
     @property
     def tool_constructor(self) -> type[BaseTool]:
@@ -39,7 +55,7 @@ class _OnLocalDisk:
 
     @property
     def tool_constructor_params(self) -> dict[str, Any]:
-        return {"context": ToolContext(LocalBackend(self.root, execute=True))}
+        return {"context": self.context}
 
     @property
     def tool_invoke_params_example(self) -> dict[str, Any]:
@@ -77,6 +93,21 @@ class _ApplyPatch(_OnLocalDisk):
         "patch": "*** Begin Patch\n*** Update File: /notes.txt\n-first line\n+1st line\n"
         "*** Add File: /more/notes.md\n+# More\n*** End Patch\n"
     }
+
+
+class _Glob(_OnLocalDisk):
+    tool_class = GlobTool
+    example = {"pattern": "**/*.txt", "path": "/"}  # noqa: RUF012
+
+
+class _Grep(_OnLocalDisk):
+    tool_class = GrepTool
+    example = {"pattern": "second", "output_mode": "content", "-n": True}  # noqa: RUF012
+
+
+class _NotebookEdit(_OnLocalDisk):
+    tool_class = NotebookEditTool
+    example = {"notebook_path": "/analysis.ipynb", "cell_id": "first", "new_source": "x = 2"}  # noqa: RUF012
 
 
 class _Execute(_OnLocalDisk):
@@ -129,4 +160,28 @@ class TestExecuteUnit(_Execute, ToolsUnitTests):
 
 
 class TestExecuteIntegration(_Execute, ToolsIntegrationTests):
+    pass
+
+
+class TestGlobUnit(_Glob, ToolsUnitTests):
+    pass
+
+
+class TestGlobIntegration(_Glob, ToolsIntegrationTests):
+    pass
+
+
+class TestGrepUnit(_Grep, ToolsUnitTests):
+    pass
+
+
+class TestGrepIntegration(_Grep, ToolsIntegrationTests):
+    pass
+
+
+class TestNotebookEditUnit(_NotebookEdit, ToolsUnitTests):
+    pass
+
+
+class TestNotebookEditIntegration(_NotebookEdit, ToolsIntegrationTests):
     pass

@@ -38,6 +38,46 @@ def test_partial_read_is_not_enough_to_overwrite(h: Harness, run: Run) -> None:
     assert run("write_file", file_path="/a.txt", content="x\n").status == "success"
 
 
+def test_an_edit_after_a_partial_read_does_not_allow_a_full_overwrite(h: Harness, run: Run) -> None:
+    h.seed("/a.txt", "".join(f"line {n}\n" for n in range(1, 101)).encode())
+    run("read_file", file_path="/a.txt", limit=5)
+    edit = run("edit_file", file_path="/a.txt", old_string="line 2\n", new_string="two\n")
+    assert edit.status == "success"
+    msg = run("write_file", file_path="/a.txt", content="everything else gone\n")
+    assert msg.status == "error"
+    assert "only part of /a.txt has been read" in msg.content
+    assert h.content("/a.txt").count(b"\n") == 100
+    run("read_file", file_path="/a.txt")
+    assert run("write_file", file_path="/a.txt", content="x\n").status == "success"
+
+
+def test_a_patch_of_an_unread_file_does_not_allow_a_full_overwrite(h: Harness, run: Run) -> None:
+    h.seed("/a.txt", b"one\ntwo\nthree\n")
+    patch = "*** Begin Patch\n*** Update File: /a.txt\n@@\n one\n-two\n+2\n*** End Patch"
+    assert run("apply_patch", patch=patch).status == "success"
+    msg = run("write_file", file_path="/a.txt", content="clobbered\n")
+    assert msg.status == "error"
+    assert "only part of /a.txt has been read" in msg.content
+    assert h.content("/a.txt") == b"one\n2\nthree\n"
+    # The patch's own record allows a further edit (checked against the file).
+    edit = run("edit_file", file_path="/a.txt", old_string="three", new_string="3")
+    assert edit.status == "success"
+
+
+def test_a_patch_of_a_fully_read_file_keeps_it_overwritable(h: Harness, run: Run) -> None:
+    h.seed("/a.txt", b"one\ntwo\n")
+    run("read_file", file_path="/a.txt")
+    patch = "*** Begin Patch\n*** Update File: /a.txt\n@@\n one\n-two\n+2\n*** End Patch"
+    assert run("apply_patch", patch=patch).status == "success"
+    assert run("write_file", file_path="/a.txt", content="x\n").status == "success"
+
+
+def test_a_file_added_by_a_patch_can_be_overwritten(h: Harness, run: Run) -> None:
+    patch = "*** Begin Patch\n*** Add File: /n.txt\n+a\n+b\n*** End Patch"
+    assert run("apply_patch", patch=patch).status == "success"
+    assert run("write_file", file_path="/n.txt", content="x\n").status == "success"
+
+
 def test_overwrite_after_read_reports_diff_not_content(h: Harness, run: Run) -> None:
     h.seed("/a.txt", b"keep\nold\n")
     run("read_file", file_path="/a.txt")

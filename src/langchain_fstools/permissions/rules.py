@@ -3,7 +3,7 @@
 A pure module: rules and a mode in, a decision out. What a call touches is declared by
 the tool (`FileTool.targets`); the approval gate adds the canonical form the backend
 resolves each path to (symlinks followed), so a link into a denied folder is denied
-and a link into `.git/` is protected; a backend view (`middleware.views.GuardedBackend`)
+and a link into `.git/` is protected; a backend view (`backends.guarded.GuardedBackend`)
 enforces the same decisions at call time, on both forms again.
 
 How `Policy.decide` answers for one target (an operation on a virtual path, or a
@@ -34,7 +34,7 @@ form) give the strictest of their decisions: deny over ask over allow.
 
 Example:
     ```python
-    from langchain_fstools.middleware.policy import Permission, Policy
+    from langchain_fstools.permissions.rules import Permission, Policy
 
     policy = Policy(
         [
@@ -178,6 +178,8 @@ class Permission:
             return Match.NO
         if not self._patterns:
             return Match.YES
+        if self.action == "deny":  # best effort, failing closed: see `could_run`
+            return max(command.could_run(pattern) for pattern in self._patterns)
         return max(command.match(pattern) for pattern in self._patterns)
 
 
@@ -257,12 +259,23 @@ class Policy:
         return found
 
     def decide_command(self, command: str) -> Verdict:
-        """Decide running `command`: the strictest decision over its simple commands."""
-        found = (self._decide_simple_command(c, command) for c in analyse(command).commands)
+        """Decide running `command`: the strictest decision over its simple commands.
+
+        An `allow` holds only for a static line (`Analysis.static`): a line with any
+        expansion, substitution, arithmetic or computed name asks instead (in `bypass`
+        it runs, inside the sandbox), since a rule cannot see what it will run.
+        """
+        analysis = analyse(command)
+        found = (self._decide_simple_command(c, command) for c in analysis.commands)
         verdicts = [verdict for verdict in found if verdict is not None]
         if not verdicts:
-            return self._mode_override(self._mode_default("execute", command))
-        return max(verdicts, key=lambda v: _RANK[v.action])
+            verdict = self._mode_override(self._mode_default("execute", command))
+        else:
+            verdict = max(verdicts, key=lambda v: _RANK[v.action])
+        if verdict.action == "allow" and not analysis.static and self.mode != "bypass":
+            reason = f"{verdict.reason}, but {analysis.dynamic[0]}, so a person decides"
+            return Verdict("ask", reason, command, "execute")
+        return verdict
 
     def decide(self, target: Target) -> Verdict:
         """Decide one target."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from langchain_fstools.core import paths
-from langchain_fstools.middleware.history import (
+from langchain_fstools.history.changes import (
     HISTORY_KEY,
     history_of,
     plan_undo,

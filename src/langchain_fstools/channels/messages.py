@@ -5,7 +5,7 @@
 result, with its artifact, is stored again at every later step, so a thread's
 checkpoints grow with the square of its length. `MessagesChannel` is a LangGraph
 `DeltaChannel` instead: a checkpoint stores the messages its step wrote (and the whole
-list, as often as `backends.cadence` decides), and LangGraph rebuilds the list by replaying
+list, as often as `channels.cadence` decides), and LangGraph rebuilds the list by replaying
 the stored writes through `merge_messages`.
 
 `merge_messages` gives the channel the meaning the default one has: `add_messages`
@@ -34,7 +34,7 @@ from langchain_core.messages import (
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from langchain_fstools.backends.cadence import ScaledDeltaChannel
+from langchain_fstools.channels.cadence import ScaledDeltaChannel
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -7,8 +7,8 @@ from typing import Any, NotRequired, Required
 from langchain.agents import AgentState
 
 from langchain_fstools.backends.state import FilesChannel
-from langchain_fstools.middleware.history import HistoryChannel
-from langchain_fstools.middleware.messages import MessagesChannel
+from langchain_fstools.channels.messages import MessagesChannel
+from langchain_fstools.history.changes import HistoryChannel
 from langchain_fstools.tools.tracking import ReadsChannel
 
 
@@ -60,7 +60,7 @@ class FilesystemAgentState(FilesystemState):
 
     `create_agent`'s default `messages` channel stores the whole conversation in every
     checkpoint, so every tool result is stored again at every later step. Here
-    `messages` is a LangGraph `DeltaChannel` (`middleware.messages`): a checkpoint
+    `messages` is a LangGraph `DeltaChannel` (`channels.messages`): a checkpoint
     stores only the messages its step wrote (and, periodically, a snapshot of the whole
     list), and the conversation reads back the same (`add_messages`' meaning, `RemoveMessage` and
     `REMOVE_ALL_MESSAGES` included). `files` and `file_reads` are stored the same way.

@@ -6,7 +6,9 @@ read it back in windows or grep it, and a head/tail preview. JSON whose lines ar
 long to read in windows is saved pretty-printed. A tool whose metadata says it bounds
 its own output (`bounded_output`, as the file tools but `execute` declare) is never
 evicted; `execute` and any other tool are. Non-text blocks
-(images, files) stay in the message. The folder is bounded: beyond `max_files` files or
+(images, files) stay in the message, and so does the tool's artifact, unchanged; the
+eviction's facts (`evicted_to`, `tokens`, `counted`, `bytes`) are in the message's
+`response_metadata["eviction"]`. The folder is bounded: beyond `max_files` files or
 `max_bytes` bytes, the oldest results are removed first.
 
 The decision starts from the result's size, so a large output never gets a full
@@ -33,8 +35,8 @@ from langchain_fstools.core import calls
 from langchain_fstools.core.tokens import TokenCounter, default_counter
 from langchain_fstools.core.wording import plural
 from langchain_fstools.formats.text import ROW_WIDTH
-from langchain_fstools.middleware.updates import with_state_update
 from langchain_fstools.tools.targets import BOUNDED_OUTPUT
+from langchain_fstools.tools.updates import with_state_update
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
@@ -199,12 +201,10 @@ class LargeResultEviction(AgentMiddleware[EvictionState, Any]):
             [{"type": "text", "text": notice}, *other_blocks] if other_blocks else notice
         )
         evicted = {"evicted_to": path, "tokens": tokens, "counted": counted, "bytes": len(data)}
-        artifact = message.artifact
-        if artifact is None:
-            artifact = {"eviction": evicted}
-        elif isinstance(artifact, dict):
-            artifact = {**artifact, "eviction": evicted}
-        replaced = message.model_copy(update={"content": content, "artifact": artifact})
+        # The tool's artifact stays as it returned it; the facts go beside it, where
+        # ContextEditingMiddleware puts its own (`response_metadata["context_editing"]`).
+        metadata = {**message.response_metadata, "eviction": evicted}
+        replaced = message.model_copy(update={"content": content, "response_metadata": metadata})
         return with_state_update(result, backend.state_update(), message=replaced)
 
     def _over_threshold(self, text: str) -> tuple[int, bool] | None:

@@ -1,4 +1,4 @@
-"""Issue 16, search items: hostile patterns and odd workspaces.
+"""Search edges: hostile patterns and odd workspaces.
 
 Nothing leaks a host path, nothing outlives `search_timeout`, and every engine
 (ripgrep, the pure-Python engine on local disk, graph state, a store, a composite
@@ -106,9 +106,7 @@ def harnesses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Harness]:
 
 
 @pytest.mark.parametrize("pattern", GLOBS)
-def test_issue_16_glob_corpus_same_on_every_engine(
-    harnesses: dict[str, Harness], pattern: str
-) -> None:
+def test_glob_corpus_same_on_every_engine(harnesses: dict[str, Harness], pattern: str) -> None:
     answers = {kind: h.call("glob", pattern=pattern).content for kind, h in harnesses.items()}
     found = {kind: _lines(text) for kind, text in answers.items()}
     assert len({frozenset(f) for f in found.values()}) == 1, found
@@ -118,9 +116,7 @@ def test_issue_16_glob_corpus_same_on_every_engine(
 
 
 @pytest.mark.parametrize("pattern", GLOBS)
-def test_issue_16_grep_glob_corpus_same_on_every_engine(
-    harnesses: dict[str, Harness], pattern: str
-) -> None:
+def test_grep_glob_corpus_same_on_every_engine(harnesses: dict[str, Harness], pattern: str) -> None:
     found = {
         kind: _lines(h.call("grep", pattern="needle", glob=pattern).content)
         for kind, h in harnesses.items()
@@ -129,9 +125,7 @@ def test_issue_16_grep_glob_corpus_same_on_every_engine(
     assert all(f == globbed for f in found.values()), (globbed, found)
 
 
-def test_issue_16_ripgrep_reports_a_glob_it_refuses(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_ripgrep_reports_a_glob_it_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """rg's exit code 2 is an error, not an empty listing (and grep blames the glob)."""
     executable = ripgrep.find_ripgrep()
     assert executable is not None
@@ -148,7 +142,7 @@ def test_issue_16_ripgrep_reports_a_glob_it_refuses(
     assert str(tmp_path) not in grep.value.reason
 
 
-def test_issue_16_type_filter_never_hands_rg_a_glob_it_reads_otherwise() -> None:
+def test_type_filter_never_hands_rg_a_glob_it_reads_otherwise() -> None:
     assert ripgrep.type_filter((("{a,{b,c}}.py",),)) == [
         *("--type-add", "fstoolsfilter:a.py", "--type-add", "fstoolsfilter:b.py"),
         *("--type-add", "fstoolsfilter:c.py", "--type", "fstoolsfilter"),
@@ -173,7 +167,7 @@ def _host_spellings(h: Harness) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", [*BACKENDS])
-def test_issue_16_no_host_path_in_search_replies(tmp_path: Path, kind: str) -> None:
+def test_no_host_path_in_search_replies(tmp_path: Path, kind: str) -> None:
     h = Harness(kind, tmp_path)
     h.seed("/a.py", b"needle\n")
     special: list[str] = []
@@ -219,7 +213,7 @@ def test_issue_16_no_host_path_in_search_replies(tmp_path: Path, kind: str) -> N
 
 
 @pytest.mark.parametrize("kind", ["state", "store", "local-python", "local"])
-def test_issue_16_backtracking_regex_is_linear(tmp_path: Path, kind: str) -> None:
+def test_backtracking_regex_is_linear(tmp_path: Path, kind: str) -> None:
     h = Harness(kind, tmp_path, search_timeout=5)
     h.seed("/evil.txt", b"a" * 40 + b"!\n" + b"aaaa\n")
     started = time.monotonic()
@@ -229,7 +223,7 @@ def test_issue_16_backtracking_regex_is_linear(tmp_path: Path, kind: str) -> Non
 
 
 @pytest.mark.parametrize("kind", ["state", "local-python", "local"])
-def test_issue_16_constructs_re2_lacks_say_what_to_do(tmp_path: Path, kind: str) -> None:
+def test_constructs_re2_lacks_say_what_to_do(tmp_path: Path, kind: str) -> None:
     h = Harness(kind, tmp_path)
     h.seed("/a.txt", b"abab\n")
     look = h.call("grep", pattern="a(?=b)", regex=True).content
@@ -243,7 +237,7 @@ def test_issue_16_constructs_re2_lacks_say_what_to_do(tmp_path: Path, kind: str)
     assert "backreference" in back
 
 
-def test_issue_16_unicode_classes_match_like_ripgrep(tmp_path: Path) -> None:
+def test_unicode_classes_match_like_ripgrep(tmp_path: Path) -> None:
     answers = set()
     for kind in ["local", "state"]:
         h = Harness(kind, tmp_path / kind)
@@ -269,7 +263,7 @@ class SlowStore(InMemoryStore):
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_issue_16_slow_store_stops_at_the_deadline(
+def test_slow_store_stops_at_the_deadline(
     tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(harness, "InMemoryStore", SlowStore)
@@ -287,7 +281,7 @@ def test_issue_16_slow_store_stops_at_the_deadline(
 
 
 @pytest.mark.parametrize("kind", ["local-python", "state"])
-def test_issue_16_python_engine_skips_what_it_cannot_read(
+def test_python_engine_skips_what_it_cannot_read(
     tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     h = Harness(kind, tmp_path)
@@ -319,7 +313,7 @@ def test_issue_16_python_engine_skips_what_it_cannot_read(
 # ----- composite ---------------------------------------------------------------------------
 
 
-def test_issue_16_composite_keeps_path_globs_anchored(tmp_path: Path) -> None:
+def test_composite_keeps_path_globs_anchored(tmp_path: Path) -> None:
     h = Harness("composite", tmp_path)
     for path in ["/docs/a.py", "/docs/nested/file.py", "/docs/src/b.py", "/docs/note.md"]:
         h.seed(path, b"needle\n")
@@ -330,7 +324,7 @@ def test_issue_16_composite_keeps_path_globs_anchored(tmp_path: Path) -> None:
     assert _lines(h.call("grep", pattern="needle", glob="/docs/*.py").content) == {"/docs/a.py"}
 
 
-def test_issue_16_own_route_for_large_tool_results_is_honoured(tmp_path: Path) -> None:
+def test_own_route_for_large_tool_results_is_honoured(tmp_path: Path) -> None:
     mine = LocalBackend(tmp_path)
     middleware = FilesystemMiddleware(
         backend=CompositeBackend(StateBackend(), {"/large_tool_results/": mine})
@@ -344,7 +338,7 @@ def test_issue_16_own_route_for_large_tool_results_is_honoured(tmp_path: Path) -
 # ----- file types --------------------------------------------------------------------------
 
 
-def test_issue_16_type_table_equals_current_ripgrep() -> None:
+def test_type_table_equals_current_ripgrep() -> None:
     executable = ripgrep.find_ripgrep()
     assert executable is not None
     listing = subprocess.run(
@@ -359,7 +353,7 @@ def test_issue_16_type_table_equals_current_ripgrep() -> None:
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_issue_16_ripgrep_types_on_every_backend(tmp_path: Path, kind: str) -> None:
+def test_ripgrep_types_on_every_backend(tmp_path: Path, kind: str) -> None:
     h = Harness(kind, tmp_path)
     for path in ["/x.lua", "/deploy/Dockerfile", "/ui/App.vue", "/other.txt"]:
         h.seed(path, b"needle\n")
@@ -374,7 +368,7 @@ def test_issue_16_ripgrep_types_on_every_backend(tmp_path: Path, kind: str) -> N
 
 
 @pytest.mark.parametrize("kind", ["local", "state"])
-def test_issue_16_literal_alternation_that_is_no_regex_says_how(tmp_path: Path, kind: str) -> None:
+def test_literal_alternation_that_is_no_regex_says_how(tmp_path: Path, kind: str) -> None:
     h = Harness(kind, tmp_path)
     h.seed("/m.py", b"class A:\n    def __init__(self):\n        pass\n")
     reply = h.call("grep", pattern="def __init__(self|def __new__(cls").content
@@ -389,7 +383,7 @@ def test_issue_16_literal_alternation_that_is_no_regex_says_how(tmp_path: Path, 
 
 
 @pytest.mark.parametrize("kind", ["local", "state"])
-def test_issue_16_nul_and_lone_surrogate_say_what_is_wrong(tmp_path: Path, kind: str) -> None:
+def test_nul_and_lone_surrogate_say_what_is_wrong(tmp_path: Path, kind: str) -> None:
     h = Harness(kind, tmp_path)
     h.seed("/a.txt", b"ab\n")
     nul = h.call("grep", pattern="a\0b").content

@@ -1,7 +1,7 @@
 """File history: what each tool call changed, and how to put it back.
 
 Every change the file tools make through a recording backend
-(`backends.recording.RecordingBackend`) becomes a `ChangeRecord`: the file's content
+(`history.recording.RecordingBackend`) becomes a `ChangeRecord`: the file's content
 before the change and its version after, with the tool call's id. Records live in the
 thread's graph state (the `file_history` channel), so they are checkpointed with the
 thread, survive a restart, and belong to one thread only. The channel is a
@@ -32,8 +32,8 @@ from typing import (
 
 from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (schemas)
 
-from langchain_fstools.backends.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
 from langchain_fstools.backends.protocol import ABSENT
+from langchain_fstools.channels.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
 from langchain_fstools.core import calls
 from langchain_fstools.core.records import decode_content, encode_content
 from langchain_fstools.errors import (

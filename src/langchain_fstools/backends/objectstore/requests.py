@@ -1,0 +1,302 @@
+"""Object store requests as data, performed by obstore's sync or native async calls.
+
+The backend's operations are generators that yield these requests and receive their
+results (as `StoreBackend`'s do), so one body serves `run` (obstore's blocking calls)
+and `arun` (its async calls, on the event loop: no thread per request). `Gather`
+runs several requests at once on the async path and one after the other on the sync
+path.
+
+Results speak the backend's terms: a missing object is `None`, a refused conditional
+write is `None`, a range starting past the end is `BEYOND_END`; every other failure of
+the store becomes `StoreUnavailable` naming obstore's error type. Listings leave out
+the folder entries that stores with a real directory tree (SeaweedFS's filer) list as
+empty objects with an empty ETag: no stored object has one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import obstore
+from obstore.exceptions import AlreadyExistsError, NotFoundError, PreconditionError
+
+from langchain_fstools.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from obstore import ListResult, ObjectMeta, PutMode
+    from obstore.store import ObjectStore
+
+T = TypeVar("T")
+
+BEYOND_END: Final = "beyond end"
+"""`Get` result: the range starts at or past the object's end (or the store refused it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """The metadata of one object (`ObjectMeta`), or None when it is missing."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Get:
+    """The bytes of an object from `start` up to `end` (exclusive; None: its end).
+
+    Result: the bytes, None when the object is missing, `BEYOND_END` when a range that
+    does not start at 0 cannot be served.
+    """
+
+    key: str
+    start: int = 0
+    end: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Peek:
+    """An object's metadata and first `size` bytes (`(ObjectMeta, bytes)`), in one GET.
+
+    None when the object is missing; `BEYOND_END` when it is empty (no range to serve).
+    """
+
+    key: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Put:
+    """Write an object whole (`PutResult`); None when its condition (`mode`) is refused."""
+
+    key: str
+    data: bytes
+    mode: PutMode
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Remove an object (a missing one is not an error)."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListDir:
+    """One directory level below `prefix` (`ListResult`: objects and common prefixes)."""
+
+    prefix: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """Some objects below the directory `prefix` (from the first `count`; [] if none)."""
+
+    prefix: str | None
+    count: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Tidy:
+    """Remove a store's own folder entry at `key` (a no-op where there is none)."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Gather:
+    """Several requests, concurrently where the driver can; their results in order."""
+
+    requests: tuple[Request, ...]
+
+
+Request = Head | Get | Peek | Put | Delete | ListDir | Probe | Tidy | Gather
+StoreEffect = Generator[Request, Any, T]
+"""A computation over an object store: yields requests, receives their results."""
+
+
+def run(store: ObjectStore, effect: StoreEffect[T]) -> T:
+    """Drive `effect` with obstore's blocking calls."""
+    try:
+        request = next(effect)
+        while True:
+            request = effect.send(_perform(store, request))
+    except StopIteration as stop:
+        value: T = stop.value
+        return value
+
+
+async def arun(store: ObjectStore, effect: StoreEffect[T]) -> T:
+    """Drive `effect` with obstore's async calls."""
+    try:
+        request = next(effect)
+        while True:
+            request = effect.send(await _aperform(store, request))
+    except StopIteration as stop:
+        value: T = stop.value
+        return value
+
+
+MARKER: Final = ".fstools-dir"
+"""Name of the empty object that keeps an empty directory in existence."""
+
+FOLDER_ETAGS: Final = frozenset({'""', "", None})
+"""The ETags of a store's folder entries: no stored object has an empty one."""
+
+
+def is_folder_entry(meta: ObjectMeta) -> bool:
+    """Whether a listed object is a store's folder entry, not an object."""
+    return meta.get("e_tag") in FOLDER_ETAGS
+
+
+def _perform(store: ObjectStore, request: Request) -> Any:
+    if isinstance(request, Gather):
+        return [_perform(store, inner) for inner in request.requests]
+    if isinstance(request, Tidy):
+        with contextlib.suppress(Exception):
+            obstore.delete(store, request.key)
+        return None
+    try:
+        return _call(store, request)
+    except _MISSING:
+        return _missing(request)
+    except _REFUSED:
+        return None
+    except (StoreUnavailable, NotImplementedError):
+        raise
+    except Exception as exc:  # any other failure of the store
+        if isinstance(request, Peek) or (
+            isinstance(request, Get) and (request.start or request.end is not None)
+        ):
+            return BEYOND_END
+        raise StoreUnavailable(type(exc).__name__) from exc
+
+
+async def _aperform(store: ObjectStore, request: Request) -> Any:
+    if isinstance(request, Gather):
+        return list(await asyncio.gather(*(_aperform(store, r) for r in request.requests)))
+    if isinstance(request, Tidy):
+        with contextlib.suppress(Exception):
+            await obstore.delete_async(store, request.key)
+        return None
+    try:
+        return await _acall(store, request)
+    except _MISSING:
+        return _missing(request)
+    except _REFUSED:
+        return None
+    except (StoreUnavailable, NotImplementedError, asyncio.CancelledError):
+        raise
+    except Exception as exc:  # any other failure of the store
+        if isinstance(request, Peek) or (
+            isinstance(request, Get) and (request.start or request.end is not None)
+        ):
+            return BEYOND_END
+        raise StoreUnavailable(type(exc).__name__) from exc
+
+
+_MISSING = (FileNotFoundError, NotFoundError)
+_REFUSED = (AlreadyExistsError, PreconditionError)
+
+
+def _missing(request: Request) -> Any:
+    """What a request answers when the store says not found: nothing, or no entries."""
+    if isinstance(request, ListDir):
+        return {"common_prefixes": [], "objects": []}
+    return [] if isinstance(request, Probe) else None
+
+
+def _call(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911 - one branch a kind
+    match request:
+        case Head(key):
+            return obstore.head(store, key)
+        case Get(key, 0, None):
+            return bytes(obstore.get(store, key).bytes())
+        case Get(key, start, None):
+            return bytes(obstore.get(store, key, options={"range": {"offset": start}}).bytes())
+        case Get(key, start, end):
+            return bytes(obstore.get_range(store, key, start=start, end=end))
+        case Peek(key, size):
+            result = obstore.get(store, key, options={"range": (0, size)})
+            return result.meta, bytes(result.bytes())
+        case Put(key, data, mode):
+            return obstore.put(store, key, data, mode=mode)
+        case Delete(key):
+            return obstore.delete(store, key)
+        case ListDir(prefix):
+            return _objects_only(obstore.list_with_delimiter(store, prefix))
+        case Probe(prefix, count):
+            return _first(obstore.list(store, prefix, chunk_size=count))
+    raise TypeError(request)  # pragma: no cover - Gather is handled by the caller
+
+
+async def _acall(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911
+    match request:
+        case Head(key):
+            return await obstore.head_async(store, key)
+        case Get(key, 0, None):
+            result = await obstore.get_async(store, key)
+            return bytes(await result.bytes_async())
+        case Get(key, start, None):
+            result = await obstore.get_async(store, key, options={"range": {"offset": start}})
+            return bytes(await result.bytes_async())
+        case Get(key, start, end):
+            return bytes(await obstore.get_range_async(store, key, start=start, end=end))
+        case Peek(key, size):
+            result = await obstore.get_async(store, key, options={"range": (0, size)})
+            return result.meta, bytes(await result.bytes_async())
+        case Put(key, data, mode):
+            return await obstore.put_async(store, key, data, mode=mode)
+        case Delete(key):
+            return await obstore.delete_async(store, key)
+        case ListDir(prefix):
+            return _objects_only(await obstore.list_with_delimiter_async(store, prefix))
+        case Probe(prefix, count):
+            return await _afirst(obstore.list(store, prefix, chunk_size=count))
+    raise TypeError(request)  # pragma: no cover - Gather is handled by the caller
+
+
+async def _afirst(stream: Any) -> list[ObjectMeta]:
+    try:
+        page = await stream.__anext__()
+    except StopAsyncIteration:
+        return []
+    return [meta for meta in page if not is_folder_entry(meta)]
+
+
+def _first(stream: Any) -> list[ObjectMeta]:
+    try:
+        page = next(stream)
+    except StopIteration:
+        return []
+    return [meta for meta in page if not is_folder_entry(meta)]
+
+
+def _objects_only(listed: ListResult[Sequence[ObjectMeta]]) -> dict[str, Any]:
+    objects = [meta for meta in listed["objects"] if not is_folder_entry(meta)]
+    return {"common_prefixes": listed["common_prefixes"], "objects": objects}
+
+
+__all__ = [
+    "BEYOND_END",
+    "FOLDER_ETAGS",
+    "MARKER",
+    "Delete",
+    "Gather",
+    "Get",
+    "Head",
+    "ListDir",
+    "Peek",
+    "Probe",
+    "Put",
+    "Request",
+    "StoreEffect",
+    "Tidy",
+    "arun",
+    "is_folder_entry",
+    "run",
+]

@@ -1,0 +1,166 @@
+"""Who may call the HTTP server: the Host and Origin it is reached by, and a bearer token.
+
+A web page the person visits can make their browser send requests to a server on their
+machine; with DNS rebinding, under a name the page controls. So every request's `Host`
+must name the address the server is bound to (or `localhost`), on its port, and an
+`Origin`, when the browser sends one, must be such a name too; anything else gets
+421 or 403 before the MCP layer sees it. With a token, every request must also carry
+`Authorization: Bearer <token>` (401 otherwise). A server bound to anything but a
+loopback address needs a token: it refuses to start without one.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+TOKEN_ENV: Final = "LANGCHAIN_FSTOOLS_MCP_TOKEN"  # noqa: S105 - a variable name
+"""The environment variable holding the bearer token when `--token` is not given."""
+
+LOCAL_NAMES: Final = ("localhost",)
+"""Host names always accepted (they resolve to this machine)."""
+
+CHECKED_HEADERS: Final = ("host", "origin", "authorization")
+"""Headers a request may carry once at most (a repeated one is refused, never guessed)."""
+
+_HOST = re.compile(r"(?P<name>\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(?P<port>[0-9]{1,5}))?")
+_ORIGIN = re.compile(r"(?P<scheme>https?)://" + _HOST.pattern)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address, IPv6 with or without brackets) is loopback."""
+    name = host.strip("[]").lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Door:
+    """The checks one bound server makes on every request.
+
+    Args:
+        names: The host names and addresses a request may reach the server by
+            (lowercase; IPv6 without brackets).
+        port: The bound port (a `Host` naming another port is refused); 0 for any.
+        token: The bearer token every request must carry; None for none.
+    """
+
+    names: frozenset[str]
+    port: int
+    token: str | None
+
+    @classmethod
+    def for_bind(
+        cls, host: str, port: int, *, token: str | None = None, names: Iterable[str] = ()
+    ) -> Door:
+        """The door of a server bound to `host:port`.
+
+        Args:
+            host: The bound address (or name).
+            port: The bound port.
+            token: The bearer token required; None or empty for none.
+            names: More host names clients reach the server by (e.g. the machine's
+                name, for a server bound to `0.0.0.0` with a token).
+
+        Raises:
+            ValueError: a non-loopback bind without a token, or an empty name.
+        """
+        if not token and not is_loopback(host):
+            raise ValueError(
+                f"serving HTTP on {host}, which is not a loopback address, needs a bearer "
+                f"token: pass --token or set {TOKEN_ENV} (or bind 127.0.0.1)"
+            )
+        extra = [name.strip("[]").lower() for name in names]
+        if any(not name for name in extra):
+            raise ValueError("--allow-host takes a host name, e.g. build-box.local")
+        accepted = {host.strip("[]").lower(), *LOCAL_NAMES, *extra}
+        return cls(frozenset(accepted), port, token or None)
+
+    def refusal(self, headers: dict[str, str]) -> tuple[int, str] | None:
+        """None to let a request with these (lowercase) headers in, else (status, why)."""
+        host = headers.get("host", "")
+        if not self._host_ok(host):
+            return 421, f"Misdirected request: this server is not reached as {host!r}."
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_ok(origin):
+            return 403, f"Forbidden: requests from the origin {origin!r} are not accepted."
+        if self.token is not None:
+            given = headers.get("authorization", "")
+            scheme, _, credentials = given.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                credentials.strip().encode(), self.token.encode()
+            ):
+                return 401, "Unauthorized: send the server's token as 'Authorization: Bearer'."
+        return None
+
+    def _host_ok(self, host: str) -> bool:
+        """`name[:port]` exactly (no user, path or spaces), naming this server."""
+        match = _HOST.fullmatch(host.lower())
+        if match is None or match["name"].strip("[]") not in self.names:
+            return False
+        port = match["port"]
+        return port is None or not self.port or int(port) == self.port
+
+    def _origin_ok(self, origin: str) -> bool:
+        """`http[s]://name[:port]` exactly, naming this machine as the server knows it."""
+        match = _ORIGIN.fullmatch(origin.lower())
+        return match is not None and match["name"].strip("[]") in self.names
+
+
+class DoorApp:
+    """ASGI middleware: refuses a request `door` refuses, before `app` sees it.
+
+    Args:
+        app: The guarded app.
+        door: The checks.
+    """
+
+    def __init__(self, app: ASGIApp, door: Door) -> None:
+        """Guard `app`."""
+        self.app = app
+        self.door = door
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check an HTTP request's headers; pass everything else through."""
+        if scope["type"] in {"http", "websocket"}:
+            pairs = [
+                (key.decode("latin-1").lower(), value.decode("latin-1"))
+                for key, value in scope.get("headers", [])
+            ]
+            headers = dict(pairs)
+            names = [key for key, _ in pairs]
+            refused = self.door.refusal(headers)
+            if any(names.count(name) > 1 for name in CHECKED_HEADERS):
+                refused = 400, "Bad request: a Host, Origin or Authorization header repeated."
+            if refused is not None:
+                await _refuse(scope, send, *refused)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(scope: Scope, send: Send, status: int, text: str) -> None:
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    body = text.encode()
+    headers = [(b"content-type", b"text/plain; charset=utf-8")]
+    headers.append((b"content-length", str(len(body)).encode()))
+    if status == 401:  # noqa: PLR2004 - HTTP status
+        headers.append((b"www-authenticate", b'Bearer realm="langchain-fstools"'))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+__all__ = ["CHECKED_HEADERS", "LOCAL_NAMES", "TOKEN_ENV", "Door", "DoorApp", "is_loopback"]

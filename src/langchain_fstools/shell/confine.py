@@ -1,0 +1,453 @@
+"""The confinement helper: the program that starts every local command.
+
+`LocalBackend.execute` runs `python -I -S confine.py OPTIONS -- bash -c COMMAND` (inside
+bubblewrap when there is a sandbox), so this file runs as a script and imports only
+light standard-library modules (it starts before every command). The options (`options`
+builds them) say what it applies, in this order:
+
+1. `no_new_privs`: nothing it runs can gain privileges (setuid binaries stay plain).
+2. Landlock (`--landlock`), when the kernel has it: writes only beneath the
+   `--writable` folders and to the `--write-file` files; with `--hide`, reads
+   everywhere except the hidden paths; TCP `bind`/`connect` refused (ABI 4+) without
+   `--network`; abstract Unix sockets (unless `--unix-sockets`) and signals limited to
+   its own processes (ABI 6+). `--required` makes a kernel without Landlock an error
+   (exit 125) instead of a skipped layer.
+3. With `--drop-capabilities`, the bounding and inheritable capability sets are
+   emptied, so the command has no capability even as uid 0 (`drop_capabilities`).
+   A seccomp filter (`--deny-family N`, repeated): `socket()` of those families fails
+   with EPERM; for `AF_UNIX` no path or abstract Unix socket can be created or
+   connected (`socketpair` still works); for `AF_INET`, `AF_INET6` and `AF_PACKET`
+   no network socket of any protocol (Landlock's TCP rules miss UDP and ICMP). And
+   `io_uring_setup` fails with ENOSYS (io_uring could open sockets past the filter);
+   system calls of another ABI (32-bit x86, x32) kill the process, so the filter cannot
+   be stepped around. The filter is built here by hand (`seccomp_program`): ten
+   classic-BPF instructions.
+4. With `--subreaper`, it stays as the command's parent: it becomes a child subreaper
+   (`PR_SET_CHILD_SUBREAPER`), so every process the command starts, also one that left
+   through `setsid`, `nohup` or a double fork, is re-parented to it; when the command
+   exits, or this helper gets SIGTERM (the deadline) or its parent dies, it kills all of
+   them and exits with the command's status (`128 + N` for signal N). Without it, it
+   replaces itself with the command (inside bubblewrap the PID namespace kills all).
+
+A step that cannot be applied prints one line to standard error and exits with 125.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import struct
+import sys
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the helper starts with every command
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+FAILED = 125
+"""The exit status when confinement could not be applied (the command did not run)."""
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_SECCOMP = 22
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_CHILD_SUBREAPER = 36
+_SECCOMP_MODE_FILTER = 2
+
+# Landlock (linux/landlock.h); the system call numbers are the same on every architecture.
+_SYS_CREATE_RULESET = 444
+_SYS_ADD_RULE = 445
+_SYS_RESTRICT_SELF = 446
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_FS_EXECUTE = 1 << 0
+_FS_WRITE_FILE = 1 << 1
+_FS_READ_FILE = 1 << 2
+_FS_READ_DIR = 1 << 3
+_FS_REMOVE_DIR = 1 << 4
+_FS_REMOVE_FILE = 1 << 5
+_FS_MAKE_ALL = sum(1 << bit for bit in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
+_FS_REFER = 1 << 13  # ABI 2
+_FS_TRUNCATE = 1 << 14  # ABI 3
+_NET_ALL = (1 << 0) | (1 << 1)  # bind and connect TCP, ABI 4
+_SCOPE_ALL = (1 << 0) | (1 << 1)  # abstract Unix sockets and signals, ABI 6
+_FILE_RIGHTS = _FS_WRITE_FILE | _FS_READ_FILE | _FS_EXECUTE | _FS_TRUNCATE
+"""The rights a rule on a file (not a folder) may carry."""
+
+# Seccomp: classic BPF over struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6]}.
+_ARCHES = {
+    # machine: (AUDIT_ARCH_*, socket, io_uring_setup)
+    "x86_64": (0xC000003E, 41, 425),
+    "aarch64": (0xC00000B7, 198, 425),
+}
+_X32_BIT = 0x40000000
+_AF_UNIX = 1
+_AF_INET = 2
+_AF_INET6 = 10
+_AF_PACKET = 17
+_SIGKILL = 9
+_PR_CAPBSET_DROP = 24
+_CAP_LAST = 63
+_CAPABILITY_V3 = 0x20080522
+_EPERM = 1
+_ENOSYS = 38
+_RET_ALLOW = 0x7FFF0000
+_RET_ERRNO = 0x00050000
+_RET_KILL_PROCESS = 0x80000000
+_LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+_JGE = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+_RET = 0x06  # BPF_RET | BPF_K
+
+
+class ConfineError(Exception):
+    """A confinement step could not be applied; the message says which and why."""
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        code = ctypes.get_errno()
+        raise ConfineError(f"{what} failed: {os.strerror(code)}")
+    return result
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, or 0 when Landlock is unavailable."""
+    version = _libc().syscall(_SYS_CREATE_RULESET, None, 0, _CREATE_RULESET_VERSION)
+    return max(int(version), 0)
+
+
+def seccomp_program(families: tuple[int, ...] = (_AF_UNIX,), machine: str | None = None) -> bytes:
+    """The seccomp filter of step 3, as `struct sock_filter` records.
+
+    Args:
+        families: Address families `socket()` refuses (EPERM). Default: `AF_UNIX`.
+        machine: `uname -m` of the target. Default: this machine's.
+
+    Raises:
+        ConfineError: no filter is known for the architecture.
+    """
+    machine = machine or os.uname().machine
+    if machine not in _ARCHES:
+        raise ConfineError(f"no seccomp filter for the {machine} architecture")
+    arch, socket_nr, io_uring_nr = _ARCHES[machine]
+    checks = len(families)
+    allow = 7 + checks  # the instructions after the family checks
+    deny_socket, deny_io_uring, kill = allow + 1, allow + 2, allow + 3
+    code = [
+        (_LD_ABS, 0, 0, 4),  # 0: arch
+        (_JEQ, 0, kill - 2, arch),  # 1: another ABI: kill
+        (_LD_ABS, 0, 0, 0),  # 2: system call number
+        (_JGE, kill - 4, 0, _X32_BIT),  # 3: x32 numbering: kill
+        (_JEQ, deny_io_uring - 5, 0, io_uring_nr),  # 4
+        (_JEQ, 0, allow - 6, socket_nr),  # 5: not socket(): allow
+        (_LD_ABS, 0, 0, 16),  # 6: low word of the first argument (the family)
+    ]
+    code += [(_JEQ, deny_socket - 8 - i, 0, family) for i, family in enumerate(families)]
+    code += [
+        (_RET, 0, 0, _RET_ALLOW),
+        (_RET, 0, 0, _RET_ERRNO | _EPERM),
+        (_RET, 0, 0, _RET_ERRNO | _ENOSYS),
+        (_RET, 0, 0, _RET_KILL_PROCESS),
+    ]
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in code)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+
+def install_seccomp(families: tuple[int, ...]) -> None:
+    """Install the filter of `seccomp_program` on this process (needs no_new_privs)."""
+    program = seccomp_program(families)
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    libc = _libc()
+    _check(
+        libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0),
+        "installing the seccomp filter",
+    )
+
+
+def drop_capabilities() -> None:
+    """Empty the bounding, inheritable and ambient capability sets (root keeps none).
+
+    After this, a program started as uid 0 gets no capabilities: they are granted on
+    `exec` only through the bounding set. Without privileges it is a no-op.
+    """
+    libc = _libc()
+    for capability in range(_CAP_LAST + 1):
+        if libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0) < 0:
+            code = ctypes.get_errno()
+            if code == errno.EINVAL:
+                break  # past the kernel's last capability
+            if code != errno.EPERM:
+                raise ConfineError(f"dropping capabilities failed: {os.strerror(code)}")
+    header = struct.pack("=Ii", _CAPABILITY_V3, 0)
+    current = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable} words
+    _check(libc.capget(header, current), "reading capabilities")
+    current[2] = current[5] = 0
+    _check(libc.capset(header, current), "dropping inheritable capabilities")
+
+
+def _readable(hidden: list[str]) -> list[str]:
+    """Paths whose subtrees together cover the file system except `hidden`."""
+    hidden_set = {os.path.realpath(path) for path in hidden}
+    found: list[str] = []
+
+    def visit(directory: str) -> None:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return
+        for name in names:
+            path = os.path.join(directory, name)
+            real = os.path.realpath(path)
+            if real in hidden_set or any(real.startswith(h + "/") for h in hidden_set):
+                continue
+            if any(h.startswith(real.rstrip("/") + "/") for h in hidden_set):
+                if os.path.isdir(real):
+                    visit(real)
+                continue
+            found.append(real)
+
+    visit("/")
+    return found
+
+
+def apply_landlock(spec: Spec) -> bool:
+    """Restrict this process as `spec` says (step 2); False when the kernel lacks Landlock.
+
+    Raises:
+        ConfineError: a rule could not be added or the ruleset not enforced.
+    """
+    abi = landlock_abi()
+    if abi < 1:
+        return False
+    writes = _FS_WRITE_FILE | _FS_REMOVE_DIR | _FS_REMOVE_FILE | _FS_MAKE_ALL
+    writes |= (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)  # noqa: PLR2004
+    reads = _FS_READ_FILE | _FS_READ_DIR | _FS_EXECUTE if spec.lists["hide"] else 0
+    net = _NET_ALL if abi >= 4 and not spec.flags["network"] else 0  # noqa: PLR2004
+    scope = _SCOPE_ALL if abi >= 6 else 0  # noqa: PLR2004
+    if spec.flags["unix_sockets"]:
+        scope &= ~1
+    attr = struct.pack("=QQQ", writes | reads, net, scope)
+    size = 8 if abi < 4 else 16 if abi < 6 else 24  # noqa: PLR2004
+    libc = _libc()
+    ruleset = _check(
+        libc.syscall(_SYS_CREATE_RULESET, attr[:size], size, 0), "creating the Landlock ruleset"
+    )
+    try:
+        for path in (*spec.lists["writable"], *spec.lists["write_file"]):
+            _add_path_rule(libc, ruleset, path, writes | reads)
+        if reads:
+            for path in _readable(spec.lists["hide"]):
+                _add_path_rule(libc, ruleset, path, reads)
+        _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
+        _check(libc.syscall(_SYS_RESTRICT_SELF, ruleset, 0), "enforcing the Landlock ruleset")
+    finally:
+        os.close(ruleset)
+    return True
+
+
+def _add_path_rule(libc: ctypes.CDLL, ruleset: int, path: str, access: int) -> None:
+    try:
+        descriptor = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # absent: nothing to allow there
+    try:
+        if not os.path.isdir(path):
+            access &= _FILE_RIGHTS
+        rule = struct.pack("=Qi", access, descriptor)
+        _check(
+            libc.syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, rule, 0),
+            "adding a Landlock rule",
+        )
+    finally:
+        os.close(descriptor)
+
+
+def _descendants() -> list[int]:
+    """Every process below this one (read from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    pending = [os.getpid()]
+    while pending:
+        children = parents.get(pending.pop(), [])
+        found += children
+        pending += children
+    return found
+
+
+def kill_descendants() -> None:
+    """SIGKILL every process below this one, and reap them, until none is left."""
+    while True:
+        for pid in _descendants():
+            try:  # noqa: SIM105 - contextlib costs the helper's start-up time
+                os.kill(pid, _SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            if not _descendants():
+                return
+
+
+def _exit_status(status: int) -> int:
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.waitstatus_to_exitcode(status)
+
+
+def run_reaped(argv: list[str], parent: int) -> NoReturn:
+    """Run `argv` as a child, then kill whatever it left behind (step 4).
+
+    `parent` is the pid of this helper's parent when it started: if it is already gone,
+    the helper exits at once.
+    """
+    import signal  # noqa: PLC0415 - only the subreaper needs it (it imports enum)
+
+    libc = _libc()
+    _check(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "becoming a child subreaper")
+
+    def stop(signum: int, _frame: object) -> NoReturn:
+        kill_descendants()
+        os._exit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, stop)
+    _check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0), "watching the parent")
+    if os.getppid() != parent:
+        os._exit(FAILED)
+    child = os.fork()
+    if child == 0:
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(signum, signal.SIG_DFL)
+        _exec(argv)
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == child:
+            break
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP, signal.SIGINT})
+    kill_descendants()
+    os._exit(_exit_status(status))
+
+
+def _exec(argv: list[str]) -> NoReturn:
+    try:
+        os.execvp(argv[0], argv)  # noqa: S606 - running the command is the point
+    except OSError as exc:
+        sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
+        os._exit(127)
+
+
+FLAGS = ("subreaper", "drop-capabilities", "landlock", "required", "network", "unix-sockets")
+"""Options without a value."""
+LISTS = ("deny-family", "writable", "write-file", "hide")
+"""Options with a value, each given as often as needed."""
+
+
+class Spec:
+    """Parsed options: `flags` (set or not) and `lists` (the values of each option).
+
+    Keys are the option names with `_` for `-` (`drop_capabilities`, `write_file`).
+    """
+
+    def __init__(self) -> None:
+        """No flag set, no value given."""
+        self.flags = {name.replace("-", "_"): False for name in FLAGS}
+        self.lists: dict[str, list[str]] = {name.replace("-", "_"): [] for name in LISTS}
+
+
+def options(**given: bool | list[str] | list[int]) -> list[str]:
+    """The helper's options, from keywords named as the options (`_` for `-`).
+
+    Example: `options(subreaper=True, writable=["/w"])` is
+    `["--subreaper", "--writable", "/w"]`.
+    """
+    found: list[str] = []
+    for key, value in given.items():
+        name = key.replace("_", "-")
+        if name in FLAGS:
+            found += [f"--{name}"] if value else []
+        elif name in LISTS and isinstance(value, list):
+            for item in value:
+                found += [f"--{name}", str(item)]
+        else:
+            raise ValueError(f"unknown confinement option {key!r}")
+    return found
+
+
+def parse(arguments: list[str]) -> tuple[Spec, list[str]]:
+    """The options before `--` and the command after it."""
+    spec = Spec()
+    index = 0
+    while index < len(arguments) and arguments[index] != "--":
+        name = arguments[index].removeprefix("--")
+        key = name.replace("-", "_")
+        if name in FLAGS:
+            spec.flags[key] = True
+            index += 1
+        elif name in LISTS and index + 1 < len(arguments):
+            spec.lists[key].append(arguments[index + 1])
+            index += 2
+        else:
+            raise ConfineError(f"unknown option {arguments[index]!r}")
+    return spec, arguments[index + 1 :]
+
+
+def main(arguments: list[str]) -> NoReturn:
+    """Apply the options, then run what follows `--`."""
+    parent = os.getppid()
+    try:
+        spec, argv = parse(arguments)
+        _check(_libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
+        if spec.flags["landlock"] and not apply_landlock(spec) and spec.flags["required"]:
+            raise ConfineError("the kernel has no Landlock")  # noqa: TRY301 - one report below
+        if spec.flags["drop_capabilities"]:
+            drop_capabilities()
+        families = tuple(int(family) for family in spec.lists["deny_family"])
+        if families:
+            install_seccomp(families)
+    except ConfineError as exc:
+        sys.stderr.write(f"sandbox: {exc}\n")
+        os._exit(FAILED)
+    if spec.flags["subreaper"]:
+        run_reaped(argv, parent)
+    _exec(argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
+
+
+__all__ = [
+    "FAILED",
+    "FLAGS",
+    "LISTS",
+    "ConfineError",
+    "Spec",
+    "apply_landlock",
+    "drop_capabilities",
+    "install_seccomp",
+    "kill_descendants",
+    "landlock_abi",
+    "main",
+    "options",
+    "parse",
+    "run_reaped",
+    "seccomp_program",
+]

@@ -1,0 +1,371 @@
+"""Attacks on `execute`, end to end through `create_agent` with a scripted model (issue 24).
+
+Each attack is one `execute` call a model could make, with the README's configuration.
+What must hold: an allow rule never runs a computed line without a person; deny rules
+fail closed on code-string sinks and unlisted wrappers; the default sandbox holds as
+root (no capabilities, no unmount, no entering the agent's namespaces, no network, no
+host Unix socket, no credential file in a home directory, none of the agent's secret
+variables); no process outlives the call; the default policy refuses deleting `/` and
+home however spelled. Controls show that ordinary work keeps working in the sandbox.
+The streaming control is tests/e2e/test_progress.py, which runs in the default sandbox.
+The same sandbox escapes as an unprivileged user: tests/integration/test_sandbox_unprivileged.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from langchain_fstools import LocalBackend
+from langchain_fstools.permissions.rules import Permission
+from langchain_fstools.shell.policy import CommandPolicy
+from langchain_fstools.shell.sandbox import Sandbox
+from tests.e2e.agent_runs import Outcome, run_command
+
+README_RULES = [Permission(operations=["execute"], commands=["pytest", "git status"])]
+CANARY = "sk-canary-fstools-24"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "secrets").mkdir(parents=True)
+    (root / "victim.txt").write_text("keep me\n")
+    (root / "secrets" / "key").write_text("SECRET-KEY\n")
+    return root
+
+
+def _intact(root: Path) -> bool:
+    return (root / "victim.txt").read_text() == "keep me\n" and not (root / "leaked.txt").exists()
+
+
+# ----- allow-rule escalations -------------------------------------------------------------
+
+ESCALATIONS = [
+    "v='x[$(rm victim.txt)]'; git status $((v))",
+    "v='$(rm victim.txt)'; git status \"${v@P}\"",
+    "v='x[$(cp secrets/key leaked.txt)]'; git status $((v))",
+    "test -v 'x[$(rm victim.txt)]'",
+    "[ -v 'x[$(rm victim.txt)]' ]",
+    "printf -v 'x[$(rm victim.txt)]' 1",
+    "v='x[$(rm victim.txt)]'; (( v )); git status",
+    "s=abc; v='x[$(rm victim.txt)]'; git status ${s:v}",
+]
+
+
+@pytest.mark.parametrize("command", ESCALATIONS)
+def test_an_allow_rule_asks_for_a_computed_line(workspace: Path, command: str) -> None:
+    backend = LocalBackend(workspace, execute=True)
+    outcome = run_command(backend, command, mode="accept_edits", permissions=README_RULES)
+    assert outcome.asked, outcome.text
+    assert _intact(workspace)
+
+
+@pytest.mark.parametrize("command", ESCALATIONS)
+def test_an_allow_list_refuses_a_computed_line(workspace: Path, command: str) -> None:
+    policy = CommandPolicy(allow=["git status", "pytest"])
+    outcome = run_command(
+        LocalBackend(workspace, execute=True), command, mode="bypass", command_policy=policy
+    )
+    assert not outcome.ran
+    assert "allow list" in outcome.text
+    assert _intact(workspace)
+
+
+# ----- deny rules: code-string sinks and wrappers --------------------------------------------
+
+DODGES = [
+    "trap 'rm victim.txt' EXIT",
+    "mapfile -C 'rm victim.txt' -c 1 < secrets/key",
+    "coproc rm victim.txt",
+    "v='$(rm victim.txt)'; echo \"${v@P}\"",
+    "v='x[$(rm victim.txt)]'; (( v ))",
+    "v='x[$(rm victim.txt)]'; [[ $v -eq 0 ]]",
+    "s=abc; v='x[$(rm victim.txt)]'; echo ${s:v}",
+    "test -v 'x[$(rm victim.txt)]'",
+    "[ -v 'x[$(rm victim.txt)]' ]",
+    "printf -v 'x[$(rm victim.txt)]' 1",
+    "hash -p /bin/rm ls; ls victim.txt",
+    "BASH_ENV=<(echo rm victim.txt) bash -c true",
+    "env 'BASH_FUNC_ls%%=() { rm victim.txt; }' bash -c ls",
+    "BASH_CMDS[ls]=/bin/rm; ls victim.txt",
+    "shopt -s expand_aliases; BASH_ALIASES[ls]=rm; ls victim.txt",
+    "env -S'rm victim.txt'",
+    "env --split-string='rm victim.txt'",
+    "flock victim.lock rm victim.txt",
+    "setpriv rm victim.txt",
+    "unshare rm victim.txt",
+    "taskset 1 rm victim.txt",
+    "chrt 0 rm victim.txt",
+    "prlimit rm victim.txt",
+    "strace -o /dev/null rm victim.txt",
+    "script -qc 'rm victim.txt' /dev/null",
+    "sg root -c 'rm victim.txt'",
+    "runuser -u root -- rm victim.txt",
+    "nice ionice stdbuf -o0 setsid rm victim.txt",
+    "watch -n 1 rm victim.txt",
+]
+
+
+@pytest.mark.parametrize("command", DODGES)
+@pytest.mark.parametrize("where", ["rule", "policy"])
+def test_a_deny_on_rm_is_not_dodged(workspace: Path, command: str, where: str) -> None:
+    backend = LocalBackend(workspace, execute=True)
+    if where == "rule":
+        rules = [Permission(operations=["execute"], commands=["rm"], action="deny")]
+        outcome = run_command(backend, command, mode="bypass", permissions=rules)
+    else:
+        policy = CommandPolicy(deny=["rm"])
+        outcome = run_command(backend, command, mode="bypass", command_policy=policy)
+    assert not outcome.ran, outcome.text
+    assert not outcome.asked
+    assert _intact(workspace)
+
+
+# ----- sandbox escapes as root ---------------------------------------------------------------
+
+
+def _run(backend: LocalBackend, command: str) -> Outcome:
+    outcome = run_command(backend, command, mode="bypass")
+    assert outcome.ran, outcome.text
+    return outcome
+
+
+def test_running_as_root_a_command_has_no_capability(workspace: Path) -> None:
+    assert os.geteuid() == 0, "CI runs as root; the unprivileged run is a separate test"
+    outcome = _run(LocalBackend(workspace, execute=True), "grep Cap /proc/self/status")
+    for line in ("CapEff:\t0000000000000000", "CapPrm:\t0000000000000000"):
+        assert line in outcome.text
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "umount -l /proc && ls /proc/1/root",
+        "nsenter -t 1 -a true",
+        "nsenter -t 1 -n ip link",
+        "mount -t tmpfs none /mnt",
+        "chroot / true",
+        "echo escaped > /var/tmp/fstools-escaped",
+        "kill -9 1",
+    ],
+)
+def test_root_inside_the_sandbox_cannot_leave_it(workspace: Path, command: str) -> None:
+    outcome = _run(LocalBackend(workspace, execute=True), command + "; echo status=$?")
+    assert "status=0" not in outcome.text
+    assert not Path("/var/tmp/fstools-escaped").exists()
+
+
+def test_there_is_no_network(workspace: Path) -> None:
+    outcome = _run(
+        LocalBackend(workspace, execute=True),
+        "python3 -c 'import socket; print([n for _, n in socket.if_nameindex()])'",
+    )
+    assert "['lo']" in outcome.text
+
+
+def test_no_host_unix_socket_can_be_connected(tmp_path: Path, workspace: Path) -> None:
+    folder = Path(f"/var/tmp/fstools-socket-{os.getpid()}")
+    folder.mkdir(exist_ok=True)
+    path = folder / "s"
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]);"
+                " s.listen(); print('ready', flush=True); s.accept()[0].sendall(b'host-secret')"
+            ),
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert server.stdout is not None
+        assert server.stdout.readline() == b"ready\n"
+        connect = (
+            "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX);"
+            f' s.connect("{path}"); print(s.recv(99))\''
+        )
+        boxed = run_command(LocalBackend(workspace, execute=True), connect, mode="bypass")
+        assert "host-secret" not in boxed.text
+        assert "Operation not permitted" in boxed.text
+        unconfined = run_command(
+            LocalBackend(workspace, execute=True, sandbox=None), connect, mode="bypass"
+        )
+        assert "host-secret" in unconfined.text  # the control: the socket does answer
+    finally:
+        server.kill()
+        server.wait()
+        path.unlink(missing_ok=True)
+        folder.rmdir()
+
+
+CREDENTIALS = [
+    ".ssh/id_rsa",
+    ".aws/credentials",
+    ".azure/accessTokens.json",
+    ".config/gcloud/credentials.db",
+    ".kube/config",
+    ".docker/config.json",
+    ".gnupg/private.key",
+    ".netrc",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+    ".claude/settings.json",
+    ".codex/auth.json",
+]
+
+
+@pytest.mark.parametrize("method", ["bwrap", "landlock"])
+def test_credential_files_in_home_cannot_be_read(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    # bwrap masks them even in a workspace that is (or holds) a home directory;
+    # Landlock alone cannot hide a path under the writable workspace, so there the
+    # home lies beside it
+    home = workspace / "home" if method == "bwrap" else tmp_path / "home"
+    for name in CREDENTIALS:
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text(f"CREDENTIAL {name}\n")
+    (home / "notes.txt").write_text("ordinary\n")
+    monkeypatch.setenv("HOME", str(home))
+    backend = LocalBackend(workspace, execute=True, sandbox=Sandbox(method=method))
+    reads = "; ".join(f"cat {home}/{name}" for name in CREDENTIALS)
+    outcome = _run(backend, f"{reads}; cat {home}/notes.txt")
+    assert "CREDENTIAL" not in outcome.text
+    assert "ordinary" in outcome.text  # the rest of home stays readable (toolchains)
+
+
+def test_the_agents_secret_variables_never_reach_a_command(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    monkeypatch.setenv("GITHUB_TOKEN", CANARY)
+    for inherit in (None, True):
+        backend = LocalBackend(workspace, execute=True, inherit_env=inherit)
+        outcome = _run(
+            backend,
+            "env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; cat /proc/1/environ",
+        )
+        assert CANARY not in outcome.text
+
+
+# ----- processes left behind ---------------------------------------------------------------
+
+
+def _sleepers(duration: str) -> list[int]:
+    wanted = f"sleep\0{duration}\0".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == wanted:
+                    state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                    if state not in {"Z", "X"}:
+                        found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+LEFT_BEHIND = [
+    "setsid sleep {d} &",
+    "nohup setsid sleep {d} > /dev/null 2>&1 &",
+    (
+        "python3 -c 'import os\nif os.fork() == 0:\n os.setsid()\n"
+        ' if os.fork() == 0: os.execvp("sleep", ["sleep", "{d}"])\''
+    ),
+]
+
+
+@pytest.mark.parametrize("spelling", LEFT_BEHIND)
+@pytest.mark.parametrize("sandbox", [Sandbox(), Sandbox(method="landlock"), None])
+def test_no_process_outlives_the_call(
+    workspace: Path, spelling: str, sandbox: Sandbox | None
+) -> None:
+    duration = f"{2000 + time.monotonic_ns() % 1_000_000}.{os.getpid()}"
+    backend = LocalBackend(workspace, execute=True, sandbox=sandbox)
+    _run(backend, spelling.format(d=duration) + "\nsleep 0.3")
+    deadline = time.monotonic() + 2
+    while _sleepers(duration) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _sleepers(duration), f"{spelling!r} left a process behind"
+
+
+# ----- deleting / and home -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd / && rm -rf *",
+        "rm -rf ../../../../../..",
+        "cd ~ && rm -rf .",
+        "find / -delete",
+        "chmod -R 000 ../../../..",
+    ],
+)
+def test_the_default_policy_refuses_deleting_root_or_home(workspace: Path, command: str) -> None:
+    outcome = run_command(LocalBackend(workspace, execute=True), command, mode="bypass")
+    assert not outcome.ran
+    assert "root, top-level or home directory" in outcome.text
+    assert _intact(workspace)
+
+
+# ----- controls: ordinary work in the default sandbox -----------------------------------------
+
+
+def test_reading_and_writing_the_workspace_works(workspace: Path) -> None:
+    outcome = _run(
+        LocalBackend(workspace, execute=True),
+        "cat victim.txt && mkdir -p out && echo made > out/new.txt && mv out/new.txt moved.txt",
+    )
+    assert "keep me" in outcome.text
+    assert (workspace / "moved.txt").read_text() == "made\n"
+
+
+def test_git_status_in_a_repository_works(workspace: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    outcome = run_command(
+        LocalBackend(workspace, execute=True),
+        "git status --short",
+        mode="accept_edits",
+        permissions=README_RULES,
+    )
+    assert outcome.ran, outcome.text
+    assert "?? victim.txt" in outcome.text
+
+
+def test_python_and_pytest_work(workspace: Path) -> None:
+    (workspace / "test_sample.py").write_text("def test_one():\n    assert 1 + 1 == 2\n")
+    outcome = _run(
+        LocalBackend(workspace, execute=True),
+        f"{sys.executable} -c 'print(6 * 7)' && {sys.executable} -m pytest -q -p no:randomly"
+        " test_sample.py",
+    )
+    assert "42" in outcome.text
+    assert "1 passed" in outcome.text
+
+
+def test_exit_codes_reach_the_model(workspace: Path) -> None:
+    outcome = _run(LocalBackend(workspace, execute=True), "echo before; exit 3")
+    assert "before" in outcome.text
+    assert "3" in outcome.text.splitlines()[-1] or "exit code 3" in outcome.text
+
+
+def test_the_timeout_kills_and_says_so(workspace: Path) -> None:
+    backend = LocalBackend(workspace, execute=True)
+    started = time.monotonic()
+    call = run_command(backend, "echo started; sleep 60", mode="bypass", timeout=1)
+    assert time.monotonic() - started < 10
+    assert call.message is not None
+    assert call.message.status == "error"
+    assert "did not finish within 1 second" in call.text
+    assert "started" in call.text

@@ -1,0 +1,279 @@
+"""ObjectStoreBackend on a real distributed object store (SeaweedFS, started by the fixtures).
+
+The backend contract, two writers racing on one object, ranged reads of a large object,
+a directory of 10,000 objects, grep over 2,000 objects, a patch whose third write is
+refused, an agent run through `create_agent`, all over S3 on loopback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import obstore
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+from obstore.store import S3Store
+
+from langchain_fstools import (
+    CompositeBackend,
+    FilesystemMiddleware,
+    FileToolkit,
+    ObjectStoreBackend,
+)
+from langchain_fstools.backends import ABSENT
+from langchain_fstools.backends.objectstore import requests
+from langchain_fstools.backends.objectstore.backend import READ_AHEAD
+from langchain_fstools.backends.protocol import Backend
+from langchain_fstools.errors import VersionConflict
+from langchain_fstools.formats.text import CHUNK_BYTES
+from langchain_fstools.patch.apply import KEPT_CHANGED
+from langchain_fstools.testing import ScriptedChatModel
+from tests.integration.mcp_servers import connect, text_of
+from tests.integration.seaweedfs import SeaweedServer
+from tests.unit.backends.conformance import BackendConformance, drive  # noqa: F401
+from tests.unit.patch.test_apply import refused_third_write
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.enable_socket,
+    pytest.mark.allow_hosts(["127.0.0.1"]),
+]
+
+
+@pytest.fixture(scope="session")
+def s3(seaweedfs: SeaweedServer) -> S3Store:
+    """The bucket the tests share; each test keeps to a prefix of its own."""
+    return S3Store(seaweedfs.bucket("fstools"), **seaweedfs.store_options())  # type: ignore[arg-type]
+
+
+def fresh(store: S3Store) -> ObjectStoreBackend:
+    return ObjectStoreBackend(store, prefix=f"t/{uuid.uuid4().hex}")
+
+
+@pytest.fixture
+def backend(s3: S3Store) -> Backend:
+    return fresh(s3)
+
+
+class TestObjectStoreOnSeaweedFS(BackendConformance):
+    pass
+
+
+def test_seaweedfs_checks_conditional_writes_itself(s3: S3Store) -> None:
+    assert fresh(s3).conditional_writes == "full"
+
+
+async def test_two_writers_racing_on_one_object_one_wins(s3: S3Store) -> None:
+    replica_a, replica_b = fresh(s3), fresh(s3)
+    replica_b.prefix = replica_a.prefix  # two processes' backends on one workspace
+    for round_ in range(10):
+        read = await replica_a.awrite_bytes("/shared.txt", b"base %d" % round_)
+        outcomes = await asyncio.gather(
+            replica_a.awrite_bytes("/shared.txt", b"from a", expected_version=read.version),
+            replica_b.awrite_bytes("/shared.txt", b"from b", expected_version=read.version),
+            return_exceptions=True,
+        )
+        won = [o for o in outcomes if not isinstance(o, BaseException)]
+        lost = [o for o in outcomes if isinstance(o, BaseException)]
+        assert len(won) == 1, outcomes
+        assert len(lost) == 1
+        assert isinstance(lost[0], VersionConflict)
+        assert lost[0].expected == read.version
+        content = await replica_b.aread_bytes("/shared.txt")
+        assert content in {b"from a", b"from b"}
+        assert (await replica_b.astat("/shared.txt")).version == won[0].version
+
+
+def test_creates_racing_on_one_name_one_wins(s3: S3Store) -> None:
+    backend = fresh(s3)
+    backend.write_bytes("/new.txt", b"first", expected_version=ABSENT)
+    with pytest.raises(VersionConflict):
+        backend.write_bytes("/new.txt", b"second", expected_version=ABSENT)
+    assert backend.read_bytes("/new.txt") == b"first"
+
+
+# ----- ranged reads ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fetched(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every GET answer the backend receives (sync and async)."""
+    sizes: list[int] = []
+    sync_call, async_call = requests._call, requests._acall
+
+    def counted(store: Any, request: requests.Request) -> Any:
+        result = sync_call(store, request)
+        if isinstance(request, requests.Get):
+            sizes.append(len(result))
+        return result
+
+    async def acounted(store: Any, request: requests.Request) -> Any:
+        result = await async_call(store, request)
+        if isinstance(request, requests.Get):
+            sizes.append(len(result))
+        return result
+
+    monkeypatch.setattr(requests, "_call", counted)
+    monkeypatch.setattr(requests, "_acall", acounted)
+    return sizes
+
+
+LINE = b"x" * 99 + b"\n"
+BIG_LINES = 640_000
+"""A 64 MB object of 100-byte lines."""
+
+
+def test_a_window_near_the_end_of_a_large_object_fetches_its_bytes_only(
+    s3: S3Store, fetched: list[int]
+) -> None:
+    backend = fresh(s3)
+    data = LINE * BIG_LINES
+    obstore.put(s3, backend.key("/big.log"), data)
+    assert backend.read_bytes("/big.log", len(data) - 1000, 1000) == data[-1000:]
+    assert asyncio.run(backend.aread_bytes("/big.log", len(data) - 10, 100)) == data[-10:]
+    assert backend.read_bytes("/big.log", len(data) + 5, 10) == b""
+    assert fetched == [1000, 10]
+
+    read_file = {t.name: t for t in FileToolkit(backend).get_tools()}["read_file"]
+    fetched.clear()
+    first = read_file.invoke({"file_path": "/big.log", "offset": BIG_LINES - 4, "limit": 2})
+    assert f"{BIG_LINES - 4}" in first
+    assert max(fetched) <= READ_AHEAD, "the scan streams ranged blocks, never the object"
+    assert len(fetched) <= 3 + len(data) // READ_AHEAD
+    fetched.clear()
+    later = read_file.invoke({"file_path": "/big.log", "offset": BIG_LINES - 40, "limit": 2})
+    assert f"{BIG_LINES - 40}" in later
+    assert sum(fetched) <= 2 * CHUNK_BYTES, fetched  # the sniffed head, then one chunk
+
+
+# ----- a directory of 10,000 objects, grep over 2,000 --------------------------------------
+
+
+async def put_all(store: S3Store, objects: dict[str, bytes]) -> None:
+    limit = asyncio.Semaphore(64)
+
+    async def one(key: str, data: bytes) -> None:
+        async with limit:
+            await obstore.put_async(store, key, data)
+
+    await asyncio.gather(*(one(key, data) for key, data in objects.items()))
+
+
+def test_a_directory_of_ten_thousand_objects_lists_whole_and_sorted(s3: S3Store) -> None:
+    backend = fresh(s3)
+    names = [f"f{n:05d}.txt" for n in range(10_000)]
+    asyncio.run(put_all(s3, {backend.key(f"/many/{name}"): b"x" for name in names}))
+    backend.mkdir("/many/sub")
+    entries = backend.list_dir("/many")
+    assert [e.name for e in entries] == [*names, "sub"]
+    assert entries[-1].is_dir
+    tools = {t.name: t for t in FileToolkit(backend).get_tools()}
+    listing = tools["ls"].invoke({"path": "/many"})
+    assert listing.endswith(
+        "(Showing 1,000 of 10,001 entries. List a subdirectory or use glob to narrow the listing.)"
+    )
+    found = tools["glob"].invoke({"pattern": "many/f0999*.txt"})
+    assert set(found.split("\n")) == {f"/many/f0999{d}.txt" for d in range(10)}
+
+
+def test_grep_over_two_thousand_objects_honours_gitignore(s3: S3Store) -> None:
+    backend = fresh(s3)
+    objects: dict[str, bytes] = {}
+    expected: set[str] = set()
+    for n in range(2_000):
+        path = f"/src/d{n % 20:02d}/m{n:04d}.py"
+        hit = n % 7 == 0
+        objects[backend.key(path)] = b"def f():\n    return %s\n" % (b"needle" if hit else b"1")
+        if hit and not path.startswith("/src/d03/"):
+            expected.add(path)
+    objects[backend.key("/.gitignore")] = b"src/d03/\n"
+    asyncio.run(put_all(s3, objects))
+    grep = {t.name: t for t in FileToolkit(backend).get_tools()}["grep"]
+    out = grep.invoke({"pattern": "needle", "head_limit": 0})
+    found = set(out.split("\n")[1:])
+    assert found == expected
+    lines = grep.invoke({"pattern": "return needle", "output_mode": "content", "head_limit": 0})
+    assert len(lines.split("\n")) == len(expected)
+
+
+# ----- a patch whose third write is refused --------------------------------------------------
+
+
+def test_a_patch_whose_third_write_is_refused_restores_what_it_may(s3: S3Store) -> None:
+    backend = fresh(s3)
+    error = refused_third_write(backend)
+    assert isinstance(error.cause, VersionConflict)
+    assert (error.restored, error.kept) == (("/b.txt",), (("/a.txt", KEPT_CHANGED),))
+    assert backend.read_bytes("/a.txt") == b"a, theirs\n"
+    assert backend.read_bytes("/b.txt") == b"b\n"
+    assert backend.read_bytes("/c.txt") == b"c, theirs\n"
+
+
+# ----- an agent, and the MCP server -------------------------------------------------------------
+
+
+def call(name: str, n: int, **args: Any) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call_{n}"}])
+
+
+@tool
+def dump() -> str:
+    """Print a long report."""
+    return "\n".join(f"report line {n} " + "word " * 20 for n in range(3_000))
+
+
+def test_an_agent_works_on_objects_and_evicts_into_the_bucket(s3: S3Store) -> None:
+    backend = fresh(s3)
+    results = fresh(s3)
+    results.prefix = backend.prefix + "results/"
+    turns = [
+        call("write_file", 1, file_path="/notes/plan.md", content="ship on friday\n"),
+        call("read_file", 2, file_path="/notes/plan.md"),
+        call("edit_file", 3, file_path="/notes/plan.md", old_string="friday", new_string="monday"),
+        call("dump", 4),
+        AIMessage("done"),
+    ]
+    composite = CompositeBackend(backend, {"/large_tool_results/": results})
+    agent = create_agent(
+        ScriptedChatModel(turns=turns),
+        tools=[dump],
+        middleware=[FilesystemMiddleware(backend=composite)],
+    )
+    result = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    messages = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in messages] == ["success"] * 4, [m.content for m in messages]
+    assert backend.read_bytes("/notes/plan.md") == b"ship on monday\n"
+    assert "/large_tool_results/call_4" in str(messages[3].content)
+    assert results.read_bytes("/large_tool_results/call_4").startswith(b"report line 0 ")
+
+
+async def test_the_mcp_server_serves_a_bucket(
+    s3: S3Store, seaweedfs: SeaweedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = fresh(s3)
+    await backend.awrite_bytes("/src/app.py", b"def greet():\n    return 'Helo'\n")
+    for name, value in {
+        "AWS_ENDPOINT": seaweedfs.endpoint,
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "fstools",
+        "AWS_SECRET_ACCESS_KEY": "fstools-secret",
+    }.items():
+        monkeypatch.setenv(name, value)
+    async with connect(
+        "stdio", "--objectstore", "s3://fstools", "--prefix", backend.prefix
+    ) as session:
+        read = await session.call_tool("read_file", {"file_path": "/src/app.py"})
+        assert "return 'Helo'" in text_of(read), text_of(read)
+        edit = await session.call_tool(
+            "edit_file",
+            {"file_path": "/src/app.py", "old_string": "Helo", "new_string": "Hello"},
+        )
+        assert not edit.isError, text_of(edit)
+        found = await session.call_tool("grep", {"pattern": "Hello"})
+        assert text_of(found).endswith("/src/app.py")
+    assert await backend.aread_bytes("/src/app.py") == b"def greet():\n    return 'Hello'\n"

@@ -1,0 +1,167 @@
+"""The sandbox as an unprivileged user (issue 24): the same escapes fail, nothing is left.
+
+CI runs as root; these tests start the confinement (bubblewrap plus the helper, Landlock
+alone, or the helper's subreaper only) as `nobody` through `setpriv`, exactly as
+`LocalBackend.execute` wraps a command. The agent's own interpreter lives under a
+home `nobody` cannot enter, so the helper runs on the system's `python3` from a copy
+`nobody` can read (it needs the standard library only).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from langchain_fstools.shell import confine
+from langchain_fstools.shell import sandbox as sandbox_module
+from langchain_fstools.shell.process import run_process
+from langchain_fstools.shell.sandbox import Confinement, Sandbox, find_bwrap
+
+NOBODY = 65534
+SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+pytestmark = pytest.mark.integration
+
+
+def _as_nobody(argv: list[str]) -> bool:
+    done = subprocess.run([*SETPRIV, *argv], capture_output=True, check=False, timeout=30)
+    return done.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def bwrap() -> str:
+    assert os.geteuid() == 0, "these tests switch to nobody, which needs root (as in CI)"
+    assert shutil.which("setpriv"), "setpriv (util-linux) is missing"
+    assert Path(SYSTEM_PYTHON).exists(), "the system python3 is missing"
+    for candidate in (find_bwrap(), shutil.which("bwrap"), "/usr/bin/bwrap"):
+        if candidate and _as_nobody([candidate, "--version"]):
+            return candidate
+    pytest.fail("no bwrap that nobody can run (scripts/setup installs Debian's bubblewrap)")
+
+
+@pytest.fixture
+def place() -> Iterator[Path]:
+    """A folder nobody can reach: the workspace, a fake home and an open folder outside."""
+    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="fstools-nobody-"))
+    base.chmod(0o755)
+    for name in ("ws", "home", "open", "helper"):
+        (base / name).mkdir()
+        os.chown(base / name, NOBODY, NOBODY)
+    (base / "open").chmod(0o777)
+    for name in (".ssh/id_rsa", ".aws/credentials", ".netrc"):
+        (base / "home" / name).parent.mkdir(parents=True, exist_ok=True)
+        (base / "home" / name).write_text("CREDENTIAL\n")
+        (base / "home" / name).chmod(0o644)
+        (base / "home" / name).parent.chmod(0o755)
+    shutil.copy(confine.__file__, base / "helper" / "confine.py")
+    (base / "helper" / "confine.py").chmod(0o644)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _run(place: Path, confinement: Confinement, command: str, timeout: float = 20) -> str:
+    wrapped = confinement.wrap(["/bin/bash", "-c", command])
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(place / "home"), **wrapped.env}
+    try:
+        result = run_process(
+            [*SETPRIV, *wrapped.argv],
+            cwd=str(place / "ws"),
+            timeout=timeout,
+            output_limit=100_000,
+            env=env,
+        )
+    finally:
+        if wrapped.temporary:
+            shutil.rmtree(wrapped.temporary, ignore_errors=True)
+    return result.output
+
+
+def _confinement(place: Path, bwrap: str, method: str) -> Confinement:
+    helper = (SYSTEM_PYTHON, "-I", "-S", str(place / "helper" / "confine.py"))
+    sandbox = None if method == "none" else Sandbox(method=method)  # type: ignore[arg-type]
+    return Confinement(sandbox, str(place / "ws"), bwrap if method == "bwrap" else None, helper)
+
+
+def _sleepers(duration: str) -> list[int]:
+    wanted = f"sleep\0{duration}\0".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == wanted:
+                    state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                    if state not in {"Z", "X"}:
+                        found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.fixture(autouse=True)
+def homes_of_nobody(place: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The home directories as nobody finds them: its own (root's cannot be entered)."""
+    monkeypatch.setattr(sandbox_module, "home_directories", lambda: [str(place / "home")])
+
+
+@pytest.mark.parametrize("method", ["bwrap", "landlock"])
+def test_as_nobody_the_sandbox_holds(place: Path, bwrap: str, method: str) -> None:
+    confinement = _confinement(place, bwrap, method)
+    home = place / "home"
+    output = _run(
+        place,
+        confinement,
+        "id -u; grep -E 'CapEff|CapBnd' /proc/self/status; echo inside > made.txt;"
+        f" echo escaped > {place}/open/escaped.txt; echo status=$?;"
+        f" cat {home}/.ssh/id_rsa {home}/.aws/credentials {home}/.netrc;"
+        " python3 -c 'import socket; socket.socket(socket.AF_UNIX)' 2>&1 | tail -1;"
+        " umount -l /proc; echo umount=$?",
+    )
+    assert "65534" in output
+    assert "CapEff:\t0000000000000000" in output
+    if method == "bwrap":  # Landlock alone: nobody cannot empty its bounding set; no need
+        assert "CapBnd:\t0000000000000000" in output
+    assert (place / "ws" / "made.txt").read_text() == "inside\n"
+    assert not (place / "open" / "escaped.txt").exists()
+    assert "status=0" not in output
+    assert "CREDENTIAL" not in output
+    assert "Operation not permitted" in output
+    assert "umount=0" not in output
+
+
+@pytest.mark.parametrize("method", ["bwrap", "landlock", "none"])
+def test_as_nobody_no_process_outlives_the_call(place: Path, bwrap: str, method: str) -> None:
+    duration = f"{3000 + time.monotonic_ns() % 1_000_000}.{os.getpid()}"
+    confinement = _confinement(place, bwrap, method)
+    _run(
+        place,
+        confinement,
+        f"setsid sleep {duration} & nohup setsid sleep {duration} >/dev/null 2>&1 &"
+        f" (setsid sleep {duration} &); sleep 0.3; echo done",
+    )
+    deadline = time.monotonic() + 2
+    while _sleepers(duration) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _sleepers(duration)
+
+
+@pytest.mark.parametrize("method", ["bwrap", "landlock", "none"])
+def test_as_nobody_the_timeout_kills_everything(place: Path, bwrap: str, method: str) -> None:
+    duration = f"{4000 + time.monotonic_ns() % 1_000_000}.{os.getpid()}"
+    confinement = _confinement(place, bwrap, method)
+    started = time.monotonic()
+    _run(place, confinement, f"setsid sleep {duration} & sleep {duration}", timeout=1)
+    assert time.monotonic() - started < 6
+    deadline = time.monotonic() + 2
+    while _sleepers(duration) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _sleepers(duration)
