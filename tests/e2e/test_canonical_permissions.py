@@ -328,3 +328,22 @@ def test_an_ambiguous_edit_shows_the_error_not_a_diff(tmp_path: Path) -> None:
     assert "diff" not in action
     assert "2" in action["error"]
     assert action["error"].startswith("Error:")
+
+
+def test_what_the_interrupt_shows_is_kept_in_the_thread_until_answered(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("x = 1\n")
+    a = Agent(tmp_path, mode="default")
+    script = steps(
+        ("read_file", {"file_path": "/app.py"}),
+        ("edit_file", {"file_path": "/app.py", "old_string": "x = 1", "new_string": "x = 2"}),
+    )
+    (pending,) = a.run(script).interrupts
+    (shown,) = pending.value["action_requests"]
+    reviews = a.agent.get_state(a.config).values["file_reviews"]
+    assert list(reviews) == ["c2"]
+    assert reviews["c2"]["request"] == shown  # the interrupt shows what the state keeps
+    version = LocalBackend(tmp_path).stat("/app.py").version
+    assert reviews["c2"]["approval"]["expect"]["/app.py"][0] == version
+    a.resume([{"type": "approve"}])
+    assert a.agent.get_state(a.config).values.get("file_reviews") == {}
+    assert (tmp_path / "app.py").read_text() == "x = 2\n"

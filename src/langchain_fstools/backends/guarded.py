@@ -290,6 +290,13 @@ class GuardedBackend(BackendView):
     ) -> Effect[str]:
         """A writable path, once the change matches exactly what a person approved there."""
         canonical = yield from self._checking(path, _writable)
+        yield from self._checking_pin(canonical, data, expected_version)
+        return canonical
+
+    def _checking_pin(
+        self, canonical: str, data: bytes | None, expected_version: str | None
+    ) -> Effect[None]:
+        """Refuse a change of `canonical` other than the one a person approved there."""
         pinned = yield from self._pinned(canonical)
         if pinned is not None:
             before, after = pinned
@@ -299,7 +306,6 @@ class GuardedBackend(BackendView):
             if expected_version is not None and expected_version != before:
                 raise StaleApproval(canonical)
         self._written.add((yield from calls.resolve(canonical)))
-        return canonical
 
     # ----- operations, one body for sync and async -----------------------------------------
 
@@ -338,10 +344,16 @@ class GuardedBackend(BackendView):
         return (yield from calls.write_bytes(canonical, data, expected_version=expected_version))
 
     def _write_many(self, writes: Sequence[Write]) -> Effect[list[FileInfo]]:
+        """Every write checked before any is written, each as `_write` checks it.
+
+        A pinned file must receive exactly the approved post-image, at the approved version.
+        """
         guarded = []
-        for write in writes:  # all checked before any is written
+        for write in writes:
             canonical = yield from self._checking(write.path, _writable)
             guarded.append(replace(write, path=canonical))
+        for write in guarded:
+            yield from self._checking_pin(write.path, write.data, write.expected_version)
         return (yield from calls.write_many(guarded))
 
     def _delete(self, path: str) -> Effect[None]:

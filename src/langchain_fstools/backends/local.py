@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeVar, get_args
 
+from langchain_fstools.backends.beneath import LISTING, Beneath, Place
 from langchain_fstools.backends.host_paths import is_inside, real_path
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
@@ -70,13 +71,19 @@ _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXE
 class LocalBackend(Backend):
     """Files on local disk under `root_dir`, which the model sees as `/`.
 
-    Confinement: every virtual path passes `paths.normalize`, is joined under the root,
-    resolved as `os.path.realpath` resolves it (symlinks in every component followed) and must
-    still lie inside the root's real path, or `OutsideRoot` is raised. So `..`, a
-    symlinked file or parent directory, a chain of links and a dangling link that
-    leads outside are all refused, for reads and writes alike; links that stay inside
-    are followed (a write through one updates its target, and the link survives). An
-    absolute host path given as a path is just a virtual path under the root. Errors
+    Confinement: every virtual path passes `paths.normalize` and is walked beneath the
+    root's directory descriptor, one component at a time, each opened relative to the
+    one before with `O_NOFOLLOW` (see `backends.beneath`); the open, create, rename or
+    remove then names only the last component, relative to the directory reached. A
+    symlink on the way is followed only when its target, resolved, lies inside the
+    root, and the walk continues from the root descriptor. So `..`, a symlinked file or
+    parent directory, a chain of links and a dangling link that leads outside are all
+    refused with `OutsideRoot`, for reads and writes alike; links that stay inside are
+    followed (a write through one updates its target, and the link survives). No host
+    path is resolved twice: a process that swaps a directory for a symlink to the
+    outside at any moment (a command run by `execute`, or anyone who can write in the
+    workspace) makes a call fail or land elsewhere inside the root, never outside it.
+    An absolute host path given as a path is just a virtual path under the root. Errors
     are built-in `OSError` subclasses re-raised with the virtual path only: no host
     path ever appears in an exception.
 
@@ -96,12 +103,9 @@ class LocalBackend(Backend):
     writes never share a token. Devices, FIFOs and sockets are listed as special
     entries and never opened; reads never block.
 
-    Limits: the check and the use of a path are separate system calls. A process
-    other than the agent that swaps a directory inside the root for a symlink to
-    the outside between the two can win that race. The final open of a read uses
-    `O_NOFOLLOW` and a write's temporary file is created with `O_EXCL`, and the
-    rename replaces a link rather than following it, so only parent directories
-    remain exposed. The agent's own tools cannot create symlinks.
+    Limits: a directory that another process moves out of the root while a call
+    holds it open is still written in (only a process that can write outside can do
+    that). The ripgrep fast path (`host_path`) hands `rg` resolved host paths.
 
     Running commands is opt-in (`execute=True`): without it the backend cannot run
     commands and the toolkit offers no `execute` tool. Commands run through bash (or
@@ -201,6 +205,7 @@ class LocalBackend(Backend):
         self._env = CommandEnv.of(env, inherit_env)
         self.supports_execute = execute
         self._root = root
+        self._beneath = Beneath(root)
         self._sandbox = sandbox if execute else None
         # Found on the first command (it starts bubblewrap once to check it works).
         self._confinement: Confinement | None = None
@@ -252,9 +257,8 @@ class LocalBackend(Backend):
     def stat(self, path: str) -> FileInfo:
         """Metadata of `path`; symlinks inside the root report their target."""
         virtual = paths.normalize(path)
-        with paths.virtual_errors(virtual):
-            result = os.stat(self._resolve(virtual))
-        return _info(virtual, result)
+        with paths.virtual_errors(virtual), self._beneath.place(virtual) as place:
+            return _info(virtual, _existing(place))
 
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Bytes of a regular file, whole or `size` bytes from `start`.
@@ -267,12 +271,11 @@ class LocalBackend(Backend):
             OSError: `start` or `size` is negative (errno EINVAL, as `pread` says).
         """
         virtual = paths.normalize(path)
-        with paths.virtual_errors(virtual):
-            host = self._resolve(virtual)
-            require_regular(virtual, os.stat(host).st_mode)
+        with paths.virtual_errors(virtual), self._beneath.place(virtual) as place:
+            require_regular(virtual, _existing(place).st_mode)
             if start < 0 or (size is not None and size < 0):
                 raise os_error(OSError, errno.EINVAL, virtual)
-            descriptor = os.open(host, _READ_FLAGS)
+            descriptor = os.open(place.name, _READ_FLAGS, dir_fd=place.directory)
             try:
                 result = os.fstat(descriptor)
                 require_regular(virtual, result.st_mode)
@@ -302,12 +305,23 @@ class LocalBackend(Backend):
             PartialWrite: a rename or a directory sync failed after files were renamed.
         """
         staged: list[_Staged] = []
+        directories: dict[str, int] = {}
+        try:
+            return self._write_staged(writes, staged, directories)
+        finally:
+            for descriptor in directories.values():
+                os.close(descriptor)
+
+    def _write_staged(
+        self, writes: Sequence[Write], staged: list[_Staged], directories: dict[str, int]
+    ) -> list[FileInfo]:
+        """`write_many` with its directories held open in `directories` (closed by the caller)."""
         try:
             for start in range(0, len(writes), _OPEN_TEMPS):
-                self._stage_and_sync(writes[start : start + _OPEN_TEMPS], staged)
+                self._stage_and_sync(writes[start : start + _OPEN_TEMPS], staged, directories)
             for entry in staged:
                 with paths.virtual_errors(entry.virtual):
-                    _check_version(entry.virtual, entry.host, entry.expected_version)
+                    _check_version(entry)
         except BaseException:
             _discard(staged)
             raise
@@ -317,12 +331,17 @@ class LocalBackend(Backend):
             for entry in staged:
                 with paths.virtual_errors(entry.virtual):
                     if entry.replaces:
-                        _hold(entry.host, replaced)
-                    os.replace(entry.temp, entry.host)
+                        _hold(entry, replaced)
+                    os.replace(
+                        entry.temp,
+                        entry.name,
+                        src_dir_fd=entry.directory,
+                        dst_dir_fd=entry.directory,
+                    )
                 renamed += 1
             if self._durability == "fsync":
-                directories = {entry.directory: entry.virtual for entry in staged}
-                _sync_all([(v, d) for d, v in directories.items()], _fsync_directory)
+                synced = {entry.directory: entry.virtual for entry in staged}
+                _sync_all([(v, d) for d, v in synced.items()], _fsync_directory)
             return [_info(entry.virtual, _stat_virtual(entry)) for entry in staged]
         except Exception as exc:
             _discard(staged[renamed:])
@@ -336,12 +355,14 @@ class LocalBackend(Backend):
         """Async `write_many`, in a worker thread."""
         return await asyncio.to_thread(self.write_many, writes)
 
-    def _stage_and_sync(self, writes: Sequence[Write], staged: list[_Staged]) -> None:
+    def _stage_and_sync(
+        self, writes: Sequence[Write], staged: list[_Staged], directories: dict[str, int]
+    ) -> None:
         """Stage `writes` onto `staged`, fsync them together, close their descriptors."""
         chunk: list[_Staged] = []
         try:
             for write in writes:
-                chunk.append(self._stage(write))  # noqa: PERF401 - kept for the cleanup
+                chunk.append(self._stage(write, directories))  # noqa: PERF401 - for the cleanup
             if self._durability == "fsync":
                 _sync_all([(e.virtual, e.descriptor) for e in chunk], _fsync_descriptor)
         finally:
@@ -349,19 +370,22 @@ class LocalBackend(Backend):
             for entry in chunk:
                 os.close(entry.descriptor)
 
-    def _stage(self, write: Write) -> _Staged:
-        """Write a temporary file next to the target; its descriptor is left open."""
+    def _stage(self, write: Write, directories: dict[str, int]) -> _Staged:
+        """Write a temporary file next to the target; its descriptor is left open.
+
+        The target's directory is held in `directories` (one descriptor per directory
+        of the batch), so the rename lands where the temporary file was made.
+        """
         virtual = paths.normalize(write.path)
         if virtual == paths.ROOT:
             raise os_error(IsADirectoryError, errno.EISDIR, virtual)
         with paths.virtual_errors(virtual):
-            host = self._resolve(virtual)
-            current = _stat_or_none(host)
+            place = self._beneath.place(virtual, create=True)
+            directory = _shared_directory(place, directories)
+            current = place.info
             if current is not None:
                 require_regular(virtual, current.st_mode)
-            directory, name = os.path.split(host)
-            self._make_parents(virtual, directory)
-            descriptor, temp = _create_temp(directory, name, private=current is not None)
+            descriptor, temp = _create_temp(directory, place.name, private=current is not None)
             try:
                 if current is not None:
                     _copy_owner_and_mode(descriptor, current)
@@ -370,10 +394,16 @@ class LocalBackend(Backend):
             except BaseException:
                 os.close(descriptor)
                 with contextlib.suppress(OSError):
-                    os.unlink(temp)
+                    os.unlink(temp, dir_fd=directory)
                 raise
         return _Staged(
-            virtual, host, directory, temp, descriptor, write.expected_version, current is not None
+            virtual,
+            place.name,
+            directory,
+            temp,
+            descriptor,
+            write.expected_version,
+            current is not None,
         )
 
     def delete(self, path: str) -> None:
@@ -385,12 +415,11 @@ class LocalBackend(Backend):
         virtual = paths.normalize(path)
         if virtual == paths.ROOT:
             raise InvalidPath(virtual, "the workspace root cannot be deleted")
-        with paths.virtual_errors(virtual):
-            entry = self._entry(virtual)
-            if stat_module.S_ISDIR(os.lstat(entry).st_mode):
-                os.rmdir(entry)
+        with paths.virtual_errors(virtual), self._beneath.place(virtual, follow=False) as place:
+            if stat_module.S_ISDIR(_existing(place).st_mode):
+                os.rmdir(place.name, dir_fd=place.directory)
             else:
-                os.unlink(entry)
+                os.unlink(place.name, dir_fd=place.directory)
 
     def mkdir(self, path: str) -> None:
         """Create a directory and its parents; an existing directory is fine.
@@ -400,14 +429,17 @@ class LocalBackend(Backend):
         """
         virtual = paths.normalize(path)
         with paths.virtual_errors(virtual):
-            host = self._resolve(virtual)
             try:
-                existing = _stat_or_none(host)
-            except NotADirectoryError:
-                existing = None  # a parent is a file: reported below
-            if existing is not None and not stat_module.S_ISDIR(existing.st_mode):
-                raise os_error(FileExistsError, errno.EEXIST, virtual)
-            self._make_parents(virtual, host, blocked=FileExistsError)
+                place = self._beneath.place(virtual, create=True)
+            except NotADirectoryError:  # a parent is a file
+                raise os_error(FileExistsError, errno.EEXIST, virtual) from None
+            with place:
+                if place.info is None:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(place.name, dir_fd=place.directory)
+                    place.info = os.stat(place.name, dir_fd=place.directory)
+                if not stat_module.S_ISDIR(place.info.st_mode):
+                    raise os_error(FileExistsError, errno.EEXIST, virtual)
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """Entries of a directory, sorted by name.
@@ -418,17 +450,19 @@ class LocalBackend(Backend):
         """
         virtual = paths.normalize(path)
         with paths.virtual_errors(virtual):
-            host = self._resolve(virtual)
-        return self._scan(virtual, host)
+            descriptor = self._open_directory(virtual)
+        try:
+            return self._scan(virtual, descriptor)
+        finally:
+            os.close(descriptor)
 
     # ----- optional fast paths ---------------------------------------------------------
 
     def resolve(self, path: str) -> str:
         """The virtual path of what `path` reaches: symlinks followed inside the root."""
         virtual = paths.normalize(path)
-        host = self._resolve(virtual)
-        relative = os.path.relpath(host, self._root)
-        return paths.ROOT if relative == os.curdir else paths.normalize(relative)
+        with paths.virtual_errors(virtual), self._beneath.place(virtual, partial=True) as place:
+            return place.virtual
 
     def move(self, source: str, destination: str) -> FileInfo:
         """Rename a file or a directory tree as POSIX `rename` does, creating parents.
@@ -440,30 +474,39 @@ class LocalBackend(Backend):
         """
         origin, target = paths.normalize(source), paths.normalize(destination)
         with paths.virtual_errors(origin):
-            origin_host = self._entry(origin)
-            os.lstat(origin_host)
-        with paths.virtual_errors(target):
-            target_host = self._entry(target)
-            if origin == target:
-                return self._describe(target, target_host)
-            if paths.is_within(target, origin):
-                raise os_error(OSError, errno.EINVAL, target)
-            self._make_parents(target, os.path.dirname(target_host))
-            os.replace(origin_host, target_host)
-            if self._durability == "fsync":
-                for directory in {os.path.dirname(origin_host), os.path.dirname(target_host)}:
-                    _fsync_directory(directory)
-            return self._describe(target, target_host)
+            start = self._beneath.place(origin, follow=False)
+        with start:
+            with paths.virtual_errors(origin):
+                _existing(start)
+            with paths.virtual_errors(target):
+                if origin == target:
+                    return self._describe(target, start.directory, start.name)
+                if paths.is_within(target, origin):
+                    raise os_error(OSError, errno.EINVAL, target)
+                if target == paths.ROOT:  # by path, rename(2) finds the root not empty
+                    raise os_error(OSError, errno.ENOTEMPTY, target)
+                with self._beneath.place(target, follow=False, create=True) as end:
+                    os.replace(
+                        start.name, end.name, src_dir_fd=start.directory, dst_dir_fd=end.directory
+                    )
+                    if self._durability == "fsync":
+                        for directory in {start.directory, end.directory}:
+                            _fsync_directory(directory)
+                    return self._describe(target, end.directory, end.name)
 
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
         """Every entry below `path`, depth first, sorted; symlinked directories not entered.
 
-        Resolves `path` once, then scans real directories by host path.
+        Walks to `path` once, then opens each directory relative to its parent, never
+        through a link; one replaced or removed meanwhile is skipped.
         """
         virtual = paths.normalize(path)
         with paths.virtual_errors(virtual):
-            host = self._resolve(virtual)
-        yield from self._walk(virtual, host)
+            descriptor = self._open_directory(virtual)
+        try:
+            yield from self._walk(virtual, descriptor)
+        finally:
+            os.close(descriptor)
 
     # ----- capability: running commands --------------------------------------------------
 
@@ -511,78 +554,64 @@ class LocalBackend(Backend):
     # ----- helpers -----------------------------------------------------------------------
 
     def _resolve(self, virtual: str) -> str:
-        """The real host path of a canonical virtual path; `OutsideRoot` if it leaves."""
-        host = real_path(os.path.join(self._root, virtual.lstrip("/")))
-        return self._confine(host, virtual)
+        """The real host path of a canonical virtual path, for `host_path` only.
 
-    def _confine(self, host: str, virtual: str) -> str:
+        `OutsideRoot` if it leaves the root. File operations never use it: they walk
+        beneath the root's descriptor (`backends.beneath`).
+        """
+        host = real_path(os.path.join(self._root, virtual.lstrip("/")))
         if not is_inside(self._root, host):
             raise OutsideRoot(virtual)
         return host
 
-    def _entry(self, virtual: str) -> str:
-        """The host path of the entry itself: parent resolved, last component not."""
-        if virtual == paths.ROOT:
-            return self._root
-        parent, name = virtual.rsplit("/", 1)
-        return os.path.join(self._resolve(parent or paths.ROOT), name)
+    def _open_directory(self, virtual: str) -> int:
+        """A descriptor of the directory `virtual` resolves to, opened for listing."""
+        with self._beneath.place(virtual) as place:
+            return os.open(place.name, LISTING, dir_fd=place.directory)
 
-    def _walk(self, virtual: str, host: str) -> Iterator[FileInfo]:
-        for info in self._scan(virtual, host):
+    def _walk(self, virtual: str, descriptor: int) -> Iterator[FileInfo]:
+        for info in self._scan(virtual, descriptor):
             yield info
             if info.is_dir and not info.link:
-                yield from self._walk(info.path, os.path.join(host, info.name))
+                try:
+                    inner = os.open(info.name, LISTING, dir_fd=descriptor)
+                except OSError:  # replaced or removed since the scan
+                    continue
+                try:
+                    yield from self._walk(info.path, inner)
+                finally:
+                    os.close(inner)
 
-    def _scan(self, virtual: str, host: str) -> list[FileInfo]:
-        """The entries of the real directory `host`, which `virtual` names."""
+    def _scan(self, virtual: str, descriptor: int) -> list[FileInfo]:
+        """The entries of the directory open at `descriptor`, which `virtual` names."""
         with paths.virtual_errors(virtual):
-            with os.scandir(host) as scan:
-                entries = sorted(scan, key=lambda entry: entry.name)
-            listed = (self._listed(paths.join(virtual, e.name), e) for e in entries)
+            with os.scandir(descriptor) as scan:
+                names = sorted(entry.name for entry in scan)
+            listed = (self._listed(paths.join(virtual, name), descriptor, name) for name in names)
             return [info for info in listed if info is not None]
 
-    def _listed(self, virtual: str, entry: os.DirEntry[str]) -> FileInfo | None:
+    def _listed(self, virtual: str, directory: int, name: str) -> FileInfo | None:
         """One scanned entry; None if it vanished since the scan."""
         try:
-            return self._describe(virtual, entry.path)
+            return self._describe(virtual, directory, name)
         except FileNotFoundError:
             return None
 
-    def _describe(self, virtual: str, host: str) -> FileInfo:
-        """The entry at `host` as listed: a symlink as its target, with `link` set.
+    def _describe(self, virtual: str, directory: int, name: str) -> FileInfo:
+        """The entry `name` in `directory` as listed: a symlink as its target, with `link` set.
 
         A link that leads outside the root or nowhere is a special entry: its target
         is never examined further.
         """
-        own = os.lstat(host)
+        own = os.stat(name, dir_fd=directory, follow_symlinks=False)
         if not stat_module.S_ISLNK(own.st_mode):
             return _info(virtual, own)
         try:
-            target = os.stat(self._confine(real_path(host), virtual))
+            with self._beneath.place(virtual) as place:
+                target = _existing(place)
         except (OutsideRoot, OSError):
             return FileInfo(virtual, EntryKind.SPECIAL, 0, own.st_mtime, _version(own), link=True)
         return replace(_info(virtual, target), link=True)
-
-    def _make_parents(
-        self, virtual: str, directory: str, *, blocked: type[OSError] = NotADirectoryError
-    ) -> None:
-        """`mkdir -p` of a resolved host directory, never above the root.
-
-        Raises:
-            OSError: `blocked` (errno to match), naming `virtual`, if a component is
-                not a directory.
-        """
-        if os.path.isdir(directory):
-            return
-        current = self._root
-        for part in os.path.relpath(directory, self._root).split(os.sep):
-            current = os.path.join(current, part)
-            try:
-                os.mkdir(current)
-            except FileExistsError:
-                if not os.path.isdir(current):
-                    code = errno.EEXIST if blocked is FileExistsError else errno.ENOTDIR
-                    raise os_error(blocked, code, virtual) from None
 
 
 @functools.cache
@@ -612,11 +641,26 @@ def _version(result: os.stat_result) -> str:
     return f"{result.st_mtime_ns:x}-{result.st_size:x}-{result.st_ino:x}"
 
 
-def _stat_or_none(host: str) -> os.stat_result | None:
-    try:
-        return os.stat(host)
-    except FileNotFoundError:
-        return None
+def _existing(place: Place) -> os.stat_result:
+    """The `lstat` of the entry a walk reached; `FileNotFoundError` if there is none."""
+    if place.info is None:
+        raise os_error(FileNotFoundError, errno.ENOENT, place.virtual)
+    return place.info
+
+
+def _shared_directory(place: Place, directories: dict[str, int]) -> int:
+    """The batch's descriptor of `place`'s directory: the first one opened is kept."""
+    key = paths.parent(place.virtual)
+    held = directories.get(key)
+    if held is None:
+        if place.owned:
+            place.owned = False  # the batch closes it
+            held = directories[key] = place.directory
+        else:
+            held = place.directory  # the root's own descriptor, never closed
+    else:
+        place.close()
+    return held
 
 
 def _pread(descriptor: int, start: int, size: int) -> bytes:
@@ -629,17 +673,17 @@ def _pread(descriptor: int, start: int, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _create_temp(directory: str, name: str, *, private: bool) -> tuple[int, str]:
-    """Create `.{name}.{random}.fstools-tmp` exclusively in `directory`.
+def _create_temp(directory: int, name: str, *, private: bool) -> tuple[int, str]:
+    """Create `.{name}.{random}.fstools-tmp` exclusively in the directory open at `directory`.
 
     A replacement starts private (0o600) until the old file's mode is copied; a new
     file is created 0o666, which the kernel narrows by the umask.
     """
     stem = os.fsdecode(os.fsencode(name)[:_TEMP_STEM_BYTES])
     while True:
-        temp = os.path.join(directory, f".{stem}.{secrets.token_hex(6)}{TEMP_SUFFIX}")
+        temp = f".{stem}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
         try:
-            return os.open(temp, _TEMP_FLAGS, 0o600 if private else 0o666), temp
+            return os.open(temp, _TEMP_FLAGS, 0o600 if private else 0o666, dir_fd=directory), temp
         except FileExistsError:
             continue
 
@@ -671,14 +715,21 @@ def _write_all(descriptor: int, data: bytes) -> None:
         view = view[os.write(descriptor, view) :]
 
 
-def _check_version(virtual: str, host: str, expected: str | None) -> None:
-    """Raise `VersionConflict` unless the file is at `expected` (None: no condition)."""
+def _check_version(entry: _Staged) -> None:
+    """Raise `VersionConflict` unless the target is at its expected version (None: no condition).
+
+    The target is looked at itself, never through a link: a link swapped in is a conflict.
+    """
+    expected = entry.expected_version
     if expected is None:
         return
-    current = _stat_or_none(host)
+    try:
+        current = os.stat(entry.name, dir_fd=entry.directory, follow_symlinks=False)
+    except FileNotFoundError:
+        current = None
     actual = _version(current) if current is not None else None
     if actual != (None if expected == ABSENT else expected):
-        raise VersionConflict(virtual, expected, actual)
+        raise VersionConflict(entry.virtual, expected, actual)
 
 
 @dataclass(frozen=True, slots=True)
@@ -686,25 +737,28 @@ class _Staged:
     """A write whose temporary file is written, waiting for its rename."""
 
     virtual: str
-    host: str
-    directory: str
+    name: str
+    """The target's name in `directory`."""
+    directory: int
+    """Descriptor of the target's directory (held by the batch)."""
     temp: str
+    """The temporary file's name in `directory`."""
     descriptor: int
     expected_version: str | None
     replaces: bool
-    """Whether a file is already at `host` (the rename replaces it)."""
+    """Whether a file is already at the target (the rename replaces it)."""
 
 
 def _discard(staged: Sequence[_Staged]) -> None:
     """Remove the temporary files of writes that will not be renamed."""
     for entry in staged:
         with contextlib.suppress(OSError):
-            os.unlink(entry.temp)
+            os.unlink(entry.temp, dir_fd=entry.directory)
 
 
 def _stat_virtual(entry: _Staged) -> os.stat_result:
     with paths.virtual_errors(entry.virtual):
-        return os.stat(entry.host)
+        return os.stat(entry.name, dir_fd=entry.directory, follow_symlinks=False)
 
 
 def _sync_all(targets: Sequence[tuple[str, _T]], sync: Callable[[_T], None]) -> None:
@@ -739,7 +793,7 @@ def _io_threads(process: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="fstools-io")
 
 
-def _hold(host: str, held: list[int]) -> None:
+def _hold(entry: _Staged, held: list[int]) -> None:
     """Open the file about to be replaced, onto `held`, so the rename does not free it.
 
     Renaming over a file frees its blocks inside the `rename` call when nothing holds
@@ -751,7 +805,7 @@ def _hold(host: str, held: list[int]) -> None:
     if len(held) >= _OPEN_TEMPS:  # never hold many descriptors the process may need
         _release_later(held)
     with contextlib.suppress(OSError):
-        held.append(os.open(host, _READ_FLAGS))
+        held.append(os.open(entry.name, _READ_FLAGS, dir_fd=entry.directory))
 
 
 def _release_later(descriptors: list[int]) -> None:
@@ -771,8 +825,9 @@ def _fsync_descriptor(descriptor: int) -> None:
     os.fsync(descriptor)
 
 
-def _fsync_directory(directory: str) -> None:
-    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+def _fsync_directory(directory: int) -> None:
+    """Sync the directory open at `directory` (a lookup descriptor cannot be synced)."""
+    descriptor = os.open(".", LISTING, dir_fd=directory)
     try:
         os.fsync(descriptor)
     finally:

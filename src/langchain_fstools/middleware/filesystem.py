@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Self, cast
 
-from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import SystemMessage, ToolMessage
+from langchain.agents.middleware import AgentMiddleware, ModelResponse
+from langchain.agents.middleware.types import ExtendedModelResponse
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langgraph.types import Command
 
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.guarded import GuardedBackend
@@ -26,7 +28,7 @@ from langchain_fstools.middleware.capabilities import adapt_messages
 from langchain_fstools.middleware.prompt import SYSTEM_PROMPT, prompt_for
 from langchain_fstools.middleware.schemas import FilesystemHistoryState, FilesystemState
 from langchain_fstools.middleware.turns import OneChangePerTurn
-from langchain_fstools.permissions.approval import ApprovalState
+from langchain_fstools.permissions.approval import REVIEWS_KEY, ApprovalState
 from langchain_fstools.permissions.gate import PermissionGate
 from langchain_fstools.permissions.review import TurnReview
 from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
@@ -40,13 +42,13 @@ from langchain_fstools.tools.updates import with_state_update
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
-    from langchain.agents.middleware import ModelRequest, ModelResponse
+    from langchain.agents.middleware import ModelRequest
     from langchain_core.runnables import RunnableConfig
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
-    from langgraph.types import Command
 
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.permissions.approval import Review
 
 
 class FilesystemApprovalState(FilesystemState, ApprovalState):
@@ -213,17 +215,33 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        """Append the tools' prompt section; fit tool results to the model."""
-        return handler(self._prepared(request))
+    ) -> ModelResponse | ExtendedModelResponse[Any]:
+        """Append the tools' prompt section; fit tool results to the model.
+
+        With a permission gate, the reviews of the answer's asks (their dry runs) are
+        kept in the thread's state with it (`TurnReview.pinning`).
+        """
+        response = _as_response(handler(self._prepared(request)))
+        pinning = self._pinning(request, response)
+        return response if pinning is None else _pinned(response, calls.run(*pinning))
 
     async def awrap_model_call(
         self,
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
+    ) -> ModelResponse | ExtendedModelResponse[Any]:
         """Async `wrap_model_call`."""
-        return await handler(self._prepared(request))
+        response = _as_response(await handler(self._prepared(request)))
+        pinning = self._pinning(request, response)
+        return response if pinning is None else _pinned(response, await calls.arun(*pinning))
+
+    def _pinning(
+        self, request: ModelRequest, response: ModelResponse
+    ) -> tuple[Effect[dict[str, Review] | None], Backend] | None:
+        turn = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
+        if self.review is None or turn is None or not turn.tool_calls:
+            return None
+        return self.review.pinning(request.state, turn, request.runtime, self.storage)
 
     def _prepared(self, request: ModelRequest) -> ModelRequest:
         cleared = [
@@ -376,6 +394,22 @@ def _reviewing_class(cls: type[FilesystemMiddleware]) -> type[FilesystemMiddlewa
             cls.__name__, (cls, _ReviewingFilesystemMiddleware), namespace
         )
     return _REVIEWING_CLASSES[cls]
+
+
+def _as_response(answer: ModelResponse | AIMessage) -> ModelResponse:
+    """A handler may answer with the bare message: as a `ModelResponse`."""
+    return ModelResponse(result=[answer]) if isinstance(answer, AIMessage) else answer
+
+
+def _pinned(
+    response: ModelResponse, reviews: dict[str, Review] | None
+) -> ModelResponse | ExtendedModelResponse[Any]:
+    """`response`, with `reviews` written to the thread's state beside it (if any)."""
+    if not reviews:
+        return response
+    return ExtendedModelResponse(
+        model_response=response, command=Command(update={REVIEWS_KEY: reviews})
+    )
 
 
 def _gated(mode: Mode | None, permissions: Sequence[Permission]) -> bool:

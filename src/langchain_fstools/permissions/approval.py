@@ -8,7 +8,10 @@ call id, a one-line `summary` and, for a change, the unified `diff` of the dry r
 request, in the same order: `Command(resume={"decisions": [...]})`.
 
 - `{"type": "approve"}` runs the call, and it may apply exactly the previewed change:
-  a file changed since the preview makes the call fail as stale (`StaleApproval`);
+  a file changed since the preview makes the call fail as stale (`StaleApproval`).
+  What was shown (the request, the versions and post-image digests) is a `Review` kept
+  in the thread's state from the moment the turn is made, so a resume in another
+  process (a restart, another worker) checks the same pins;
 - `{"type": "edit", "edited_action": {"name": ..., "args": {...}}}` runs the edited
   call (rules that deny still apply to its new targets);
 - `{"type": "reject", "message": "..."}` returns the message to the model as an error.
@@ -31,7 +34,7 @@ from langchain_fstools.errors import PermissionDenied
 from langchain_fstools.tools._render import render_error
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from langchain_core.messages import ToolCall
 
@@ -40,6 +43,9 @@ if TYPE_CHECKING:
 
 APPROVALS_KEY = "file_approvals"
 """The state channel holding this turn's approved calls, by tool call id."""
+
+REVIEWS_KEY = "file_reviews"
+"""The state channel holding what a pending interrupt shows, by tool call id."""
 
 
 class FileActionRequest(ActionRequest):
@@ -67,20 +73,56 @@ class Approval(TypedDict):
     for a removal]`: the exact change the person saw."""
 
 
+class Review(TypedDict):
+    """One call as a person is asked about it: what is shown, and what approving allows.
+
+    Stored in the thread's state when the turn is made (by the model node, before the
+    interrupt), so the interrupt shows it and a resume in any process approves exactly
+    it: LangGraph runs the interrupting node again on resume, and a dry run made then
+    would show the file as it is by then.
+    """
+
+    request: dict[str, Any]
+    """The action request shown (a `FileActionRequest`)."""
+    config: dict[str, Any]
+    """Its review config (the decisions allowed)."""
+    approval: Approval
+    """What approving it allows: the arguments, paths and pinned versions and digests."""
+
+
+def merge_reviews(
+    current: Mapping[str, Review] | None, update: Mapping[str, Review | None] | None
+) -> dict[str, Review]:
+    """The `file_reviews` reducer: reviews by call id; a None value ends that call's review.
+
+    Keyed by tool call id, so writes from forks or parallel branches merge without loss,
+    and a full value handed back (`update_state`, time travel) is merged the same way.
+    """
+    merged = dict(current or {})
+    for call_id, review in (update or {}).items():
+        if review is None:
+            merged.pop(call_id, None)
+        else:
+            merged[call_id] = review
+    return merged
+
+
 class ApprovalState(AgentState[Any]):
     """The state the approval gate keeps between a turn's interrupt and its tool calls."""
 
     file_approvals: NotRequired[Annotated[dict[str, Approval], PrivateStateAttr]]
     """This turn's approved calls, by tool call id (replaced every turn)."""
+    file_reviews: NotRequired[Annotated[dict[str, Review], PrivateStateAttr, merge_reviews]]
+    """The reviews a pending interrupt shows, by tool call id (ended when answered)."""
 
 
 def approval_request(
-    calls: Sequence[tuple[ToolCall, Verdict, Preview | None]],
+    asks: Sequence[tuple[ToolCall, Verdict, Preview | None]],
 ) -> HITLRequest:
     """The one interrupt value asking a person about a turn's calls, in order."""
     actions: list[ActionRequest] = []
     configs: list[ReviewConfig] = []
-    for call, verdict, preview in calls:
+    for call, verdict, preview in asks:
         name = call["name"]
         summary = f"{name} wants to {_doing(verdict)}; {verdict.reason} asks for approval."
         action = FileActionRequest(
@@ -101,6 +143,24 @@ def approval_request(
             ReviewConfig(action_name=name, allowed_decisions=["approve", "edit", "reject"])
         )
     return HITLRequest(action_requests=actions, review_configs=configs)
+
+
+def review(call: ToolCall, verdict: Verdict, preview: Preview | None, approval: Approval) -> Review:
+    """What a person is shown about one call (its `approval_request` part), and its approval."""
+    value = approval_request([(call, verdict, preview)])
+    return Review(
+        request=dict(value["action_requests"][0]),
+        config=dict(value["review_configs"][0]),
+        approval=approval,
+    )
+
+
+def reviews_request(reviews: Sequence[Review]) -> HITLRequest:
+    """The interrupt value showing `reviews`, in order (as `approval_request` made them)."""
+    return HITLRequest(
+        action_requests=[cast("ActionRequest", r["request"]) for r in reviews],
+        review_configs=[cast("ReviewConfig", r["config"]) for r in reviews],
+    )
 
 
 def _doing(verdict: Verdict) -> str:
@@ -157,11 +217,16 @@ def refusal(call: ToolCall, verdict: Verdict) -> ToolMessage:
 
 __all__ = [
     "APPROVALS_KEY",
+    "REVIEWS_KEY",
     "Approval",
     "ApprovalState",
     "FileActionRequest",
+    "Review",
     "approval_request",
     "decisions",
+    "merge_reviews",
     "refusal",
     "rejection",
+    "review",
+    "reviews_request",
 ]

@@ -1,9 +1,12 @@
 """The review of a model turn: one interrupt for its asks, and admission of each call.
 
-A front-end (the middleware's after-model hook) hands `TurnReview.reviewing` the turn's
-last model message; every call the gate asks about gets its dry run, and all of them go
-to a person in ONE `interrupt()` (shapes in `approval`). The answers become the turn's
-approvals (kept in the `file_approvals` state channel), edited calls and rejections.
+When the model answers with tool calls, `TurnReview.pinning` makes the dry run of every
+call the gate asks about and keeps it, as a `Review`, in the `file_reviews` state channel
+with the model's answer. The after-model hook (`TurnReview.reviewing`) shows the kept
+reviews to a person in ONE `interrupt()` (shapes in `approval`) and approves exactly them:
+LangGraph runs the interrupting node again on resume, perhaps in another process, where a
+dry run would show the files as they are by then. The answers become the turn's approvals
+(the `file_approvals` channel), edited calls and rejections; the reviews end.
 
 When a call then runs, `TurnReview.admitting` lets it through only with what the gate
 allows or a person approved for exactly these arguments, and grants the approval to the
@@ -22,17 +25,20 @@ from langgraph.types import interrupt
 from langchain_fstools.core import calls
 from langchain_fstools.permissions.approval import (
     APPROVALS_KEY,
+    REVIEWS_KEY,
     Approval,
-    approval_request,
+    Review,
     decisions,
     refusal,
     rejection,
+    review,
+    reviews_request,
 )
 from langchain_fstools.permissions.rules import Verdict
 from langchain_fstools.tools.runtime import StateRuntime, running_config
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from langchain_core.messages import ToolCall
 
@@ -40,11 +46,8 @@ if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.permissions.gate import Assessment, PermissionGate
 
-MAX_SHOWN = 1024
-"""Most pending approvals remembered in process (oldest forgotten first)."""
-
-Ask = tuple["ToolCall", "Assessment", Any]
-"""A call that asks, its assessment and its dry run (a `Preview`, or None)."""
+Ask = tuple["ToolCall", Review]
+"""A call that asks a person, and its review."""
 
 
 class TurnReview:
@@ -57,11 +60,58 @@ class TurnReview:
     """
 
     def __init__(self, gate: PermissionGate, skipped: Callable[[ToolCall, Any], bool]) -> None:
-        """Keep the gate; nothing shown yet."""
+        """Keep the gate."""
         self.gate = gate
         self.skipped = skipped
-        self._shown: dict[tuple[str, str], Approval] = {}
-        """Approvals as shown in a pending interrupt, by (thread id, tool call id)."""
+
+    # ----- the model's answer: the reviews of its asks, kept in state -----------------------
+
+    def pinning(
+        self, state: Any, turn: AIMessage, runtime: Any, storage: Backend
+    ) -> tuple[Effect[dict[str, Review] | None], Backend]:
+        """The reviews of `turn`'s asks (None: no call asks), and the backend to run on.
+
+        `state` is the state the model answered in; `turn` its answer.
+        """
+        state = {**(state if isinstance(state, dict) else {})}
+        state["messages"] = [*list(state.get("messages") or []), turn]
+        call_runtime = StateRuntime(state, running_config(), getattr(runtime, "store", None))
+        backend = storage.bind(call_runtime)
+        return self._pinned(state, turn, backend, call_runtime), backend
+
+    def _pinned(
+        self, state: Any, turn: AIMessage, backend: Backend, call_runtime: Any
+    ) -> Effect[dict[str, Review] | None]:
+        asks = yield from self._asks(state, turn, backend, call_runtime, {})
+        return {call["id"] or "": pinned for call, pinned in asks} or None
+
+    def _asks(
+        self,
+        state: Any,
+        turn: AIMessage,
+        backend: Backend,
+        call_runtime: Any,
+        stored: Mapping[str, Review],
+    ) -> Effect[list[Ask]]:
+        """The turn's calls that ask a person, each with its review.
+
+        A review kept in state for the same call and arguments is used as it is (what
+        was shown stays what is approved); any other is made now from a dry run.
+        """
+        asks: list[Ask] = []
+        for call in turn.tool_calls:
+            if self.skipped(call, state):
+                continue
+            found = yield from self.gate.assessing(call)
+            if found is None or found.verdict.action != "ask":
+                continue
+            pinned = stored.get(call["id"] or "")
+            if pinned is None or pinned["approval"]["args"] != call["args"]:
+                preview = yield from _previewing(found, backend, call_runtime)
+                approval = self.gate.approval(found, call["args"], preview)
+                pinned = review(call, found.verdict, preview, approval)
+            asks.append((call, pinned))
+        return asks
 
     # ----- after the model: one interrupt for the turn's asks -----------------------------
 
@@ -82,15 +132,9 @@ class TurnReview:
     def reviewing(
         self, state: Any, turn: AIMessage, backend: Backend, call_runtime: Any
     ) -> Effect[dict[str, Any] | None]:
-        """The turn's asks, each with its dry run, put to a person in one interrupt."""
-        asks: list[Ask] = []
-        for call in turn.tool_calls:
-            if self.skipped(call, state):
-                continue
-            found = yield from self.gate.assessing(call)
-            if found is not None and found.verdict.action == "ask":
-                preview = yield from _previewing(found, backend, call_runtime)
-                asks.append((call, found, preview))
+        """The turn's asks, each with its kept review, put to a person in one interrupt."""
+        stored = state.get(REVIEWS_KEY) or {}
+        asks = yield from self._asks(state, turn, backend, call_runtime, stored)
         return (yield from self._decided(state, turn, asks, backend, call_runtime))
 
     def _decided(
@@ -101,28 +145,28 @@ class TurnReview:
         backend: Backend,
         call_runtime: Any,
     ) -> Effect[dict[str, Any] | None]:
-        """One interrupt for `asks`; the approvals, rejections and edits it returns."""
+        """One interrupt for `asks`; the approvals, rejections and edits it returns.
+
+        Answered, the turn's reviews end (`file_reviews` keeps only pending ones).
+        """
+        ended = dict.fromkeys(state.get(REVIEWS_KEY) or {})
         if not asks:
-            return {APPROVALS_KEY: {}} if state.get(APPROVALS_KEY) else None
+            cleared: dict[str, Any] = {APPROVALS_KEY: {}} if state.get(APPROVALS_KEY) else {}
+            if ended:
+                cleared[REVIEWS_KEY] = ended
+            return cleared or None
         _require_checkpointer(call_runtime.config)
-        value = approval_request([(call, found.verdict, preview) for call, found, preview in asks])
-        # LangGraph runs this node again on resume: keep the change the person was shown
-        # (the first run's dry run), so a file changed meanwhile fails as stale.
-        thread = str((call_runtime.config.get("configurable") or {}).get("thread_id", ""))
-        shown = self._remember(thread, asks)
-        answers = decisions(interrupt(value), len(asks))
-        for call, _found, _preview in asks:
-            self._shown.pop((thread, call["id"] or ""), None)
+        answers = decisions(interrupt(reviews_request([r for _, r in asks])), len(asks))
         approvals: dict[str, Approval] = {}
         replies: list[ToolMessage] = []
         edited: dict[str, dict[str, Any]] = {}
-        for (call, _found, _preview), seen, decision in zip(asks, shown, answers, strict=True):
+        for (call, pinned), decision in zip(asks, answers, strict=True):
             call_id = call["id"] or ""
             if decision["type"] == "reject":
                 replies.append(rejection(call, decision))
                 continue
             if decision["type"] == "approve":
-                approvals[call_id] = seen
+                approvals[call_id] = pinned["approval"]
                 continue
             args, outcome = yield from self._edited(call, decision, backend, call_runtime)
             edited[call_id] = args
@@ -130,7 +174,7 @@ class TurnReview:
                 replies.append(outcome)
             elif outcome is not None:
                 approvals[call_id] = outcome
-        update: dict[str, Any] = {APPROVALS_KEY: approvals}
+        update: dict[str, Any] = {APPROVALS_KEY: approvals, REVIEWS_KEY: ended}
         if edited:
             turn.tool_calls = [
                 {**c, "args": edited[c["id"]]} if c["id"] in edited else c for c in turn.tool_calls
@@ -138,18 +182,6 @@ class TurnReview:
         if edited or replies:
             update["messages"] = [turn, *replies]
         return update
-
-    def _remember(self, thread: str, asks: list[Ask]) -> list[Approval]:
-        """The approvals of `asks` as first shown (kept until the person answers)."""
-        shown = [
-            self._shown.setdefault(
-                (thread, call["id"] or ""), self.gate.approval(found, call["args"], preview)
-            )
-            for call, found, preview in asks
-        ]
-        while len(self._shown) > MAX_SHOWN:
-            del self._shown[next(iter(self._shown))]
-        return shown
 
     def _edited(
         self, call: ToolCall, decision: Any, backend: Backend, call_runtime: Any
@@ -231,4 +263,4 @@ def _previewing(found: Assessment, backend: Backend, call_runtime: Any) -> Effec
     return preview
 
 
-__all__ = ["MAX_SHOWN", "TurnReview", "last_turn"]
+__all__ = ["TurnReview", "last_turn"]

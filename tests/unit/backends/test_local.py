@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import errno
 import os
+import pickle
 import signal
 import socket
 import stat
@@ -468,8 +470,9 @@ def test_file_swapped_for_a_fifo_before_the_open_is_refused(
     def swapping_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
         resolving = flags & getattr(os, "O_PATH", 0)  # the resolution, before the open
         if str(path).endswith("inside.txt") and not resolving:
-            Path(path).unlink()
-            os.mkfifo(path)
+            target = root / "inside.txt"  # the open itself names it relative to its directory
+            target.unlink()
+            os.mkfifo(target)
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", swapping_open)
@@ -486,8 +489,9 @@ def test_file_swapped_for_a_link_before_the_open_is_not_followed(
     def swapping_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
         resolving = flags & getattr(os, "O_PATH", 0)  # the resolution, before the open
         if str(path).endswith("inside.txt") and not resolving:
-            Path(path).unlink()
-            Path(path).symlink_to(outside_of(root) / "secret.txt")
+            target = root / "inside.txt"  # the open itself names it relative to its directory
+            target.unlink()
+            target.symlink_to(outside_of(root) / "secret.txt")
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", swapping_open)
@@ -746,3 +750,17 @@ async def test_async_twins_give_the_same_results(root: Path, backend: LocalBacke
     updated = await backend.awrite_bytes("/a/b.txt", b"bye", expected_version=written.version)
     assert (root / "a" / "b.txt").read_bytes() == b"bye"
     assert await backend.astat("/a/b.txt") == updated
+
+
+def _pickled(backend: LocalBackend) -> LocalBackend:
+    copied: LocalBackend = pickle.loads(pickle.dumps(backend))  # noqa: S301 - our own bytes
+    return copied
+
+
+@pytest.mark.parametrize("copy_of", [copy.copy, copy.deepcopy, _pickled])
+def test_a_copied_backend_opens_its_own_root(tmp_path: Path, copy_of: Any) -> None:
+    backend = LocalBackend(tmp_path)
+    backend.write_bytes("/a.txt", b"a")
+    copied = copy_of(backend)
+    copied.write_bytes("/b.txt", b"b")
+    assert (copied.read_bytes("/a.txt"), backend.read_bytes("/b.txt")) == (b"a", b"b")

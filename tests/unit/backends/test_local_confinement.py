@@ -9,8 +9,17 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
+from langchain_fstools.backends import beneath
 from langchain_fstools.errors import InvalidPath, OutsideRoot
 from langchain_fstools.tools.toolkit import FileToolkit
+
+
+@pytest.fixture(autouse=True, params=["openat2", "walk"])
+def resolution(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every case twice: with `openat2`'s one-call fast path, and walking every component."""
+    if request.param == "walk":
+        monkeypatch.setattr(beneath, "open_directory_beneath", lambda _directory, _path: None)
+    return str(request.param)
 
 
 @pytest.fixture

@@ -34,9 +34,9 @@ class Syncs:
             self.files += 1
             real_file(descriptor)
 
-        def directory(path: str) -> None:
-            self.directories.append(path)
-            real_directory(path)
+        def directory(descriptor: int) -> None:  # held open: /proc names it
+            self.directories.append(str(Path(f"/proc/self/fd/{descriptor}").readlink()))
+            real_directory(descriptor)
 
         monkeypatch.setattr(local, "_fsync_descriptor", file)
         monkeypatch.setattr(local, "_fsync_directory", directory)
@@ -102,11 +102,11 @@ def test_a_failed_rename_names_the_files_already_written(
     real_replace = os.replace
     renames: list[str] = []
 
-    def replace(source: str, target: str) -> None:
+    def replace(source: str, target: str, **at: Any) -> None:
         renames.append(target)
         if len(renames) == 2:
             raise PermissionError(13, "Permission denied", target)
-        real_replace(source, target)
+        real_replace(source, target, **at)
 
     monkeypatch.setattr(local.os, "replace", replace)
     with pytest.raises(PartialWrite) as caught:
@@ -163,11 +163,11 @@ def test_replaced_files_are_released_in_the_background(
     backend.write_many([Write(f"/{n}.txt", b"old" * 1000) for n in range(5)])
     real_replace, renames = os.replace, []
 
-    def replace(source: str, target: str) -> None:
+    def replace(source: str, target: str, **at: Any) -> None:
         renames.append(target)
         if len(renames) == fail_at:
             raise PermissionError(13, "Permission denied", target)
-        real_replace(source, target)
+        real_replace(source, target, **at)
 
     monkeypatch.setattr(local.os, "replace", replace)
     baseline = _open_descriptors()
@@ -186,8 +186,8 @@ def test_replaced_files_are_released_in_the_background(
 def test_write_bytes_raises_the_plain_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def failing(directory: str) -> None:
-        raise OSError(5, "Input/output error", directory)
+    def failing(directory: int) -> None:
+        raise OSError(5, "Input/output error", str(directory))
 
     monkeypatch.setattr(local, "_fsync_directory", failing)
     with pytest.raises(OSError, match="Input/output error") as caught:
@@ -268,11 +268,11 @@ def test_a_patch_whose_batch_fails_midway_changes_nothing(
     real_replace = os.replace
     renames: list[str] = []
 
-    def replace(source: str, target: str) -> None:
+    def replace(source: str, target: str, **at: Any) -> None:
         renames.append(target)
         if len(renames) == 3:
             raise PermissionError(13, "Permission denied", target)
-        real_replace(source, target)
+        real_replace(source, target, **at)
 
     monkeypatch.setattr(local.os, "replace", replace)
     hunks = "".join(f"*** Update File: {n}.txt\n-{n}\n+changed\n" for n in range(4))

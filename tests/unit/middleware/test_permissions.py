@@ -8,9 +8,12 @@ import pytest
 from langchain.agents.middleware.human_in_the_loop import ActionRequest, HITLRequest
 
 from langchain_fstools.permissions.approval import (
+    Approval,
     FileActionRequest,
+    Review,
     approval_request,
     decisions,
+    merge_reviews,
 )
 from langchain_fstools.permissions.gate import CallGuard
 from langchain_fstools.permissions.rules import Permission, Policy, Verdict
@@ -92,3 +95,18 @@ def test_the_guard_lets_approved_paths_through_but_never_denied_ones() -> None:
     assert guard.readable("/.env")
     assert not CallGuard(policy).readable("/.env")
     assert CallGuard(policy).visible("/.env")
+
+
+def _review(call_id: str) -> Review:
+    approval = Approval(args={"file_path": f"/{call_id}"}, paths=[f"/{call_id}"], expect={})
+    return Review(request={"tool_call_id": call_id}, config={}, approval=approval)
+
+
+def test_reviews_merge_by_call_and_end_when_answered() -> None:
+    first, second = _review("c1"), _review("c2")
+    assert merge_reviews(None, {"c1": first}) == {"c1": first}
+    assert merge_reviews({"c1": first}, {"c2": second}) == {"c1": first, "c2": second}
+    assert merge_reviews({"c1": first, "c2": second}, {"c1": None}) == {"c2": second}
+    # a full value handed back (update_state, a fork) merges the same way
+    assert merge_reviews({"c1": first}, {"c1": first}) == {"c1": first}
+    assert merge_reviews({}, {"gone": None}) == {}
