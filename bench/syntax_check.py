@@ -36,7 +36,7 @@ from typing import Any
 
 from langchain_fstools import FileToolkit, LocalBackend
 from langchain_fstools.formats import syntax
-from langchain_fstools.tools import _mutation
+from langchain_fstools.tools import writing
 
 TARGET_MS = 5.0
 MODEL_TURN = 0.2
@@ -47,7 +47,7 @@ CHECK_MS: list[float] = []
 
 
 def timed_syntax_report(*args: Any, **kwargs: Any) -> Any:
-    """`_mutation.syntax_report`, timed into `CHECK_MS`."""
+    """`writing.syntax_report`, timed into `CHECK_MS`."""
     start = time.perf_counter()
     try:
         return REAL_SYNTAX_REPORT(*args, **kwargs)
@@ -56,7 +56,7 @@ def timed_syntax_report(*args: Any, **kwargs: Any) -> Any:
             CHECK_MS.append((time.perf_counter() - start) * 1000)
 
 
-REAL_SYNTAX_REPORT = _mutation.syntax_report
+REAL_SYNTAX_REPORT = writing.syntax_report
 
 
 def python_file(lines: int) -> str:
@@ -195,7 +195,7 @@ def main() -> None:
     args = parser.parse_args()
     if not syntax.available():
         sys.exit("install the syntax extra: pip install 'langchain-fstools[syntax]'")
-    _mutation.syntax_report = timed_syntax_report
+    writing.syntax_report = timed_syntax_report
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(
         f"edit_file, median of {args.edits} edits per mode (first edits: {args.cold});"

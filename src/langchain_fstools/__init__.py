@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from langchain_fstools.middleware.filesystem import FilesystemMiddleware
     from langchain_fstools.middleware.schemas import FilesystemAgentState, FilesystemState
     from langchain_fstools.permissions.rules import Permission, Policy
-    from langchain_fstools.tools._base import ToolSettings
+    from langchain_fstools.tools.settings import ToolSettings
     from langchain_fstools.tools.toolkit import FileToolkit
 
 _PUBLIC: dict[str, str] = {
@@ -81,7 +81,7 @@ _PUBLIC: dict[str, str] = {
     "SSHBackend": "langchain_fstools.backends.ssh",
     "StateBackend": "langchain_fstools.backends.state",
     "StoreBackend": "langchain_fstools.backends.store",
-    "ToolSettings": "langchain_fstools.tools._base",
+    "ToolSettings": "langchain_fstools.tools.settings",
     "__version__": "langchain_fstools._version",
 }
 """Each public name and the module defining it, imported on first use (PEP 562)."""

@@ -3,7 +3,7 @@
 Backends raise built-in `OSError` subclasses (`FileNotFoundError`, `IsADirectoryError`,
 `NotADirectoryError`, `FileExistsError`, `PermissionError`) with the *virtual* path as
 `filename`, plus the typed errors below. Tools raise the tool-level errors. Only
-`langchain_fstools.tools._render` turns any of them into text for a model.
+`langchain_fstools.tools.render` turns any of them into text for a model.
 
 Every error compares by value, so tests assert on errors, not on strings.
 """

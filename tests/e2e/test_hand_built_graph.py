@@ -12,7 +12,7 @@ from langgraph.prebuilt import ToolNode
 
 from langchain_fstools import FileToolkit, StateBackend
 from langchain_fstools.backends.state import FilesChannel
-from langchain_fstools.tools.tracking import ReadRecord, merge_reads
+from langchain_fstools.tools.reads import ReadRecord, merge_reads
 
 
 class MyState(TypedDict):

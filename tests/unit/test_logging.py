@@ -36,8 +36,8 @@ def test_search_engine_choice_is_logged(tmp_path: Path, caplog: pytest.LogCaptur
     python = {t.name: t for t in FileToolkit(LocalBackend(tmp_path, use_ripgrep=False)).get_tools()}
     python["grep"].invoke({"pattern": "x"})
     lines = [(r.name, r.getMessage()) for r in caplog.records]
-    assert ("langchain_fstools.tools._search", "search of /: native engine") in lines
-    assert ("langchain_fstools.tools._search", "search of /: python engine") in lines
+    assert ("langchain_fstools.tools.searching", "search of /: native engine") in lines
+    assert ("langchain_fstools.tools.searching", "search of /: python engine") in lines
     assert any(
         name == "langchain_fstools.backends.local"
         and message.startswith("LocalBackend searches with ripgrep")

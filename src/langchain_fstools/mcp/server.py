@@ -34,9 +34,9 @@ from langchain_fstools.mcp.sdk import ToolRequest, new_server
 from langchain_fstools.permissions.approval import approval_request
 from langchain_fstools.permissions.gate import PermissionGate
 from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
-from langchain_fstools.tools._base import FileTool
-from langchain_fstools.tools._render import render_error
+from langchain_fstools.tools.base import FileTool
 from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
+from langchain_fstools.tools.render import render_error
 from langchain_fstools.tools.toolkit import TOOL_CLASSES, FileToolkit
 
 if TYPE_CHECKING:

@@ -32,10 +32,10 @@ from langchain_fstools.permissions.approval import REVIEWS_KEY, ApprovalState
 from langchain_fstools.permissions.gate import PermissionGate
 from langchain_fstools.permissions.review import TurnReview
 from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
-from langchain_fstools.tools._base import FileTool
+from langchain_fstools.tools.base import FileTool
 from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
+from langchain_fstools.tools.reads import was_cleared
 from langchain_fstools.tools.toolkit import FileToolkit
-from langchain_fstools.tools.tracking import was_cleared
 from langchain_fstools.tools.undo_edit import UndoEditTool
 from langchain_fstools.tools.updates import with_state_update
 

@@ -9,7 +9,7 @@ from langchain.agents import AgentState
 from langchain_fstools.backends.state import FilesChannel
 from langchain_fstools.channels.messages import MessagesChannel
 from langchain_fstools.history.changes import HistoryChannel
-from langchain_fstools.tools.tracking import ReadsChannel
+from langchain_fstools.tools.reads import ReadsChannel
 
 
 class FilesystemState(AgentState[Any]):

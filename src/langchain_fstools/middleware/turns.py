@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from langchain_core.messages import ToolCall
 
-    from langchain_fstools.tools._base import FileTool
+    from langchain_fstools.tools.base import FileTool
 
 
 class OneChangePerTurn:

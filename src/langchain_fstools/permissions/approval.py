@@ -31,7 +31,7 @@ from langchain.agents.middleware.types import AgentState, PrivateStateAttr
 from langchain_core.messages import ToolMessage
 
 from langchain_fstools.errors import PermissionDenied
-from langchain_fstools.tools._render import render_error
+from langchain_fstools.tools.render import render_error
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

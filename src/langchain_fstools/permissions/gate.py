@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
-    from langchain_fstools.tools._base import FileTool
+    from langchain_fstools.tools.base import FileTool
     from langchain_fstools.tools.targets import Preview
 
 logger = logging.getLogger(__name__)

@@ -14,10 +14,10 @@ from langchain_fstools.patch.apply import commit, plan
 from langchain_fstools.patch.apply import summary as patch_summary
 from langchain_fstools.patch.argument import patch_paths, patch_text
 from langchain_fstools.patch.parser import parse_patch
-from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools._mutation import changed, syntax_reports
+from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.reads import after_write
 from langchain_fstools.tools.targets import Target
-from langchain_fstools.tools.tracking import after_write
+from langchain_fstools.tools.writing import changed, syntax_reports
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo

@@ -12,9 +12,9 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.core.wording import plural
 from langchain_fstools.formats import encoding
 from langchain_fstools.formats.matching import plan_replacement
-from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools._mutation import changed, load_text, require_read, write_text
+from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
+from langchain_fstools.tools.writing import changed, load_text, require_read, write_text
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo
@@ -95,8 +95,7 @@ class EditFileTool(FileTool):
             "quotes": " (matched after normalising curly quotes; the file's quote style was kept)",
             "line_numbers": " (matched after removing line-number prefixes from old_string)",
         }[plan.matched_by]
-        plural = "occurrence" if plan.count == 1 else "occurrences"
-        text = f"Edited {path}: replaced {plan.count} {plural}{how}.\n{written.diff}"
+        text = f"Edited {path}: replaced {plural(plan.count, 'occurrence')}{how}.\n{written.diff}"
         artifact = {
             "path": path,
             "replacements": plan.count,

@@ -11,13 +11,13 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import CommandTimedOut, InvalidArgument, UnsupportedInvocation
 from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
-from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.apply_patch import run_patch, write_targets
+from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
-    from langchain_fstools.tools._base import ToolSettings
+    from langchain_fstools.tools.settings import ToolSettings
 
 
 class ExecuteArgs(ToolArgs):

@@ -12,8 +12,8 @@ from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_globs
 from langchain_fstools.core.wording import plural
 from langchain_fstools.formats.listing import grouped
-from langchain_fstools.tools import _search
-from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools import searching
+from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
@@ -54,14 +54,14 @@ class GlobTool(FileTool):
         return [Target("read", args.path or paths.ROOT)]
 
     def _effect(self, scope: CallScope, args: GlobArgs) -> Effect[ToolOutcome]:
-        _search.require_text("pattern", args.pattern)
+        searching.require_text("pattern", args.pattern)
         compile_globs([args.pattern])  # a malformed pattern fails here, on every engine
-        root = yield from _search.search_root(args.path)
+        root = yield from searching.search_root(args.path)
         if not root.is_dir:
             raise NotADirectoryError(20, "Not a directory", root.path)
         limit = scope.context.settings.glob_limit
-        listing = yield from _search.list_files(
-            scope, root.path, ((args.pattern,),), _search.deadline_of(scope), newest=limit
+        listing = yield from searching.list_files(
+            scope, root.path, ((args.pattern,),), searching.deadline_of(scope), newest=limit
         )
         total = listing.count
         lines = grouped([(f.path, "") for f in newest(listing.files, limit)])
@@ -74,7 +74,7 @@ class GlobTool(FileTool):
                 f"{plural(total, 'file')}. Use a more specific pattern or path.)"
             )
         if listing.skipped:
-            lines.append(_search.skipped_note(listing.skipped))
+            lines.append(searching.skipped_note(listing.skipped))
         if not listing.complete:
             lines.append(
                 f"(The search stopped at its {scope.context.settings.search_timeout:g} s "
@@ -87,7 +87,7 @@ class GlobTool(FileTool):
             "shown": min(limit, total),
             "complete": listing.complete,
             "skipped": listing.skipped,
-            "engine": (yield from _search.engine_name(scope)),
+            "engine": (yield from searching.engine_name(scope)),
         }
         return ToolOutcome("\n".join(lines), artifact)
 

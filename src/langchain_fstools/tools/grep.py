@@ -20,8 +20,8 @@ from langchain_fstools.search.contract import (
 )
 from langchain_fstools.search.filetypes import COMMON, globs_for
 from langchain_fstools.search.regex import unsupported
-from langchain_fstools.tools import _search
-from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools import searching
+from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
@@ -107,19 +107,19 @@ class GrepTool(FileTool):
     def _effect(self, scope: CallScope, args: GrepArgs) -> Effect[ToolOutcome]:
         if not args.pattern:
             raise errors.InvalidArgument("pattern", "it is empty; give the text to search for")
-        _search.require_text("pattern", args.pattern)
+        searching.require_text("pattern", args.pattern)
         for name, value in (("glob", args.glob), ("type", args.type)):
             if value is not None:
-                _search.require_text(name, value)
+                searching.require_text(name, value)
         head_limit, offset = _paging(args, scope.context.settings.grep_head_limit)
-        root = yield from _search.search_root(args.path)
+        root = yield from searching.search_root(args.path)
         request = _request(args, root)
-        page = _search.ContentPage(
+        page = searching.ContentPage(
             None if head_limit is None or args.output_mode != "content" else offset + head_limit
         )
         summaries: list[FileHits] = []
         sink = page.add if args.output_mode == "content" else summaries.append
-        deadline = _search.deadline_of(scope)
+        deadline = searching.deadline_of(scope)
         outcome = yield from _grep(scope, request, deadline, sink)
         note = ""
         if (
@@ -148,7 +148,7 @@ class GrepTool(FileTool):
             shown = _summary_lines(window, args.output_mode)
         text = note + _render(args, shown, total, offset, summaries, complete, scope)
         if outcome.skipped:
-            text += f"\n{_search.skipped_note(outcome.skipped)}"
+            text += f"\n{searching.skipped_note(outcome.skipped)}"
         artifact: dict[str, Any] = {
             "pattern": args.pattern,
             "path": root.path,
@@ -159,7 +159,7 @@ class GrepTool(FileTool):
             "offset": offset,
             "complete": complete,
             "skipped": outcome.skipped,
-            "engine": (yield from _search.engine_name(scope)),
+            "engine": (yield from searching.engine_name(scope)),
         }
         return ToolOutcome(text, artifact)
 
@@ -168,7 +168,7 @@ def _grep(
     scope: CallScope, request: GrepRequest, deadline: float, sink: Any
 ) -> Effect[SearchOutcome]:
     try:
-        return (yield from _search.grep(scope, request, deadline, sink))
+        return (yield from searching.grep(scope, request, deadline, sink))
     except InvalidPattern:
         reason = unsupported(request.pattern)
         raise errors.InvalidArgument(
@@ -264,13 +264,13 @@ def _summary_lines(page: list[FileHits], mode: OutputMode) -> list[str]:
     return items
 
 
-def _content_lines(page: _search.ContentPage, numbered: bool) -> list[str]:  # noqa: FBT001
+def _content_lines(page: searching.ContentPage, numbered: bool) -> list[str]:  # noqa: FBT001
     lines: list[str] = []
     for hits in page.files:
         for hit in hits.lines:
             mark = ":" if hit.is_match else "-"
             number = f"{hit.number}{mark}" if numbered else ""
-            lines.append(f"{hits.path}{mark}{number}{_search.cut(hit.text, hit.column)}")
+            lines.append(f"{hits.path}{mark}{number}{searching.cut(hit.text, hit.column)}")
     return lines
 
 

@@ -10,8 +10,9 @@ from langchain_fstools import errors
 from langchain_fstools.core import calls, paths
 from langchain_fstools.formats import notebook, syntax
 from langchain_fstools.formats.kinds import Unreadable
-from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools._mutation import (
+from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.targets import Target
+from langchain_fstools.tools.writing import (
     changed,
     enforce_syntax,
     load_text,
@@ -19,7 +20,6 @@ from langchain_fstools.tools._mutation import (
     syntax_report,
     write_text,
 )
-from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect

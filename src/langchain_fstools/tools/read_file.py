@@ -21,11 +21,11 @@ from langchain_fstools.formats.text import (
     read_window,
     row_label,
 )
-from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools._media import read_image, read_notebook, read_pdf
-from langchain_fstools.tools._mutation import prepare_syntax
+from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.media_reader import read_image, read_notebook, read_pdf
+from langchain_fstools.tools.reads import after_read
 from langchain_fstools.tools.targets import Target
-from langchain_fstools.tools.tracking import after_read
+from langchain_fstools.tools.writing import prepare_syntax
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo
@@ -83,7 +83,7 @@ class ReadFileTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[ReadFileArgs] = ReadFileArgs
     argument_defaults: ClassVar[dict[str, str]] = {
-        "limit": "{read_limit:,}, fewer when the output would pass {read_token_budget:,} tokens"
+        "limit": "{read_limit:,}, fewer when the output would pass {read_token_budget:*token}"
     }
 
     def targets(self, args: ReadFileArgs) -> list[Target]:

@@ -28,7 +28,7 @@ from langchain_fstools.tools import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from langchain_fstools.tools._base import FileTool
+    from langchain_fstools.tools.base import FileTool
 
 TOOL_CLASSES: dict[str, Callable[..., FileTool]] = {
     cls.model_fields["name"].default: cls

@@ -14,7 +14,7 @@ from langchain_fstools.history.changes import (
     restore,
     undo_update,
 )
-from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:

@@ -10,9 +10,9 @@ from langchain_fstools.backends import ABSENT
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.wording import plural
 from langchain_fstools.formats import encoding
-from langchain_fstools.tools._base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools._mutation import changed, load_text, require_read, write_text
+from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
+from langchain_fstools.tools.writing import changed, load_text, require_read, write_text
 
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect

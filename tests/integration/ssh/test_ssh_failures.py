@@ -15,7 +15,7 @@ from langchain_fstools.errors import (
     SSHConnectionFailed,
     SSHHostKeyRejected,
 )
-from langchain_fstools.tools._render import render_error
+from langchain_fstools.tools.render import render_error
 from tests.integration.ssh.conftest import connect
 from tests.integration.ssh.sshd import Sshd
 

@@ -14,7 +14,7 @@ from langgraph.store.memory import InMemoryStore
 from langchain_fstools import StoreBackend
 from langchain_fstools.backends.store import ENTRIES
 from langchain_fstools.errors import NotInGraph, StoreUnavailable
-from langchain_fstools.tools._render import render_error
+from langchain_fstools.tools.render import render_error
 
 
 class CountingStore(InMemoryStore):

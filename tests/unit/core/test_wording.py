@@ -9,7 +9,7 @@ import pytest
 
 from langchain_fstools import errors
 from langchain_fstools.core.wording import plural
-from langchain_fstools.tools._render import render_error
+from langchain_fstools.tools.render import render_error
 
 SRC = Path(__file__).parents[3] / "src" / "langchain_fstools"
 

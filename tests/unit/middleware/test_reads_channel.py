@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langchain_fstools import FilesystemMiddleware, StateBackend
 from langchain_fstools.demo import seed_state
 from langchain_fstools.testing import ScriptedChatModel
-from langchain_fstools.tools.tracking import ReadRecord, merge_read_updates
+from langchain_fstools.tools.reads import ReadRecord, merge_read_updates
 
 CONFIG: Any = {"configurable": {"thread_id": "t"}}
 

@@ -15,7 +15,7 @@ from langchain_fstools.permissions.rules import (
     Policy,
     Target,
 )
-from langchain_fstools.tools._base import FileTool
+from langchain_fstools.tools.base import FileTool
 from langchain_fstools.tools.toolkit import FileToolkit
 
 MODES = ["default", "accept_edits", "plan", "bypass"]

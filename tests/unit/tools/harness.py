@@ -28,7 +28,7 @@ from langchain_fstools import (
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import merge_files
 from langchain_fstools.core import calls
-from langchain_fstools.tools.tracking import READS_KEY, merge_reads
+from langchain_fstools.tools.reads import READS_KEY, merge_reads
 
 BACKENDS = ["local", "local-python", "state", "store", "composite", "objectstore"]
 """local: LocalBackend with ripgrep; local-python: without; state: StateBackend;

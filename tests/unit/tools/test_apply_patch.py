@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_fstools.errors import PatchNotUndone, VersionConflict
 from langchain_fstools.patch.apply import KEPT_CHANGED
-from langchain_fstools.tools._render import render_error
+from langchain_fstools.tools.render import render_error
 from tests.unit.tools.conftest import Run
 from tests.unit.tools.harness import Harness
 

@@ -11,7 +11,7 @@ import pytest
 
 from langchain_fstools import errors
 from langchain_fstools.formats import syntax
-from langchain_fstools.tools._render import render_error
+from langchain_fstools.tools.render import render_error
 
 PARTIAL_ONLY = {errors.PartialWrite}
 """Raised between a backend and the tools, never to the model (the tools undo or re-raise)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from langchain_fstools.tools.tracking import (
+from langchain_fstools.tools.reads import (
     READS_KEY,
     ReadTracker,
     after_read,

@@ -11,8 +11,8 @@ from langchain_fstools.core.wording import plural
 from langchain_fstools.formats import image, notebook, pdf
 from langchain_fstools.formats.kinds import Unreadable
 from langchain_fstools.formats.text import line_rows
-from langchain_fstools.tools._base import CallScope, ToolOutcome
-from langchain_fstools.tools.tracking import after_read
+from langchain_fstools.tools.base import CallScope, ToolOutcome
+from langchain_fstools.tools.reads import after_read
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo

@@ -16,16 +16,16 @@ from langchain_fstools.core import calls
 from langchain_fstools.formats import encoding, syntax
 from langchain_fstools.formats.diff import snippet, unified_patch
 from langchain_fstools.formats.text import count_lines
-from langchain_fstools.tools._base import ToolOutcome
-from langchain_fstools.tools._render import render_syntax_reports
-from langchain_fstools.tools.tracking import after_write, saw_everything
+from langchain_fstools.tools.base import ToolOutcome
+from langchain_fstools.tools.reads import after_write, saw_everything
+from langchain_fstools.tools.render import render_syntax_reports
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from langchain_fstools.backends.protocol import FileInfo
     from langchain_fstools.core.calls import Effect
-    from langchain_fstools.tools._base import CallScope
+    from langchain_fstools.tools.base import CallScope
 
 
 @dataclass(frozen=True, slots=True)

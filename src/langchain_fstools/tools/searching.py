@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.search.contract import FileHits, GrepRequest, SearchPart
-    from langchain_fstools.tools._base import CallScope
+    from langchain_fstools.tools.base import CallScope
 
 logger = logging.getLogger(__name__)
 
