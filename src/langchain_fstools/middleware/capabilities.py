@@ -15,6 +15,8 @@ from langchain_core.messages import AnyMessage, ToolMessage
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from langchain.agents.middleware import ModelRequest
+
 IMAGE_NOTE = "[An image was returned here; this model cannot read images in tool results.]"
 PDF_NOTE = "[A PDF was returned here; this model cannot read PDFs in tool results.]"
 
@@ -41,6 +43,14 @@ def adapt_messages(
                 message = message.model_copy(update={"content": blocks})  # noqa: PLW2901
         adapted.append(message)
     return adapted
+
+
+def adapted(request: ModelRequest) -> ModelRequest:
+    """`request` with its messages fitted to its model (`adapt_messages`)."""
+    messages = adapt_messages(request.messages, getattr(request.model, "profile", None))
+    if messages is request.messages or messages == request.messages:
+        return request
+    return request.override(messages=list(messages))
 
 
 def _adapted(block: Any, *, drop_images: bool, drop_pdfs: bool) -> Any:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 
 from langchain.agents.middleware import AgentMiddleware, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse
-from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 
 from langchain_fstools.backends.composite import CompositeBackend
@@ -24,8 +24,8 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.history.changes import MAX_RECORD_BYTES
 from langchain_fstools.history.recording import RecordingBackend
 from langchain_fstools.middleware import rewind as rewinding
-from langchain_fstools.middleware.capabilities import adapt_messages
-from langchain_fstools.middleware.prompt import SYSTEM_PROMPT, prompt_for
+from langchain_fstools.middleware.capabilities import adapted
+from langchain_fstools.middleware.prompt import SYSTEM_PROMPT, prompt_for, with_prompt
 from langchain_fstools.middleware.schemas import FilesystemHistoryState, FilesystemState
 from langchain_fstools.middleware.turns import OneChangePerTurn
 from langchain_fstools.permissions.approval import REVIEWS_KEY, ApprovalState
@@ -238,10 +238,9 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def _pinning(
         self, request: ModelRequest, response: ModelResponse
     ) -> tuple[Effect[dict[str, Review] | None], Backend] | None:
-        turn = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
-        if self.review is None or turn is None or not turn.tool_calls:
+        if self.review is None:
             return None
-        return self.review.pinning(request.state, turn, request.runtime, self.storage)
+        return self.review.pinning(request.state, response.result, request.runtime, self.storage)
 
     def _prepared(self, request: ModelRequest) -> ModelRequest:
         cleared = [
@@ -253,18 +252,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         ]
         if cleared:  # context editing ran outside this middleware: read again in full
             self.toolkit.context.tracker.clear_shown(cleared)
-        messages = adapt_messages(request.messages, getattr(request.model, "profile", None))
-        if messages is not request.messages and messages != request.messages:
-            request = request.override(messages=list(messages))
-        if not self.system_prompt:
-            return request
-        section = {"type": "text", "text": self.system_prompt}
-        blocks = (
-            [*request.system_message.content_blocks, section]
-            if request.system_message
-            else [section]
-        )
-        return request.override(system_message=SystemMessage(content=blocks))  # type: ignore[arg-type]
+        return with_prompt(adapted(request), self.system_prompt)
 
     # ----- tool calls: admission, deferred state updates, eviction -------------------------
 

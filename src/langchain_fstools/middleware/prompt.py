@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from langchain_core.messages import SystemMessage
+
 from langchain_fstools.formats import syntax
 from langchain_fstools.tools.describe import describe
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from langchain.agents.middleware import ModelRequest
     from langchain_core.tools import BaseTool
 
 SYSTEM_PROMPT_TEMPLATE = """## Files
@@ -63,4 +66,13 @@ def prompt_for(tools: Sequence[BaseTool], *, eviction: bool, syntax_check: str) 
     )
 
 
-__all__ = ["SYSTEM_PROMPT", "SYSTEM_PROMPT_TEMPLATE", "prompt_for"]
+def with_prompt(request: ModelRequest, section: str | None) -> ModelRequest:
+    """`request` with `section` appended to its system message (as it is without one)."""
+    if not section:
+        return request
+    block = {"type": "text", "text": section}
+    blocks = [*request.system_message.content_blocks, block] if request.system_message else [block]
+    return request.override(system_message=SystemMessage(content=blocks))  # type: ignore[arg-type]
+
+
+__all__ = ["SYSTEM_PROMPT", "SYSTEM_PROMPT_TEMPLATE", "prompt_for", "with_prompt"]

@@ -38,7 +38,7 @@ from langchain_fstools.permissions.rules import Verdict
 from langchain_fstools.tools.runtime import StateRuntime, running_config
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
     from langchain_core.messages import ToolCall
 
@@ -67,12 +67,16 @@ class TurnReview:
     # ----- the model's answer: the reviews of its asks, kept in state -----------------------
 
     def pinning(
-        self, state: Any, turn: AIMessage, runtime: Any, storage: Backend
-    ) -> tuple[Effect[dict[str, Review] | None], Backend]:
-        """The reviews of `turn`'s asks (None: no call asks), and the backend to run on.
+        self, state: Any, answer: Sequence[Any], runtime: Any, storage: Backend
+    ) -> tuple[Effect[dict[str, Review] | None], Backend] | None:
+        """The reviews of the asks of the model's `answer`, and the backend to run on.
 
-        `state` is the state the model answered in; `turn` its answer.
+        `state` is the state the model answered in. None when the answer asks for no
+        tool call; the effect returns None when no call asks a person.
         """
+        turn = next((m for m in reversed(answer) if isinstance(m, AIMessage)), None)
+        if turn is None or not turn.tool_calls:
+            return None
         state = {**(state if isinstance(state, dict) else {})}
         state["messages"] = [*list(state.get("messages") or []), turn]
         call_runtime = StateRuntime(state, running_config(), getattr(runtime, "store", None))
