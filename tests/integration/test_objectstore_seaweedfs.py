@@ -36,6 +36,7 @@ from tests.integration.mcp_servers import connect, text_of
 from tests.integration.seaweedfs import SeaweedServer
 from tests.unit.backends.conformance import BackendConformance, drive  # noqa: F401
 from tests.unit.patch.test_apply import refused_third_write
+from tests.unit.tools.harness import listed_paths
 
 pytestmark = [
     pytest.mark.integration,
@@ -177,7 +178,7 @@ def test_a_directory_of_ten_thousand_objects_lists_whole_and_sorted(s3: S3Store)
         "(Showing 1,000 of 10,001 entries. List a subdirectory or use glob to narrow the listing.)"
     )
     found = tools["glob"].invoke({"pattern": "many/f0999*.txt"})
-    assert set(found.split("\n")) == {f"/many/f0999{d}.txt" for d in range(10)}
+    assert set(listed_paths(found)) == {f"/many/f0999{d}.txt" for d in range(10)}
 
 
 def test_grep_over_two_thousand_objects_honours_gitignore(s3: S3Store) -> None:
@@ -194,7 +195,7 @@ def test_grep_over_two_thousand_objects_honours_gitignore(s3: S3Store) -> None:
     asyncio.run(put_all(s3, objects))
     grep = {t.name: t for t in FileToolkit(backend).get_tools()}["grep"]
     out = grep.invoke({"pattern": "needle", "head_limit": 0})
-    found = set(out.split("\n")[1:])
+    found = set(listed_paths("\n".join(out.split("\n")[1:])))
     assert found == expected
     lines = grep.invoke({"pattern": "return needle", "output_mode": "content", "head_limit": 0})
     assert len(lines.split("\n")) == len(expected)

@@ -70,7 +70,7 @@ def test_evictions_and_permission_decisions_are_logged(caplog: pytest.LogCapture
         for name, message in lines
     )
     assert any(
-        name == "langchain_fstools.permissions.approval"
+        name == "langchain_fstools.permissions.gate"
         and message.startswith("permission: write_file write /a.txt: deny")
         for name, message in lines
     )

@@ -29,13 +29,13 @@ def _run_setup(tmp_path: Path, *, ensurepip: bool) -> list[str]:
     _stub(stubs, "sudo", '"$@"')
     for tool in ("git", "bwrap", "pg_ctl"):
         _stub(stubs, tool, "exit 0")
-    pip = "mkdir -p .venv/bin && printf '#!/bin/sh\\nexit 0\\n' > .venv/bin/pip"
+    pip = 'mkdir -p "$3/bin" && printf \'#!/bin/sh\\nexit 0\\n\' > "$3/bin/pip"'
     _stub(
         stubs,
         "python3",
         f"""case "$*" in
   "-c import ensurepip") exit {0 if ensurepip else 1};;
-  "-m venv .venv") {pip} && chmod +x .venv/bin/pip;;
+  "-m venv "*) {pip} && chmod +x "$3/bin/pip";;
 esac""",
     )
     env = {**os.environ, "PATH": f"{stubs}:/usr/bin:/bin"}

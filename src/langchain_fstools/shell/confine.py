@@ -7,7 +7,7 @@ builds them) say what it applies, in this order:
 
 1. `no_new_privs`: nothing it runs can gain privileges (setuid binaries stay plain).
 2. Landlock (`--landlock`), when the kernel has it: writes only beneath the
-   `--writable` folders and to the `--write-file` files; with `--hide`, reads
+   `--writable` folders and to the `--writable-file` files; with `--hide`, reads
    everywhere except the hidden paths; TCP `bind`/`connect` refused (ABI 4+) without
    `--network`; abstract Unix sockets (unless `--unix-sockets`) and signals limited to
    its own processes (ABI 6+). `--required` makes a kernel without Landlock an error
@@ -241,7 +241,7 @@ def apply_landlock(spec: Spec) -> bool:
         libc.syscall(_SYS_CREATE_RULESET, attr[:size], size, 0), "creating the Landlock ruleset"
     )
     try:
-        for path in (*spec.lists["writable"], *spec.lists["write_file"]):
+        for path in (*spec.lists["writable"], *spec.lists["writable_file"]):
             _add_path_rule(libc, ruleset, path, writes | reads)
         if reads:
             for path in _readable(spec.lists["hide"]):
@@ -356,14 +356,14 @@ def _exec(argv: list[str]) -> NoReturn:
 
 FLAGS = ("subreaper", "drop-capabilities", "landlock", "required", "network", "unix-sockets")
 """Options without a value."""
-LISTS = ("deny-family", "writable", "write-file", "hide")
+LISTS = ("deny-family", "writable", "writable-file", "hide")
 """Options with a value, each given as often as needed."""
 
 
 class Spec:
     """Parsed options: `flags` (set or not) and `lists` (the values of each option).
 
-    Keys are the option names with `_` for `-` (`drop_capabilities`, `write_file`).
+    Keys are the option names with `_` for `-` (`drop_capabilities`, `writable_file`).
     """
 
     def __init__(self) -> None:

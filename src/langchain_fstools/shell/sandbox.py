@@ -207,7 +207,7 @@ class Confinement:
             "drop_capabilities": True,
             "network": sandbox.network,
             "unix_sockets": sandbox.unix_sockets,
-            "write_file": list(_WRITABLE_DEVICES),
+            "writable_file": list(_WRITABLE_DEVICES),
         }
         if self.bwrap is not None:
             writable = [self.workspace, "/tmp", "/dev/shm", *sandbox.writable]  # noqa: S108 - the sandbox's own
@@ -315,10 +315,14 @@ def _resolver_binds() -> list[str]:
 
 
 def helper_paths(helper: Sequence[str]) -> list[str]:
-    """The folders the helper needs inside the sandbox: the interpreter's and its own."""
+    """The folders the helper needs inside the sandbox: the interpreter's and its own.
+
+    This process's prefixes count only when the helper runs on this interpreter.
+    """
+    ours = os.path.realpath(helper[0]) == os.path.realpath(sys.executable)
+    prefixes = [os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)] if ours else []
     return [
-        os.path.realpath(sys.base_prefix),
-        os.path.realpath(sys.prefix),
+        *prefixes,
         os.path.dirname(os.path.realpath(helper[0])),
         os.path.dirname(os.path.realpath(helper[-1])),
     ]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools.search.ripgrep import find_ripgrep
-from tests.unit.tools.harness import BACKENDS, Harness
+from tests.unit.tools.harness import BACKENDS, Harness, listed_paths
 
 WORDS = ["alpha", "beta", "gamma", "delta", "build", "cache", "main", "test", "data", "log"]
 EXTENSIONS = [".py", ".txt", ".log", ".md", ".tmp", ".js", ""]
@@ -104,7 +104,7 @@ def test_files_considered_equal_git_ls_files(tmp_path: Path, seed: int) -> None:
         h.seed("/x.exclude-me", b"excluded\n")
         h.seed("/.git/info/exclude", b"*.exclude-me\n")
         h.seed("/.git/HEAD", b"ref: refs/heads/main\n")
-        listed = set(h.call("glob", pattern="**").content.split("\n"))
+        listed = set(listed_paths(h.call("glob", pattern="**").content))
         assert listed == expected, (kind, sorted(listed ^ expected))
 
 
@@ -188,9 +188,9 @@ def test_ignore_files_above_the_root_do_not_apply(tmp_path: Path, kind: str) -> 
     (h.root.parent / ".ignore").write_text("notes.txt\n")
     h.seed("/app.py", b"needle\n")
     h.seed("/notes.txt", b"needle\n")
-    listed = h.call("glob", pattern="*").content.split("\n")
+    listed = listed_paths(h.call("glob", pattern="*").content)
     assert sorted(listed) == ["/app.py", "/notes.txt"]
-    found = h.call("grep", pattern="needle").content.split("\n")[1:]
+    found = listed_paths("\n".join(h.call("grep", pattern="needle").content.split("\n")[1:]))
     assert sorted(found) == ["/app.py", "/notes.txt"]
 
 
@@ -227,7 +227,7 @@ def test_ignore_files_take_precedence_as_in_ripgrep(tmp_path: Path) -> None:
             h.seed(path, text.encode())
         for path in files:
             h.seed(path, b"needle\n")
-        listings.append((kind, sorted(h.call("glob", pattern="**").content.split("\n"))))
+        listings.append((kind, sorted(listed_paths(h.call("glob", pattern="**").content))))
     expected = listings[0][1]  # ripgrep's
     assert "/sub/deeper/a.log" in expected
     assert "/sub/keep_ignore.log" not in expected
