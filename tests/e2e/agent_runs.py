@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents import create_agent
@@ -51,3 +53,29 @@ def run_command(
     messages = [m for m in result.value["messages"] if isinstance(m, ToolMessage)]
     asked = bool(result.interrupts)
     return Outcome(messages[-1] if messages else None, asked)
+
+
+def surviving_sleepers(duration: str, *, grace: float = 2.0) -> list[int]:
+    """Live `sleep <duration>` processes left after waiting up to `grace` seconds.
+
+    A test starts sleepers with a duration no other process uses, so any found are its own.
+    """
+    deadline = time.monotonic() + grace
+    while (found := _sleepers(duration)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
+
+
+def _sleepers(duration: str) -> list[int]:
+    wanted = f"sleep\0{duration}\0".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == wanted:
+                    state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                    if state not in {"Z", "X"}:
+                        found.append(int(entry.name))
+            except OSError:
+                continue
+    return found

@@ -25,7 +25,7 @@ from langchain_fstools import LocalBackend
 from langchain_fstools.permissions.rules import Permission
 from langchain_fstools.shell.policy import CommandPolicy
 from langchain_fstools.shell.sandbox import Sandbox
-from tests.e2e.agent_runs import Outcome, run_command
+from tests.e2e.agent_runs import Outcome, run_command, surviving_sleepers
 
 README_RULES = [Permission(operations=["execute"], commands=["pytest", "git status"])]
 CANARY = "sk-canary-fstools-24"
@@ -260,21 +260,6 @@ def test_the_agents_secret_variables_never_reach_a_command(
 # ----- processes left behind ---------------------------------------------------------------
 
 
-def _sleepers(duration: str) -> list[int]:
-    wanted = f"sleep\0{duration}\0".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "cmdline").read_bytes() == wanted:
-                    state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                    if state not in {"Z", "X"}:
-                        found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 LEFT_BEHIND = [
     "setsid sleep {d} &",
     "nohup setsid sleep {d} > /dev/null 2>&1 &",
@@ -293,10 +278,7 @@ def test_no_process_outlives_the_call(
     duration = f"{2000 + time.monotonic_ns() % 1_000_000}.{os.getpid()}"
     backend = LocalBackend(workspace, execute=True, sandbox=sandbox)
     _run(backend, spelling.format(d=duration) + "\nsleep 0.3")
-    deadline = time.monotonic() + 2
-    while _sleepers(duration) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _sleepers(duration), f"{spelling!r} left a process behind"
+    assert not surviving_sleepers(duration), f"{spelling!r} left a process behind"
 
 
 # ----- deleting / and home -----------------------------------------------------------------

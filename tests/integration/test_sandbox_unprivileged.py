@@ -23,6 +23,7 @@ from langchain_fstools.shell import confine
 from langchain_fstools.shell import sandbox as sandbox_module
 from langchain_fstools.shell.process import run_process
 from langchain_fstools.shell.sandbox import Confinement, Sandbox, find_bwrap
+from tests.e2e.agent_runs import surviving_sleepers
 
 NOBODY = 65534
 SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
@@ -92,21 +93,6 @@ def _confinement(place: Path, bwrap: str, method: str) -> Confinement:
     return Confinement(sandbox, str(place / "ws"), bwrap if method == "bwrap" else None, helper)
 
 
-def _sleepers(duration: str) -> list[int]:
-    wanted = f"sleep\0{duration}\0".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "cmdline").read_bytes() == wanted:
-                    state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                    if state not in {"Z", "X"}:
-                        found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 @pytest.fixture(autouse=True)
 def homes_of_nobody(place: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The home directories as nobody finds them: its own (root's cannot be entered)."""
@@ -148,10 +134,7 @@ def test_as_nobody_no_process_outlives_the_call(place: Path, bwrap: str, method:
         f"setsid sleep {duration} & nohup setsid sleep {duration} >/dev/null 2>&1 &"
         f" (setsid sleep {duration} &); sleep 0.3; echo done",
     )
-    deadline = time.monotonic() + 2
-    while _sleepers(duration) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _sleepers(duration)
+    assert not surviving_sleepers(duration)
 
 
 @pytest.mark.parametrize("method", ["bwrap", "landlock", "none"])
@@ -161,7 +144,4 @@ def test_as_nobody_the_timeout_kills_everything(place: Path, bwrap: str, method:
     started = time.monotonic()
     _run(place, confinement, f"setsid sleep {duration} & sleep {duration}", timeout=1)
     assert time.monotonic() - started < 6
-    deadline = time.monotonic() + 2
-    while _sleepers(duration) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _sleepers(duration)
+    assert not surviving_sleepers(duration)
