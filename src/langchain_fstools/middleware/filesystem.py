@@ -34,7 +34,6 @@ from langchain_fstools.permissions.review import TurnReview
 from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.tools.base import FileTool
 from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
-from langchain_fstools.tools.reads import was_cleared
 from langchain_fstools.tools.toolkit import FileToolkit
 from langchain_fstools.tools.undo_edit import UndoEditTool
 from langchain_fstools.tools.updates import with_state_update
@@ -184,11 +183,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         )
         self.history = history
         self.state_schema = _SCHEMAS[history, gate is not None]
-        if history:
-            backend = RecordingBackend(backend, max_record_bytes=history_record_bytes)
-        if gate is not None:
-            backend = GuardedBackend(backend, gate.guard_for)
-        self.toolkit = FileToolkit(backend, tools=tools, **settings)
+        recording = history_record_bytes if history else None
+        self.toolkit = FileToolkit(_tools_view(backend, gate, recording), tools=tools, **settings)
         self.tools = self.toolkit.get_tools()
         if history and (tools is None or UndoEditTool.model_fields["name"].default in tools):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
@@ -243,15 +239,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         return self.review.pinning(request.state, response.result, request.runtime, self.storage)
 
     def _prepared(self, request: ModelRequest) -> ModelRequest:
-        cleared = [
-            call_id
-            for message in request.messages
-            if isinstance(message, ToolMessage)
-            and was_cleared(message)
-            and (call_id := message.tool_call_id)
-        ]
-        if cleared:  # context editing ran outside this middleware: read again in full
-            self.toolkit.context.tracker.clear_shown(cleared)
+        # Context editing may have run outside this middleware: read those again in full.
+        self.toolkit.context.tracker.note_cleared(request.messages)
         return with_prompt(adapted(request), self.system_prompt)
 
     # ----- tool calls: admission, deferred state updates, eviction -------------------------
@@ -430,6 +419,13 @@ def _evicting(eviction: LargeResultEviction | bool, *, backend: Backend) -> Larg
     evicting = LargeResultEviction() if eviction is True else cast("LargeResultEviction", eviction)
     evicting.backend = backend
     return evicting
+
+
+def _tools_view(backend: Backend, gate: PermissionGate | None, recording: int | None) -> Backend:
+    """What the tools work on: `backend`, recorded (`recording` bytes a change) and guarded."""
+    if recording is not None:
+        backend = RecordingBackend(backend, max_record_bytes=recording)
+    return backend if gate is None else GuardedBackend(backend, gate.guard_for)
 
 
 def _with_results_folder(backend: Backend) -> Backend:

@@ -19,7 +19,7 @@ in-process `ReadTracker` the toolkit owns, keyed by thread id.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import (
     Annotated,
     Any,
@@ -238,15 +238,17 @@ class ReadTracker:
         self._threads: dict[str, dict[str, ReadRecord]] = {}
         self._cleared: OrderedDict[str, None] = OrderedDict()
 
-    def clear_shown(self, call_ids: Sequence[str]) -> None:
-        """Note tool calls whose results the model no longer sees (context editing).
+    def note_cleared(self, messages: Iterable[Any]) -> None:
+        """Note the tool results in `messages` that context editing cleared.
 
-        Tool-call ids are unique, so one set serves every thread; it keeps the newest
-        `MAX_CLEARED` ids.
+        The model no longer sees them, so their reads are shown again in full. Tool-call
+        ids are unique, so one set serves every thread; it keeps the newest `MAX_CLEARED`.
         """
-        for call_id in call_ids:
-            self._cleared[call_id] = None
-            self._cleared.move_to_end(call_id)
+        for message in messages:
+            call_id = getattr(message, "tool_call_id", None)
+            if call_id and was_cleared(message):
+                self._cleared[call_id] = None
+                self._cleared.move_to_end(call_id)
         while len(self._cleared) > MAX_CLEARED:
             self._cleared.popitem(last=False)
 
