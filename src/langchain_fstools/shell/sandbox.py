@@ -90,8 +90,12 @@ _VERSION = re.compile(rb"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 def helper_command() -> tuple[str, ...]:
-    """This interpreter running `shell/confine.py` as a script, isolated from the site."""
-    return (sys.executable, "-I", "-S", confine.__file__)
+    """This interpreter running `shell/confine.py` as a script, isolated from the site.
+
+    Both by their real paths: the sandbox binds real paths, so an interpreter or package
+    reached through a symlinked folder (a venv under a linked home) is found inside it.
+    """
+    return (os.path.realpath(sys.executable), "-I", "-S", os.path.realpath(confine.__file__))
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,16 @@ def test_a_mask_over_the_workspace_leaves_the_workspace_usable(tmp_path: Path) -
     assert result.output.startswith("ok\n"), result.output
     assert "hidden" not in result.output
     assert (workspace / "made.txt").read_text() == "ok\n"
+
+
+def test_an_interpreter_reached_through_a_linked_folder_starts_the_helper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    linked = tmp_path / "linked-venv"
+    linked.symlink_to(Path(sys.executable).parent, target_is_directory=True)
+    monkeypatch.setattr(sys, "executable", str(linked / Path(sys.executable).name))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    backend = LocalBackend(workspace, execute=True)
+    result = backend.execute("echo inside", timeout=30, output_limit=1000)
+    assert result.output == "inside\n", result.output
