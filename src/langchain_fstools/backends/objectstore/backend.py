@@ -442,7 +442,7 @@ class ObjectStoreBackend(Backend):
             after=after,
             limit=limit,
             order=self.listing_order,
-            file_info=self.info,
+            version=version_of,
         )
         if found.met or path == paths.ROOT:
             return found.entries

@@ -83,7 +83,7 @@ def page(
     after: str | None,
     limit: int | None,
     order: ListingOrder,
-    file_info: Callable[[str, ObjectMeta], FileInfo],
+    version: Callable[[ObjectMeta], str],
 ) -> StoreEffect[Page]:
     """The entries of `directory`, sorted by name, named after `after`, at most `limit`.
 
@@ -93,10 +93,10 @@ def page(
         after: Only entries whose name sorts after this one (None: from the first).
         limit: Most entries returned (None: every entry).
         order: How the store lists keys (`listing_order`).
-        file_info: A file's entry from its path and its object's metadata.
+        version: A file's version token from its object's metadata.
     """
     head = prefix + "/" if prefix else ""
-    entries = _Entries(len(head), directory.rstrip("/") + "/", after, file_info)
+    entries = _Entries(len(head), directory.rstrip("/") + "/", after, version)
     met = False
     stream = yield Scan(prefix, None if after is None else head + after)
     while (chunk := (yield Pull(stream))) is not None:
@@ -123,14 +123,15 @@ class _Entries:
     folder: str
     """The directory's virtual path, with a trailing `/`."""
     after: str | None
-    file_info: Callable[[str, ObjectMeta], FileInfo]
+    version: Callable[[ObjectMeta], str]
     found: dict[tuple[str, bool], FileInfo] = field(default_factory=dict)
     """(name, whether a file) -> entry: a directory sorts before a file of its name."""
 
     def fold(self, chunk: list[ObjectMeta], limit: int | None) -> None:
         """Fold a chunk of keys into entries, keeping the first `limit`."""
         start, folder, after, found = self.start, self.folder, self.after, self.found
-        for meta in chunk:  # once per object: plain string work
+        version, file = self.version, EntryKind.FILE
+        for meta in chunk:  # once per object: no helper calls but the version's
             name, slash, _ = meta["path"][start:].partition("/")
             if after is not None and name <= after:
                 continue
@@ -138,7 +139,10 @@ class _Entries:
                 if (name, False) not in found:
                     found[name, False] = directory_info(folder + name)
             elif name != MARKER:
-                found[name, True] = self.file_info(folder + name, meta)
+                stamp = meta["last_modified"].timestamp()
+                found[name, True] = FileInfo(
+                    folder + name, file, meta["size"], stamp, version(meta)
+                )
         if limit is not None and len(found) > limit:
             for key in sorted(found)[limit:]:
                 del found[key]
