@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
+from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo, check_limit
 from langchain_fstools.core import paths
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping, Sequence
+    from collections.abc import Callable, Collection, Mapping, Sequence
 
     from langchain_fstools.core.results import ExecutionResult, Write
     from langchain_fstools.search.contract import SearchPart
@@ -218,23 +219,57 @@ class CompositeBackend(Backend):
     def list_dir(self, path: str) -> list[FileInfo]:
         """Entries from the owning part, with the directories leading to mounts below."""
         path = paths.normalize(path)
-        inside = self._mounts_below(path)
+        return self._listing(path, None, lambda owner: owner.list_dir(path))
+
+    def list_page(self, path: str, *, after: str | None = None, limit: int) -> list[FileInfo]:
+        """A page of `list_dir`: the owning part's page, with the mount directories in it.
+
+        The part is asked for one entry more per mount directory in `path`, so a page
+        stays full when a mount hides an entry of the part or is itself hidden.
+        """
+        check_limit(limit)
+        path = paths.normalize(path)
+        extra = len(self._children(path))
+        return self._listing(
+            path, after, lambda owner: owner.list_page(path, after=after, limit=limit + extra)
+        )[:limit]
+
+    async def alist_page(
+        self, path: str, *, after: str | None = None, limit: int
+    ) -> list[FileInfo]:
+        """Async `list_page` (in a worker thread, as `alist_dir`)."""
+        return await asyncio.to_thread(lambda: self.list_page(path, after=after, limit=limit))
+
+    def _listing(
+        self, path: str, after: str | None, listed: Callable[[Backend], list[FileInfo]]
+    ) -> list[FileInfo]:
+        """The owner's entries `listed`, with the mount directories named after `after`."""
+        children = self._children(path)
         try:
-            entries = self._backend(path).list_dir(path)
+            entries = listed(self._backend(path))
         except FileNotFoundError:
-            if not (inside or path in self.routes):
+            if not (children or path in self.routes):
                 raise
             entries = []
-        if not inside:
+        if not children:
             return entries
         shown = {e.path: e for e in entries}
-        for mount in inside:
-            child = paths.join(path, mount[len(path) :].lstrip("/").split("/", 1)[0])
+        for child in children:
+            if after is not None and child.rsplit("/", 1)[-1] <= after:
+                continue
             if child in self.hidden_while_empty and self._is_empty(child):
                 shown.pop(child, None)
             elif child in self.routes or child not in shown:
                 shown[child] = self.stat(child)
         return [shown[p] for p in sorted(shown, key=lambda p: p.rsplit("/", 1)[-1])]
+
+    def _children(self, path: str) -> list[str]:
+        """The entries of directory `path` that are mounts or lead to mounts, sorted."""
+        children = {
+            paths.join(path, mount[len(path) :].lstrip("/").split("/", 1)[0])
+            for mount in self._mounts_below(path)
+        }
+        return sorted(children)
 
     def _is_empty(self, mount: str) -> bool:
         """Whether the mount `mount` holds nothing yet."""

@@ -18,7 +18,7 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo
+from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo, check_limit
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.records import digest
 from langchain_fstools.errors import FsToolsError, PartialWrite, StaleApproval
@@ -103,6 +103,10 @@ class BackendView(Backend):
         """Forwarded."""
         return self.inner.list_dir(path)
 
+    def list_page(self, path: str, *, after: str | None = None, limit: int) -> list[FileInfo]:
+        """Forwarded."""
+        return self.inner.list_page(path, after=after, limit=limit)
+
     def exists(self, path: str) -> bool:
         """Forwarded."""
         return self.inner.exists(path)
@@ -161,6 +165,12 @@ class BackendView(Backend):
         """Forwarded."""
         return await self.inner.alist_dir(path)
 
+    async def alist_page(
+        self, path: str, *, after: str | None = None, limit: int
+    ) -> list[FileInfo]:
+        """Forwarded."""
+        return await self.inner.alist_page(path, after=after, limit=limit)
+
     async def aexists(self, path: str) -> bool:
         """Forwarded."""
         return await self.inner.aexists(path)
@@ -207,7 +217,7 @@ class GuardedBackend(BackendView):
     (`Backend.resolve`: symlinks followed inside the workspace), at the moment of the
     call, so a link swapped after a decision cannot lead a call anywhere the guard has
     not allowed; the stricter answer wins. Precedence, per path:
-        1. Not `visible`: absent from `list_dir`, `walk` and search results (a link
+        1. Not `visible`: absent from `list_dir`, `list_page`, `walk` and search results (a link
            whose target is hidden, too); `exists` is False; `stat` and every other
            call raise `PermissionError`.
         2. Visible but not `readable`: listed, but its bytes are neither read nor
@@ -332,6 +342,20 @@ class GuardedBackend(BackendView):
         entries = yield from calls.list_dir(canonical)
         return (yield from self._shown(canonical, resolved, entries))
 
+    def _list_page(self, path: str, after: str | None, limit: int) -> Effect[list[FileInfo]]:
+        """A full page of visible entries: further inner pages while hidden ones cut it short."""
+        check_limit(limit)
+        canonical = yield from self._checking(path, _any)
+        resolved = yield from calls.resolve(canonical)
+        shown: list[FileInfo] = []
+        while len(shown) < limit:
+            page = yield from calls.list_page(canonical, after=after, limit=limit)
+            shown += yield from self._shown(canonical, resolved, page)
+            if len(page) < limit:
+                break
+            after = page[-1].name
+        return shown[:limit]
+
     def _exists(self, path: str) -> Effect[bool]:
         try:
             canonical = yield from self._checking(path, _any)
@@ -383,6 +407,10 @@ class GuardedBackend(BackendView):
         """The visible entries of a visible directory."""
         return calls.run(self._list_dir(path), self.inner)
 
+    def list_page(self, path: str, *, after: str | None = None, limit: int) -> list[FileInfo]:
+        """A page of the visible entries of a visible directory."""
+        return calls.run(self._list_page(path, after, limit), self.inner)
+
     def exists(self, path: str) -> bool:
         """Whether a visible path exists (an invisible one never does)."""
         return calls.run(self._exists(path), self.inner)
@@ -421,6 +449,12 @@ class GuardedBackend(BackendView):
     async def alist_dir(self, path: str) -> list[FileInfo]:
         """Async `list_dir`."""
         return await calls.arun(self._list_dir(path), self.inner)
+
+    async def alist_page(
+        self, path: str, *, after: str | None = None, limit: int
+    ) -> list[FileInfo]:
+        """Async `list_page`."""
+        return await calls.arun(self._list_page(path, after, limit), self.inner)
 
     async def aexists(self, path: str) -> bool:
         """Async `exists`."""

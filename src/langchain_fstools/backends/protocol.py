@@ -13,9 +13,11 @@ Required core (abstract, sync):
     6. `list_dir`    the entries of one directory, sorted by name.
 
 Optional, with defaults on the core: `exists`, `move`, `walk`, `write_many` (a batch of
-writes, which a backend may make with fewer syncs), and `resolve` (the canonical path
-the backend will actually open for a path: symlinks followed inside the workspace; a
-backend without symlinks resolves a path to itself).
+writes, which a backend may make with fewer syncs), `list_page` (one page of a
+directory's entries, after a name: a backend that can list without loading the whole
+directory overrides it), and `resolve` (the canonical path the backend will actually
+open for a path: symlinks followed inside the workspace; a backend without symlinks
+resolves a path to itself).
 
 Capability: `execute` runs a shell command in the workspace; backends that can set
 `supports_execute = True` and override it (the default raises `ExecutionUnsupported`).
@@ -195,6 +197,29 @@ class Backend(ABC):
             return False
         return True
 
+    def list_page(self, path: str, *, after: str | None = None, limit: int) -> list[FileInfo]:
+        """One page of a directory's entries: those of `list_dir` named after `after`.
+
+        A listing in pages starts with `after=None` and passes the name of the last
+        entry of each page as the next `after`; a page shorter than `limit` is the last.
+        Default: `list_dir`, cut (a backend that can stop early overrides this and
+        `alist_page`).
+
+        Args:
+            path: The directory.
+            after: Only entries whose name sorts after this one. Default: None (from
+                the first entry).
+            limit: Most entries returned (at least 1).
+
+        Returns:
+            At most `limit` entries directly inside `path`, sorted by name.
+
+        Raises:
+            ValueError: `limit` is below 1.
+            FileNotFoundError, NotADirectoryError: as `list_dir`.
+        """
+        return page_of(self.list_dir(path), after, limit)
+
     def resolve(self, path: str) -> str:
         """The canonical virtual path that a call on `path` reaches, links followed.
 
@@ -304,6 +329,12 @@ class Backend(ABC):
         """Async `list_dir`."""
         return await asyncio.to_thread(self.list_dir, path)
 
+    async def alist_page(
+        self, path: str, *, after: str | None = None, limit: int
+    ) -> list[FileInfo]:
+        """Async `list_page`. Default: `alist_dir` (the backend's own async listing), cut."""
+        return page_of(await self.alist_dir(path), after, limit)
+
     async def aexists(self, path: str) -> bool:
         """Async `exists`."""
         return await asyncio.to_thread(self.exists, path)
@@ -333,6 +364,24 @@ class Backend(ABC):
         return await asyncio.to_thread(function)
 
 
+def page_of(entries: list[FileInfo], after: str | None, limit: int) -> list[FileInfo]:
+    """The page `list_page` answers from a whole sorted listing: after `after`, `limit` long.
+
+    Raises:
+        ValueError: `limit` is below 1.
+    """
+    check_limit(limit)
+    if after is not None:
+        entries = [entry for entry in entries if entry.name > after]
+    return entries[:limit]
+
+
+def check_limit(limit: int) -> None:
+    """Refuse a page `limit` below 1 (`list_page`'s contract)."""
+    if limit < 1:
+        raise ValueError(f"a page holds at least 1 entry, not {limit}")
+
+
 def _write_each(writes: Sequence[Write]) -> Effect[list[FileInfo]]:
     """`write_bytes` for each write in order; `PartialWrite` once one has taken effect."""
     done: list[FileInfo] = []
@@ -350,4 +399,4 @@ def _write_each(writes: Sequence[Write]) -> Effect[list[FileInfo]]:
     return done
 
 
-__all__ = ["ABSENT", "Backend", "EntryKind", "FileInfo", "Write"]
+__all__ = ["ABSENT", "Backend", "EntryKind", "FileInfo", "Write", "check_limit", "page_of"]

@@ -40,6 +40,7 @@ Method = Literal[
     "delete",
     "mkdir",
     "list_dir",
+    "list_page",
     "move",
     "execute",
     "run_blocking",
@@ -272,6 +273,12 @@ def list_dir(path: str) -> Effect[list[FileInfo]]:
     return entries
 
 
+def list_page(path: str, *, after: str | None, limit: int) -> Effect[list[FileInfo]]:
+    """`Backend.list_page` as an effect."""
+    entries: list[FileInfo] = yield Call("list_page", (path,), {"after": after, "limit": limit})
+    return entries
+
+
 def move(source: str, destination: str) -> Effect[FileInfo]:
     """`Backend.move` as an effect."""
     info: FileInfo = yield Call("move", (source, destination))
@@ -309,6 +316,7 @@ __all__ = [
     "execute",
     "exists",
     "list_dir",
+    "list_page",
     "mkdir",
     "move",
     "read_bytes",

@@ -93,6 +93,10 @@ class DryRun(Backend):
         """The inner listing (a dry run plans changes; it does not list them)."""
         return self.inner.list_dir(path)
 
+    def list_page(self, path: str, *, after: str | None = None, limit: int) -> list[FileInfo]:
+        """The inner page (as `list_dir`)."""
+        return self.inner.list_page(path, after=after, limit=limit)
+
     def execute(self, command: str, *, timeout: float, output_limit: int) -> ExecutionResult:
         """Never: a dry run runs no command."""
         del command, timeout, output_limit

@@ -43,8 +43,10 @@ class LsTool(FileTool):
 
     def _effect(self, scope: CallScope, args: LsArgs) -> Effect[ToolOutcome]:
         directory = paths.normalize(args.path)
+        limit = scope.context.settings.ls_limit
         try:
-            entries = yield from calls.list_dir(directory)
+            # One entry past the limit tells a cut listing; the rest is never listed.
+            entries = yield from calls.list_page(directory, after=None, limit=limit + 1)
         except NotADirectoryError:
             info = yield from calls.stat(directory)
             if info.is_dir:
@@ -54,21 +56,21 @@ class LsTool(FileTool):
                 f"{directory} is a file, not a directory; read it with read_file,"
                 f" or list its directory with ls(path={paths.parent(directory)!r})",
             ) from None
-        limit = scope.context.settings.ls_limit
+        cut = len(entries) > limit
         shown = entries[:limit]
         lines = grouped([(e.path, "/" if e.is_dir else "") for e in shown], min_run=1)
         if not entries:
             lines = [f"(empty directory: {directory})"]
-        elif len(entries) > limit:
+        elif cut:
             lines.append(
-                f"(Showing {limit:,} of {plural(len(entries), 'entry', 'entries')}. "
+                f"(Showing the first {plural(limit, 'entry', 'entries')}; there are more. "
                 "List a subdirectory or use glob to narrow the listing.)"
             )
         artifact = {
             "path": directory,
             "entries": [{"path": e.path, "kind": e.kind.value, "size": e.size} for e in shown],
-            "total": len(entries),
-            "truncated": len(entries) > limit,
+            "total": None if cut else len(entries),
+            "truncated": cut,
         }
         return ToolOutcome("\n".join(lines), artifact)
 

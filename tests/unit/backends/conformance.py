@@ -569,6 +569,63 @@ class ListTests:
         drive(case())
 
 
+class PageTests:
+    """`list_page`: pages of `list_dir` that chain through `after` to the whole listing."""
+
+    def test_pages_chain_to_the_whole_listing(self, drive: Drive) -> None:
+        def case() -> Effect[None]:
+            for name in (*ListTests.NAMES, "q.txt", "q-1", "q0"):
+                yield from put("/p/" + name)
+            yield from calls.mkdir("/p/sub")
+            for inner in ("q/x", "q/y/z", "Sub2/inner"):  # `q` sorts before `q.txt` ...
+                yield from put("/p/" + inner)  # ... but its keys after it in an object store
+            whole = yield from calls.list_dir("/p")
+            assert len(whole) == 16
+            for limit in (1, 2, 3, 5, 15, 16, 17):
+                assert (yield from pages("/p", limit)) == whole, limit
+            assert (yield from calls.list_page("/p", after="b", limit=99)) == [
+                entry for entry in whole if entry.name > "b"
+            ]
+            assert (yield from calls.list_page("/p", after="q", limit=2)) == whole[10:12]
+            assert (yield from calls.list_page("/p", after="é", limit=3)) == []
+
+        drive(case())
+
+    def test_an_empty_directory_has_empty_pages(self, drive: Drive) -> None:
+        def case() -> Effect[None]:
+            yield from calls.mkdir("/e")
+            assert (yield from calls.list_page("/e", after=None, limit=1)) == []
+            assert (yield from calls.list_page("/e", after="m", limit=1)) == []
+
+        drive(case())
+
+    def test_page_errors(self, drive: Drive) -> None:
+        def case() -> Effect[None]:
+            yield from put("/file")
+            for after in (None, "a"):
+                page = calls.list_page("/none", after=after, limit=5)
+                yield from os_error(page, FileNotFoundError, "/none")
+                page = calls.list_page("/file", after=after, limit=5)
+                yield from os_error(page, NotADirectoryError, "/file")
+            error = yield from failure(calls.list_page("/", after=None, limit=0))
+            assert isinstance(error, ValueError)
+
+        drive(case())
+
+
+def pages(path: str, limit: int) -> Effect[list[FileInfo]]:
+    """Every entry of `path`, listed `limit` at a time through `list_page`."""
+    listed: list[FileInfo] = []
+    after = None
+    while True:
+        page = yield from calls.list_page(path, after=after, limit=limit)
+        assert len(page) <= limit
+        listed += page
+        if len(page) < limit:
+            return listed
+        after = page[-1].name
+
+
 class WalkTests:
     def test_depth_first_sorted(self, backend: Backend, drive: Drive) -> None:
         def case() -> Effect[None]:
@@ -777,6 +834,7 @@ class BackendConformance(
     VersionTests,
     DirectoryTests,
     ListTests,
+    PageTests,
     WalkTests,
     MoveDeleteTests,
     PathTests,

@@ -4,6 +4,7 @@ land in the `/m/` mount; `/mnt/...` holds mounts nested two deep)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,7 +12,9 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from langchain_fstools import CompositeBackend, LocalBackend, StateBackend, StoreBackend
-from langchain_fstools.backends.protocol import Backend, EntryKind
+from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
+from langchain_fstools.core import calls
+from tests.unit.backends import conformance
 from tests.unit.backends.conformance import BackendConformance, drive  # noqa: F401
 
 RUNTIME = SimpleNamespace(state={"files": {}}, store=None)
@@ -98,3 +101,39 @@ def test_search_parts_cover_each_mount_once(nested: CompositeBackend) -> None:
         "/memories",
         "/memories/user",
     }
+
+
+def test_pages_hold_the_mount_directories_in_name_order(nested: CompositeBackend) -> None:
+    for name in ("0.txt", "b.txt", "memories.md", "n.txt", "z.txt"):
+        nested.write_bytes(f"/{name}", b"x")
+    whole = nested.list_dir("/")
+    assert [e.name for e in whole] == [
+        "0.txt",
+        "a",
+        "b.txt",
+        "memories",
+        "memories.md",
+        "n.txt",
+        "z.txt",
+    ]
+    for limit in (1, 2, 3, 7):
+        assert pages(nested, "/", limit) == whole, limit
+    assert [e.name for e in nested.list_page("/", after="a", limit=2)] == ["b.txt", "memories"]
+    assert [e.name for e in nested.list_page("/", after="memories", limit=1)] == ["memories.md"]
+    assert asyncio.run(nested.alist_page("/", after="0.txt", limit=1)) == [whole[1]]
+
+
+def test_a_hidden_empty_mount_keeps_pages_full(tmp_path: Path) -> None:
+    local = LocalBackend(tmp_path)
+    for name in ("a.txt", "b.txt", "c.txt"):
+        local.write_bytes(f"/{name}", b"x")
+    local.mkdir("/b")  # shadowed by the mount, which hides while empty
+    composite = CompositeBackend(local, {"/b/": StateBackend()}, hidden_while_empty=["/b/"])
+    bound = composite.bind(SimpleNamespace(state={"files": {}}, store=None))
+    assert [e.name for e in bound.list_page("/", limit=2)] == ["a.txt", "b.txt"]
+    assert pages(bound, "/", 2) == bound.list_dir("/")
+    assert [e.name for e in bound.list_dir("/")] == ["a.txt", "b.txt", "c.txt"]
+
+
+def pages(backend: Backend, path: str, limit: int) -> list[FileInfo]:
+    return calls.run(conformance.pages(path, limit), backend)

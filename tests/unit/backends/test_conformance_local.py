@@ -12,6 +12,7 @@ from tests.unit.backends.conformance import (  # noqa: F401 - `drive` is a fixtu
     DirectoryTests,
     ListTests,
     MoveDeleteTests,
+    PageTests,
     PathTests,
     ReadTests,
     StatTests,
@@ -48,6 +49,10 @@ class TestLocalDirectory(DirectoryTests):
 
 
 class TestLocalList(ListTests):
+    pass
+
+
+class TestLocalPage(PageTests):
     pass
 
 

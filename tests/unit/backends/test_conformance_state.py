@@ -15,6 +15,7 @@ from tests.unit.backends.conformance import (  # noqa: F401 - `drive` is a fixtu
     DirectoryTests,
     ListTests,
     MoveDeleteTests,
+    PageTests,
     PathTests,
     ReadTests,
     StatTests,
@@ -51,6 +52,10 @@ class TestStateDirectory(DirectoryTests):
 
 
 class TestStateList(ListTests):
+    pass
+
+
+class TestStatePage(PageTests):
     pass
 
 

@@ -159,6 +159,7 @@ def test_a_view_forwards_every_backend_method() -> None:
         if not name.startswith("_") and (callable(member) or isinstance(member, property))
     }
     assert {"write_many", "awrite_many", "read_bytes", "aexecute"} <= contract
+    assert {"list_page", "alist_page"} <= contract
     assert sorted(contract - set(vars(BackendView)) - {"bind"}) == []
     for view in (GuardedBackend, RecordingBackend):
         assert "bind" in vars(view), view

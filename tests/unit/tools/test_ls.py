@@ -31,8 +31,12 @@ def test_truncation_notice(tmp_path: Path) -> None:
         assert msg.content.splitlines() == [
             "/a.txt",
             "/b.txt",
-            "(Showing 2 of 5 entries. List a subdirectory or use glob to narrow the listing.)",
+            (
+                "(Showing the first 2 entries; there are more."
+                " List a subdirectory or use glob to narrow the listing.)"
+            ),
         ]
+        assert (msg.artifact["total"], msg.artifact["truncated"]) == (None, True)
 
 
 def test_missing_directory_and_file(h: Harness, run: Run) -> None:

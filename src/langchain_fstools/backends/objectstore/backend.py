@@ -1,7 +1,8 @@
 """`ObjectStoreBackend`: the backend contract mapped onto objects.
 
 Layout. A virtual path is a key under the backend's prefix (`/src/app.py` ->
-`<prefix>src/app.py`); a directory is a key prefix, listed with a delimiter. A
+`<prefix>src/app.py`); a directory is a key prefix, listed a page at a time
+(`listing`: subdirectories are folded into one entry, big ones skipped). A
 directory with nothing in it keeps a marker object named `MARKER` (`mkdir` writes
 one, and deleting the last entry of a directory writes one for it), which no listing
 or search shows and no tool may write.
@@ -14,7 +15,9 @@ without conditional writes is named at construction (see `conditional_writes`), 
 there the check is a HEAD right before the PUT (the last writer can win).
 
 Costs. `stat` is one HEAD (plus one LIST for a directory), `read_bytes` one GET (a
-ranged GET for a window), `list_dir` one delimited LIST; a write checks that no
+ranged GET for a window), `list_page` a LIST request per 1,000 keys it needs (a
+subdirectory's keys past the first request are skipped on stores that seek), and
+`list_dir` the same for the whole directory; a write checks that no
 parent is a file and that the path is not a directory (one HEAD per parent and one
 LIST, concurrent on the async path), then PUTs and HEADs the result. A view bound to
 one tool call (`bind`) saves requests within the call: its stat GETs the first 8 KiB
@@ -37,7 +40,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import obstore.store
 
 from langchain_fstools.backends.modes import os_error
-from langchain_fstools.backends.objectstore import requests
+from langchain_fstools.backends.objectstore import listing, requests
+from langchain_fstools.backends.objectstore.listing import ListingOrder, directory_info
 from langchain_fstools.backends.objectstore.requests import (
     BEYOND_END,
     MARKER,
@@ -45,7 +49,6 @@ from langchain_fstools.backends.objectstore.requests import (
     Gather,
     Get,
     Head,
-    ListDir,
     Peek,
     Probe,
     Put,
@@ -53,9 +56,8 @@ from langchain_fstools.backends.objectstore.requests import (
     Tidy,
 )
 from langchain_fstools.backends.objectstore.search import ObjectStoreSearch
-from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
+from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo, check_limit
 from langchain_fstools.core import paths
-from langchain_fstools.core.records import DIRECTORY_VERSION
 from langchain_fstools.errors import InvalidPath, VersionConflict
 from langchain_fstools.formats.encoding import SNIFF_BYTES
 
@@ -124,6 +126,8 @@ class ObjectStoreBackend(Backend):
                 UserWarning,
                 stacklevel=2,
             )
+        self.listing_order: ListingOrder = listing.listing_order(self.store)
+        """How the store lists keys, which decides how far a page's listing runs."""
         self._search: NativeSearch | None = None
         self.read_ahead: ReadAhead | None = None
         """The read-ahead buffer of a view bound to one call (see `bind`); None here."""
@@ -199,8 +203,13 @@ class ObjectStoreBackend(Backend):
         requests.run(self.store, self._mkdir(path))
 
     def list_dir(self, path: str) -> list[FileInfo]:
-        """Entries directly inside a directory, sorted by name (a delimited LIST)."""
-        return requests.run(self.store, self._list_dir(path))
+        """Entries directly inside a directory, sorted by name (listed in pages)."""
+        return requests.run(self.store, self._list_page(path, None, None))
+
+    def list_page(self, path: str, *, after: str | None = None, limit: int) -> list[FileInfo]:
+        """A page of a directory's entries, listing only as far as the page needs."""
+        check_limit(limit)
+        return requests.run(self.store, self._list_page(path, after, limit))
 
     def move(self, source: str, destination: str) -> FileInfo:
         """Copy an object, then delete the source if it is still the version copied."""
@@ -232,7 +241,14 @@ class ObjectStoreBackend(Backend):
 
     async def alist_dir(self, path: str) -> list[FileInfo]:
         """Async `list_dir`, on obstore's async calls."""
-        return await requests.arun(self.store, self._list_dir(path))
+        return await requests.arun(self.store, self._list_page(path, None, None))
+
+    async def alist_page(
+        self, path: str, *, after: str | None = None, limit: int
+    ) -> list[FileInfo]:
+        """Async `list_page`, on obstore's async calls."""
+        check_limit(limit)
+        return await requests.arun(self.store, self._list_page(path, after, limit))
 
     async def aexists(self, path: str) -> bool:
         """Async `exists`, on obstore's async calls."""
@@ -251,14 +267,14 @@ class ObjectStoreBackend(Backend):
     def _stat(self, path: str) -> StoreEffect[FileInfo]:
         path = paths.normalize(path)
         if path == paths.ROOT:
-            return _directory(path)
+            return directory_info(path)
         key = self.key(path)
         meta = yield from self._head(key)
         if meta is not None:
             return self.info(path, meta)
         error = yield from self._missing(path)
         if error is None:
-            return _directory(path)
+            return directory_info(path)
         raise error
 
     def _head(self, key: str) -> StoreEffect[ObjectMeta | None]:
@@ -416,31 +432,26 @@ class ObjectStoreBackend(Backend):
         if not found[1]:
             yield Put(f"{key}/{MARKER}", b"", "overwrite")
 
-    def _list_dir(self, path: str) -> StoreEffect[list[FileInfo]]:
+    def _list_page(
+        self, path: str, after: str | None, limit: int | None
+    ) -> StoreEffect[list[FileInfo]]:
         path = paths.normalize(path)
-        prefix = self.directory_key(path)
-        listed = yield ListDir(prefix)
-        start = len(prefix) + 1 if prefix else 0
-        base = path.rstrip("/") + "/"
-        named = [
-            (common[start:], _directory(base + common[start:]))
-            for common in listed["common_prefixes"]
-        ]
-        marked = False
-        file = EntryKind.FILE
-        for meta in listed["objects"]:  # once per object: no helper calls
-            name = meta["path"][start:]
-            if name == MARKER:
-                marked = True
-                continue
-            stamp = meta["last_modified"].timestamp()
-            named.append((name, FileInfo(base + name, file, meta["size"], stamp, version_of(meta))))
-        if not named and not marked and path != paths.ROOT:
-            if (yield Head(self.key(path))) is not None:
-                raise os_error(NotADirectoryError, errno.ENOTDIR, path)
-            raise (yield from self._missing(path)) or _is_a_directory(path)
-        named.sort(key=_first)
-        return [entry for _, entry in named]
+        found = yield from listing.page(
+            self.directory_key(path),
+            path,
+            after=after,
+            limit=limit,
+            order=self.listing_order,
+            version=version_of,
+        )
+        if found.met or path == paths.ROOT:
+            return found.entries
+        if (yield Head(self.key(path))) is not None:
+            raise os_error(NotADirectoryError, errno.ENOTDIR, path)
+        error = yield from self._missing(path)
+        if error is not None:
+            raise error
+        return found.entries  # a directory, with nothing after `after`
 
     def _move(self, source: str, destination: str) -> StoreEffect[FileInfo]:
         origin, target = paths.normalize(source), paths.normalize(destination)
@@ -560,14 +571,6 @@ def _ancestors(path: str) -> list[str]:
         found.append(current)
         current = paths.parent(current)
     return found[::-1]
-
-
-def _first(pair: tuple[str, FileInfo]) -> str:
-    return pair[0]
-
-
-def _directory(path: str) -> FileInfo:
-    return FileInfo(path, EntryKind.DIRECTORY, 0, 0.0, DIRECTORY_VERSION)
 
 
 def _is_a_directory(path: str) -> OSError:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import obstore
@@ -29,10 +29,13 @@ from langchain_fstools.errors import StoreUnavailable
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from obstore import ListResult, ObjectMeta, PutMode
+    from obstore import ObjectMeta, PutMode
     from obstore.store import ObjectStore
 
 T = TypeVar("T")
+
+PAGE: Final = 1000
+"""Objects a listing asks for at once (S3's largest page)."""
 
 BEYOND_END: Final = "beyond end"
 """`Get` result: the range starts at or past the object's end (or the store refused it)."""
@@ -86,10 +89,22 @@ class Delete:
 
 
 @dataclass(frozen=True, slots=True)
-class ListDir:
-    """One directory level below `prefix` (`ListResult`: objects and common prefixes)."""
+class Scan:
+    """Open a listing of the objects below the directory `prefix`, keys after `offset`.
+
+    Result: the stream (an obstore `ListStream`, `PAGE` objects a chunk), for `Pull`.
+    Opening sends nothing; each `Pull` asks the store for what it needs.
+    """
 
     prefix: str | None
+    offset: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pull:
+    """The next chunk of a `Scan`'s stream (store folder entries left out); None: its end."""
+
+    stream: Any = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +129,7 @@ class Gather:
     requests: tuple[Request, ...]
 
 
-Request = Head | Get | Peek | Put | Delete | ListDir | Probe | Tidy | Gather
+Request = Head | Get | Peek | Put | Delete | Scan | Pull | Probe | Tidy | Gather
 StoreEffect = Generator[Request, Any, T]
 """A computation over an object store: yields requests, receives their results."""
 
@@ -203,10 +218,13 @@ _MISSING = (FileNotFoundError, NotFoundError)
 _REFUSED = (AlreadyExistsError, PreconditionError)
 
 
+def _opened(store: ObjectStore, scan: Scan) -> Any:
+    """The stream of a `Scan` (polled by `Pull`, sync or async)."""
+    return obstore.list(store, scan.prefix, offset=scan.offset, chunk_size=PAGE)
+
+
 def _missing(request: Request) -> Any:
     """What a request answers when the store says not found: nothing, or no entries."""
-    if isinstance(request, ListDir):
-        return {"common_prefixes": [], "objects": []}
     return [] if isinstance(request, Probe) else None
 
 
@@ -214,12 +232,8 @@ def _call(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911 - one b
     match request:
         case Head(key):
             return obstore.head(store, key)
-        case Get(key, 0, None):
-            return bytes(obstore.get(store, key).bytes())
-        case Get(key, start, None):
-            return bytes(obstore.get(store, key, options={"range": {"offset": start}}).bytes())
         case Get(key, start, end):
-            return bytes(obstore.get_range(store, key, start=start, end=end))
+            return _get(store, key, start, end)
         case Peek(key, size):
             result = obstore.get(store, key, options={"range": (0, size)})
             return result.meta, bytes(result.bytes())
@@ -227,8 +241,10 @@ def _call(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911 - one b
             return obstore.put(store, key, data, mode=mode)
         case Delete(key):
             return obstore.delete(store, key)
-        case ListDir(prefix):
-            return _objects_only(obstore.list_with_delimiter(store, prefix))
+        case Scan():
+            return _opened(store, request)
+        case Pull(stream):
+            return _objects(next(stream, None))
         case Probe(prefix, count):
             return _first(obstore.list(store, prefix, chunk_size=count))
     raise TypeError(request)  # pragma: no cover - Gather is handled by the caller
@@ -238,14 +254,8 @@ async def _acall(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911
     match request:
         case Head(key):
             return await obstore.head_async(store, key)
-        case Get(key, 0, None):
-            result = await obstore.get_async(store, key)
-            return bytes(await result.bytes_async())
-        case Get(key, start, None):
-            result = await obstore.get_async(store, key, options={"range": {"offset": start}})
-            return bytes(await result.bytes_async())
         case Get(key, start, end):
-            return bytes(await obstore.get_range_async(store, key, start=start, end=end))
+            return await _aget(store, key, start, end)
         case Peek(key, size):
             result = await obstore.get_async(store, key, options={"range": (0, size)})
             return result.meta, bytes(await result.bytes_async())
@@ -253,47 +263,64 @@ async def _acall(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911
             return await obstore.put_async(store, key, data, mode=mode)
         case Delete(key):
             return await obstore.delete_async(store, key)
-        case ListDir(prefix):
-            return _objects_only(await obstore.list_with_delimiter_async(store, prefix))
+        case Scan():
+            return _opened(store, request)
+        case Pull(stream):
+            return _objects(await anext(stream, None))
         case Probe(prefix, count):
             return await _afirst(obstore.list(store, prefix, chunk_size=count))
     raise TypeError(request)  # pragma: no cover - Gather is handled by the caller
 
 
+def _get(store: ObjectStore, key: str, start: int, end: int | None) -> bytes:
+    if end is not None:
+        return bytes(obstore.get_range(store, key, start=start, end=end))
+    if start == 0:
+        return bytes(obstore.get(store, key).bytes())
+    return bytes(obstore.get(store, key, options={"range": {"offset": start}}).bytes())
+
+
+async def _aget(store: ObjectStore, key: str, start: int, end: int | None) -> bytes:
+    if end is not None:
+        return bytes(await obstore.get_range_async(store, key, start=start, end=end))
+    if start == 0:
+        result = await obstore.get_async(store, key)
+    else:
+        result = await obstore.get_async(store, key, options={"range": {"offset": start}})
+    return bytes(await result.bytes_async())
+
+
 async def _afirst(stream: Any) -> list[ObjectMeta]:
-    try:
-        page = await stream.__anext__()
-    except StopAsyncIteration:
-        return []
-    return [meta for meta in page if not is_folder_entry(meta)]
+    return _objects(await anext(stream, None)) or []
 
 
 def _first(stream: Any) -> list[ObjectMeta]:
-    try:
-        page = next(stream)
-    except StopIteration:
-        return []
-    return [meta for meta in page if not is_folder_entry(meta)]
+    return _objects(next(stream, None)) or []
 
 
-def _objects_only(listed: ListResult[Sequence[ObjectMeta]]) -> dict[str, Any]:
-    objects = [meta for meta in listed["objects"] if not is_folder_entry(meta)]
-    return {"common_prefixes": listed["common_prefixes"], "objects": objects}
+def _objects(chunk: Sequence[ObjectMeta] | None) -> list[ObjectMeta] | None:
+    """A listing chunk without the store's folder entries (None: the listing ended)."""
+    if chunk is None:
+        return None
+    # `is_folder_entry`, inlined: this runs once per object listed
+    return [meta for meta in chunk if meta.get("e_tag") not in FOLDER_ETAGS]
 
 
 __all__ = [
     "BEYOND_END",
     "FOLDER_ETAGS",
     "MARKER",
+    "PAGE",
     "Delete",
     "Gather",
     "Get",
     "Head",
-    "ListDir",
     "Peek",
     "Probe",
+    "Pull",
     "Put",
     "Request",
+    "Scan",
     "StoreEffect",
     "Tidy",
     "arun",

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 import obstore
 
-from langchain_fstools.backends.objectstore.requests import FOLDER_ETAGS, MARKER
+from langchain_fstools.backends.objectstore.requests import FOLDER_ETAGS, MARKER, PAGE
 from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_glob_groups
 from langchain_fstools.search.contract import VCS_DIRECTORIES, ListedFile, Listing
@@ -42,9 +42,6 @@ T = TypeVar("T")
 
 CONCURRENCY: Final = 32
 """Most GETs in flight during one search."""
-
-PAGE: Final = 1000
-"""Objects asked for per listing page (S3's largest page)."""
 
 
 class Objects(Protocol):
