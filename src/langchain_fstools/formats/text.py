@@ -91,8 +91,13 @@ class LineIndex:
             self.mark_lines.append(1)
             self.mark_offsets.append(self.start)
 
-    def offset_of(self, read: Reader, line: int) -> Effect[int | None]:
-        """Return the byte offset where `line` starts, or None past the last line."""
+    def start_of(self, read: Reader, line: int) -> Effect[tuple[int, bytes, bool] | None]:
+        """Where `line` starts, or None past the last line.
+
+        Returns the byte offset, the bytes already read from there (the rest of the
+        chunk the line was found in, so they are not read again) and whether those
+        reach the end of the file.
+        """
         listening = progress.listening_now()
         scanned = 0
         while line > self.scanned_lines + 1 and self.total_lines is None:
@@ -104,6 +109,7 @@ class LineIndex:
             return None
         slot = bisect.bisect_right(self.mark_lines, line) - 1
         at_line, offset = self.mark_lines[slot], self.mark_offsets[slot]
+        chunk, position = b"", 0
         while at_line < line:
             chunk = yield from read(offset, CHUNK_BYTES)
             position = 0
@@ -114,7 +120,7 @@ class LineIndex:
                 position = newline + 1
                 at_line += 1
             offset += position if at_line == line else len(chunk)
-        return offset
+        return offset, chunk[position:], bool(chunk) and len(chunk) < CHUNK_BYTES
 
     def _scan_chunk(self, read: Reader) -> Effect[None]:
         chunk = yield from read(self.scanned_to, CHUNK_BYTES)
@@ -377,14 +383,16 @@ def read_window(  # noqa: C901 - one loop over batches and long lines
     Raises:
         NoSuchRow: line `offset` has no row `row`.
     """
-    position = yield from index.offset_of(read, offset)
-    if position is None:
+    start = yield from index.start_of(read, offset)
+    if start is None:
         return Window([], offset, offset - 1, index.total_lines, None, "end", row)
+    position, ahead, at_eof = start
+    cursor = _Cursor(read, position, bytearray(ahead), at_eof)
     if row:
-        position = yield from _row_start(read, position, row, codec)
-        if position is None:
+        row_start = yield from _row_start(read, position, row, codec)
+        if row_start is None:
             raise NoSuchRow(offset, row)
-    cursor = _Cursor(read, position)
+        cursor = _Cursor(read, row_start)
     rows: list[str] = []
     tokens, line = 0, offset - 1
     stopped_by: StopReason = "limit"
