@@ -15,8 +15,9 @@ around `subprocess.run` in a child, and its absolute peak RSS comes from
 Each measurement is repeated (default 3 times) and the median is reported.
 
 For ours, one child times the first read (cold line index), then the same call again
-(the unchanged-range stub) and a window 50 lines earlier (a real read through the cached
-line index): the last two are the "repeated window read" figures.
+and a window 50 lines earlier: the last two are the "repeated window read" figures, both
+real reads through the cached line index (a toolkit outside a graph sees no
+conversation, so it never answers with the unchanged-range stub).
 
 Targets (issue): our peak memory stays under 64 MB above baseline whatever the file
 size; a repeated window read of the unchanged file takes under 20 ms; the first read is
@@ -61,7 +62,7 @@ SEED = 20240611
 POOL_SIZE = 8192
 BLOCK_LINES = 16_384
 MIB = 1024 * 1024
-ROW = re.compile(r"^ *(\d+)→(.*)$")
+ROW = re.compile(r"^(\d+)\t(.*)$")
 
 Window = list[str]
 Result = dict[str, Any]
@@ -228,7 +229,7 @@ def peak_kib() -> int:
 
 
 def numbered_rows(text: str, first: int) -> Window:
-    """The text of `cat -n` rows in `text`, checking they are numbered from `first`."""
+    """The text of the numbered rows in `text`, checking they are numbered from `first`."""
     lines: Window = []
     for row in text.split("\n"):
         match = ROW.match(row)
@@ -299,7 +300,7 @@ def child_ours(file: Path, first: int) -> Result:
         "lines": numbered_rows(text, first),
         "stub_wall": stub_wall,
         "stub_peak_mb": (stub_peak - baseline) / 1024,
-        "stub_text": stub[:200],
+        "again_lines": numbered_rows(stub, first),
         "other_wall": other_wall,
         "other_peak_mb": (other_peak - baseline) / 1024,
         "other_lines": numbered_rows(other, first - EARLIER),
@@ -438,10 +439,7 @@ def main() -> int:  # noqa: C901, PLR0912, PLR0915 - a linear script
             continue
         check_lines(f"ours first read, run {n + 1}", run["lines"], expected, problems)
         check_lines(f"ours other window, run {n + 1}", run["other_lines"], expected_other, problems)
-        if not run["stub_text"].startswith("File unchanged"):
-            problems.append(
-                f"ours run {n + 1}: repeated read is not the stub: {run['stub_text']!r}"
-            )
+        check_lines(f"ours same window again, run {n + 1}", run["again_lines"], expected, problems)
     deep_errors = [str(run["error"]) for run in runs["deepagents"] if "error" in run]
     for n, run in enumerate(runs["deepagents"]):
         if "error" not in run:
@@ -462,7 +460,7 @@ def main() -> int:  # noqa: C901, PLR0912, PLR0915 - a linear script
             "ours: same window again",
             median(ours, "stub_wall"),
             median(ours, "stub_peak_mb"),
-            "unchanged stub",
+            "re-read via cached line index",
         ),
         Row(
             f"ours: window {EARLIER} lines earlier",

@@ -247,3 +247,18 @@ def test_following_continuations_visits_every_character_once(
             pytest.fail("the continuations did not reach the end")
     assert seen == expected
     assert len(labels) == len(set(labels))  # no row shown twice
+
+
+@settings(derandomize=True, max_examples=500, deadline=None)
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=60),
+    tail=st.binary(max_size=10).map(lambda b: b.replace(b"\n", b"")),
+    count=st.integers(1, 70),
+)
+def test_the_line_start_is_found_after_exactly_that_many_newlines(
+    lines: list[bytes], tail: bytes, count: int
+) -> None:
+    chunk = b"".join(line + b"\n" for line in lines) + tail
+    ends = [k + 1 for k, byte in enumerate(chunk) if byte == ord("\n")]
+    expected = ends[count - 1] if count <= len(ends) else -1
+    assert text._after_newlines(chunk, count) == expected
