@@ -396,3 +396,27 @@ def test_nul_and_lone_surrogate_say_what_is_wrong(tmp_path: Path, kind: str) -> 
         reply = h.call(name, **args).content
         assert reply.startswith("Error: invalid arguments"), reply
         assert f"{argument} contains a lone surrogate" in reply, reply
+
+
+@pytest.mark.parametrize("prints", [b"", b"a.txt\\0"], ids=["silent", "printed-one"])
+def test_ripgrep_that_hangs_is_killed_at_the_deadline_with_what_it_printed(
+    tmp_path: Path, prints: bytes
+) -> None:
+    """No timer thread watches rg: reading its output waits only for the time left."""
+    (tmp_path / "a.txt").write_text("needle\n")
+    stub = tmp_path / "rg-stub"
+    stub.write_text(f"#!/bin/sh\nprintf '{prints.decode()}'\nexec sleep 30\n")
+    stub.chmod(0o755)
+    search = ripgrep.RipgrepSearch(str(stub), lambda _virtual: tmp_path)
+    started = time.monotonic()
+    listing = search.list_files("/", globs=(), deadline=started + 0.3)
+    found: list[str] = []
+    complete = search.grep(
+        GrepRequest("needle", "/"),
+        deadline=time.monotonic() + 0.3,
+        sink=lambda hits: found.append(hits.path),
+    )
+    assert time.monotonic() - started < 10  # not the stub's 30 s
+    assert (listing.complete, complete) == (False, False)
+    expected = ["/a.txt"] if prints else []
+    assert ([f.path for f in listing.files], found) == (expected, expected)
