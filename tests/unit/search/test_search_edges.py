@@ -410,6 +410,7 @@ def test_ripgrep_that_hangs_is_killed_at_the_deadline_with_what_it_printed(
     search = ripgrep.RipgrepSearch(str(stub), lambda _virtual: tmp_path)
     started = time.monotonic()
     listing = search.list_files("/", globs=(), deadline=started + 0.3)
+    newest = search.list_files("/", globs=(), deadline=time.monotonic() + 0.3, newest=5)
     found: list[str] = []
     complete = search.grep(
         GrepRequest("needle", "/"),
@@ -417,6 +418,7 @@ def test_ripgrep_that_hangs_is_killed_at_the_deadline_with_what_it_printed(
         sink=lambda hits: found.append(hits.path),
     )
     assert time.monotonic() - started < 10  # not the stub's 30 s
-    assert (listing.complete, complete) == (False, False)
+    assert (listing.complete, newest.complete, complete) == (False, False, False)
     expected = ["/a.txt"] if prints else []
-    assert ([f.path for f in listing.files], found) == (expected, expected)
+    assert [f.path for f in listing.files] == [f.path for f in newest.files] == expected
+    assert found == expected
