@@ -14,6 +14,7 @@ import base64
 import contextlib
 import errno
 import functools
+import heapq
 import io
 import json
 import os
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self
 
@@ -103,48 +105,40 @@ class RipgrepSearch:
         """`rg --files` below `directory`, filtered by `globs`, with modification times.
 
         With `newest`, only files at least as new as the `newest`-th most recent one
-        become `ListedFile`s (the rest are only counted): rg sorts the listing by
-        modification time (`--sortr=modified`, its stat calls cheaper than this
-        process's), and only the files shown are stat'ed here. A sorted listing comes
-        whole or, past the deadline, not at all. Without `newest`, each batch of paths
-        is stat'ed as rg streams it. `excluded` directories are left out by rg itself,
-        so the count leaves them out too.
+        become `ListedFile`s (most of a large listing is only counted). `excluded`
+        directories are left out by rg itself, so the count leaves them out too.
         """
         cwd = self.host_dir(directory)
         keep = compile_glob_groups(globs)
         prefix = directory if directory == paths.ROOT else directory + "/"
-        sort = newest is not None and newest > 0
-        # One walker thread: sorting needs it anyway; unsorted, this process stats what
-        # rg prints on the other core, and rg's parallel walker would spin for work on
-        # the core the stats need.
+        # One walker thread: this process stats what rg prints on the other core, and
+        # rg's parallel walker would spin for work on the core the stats need.
         command = [
             self.executable,
             "--files",
             "--null",
             "--threads=1",
-            *(["--sortr=modified"] if sort else []),
             *COMMON_OPTIONS,
             *parent_ignores(directory),
             *type_filter(globs),
             *_excluding(excluded, prefix),
         ]
         timed: list[tuple[str, float]] = []
-        total = None
         with paths.virtual_errors(directory):
             directory_fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
             try:
                 with _Run(command, cwd, deadline) as run:
-                    if sort:
-                        names = [n for batch in _name_batches(run.stdout) for n in batch if keep(n)]
-                    else:  # stat each batch of paths as rg streams it, while rg walks on
-                        for batch in _name_batches(run.stdout):
-                            timed += _mtimes([n for n in batch if keep(n)], directory_fd)
-                if sort and newest is not None:
-                    timed = _newest_sorted(names, newest, directory_fd)
-                    total = len(names) if len(names) > newest else None
+                    # Stat each batch of paths as rg streams it, while rg walks on.
+                    for names in _name_batches(run.stdout):
+                        timed += _mtimes([n for n in names if keep(n)], directory_fd)
             finally:
                 os.close(directory_fd)
         run.raise_for_error(directory, cwd, delivered=bool(timed))
+        total = None
+        if newest is not None and len(timed) > newest > 0:
+            total = len(timed)
+            cutoff = heapq.nlargest(newest, map(itemgetter(1), timed))[-1]
+            timed = [(name, mtime) for name, mtime in timed if mtime >= cutoff]
         found = [ListedFile(prefix + name, mtime) for name, mtime in timed]
         return Listing(found, not run.timed_out, total)
 
@@ -392,26 +386,6 @@ def _mtimes(names: list[str], directory_fd: int) -> list[tuple[str, float]]:
     except OSError:  # a file went away during the walk: redo this batch one by one
         timed = [(name, _mtime_at(name, directory_fd)) for name in names]
         return [(name, mtime) for name, mtime in timed if mtime is not None]
-
-
-def _newest_sorted(names: list[str], newest: int, directory_fd: int) -> list[tuple[str, float]]:
-    """The first `newest` of `names` (newest first) with their mtimes, and any as new.
-
-    Past the `newest`-th, files are stat'ed until one is older than every file kept, so
-    files tied with the last one shown are all kept, whatever rg's order among them.
-    """
-    timed = _mtimes(names[:newest], directory_fd)
-    if not timed:
-        return timed
-    cutoff = min(mtime for _, mtime in timed)
-    for name in names[newest:]:
-        mtime = _mtime_at(name, directory_fd)
-        if mtime is None:
-            continue
-        if mtime < cutoff:
-            break
-        timed.append((name, mtime))
-    return timed
 
 
 def _mtime_at(name: str, directory_fd: int) -> float | None:
