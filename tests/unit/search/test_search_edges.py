@@ -8,6 +8,7 @@ holding the same tree) gives the same answers.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -422,3 +423,36 @@ def test_ripgrep_that_hangs_is_killed_at_the_deadline_with_what_it_printed(
     expected = ["/a.txt"] if prints else []
     assert [f.path for f in listing.files] == [f.path for f in newest.files] == expected
     assert found == expected
+
+
+def test_ripgrep_json_lines_read_before_a_hang_are_kept_at_the_deadline(tmp_path: Path) -> None:
+    """grep's content mode reads rg's output line by line through the same deadline."""
+    (tmp_path / "a.txt").write_text("needle\n")
+    records = [
+        {"type": "begin", "data": {"path": {"text": "a.txt"}}},
+        {
+            "type": "match",
+            "data": {
+                "path": {"text": "a.txt"},
+                "lines": {"text": "needle\n"},
+                "line_number": 1,
+                "submatches": [{"start": 0, "end": 6}],
+            },
+        },
+        {"type": "end", "data": {"path": {"text": "a.txt"}}},
+    ]
+    output = tmp_path / "rg-output"
+    output.write_text("".join(json.dumps(record) + "\n" for record in records))
+    stub = tmp_path / "rg-stub"
+    stub.write_text(f"#!/bin/sh\ncat '{output}'\nexec sleep 30\n")
+    stub.chmod(0o755)
+    search = ripgrep.RipgrepSearch(str(stub), lambda _virtual: tmp_path)
+    found: list[tuple[str, list[int]]] = []
+    started = time.monotonic()
+    complete = search.grep(
+        GrepRequest("needle", "/", mode="content"),
+        deadline=started + 0.3,
+        sink=lambda hits: found.append((hits.path, [hit.number for hit in hits.lines])),
+    )
+    assert time.monotonic() - started < 10  # not the stub's 30 s
+    assert (complete, found) == (False, [("/a.txt", [1])])
