@@ -254,14 +254,20 @@ def introduced_errors(
 ) -> list[SyntaxProblem]:
     """The syntax errors `new` has that `old` did not, in file order.
 
-    Every error of a new file (`old` None) is introduced. Otherwise the check costs what
-    it finds: a new text without errors introduced none, and `old` is never parsed; else
-    only errors that touch the changed bytes or the lines next to them count, and `old`
-    is parsed (or its tree taken from `trees`) only when there are such errors, to drop
-    the ones it had there too (matched by the text of the line they start on, so one
-    that only moved is not new; an error on a line the edit rewrote is reported). Errors
-    elsewhere lie in unchanged text: a file full of errors pays one parse for an edit far
-    from them.
+    Every error of a new file (`old` None) is introduced. Otherwise only errors that
+    touch the changed bytes or the lines next to them count, less the ones `old` had
+    there too (matched by the text of the line they start on, so one that only moved is
+    not new; an error on a line the edit rewrote is reported), and the check costs what
+    it finds:
+
+    - a new text without errors introduced none: one parse (incremental from `old`'s
+      tree when `trees` has it), and `old` is never parsed;
+    - with errors but none near the change, nothing more;
+    - with errors near it, `old` is reparsed from the new tree (or taken from `trees`),
+      reusing every subtree the change did not touch: the same tree as a parse of its
+      own, at a fraction of the cost when the file is mostly valid. (Tree-sitter does
+      not reuse the subtrees its error recovery built, so a file full of errors pays
+      two whole parses, each several times a valid file's.)
 
     Args:
         old: The text before the change, or None for a new file.
@@ -280,26 +286,39 @@ def introduced_errors(
     old_source = None if old is None else _utf8(old)
     if len(new_source) > MAX_CHECK_BYTES:
         return []
-    parser = Parser(_language(language))
-    old_tree = None if old_source is None or trees is None else trees.get(language, old_source)
-    if old_tree is not None and old_source is not None:
+    if old_source is None or len(old_source) > MAX_CHECK_BYTES:
+        return _new_errors(new_source, language, trees)
+    parser = _parser(language)
+    start, old_end, new_end = _changed(old_source, new_source)
+    old_tree = None if trees is None else trees.get(language, old_source)
+    if old_tree is not None:
+        kept = old_tree.copy()  # the edit below marks `old_tree`'s nodes as changed
         _edit(old_tree, old_source, new_source)
         new_tree = parser.parse(new_source, old_tree)
+        old_tree = kept
     else:
         new_tree = parser.parse(new_source)
     if trees is not None:
         trees.put(language, new_source, new_tree)
     if not new_tree.root_node.has_error:
         return []
-    if old_source is None or len(old_source) > MAX_CHECK_BYTES:
-        return _problems(new_tree.root_node, new_source)
-    start, old_end, new_end = _changed(old_source, new_source)
     found = _problems(new_tree.root_node, new_source, _near(new_source, start, new_end))
     if not found:
         return []
-    old_tree = trees.get(language, old_source) if trees is not None else None
-    old_root = (old_tree or parser.parse(old_source)).root_node
-    return _unmatched(found, _problems(old_root, old_source, _near(old_source, start, old_end)))
+    if old_tree is None:  # reparse from the new tree: what the change did not touch is reused
+        old_tree = new_tree.copy()
+        _edit(old_tree, new_source, old_source)
+        old_tree = parser.parse(old_source, old_tree)
+    before = _problems(old_tree.root_node, old_source, _near(old_source, start, old_end))
+    return _unmatched(found, before)
+
+
+def _new_errors(source: bytes, language: str, trees: TreeCache | None) -> list[SyntaxProblem]:
+    """Every error of a text that had no previous version (or one too large to check)."""
+    tree = _parser(language).parse(source)
+    if trees is not None:
+        trees.put(language, source, tree)
+    return _problems(tree.root_node, source) if tree.root_node.has_error else []
 
 
 def _unmatched(found: list[SyntaxProblem], before: list[SyntaxProblem]) -> list[SyntaxProblem]:
@@ -329,7 +348,7 @@ def remember(text: str | bytes, language: str, trees: TreeCache) -> None:
     source = _utf8(text)
     if len(source) > MAX_CHECK_BYTES or trees.get(language, source) is not None:
         return
-    trees.put(language, source, Parser(_language(language)).parse(source))
+    trees.put(language, source, _parser(language).parse(source))
 
 
 @functools.cache
@@ -337,6 +356,20 @@ def _language(name: str) -> Language:
     from tree_sitter_language_pack import get_language  # noqa: PLC0415 - optional extra
 
     return get_language(name)  # type: ignore[arg-type]  # checked against LANGUAGES
+
+
+_PARSERS = threading.local()
+
+
+def _parser(language: str) -> Parser:
+    """This thread's parser for `language` (a parser is not safe to share between threads)."""
+    parsers: dict[str, Parser] | None = getattr(_PARSERS, "by_language", None)
+    if parsers is None:
+        parsers = _PARSERS.by_language = {}
+    parser = parsers.get(language)
+    if parser is None:
+        parser = parsers[language] = Parser(_language(language))
+    return parser
 
 
 def _utf8(text: str | bytes) -> bytes:

@@ -15,13 +15,14 @@ import contextlib
 import errno
 import functools
 import heapq
+import io
 import json
 import os
+import select
 import shutil
 import stat as stat_module
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from operator import itemgetter
@@ -43,6 +44,8 @@ from langchain_fstools.search.contract import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+
+    from _typeshed import WriteableBuffer
 
 COMMON_OPTIONS = (
     "--no-config",
@@ -439,8 +442,11 @@ def scrub(text: str, host: Path, virtual: str) -> str:
 class _Run:
     """A ripgrep process that is killed when the deadline passes.
 
-    Starting it never raises an error naming a host path: any failure to start
-    (an argument list too long, a missing executable) is a `SearchFailed`.
+    Its output is read through `_DeadlinePipe`, which waits for rg with the time left
+    (`poll`) and kills it once the deadline has passed: no timer thread, whose start
+    and stop cost more than a small search. Starting it never raises an error
+    naming a host path: any failure to start (an argument list too long, a missing
+    executable) is a `SearchFailed`.
     """
 
     def __init__(
@@ -453,6 +459,7 @@ class _Run:
                 stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
+                bufsize=0,
             )
         except (OSError, ValueError) as exc:
             raise SearchFailed(_start_failure(exc)) from None
@@ -463,14 +470,13 @@ class _Run:
             with contextlib.suppress(BrokenPipeError):
                 self.process.stdin.write(stdin)
             self.process.stdin.close()
-        self.stdout: IO[bytes] = self.process.stdout
+        self._stdout: IO[bytes] = self.process.stdout
+        pipe = _DeadlinePipe(self._stdout.fileno(), deadline, self._expire)
+        self.stdout = io.BufferedReader(pipe, 1 << 16)
         self._stderr: IO[bytes] = self.process.stderr
         self.timed_out = False
         self.returncode: int | None = None
         self.stderr_text = ""
-        self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._expire)
-        self._timer.daemon = True
-        self._timer.start()
 
     def _expire(self) -> None:
         self.timed_out = True
@@ -480,12 +486,11 @@ class _Run:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._timer.cancel()
         if self.process.poll() is None:
             self.process.kill()
         self.stderr_text = self._stderr.read(1 << 16).decode("utf-8", "replace")
         self.returncode = self.process.wait()
-        self.stdout.close()
+        self._stdout.close()
         self._stderr.close()
 
     def raise_for_error(
@@ -509,6 +514,40 @@ class _Run:
         if grep and "regex" in self.stderr_text:
             raise InvalidPattern(reason)
         raise SearchFailed(reason)
+
+
+class _DeadlinePipe(io.RawIOBase):
+    """A child's output pipe that ends at a deadline: `expire` is then called, once.
+
+    Args:
+        fd: The pipe's read end (owned by the caller).
+        deadline: `time.monotonic()` at which reading stops.
+        expire: Called when the deadline passes before the output ends.
+    """
+
+    def __init__(self, fd: int, deadline: float, expire: Callable[[], None]) -> None:
+        """Watch `fd`."""
+        super().__init__()
+        self._fd = fd
+        self._deadline = deadline
+        self._expire: Callable[[], None] | None = expire
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLIN)
+
+    def readable(self) -> bool:
+        """Yes."""
+        return True
+
+    def readinto(self, buffer: WriteableBuffer, /) -> int:
+        """Read what has arrived, waiting for some; 0 at the end or past the deadline."""
+        if self._expire is None:
+            return 0
+        left = self._deadline - time.monotonic()
+        if left <= 0 or not self._poll.poll(min(left * 1000, 2**31 - 1)):
+            self._expire()
+            self._expire = None
+            return 0
+        return os.readv(self._fd, [buffer])
 
 
 def _start_failure(exc: OSError | ValueError) -> str:

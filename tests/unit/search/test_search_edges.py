@@ -8,6 +8,7 @@ holding the same tree) gives the same answers.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -396,3 +397,62 @@ def test_nul_and_lone_surrogate_say_what_is_wrong(tmp_path: Path, kind: str) -> 
         reply = h.call(name, **args).content
         assert reply.startswith("Error: invalid arguments"), reply
         assert f"{argument} contains a lone surrogate" in reply, reply
+
+
+@pytest.mark.parametrize("prints", [b"", b"a.txt\\0"], ids=["silent", "printed-one"])
+def test_ripgrep_that_hangs_is_killed_at_the_deadline_with_what_it_printed(
+    tmp_path: Path, prints: bytes
+) -> None:
+    """No timer thread watches rg: reading its output waits only for the time left."""
+    (tmp_path / "a.txt").write_text("needle\n")
+    stub = tmp_path / "rg-stub"
+    stub.write_text(f"#!/bin/sh\nprintf '{prints.decode()}'\nexec sleep 30\n")
+    stub.chmod(0o755)
+    search = ripgrep.RipgrepSearch(str(stub), lambda _virtual: tmp_path)
+    started = time.monotonic()
+    listing = search.list_files("/", globs=(), deadline=started + 0.3)
+    newest = search.list_files("/", globs=(), deadline=time.monotonic() + 0.3, newest=5)
+    found: list[str] = []
+    complete = search.grep(
+        GrepRequest("needle", "/"),
+        deadline=time.monotonic() + 0.3,
+        sink=lambda hits: found.append(hits.path),
+    )
+    assert time.monotonic() - started < 10  # not the stub's 30 s
+    assert (listing.complete, newest.complete, complete) == (False, False, False)
+    expected = ["/a.txt"] if prints else []
+    assert [f.path for f in listing.files] == [f.path for f in newest.files] == expected
+    assert found == expected
+
+
+def test_ripgrep_json_lines_read_before_a_hang_are_kept_at_the_deadline(tmp_path: Path) -> None:
+    """grep's content mode reads rg's output line by line through the same deadline."""
+    (tmp_path / "a.txt").write_text("needle\n")
+    records = [
+        {"type": "begin", "data": {"path": {"text": "a.txt"}}},
+        {
+            "type": "match",
+            "data": {
+                "path": {"text": "a.txt"},
+                "lines": {"text": "needle\n"},
+                "line_number": 1,
+                "submatches": [{"start": 0, "end": 6}],
+            },
+        },
+        {"type": "end", "data": {"path": {"text": "a.txt"}}},
+    ]
+    output = tmp_path / "rg-output"
+    output.write_text("".join(json.dumps(record) + "\n" for record in records))
+    stub = tmp_path / "rg-stub"
+    stub.write_text(f"#!/bin/sh\ncat '{output}'\nexec sleep 30\n")
+    stub.chmod(0o755)
+    search = ripgrep.RipgrepSearch(str(stub), lambda _virtual: tmp_path)
+    found: list[tuple[str, list[int]]] = []
+    started = time.monotonic()
+    complete = search.grep(
+        GrepRequest("needle", "/", mode="content"),
+        deadline=started + 0.3,
+        sink=lambda hits: found.append((hits.path, [hit.number for hit in hits.lines])),
+    )
+    assert time.monotonic() - started < 10  # not the stub's 30 s
+    assert (complete, found) == (False, [("/a.txt", [1])])
