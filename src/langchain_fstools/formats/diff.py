@@ -173,12 +173,10 @@ def hunk_headers(patch: str | None, most: int) -> str | None:
     One header per run of changed lines (as `diff -U0`), comma-separated: the model
     knows the lines it wrote; what it does not know is where they are, before and after.
     At most `most` headers, then how many more. None when the texts were too large to
-    diff; "" when nothing changed, or `most` is 0 (none shown).
+    diff; "" when nothing changed.
     """
     if patch is None:
         return None
-    if most <= 0:
-        return ""
     changes = _changes_only(_without_file_headers(patch)).split("\n")
     headers = [line for line in changes if line.startswith("@@")]
     shown = ", ".join(headers[:most])

@@ -137,7 +137,6 @@ def test_hunk_headers_say_where_each_run_of_changes_is_and_count_the_rest() -> N
     patch = unified_patch("/a", old, new)
     assert hunk_headers(patch, 10) == "@@ -3 +3 @@, @@ -20 +19,0 @@, @@ -25,0 +25 @@"
     assert hunk_headers(patch, 1) == "@@ -3 +3 @@, … (2 more changes)"
-    assert hunk_headers(patch, 0) == ""  # diff_lines=0: none shown
     assert hunk_headers(unified_patch("/a", "-- note\nx\n", "x\n"), 5) == "@@ -1 +0,0 @@"
 
 
