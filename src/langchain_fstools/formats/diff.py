@@ -155,7 +155,11 @@ def snippet(patch: str | None, max_lines: int) -> str:
     """
     if patch is None:
         return "(diff omitted: the file is too large to diff)"
-    lines = _changes_only(_without_file_headers(patch)).split("\n", max_lines)
+    hunks = patch
+    for header in ("--- ", "+++ "):
+        if hunks.startswith(header):
+            hunks = hunks.partition("\n")[2]
+    lines = _changes_only(hunks).split("\n", max_lines)
     rest = lines.pop() if len(lines) > max_lines else lines.pop() if lines[-1] == "" else ""
     shown = [
         line if len(line) <= SNIPPET_LINE_WIDTH else line[:SNIPPET_LINE_WIDTH] + "…"
@@ -165,31 +169,6 @@ def snippet(patch: str | None, max_lines: int) -> str:
         more = rest.count("\n") + (not rest.endswith("\n"))
         shown.append(f"... ({plural(more, 'more diff line')})")
     return "\n".join(shown)
-
-
-def hunk_headers(patch: str | None, most: int) -> str | None:
-    """Where a change landed, for a model that wrote it: its `@@ -a,b +c,d @@` headers.
-
-    One header per run of changed lines (as `diff -U0`), comma-separated: the model
-    knows the lines it wrote; what it does not know is where they are, before and after.
-    At most `most` headers, then how many more. None when the texts were too large to
-    diff; "" when nothing changed.
-    """
-    if patch is None:
-        return None
-    changes = _changes_only(_without_file_headers(patch)).split("\n")
-    headers = [line for line in changes if line.startswith("@@")]
-    shown = ", ".join(headers[:most])
-    if len(headers) > most:
-        shown += f", … ({plural(len(headers) - most, 'more change')})"
-    return shown
-
-
-def _without_file_headers(patch: str) -> str:
-    for header in ("--- ", "+++ "):
-        if patch.startswith(header):
-            patch = patch.partition("\n")[2]
-    return patch
 
 
 def _changes_only(hunks: str) -> str:
@@ -235,4 +214,4 @@ def _changes_only(hunks: str) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["hunk_headers", "snippet", "unified_patch"]
+__all__ = ["snippet", "unified_patch"]

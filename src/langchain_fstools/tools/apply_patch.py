@@ -8,7 +8,7 @@ from pydantic import Field
 
 from langchain_fstools import errors
 from langchain_fstools.core import paths
-from langchain_fstools.formats.diff import hunk_headers
+from langchain_fstools.formats.diff import snippet
 from langchain_fstools.formats.text import count_lines
 from langchain_fstools.patch.apply import commit, plan
 from langchain_fstools.patch.apply import summary as patch_summary
@@ -146,9 +146,7 @@ def run_patch(scope: CallScope, text: str, workdir: str = paths.ROOT) -> Effect[
             )
             scope.reads.put(change.final_path, record)
         if change.kind == "update" and change.old_text != change.new_text:
-            where = hunk_headers(patch, budget)
-            if where != "":  # "" when only line endings changed
-                diffs.append(f"{change.final_path}: {where or '(too large to diff)'}")
+            diffs.append(f"{change.final_path}:\n{snippet(patch, budget)}")
         files.append(
             {
                 "path": change.path,
@@ -159,7 +157,7 @@ def run_patch(scope: CallScope, text: str, workdir: str = paths.ROOT) -> Effect[
                 "version": version,
             }
         )
-    content = "\n\n".join([summary, "\n".join(diffs)]) if diffs else summary
+    content = "\n\n".join([summary, *diffs])
     return changed(content, {"files": files, "workdir": workdir}, reports)
 
 

@@ -11,7 +11,6 @@ from langchain_fstools.backends import ABSENT
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.wording import plural
 from langchain_fstools.formats import encoding
-from langchain_fstools.formats.diff import hunk_headers
 from langchain_fstools.formats.matching import plan_replacement
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
@@ -20,7 +19,6 @@ from langchain_fstools.tools.writing import changed, load_text, require_read, wr
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo
     from langchain_fstools.core.calls import Effect
-    from langchain_fstools.tools.writing import Written
 
 
 class EditFileArgs(ToolArgs):
@@ -92,7 +90,12 @@ class EditFileTool(FileTool):
             old_text=current.text,
             expected_version=info.version,
         )
-        text = _confirmation(path, plan.count, plan.matched_by, written)
+        how = {
+            "exact": "",
+            "quotes": " (matched after normalising curly quotes; the file's quote style was kept)",
+            "line_numbers": " (matched after removing line-number prefixes from old_string)",
+        }[plan.matched_by]
+        text = f"Edited {path}: replaced {plural(plan.count, 'occurrence')}{how}.\n{written.diff}"
         artifact = {
             "path": path,
             "replacements": plan.count,
@@ -117,7 +120,7 @@ def _create(
     written = yield from write_text(
         scope, path, content, codec=codec, old_text="", expected_version=expected, whole=True
     )
-    text = f"Created {path} ({plural(written.lines, 'line')})."
+    text = f"Created {path} ({plural(written.lines, 'line')}, {plural(written.info.size, 'byte')})."
     artifact = {
         "path": path,
         "replacements": 0,
@@ -126,23 +129,6 @@ def _create(
         "version": written.info.version,
     }
     return changed(text, artifact, written.syntax)
-
-
-def _confirmation(path: str, count: int, matched_by: str, written: Written) -> str:
-    """What the model is told: where its exact edit landed, or what was really written.
-
-    An exact match wrote the model's own lines: their `@@` headers say where they are
-    now. A match after normalising wrote lines the model did not send: it sees them.
-    """
-    replaced = f"Edited {path}: replaced {plural(count, 'occurrence')}"
-    if matched_by == "exact":
-        where = hunk_headers(written.patch, written.diff_lines)
-        return f"{replaced} ({where})." if where else f"{replaced}."
-    how = {
-        "quotes": " (matched after normalising curly quotes; the file's quote style was kept)",
-        "line_numbers": " (matched after removing line-number prefixes from old_string)",
-    }[matched_by]
-    return f"{replaced}{how}.\n{written.diff}"
 
 
 __all__ = ["DESCRIPTION", "EditFileArgs", "EditFileTool"]

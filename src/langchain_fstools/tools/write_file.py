@@ -78,7 +78,9 @@ class WriteFileTool(FileTool):
             whole=True,
         )
         verb = "Created" if info is None else "Updated"
-        text = f"{verb} {path} ({plural(written.lines, 'line')})."  # bytes: in the artifact
+        text = (
+            f"{verb} {path} ({plural(written.lines, 'line')}, {plural(written.info.size, 'byte')})."
+        )
         if info is not None:
             text += f"\n{written.diff}" if written.diff else " The content is unchanged."
         artifact = {

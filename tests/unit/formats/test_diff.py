@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from langchain_fstools.formats.diff import hunk_headers, snippet, unified_patch
+from langchain_fstools.formats.diff import snippet, unified_patch
 
 
 def _difflib_patch(path: str, old: str, new: str) -> str:
@@ -129,17 +129,3 @@ def test_a_snippet_keeps_removed_lines_that_look_like_file_headers() -> None:
 def test_a_snippet_cuts_long_lines() -> None:
     shown = snippet(unified_patch("/w.txt", "", "x" * 300 + "\n"), 10)
     assert shown == "@@ -0,0 +1 @@\n+" + "x" * 199 + "…"
-
-
-def test_hunk_headers_say_where_each_run_of_changes_is_and_count_the_rest() -> None:
-    old = "".join(f"l{n}\n" for n in range(1, 30))
-    new = old.replace("l20\n", "").replace("l25\n", "l25\nX\n").replace("l3\n", "three\n")
-    patch = unified_patch("/a", old, new)
-    assert hunk_headers(patch, 10) == "@@ -3 +3 @@, @@ -20 +19,0 @@, @@ -25,0 +25 @@"
-    assert hunk_headers(patch, 1) == "@@ -3 +3 @@, … (2 more changes)"
-    assert hunk_headers(unified_patch("/a", "-- note\nx\n", "x\n"), 5) == "@@ -1 +0,0 @@"
-
-
-def test_hunk_headers_of_no_change_and_of_texts_too_large() -> None:
-    assert hunk_headers(unified_patch("/a", "a\r\n", "a\n"), 5) == ""
-    assert hunk_headers(None, 5) is None

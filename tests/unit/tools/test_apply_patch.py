@@ -15,7 +15,7 @@ def patch(*lines: str) -> str:
     return "\n".join(["*** Begin Patch", *lines, "*** End Patch"])
 
 
-def test_success_lists_files_says_where_and_carries_patches(h: Harness, run: Run) -> None:
+def test_success_lists_files_shows_a_diff_and_carries_patches(h: Harness, run: Run) -> None:
     h.seed("/src/app.py", APP)
     h.seed("/old.txt", b"bye\n")
     message = run(
@@ -33,7 +33,7 @@ def test_success_lists_files_says_where_and_carries_patches(h: Harness, run: Run
     assert message.status == "success", message.content
     assert message.content == (
         "Success. Updated the following files:\nM /src/app.py\nA /docs/new.md\nD /old.txt\n\n"
-        "/src/app.py: @@ -5 +5 @@"
+        "/src/app.py:\n@@ -5 +5 @@\n-    return 1\n+    return 2"
     )
     files = message.artifact["files"]
     assert [(f["path"], f["action"]) for f in files] == [
@@ -122,7 +122,7 @@ def test_a_shell_invocation_is_accepted_with_its_directory(h: Harness, run: Run)
     message = run("apply_patch", patch=command)
     assert (
         message.content
-        == "Success. Updated the following files:\nM /pkg/mod.py\n\n/pkg/mod.py: @@ -1 +1 @@"
+        == "Success. Updated the following files:\nM /pkg/mod.py\n\n/pkg/mod.py:\n@@ -1 +1 @@\n-X = 1\n+X = 2"
     )
     refused = run("apply_patch", patch="ls; " + command)
     assert refused.status == "error"

@@ -83,7 +83,7 @@ def test_the_report_follows_the_diff_and_fills_the_artifact(h: Harness, run: Run
     run("read_file", file_path="/app.py")
     message = run("edit_file", file_path="/app.py", old_string="a + b", new_string="a +")
     text = message.content
-    assert text.startswith("Edited /app.py: replaced 1 occurrence (@@ -2 +2 @@).\n\n")
+    assert text.startswith("Edited /app.py: replaced 1 occurrence.\n")
     assert text.endswith(
         "Syntax check: this change introduced 1 syntax error; fix it with another edit:\n"
         "/app.py (Python):\n"

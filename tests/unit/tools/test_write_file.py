@@ -11,7 +11,7 @@ from tests.unit.tools.harness import Harness
 def test_creates_file_and_parents(h: Harness, run: Run) -> None:
     msg = run("write_file", file_path="/new/dir/a.py", content="print(1)\n")
     assert msg.status == "success"
-    assert msg.content == "Created /new/dir/a.py (1 line)."
+    assert msg.content == "Created /new/dir/a.py (1 line, 9 bytes)."
     assert h.content("/new/dir/a.py") == b"print(1)\n"
     assert msg.artifact["created"] is True
     assert msg.artifact["patch"] is None  # the content is the call's input
@@ -83,7 +83,7 @@ def test_overwrite_after_read_reports_diff_not_content(h: Harness, run: Run) -> 
     run("read_file", file_path="/a.txt")
     msg = run("write_file", file_path="/a.txt", content="keep\nnew\n")
     assert msg.content.splitlines() == [
-        "Updated /a.txt (2 lines).",
+        "Updated /a.txt (2 lines, 9 bytes).",
         "@@ -2 +2 @@",
         "-old",
         "+new",
