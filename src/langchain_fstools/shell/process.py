@@ -36,13 +36,13 @@ import selectors
 import signal
 import subprocess
 import time
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Final
 
 from langchain_fstools.core.results import ExecutionResult
 from langchain_fstools.shell.output import OutputBuffer
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
 DRAIN_GRACE = 0.5
 """Seconds the pipes may stay open after the command exited or was killed."""
@@ -131,10 +131,12 @@ def _pump(
     """
     timed_out = False
     drain_until: float | None = None
-    with selectors.DefaultSelector() as selector:
+    with selectors.DefaultSelector() as selector, _exit_watch(pid) as exit_fd:
         for pipe, is_stderr in zip(pipes, (False, True), strict=True):
             if pipe is not None:
                 selector.register(pipe, selectors.EVENT_READ, is_stderr)
+        if exit_fd is not None:
+            selector.register(exit_fd, selectors.EVENT_READ, _EXIT)
         while True:
             now = time.monotonic()
             if drain_until is None:
@@ -148,6 +150,28 @@ def _pump(
                 return timed_out
             wait = min(_POLL, deadline - now) if drain_until is None else drain_until - now
             _read_ready(selector, sink, max(wait, 0.0))
+
+
+_EXIT: Final = "exit"
+"""The selector's mark on the process's pidfd, readable once the process has exited."""
+
+
+@contextlib.contextmanager
+def _exit_watch(pid: int) -> Iterator[int | None]:
+    """A pidfd of `pid`, so waiting for output also wakes at its exit (None: no pidfd).
+
+    Without it, a command whose pipes closed just before it exited was noticed only at
+    the next `_POLL`, up to 50 ms after it ended.
+    """
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux 5.3+, or no such process any more
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _tee(first: Callable[..., None], second: Callable[..., None]) -> Callable[..., None]:
@@ -166,6 +190,9 @@ def _read_ready(selector: selectors.BaseSelector, sink: Callable[..., None], wai
         time.sleep(wait)
         return
     for key, _ in selector.select(wait):
+        if key.data is _EXIT:  # the caller sees the exit itself (`_has_exited`)
+            selector.unregister(key.fileobj)
+            continue
         data = os.read(key.fd, _READ_SIZE)
         if data:
             sink(data, stderr=key.data)

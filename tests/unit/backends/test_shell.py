@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
+from langchain_fstools.shell import process
 from langchain_fstools.shell.process import run_process
 from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Sandbox
 
@@ -210,6 +211,28 @@ def test_async_execute_gives_the_same_result(backend: LocalBackend) -> None:
 def test_run_process_runs_an_argv_without_a_shell(tmp_path: Path) -> None:
     result = run_process(["printf", "%s", "a b"], cwd=str(tmp_path), timeout=5, output_limit=100)
     assert (result.output, result.exit_code) == ("a b", 0)
+
+
+@pytest.mark.parametrize("pidfd", [True, False])
+def test_a_command_that_closes_its_pipes_then_exits_reports_its_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfd: bool
+) -> None:
+    if not pidfd:  # a kernel or platform without pidfds: the exit is polled for
+        monkeypatch.delattr(os, "pidfd_open")
+    command = ["/bin/sh", "-c", "echo out; exec >&- 2>&-; sleep 0.2; exit 5"]
+    result = run_process(command, cwd=str(tmp_path), timeout=20, output_limit=100)
+    assert (result.output, result.exit_code, result.timed_out) == ("out\n", 5, False)
+
+
+def test_the_exit_wakes_the_wait_without_polling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(process, "_POLL", 60.0)  # a poll would hold the call for a minute
+    started = time.monotonic()
+    command = ["/bin/sh", "-c", "exec >&- 2>&-; sleep 0.2"]
+    result = run_process(command, cwd=str(tmp_path), timeout=120, output_limit=100)
+    assert result.exit_code == 0
+    assert time.monotonic() - started < 30
 
 
 def test_a_missing_program_raises_without_host_paths(tmp_path: Path) -> None:
