@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from pydantic import Field
 
@@ -222,11 +222,16 @@ def _stat_or_suggest(path: str) -> Effect[FileInfo]:
         raise errors.MissingFile(path, suggestions) from None
 
 
+SPELLINGS_COMPARED: Final = 5_000
+"""Most siblings a missing name is compared with: a directory's first, by name (an object
+store's directory of 100,000 objects is then one page, not a whole listing)."""
+
+
 def _near_spellings(path: str) -> Effect[list[str]]:
     """Existing siblings whose names are close to the missing one."""
     directory, name = paths.parent(path), path.rsplit("/", 1)[-1]
     try:
-        siblings = yield from calls.list_dir(directory)
+        siblings = yield from calls.list_page(directory, after=None, limit=SPELLINGS_COMPARED)
     except OSError:
         return []
     names = [entry.name for entry in siblings]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import codecs
 
+import pytest
+
+from langchain_fstools.tools import read_file
 from tests.unit.tools.conftest import Run
 from tests.unit.tools.harness import Harness
 
@@ -82,6 +85,20 @@ def test_missing_file_suggests_near_spelling(h: Harness, run: Run) -> None:
     msg = run("read_file", file_path="/src/confg.py")
     assert msg.status == "error"
     assert msg.content == "Error: /src/confg.py does not exist. Did you mean /src/config.py?"
+
+
+def test_near_spellings_are_sought_among_the_first_siblings_only(
+    h: Harness, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(read_file, "SPELLINGS_COMPARED", 3)
+    for name in ("aconfig.py", "b.txt", "c.txt", "zconfig.py"):
+        h.seed(f"/d/{name}", b"x\n")
+    assert run("read_file", file_path="/d/aconfg.py").content.endswith(
+        "Did you mean /d/aconfig.py?"
+    )
+    beyond = run("read_file", file_path="/d/zconfg.py")
+    assert beyond.status == "error"
+    assert "/d/zconfig.py" not in beyond.content  # fourth by name: not compared
 
 
 def test_macos_screenshot_narrow_space(h: Harness, run: Run) -> None:
