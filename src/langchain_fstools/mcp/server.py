@@ -29,7 +29,7 @@ from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.store import StoreBackend
 from langchain_fstools.errors import PermissionDenied
 from langchain_fstools.mcp.content import to_call_result
-from langchain_fstools.mcp.progress import Progress
+from langchain_fstools.mcp.notifications import Progress
 from langchain_fstools.mcp.sdk import ToolRequest, new_server
 from langchain_fstools.permissions.approval import approval_request
 from langchain_fstools.permissions.gate import PermissionGate

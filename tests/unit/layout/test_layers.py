@@ -192,3 +192,44 @@ def test_root_exposes_its_public_names_lazily() -> None:
     ).stdout.split()
     assert out == ["False", "langchain_fstools.tools.toolkit"]
     assert set(langchain_fstools.__all__) <= set(dir(langchain_fstools))
+
+
+def test_no_private_module_is_imported_from_outside_its_package() -> None:
+    graph = _graph()
+    leaks = sorted(
+        f"{importer} imports {target}"
+        for importer, targets in graph.items()
+        for target in targets
+        if target.rsplit(".", 1)[-1].startswith("_")
+        and importer.rsplit(".", 1)[0] != target.rsplit(".", 1)[0]
+        and target != "langchain_fstools._version"
+    )
+    assert not leaks, "a module imported from outside its package loses the underscore"
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A name says one thing; the one exception is a backend's own modules.
+
+    Each backend package under `backends/` (`ssh`, `objectstore`) has its `backend` and
+    its `search`: the same role, named alike on purpose.
+    """
+    names: dict[str, list[str]] = {}
+    for path in SRC.rglob("*.py"):
+        role_of_a_backend = path.parent.parent == SRC / "backends" and path.stem in {
+            "backend",
+            "search",
+        }
+        if path.stem not in {"__init__", "__main__"} and not role_of_a_backend:
+            names.setdefault(path.stem, []).append(_module_name(path))
+    assert {name: found for name, found in names.items() if len(found) > 1} == {}
+
+
+def test_the_middleware_is_a_composition_root_of_about_250_lines() -> None:
+    source = (SRC / "middleware" / "filesystem.py").read_text(encoding="utf-8")
+    (middleware,) = (
+        node
+        for node in ast.parse(source).body
+        if isinstance(node, ast.ClassDef) and node.name == "FilesystemMiddleware"
+    )
+    assert middleware.end_lineno is not None
+    assert middleware.end_lineno - middleware.lineno + 1 <= 260

@@ -2,7 +2,7 @@
 
 Layout. A virtual path is a key under the backend's prefix (`/src/app.py` ->
 `<prefix>src/app.py`); a directory is a key prefix, listed a page at a time
-(`listing`: subdirectories are folded into one entry, big ones skipped). A
+(`paging`: subdirectories are folded into one entry, big ones skipped). A
 directory with nothing in it keeps a marker object named `MARKER` (`mkdir` writes
 one, and deleting the last entry of a directory writes one for it), which no listing
 or search shows and no tool may write.
@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import obstore.store
 
 from langchain_fstools.backends.modes import os_error
-from langchain_fstools.backends.objectstore import listing, requests
-from langchain_fstools.backends.objectstore.listing import ListingOrder, directory_info
+from langchain_fstools.backends.objectstore import paging, requests
+from langchain_fstools.backends.objectstore.paging import ListingOrder, directory_info
 from langchain_fstools.backends.objectstore.requests import (
     BEYOND_END,
     MARKER,
@@ -126,7 +126,7 @@ class ObjectStoreBackend(Backend):
                 UserWarning,
                 stacklevel=2,
             )
-        self.listing_order: ListingOrder = listing.listing_order(self.store)
+        self.listing_order: ListingOrder = paging.listing_order(self.store)
         """How the store lists keys, which decides how far a page's listing runs."""
         self._search: NativeSearch | None = None
         self.read_ahead: ReadAhead | None = None
@@ -436,7 +436,7 @@ class ObjectStoreBackend(Backend):
         self, path: str, after: str | None, limit: int | None
     ) -> StoreEffect[list[FileInfo]]:
         path = paths.normalize(path)
-        found = yield from listing.page(
+        found = yield from paging.page(
             self.directory_key(path),
             path,
             after=after,

@@ -18,7 +18,7 @@ from obstore.store import LocalStore, MemoryStore
 
 from langchain_fstools import FileToolkit, ObjectStoreBackend
 from langchain_fstools.backends.guarded import BackendView, GuardedBackend
-from langchain_fstools.backends.objectstore import MARKER, listing, requests
+from langchain_fstools.backends.objectstore import MARKER, paging, requests
 from langchain_fstools.backends.protocol import Backend, FileInfo
 
 # ----- pulls through the requests layer ---------------------------------------------------
@@ -147,7 +147,7 @@ def test_pages_chain_to_the_sorted_listing_whatever_the_keys(
 def big_directory(store: MemoryStore) -> list[str]:
     """`/d`: a few files around a subdirectory of 5,000 objects (and one past its skip)."""
     inside = [f"d/big/o{n:05d}" for n in range(5_000)]
-    fill(store, ["d/a.txt", *inside, "d/big/" + listing.LAST + "z", "d/big.txt", "d/c.txt"])
+    fill(store, ["d/a.txt", *inside, "d/big/" + paging.LAST + "z", "d/big.txt", "d/c.txt"])
     return ["a.txt", "big", "big.txt", "c.txt"]
 
 
@@ -157,7 +157,7 @@ def test_a_huge_subdirectory_is_skipped_not_read(pulls: Pulls) -> None:
     # `big` sorts before `big.txt`, yet its keys come after `big.txt`'s as keys
     assert [e.name for e in backend.list_dir("/d")] == names
     assert pulls.objects <= 2 * requests.PAGE, "one chunk of the subtree, then past it"
-    assert pulls.scans == [None, "d/big/" + listing.LAST]
+    assert pulls.scans == [None, "d/big/" + paging.LAST]
     pulls.__init__()  # type: ignore[misc]
     page = asyncio.run(backend.alist_page("/d", after="a.txt", limit=2))
     assert [e.name for e in page] == ["big", "big.txt"]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.mcp.progress import MESSAGE_CHARS, describe
+from langchain_fstools.mcp.notifications import MESSAGE_CHARS, describe
 from langchain_fstools.mcp.server import FileServer
 
 if TYPE_CHECKING:
