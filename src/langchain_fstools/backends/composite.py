@@ -219,7 +219,8 @@ class CompositeBackend(Backend):
     def list_dir(self, path: str) -> list[FileInfo]:
         """Entries from the owning part, with the directories leading to mounts below."""
         path = paths.normalize(path)
-        return self._listing(path, None, lambda owner: owner.list_dir(path))
+        children = self._children(path)
+        return self._listing(path, None, children, lambda owner: owner.list_dir(path))
 
     def list_page(self, path: str, *, after: str | None = None, limit: int) -> list[FileInfo]:
         """A page of `list_dir`: the owning part's page, with the mount directories in it.
@@ -229,9 +230,12 @@ class CompositeBackend(Backend):
         """
         check_limit(limit)
         path = paths.normalize(path)
-        extra = len(self._children(path))
+        children = self._children(path)
         return self._listing(
-            path, after, lambda owner: owner.list_page(path, after=after, limit=limit + extra)
+            path,
+            after,
+            children,
+            lambda owner: owner.list_page(path, after=after, limit=limit + len(children)),
         )[:limit]
 
     async def alist_page(
@@ -241,10 +245,13 @@ class CompositeBackend(Backend):
         return await asyncio.to_thread(lambda: self.list_page(path, after=after, limit=limit))
 
     def _listing(
-        self, path: str, after: str | None, listed: Callable[[Backend], list[FileInfo]]
+        self,
+        path: str,
+        after: str | None,
+        children: list[str],
+        listed: Callable[[Backend], list[FileInfo]],
     ) -> list[FileInfo]:
-        """The owner's entries `listed`, with the mount directories named after `after`."""
-        children = self._children(path)
+        """The owner's entries `listed`, with the mount `children` named after `after`."""
         try:
             entries = listed(self._backend(path))
         except FileNotFoundError:

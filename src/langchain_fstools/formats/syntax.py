@@ -289,11 +289,12 @@ def introduced_errors(
     if old_source is None or len(old_source) > MAX_CHECK_BYTES:
         return _new_errors(new_source, language, trees)
     parser = _parser(language)
-    start, old_end, new_end = _changed(old_source, new_source)
     old_tree = None if trees is None else trees.get(language, old_source)
+    change = None
     if old_tree is not None:
+        change = _changed(old_source, new_source)
         kept = old_tree.copy()  # the edit below marks `old_tree`'s nodes as changed
-        _edit(old_tree, old_source, new_source)
+        _edit(old_tree, old_source, new_source, change)
         new_tree = parser.parse(new_source, old_tree)
         old_tree = kept
     else:
@@ -302,12 +303,13 @@ def introduced_errors(
         trees.put(language, new_source, new_tree)
     if not new_tree.root_node.has_error:
         return []
+    start, old_end, new_end = change or _changed(old_source, new_source)
     found = _problems(new_tree.root_node, new_source, _near(new_source, start, new_end))
     if not found:
         return []
     if old_tree is None:  # reparse from the new tree: what the change did not touch is reused
         old_tree = new_tree.copy()
-        _edit(old_tree, new_source, old_source)
+        _edit(old_tree, new_source, old_source, (start, new_end, old_end))
         old_tree = parser.parse(old_source, old_tree)
     before = _problems(old_tree.root_node, old_source, _near(old_source, start, old_end))
     return _unmatched(found, before)
@@ -397,9 +399,9 @@ def _near(source: bytes, start: int, end: int) -> tuple[int, int]:
     return before, len(source) if after < 0 else after
 
 
-def _edit(tree: Tree, old: bytes, new: bytes) -> None:
-    """Tell `tree` (of `old`) which byte range changed to make `new`."""
-    start, old_end, new_end = _changed(old, new)
+def _edit(tree: Tree, old: bytes, new: bytes, change: tuple[int, int, int]) -> None:
+    """Tell `tree` (of `old`) that bytes `start:old_end` became `new`'s `start:new_end`."""
+    start, old_end, new_end = change
     tree.edit(
         start_byte=start,
         old_end_byte=old_end,
