@@ -36,6 +36,7 @@ from langchain_fstools.testing import ScriptedChatModel
 from tests.integration.mcp_servers import connect, text_of
 from tests.integration.seaweedfs import SeaweedServer
 from tests.unit.backends.conformance import BackendConformance, drive  # noqa: F401
+from tests.unit.backends.store_requests import watch_requests
 from tests.unit.patch.test_apply import refused_third_write
 from tests.unit.tools.harness import listed_paths
 
@@ -105,22 +106,12 @@ def test_creates_racing_on_one_name_one_wins(s3: S3Store) -> None:
 def fetched(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The size of every GET answer the backend receives (sync and async)."""
     sizes: list[int] = []
-    sync_call, async_call = requests._call, requests._acall
 
-    def counted(store: Any, request: requests.Request) -> Any:
-        result = sync_call(store, request)
+    def record(request: requests.Request, result: Any) -> None:
         if isinstance(request, requests.Get):
             sizes.append(len(result))
-        return result
 
-    async def acounted(store: Any, request: requests.Request) -> Any:
-        result = await async_call(store, request)
-        if isinstance(request, requests.Get):
-            sizes.append(len(result))
-        return result
-
-    monkeypatch.setattr(requests, "_call", counted)
-    monkeypatch.setattr(requests, "_acall", acounted)
+    watch_requests(monkeypatch, record)
     return sizes
 
 
@@ -169,22 +160,12 @@ async def put_all(store: S3Store, objects: dict[str, bytes]) -> None:
 def pulled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The size of every listing chunk the backend pulls (sync and async)."""
     sizes: list[int] = []
-    sync_call, async_call = requests._call, requests._acall
 
-    def counted(store: Any, request: requests.Request) -> Any:
-        result = sync_call(store, request)
+    def record(request: requests.Request, result: Any) -> None:
         if isinstance(request, requests.Pull) and result is not None:
             sizes.append(len(result))
-        return result
 
-    async def acounted(store: Any, request: requests.Request) -> Any:
-        result = await async_call(store, request)
-        if isinstance(request, requests.Pull) and result is not None:
-            sizes.append(len(result))
-        return result
-
-    monkeypatch.setattr(requests, "_call", counted)
-    monkeypatch.setattr(requests, "_acall", acounted)
+    watch_requests(monkeypatch, record)
     return sizes
 
 

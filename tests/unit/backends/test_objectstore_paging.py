@@ -20,6 +20,7 @@ from langchain_fstools import FileToolkit, ObjectStoreBackend
 from langchain_fstools.backends.guarded import BackendView, GuardedBackend
 from langchain_fstools.backends.objectstore import MARKER, paging, requests
 from langchain_fstools.backends.protocol import Backend, FileInfo
+from tests.unit.backends.store_requests import watch_requests
 
 # ----- pulls through the requests layer ---------------------------------------------------
 
@@ -44,20 +45,7 @@ class Pulls:
 def pulls(monkeypatch: pytest.MonkeyPatch) -> Pulls:
     """Counts of the listing requests the backend makes (sync and async)."""
     counted = Pulls()
-    sync_call, async_call = requests._call, requests._acall
-
-    def call(store: Any, request: requests.Request) -> Any:
-        result = sync_call(store, request)
-        counted.record(request, result)
-        return result
-
-    async def acall(store: Any, request: requests.Request) -> Any:
-        result = await async_call(store, request)
-        counted.record(request, result)
-        return result
-
-    monkeypatch.setattr(requests, "_call", call)
-    monkeypatch.setattr(requests, "_acall", acall)
+    watch_requests(monkeypatch, counted.record)
     return counted
 
 
