@@ -103,16 +103,21 @@ def test_creates_racing_on_one_name_one_wins(s3: S3Store) -> None:
 
 
 @pytest.fixture
-def fetched(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The size of every GET answer the backend receives (sync and async)."""
-    sizes: list[int] = []
+def fetched(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Every GET the backend sends (sync and async): `Get` or `Peek`, and its answer's size.
+
+    A `Peek` is a GET whose answer carries the object's metadata too.
+    """
+    sent: list[tuple[str, int]] = []
 
     def record(request: requests.Request, result: Any) -> None:
-        if isinstance(request, requests.Get):
-            sizes.append(len(result))
+        if isinstance(request, requests.Get) and isinstance(result, bytes):
+            sent.append(("Get", len(result)))
+        elif isinstance(request, requests.Peek) and isinstance(result, tuple):
+            sent.append(("Peek", len(result[1])))
 
     watch_requests(monkeypatch, record)
-    return sizes
+    return sent
 
 
 LINE = b"x" * 99 + b"\n"
@@ -121,7 +126,7 @@ BIG_LINES = 640_000
 
 
 def test_a_window_near_the_end_of_a_large_object_fetches_its_bytes_only(
-    s3: S3Store, fetched: list[int]
+    s3: S3Store, fetched: list[tuple[str, int]]
 ) -> None:
     backend = fresh(s3)
     data = LINE * BIG_LINES
@@ -129,18 +134,26 @@ def test_a_window_near_the_end_of_a_large_object_fetches_its_bytes_only(
     assert backend.read_bytes("/big.log", len(data) - 1000, 1000) == data[-1000:]
     assert asyncio.run(backend.aread_bytes("/big.log", len(data) - 10, 100)) == data[-10:]
     assert backend.read_bytes("/big.log", len(data) + 5, 10) == b""
-    assert fetched == [1000, 10]
+    assert fetched == [("Get", 1000), ("Get", 10)]
 
     read_file = {t.name: t for t in FileToolkit(backend).get_tools()}["read_file"]
     fetched.clear()
     first = read_file.invoke({"file_path": "/big.log", "offset": BIG_LINES - 4, "limit": 2})
     assert f"{BIG_LINES - 4}" in first
-    assert max(fetched) <= READ_AHEAD, "the scan streams ranged blocks, never the object"
+    assert max(size for _, size in fetched) <= READ_AHEAD, "the scan streams ranged blocks"
     assert len(fetched) <= 3 + len(data) // READ_AHEAD
     fetched.clear()
     later = read_file.invoke({"file_path": "/big.log", "offset": BIG_LINES - 40, "limit": 2})
-    assert f"{BIG_LINES - 40}" in later
-    assert sum(fetched) <= 2 * CHUNK_BYTES, fetched  # the sniffed head, then one chunk
+    assert f"{BIG_LINES - 40}\t" in later
+    # the version read before, checked by the GET itself: one request, one chunk at most
+    ((kind, size),) = fetched
+    assert kind == "Peek"
+    assert size <= CHUNK_BYTES
+    obstore.put(s3, backend.key("/big.log"), b"replaced\n" * 10)  # another writer
+    fetched.clear()
+    changed = read_file.invoke({"file_path": "/big.log", "offset": 5, "limit": 2})
+    assert changed.startswith("5\treplaced\n6\treplaced"), changed
+    assert fetched[0][0] == "Peek", fetched  # the checked read found another version
 
 
 # ----- a directory of 10,000 objects, grep over 2,000 --------------------------------------

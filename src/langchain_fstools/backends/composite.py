@@ -167,6 +167,22 @@ class CompositeBackend(Backend):
         path = paths.normalize(path)
         return self._backend(path).read_bytes(path, start, size)
 
+    def read_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """Bytes from the owning part, at `expected_version`."""
+        path = paths.normalize(path)
+        owner = self._backend(path)
+        return owner.read_checked(path, start, size, expected_version=expected_version)
+
+    async def aread_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """Async `read_checked`, on the owning part's own async call."""
+        path = paths.normalize(path)
+        owner = self._backend(path)
+        return await owner.aread_checked(path, start, size, expected_version=expected_version)
+
     def write_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
     ) -> FileInfo:

@@ -85,6 +85,12 @@ class BackendView(Backend):
         """Forwarded."""
         return self.inner.read_bytes(path, start, size)
 
+    def read_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """Forwarded."""
+        return self.inner.read_checked(path, start, size, expected_version=expected_version)
+
     def write_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
     ) -> FileInfo:
@@ -138,6 +144,12 @@ class BackendView(Backend):
     async def aread_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Forwarded."""
         return await self.inner.aread_bytes(path, start, size)
+
+    async def aread_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """Forwarded."""
+        return await self.inner.aread_checked(path, start, size, expected_version=expected_version)
 
     async def awrite_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
@@ -336,6 +348,19 @@ class GuardedBackend(BackendView):
         canonical = yield from self._checking(path, _readable)
         return (yield from calls.read_bytes(canonical, start, size))
 
+    def _read_checked(
+        self, path: str, start: int, size: int | None, expected_version: str
+    ) -> Effect[bytes]:
+        canonical = yield from self._checking(path, _readable)
+        data = yield from calls.read_checked(
+            canonical, start, size, expected_version=expected_version
+        )
+        # read at `expected_version`: stale if a person approved a change of another one
+        pinned = yield from self._pinned(canonical)
+        if pinned is not None and expected_version != pinned[0]:
+            raise StaleApproval(canonical)
+        return data
+
     def _list_dir(self, path: str) -> Effect[list[FileInfo]]:
         canonical = yield from self._checking(path, _any)
         resolved = yield from calls.resolve(canonical)
@@ -403,6 +428,12 @@ class GuardedBackend(BackendView):
         """Bytes of a readable file."""
         return calls.run(self._read_bytes(path, start, size), self.inner)
 
+    def read_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """Bytes of a readable file at `expected_version` (checked as `stat` checks it)."""
+        return calls.run(self._read_checked(path, start, size, expected_version), self.inner)
+
     def list_dir(self, path: str) -> list[FileInfo]:
         """The visible entries of a visible directory."""
         return calls.run(self._list_dir(path), self.inner)
@@ -445,6 +476,12 @@ class GuardedBackend(BackendView):
     async def aread_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Async `read_bytes`."""
         return await calls.arun(self._read_bytes(path, start, size), self.inner)
+
+    async def aread_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """Async `read_checked`."""
+        return await calls.arun(self._read_checked(path, start, size, expected_version), self.inner)
 
     async def alist_dir(self, path: str) -> list[FileInfo]:
         """Async `list_dir`."""

@@ -15,7 +15,9 @@ Required core (abstract, sync):
 Optional, with defaults on the core: `exists`, `move`, `walk`, `write_many` (a batch of
 writes, which a backend may make with fewer syncs), `list_page` (one page of a
 directory's entries, after a name: a backend that can list without loading the whole
-directory overrides it), and `resolve` (the canonical path the backend will actually
+directory overrides it), `read_checked` (a read that fails unless the file is still at
+a version: a backend that learns the version with the bytes makes it one request), and
+`resolve` (the canonical path the backend will actually
 open for a path: symlinks followed inside the workspace; a backend without symlinks
 resolves a path to itself).
 
@@ -37,7 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.results import EntryKind, ExecutionResult, FileInfo, Write
-from langchain_fstools.errors import ExecutionUnsupported, PartialWrite
+from langchain_fstools.errors import ExecutionUnsupported, PartialWrite, VersionConflict
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -220,6 +222,22 @@ class Backend(ABC):
         """
         return page_of(self.list_dir(path), after, limit)
 
+    def read_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """What `read_bytes` returns, provided the file is at `expected_version`.
+
+        A reader that keeps what it learnt of one file version (a line index) reads
+        that version again without a `stat` first. Default: `read_bytes`, then `stat`
+        (a backend whose read brings the version, as an object store's GET does,
+        overrides this and `aread_checked` with one request).
+
+        Raises:
+            VersionConflict: the file is at another version.
+            FileNotFoundError, IsADirectoryError, SpecialFile: as `read_bytes`.
+        """
+        return calls.run(_read_then_check(path, start, size, expected_version), self)
+
     def resolve(self, path: str) -> str:
         """The canonical virtual path that a call on `path` reaches, links followed.
 
@@ -305,6 +323,12 @@ class Backend(ABC):
         """Async `read_bytes`."""
         return await asyncio.to_thread(self.read_bytes, path, start, size)
 
+    async def aread_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """Async `read_checked`. Default: `aread_bytes`, then `astat`."""
+        return await calls.arun(_read_then_check(path, start, size, expected_version), self)
+
     async def awrite_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
     ) -> FileInfo:
@@ -380,6 +404,20 @@ def check_limit(limit: int) -> None:
     """Refuse a page `limit` below 1 (`list_page`'s contract)."""
     if limit < 1:
         raise ValueError(f"a page holds at least 1 entry, not {limit}")
+
+
+def _read_then_check(
+    path: str, start: int, size: int | None, expected_version: str
+) -> Effect[bytes]:
+    """`read_bytes`, then `stat`: the bytes, if the file is still at `expected_version`.
+
+    The `stat` comes after the read, so a change before or during the read shows.
+    """
+    data = yield from calls.read_bytes(path, start, size)
+    actual = (yield from calls.stat(path)).version
+    if actual != expected_version:
+        raise VersionConflict(path, expected_version, actual)
+    return data
 
 
 def _write_each(writes: Sequence[Write]) -> Effect[list[FileInfo]]:

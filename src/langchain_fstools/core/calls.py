@@ -35,6 +35,7 @@ Method = Literal[
     "stat",
     "exists",
     "read_bytes",
+    "read_checked",
     "write_bytes",
     "write_many",
     "delete",
@@ -245,6 +246,16 @@ def read_bytes(path: str, start: int = 0, size: int | None = None) -> Effect[byt
     return data
 
 
+def read_checked(
+    path: str, start: int = 0, size: int | None = None, *, expected_version: str
+) -> Effect[bytes]:
+    """`Backend.read_checked` as an effect."""
+    data: bytes = yield Call(
+        "read_checked", (path, start, size), {"expected_version": expected_version}
+    )
+    return data
+
+
 def write_bytes(path: str, data: bytes, *, expected_version: str | None = None) -> Effect[FileInfo]:
     """`Backend.write_bytes` as an effect."""
     info: FileInfo = yield Call("write_bytes", (path, data), {"expected_version": expected_version})
@@ -320,6 +331,7 @@ __all__ = [
     "mkdir",
     "move",
     "read_bytes",
+    "read_checked",
     "resolve",
     "run",
     "stat",

@@ -16,7 +16,7 @@ character once.
 Windows read bytes in place for UTF-8 and for single-byte codecs (where a character is
 one byte); callers transcode other encodings to UTF-8 first.
 
-Reading a window seeks through a sparse `LineIndex` (one mark per scanned chunk, built
+Reading a window seeks through a sparse `LineIndex` (a mark every 16 KiB scanned, built
 lazily and kept per file version), so a window near the end of a large file reads the
 file once, and later windows read only their own bytes plus at most one chunk.
 """
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import bisect
 import codecs
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -44,6 +44,10 @@ LINE_WIDTH = 500
 
 CHUNK_BYTES = 256 * 1024
 """Bytes read per backend call while scanning. Default: 256 KiB."""
+
+MARK_BYTES = 16 * 1024
+"""Bytes scanned between two marks of a `LineIndex` (8 bytes a mark: 1 MiB for a 1 GiB
+file): a window finds its first line within this many bytes of a mark."""
 
 PROGRESS_CHUNKS = 64
 """Chunks scanned (16 MiB) between two progress reports of a long read: while someone
@@ -67,7 +71,8 @@ class LineIndex:
 
     Attributes:
         start: Byte offset of line 1 (after a byte-order mark).
-        mark_lines: Line numbers whose start offset is known, increasing.
+        mark_lines: Line numbers whose start offset is known, increasing: about one
+            every `MARK_BYTES` scanned.
         mark_offsets: The byte offsets of those lines.
         scanned_to: Bytes scanned so far.
         scanned_lines: Newlines found before `scanned_to`.
@@ -76,8 +81,8 @@ class LineIndex:
     """
 
     start: int = 0
-    mark_lines: list[int] = field(default_factory=list)
-    mark_offsets: list[int] = field(default_factory=list)
+    mark_lines: array[int] = field(default_factory=lambda: array("q"))
+    mark_offsets: array[int] = field(default_factory=lambda: array("q"))
     scanned_to: int = -1
     scanned_lines: int = 0
     last_start: int = -1
@@ -109,10 +114,13 @@ class LineIndex:
             return None
         slot = bisect.bisect_right(self.mark_lines, line) - 1
         at_line, offset = self.mark_lines[slot], self.mark_offsets[slot]
+        # the line starts before the next mark: no newline after that is searched
+        bound = self.mark_offsets[slot + 1] if slot + 1 < len(self.mark_offsets) else None
         chunk, position = b"", 0
         while at_line < line:
             chunk = yield from read(offset, CHUNK_BYTES)
-            position = _after_newlines(chunk, line - at_line)
+            span = len(chunk) if bound is None else min(len(chunk), bound - offset)
+            position = _after_newlines(chunk, line - at_line, span)
             if position < 0:  # fewer: the line starts in a later chunk
                 at_line += chunk.count(b"\n")
                 offset += len(chunk)
@@ -123,29 +131,30 @@ class LineIndex:
 
     def _scan_chunk(self, read: Reader) -> Effect[None]:
         chunk = yield from read(self.scanned_to, CHUNK_BYTES)
-        newlines = chunk.count(b"\n")
-        if newlines:
-            self.scanned_lines += newlines
-            self.last_start = self.scanned_to + chunk.rfind(b"\n") + 1
-            self.mark_lines.append(self.scanned_lines + 1)
-            self.mark_offsets.append(self.last_start)
+        for begin in range(0, len(chunk), MARK_BYTES):
+            last = chunk.rfind(b"\n", begin, begin + MARK_BYTES)
+            if last >= 0:
+                self.scanned_lines += chunk.count(b"\n", begin, begin + MARK_BYTES)
+                self.last_start = self.scanned_to + last + 1
+                self.mark_lines.append(self.scanned_lines + 1)
+                self.mark_offsets.append(self.last_start)
         self.scanned_to += len(chunk)
         if len(chunk) < CHUNK_BYTES:
             unterminated = self.scanned_to > self.last_start
             self.total_lines = self.scanned_lines + (1 if unterminated else 0)
 
 
-def _after_newlines(chunk: bytes, count: int) -> int:
-    """The position just after the `count`-th newline of `chunk`; -1 if it has fewer.
+def _after_newlines(chunk: bytes, count: int, span: int) -> int:
+    """The position just after the `count`-th newline of `chunk[:span]`; -1 if it has fewer.
 
-    Guesses the position from the chunk's mean line length, counts the newlines before
-    the guess (in C) and walks the few lines between: on even lines a handful of
-    searches, where walking from the start would search once per line.
+    Guesses the position from the mean line length, counts the newlines before the
+    guess (in C) and walks the few lines between: on even lines a handful of searches,
+    where walking from the start would search once per line.
     """
-    total = chunk.count(b"\n")
+    total = chunk.count(b"\n", 0, span)
     if total < count:
         return -1
-    guess = len(chunk) * count // total
+    guess = span * count // total
     seen = chunk.count(b"\n", 0, guess)
     position = guess
     while seen >= count:  # too far: back to the `count`-th newline
@@ -468,33 +477,12 @@ def read_window(  # noqa: C901 - one loop over batches and long lines
     return Window(rows, offset, line, index.total_lines, next_offset, stopped_by, row, next_row)
 
 
-class LineIndexCache:
-    """Line indexes of recently read file versions, least recently used dropped first."""
-
-    def __init__(self, max_entries: int = 256) -> None:
-        """Keep at most `max_entries` indexes. Default: 256."""
-        self._entries: OrderedDict[Hashable, LineIndex] = OrderedDict()
-        self._max_entries = max_entries
-
-    def get(self, key: Hashable, *, start: int) -> LineIndex:
-        """Return the index for `key` (a file version), creating an empty one."""
-        index = self._entries.get(key)
-        if index is None:
-            index = self._entries[key] = LineIndex(start=start)
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
-        else:
-            self._entries.move_to_end(key)
-        return index
-
-
 __all__ = [
     "CHUNK_BYTES",
     "LINE_WIDTH",
     "ROW_WIDTH",
     "SEPARATOR",
     "LineIndex",
-    "LineIndexCache",
     "NoSuchRow",
     "Reader",
     "Window",

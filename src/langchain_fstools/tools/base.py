@@ -35,9 +35,9 @@ from pydantic_core import PydanticCustomError
 
 from langchain_fstools.core import calls, progress
 from langchain_fstools.formats import syntax
-from langchain_fstools.formats.text import LineIndexCache
 from langchain_fstools.tools._dryrun import DryRun
 from langchain_fstools.tools.describe import describe, setting_values
+from langchain_fstools.tools.known_texts import KnownTexts
 from langchain_fstools.tools.reads import READS_KEY, ReadLedger, ReadTracker
 from langchain_fstools.tools.render import render_error, render_validation_error
 from langchain_fstools.tools.settings import ToolSettings
@@ -134,7 +134,8 @@ class ToolContext:
         self.reader: str | None = None
         """Who reads, named when a write is refused for want of a read, where reads are
         kept per client session (the MCP server sets it); None: the agent."""
-        self.line_indexes = LineIndexCache()
+        self.known_texts = KnownTexts()
+        """The last version read of recently read text files, with their line indexes."""
         self.syntax_trees = syntax.TreeCache()
         """Parse trees of recently read or changed files, for incremental syntax checks."""
         self._background: ThreadPoolExecutor | None = None

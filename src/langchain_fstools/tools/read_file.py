@@ -28,8 +28,11 @@ from langchain_fstools.tools.targets import Target
 from langchain_fstools.tools.writing import prepare_syntax
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from langchain_fstools.backends.protocol import FileInfo
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.tools.known_texts import KnownText
 
 
 class ReadFileArgs(ToolArgs):
@@ -93,6 +96,12 @@ class ReadFileTool(FileTool):
     def _effect(self, scope: CallScope, args: ReadFileArgs) -> Effect[ToolOutcome]:
         path = paths.normalize(args.file_path)
         offset, row, limit = _window_arguments(args, scope.context.settings.read_limit)
+        known = _known_rereadable(scope, path, args, view=_view(offset, row, limit))
+        if known is not None:
+            try:
+                return (yield from _read_text(scope, known, (offset, row), limit, checked=True))
+            except (errors.VersionConflict, OSError):
+                pass  # changed, moved or gone since: read it afresh
         info = yield from _stat_or_suggest(path)
         if info.is_dir:
             raise IsADirectoryError(21, "Is a directory", path)
@@ -110,10 +119,36 @@ class ReadFileTool(FileTool):
             if row:
                 raise errors.InvalidArgument("offset", "in a notebook it is a cell number")
             return (yield from read_notebook(scope, info, offset, args.limit))
-        return (yield from _read_text(scope, info, head, args, (offset, row), limit))
+        return (yield from _read_new_text(scope, info, head, args, (offset, row), limit))
 
 
-def _read_text(  # noqa: PLR0917 - one read's facts
+def _view(offset: int, row: int, limit: int) -> str:
+    """The read record's name for a window: which rows it asked for."""
+    return f"lines:{row_label(offset, row)}:{limit}"
+
+
+def _known_rereadable(
+    scope: CallScope, path: str, args: ReadFileArgs, *, view: str
+) -> KnownText | None:
+    """The version of `path` read before, if this read may go to it without a `stat`.
+
+    Not when the answer would depend on the file's current version before any byte is
+    read: a repeat of a read still shown (answered with a note), a whole read of a file
+    over the size cap (refused). Only text read in place (UTF-8, single-byte codecs).
+    """
+    known = scope.context.known_texts.get(scope.context.backend, path)
+    if known is None or args.pages is not None or not _in_place(known.codec):
+        return None
+    info = known.info
+    if scope.reads.repeats(path, version=info.version, view=view) is not None:
+        return None
+    cap = scope.context.settings.read_max_bytes
+    if cap and info.size > cap and args.offset is None and args.limit is None:
+        return None
+    return known
+
+
+def _read_new_text(  # noqa: PLR0917 - one read's facts
     scope: CallScope,
     info: FileInfo,
     head: bytes,
@@ -121,11 +156,10 @@ def _read_text(  # noqa: PLR0917 - one read's facts
     begin: tuple[int, int],
     limit: int,
 ) -> Effect[ToolOutcome]:
+    """A window of a text file just `stat`ed: the repeat and size checks, then the read."""
     path = info.path
     offset, row = begin
-    view = f"lines:{row_label(offset, row)}:{limit}"
-    previous = scope.reads.get(path)
-    repeated = scope.reads.repeats(path, version=info.version, view=view)
+    repeated = scope.reads.repeats(path, version=info.version, view=_view(offset, row, limit))
     if repeated is not None:
         last = offset + limit - 1
         if repeated["total_lines"] is not None:
@@ -138,14 +172,31 @@ def _read_text(  # noqa: PLR0917 - one read's facts
     codec = encoding.sniff(head)
     if codec is None:
         raise errors.BinaryFile(path)
-    read, start = yield from _reader(scope, path, info, codec)
-    index = scope.context.line_indexes.get(
-        (id(scope.context.backend), path, info.version, codec.name), start=start
-    )
+    start = len(codec.bom) if _in_place(codec) else 0
+    known = scope.context.known_texts.learn(scope.context.backend, info, head, codec, start=start)
+    return (yield from _read_text(scope, known, begin, limit, checked=False))
+
+
+def _read_text(
+    scope: CallScope, known: KnownText, begin: tuple[int, int], limit: int, *, checked: bool
+) -> Effect[ToolOutcome]:
+    """Rows of a window of the text file version `known`.
+
+    With `checked`, every byte is read at `known.info.version` (no `stat` came first):
+    `VersionConflict` when the file has changed since.
+    """
+    info, codec = known.info, known.codec
+    path = info.path
+    offset, row = begin
+    previous = scope.reads.get(path)
+    if checked:
+        read, confirm = _checked_reader(info)
+    else:
+        read, confirm = (yield from _reader(scope, info, codec)), None
     try:
         window = yield from read_window(
             read,
-            index,
+            known.index,
             codec=codec.name if _in_place(codec) else "utf-8",
             offset=offset,
             row=row,
@@ -158,6 +209,8 @@ def _read_text(  # noqa: PLR0917 - one read's facts
             "offset",
             f'line {offset} has no row "{row_label(offset, row)}"; read it from offset={offset}',
         ) from None
+    if confirm is not None:
+        yield from confirm()
     # A line counts as seen once a read shows its last row.
     seen_last = window.last_line - (1 if window.next_row else 0)
     scope.reads.put(
@@ -168,7 +221,7 @@ def _read_text(  # noqa: PLR0917 - one read's facts
             first=offset,
             last=seen_last,
             total_lines=window.total_lines,
-            view=view,
+            view=_view(offset, row, limit),
         ),
     )
     artifact: dict[str, Any] = {
@@ -182,7 +235,7 @@ def _read_text(  # noqa: PLR0917 - one read's facts
         "stopped_by": window.stopped_by,
         "version": info.version,
     }
-    prepare_syntax(scope, info, head)
+    prepare_syntax(scope, info, known.head)
     return ToolOutcome(_render(path, window, offset, limit), artifact)
 
 
@@ -243,21 +296,20 @@ def _near_spellings(path: str) -> Effect[list[str]]:
     return [paths.join(directory, n) for n in dict.fromkeys(exact + close)]
 
 
-def _reader(
-    scope: CallScope, path: str, info: FileInfo, codec: encoding.TextCodec
-) -> Effect[tuple[Reader, int]]:
-    """Return how to read the file's bytes as lines, and where line 1 starts.
+def _reader(scope: CallScope, info: FileInfo, codec: encoding.TextCodec) -> Effect[Reader]:
+    """Return how to read the file's bytes as lines.
 
     UTF-8 and single-byte code pages are read in place; other encodings (UTF-16,
     Shift-JIS, ...) are transcoded to UTF-8 in memory (bounded by `max_edit_bytes`), so
     one windowing algorithm serves all.
     """
+    path = info.path
     if _in_place(codec):
 
         def read_range(start: int, size: int) -> Effect[bytes]:
             return calls.read_bytes(path, start, size)
 
-        return read_range, len(codec.bom)
+        return read_range
     limit = scope.context.settings.max_edit_bytes
     if info.size > limit:
         raise errors.FileTooLarge(path, info.size, limit)
@@ -268,7 +320,27 @@ def _reader(
         return transcoded[start : start + size]
         yield  # pragma: no cover - makes this a generator
 
-    return read_memory, 0
+    return read_memory
+
+
+def _checked_reader(info: FileInfo) -> tuple[Reader, Callable[[], Effect[None]]]:
+    """How to read a file in place at `info.version`, and how to confirm that version.
+
+    A window that needs no byte (an offset past the known end) still learns nothing of
+    the file's current version: `confirm` then checks it with a read of no bytes.
+    """
+    path, version = info.path, info.version
+    reads: list[int] = []
+
+    def read_range(start: int, size: int) -> Effect[bytes]:
+        reads.append(start)
+        return calls.read_checked(path, start, size, expected_version=version)
+
+    def confirm() -> Effect[None]:
+        if not reads:
+            yield from calls.read_checked(path, 0, 0, expected_version=version)
+
+    return read_range, confirm
 
 
 def _in_place(codec: encoding.TextCodec) -> bool:

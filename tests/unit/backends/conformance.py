@@ -258,6 +258,43 @@ class ReadTests:
         drive(case())
 
 
+class CheckedReadTests:
+    def test_reads_as_read_bytes_at_the_current_version(self, drive: Drive) -> None:
+        def case() -> Effect[None]:
+            version = (yield from put("/c.txt", b"0123456789")).version
+            for start, size in [(0, None), (2, 3), (8, 10), (10, 5), (20, None), (0, 0)]:
+                expected = yield from calls.read_bytes("/c.txt", start, size)
+                got = yield from calls.read_checked("/c.txt", start, size, expected_version=version)
+                assert got == expected, (start, size)
+
+        drive(case())
+
+    def test_refuses_another_version(self, drive: Drive) -> None:
+        def case() -> Effect[None]:
+            old = (yield from put("/c.txt", b"old text")).version
+            new = (yield from put("/c.txt", b"new text")).version  # same size
+            for start, size in [(0, None), (4, 4), (100, 1), (0, 0)]:
+                error = yield from failure(
+                    calls.read_checked("/c.txt", start, size, expected_version=old)
+                )
+                assert isinstance(error, VersionConflict), (start, size, error)
+                assert (error.path, error.expected, error.actual) == ("/c.txt", old, new)
+
+        drive(case())
+
+    def test_errors_as_read_bytes(self, drive: Drive) -> None:
+        def case() -> Effect[None]:
+            version = (yield from put("/d/f")).version
+            yield from calls.delete("/d/f")
+            gone = calls.read_checked("/d/f", 0, 10, expected_version=version)
+            yield from os_error(gone, FileNotFoundError, "/d/f")
+            yield from put("/d/g")
+            folder = calls.read_checked("/d", 0, 10, expected_version=version)
+            yield from os_error(folder, IsADirectoryError, "/d")
+
+        drive(case())
+
+
 class WriteTests:
     def test_creates_parents(self, drive: Drive) -> None:
         def case() -> Effect[None]:
@@ -830,6 +867,7 @@ class PathTests:
 class BackendConformance(
     StatTests,
     ReadTests,
+    CheckedReadTests,
     WriteTests,
     VersionTests,
     DirectoryTests,

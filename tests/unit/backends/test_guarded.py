@@ -14,6 +14,7 @@ from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.core import calls
+from langchain_fstools.errors import StaleApproval
 from langchain_fstools.history.changes import HISTORY_KEY
 from langchain_fstools.history.recording import RecordingBackend
 from langchain_fstools.permissions.gate import CallGuard
@@ -90,6 +91,39 @@ def test_protected_contents_need_an_approval(kind: str, tmp_path: Path) -> None:
     with pytest.raises(PermissionError):
         guarded(kind, tmp_path).read_bytes("/.env")
     assert guarded(kind, tmp_path, frozenset({"/.env"})).read_bytes("/.env") == b"TOKEN=1\n"
+
+
+def test_a_checked_read_is_guarded_as_a_read(kind: str, tmp_path: Path) -> None:
+    """`read_checked` (a re-read without a stat) passes the same gate as `read_bytes`."""
+    closed = guarded(kind, tmp_path)
+    for path in ("/.env", "/Secret/k.txt", "/x/../SECRET/k.txt"):
+        with pytest.raises(PermissionError):
+            closed.read_checked(path, expected_version="any")
+        with pytest.raises(PermissionError):
+            asyncio.run(closed.aread_checked(path, expected_version="any"))
+    open_backend = guarded(kind, tmp_path, frozenset({"/.env"}))
+    version = open_backend.stat("/.env").version
+    assert open_backend.read_checked("/.env", 0, 5, expected_version=version) == b"TOKEN"
+    again = asyncio.run(open_backend.aread_checked("/.env", expected_version=version))
+    assert again == b"TOKEN=1\n"
+
+
+def test_a_checked_read_of_another_version_than_the_approved_one_is_stale(
+    kind: str, tmp_path: Path
+) -> None:
+    inner, runtime = storage(kind, tmp_path)
+    version = inner.bind(runtime).stat("/a.txt").version
+    approved = {"/a.txt": ("an-older-version", None)}
+    backend = GuardedBackend(
+        inner, lambda _rt: CallGuard(POLICY, frozenset({"/a.txt"}), approved)
+    ).bind(runtime)
+    with pytest.raises(StaleApproval):
+        backend.read_checked("/a.txt", expected_version=version)
+    pinned = {"/a.txt": (version, None)}
+    backend = GuardedBackend(
+        inner, lambda _rt: CallGuard(POLICY, frozenset({"/a.txt"}), pinned)
+    ).bind(runtime)
+    assert backend.read_checked("/a.txt", expected_version=version) == b"a\n"
 
 
 def test_writes_need_an_allow_or_an_approval(kind: str, tmp_path: Path) -> None:

@@ -188,6 +188,12 @@ class ObjectStoreBackend(Backend):
         """Bytes of an object, or `size` bytes from `start` (a ranged GET)."""
         return requests.run(self.store, self._read_bytes(path, start, size))
 
+    def read_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """Bytes of an object at `expected_version`: one ranged GET, its metadata compared."""
+        return requests.run(self.store, self._read_bytes(path, start, size, expected_version))
+
     def write_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
     ) -> FileInfo:
@@ -224,6 +230,14 @@ class ObjectStoreBackend(Backend):
     async def aread_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Async `read_bytes`, on obstore's async calls."""
         return await requests.arun(self.store, self._read_bytes(path, start, size))
+
+    async def aread_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """Async `read_checked`, on obstore's async calls."""
+        return await requests.arun(
+            self.store, self._read_bytes(path, start, size, expected_version)
+        )
 
     async def awrite_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
@@ -288,18 +302,20 @@ class ObjectStoreBackend(Backend):
         if ahead is None:
             meta: ObjectMeta | None = yield Head(key)
             return meta
-        peeked = yield Peek(key, SNIFF_BYTES)
+        peeked = yield Peek(key, 0, SNIFF_BYTES)
         if peeked is None:
             return None
         if peeked == BEYOND_END:  # an empty object: no range to serve
             meta = yield Head(key)
             return meta
         meta, head = peeked
-        ahead.keep(key, 0, head, whole=len(head) < meta["size"])
+        ahead.keep(key, 0, head, whole=len(head) < meta["size"], version=version_of(meta))
         ahead.last = ("", -1)
         return meta
 
-    def _read_bytes(self, path: str, start: int, size: int | None) -> StoreEffect[bytes]:
+    def _read_bytes(
+        self, path: str, start: int, size: int | None, expected_version: str | None = None
+    ) -> StoreEffect[bytes]:
         path = paths.normalize(path)
         if path == paths.ROOT:
             raise os_error(IsADirectoryError, errno.EISDIR, path)
@@ -307,39 +323,55 @@ class ObjectStoreBackend(Backend):
             raise os_error(OSError, errno.EINVAL, path)
         key = self.key(path)
         if size == 0:
-            if (yield Head(key)) is None:
+            meta = yield Head(key)
+            if meta is None:
                 raise (yield from self._missing(path)) or _is_a_directory(path)
+            _check_version(path, meta, expected_version)
             return b""
         end = None if size is None else start + size
         ahead = self.read_ahead
         if ahead is None:
-            return (yield from self._fetch(path, key, start, end))
-        served = ahead.serve(key, start, end)
+            return (yield from self._fetch(path, key, start, end, expected_version))
+        served = ahead.serve(key, start, end, expected_version)
         if served is not None:
             return served
         if end is None:
-            return (yield from self._fetch(path, key, start, end))
+            return (yield from self._fetch(path, key, start, end, expected_version))
         if not ahead.follows(key, start):
             ahead.last = (key, end)
-            return (yield from self._fetch(path, key, start, end))
-        block = yield from self._fetch(path, key, start, start + READ_AHEAD)
-        ahead.keep(key, start, block, whole=len(block) == READ_AHEAD)
+            return (yield from self._fetch(path, key, start, end, expected_version))
+        block = yield from self._fetch(path, key, start, start + READ_AHEAD, expected_version)
+        ahead.keep(key, start, block, whole=len(block) == READ_AHEAD, version=expected_version)
         ahead.last = (key, end)
         return block[: end - start]
 
-    def _fetch(self, path: str, key: str, start: int, end: int | None) -> StoreEffect[bytes]:
-        """Bytes `start` to `end` of the object at `key` (fewer at its end)."""
-        data = yield Get(key, start, end)
-        if data == BEYOND_END:
+    def _fetch(
+        self, path: str, key: str, start: int, end: int | None, expected_version: str | None = None
+    ) -> StoreEffect[bytes]:
+        """Bytes `start` to `end` of the object at `key` (fewer at its end).
+
+        With `expected_version`, only from that version: the GET's own metadata says
+        which version it read (one request, no HEAD before it).
+        """
+
+        def fetching(end: int | None) -> Get | Peek:
+            return Get(key, start, end) if expected_version is None else Peek(key, start, end)
+
+        answer = yield fetching(end)
+        if answer == BEYOND_END:
             meta = yield Head(key)
             if meta is None:
                 raise (yield from self._missing(path)) or _is_a_directory(path)
+            _check_version(path, meta, expected_version)
             if start >= meta["size"]:
                 return b""
-            data = yield Get(key, start, min(end or meta["size"], meta["size"]))
-        if data is None:
+            answer = yield fetching(min(end or meta["size"], meta["size"]))
+        if answer is None:
             raise (yield from self._missing(path)) or _is_a_directory(path)
-        return bytes(data)
+        if expected_version is not None:
+            meta, answer = answer
+            _check_version(path, meta, expected_version)
+        return bytes(answer)
 
     def _write_bytes(
         self, path: str, data: bytes, expected_version: str | None
@@ -508,29 +540,39 @@ class ReadAhead:
     data: bytes = b""
     whole: bool = True
     """Whether `data` is a full block (else it reaches the object's end)."""
+    version: str | None = None
+    """The object version the block was read from, when its GET said (None: unknown)."""
     last: tuple[str, int] = ("", -1)
 
     def follows(self, key: str, start: int) -> bool:
         """Whether a read of `key` from `start` continues the previous one."""
         return self.last == (key, start)
 
-    def serve(self, key: str, start: int, end: int | None) -> bytes | None:
-        """The bytes from the block, if it holds the range (None: to the object's end)."""
+    def serve(
+        self, key: str, start: int, end: int | None, version: str | None = None
+    ) -> bytes | None:
+        """The bytes from the block, if it holds the range (None: to the object's end).
+
+        With `version`, only from a block known to be of that version.
+        """
         stop = self.start + len(self.data)
         if key != self.key or start < self.start or start > stop:
             return None
         if (end is None or end > stop) and self.whole:
             return None
+        if version is not None and version != self.version:
+            return None
         self.last = (key, stop if end is None else end)
         return self.data[start - self.start : None if end is None else end - self.start]
 
-    def keep(self, key: str, start: int, data: bytes, *, whole: bool) -> None:
-        """Hold a block just fetched."""
+    def keep(self, key: str, start: int, data: bytes, *, whole: bool, version: str | None) -> None:
+        """Hold a block just fetched (of `version`, if known)."""
         self.key, self.start, self.data, self.whole = key, start, data, whole
+        self.version = version
 
     def forget(self) -> None:
         """Drop the block and the last read: the call is changing objects."""
-        self.key, self.data, self.last = "", b"", ("", -1)
+        self.key, self.data, self.version, self.last = "", b"", None, ("", -1)
 
 
 # ----- helpers -----------------------------------------------------------------------------
@@ -551,6 +593,12 @@ def version_of(meta: Any) -> str:
 
 VERSION_SEPARATOR: Final = "\x00"
 """Between an ETag and a version id in a token (no ETag or version id holds NUL)."""
+
+
+def _check_version(path: str, meta: ObjectMeta, expected_version: str | None) -> None:
+    """Refuse an object read at another version than `expected_version` (None: any)."""
+    if expected_version is not None and version_of(meta) != expected_version:
+        raise VersionConflict(path, expected_version, version_of(meta))
 
 
 def _mode(expected_version: str | None) -> PutMode:

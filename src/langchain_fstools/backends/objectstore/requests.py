@@ -29,7 +29,7 @@ from langchain_fstools.errors import StoreUnavailable
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from obstore import ObjectMeta, PutMode
+    from obstore import ObjectMeta, OffsetRange, PutMode
     from obstore.store import ObjectStore
 
 T = TypeVar("T")
@@ -63,13 +63,15 @@ class Get:
 
 @dataclass(frozen=True, slots=True)
 class Peek:
-    """An object's metadata and first `size` bytes (`(ObjectMeta, bytes)`), in one GET.
+    """An object's metadata and its bytes `start` to `end` (`(ObjectMeta, bytes)`), in one GET.
 
-    None when the object is missing; `BEYOND_END` when it is empty (no range to serve).
+    `end` is exclusive (None: the object's end). None when the object is missing;
+    `BEYOND_END` when the range cannot be served (an empty object has none).
     """
 
     key: str
-    size: int
+    start: int
+    end: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,8 +236,8 @@ def _call(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911 - one b
             return obstore.head(store, key)
         case Get(key, start, end):
             return _get(store, key, start, end)
-        case Peek(key, size):
-            result = obstore.get(store, key, options={"range": (0, size)})
+        case Peek(key, start, end):
+            result = obstore.get(store, key, options={"range": _range(start, end)})
             return result.meta, bytes(result.bytes())
         case Put(key, data, mode):
             return obstore.put(store, key, data, mode=mode)
@@ -256,8 +258,8 @@ async def _acall(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911
             return await obstore.head_async(store, key)
         case Get(key, start, end):
             return await _aget(store, key, start, end)
-        case Peek(key, size):
-            result = await obstore.get_async(store, key, options={"range": (0, size)})
+        case Peek(key, start, end):
+            result = await obstore.get_async(store, key, options={"range": _range(start, end)})
             return result.meta, bytes(await result.bytes_async())
         case Put(key, data, mode):
             return await obstore.put_async(store, key, data, mode=mode)
@@ -272,12 +274,17 @@ async def _acall(store: ObjectStore, request: Request) -> Any:  # noqa: PLR0911
     raise TypeError(request)  # pragma: no cover - Gather is handled by the caller
 
 
+def _range(start: int, end: int | None) -> tuple[int, int] | OffsetRange:
+    """The range option of obstore's `get` for bytes `start` to `end` (None: to the end)."""
+    return {"offset": start} if end is None else (start, end)
+
+
 def _get(store: ObjectStore, key: str, start: int, end: int | None) -> bytes:
     if end is not None:
         return bytes(obstore.get_range(store, key, start=start, end=end))
     if start == 0:
         return bytes(obstore.get(store, key).bytes())
-    return bytes(obstore.get(store, key, options={"range": {"offset": start}}).bytes())
+    return bytes(obstore.get(store, key, options={"range": _range(start, end)}).bytes())
 
 
 async def _aget(store: ObjectStore, key: str, start: int, end: int | None) -> bytes:
@@ -286,7 +293,7 @@ async def _aget(store: ObjectStore, key: str, start: int, end: int | None) -> by
     if start == 0:
         result = await obstore.get_async(store, key)
     else:
-        result = await obstore.get_async(store, key, options={"range": {"offset": start}})
+        result = await obstore.get_async(store, key, options={"range": _range(start, end)})
     return bytes(await result.bytes_async())
 
 

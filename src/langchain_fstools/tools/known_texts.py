@@ -1,0 +1,78 @@
+"""What reads learnt of text files, so a later read of the same version starts ahead.
+
+Per file, the toolkit keeps the last version a read found: its metadata, first bytes,
+codec and line index. A later read asks the backend for its window at that version
+(`Backend.read_checked`) without a `stat` first: on an object store that is one ranged
+GET instead of a HEAD and a GET. A file changed since fails the check, and the read
+starts again from a `stat`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from langchain_fstools.formats.text import LineIndex
+
+if TYPE_CHECKING:
+    from langchain_fstools.core.results import FileInfo
+    from langchain_fstools.formats.encoding import TextCodec
+
+
+@dataclass
+class KnownText:
+    """One version of a text file, as reads found it.
+
+    Attributes:
+        info: Its metadata; `info.version` is the version the rest describes.
+        head: Its first bytes (`encoding.SNIFF_BYTES`), which told its kind and codec.
+        codec: Its text encoding.
+        index: Where its lines start, as far as reads have learnt.
+    """
+
+    info: FileInfo
+    head: bytes
+    codec: TextCodec
+    index: LineIndex
+
+
+class KnownTexts:
+    """The last version read of recently read text files, least recently used dropped first."""
+
+    def __init__(self, max_entries: int = 256) -> None:
+        """Keep at most `max_entries` files. Default: 256."""
+        self._entries: OrderedDict[tuple[int, str], KnownText] = OrderedDict()
+        self._max_entries = max_entries
+
+    def get(self, backend: object, path: str) -> KnownText | None:
+        """The last version of `path` read through `backend`, if still kept."""
+        known = self._entries.get((id(backend), path))
+        if known is not None:
+            self._entries.move_to_end((id(backend), path))
+        return known
+
+    def learn(
+        self, backend: object, info: FileInfo, head: bytes, codec: TextCodec, *, start: int
+    ) -> KnownText:
+        """Note that `info.path` is at `info.version`; its index is kept if it already was.
+
+        Args:
+            backend: The backend the file was read through.
+            info: The file's metadata from a `stat`.
+            head: Its first bytes.
+            codec: Its text encoding.
+            start: Where its line 1 starts (after a byte-order mark).
+        """
+        key = (id(backend), info.path)
+        known = self._entries.get(key)
+        if known is None or known.info.version != info.version or known.codec != codec:
+            known = KnownText(info, head, codec, LineIndex(start=start))
+        self._entries[key] = known
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max_entries:
+            self._entries.popitem(last=False)
+        return known
+
+
+__all__ = ["KnownText", "KnownTexts"]
