@@ -69,18 +69,6 @@ class DryRun(Backend):
             raise FileNotFoundError(2, "No such file or directory", key)
         return data[start:] if size is None else data[start : start + size]
 
-    def read_checked(
-        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
-    ) -> bytes:
-        """The overlay's bytes at `expected_version`, or the inner backend's."""
-        key = self.inner.resolve(path)
-        if key not in self._after:
-            return self.inner.read_checked(path, start, size, expected_version=expected_version)
-        actual = self.stat(path).version
-        if actual != expected_version:
-            raise errors.VersionConflict(key, expected_version, actual)
-        return self.read_bytes(path, start, size)
-
     def write_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
     ) -> FileInfo:
