@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import codecs
+import threading
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -87,6 +88,9 @@ class LineIndex:
     scanned_lines: int = 0
     last_start: int = -1
     total_lines: int | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    """Held while the marks change or are looked up: reads of one file version running at
+    once (parallel tool calls, threads or tasks) share the index."""
 
     def __post_init__(self) -> None:
         """Line 1 starts at `start`."""
@@ -112,10 +116,11 @@ class LineIndex:
                 progress.report({"lines": self.scanned_lines})
         if self.total_lines is not None and line > self.total_lines:
             return None
-        slot = bisect.bisect_right(self.mark_lines, line) - 1
-        at_line, offset = self.mark_lines[slot], self.mark_offsets[slot]
-        # the line starts before the next mark: no newline after that is searched
-        bound = self.mark_offsets[slot + 1] if slot + 1 < len(self.mark_offsets) else None
+        with self._lock:
+            slot = bisect.bisect_right(self.mark_lines, line) - 1
+            at_line, offset = self.mark_lines[slot], self.mark_offsets[slot]
+            # the line starts before the next mark: no newline after that is searched
+            bound = self.mark_offsets[slot + 1] if slot + 1 < len(self.mark_offsets) else None
         chunk, position = b"", 0
         while at_line < line:
             chunk = yield from read(offset, CHUNK_BYTES)
@@ -130,18 +135,23 @@ class LineIndex:
         return offset, chunk[position:], bool(chunk) and len(chunk) < CHUNK_BYTES
 
     def _scan_chunk(self, read: Reader) -> Effect[None]:
-        chunk = yield from read(self.scanned_to, CHUNK_BYTES)
-        for begin in range(0, len(chunk), MARK_BYTES):
-            last = chunk.rfind(b"\n", begin, begin + MARK_BYTES)
-            if last >= 0:
-                self.scanned_lines += chunk.count(b"\n", begin, begin + MARK_BYTES)
-                self.last_start = self.scanned_to + last + 1
-                self.mark_lines.append(self.scanned_lines + 1)
-                self.mark_offsets.append(self.last_start)
-        self.scanned_to += len(chunk)
-        if len(chunk) < CHUNK_BYTES:
-            unterminated = self.scanned_to > self.last_start
-            self.total_lines = self.scanned_lines + (1 if unterminated else 0)
+        """Scan the next chunk, unless another read of the index scanned it meanwhile."""
+        position = self.scanned_to
+        chunk = yield from read(position, CHUNK_BYTES)
+        with self._lock:
+            if self.scanned_to != position:
+                return
+            for begin in range(0, len(chunk), MARK_BYTES):
+                last = chunk.rfind(b"\n", begin, begin + MARK_BYTES)
+                if last >= 0:
+                    self.scanned_lines += chunk.count(b"\n", begin, begin + MARK_BYTES)
+                    self.last_start = position + last + 1
+                    self.mark_lines.append(self.scanned_lines + 1)
+                    self.mark_offsets.append(self.last_start)
+            self.scanned_to += len(chunk)
+            if len(chunk) < CHUNK_BYTES:
+                unterminated = self.scanned_to > self.last_start
+                self.total_lines = self.scanned_lines + (1 if unterminated else 0)
 
 
 def _after_newlines(chunk: bytes, count: int, span: int) -> int:

@@ -9,6 +9,7 @@ starts again from a `stat`.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -44,13 +45,15 @@ class KnownTexts:
         """Keep at most `max_entries` files. Default: 256."""
         self._entries: OrderedDict[tuple[int, str], KnownText] = OrderedDict()
         self._max_entries = max_entries
+        self._lock = threading.Lock()  # parallel tool calls share the toolkit
 
     def get(self, backend: object, path: str) -> KnownText | None:
         """The last version of `path` read through `backend`, if still kept."""
-        known = self._entries.get((id(backend), path))
-        if known is not None:
-            self._entries.move_to_end((id(backend), path))
-        return known
+        with self._lock:
+            known = self._entries.get((id(backend), path))
+            if known is not None:
+                self._entries.move_to_end((id(backend), path))
+            return known
 
     def learn(
         self, backend: object, info: FileInfo, head: bytes, codec: TextCodec, *, start: int
@@ -65,14 +68,15 @@ class KnownTexts:
             start: Where its line 1 starts (after a byte-order mark).
         """
         key = (id(backend), info.path)
-        known = self._entries.get(key)
-        if known is None or known.info.version != info.version or known.codec != codec:
-            known = KnownText(info, head, codec, LineIndex(start=start))
-        self._entries[key] = known
-        self._entries.move_to_end(key)
-        while len(self._entries) > self._max_entries:
-            self._entries.popitem(last=False)
-        return known
+        with self._lock:
+            known = self._entries.get(key)
+            if known is None or known.info.version != info.version or known.codec != codec:
+                known = KnownText(info, head, codec, LineIndex(start=start))
+            self._entries[key] = known
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+            return known
 
 
 __all__ = ["KnownText", "KnownTexts"]

@@ -267,3 +267,52 @@ def test_the_line_start_is_found_after_exactly_that_many_newlines(
     ends = [k + 1 for k, byte in enumerate(chunk) if byte == ord("\n") and k < span]
     expected = ends[count - 1] if count <= len(ends) else -1
     assert text._after_newlines(chunk, count, span) == expected
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reads_sharing_an_index_at_once_agree_with_one_read_alone(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parallel tool calls reading one file version share its index; their scans interleave.
+
+    Each window is driven one read at a time, round robin, so every read of one window
+    falls between reads of the others: each must still show the lines a lone read shows.
+    """
+    rng = random.Random(seed)  # noqa: S311 - reproducible test data
+    monkeypatch.setattr(text, "CHUNK_BYTES", rng.choice([16, 64]))
+    monkeypatch.setattr(text, "MARK_BYTES", rng.choice([4, 16]))
+    data = b"".join(b"%d %s\n" % (n, b"x" * rng.randint(0, 9)) for n in range(1, 301))
+    index = LineIndex()
+    offsets = [rng.randint(1, 320) for _ in range(4)]
+
+    def reading(start: int, size: int) -> Effect[bytes]:
+        chunk: bytes = yield calls.Call("read_bytes", (start, size))
+        return chunk
+
+    def effect(offset: int) -> Effect[Window]:
+        return read_window(
+            reading,
+            index,
+            codec="utf-8",
+            offset=offset,
+            limit=3,
+            token_budget=25_000,
+            count_tokens=len,
+        )
+
+    running = {offset: (effect(offset), None) for offset in offsets}
+    windows: dict[int, Window] = {}
+    while running:
+        for offset, (pending, answer) in list(running.items()):
+            try:
+                call = pending.send(answer)
+            except StopIteration as stop:
+                windows[offset] = stop.value
+                del running[offset]
+            else:
+                start, size = call.args
+                running[offset] = (pending, data[start : start + size])
+    for offset in offsets:
+        assert windows[offset].rows == window(data, offset=offset, limit=3).rows, offset
+    later = window(data, offset=250, limit=2, index=index)  # the index they left is sound
+    assert later.rows == window(data, offset=250, limit=2).rows

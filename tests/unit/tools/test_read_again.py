@@ -10,6 +10,7 @@ would answer it.
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,30 @@ def test_reads_agree_with_a_toolkit_that_knows_nothing(
         else:
             assert ours.content == theirs
             shown[offset, limit] = theirs
+
+
+@pytest.mark.parametrize("kind", ["local", "objectstore"])
+def test_parallel_reads_of_one_file_show_the_lines_they_name(kind: str, tmp_path: Path) -> None:
+    """A model's parallel tool calls (tasks on one loop, or threads) share the line index."""
+    h = Harness(kind, tmp_path)
+    h.seed("/big.txt", b"".join(b"line %d\n" % n for n in range(1, 100_001)))
+    read = h.tools["read_file"]
+    offsets = [90_000, 30_000, 70_000, 99_990]
+
+    async def at_once() -> list[str]:
+        replies = [
+            read.ainvoke({"file_path": "/big.txt", "offset": o, "limit": 1}) for o in offsets
+        ]
+        return list(await asyncio.gather(*replies))
+
+    for offset, reply in zip(offsets, asyncio.run(at_once()), strict=True):
+        assert reply.startswith(f"{offset}\tline {offset}\n"), reply
+    h.seed("/big.txt", b"".join(b"row %d\n" % n for n in range(1, 100_001)))  # a new version
+    with ThreadPoolExecutor(4) as pool:
+        replies = pool.map(
+            lambda o: read.invoke({"file_path": "/big.txt", "offset": o, "limit": 1}), offsets
+        )
+        for offset, reply in zip(offsets, replies, strict=True):
+            assert reply.startswith(f"{offset}\trow {offset}\n"), reply
+    last = read.invoke({"file_path": "/big.txt", "offset": 55_555, "limit": 1})
+    assert last.startswith("55555\trow 55555\n")
