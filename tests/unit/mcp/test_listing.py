@@ -8,7 +8,8 @@ from langchain_core.messages import ToolMessage
 from langgraph.store.memory import InMemoryStore
 
 from langchain_fstools import CompositeBackend, LocalBackend, StoreBackend
-from langchain_fstools.mcp.server import CallRuntime, FileServer
+from langchain_fstools.mcp.server import CallRuntime
+from tests.unit.mcp.servers import file_server
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -28,16 +29,7 @@ def test_an_empty_mount_hidden_while_empty_is_not_listed(tmp_path: Path) -> None
 
 async def test_ls_shows_large_tool_results_once_something_is_evicted(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a\n")
-    server = FileServer(
-        LocalBackend(tmp_path, execute=True),
-        tools=None,
-        execute=True,
-        mode=None,
-        permissions=(),
-        protected_paths=(),
-        eviction=True,
-        settings={},
-    )
+    server = file_server(tmp_path)
     session = server._new_session()
 
     async def call(name: str, **args: object) -> str:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from langchain_fstools import LocalBackend
 from langchain_fstools.mcp.notifications import MESSAGE_CHARS, describe
-from langchain_fstools.mcp.server import FileServer
+from tests.unit.mcp.servers import file_server
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -33,19 +32,6 @@ class Request:
 
 class Client:
     """A client's connection: one per MCP session (held weakly by the server)."""
-
-
-def file_server(root: Path) -> FileServer:
-    return FileServer(
-        LocalBackend(root, execute=True),
-        tools=None,
-        execute=True,
-        mode=None,
-        permissions=(),
-        protected_paths=(),
-        eviction=True,
-        settings={},
-    )
 
 
 def test_messages() -> None:
