@@ -49,10 +49,11 @@ class KnownTexts:
 
     def get(self, backend: object, path: str) -> KnownText | None:
         """The last version of `path` read through `backend`, if still kept."""
+        key = (id(backend), path)
         with self._lock:
-            known = self._entries.get((id(backend), path))
+            known = self._entries.get(key)
             if known is not None:
-                self._entries.move_to_end((id(backend), path))
+                self._entries.move_to_end(key)
             return known
 
     def learn(

@@ -142,10 +142,13 @@ def _known_rereadable(
     info = known.info
     if scope.reads.repeats(path, version=info.version, view=view) is not None:
         return None
+    return None if _needs_window(scope, info, args) else known
+
+
+def _needs_window(scope: CallScope, info: FileInfo, args: ReadFileArgs) -> bool:
+    """Whether this is a whole read of a file over the size cap (refused: it needs a window)."""
     cap = scope.context.settings.read_max_bytes
-    if cap and info.size > cap and args.offset is None and args.limit is None:
-        return None
-    return known
+    return bool(cap) and info.size > cap and args.offset is None and args.limit is None
 
 
 def _read_new_text(  # noqa: PLR0917 - one read's facts
@@ -166,9 +169,8 @@ def _read_new_text(  # noqa: PLR0917 - one read's facts
             last = min(last, repeated["total_lines"])
         text = UNCHANGED.format(path=path, first=offset, last=last)
         return ToolOutcome(text, {"path": path, "unchanged": True, "version": info.version})
-    cap = scope.context.settings.read_max_bytes
-    if cap and info.size > cap and args.offset is None and args.limit is None:
-        raise errors.NeedsWindow(path, info.size, cap)
+    if _needs_window(scope, info, args):
+        raise errors.NeedsWindow(path, info.size, scope.context.settings.read_max_bytes)
     codec = encoding.sniff(head)
     if codec is None:
         raise errors.BinaryFile(path)
@@ -330,14 +332,15 @@ def _checked_reader(info: FileInfo) -> tuple[Reader, Callable[[], Effect[None]]]
     the file's current version: `confirm` then checks it with a read of no bytes.
     """
     path, version = info.path, info.version
-    reads: list[int] = []
+    read_any = False
 
     def read_range(start: int, size: int) -> Effect[bytes]:
-        reads.append(start)
+        nonlocal read_any
+        read_any = True
         return calls.read_checked(path, start, size, expected_version=version)
 
     def confirm() -> Effect[None]:
-        if not reads:
+        if not read_any:
             yield from calls.read_checked(path, 0, 0, expected_version=version)
 
     return read_range, confirm
