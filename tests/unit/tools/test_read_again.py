@@ -183,3 +183,13 @@ def test_parallel_reads_of_one_file_show_the_lines_they_name(kind: str, tmp_path
             assert reply.startswith(f"{offset}\trow {offset}\n"), reply
     last = read.invoke({"file_path": "/big.txt", "offset": 55_555, "limit": 1})
     assert last.startswith("55555\trow 55555\n")
+
+
+@pytest.mark.parametrize("kind", ["local", "objectstore"])
+def test_a_whole_read_over_the_cap_is_refused_after_a_window_too(kind: str, tmp_path: Path) -> None:
+    h = Harness(kind, tmp_path, read_max_bytes=1000)
+    h.seed("/big.txt", NUMBERED)
+    assert h.call("read_file", file_path="/big.txt", offset=5, limit=2).status == "success"
+    whole = h.call("read_file", file_path="/big.txt")
+    assert whole.status == "error"
+    assert "Read it in windows with offset and limit" in whole.content
