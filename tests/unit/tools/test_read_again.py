@@ -193,3 +193,24 @@ def test_a_whole_read_over_the_cap_is_refused_after_a_window_too(kind: str, tmp_
     whole = h.call("read_file", file_path="/big.txt")
     assert whole.status == "error"
     assert "Read it in windows with offset and limit" in whole.content
+
+
+def test_a_file_swapped_for_a_link_since_is_read_as_the_link_is(tmp_path: Path) -> None:
+    """A link swapped in after a read: inside, its target is read; outside, it is refused."""
+    root, outside = tmp_path / "root", tmp_path / "outside.txt"
+    root.mkdir()
+    (root / "a.txt").write_bytes(b"mine 1\nmine 2\n")
+    (root / "b.txt").write_bytes(b"theirs 1\ntheirs 2\n")
+    outside.write_bytes(b"secret 1\nsecret 2\n")
+    read = {t.name: t for t in FileToolkit(LocalBackend(root)).get_tools()}["read_file"]
+    assert read.invoke({"file_path": "/a.txt", "offset": 2, "limit": 1}).startswith("2\tmine 2")
+    (root / "a.txt").unlink()
+    (root / "a.txt").symlink_to(root / "b.txt")
+    inside = read.invoke({"file_path": "/a.txt", "offset": 2, "limit": 1})
+    assert inside.startswith("2\ttheirs 2"), inside
+    (root / "a.txt").unlink()
+    (root / "a.txt").symlink_to(outside)
+    escaped = read.invoke({"file_path": "/a.txt", "offset": 1, "limit": 1})
+    assert "secret" not in escaped
+    assert str(tmp_path) not in escaped
+    assert escaped.startswith("Error:"), escaped
