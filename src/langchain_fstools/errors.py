@@ -58,6 +58,14 @@ class VersionConflict(FsToolsError):
 
 
 @dataclass(eq=False)
+class WriteLockTimeout(FsToolsError):
+    """Another writer held the lock of a file's folder longer than a write waits for it."""
+
+    path: str
+    seconds: float
+
+
+@dataclass(eq=False)
 class PartialWrite(FsToolsError):
     """A batch write (`Backend.write_many`) failed after some of its files were written.
 
@@ -426,4 +434,5 @@ __all__ = [
     "UnsupportedInvocation",
     "UseNotebookEdit",
     "VersionConflict",
+    "WriteLockTimeout",
 ]

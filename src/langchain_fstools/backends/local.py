@@ -22,6 +22,7 @@ from langchain_fstools.backends.beneath import LISTING, Beneath, Place
 from langchain_fstools.backends.host_paths import is_inside, real_path
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
+from langchain_fstools.backends.write_locks import directories_locked
 from langchain_fstools.core import paths
 from langchain_fstools.core.results import Write
 from langchain_fstools.errors import (
@@ -62,6 +63,9 @@ _SYNC_THREADS = 16
 _OPEN_TEMPS = 256
 """Most temporary files, and most replaced files, a batch write holds open at once."""
 
+DEFAULT_LOCK_TIMEOUT: Final = 10.0
+"""Seconds a write waits for other writers of its folders (see `backends.write_locks`)."""
+
 _T = TypeVar("_T")
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -96,12 +100,14 @@ class LocalBackend(Backend):
     expected version, renames them all, then fsyncs each directory once: each file
     still holds its old or its new content at any moment. `durability="rename"`
     skips the syncs: a killed process still leaves old or new content, a power cut
-    may lose recent writes. A conditional write compares
-    versions just before the rename; a writer outside this process can still slip in
-    between those two steps. The version token combines mtime, size and inode; each
-    write stamps a precise mtime later than the replaced file's, so quick same-size
-    writes never share a token. Devices, FIFOs and sockets are listed as special
-    entries and never opened; reads never block.
+    may lose recent writes. A conditional write compares versions and renames while
+    holding a lock on the target's folder that every writer of this package takes (any
+    thread, any process; see `backends.write_locks`), so of two writers that read one
+    version exactly one succeeds; a program that does not take the lock (an editor)
+    can still slip in between the check and the rename. The version token combines
+    mtime, size and inode; each write stamps a precise mtime later than the replaced
+    file's, so quick same-size writes never share a token. Devices, FIFOs and sockets
+    are listed as special entries and never opened; reads never block.
 
     Limits: a directory that another process moves out of the root while a call
     holds it open is still written in (only a process that can write outside can do
@@ -136,6 +142,8 @@ class LocalBackend(Backend):
         durability: `"fsync"` makes every write survive power loss; `"rename"` skips
             the syncs, so a write survives a killed process (old or new content,
             never a mix) but a power cut may lose it. Default: `"fsync"`.
+        lock_timeout: Seconds a write waits for other writers of the same folders
+            before it fails with `WriteLockTimeout`. Default: 10.
 
     Example:
         ```python
@@ -160,6 +168,7 @@ class LocalBackend(Backend):
         env: Mapping[str, str] | None = None,
         inherit_env: InheritEnv | None = None,
         durability: Durability = "fsync",
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
         """Confine the backend to `root_dir`.
 
@@ -173,16 +182,23 @@ class LocalBackend(Backend):
                 Default: `MINIMAL_ENV`, True with `sandbox=None`.
             durability: `"fsync"` (writes survive power loss) or `"rename"` (writes
                 survive a killed process only, without syncs). Default: `"fsync"`.
+            lock_timeout: Seconds a write waits for other writers of its folders.
+                Default: 10.
 
         Raises:
             ValueError: `root_dir` is not an existing directory, `sandbox` is unknown
                 or a non-default one is given without `execute=True`,
                 or `env`/`inherit_env` are malformed or given without `execute=True`,
-                or `durability` is unknown.
+                or `durability` is unknown, or `lock_timeout` is not positive.
         """
         if durability not in DURABILITIES:
             raise ValueError(f"unknown durability {durability!r}; choose from {list(DURABILITIES)}")
+        if not lock_timeout > 0:
+            raise ValueError(
+                f"lock_timeout must be a positive number of seconds, not {lock_timeout!r}"
+            )
         self._durability: Durability = durability
+        self._lock_timeout = lock_timeout
         # Not `real_path`: a graph factory may build this on an event loop, where
         # `langgraph dev` refuses `os.readlink`; `os.path.realpath` only lstats.
         root = os.path.realpath(os.fspath(root_dir))
@@ -319,26 +335,29 @@ class LocalBackend(Backend):
         try:
             for start in range(0, len(writes), _OPEN_TEMPS):
                 self._stage_and_sync(writes[start : start + _OPEN_TEMPS], staged, directories)
-            for entry in staged:
-                with paths.virtual_errors(entry.virtual):
-                    _check_version(entry)
         except BaseException:
             _discard(staged)
             raise
         renamed = 0
         replaced: list[int] = []
         try:
-            for entry in staged:
-                with paths.virtual_errors(entry.virtual):
-                    if entry.replaces:
-                        _hold(entry, replaced)
-                    os.replace(
-                        entry.temp,
-                        entry.name,
-                        src_dir_fd=entry.directory,
-                        dst_dir_fd=entry.directory,
-                    )
-                renamed += 1
+            with directories_locked(
+                {entry.directory: entry.virtual for entry in staged}, self._lock_timeout
+            ):
+                for entry in staged:
+                    with paths.virtual_errors(entry.virtual):
+                        _check_version(entry)
+                for entry in staged:
+                    with paths.virtual_errors(entry.virtual):
+                        if entry.replaces:
+                            _hold(entry, replaced)
+                        os.replace(
+                            entry.temp,
+                            entry.name,
+                            src_dir_fd=entry.directory,
+                            dst_dir_fd=entry.directory,
+                        )
+                    renamed += 1
             if self._durability == "fsync":
                 synced = {entry.directory: entry.virtual for entry in staged}
                 _sync_all([(v, d) for d, v in synced.items()], _fsync_directory)

@@ -323,6 +323,11 @@ def _remote_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one retu
                 f"Error: the file store failed ({reason})."
                 " Try the call again; if it keeps failing, tell the user."
             )
+        case errors.WriteLockTimeout(path=path, seconds=seconds):
+            return (
+                f"Error: another writer kept the folder of {path} locked for {seconds:g} s;"
+                " nothing was written. Try the call again shortly."
+            )
     return None
 
 
