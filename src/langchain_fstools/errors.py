@@ -320,6 +320,24 @@ class CommandTimedOut(FsToolsError):
 
 
 @dataclass(eq=False)
+class ChangesNotCommitted(FsToolsError):
+    """A command ran on a copy-on-write view, and nothing it changed was committed.
+
+    Attributes:
+        reason: `protected` (a path no command may change), `stale` (the path also
+            changed in the workspace while the command ran) or `denied` (a rule).
+        path: The first path found.
+        why: For a protected path, why in a few words ("git runs outside the sandbox").
+        output: What the command printed, ending with its exit code line.
+    """
+
+    reason: str
+    path: str
+    why: str
+    output: str
+
+
+@dataclass(eq=False)
 class SSHConnectionFailed(FsToolsError):
     """The SSH server could not be reached, or the connection to it was lost.
 
@@ -400,6 +418,7 @@ __all__ = [
     "ChangeNotKept",
     "ChangedOutsideAgent",
     "ChangedSinceRead",
+    "ChangesNotCommitted",
     "CommandRefused",
     "CommandTimedOut",
     "ContextNotFound",

@@ -14,6 +14,7 @@ from langchain_fstools.core import paths
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping, Sequence
 
+    from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.core.results import ExecutionResult, Write
     from langchain_fstools.search.contract import SearchPart
 
@@ -332,6 +333,32 @@ class CompositeBackend(Backend):
     ) -> ExecutionResult:
         """Async `execute`, on the default backend."""
         return await self.default.aexecute(command, timeout=timeout, output_limit=output_limit)
+
+    def execute_changes(
+        self, command: str, *, timeout: float, output_limit: int
+    ) -> ExecutionResult:
+        """Commands run on the default backend."""
+        return self.default.execute_changes(command, timeout=timeout, output_limit=output_limit)
+
+    def commit(self, changes: ChangeSet) -> list[FileInfo]:
+        """A command's changes are the default backend's (its commands ran there)."""
+        return self.default.commit(changes)
+
+    async def aexecute_changes(
+        self,
+        command: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced by the backend
+        output_limit: int,
+    ) -> ExecutionResult:
+        """Async `execute_changes`, on the default backend."""
+        return await self.default.aexecute_changes(
+            command, timeout=timeout, output_limit=output_limit
+        )
+
+    async def acommit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Async `commit`, on the default backend."""
+        return await self.default.acommit(changes)
 
 
 __all__ = ["CompositeBackend"]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
 
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.core.results import ExecutionResult, Write
     from langchain_fstools.search.contract import (
         FileHits,
@@ -137,6 +138,16 @@ class BackendView(Backend):
         """Forwarded."""
         return self.inner.execute(command, timeout=timeout, output_limit=output_limit)
 
+    def execute_changes(
+        self, command: str, *, timeout: float, output_limit: int
+    ) -> ExecutionResult:
+        """Forwarded."""
+        return self.inner.execute_changes(command, timeout=timeout, output_limit=output_limit)
+
+    def commit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Forwarded."""
+        return self.inner.commit(changes)
+
     async def astat(self, path: str) -> FileInfo:
         """Forwarded."""
         return await self.inner.astat(path)
@@ -201,6 +212,22 @@ class BackendView(Backend):
         """Forwarded."""
         return await self.inner.aexecute(command, timeout=timeout, output_limit=output_limit)
 
+    async def aexecute_changes(
+        self,
+        command: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced by the backend
+        output_limit: int,
+    ) -> ExecutionResult:
+        """Forwarded."""
+        return await self.inner.aexecute_changes(
+            command, timeout=timeout, output_limit=output_limit
+        )
+
+    async def acommit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Forwarded."""
+        return await self.inner.acommit(changes)
+
 
 class PathGuard(Protocol):
     """What one tool call may do with each canonical virtual path."""
@@ -213,6 +240,9 @@ class PathGuard(Protocol):
 
     def writable(self, path: str) -> bool:
         """Whether the path may be written, deleted, created or moved."""
+
+    def committable(self, path: str) -> bool:
+        """Whether a command this call was let run may leave its change of the path."""
 
     def expectation(self, path: str) -> tuple[str, str | None] | None:
         """The approved change pinned at `path`, if any.
@@ -235,7 +265,9 @@ class GuardedBackend(BackendView):
         2. Visible but not `readable`: listed, but its bytes are neither read nor
            searched (`read_bytes` raises `PermissionError`; grep skips it).
         3. Not `writable`: `write_bytes`, `delete`, `mkdir` and `move` (either end)
-           raise `PermissionError`.
+           raise `PermissionError`. Not `committable`: a command's change set that
+           changes the path is not committed (`commit` raises `PermissionError`, for
+           the first such path, before anything is written).
         4. A change a person approved (`expectation`): `stat` of the file raises
            `StaleApproval` if it is no longer at the version the person saw, and a
            write must carry exactly the approved post-image (a removal must be
@@ -418,6 +450,11 @@ class GuardedBackend(BackendView):
         destination = yield from self._checking(destination, _writable)
         return (yield from calls.move(source, destination))
 
+    def _commit(self, changes: ChangeSet) -> Effect[list[FileInfo]]:
+        for change in changes.changes:
+            yield from self._checking(change.path, _committable)
+        return (yield from calls.commit(changes))
+
     # ----- the backend methods -------------------------------------------------------------
 
     def stat(self, path: str) -> FileInfo:
@@ -469,6 +506,10 @@ class GuardedBackend(BackendView):
         """Move between two writable paths."""
         return calls.run(self._move(source, destination), self.inner)
 
+    def commit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Commit a command's changes if every path is committable (all checked first)."""
+        return calls.run(self._commit(changes), self.inner)
+
     async def astat(self, path: str) -> FileInfo:
         """Async `stat`."""
         return await calls.arun(self._stat(path), self.inner)
@@ -519,6 +560,10 @@ class GuardedBackend(BackendView):
     async def amove(self, source: str, destination: str) -> FileInfo:
         """Async `move`."""
         return await calls.arun(self._move(source, destination), self.inner)
+
+    async def acommit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Async `commit`."""
+        return await calls.arun(self._commit(changes), self.inner)
 
     # ----- sync only: walking and search parts (the engines walk off the event loop) --------
 
@@ -579,6 +624,10 @@ def _readable(guard: PathGuard, path: str) -> bool:
 
 def _writable(guard: PathGuard, path: str) -> bool:
     return guard.writable(path)
+
+
+def _committable(guard: PathGuard, path: str) -> bool:
+    return guard.committable(path)
 
 
 class _GuardedSearch:

@@ -24,6 +24,7 @@ from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.backends.write_locks import directories_locked
 from langchain_fstools.core import paths
+from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet
 from langchain_fstools.core.results import Write
 from langchain_fstools.errors import (
     ExecutionUnsupported,
@@ -35,7 +36,9 @@ from langchain_fstools.errors import (
 from langchain_fstools.search.ripgrep import RipgrepSearch, find_ripgrep
 from langchain_fstools.shell.environment import MINIMAL_ENV, CommandEnv, InheritEnv
 from langchain_fstools.shell.output import reporter_if_listening
+from langchain_fstools.shell.overlay import Overlay, files_equal, upper_path
 from langchain_fstools.shell.process import run_process
+from langchain_fstools.shell.protected import host_code_paths
 from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Confinement, Sandbox, cleanup
 
 if TYPE_CHECKING:
@@ -65,6 +68,9 @@ _OPEN_TEMPS = 256
 
 DEFAULT_LOCK_TIMEOUT: Final = 10.0
 """Seconds a write waits for other writers of its folders (see `backends.write_locks`)."""
+
+_COPY_CHUNK: Final = 1 << 24
+"""Bytes one `copy_file_range` call copies into a file committed from a change set."""
 
 _T = TypeVar("_T")
 
@@ -320,21 +326,25 @@ class LocalBackend(Backend):
         Raises:
             PartialWrite: a rename or a directory sync failed after files were renamed.
         """
+        return self._write_batch([_Entry(w.path, w.expected_version, data=w.data) for w in writes])
+
+    def _write_batch(self, entries: Sequence[_Entry]) -> list[FileInfo]:
+        """`write_many` of files given by their bytes, by a source file, or links."""
         staged: list[_Staged] = []
         directories: dict[str, int] = {}
         try:
-            return self._write_staged(writes, staged, directories)
+            return self._write_staged(entries, staged, directories)
         finally:
             for descriptor in directories.values():
                 os.close(descriptor)
 
     def _write_staged(
-        self, writes: Sequence[Write], staged: list[_Staged], directories: dict[str, int]
+        self, entries: Sequence[_Entry], staged: list[_Staged], directories: dict[str, int]
     ) -> list[FileInfo]:
-        """`write_many` with its directories held open in `directories` (closed by the caller)."""
+        """`_write_batch` with its directories held open in `directories` (closed by the caller)."""
         try:
-            for start in range(0, len(writes), _OPEN_TEMPS):
-                self._stage_and_sync(writes[start : start + _OPEN_TEMPS], staged, directories)
+            for start in range(0, len(entries), _OPEN_TEMPS):
+                self._stage_and_sync(entries[start : start + _OPEN_TEMPS], staged, directories)
         except BaseException:
             _discard(staged)
             raise
@@ -366,7 +376,7 @@ class LocalBackend(Backend):
             _discard(staged[renamed:])
             if not renamed:
                 raise
-            raise PartialWrite(tuple(w.path for w in writes[:renamed]), exc) from exc
+            raise PartialWrite(tuple(e.path for e in entries[:renamed]), exc) from exc
         finally:
             _release_later(replaced)
 
@@ -375,40 +385,50 @@ class LocalBackend(Backend):
         return await asyncio.to_thread(self.write_many, writes)
 
     def _stage_and_sync(
-        self, writes: Sequence[Write], staged: list[_Staged], directories: dict[str, int]
+        self, entries: Sequence[_Entry], staged: list[_Staged], directories: dict[str, int]
     ) -> None:
-        """Stage `writes` onto `staged`, fsync them together, close their descriptors."""
+        """Stage `entries` onto `staged`, fsync them together, close their descriptors."""
         chunk: list[_Staged] = []
         try:
-            for write in writes:
-                chunk.append(self._stage(write, directories))  # noqa: PERF401 - for the cleanup
+            for entry in entries:
+                chunk.append(self._stage(entry, directories))  # noqa: PERF401 - for the cleanup
             if self._durability == "fsync":
-                _sync_all([(e.virtual, e.descriptor) for e in chunk], _fsync_descriptor)
+                files = [(e.virtual, e.descriptor) for e in chunk if e.descriptor >= 0]
+                _sync_all(files, _fsync_descriptor)
         finally:
             staged.extend(chunk)
-            for entry in chunk:
-                os.close(entry.descriptor)
+            for done in chunk:
+                if done.descriptor >= 0:
+                    os.close(done.descriptor)
 
-    def _stage(self, write: Write, directories: dict[str, int]) -> _Staged:
-        """Write a temporary file next to the target; its descriptor is left open.
+    def _stage(self, entry: _Entry, directories: dict[str, int]) -> _Staged:
+        """Make a temporary file (or link) next to the target; a file's descriptor stays open.
 
         The target's directory is held in `directories` (one descriptor per directory
-        of the batch), so the rename lands where the temporary file was made.
+        of the batch), so the rename lands where the temporary file was made. A
+        replaced file's owner and mode go to the new one, unless the entry has a mode.
         """
-        virtual = paths.normalize(write.path)
+        virtual = entry.path if entry.canonical else paths.normalize(entry.path)
         if virtual == paths.ROOT:
             raise os_error(IsADirectoryError, errno.EISDIR, virtual)
         with paths.virtual_errors(virtual):
-            place = self._beneath.place(virtual, create=True)
+            place = self._beneath.place(virtual, create=True, follow=entry.follow)
             directory = _shared_directory(place, directories)
             current = place.info
-            if current is not None:
+            if entry.link is not None:
+                temp = _create_temp_link(directory, place.name, entry.link)
+                return _Staged(
+                    virtual, place.name, directory, temp, -1, entry.expected, current is not None
+                )
+            if current is not None and entry.follow:
                 require_regular(virtual, current.st_mode)
             descriptor, temp = _create_temp(directory, place.name, private=current is not None)
             try:
-                if current is not None:
+                if current is not None and stat_module.S_ISREG(current.st_mode):
                     _copy_owner_and_mode(descriptor, current)
-                _write_all(descriptor, write.data)
+                entry.fill(descriptor)
+                if entry.mode is not None:
+                    os.fchmod(descriptor, entry.mode)
                 _stamp(descriptor, current)
             except BaseException:
                 os.close(descriptor)
@@ -416,13 +436,7 @@ class LocalBackend(Backend):
                     os.unlink(temp, dir_fd=directory)
                 raise
         return _Staged(
-            virtual,
-            place.name,
-            directory,
-            temp,
-            descriptor,
-            write.expected_version,
-            current is not None,
+            virtual, place.name, directory, temp, descriptor, entry.expected, current is not None
         )
 
     def delete(self, path: str) -> None:
@@ -532,21 +546,65 @@ class LocalBackend(Backend):
     def execute(self, command: str, *, timeout: float, output_limit: int) -> ExecutionResult:
         """Run `command` with bash in the root, bounded by `timeout` and `output_limit`.
 
+        On a copy-on-write view, what the command changed is committed when it ends,
+        unreviewed (`execute_changes` leaves it to the caller).
+
         Raises:
             ExecutionUnsupported: the backend was made without `execute=True`.
             SandboxUnavailable: no OS sandbox can start here (the reason says why).
             OSError: the shell (or bwrap) could not be started; names `/` only.
         """
+        result = self.execute_changes(command, timeout=timeout, output_limit=output_limit)
+        if result.changes is not None:
+            try:
+                self.commit(result.changes)
+            finally:
+                result.changes.discard()
+        return replace(result, changes=None)
+
+    def execute_changes(
+        self, command: str, *, timeout: float, output_limit: int
+    ) -> ExecutionResult:
+        """Run `command` as `execute` does, on a copy-on-write view where the sandbox has one.
+
+        What the command changed is then returned as `changes`, not yet committed:
+        `commit` applies it, `ChangeSet.discard` drops it. Without a view (Landlock
+        alone, `workspace="direct"`, `sandbox=None`) the command wrote in place and
+        `changes` is None.
+        """
         if not self.supports_execute:
             raise ExecutionUnsupported(self.kind)
         if self._confinement is None:
             self._confinement = Confinement.prepare(self._sandbox, self._root)
-        wrapped = self._confinement.wrap([find_shell(), "-c", command])
+        overlay = Overlay.create() if self._confinement.copy_on_write else None
+        try:
+            result = self._run(command, overlay, timeout=timeout, output_limit=output_limit)
+            if overlay is None:
+                return result
+            changes = overlay.read_changes(_Lower(self._beneath), self._host_code)
+            return replace(result, changes=changes)
+        except BaseException:
+            if overlay is not None:
+                shutil.rmtree(overlay.folder, ignore_errors=True)
+            raise
+
+    @functools.cached_property
+    def _host_code(self) -> tuple[str, ...]:
+        """Virtual paths of code this process runs later, found once (`shell.protected`)."""
+        confinement = self._confinement
+        executables = [find_ripgrep(), confinement.bwrap if confinement is not None else None]
+        return tuple(host_code_paths(self._root, executables))
+
+    def _run(
+        self, command: str, overlay: Overlay | None, *, timeout: float, output_limit: int
+    ) -> ExecutionResult:
+        assert self._confinement is not None  # noqa: S101 - prepared by the caller
+        wrapped = self._confinement.wrap([find_shell(), "-c", command], overlay)
         env = self._env.build(os.environ, secrets=self._sandbox is None)
         env.update(wrapped.env)
         reporter = reporter_if_listening(self._virtual_text)
         try:
-            result = run_process(
+            return run_process(
                 wrapped.argv,
                 cwd=self._root,
                 timeout=timeout,
@@ -562,7 +620,89 @@ class LocalBackend(Backend):
             cleanup(wrapped)
             if reporter is not None:
                 reporter.flush()
-        return result
+
+    def commit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Apply a command's change set to the workspace, or nothing of it.
+
+        Every path must still be as it was when the set was read (its `before`
+        version; absent for an addition): that is checked for all of them first, and
+        again for each file and link as it is renamed into place, under the folder
+        locks every writer takes. Then deletions (deepest first), new directories and
+        mode changes, and one batch of files and links (see `write_many`).
+
+        Returns:
+            What each added or modified file and link now is.
+
+        Raises:
+            VersionConflict: a path changed since (nothing is committed when found
+                before the first change; a writer that slips in later stops the rest).
+        """
+        deleted = {c.path for c in changes.changes if c.kind is ChangeKind.DELETED}
+        for change in changes.changes:
+            if not (change.kind is ChangeKind.ADDED and change.path in deleted):
+                self._check_before(change)  # an entry replacing a deleted one: checked by it
+        for change in sorted(
+            (c for c in changes.changes if c.kind is ChangeKind.DELETED),
+            key=lambda c: c.path.count("/"),
+            reverse=True,
+        ):
+            self._remove_entry(change)
+        batch: list[_Entry] = []
+        sources: list[int] = []
+        try:
+            for change in changes.changes:
+                if change.kind is ChangeKind.DELETED:
+                    continue
+                if change.entry == "directory":
+                    self._commit_directory(change)
+                    continue
+                expected = change.before if change.before is not None else ABSENT
+                committed = _Entry(change.path, expected, follow=False, canonical=True)
+                if change.entry == "link":
+                    batch.append(replace(committed, link=change.target))
+                    continue
+                sources.append(os.open(upper_path(changes, change.path), _READ_FLAGS))
+                batch.append(replace(committed, source=sources[-1], mode=change.mode))
+            return self._write_batch(batch) if batch else []
+        finally:
+            _close_all(sources)
+
+    def _check_before(self, change: Change) -> None:
+        """`VersionConflict` unless `change.path` is still what the change set found."""
+        with paths.virtual_errors(change.path):
+            try:
+                with self._beneath.place(change.path, follow=False) as place:
+                    current = place.info
+            except (FileNotFoundError, NotADirectoryError):
+                current = None
+        actual = _version(current) if current is not None else None
+        if change.entry == "directory" and change.kind is not ChangeKind.ADDED:
+            return  # a directory's version changes with its entries: its files are checked
+        if actual != change.before:
+            raise VersionConflict(change.path, change.before or ABSENT, actual)
+
+    def _remove_entry(self, change: Change) -> None:
+        with (
+            paths.virtual_errors(change.path),
+            self._beneath.place(change.path, follow=False) as place,
+        ):
+            if place.info is None:
+                return
+            if stat_module.S_ISDIR(place.info.st_mode):
+                os.rmdir(place.name, dir_fd=place.directory)
+            else:
+                os.unlink(place.name, dir_fd=place.directory)
+
+    def _commit_directory(self, change: Change) -> None:
+        """Create an added directory, or give a directory its new mode."""
+        with (
+            paths.virtual_errors(change.path),
+            self._beneath.place(change.path, follow=False, create=True) as place,
+        ):
+            if change.kind is ChangeKind.ADDED and place.info is None:
+                os.mkdir(place.name, 0o700, dir_fd=place.directory)
+            if change.mode is not None:
+                os.chmod(place.name, change.mode, dir_fd=place.directory, follow_symlinks=False)
 
     def _virtual_text(self, text: str) -> str:
         """`text` with the root's host path written as the virtual root `/`."""
@@ -648,6 +788,47 @@ def _host_root_pattern(roots: set[str]) -> re.Pattern[str] | None:
     return re.compile(rf"(?:{alternatives})(?:/|(?![\w.~+-]))")
 
 
+@dataclass(frozen=True)
+class _Lower:
+    """The workspace as a change set is compared with it: walked beneath the root."""
+
+    beneath: Beneath
+
+    def lstat(self, virtual: str) -> os.stat_result | None:
+        try:
+            with self.beneath.place(virtual, follow=False) as place:
+                return place.info
+        except (OSError, OutsideRoot):
+            return None
+
+    def names(self, virtual: str) -> list[str]:
+        with self.beneath.place(virtual, follow=False) as place:
+            descriptor = os.open(place.name, LISTING, dir_fd=place.directory)
+        try:
+            return os.listdir(descriptor)
+        finally:
+            os.close(descriptor)
+
+    def readlink(self, virtual: str) -> str:
+        with self.beneath.place(virtual, follow=False) as place:
+            return os.readlink(place.name, dir_fd=place.directory)
+
+    def same_bytes(self, virtual: str, upper: str) -> bool:
+        with self.beneath.place(virtual, follow=False) as place:
+            lower = os.open(place.name, _READ_FLAGS, dir_fd=place.directory)
+        try:
+            new = os.open(upper, _READ_FLAGS)
+            try:
+                return files_equal(lower, new)
+            finally:
+                os.close(new)
+        finally:
+            os.close(lower)
+
+    def version(self, result: os.stat_result) -> str:
+        return _version(result)
+
+
 def _info(virtual: str, result: os.stat_result) -> FileInfo:
     mode = result.st_mode
     kind = kind_of(mode)
@@ -707,6 +888,18 @@ def _create_temp(directory: int, name: str, *, private: bool) -> tuple[int, str]
             continue
 
 
+def _create_temp_link(directory: int, name: str, target: str) -> str:
+    """Create a symbolic link to `target` under a temporary name in `directory`."""
+    stem = os.fsdecode(os.fsencode(name)[:_TEMP_STEM_BYTES])
+    while True:
+        temp = f".{stem}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+        try:
+            os.symlink(target, temp, dir_fd=directory)
+        except FileExistsError:
+            continue
+        return temp
+
+
 def _copy_owner_and_mode(descriptor: int, original: os.stat_result) -> None:
     """Give the temporary file the replaced file's owner (when allowed) and mode."""
     own = os.fstat(descriptor)
@@ -749,6 +942,34 @@ def _check_version(entry: _Staged) -> None:
     actual = _version(current) if current is not None else None
     if actual != (None if expected == ABSENT else expected):
         raise VersionConflict(entry.virtual, expected, actual)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One target of a batch: a file's bytes, a file copied from `source`, or a link."""
+
+    path: str
+    expected: str | None
+    data: bytes = b""
+    source: int | None = None
+    """An open file whose bytes the target gets (instead of `data`)."""
+    mode: int | None = None
+    """The permission bits the target gets (default: a replaced file's, or the umask's)."""
+    link: str | None = None
+    """Make the target a symbolic link to this (the file fields are unused)."""
+    follow: bool = True
+    """Write through a link at the target (False: replace the link itself)."""
+    canonical: bool = False
+    """The path is canonical already: a change set's, which may hold any bytes a name can."""
+
+    def fill(self, descriptor: int) -> None:
+        """Write the content into the new file open at `descriptor`."""
+        if self.source is None:
+            _write_all(descriptor, self.data)
+            return
+        offset = 0
+        while copied := os.copy_file_range(self.source, descriptor, _COPY_CHUNK, offset):
+            offset += copied
 
 
 @dataclass(frozen=True, slots=True)

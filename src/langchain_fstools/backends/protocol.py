@@ -23,6 +23,9 @@ resolves a path to itself).
 
 Capability: `execute` runs a shell command in the workspace; backends that can set
 `supports_execute = True` and override it (the default raises `ExecutionUnsupported`).
+A backend that runs commands on a copy-on-write view also overrides `execute_changes`
+(the command's changes returned, not committed) and `commit` (apply them); by default
+`execute_changes` is `execute`, whose command wrote in place.
 
 Every method has an `a`-prefixed async twin. The defaults run the sync method in a
 worker thread; a backend with a real async transport overrides them.
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.search.contract import NativeSearch
 
 from langchain_fstools.search.contract import SearchPart
@@ -313,6 +317,26 @@ class Backend(ABC):
         del command, timeout, output_limit
         raise ExecutionUnsupported(self.kind)
 
+    def execute_changes(
+        self, command: str, *, timeout: float, output_limit: int
+    ) -> ExecutionResult:
+        """Run a command as `execute` does, returning what it changed uncommitted.
+
+        A backend that runs commands on a copy-on-write view returns the command's
+        change set as `ExecutionResult.changes`; the caller commits it (`commit`) or
+        discards it. Default: `execute` (the command wrote in place; `changes` is None).
+        """
+        return self.execute(command, timeout=timeout, output_limit=output_limit)
+
+    def commit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Apply a change set `execute_changes` returned, or nothing of it.
+
+        Raises:
+            ExecutionUnsupported: this backend returns no change sets (the default).
+        """
+        del changes
+        raise ExecutionUnsupported(self.kind)
+
     # ----- async twins ----------------------------------------------------------------
 
     async def astat(self, path: str) -> FileInfo:
@@ -382,6 +406,22 @@ class Backend(ABC):
         return await asyncio.to_thread(
             lambda: self.execute(command, timeout=timeout, output_limit=output_limit)
         )
+
+    async def aexecute_changes(
+        self,
+        command: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced by the backend
+        output_limit: int,
+    ) -> ExecutionResult:
+        """Async `execute_changes`."""
+        return await asyncio.to_thread(
+            lambda: self.execute_changes(command, timeout=timeout, output_limit=output_limit)
+        )
+
+    async def acommit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Async `commit`."""
+        return await asyncio.to_thread(self.commit, changes)
 
     async def arun_blocking(self, function: Callable[[], T]) -> T:
         """Async `run_blocking`: in a worker thread."""

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
+    from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.core.results import ExecutionResult, FileInfo, Write
 
 T = TypeVar("T")
@@ -44,6 +45,8 @@ Method = Literal[
     "list_page",
     "move",
     "execute",
+    "execute_changes",
+    "commit",
     "run_blocking",
     "resolve",
 ]
@@ -304,6 +307,20 @@ def execute(command: str, *, timeout: float, output_limit: int) -> Effect[Execut
     return result
 
 
+def execute_changes(command: str, *, timeout: float, output_limit: int) -> Effect[ExecutionResult]:
+    """`Backend.execute_changes` as an effect."""
+    result: ExecutionResult = yield Call(
+        "execute_changes", (command,), {"timeout": timeout, "output_limit": output_limit}
+    )
+    return result
+
+
+def commit(changes: ChangeSet) -> Effect[list[FileInfo]]:
+    """`Backend.commit` as an effect."""
+    infos: list[FileInfo] = yield Call("commit", (changes,))
+    return infos
+
+
 def resolve(path: str) -> Effect[str]:
     """`Backend.resolve` as an effect: the path the backend will open (links followed)."""
     resolved: str = yield Call("resolve", (path,))
@@ -323,8 +340,10 @@ __all__ = [
     "arun",
     "before",
     "blocking",
+    "commit",
     "delete",
     "execute",
+    "execute_changes",
     "exists",
     "list_dir",
     "list_page",

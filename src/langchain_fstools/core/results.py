@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from langchain_fstools.core.changesets import ChangeSet
 
 
 class EntryKind(StrEnum):
@@ -83,12 +87,15 @@ class ExecutionResult:
             A command ended by a signal reports `128 + signal`, as shells do.
         timed_out: Whether the deadline passed and the command was killed.
         dropped_bytes: Bytes cut from the middle of the output by the cap.
+        changes: What a command run on a copy-on-write view changed, not yet
+            committed (`Backend.execute_changes`); None where it wrote in place.
     """
 
     output: str
     exit_code: int | None
     timed_out: bool = False
     dropped_bytes: int = 0
+    changes: ChangeSet | None = None
 
 
 __all__ = ["EntryKind", "ExecutionResult", "FileInfo", "Write"]

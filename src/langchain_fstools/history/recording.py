@@ -6,7 +6,9 @@ bytes before `write_bytes`, `delete` or `move`, and its version after, and repor
 records as a `file_history` state update (see `langchain_fstools.history.changes`).
 
 Only files are recorded: creating directories is not, and a directory moved or
-removed is not. Calls outside a graph run (no tool call id) are not recorded.
+removed is not. A command's committed change set is recorded file by file, under the
+command's tool call id, so undoing the call restores what the command changed. Calls
+outside a graph run (no tool call id) are not recorded.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_fstools.backends.guarded import BackendView, as_given
 from langchain_fstools.core import calls, paths
-from langchain_fstools.errors import PartialWrite
+from langchain_fstools.core.changesets import ChangeKind
+from langchain_fstools.errors import InvalidPath, PartialWrite
 from langchain_fstools.history.changes import (
     HISTORY_KEY,
     MAX_RECORD_BYTES,
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
 
     from langchain_fstools.backends.protocol import Backend, FileInfo
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.core.results import Write
 
 
@@ -143,6 +147,32 @@ class RecordingBackend(BackendView):
         self._record(info.path, before_destination, info.version)
         return info
 
+    def _commit(self, changes: ChangeSet) -> Effect[list[FileInfo]]:
+        """Commit a command's change set, recording each file it changed (one record a file).
+
+        Links and directories are not recorded, nor names that are not UTF-8 (no tool
+        can name them to restore them).
+        """
+        recorded = [c for c in changes.changes if c.entry == "file" and _nameable(c.path)]
+        befores: list[tuple[bytes | None, bool]] = []
+        for change in recorded:
+            befores.append((yield from self._capture(change.path)))  # noqa: PERF401 - an effect
+        infos = yield from calls.commit(changes)
+        versions = {info.path: info.version for info in infos}
+        for change, before in zip(recorded, befores, strict=True):
+            after = None if change.kind is ChangeKind.DELETED else versions.get(change.path)
+            if change.kind is ChangeKind.DELETED or after is not None:
+                self._record(change.path, before, after)
+        return infos
+
+    def commit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Commit a command's changes, recording each file's earlier content."""
+        return calls.run(self._commit(changes), self.inner)
+
+    async def acommit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Async `commit`."""
+        return await calls.arun(self._commit(changes), self.inner)
+
     def write_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
     ) -> FileInfo:
@@ -180,6 +210,14 @@ class RecordingBackend(BackendView):
     async def amove(self, source: str, destination: str) -> FileInfo:
         """Async `move`."""
         return await calls.arun(self._move(source, destination), self.inner)
+
+
+def _nameable(path: str) -> bool:
+    try:
+        paths.normalize(path)
+    except InvalidPath:
+        return False
+    return True
 
 
 __all__ = ["RecordingBackend"]

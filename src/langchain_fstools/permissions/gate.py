@@ -54,6 +54,14 @@ class CallGuard:
             return self.policy.decide_path("write", path).action != "deny"
         return self.policy.decide_path("write", path).action == "allow"
 
+    def committable(self, path: str) -> bool:
+        """Whether a command's change of the path may stay: not denied to writes.
+
+        The command itself was allowed or approved before it ran; what it changed is
+        refused only where a rule denies writing.
+        """
+        return self.policy.decide_path("write", path).action != "deny"
+
     def expectation(self, path: str) -> tuple[str, str | None] | None:
         """The approved change pinned at `path` (version before, post-image digest)."""
         return self.expected.get(path)

@@ -51,8 +51,14 @@ from langchain_fstools.shell import confine
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from langchain_fstools.shell.overlay import Overlay
+
 Method = Literal["auto", "bwrap", "landlock"]
 """How the sandbox is enforced: the best this machine has, or one of the two."""
+
+WorkspaceMode = Literal["copy-on-write", "direct"]
+"""How commands see the workspace: a copy-on-write view whose changes are reviewed and
+committed after the command (`shell.overlay`), or the workspace itself, written in place."""
 
 CREDENTIAL_PATHS: Final = (
     ".ssh",
@@ -112,6 +118,10 @@ class Sandbox:
             folders become reachable. Default: False.
         method: `"auto"` (bubblewrap, else Landlock alone), `"bwrap"` or
             `"landlock"`. Default: `"auto"`.
+        workspace: `"copy-on-write"`: with bubblewrap, a command runs on an overlay of
+            the workspace and what it changed is a change set that the file tools'
+            review commits or refuses; `"direct"`: commands write the workspace in
+            place (as with Landlock alone). Default: `"copy-on-write"`.
 
     Raises:
         ValueError: a path is not absolute, or an unknown method.
@@ -123,12 +133,17 @@ class Sandbox:
     hidden: Sequence[str] = ()
     unix_sockets: bool = False
     method: Method = "auto"
+    workspace: WorkspaceMode = "copy-on-write"
 
     def __post_init__(self) -> None:
         """Freeze the path lists; refuse relative paths and unknown methods."""
         if self.method not in {"auto", "bwrap", "landlock"}:
             raise ValueError(
                 f"unknown sandbox method {self.method!r}; choose 'auto', 'bwrap' or 'landlock'"
+            )
+        if self.workspace not in {"copy-on-write", "direct"}:
+            raise ValueError(
+                f"unknown workspace mode {self.workspace!r}; choose 'copy-on-write' or 'direct'"
             )
         for name in ("writable", "read_only", "hidden"):
             value = getattr(self, name)
@@ -199,8 +214,20 @@ class Confinement:
                 return cls(sandbox, workspace)
         raise SandboxUnavailable("; ".join(causes))
 
-    def wrap(self, argv: Sequence[str]) -> Wrapped:
-        """`argv` as it starts: through the helper, inside bubblewrap when there is one."""
+    @property
+    def copy_on_write(self) -> bool:
+        """Whether commands run on a copy-on-write view (bubblewrap and not `direct`)."""
+        return (
+            self.bwrap is not None
+            and self.sandbox is not None
+            and self.sandbox.workspace == "copy-on-write"
+        )
+
+    def wrap(self, argv: Sequence[str], overlay: Overlay | None = None) -> Wrapped:
+        """`argv` as it starts: through the helper, inside bubblewrap when there is one.
+
+        With `overlay` (bubblewrap only), the workspace is that copy-on-write view.
+        """
         helper = list(self.helper)
         if self.sandbox is None:
             return Wrapped([*helper, *confine.options(subreaper=True), "--", *argv])
@@ -217,7 +244,7 @@ class Confinement:
             writable = [self.workspace, "/tmp", "/dev/shm", *sandbox.writable]  # noqa: S108 - the sandbox's own
             flags = confine.options(**common, writable=writable, deny_family=families)
             inner = [*helper, *flags, "--", *argv]
-            return Wrapped(self._bwrap_argv(inner), {"TMPDIR": "/tmp"})  # noqa: S108
+            return Wrapped(self._bwrap_argv(inner, overlay), {"TMPDIR": "/tmp"})  # noqa: S108
         temporary = tempfile.mkdtemp(prefix="fstools-sandbox-")
         if not sandbox.network:
             families += _NETWORK_FAMILIES
@@ -231,7 +258,7 @@ class Confinement:
         )
         return Wrapped([*helper, *flags, "--", *argv], {"TMPDIR": temporary}, temporary)
 
-    def _bwrap_argv(self, inner: Sequence[str]) -> list[str]:
+    def _bwrap_argv(self, inner: Sequence[str], overlay: Overlay | None) -> list[str]:
         assert self.sandbox is not None  # noqa: S101 - only called with one
         sandbox = self.sandbox
         args = [
@@ -248,7 +275,10 @@ class Confinement:
             args += _mask(path)
         for path in _under_tmp(helper_paths(self.helper)):
             args += ["--ro-bind", path, path]
-        args += ["--bind", self.workspace, self.workspace]
+        if overlay is not None:
+            args += overlay.bwrap_args(self.workspace)
+        else:
+            args += ["--bind", self.workspace, self.workspace]
         for path in sandbox.writable:
             args += ["--bind-try", path, path]
         for path in masks:  # also inside the workspace (a workspace that is a home)
@@ -416,6 +446,7 @@ __all__ = [
     "Confinement",
     "Method",
     "Sandbox",
+    "WorkspaceMode",
     "Wrapped",
     "cleanup",
     "find_bwrap",

@@ -3,21 +3,36 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.changesets import ChangeKind
 from langchain_fstools.core.wording import plural
-from langchain_fstools.errors import CommandTimedOut, InvalidArgument, UnsupportedInvocation
+from langchain_fstools.errors import (
+    ChangesNotCommitted,
+    CommandTimedOut,
+    InvalidArgument,
+    UnsupportedInvocation,
+    VersionConflict,
+)
 from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
+from langchain_fstools.shell.protected import refusal
 from langchain_fstools.tools.apply_patch import run_patch, write_targets
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.core.changesets import Change, ChangeSet
     from langchain_fstools.tools.settings import ToolSettings
+
+SUMMARY_LINES = 20
+"""Most changed paths a command's result lists; the rest are counted."""
 
 
 class ExecuteArgs(ToolArgs):
@@ -90,21 +105,99 @@ class ExecuteTool(FileTool):
         refusal = settings.command_policy.check(args.command)
         if refusal is not None:
             raise refusal
-        result = yield from calls.execute(
+        result = yield from calls.execute_changes(
             args.command, timeout=timeout, output_limit=settings.execute_output_limit
         )
-        if result.timed_out:
-            raise CommandTimedOut(timeout, result.output)
         body = result.output or "(no output)"
         if not body.endswith("\n"):
             body += "\n"
+        if not result.timed_out:
+            body += f"Exit code: {result.exit_code}"
+        committed: list[Change] = []
+        if result.changes is not None:
+            try:
+                committed = yield from _committing(result.changes, body)
+            finally:
+                yield from calls.blocking(result.changes.discard)
+            body = body.rstrip("\n") + summary(committed)
+        if result.timed_out:
+            raise CommandTimedOut(timeout, body)
         artifact = {
             "command": args.command,
             "exit_code": result.exit_code,
             "timeout": timeout,
             "dropped_bytes": result.dropped_bytes,
+            "changes": [f"{change.kind} {change.path}" for change in committed],
         }
-        return ToolOutcome(f"{body}Exit code: {result.exit_code}", artifact)
+        return ToolOutcome(body, artifact)
+
+
+def _committing(changes: ChangeSet, output: str) -> Effect[list[Change]]:
+    """Commit what a command changed, or nothing of it (`ChangesNotCommitted` says why).
+
+    Refused whole: a change no command may make (`shell.protected`), a path that also
+    changed in the workspace while the command ran, a path a permission rule denies.
+    """
+    found = refusal(changes, changes.host_code)
+    if found is not None:
+        raise ChangesNotCommitted("protected", found.path, found.reason, output)
+    stale = next((change for change in changes.changes if change.stale), None)
+    if stale is not None:
+        raise ChangesNotCommitted("stale", stale.path, "", output)
+    if not changes:
+        return []
+    try:
+        yield from calls.commit(changes)
+    except VersionConflict as conflict:
+        raise ChangesNotCommitted("stale", conflict.path, "", output) from None
+    except PermissionError as denied:
+        raise ChangesNotCommitted("denied", str(denied.filename), "", output) from None
+    return list(changes.changes)
+
+
+def summary(changes: Sequence[Change]) -> str:
+    """What a command's commit changed: a line a path (`M /src/a.py`), or per folder past a limit.
+
+    Up to `SUMMARY_LINES` paths are listed one a line; a larger set is listed by its
+    top-level folders (`/node_modules/: 9,812 added`) and files. A directory added or
+    deleted with what is in it is not listed on its own.
+    """
+    shown = [change for change in changes if not _holds_listed(change, changes)]
+    if not shown:
+        return ""
+    if len(shown) <= SUMMARY_LINES:
+        return "\nChanged:\n" + "\n".join(f"{c.kind} {_printable(c.path)}" for c in shown)
+    groups: dict[str, list[Change]] = {}
+    for change in shown:
+        top = change.path.split("/")[1]
+        groups.setdefault(change.path if change.path == f"/{top}" else f"/{top}/", []).append(
+            change
+        )
+    lines = [_group_line(name, members) for name, members in groups.items()]
+    if len(lines) > SUMMARY_LINES:
+        rest = sum(len(members) for members in list(groups.values())[SUMMARY_LINES:])
+        lines = [*lines[:SUMMARY_LINES], f"... and {rest:,} more below other folders"]
+    return f"\nChanged ({len(shown):,} paths):\n" + "\n".join(lines)
+
+
+def _group_line(name: str, members: Sequence[Change]) -> str:
+    if len(members) == 1 and members[0].path == name:
+        return f"{members[0].kind} {_printable(name)}"
+    counts = Counter(change.kind.name.lower() for change in members)
+    parts = ", ".join(f"{count:,} {kind}" for kind, count in sorted(counts.items()))
+    return f"{_printable(name)}: {parts}"
+
+
+def _printable(path: str) -> str:
+    """`path` as text a model can be sent (a name's undecodable bytes escaped)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _holds_listed(change: Change, changes: Sequence[Change]) -> bool:
+    if change.entry != "directory" or change.kind is ChangeKind.MODIFIED:
+        return False
+    prefix = change.path.rstrip("/") + "/"
+    return any(other.path.startswith(prefix) for other in changes)
 
 
 def _timeout(requested: float | None, settings: ToolSettings) -> float:

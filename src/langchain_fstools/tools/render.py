@@ -260,7 +260,27 @@ def _command_error(exc: BaseException) -> str | None:
                 " less at once (e.g. a subset of the tests)."
             )
             return output.rstrip("\n") + "\n" + notice if output else notice
+        case errors.ChangesNotCommitted(reason=reason, path=path, why=why, output=output):
+            return f"{output}\n{_not_committed(reason, path, why)}"
     return None
+
+
+def _not_committed(reason: str, path: str, why: str) -> str:
+    """Why nothing a command changed was kept, and what to do instead."""
+    start = "Error: nothing the command changed was kept:"
+    if reason == "stale":
+        return (
+            f"{start} {path} also changed in the workspace while it ran."
+            " Check the file, then run the command again."
+        )
+    if reason == "denied":
+        return (
+            f"{start} a permission rule denies changing {path}. Run a command that leaves it alone."
+        )
+    return (
+        f"{start} it changed {path}, which commands may not change ({why})."
+        " Leave it out, or make that change with write_file or edit_file."
+    )
 
 
 def _permission_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one return per error kind

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.shell.sandbox import find_bwrap
+from langchain_fstools.shell.sandbox import Sandbox, find_bwrap
 from tests.unit.tools.harness import Harness
 
 if TYPE_CHECKING:
@@ -189,21 +189,41 @@ def test_a_thread_swapping_the_folder_never_lets_a_call_out(arena: Path, tmp_pat
     assert swaps[0] > 100  # the folder really was swapped throughout
 
 
+_BWRAP = pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")
+
+
 @pytest.mark.parametrize(
     "sandbox",
-    [
-        None,
-        pytest.param(
-            "bwrap", marks=pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")
-        ),
-    ],
+    [None, pytest.param(Sandbox(method="bwrap", workspace="direct"), marks=_BWRAP)],
+    ids=["unconfined", "bwrap-direct"],
 )
 def test_a_command_swapping_the_folder_never_lets_a_call_out(
     arena: Path, tmp_path: Path, sandbox: Any
 ) -> None:
-    """The swapper is the agent's own `execute`, run beside the file tools."""
+    """The swapper is the agent's own `execute`, run beside the file tools, in place."""
     outside = tmp_path / "outside"
     before = snapshot(outside)
+    rounds, output = race_a_command(arena, tmp_path, sandbox)
+    assert_untouched(outside, before)
+    check(arena, rounds)
+    swaps = int(output.split()[-1])
+    assert swaps > 100, output
+
+
+@_BWRAP
+def test_a_command_on_a_copy_on_write_view_cannot_swap_the_workspace(
+    arena: Path, tmp_path: Path
+) -> None:
+    """By default a command's renames land in its own view: every file tool call goes through."""
+    outside = tmp_path / "outside"
+    before = snapshot(outside)
+    rounds, _ = race_a_command(arena, tmp_path, Sandbox(method="bwrap"))
+    assert_untouched(outside, before)
+    assert {message.status for calls in rounds for _, message in calls} == {"success"}
+
+
+def race_a_command(arena: Path, tmp_path: Path, sandbox: Sandbox | None) -> tuple[list[Round], str]:
+    """The file tools' race while the swapper runs as a command; its output."""
     backend = LocalBackend(arena, execute=True, sandbox=sandbox)
     result: list[str] = []
     command = threading.Thread(
@@ -220,7 +240,4 @@ def test_a_command_swapping_the_folder_never_lets_a_call_out(
     finally:
         (arena / "stop").touch()
         command.join()
-    assert_untouched(outside, before)
-    check(arena, rounds)
-    swaps = int(result[0].split()[-1])
-    assert swaps > 100, result
+    return rounds, result[0]

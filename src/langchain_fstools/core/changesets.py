@@ -1,0 +1,79 @@
+"""What a command changed in the workspace, before anything of it is committed.
+
+A command that runs on a copy-on-write view of the workspace (see `shell.overlay`)
+leaves the workspace as it was; what it wrote, deleted, linked or made executable is
+described here as a `ChangeSet`, whose new contents wait in a private folder until the
+backend commits them (`Backend.commit`) or the set is discarded. Plain data, plus the
+folder's removal.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+ChangedEntry = Literal["file", "directory", "link"]
+"""What a changed path is after the command (before it, for a deletion)."""
+
+
+class ChangeKind(StrEnum):
+    """How a path changed; the value is the letter a summary shows (as `git status -s`)."""
+
+    ADDED = "A"
+    MODIFIED = "M"
+    DELETED = "D"
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One path the command changed.
+
+    Attributes:
+        path: The virtual path.
+        kind: Added, modified or deleted.
+        entry: A file, a directory or a symbolic link (what it was, when deleted).
+        mode: The permission bits after the change (None for a deletion or a link).
+        size: Bytes of the new content (0 for directories, links and deletions).
+        target: Where a new link points, as the command wrote it.
+        before: The workspace's version of the path when the set was read (None
+            where nothing was there), so the commit fails if it changed since.
+        stale: Whether the path also changed in the workspace while the command ran.
+    """
+
+    path: str
+    kind: ChangeKind
+    entry: ChangedEntry
+    mode: int | None = None
+    size: int = 0
+    target: str | None = None
+    before: str | None = None
+    stale: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeSet:
+    """Everything one command changed, in path order, and where the new contents wait.
+
+    Attributes:
+        changes: The changes, parents before children.
+        source: The private host folder holding the new contents (never shown).
+        host_code: Virtual paths of code the host runs later (a virtualenv inside the
+            workspace, say), which no command may change (see `shell.protected`).
+    """
+
+    changes: tuple[Change, ...]
+    source: str
+    host_code: tuple[str, ...] = ()
+
+    def discard(self) -> None:
+        """Remove the waiting contents (after a commit, or instead of one)."""
+        shutil.rmtree(self.source, ignore_errors=True)
+
+    def __bool__(self) -> bool:
+        """Whether the command changed anything."""
+        return bool(self.changes)
+
+
+__all__ = ["Change", "ChangeKind", "ChangeSet", "ChangedEntry"]

@@ -1,0 +1,268 @@
+"""A command's copy-on-write view of the workspace, and reading back what it changed.
+
+Inside bubblewrap the workspace is an overlay (`--overlay-src <root> --overlay <upper>
+<work> <root>`, at the workspace's own host path): the real workspace is the lower
+layer, read-only to the command, and every write, deletion, rename, mode change, link
+and new directory lands in a private upper layer on the host. When the command has
+ended (its whole PID namespace with it), `read_changes` walks the upper layer and
+compares each entry with the workspace to build a `ChangeSet`:
+
+1. A whiteout (a character device 0/0) deletes what the workspace has there (a whole
+   tree for a directory).
+2. A directory that the overlay marks opaque (`user.overlay.opaque`) replaced the
+   workspace's: whatever the workspace has below it that the upper layer does not is
+   deleted.
+3. A regular file, link or directory in the upper layer adds or modifies that path,
+   unless it equals the workspace's (same type, bytes, mode, link target): opening a
+   file for writing copies it up without changing it.
+
+What the kernel allows in a user namespace shapes what a command sees (and the docs
+state): without `redirect_dir`, `rename(2)` of a directory that existed before the
+command fails with `EXDEV` (`mv` then copies, Python's `os.rename` fails); copy-up
+breaks hard links (each name is committed as a file of its own); FIFOs, sockets and
+devices a command creates are not committed.
+
+Whether a path also changed in the workspace while the command ran is told by its
+inode change time (`st_ctime`, which no program can set) against the command's start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat as stat_module
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Protocol
+
+from langchain_fstools.core import paths
+from langchain_fstools.core.changesets import Change, ChangedEntry, ChangeKind, ChangeSet
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+_OPAQUE_XATTRS: Final = ("user.overlay.opaque", "trusted.overlay.opaque")
+"""Where overlayfs marks an opaque directory: `user.` in a user namespace."""
+
+_COMPARE_CHUNK: Final = 1 << 20
+
+_CLOCK_REALTIME_COARSE: Final = 5
+"""Linux's clock of inode times (Python names it only from 3.13 on)."""
+
+
+class LowerTree(Protocol):
+    """The real workspace, as the backend reaches it (confined, never following links out)."""
+
+    def lstat(self, virtual: str) -> os.stat_result | None:
+        """The entry at `virtual` itself (a link not followed), or None."""
+
+    def names(self, virtual: str) -> list[str]:
+        """The names in the directory at `virtual`."""
+
+    def readlink(self, virtual: str) -> str:
+        """Where the link at `virtual` points."""
+
+    def same_bytes(self, virtual: str, upper: str) -> bool:
+        """Whether the file at `virtual` holds the bytes of the host file `upper`."""
+
+    def version(self, result: os.stat_result) -> str:
+        """The version token the backend gives an entry with this `lstat`."""
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """The private upper and work folders of one command's copy-on-write view.
+
+    Attributes:
+        folder: The private host folder holding `upper/` and `work/`.
+        started_ns: When the command started (the coarse clock ctime uses), in ns.
+    """
+
+    folder: str
+    started_ns: int
+
+    @classmethod
+    def create(cls) -> Overlay:
+        """Make the private folders (mode 0700, in the host's temporary folder)."""
+        folder = tempfile.mkdtemp(prefix="fstools-cow-")
+        os.mkdir(os.path.join(folder, "upper"), 0o755)
+        os.mkdir(os.path.join(folder, "work"), 0o700)
+        return cls(folder, time.clock_gettime_ns(_CLOCK_REALTIME_COARSE))
+
+    @property
+    def upper(self) -> str:
+        """The upper layer: everything the command changed."""
+        return os.path.join(self.folder, "upper")
+
+    def bwrap_args(self, workspace: str) -> list[str]:
+        """Bubblewrap's arguments that mount the view at the workspace's own path."""
+        work = os.path.join(self.folder, "work")
+        return ["--overlay-src", workspace, "--overlay", self.upper, work, workspace]
+
+    def read_changes(self, lower: LowerTree, host_code: Sequence[str] = ()) -> ChangeSet:
+        """What the command changed, compared with the workspace `lower` (see the module).
+
+        `host_code`: what the set carries as code the host runs (`shell.protected`).
+        """
+        found = list(_Scan(self.upper, lower, self.started_ns).directory(paths.ROOT, self.upper))
+        return ChangeSet(tuple(found), self.folder, tuple(host_code))
+
+
+def upper_path(changes: ChangeSet, virtual: str) -> str:
+    """The host path of `virtual`'s new content in a change set's upper layer."""
+    return os.path.join(changes.source, "upper", virtual.lstrip("/"))
+
+
+@dataclass(frozen=True)
+class _Scan:
+    upper: str
+    lower: LowerTree
+    started_ns: int
+
+    def directory(self, virtual: str, host: str, *, replaced: bool = False) -> Iterator[Change]:
+        """The changes below directory `virtual`, whose upper copy is at `host`.
+
+        `replaced`: the directory hides the workspace's (opaque, or new over a file).
+        """
+        names = sorted(os.listdir(host))
+        if replaced:
+            low = self.lower.lstat(virtual)
+            if low is not None and stat_module.S_ISDIR(low.st_mode):
+                for name in sorted(set(self.lower.names(virtual)) - set(names)):
+                    yield from self.deleted(paths.join(virtual, name))
+        for name in names:
+            yield from self.entry(paths.join(virtual, name), os.path.join(host, name), replaced)
+
+    def entry(self, virtual: str, host: str, replaced: bool) -> Iterator[Change]:  # noqa: FBT001
+        result = os.lstat(host)
+        mode = result.st_mode
+        low = self.lower.lstat(virtual)
+        if stat_module.S_ISCHR(mode) and result.st_rdev == 0:  # a whiteout
+            if low is not None:
+                yield from self.deleted(virtual, low)
+            return
+        if stat_module.S_ISDIR(mode):
+            yield from self.changed_directory(virtual, host, result, low, replaced=replaced)
+        elif stat_module.S_ISLNK(mode):
+            target = os.readlink(host)
+            if low is None or not stat_module.S_ISLNK(low.st_mode):
+                yield from self.replacing(virtual, low, "link", target=target)
+            elif self.lower.readlink(virtual) != target:
+                yield self.change(virtual, ChangeKind.MODIFIED, "link", low, target=target)
+        elif stat_module.S_ISREG(mode):
+            bits = stat_module.S_IMODE(mode)
+            if low is None or not stat_module.S_ISREG(low.st_mode):
+                yield from self.replacing(virtual, low, "file", mode=bits, size=result.st_size)
+            elif (
+                stat_module.S_IMODE(low.st_mode) != bits
+                or low.st_size != result.st_size
+                or not self.lower.same_bytes(virtual, host)
+            ):
+                yield self.change(
+                    virtual, ChangeKind.MODIFIED, "file", low, mode=bits, size=result.st_size
+                )
+        # FIFOs, sockets and devices the command made are not committed.
+
+    def changed_directory(
+        self,
+        virtual: str,
+        host: str,
+        result: os.stat_result,
+        low: os.stat_result | None,
+        *,
+        replaced: bool,
+    ) -> Iterator[Change]:
+        bits = stat_module.S_IMODE(result.st_mode)
+        if low is None or not stat_module.S_ISDIR(low.st_mode):
+            yield from self.replacing(virtual, low, "directory", mode=bits)
+            yield from self.directory(virtual, host, replaced=True)
+            return
+        if stat_module.S_IMODE(low.st_mode) != bits:
+            yield self.change(virtual, ChangeKind.MODIFIED, "directory", low, mode=bits)
+        yield from self.directory(virtual, host, replaced=replaced or _opaque(host))
+
+    def replacing(
+        self,
+        virtual: str,
+        low: os.stat_result | None,
+        entry: ChangedEntry,
+        *,
+        mode: int | None = None,
+        size: int = 0,
+        target: str | None = None,
+    ) -> Iterator[Change]:
+        """A new entry where the workspace has none, or one of another type."""
+        if low is None:
+            yield self.change(
+                virtual, ChangeKind.ADDED, entry, None, mode=mode, size=size, target=target
+            )
+            return
+        if stat_module.S_ISDIR(low.st_mode) or entry == "directory":
+            yield from self.deleted(virtual, low)
+            yield self.change(
+                virtual, ChangeKind.ADDED, entry, None, mode=mode, size=size, target=target
+            )
+            return
+        yield self.change(
+            virtual, ChangeKind.MODIFIED, entry, low, mode=mode, size=size, target=target
+        )
+
+    def deleted(self, virtual: str, low: os.stat_result | None = None) -> Iterator[Change]:
+        """The workspace's entry at `virtual` deleted, with everything below it."""
+        low = low if low is not None else self.lower.lstat(virtual)
+        if low is None:
+            return
+        entry = _entry(low.st_mode)
+        yield self.change(virtual, ChangeKind.DELETED, entry, low)
+        if entry == "directory":
+            for name in sorted(self.lower.names(virtual)):
+                yield from self.deleted(paths.join(virtual, name))
+
+    def change(
+        self,
+        virtual: str,
+        kind: ChangeKind,
+        entry: ChangedEntry,
+        low: os.stat_result | None,
+        *,
+        mode: int | None = None,
+        size: int = 0,
+        target: str | None = None,
+    ) -> Change:
+        if low is None:
+            return Change(virtual, kind, entry, mode, size, target)
+        stale = low.st_ctime_ns > self.started_ns
+        return Change(virtual, kind, entry, mode, size, target, self.lower.version(low), stale)
+
+
+def _entry(mode: int) -> ChangedEntry:
+    if stat_module.S_ISDIR(mode):
+        return "directory"
+    if stat_module.S_ISLNK(mode):
+        return "link"
+    return "file"
+
+
+def _opaque(host: str) -> bool:
+    for name in _OPAQUE_XATTRS:
+        with contextlib.suppress(OSError):
+            if os.getxattr(host, name, follow_symlinks=False) == b"y":
+                return True
+    return False
+
+
+def files_equal(first: int, second: int) -> bool:
+    """Whether two open files hold the same bytes (read in chunks from the start)."""
+    offset = 0
+    while True:
+        one = os.pread(first, _COMPARE_CHUNK, offset)
+        other = os.pread(second, _COMPARE_CHUNK, offset)
+        if one != other:
+            return False
+        if not one:
+            return True
+        offset += len(one)
+
+
+__all__ = ["LowerTree", "Overlay", "files_equal", "upper_path"]

@@ -1,0 +1,124 @@
+"""What a command may not change: what runs later outside the sandbox, and credentials.
+
+A command runs on a copy-on-write view (`shell.overlay`); its change set is committed
+only when `refusal` finds none of these among its changes, in every permission mode
+and without a permission layer (a file tool's write of such a path is what shows the
+change to a person):
+
+1. What git executes in a repository that existed before the command: its
+   `.git/config` (`core.fsmonitor`, `core.hooksPath`, aliases), `.git/hooks/` and
+   `.git/info/attributes` (filters). A repository the command made itself (`git init`,
+   its `.git` added by the same change set) is the command's own. The rest of `.git`
+   (objects, refs, the index, logs) is not protected: `git commit` works.
+2. Code the host runs or imports later that lies inside the workspace: the
+   interpreter's prefixes (a virtualenv), its site-packages folders, this package, and
+   the executables the host starts (`rg`, `bwrap`), as `host_code` names them. (The
+   workspace root itself is never one: a workspace that is all code would take no
+   command's change.)
+3. A `*.pth` file (run at every interpreter start) in a `site-packages` folder that
+   existed before the command: one created with its environment is the command's own.
+4. Credential files and folders at any depth (`CREDENTIAL_PATHS`).
+"""
+
+from __future__ import annotations
+
+import os
+import site
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from langchain_fstools.core import paths
+from langchain_fstools.core.changesets import ChangeKind
+from langchain_fstools.shell.sandbox import CREDENTIAL_PATHS
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from langchain_fstools.core.changesets import Change, ChangeSet
+
+_GIT_EXECUTES: Final = ("config", "hooks", "info/attributes")
+"""What git runs, below a repository's `.git` folder."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """The change that keeps a change set from being committed, and why, in a few words."""
+
+    path: str
+    reason: str
+
+
+def refusal(changes: ChangeSet, host_code: Sequence[str]) -> Refusal | None:
+    """The first change of `changes` that a command may not make, or None.
+
+    Args:
+        changes: What the command changed.
+        host_code: Virtual paths of code the host runs later (see `host_code_paths`).
+    """
+    added = {c.path for c in changes.changes if c.kind is ChangeKind.ADDED}
+    for change in changes.changes:
+        found = _reason(change, added, host_code)
+        if found is not None:
+            return Refusal(change.path, found)
+    return None
+
+
+def host_code_paths(root: str, executables: Iterable[str | None]) -> list[str]:
+    """The virtual paths, inside the workspace `root`, of code this process runs later.
+
+    Args:
+        root: The workspace's real host path.
+        executables: Programs the host starts (None for one not found).
+    """
+    package = str(Path(__file__).resolve().parent.parent)
+    found = [
+        sys.prefix,
+        sys.exec_prefix,
+        sys.base_prefix,
+        *site.getsitepackages(),
+        site.getusersitepackages(),
+        package,
+        *executables,
+    ]
+    inside: list[str] = []
+    for host in found:
+        if not host:
+            continue
+        real = os.path.realpath(host)
+        if real.startswith(root.rstrip("/") + "/"):
+            virtual = paths.normalize("/" + os.path.relpath(real, root))
+            if virtual not in inside:
+                inside.append(virtual)
+    return inside
+
+
+def _reason(change: Change, added: set[str], host_code: Sequence[str]) -> str | None:
+    path = change.path
+    for code in host_code:
+        if paths.is_within(path, code):
+            return "holds code this program runs outside the sandbox"
+    parts = path.strip("/").split("/")
+    for index, part in enumerate(parts):
+        if part == ".git":
+            repository = "/" + "/".join(parts[: index + 1])
+            inner = "/".join(parts[index + 1 :])
+            if repository not in added and _executed_by_git(inner):
+                return "git runs outside the sandbox"
+    if parts[-1].endswith(".pth") and len(parts) > 1 and parts[-2] == "site-packages":
+        environment = "/" + "/".join(parts[:-1])
+        if environment not in added:
+            return "Python runs at every start"
+    joined = "/".join(parts)
+    for credential in CREDENTIAL_PATHS:
+        if f"/{joined}/".find(f"/{credential}/") >= 0:
+            return "holds credentials"
+    return None
+
+
+def _executed_by_git(inner: str) -> bool:
+    return any(inner == name or inner.startswith(name + "/") for name in _GIT_EXECUTES)
+
+
+__all__ = ["Refusal", "host_code_paths", "refusal"]

@@ -1,0 +1,232 @@
+"""A command on a copy-on-write view changes the workspace exactly as it would in place.
+
+Differential: each command of a corpus runs once directly in a copy of a workspace
+(`bash -c` there) and once through `LocalBackend.execute_changes` + `commit` on another
+copy; the two trees must then be identical (types, bytes, permission bits, link targets).
+Before the commit, the workspace must not have changed at all.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from langchain_fstools import LocalBackend
+from langchain_fstools.core.changesets import ChangeKind
+from langchain_fstools.errors import VersionConflict
+from langchain_fstools.shell.sandbox import Sandbox, find_bwrap
+
+pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")
+
+GIT = "GIT_AUTHOR_DATE=2000-01-01T00:00Z GIT_COMMITTER_DATE=2000-01-01T00:00Z git -c user.name=t -c user.email=t@e -c init.defaultBranch=main -c commit.gpgsign=false"
+
+CORPUS = {
+    "new file": "echo x > new.txt",
+    "append": "echo more >> a.txt",
+    "truncate": ": > a.txt",
+    "same bytes rewritten": "cat a.txt > b && cat b > a.txt && rm b",
+    "opened for writing, unchanged": 'python3 -c \'open("a.txt", "r+").close()\'',
+    "touch": "touch a.txt",
+    "chmod": "chmod 755 a.txt",
+    "delete file": "rm a.txt",
+    "delete tree": "rm -rf tree",
+    "tree replaced": "rm -rf tree && mkdir tree && echo t > tree/t",
+    "file becomes folder": "rm a.txt && mkdir a.txt && echo in > a.txt/in",
+    "folder becomes file": "rm -rf tree && echo now-a-file > tree",
+    "new nested folders": "mkdir -p d/e/f && echo deep > d/e/f/g",
+    "empty folder": "mkdir empty",
+    "folder mode": "chmod 700 tree",
+    "link inside": "ln -s a.txt link-in",
+    "link outside": "ln -s /etc/hostname link-out",
+    "dangling link": "ln -s nowhere dangling",
+    "link retargeted": "ln -sfn tree link",
+    "link replaced by file": "rm link && echo f > link",
+    "hard link": "ln a.txt hard.txt",
+    "newline in name": "printf x > \"$(printf 'new\\nline')\"",
+    "non-UTF-8 name": "printf x > \"$(printf 'bad\\377name')\"",
+    "folder moved": "mv tree moved",
+    "file moved": "mv a.txt tree/a.txt",
+    "tar extraction": (
+        't=$(mktemp -d) && mkdir "$t/src" && echo one > "$t/src/one" && chmod 600 "$t/src/one"'
+        ' && ln -s one "$t/src/ln" && tar -C "$t" -cf "$t/t.tar" src && tar -xf "$t/t.tar"'
+        ' && rm -r "$t"'
+    ),
+    "git init and commit": f"{GIT} init -q repo && echo c > repo/c && cd repo && {GIT} add c"
+    f" && {GIT} commit -qm c",
+    "commit in an existing repository": f"cd git && echo more > f && {GIT} commit -qam more",
+    "nothing": "true",
+}
+
+
+def workspace(folder: Path) -> Path:
+    """A small workspace: files, a tree, a link, an executable and a git repository."""
+    folder.mkdir()
+    (folder / "a.txt").write_text("a\n")
+    (folder / "tree" / "x").mkdir(parents=True)
+    (folder / "tree" / "x" / "y").write_text("y\n")
+    (folder / "tree" / "z").write_bytes(b"\x00\x01binary")
+    (folder / "link").symlink_to("a.txt")
+    (folder / "run.sh").write_text("#!/bin/sh\n")
+    (folder / "run.sh").chmod(0o755)
+    (folder / "git").mkdir()
+    (folder / "git" / "f").write_text("f\n")
+    commands = f"{GIT} init -q && {GIT} add f && {GIT} commit -qm f"
+    subprocess.run(["bash", "-c", commands], cwd=folder / "git", check=True)
+    return folder
+
+
+def snapshot(folder: Path) -> dict[bytes, tuple[str, int, bytes]]:
+    """Every entry below `folder` (by its name's bytes): type, permission bits, content.
+
+    A link's content is its target; a directory's is empty. Times are left out, and so
+    is git's index (it holds inode numbers and times).
+    """
+    found: dict[bytes, tuple[str, int, bytes]] = {}
+    base = os.fsencode(folder)
+    for directory, names, files in os.walk(base):
+        for name in names + files:
+            path = directory + b"/" + name
+            relative = path[len(base) + 1 :]
+            if relative.endswith(b".git/index"):
+                continue
+            result = os.lstat(path)
+            mode = stat.S_IMODE(result.st_mode)
+            if stat.S_ISLNK(result.st_mode):
+                found[relative] = ("link", 0, os.readlink(path))  # noqa: PTH115 - bytes
+            elif stat.S_ISDIR(result.st_mode):
+                found[relative] = ("directory", mode, b"")
+            else:
+                with open(path, "rb") as file:  # noqa: PTH123 - a bytes path
+                    found[relative] = ("file", mode, file.read())
+    return found
+
+
+@pytest.mark.parametrize("command", CORPUS.values(), ids=CORPUS.keys())
+def test_a_committed_change_set_leaves_the_tree_a_direct_run_leaves(
+    tmp_path: Path, command: str
+) -> None:
+    direct, viewed = workspace(tmp_path / "direct"), workspace(tmp_path / "viewed")
+    subprocess.run(["bash", "-c", command], cwd=direct, check=True, capture_output=True)
+    before = snapshot(viewed)
+    backend = LocalBackend(viewed, execute=True, sandbox=Sandbox(method="bwrap"))
+
+    result = backend.execute_changes(command, timeout=60, output_limit=10_000)
+
+    assert result.exit_code == 0, result.output
+    assert result.changes is not None
+    assert snapshot(viewed) == before  # nothing changes before the commit
+    backend.commit(result.changes)
+    result.changes.discard()
+    assert snapshot(viewed) == snapshot(direct)
+    assert not Path(result.changes.source).exists()
+
+
+def test_the_change_set_says_what_changed(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "root")
+    backend = LocalBackend(root, execute=True)
+
+    result = backend.execute_changes(
+        "echo n > new.txt; echo m >> a.txt; rm -rf tree; ln -s a.txt l; touch run.sh",
+        timeout=30,
+        output_limit=1000,
+    )
+
+    assert result.changes is not None
+    found = [(c.kind, c.path, c.entry) for c in result.changes.changes]
+    assert found == [
+        (ChangeKind.MODIFIED, "/a.txt", "file"),
+        (ChangeKind.ADDED, "/l", "link"),
+        (ChangeKind.ADDED, "/new.txt", "file"),
+        (ChangeKind.DELETED, "/tree", "directory"),
+        (ChangeKind.DELETED, "/tree/x", "directory"),
+        (ChangeKind.DELETED, "/tree/x/y", "file"),
+        (ChangeKind.DELETED, "/tree/z", "file"),
+    ]
+    assert not any(change.stale for change in result.changes.changes)
+    result.changes.discard()
+
+
+def test_a_path_changed_in_the_workspace_while_the_command_ran_is_stale(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "root")
+    backend = LocalBackend(root, execute=True)
+    theirs = threading.Timer(0.2, lambda: (root / "a.txt").write_text("theirs\n"))
+
+    theirs.start()
+    result = backend.execute_changes(
+        "sleep 0.6; echo mine >> a.txt; echo n > new.txt", timeout=30, output_limit=1000
+    )
+    theirs.join()
+
+    assert result.changes is not None
+    assert {c.path for c in result.changes.changes if c.stale} == {"/a.txt"}
+    result.changes.discard()
+
+
+def test_a_commit_after_the_workspace_changed_commits_nothing(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "root")
+    backend = LocalBackend(root, execute=True)
+    result = backend.execute_changes(
+        "echo n > new.txt; echo m >> a.txt", timeout=30, output_limit=99
+    )
+    assert result.changes is not None
+    (root / "a.txt").write_text("theirs\n")
+
+    with pytest.raises(VersionConflict) as raised:
+        backend.commit(result.changes)
+
+    assert raised.value.path == "/a.txt"
+    assert (root / "a.txt").read_text() == "theirs\n"
+    assert not (root / "new.txt").exists()
+    result.changes.discard()
+
+
+def test_direct_mode_writes_in_place_and_has_no_change_set(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "root")
+    backend = LocalBackend(root, execute=True, sandbox=Sandbox(workspace="direct"))
+
+    result = backend.execute_changes("echo n > new.txt", timeout=30, output_limit=99)
+
+    assert result.changes is None
+    assert (root / "new.txt").read_text() == "n\n"
+
+
+def test_execute_commits_what_the_command_changed(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "root")
+    backend = LocalBackend(root, execute=True)
+    views_before = views()
+
+    result = backend.execute("echo n > new.txt && rm -rf tree", timeout=30, output_limit=99)
+
+    assert result.changes is None
+    assert (root / "new.txt").read_text() == "n\n"
+    assert not (root / "tree").exists()
+    assert views() == views_before
+
+
+def test_an_unknown_workspace_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown workspace mode"):
+        Sandbox(workspace="shared")  # type: ignore[arg-type]
+
+
+def test_copies_of_the_view_are_removed(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "root")
+    backend = LocalBackend(root, execute=True)
+    result = backend.execute_changes("echo n > new.txt", timeout=30, output_limit=99)
+    assert result.changes is not None
+    source = result.changes.source
+    assert Path(source).is_dir()
+
+    result.changes.discard()
+
+    assert not Path(source).exists()
+
+
+def views() -> set[str]:
+    """The private folders of copy-on-write views in the temporary folder."""
+    return {p.name for p in Path(tempfile.gettempdir()).glob("fstools-cow-*")}
