@@ -25,6 +25,7 @@ from langchain_fstools.history.changes import MAX_RECORD_BYTES
 from langchain_fstools.history.recording import RecordingBackend
 from langchain_fstools.middleware import rewind as rewinding
 from langchain_fstools.middleware.capabilities import adapted
+from langchain_fstools.middleware.offering import offered
 from langchain_fstools.middleware.prompt import SYSTEM_PROMPT, prompt_for, with_prompt
 from langchain_fstools.middleware.schemas import FilesystemHistoryState, FilesystemState
 from langchain_fstools.middleware.turns import OneChangePerTurn
@@ -212,7 +213,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse[Any]:
-        """Append the tools' prompt section; fit tool results to the model.
+        """Offer the tools usable now; append the prompt section; fit results to the model.
 
         With a permission gate, the reviews of the answer's asks (their dry runs) are
         kept in the thread's state with it (`TurnReview.pinning`).
@@ -241,7 +242,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def _prepared(self, request: ModelRequest) -> ModelRequest:
         # Context editing may have run outside this middleware: read those again in full.
         self.toolkit.context.tracker.note_cleared(request.messages)
-        return with_prompt(adapted(request), self.system_prompt)
+        return with_prompt(offered(adapted(request), self.tools), self.system_prompt)
 
     # ----- tool calls: admission, deferred state updates, eviction -------------------------
 

@@ -44,9 +44,10 @@ from langchain_fstools.tools.settings import ToolSettings
 from langchain_fstools.tools.targets import BOUNDED_OUTPUT, Preview
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Mapping, Sequence
 
     from langchain_core.callbacks import CallbackManagerForToolRun
+    from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools.base import ArgsSchema
 
@@ -308,6 +309,15 @@ class FileTool(BaseTool):
     @abstractmethod
     def targets(self, args: Any) -> list[Target]:
         """What a call with validated `args` touches: operations on paths, or a command."""
+
+    def usable(self, state: Mapping[str, Any], messages: Sequence[BaseMessage]) -> bool:
+        """Whether to offer the tool at a model call, given the thread so far.
+
+        Every model call pays for the schemas it is offered, so a tool that cannot be of
+        use yet is left out of the request; called anyway, it still runs. Default: True.
+        """
+        del state, messages
+        return True
 
     def previews(self, args: Any) -> bool:
         """Whether a call with validated `args` can be dry-run. Default: if it writes."""

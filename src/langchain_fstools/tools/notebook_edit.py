@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
+import json
+import re
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -22,7 +24,13 @@ from langchain_fstools.tools.writing import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from langchain_core.messages import BaseMessage
+
     from langchain_fstools.core.calls import Effect
+
+_NOTEBOOK_NAME = re.compile(r"\.ipynb\b", re.IGNORECASE)
 
 
 class NotebookEditArgs(ToolArgs):
@@ -65,6 +73,11 @@ class NotebookEditTool(FileTool):
     args_schema: type[NotebookEditArgs] = NotebookEditArgs
     read_only: bool = False
     needs_read: ClassVar[bool] = True
+
+    def usable(self, state: Mapping[str, Any], messages: Sequence[BaseMessage]) -> bool:
+        """Offered once a notebook was named in the thread (asked for, listed, read)."""
+        del state
+        return any(_names_a_notebook(message) for message in messages)
 
     def targets(self, args: NotebookEditArgs) -> list[Target]:
         """A write of `notebook_path`."""
@@ -162,6 +175,13 @@ def _apply(book: notebook.NotebookNode, args: NotebookEditArgs) -> tuple[str, st
             cell["outputs"] = []
             cell["execution_count"] = None
     return f"Replaced cell {target}", target
+
+
+def _names_a_notebook(message: BaseMessage) -> bool:
+    """Whether `message` (its text, or its tool calls' arguments) names a `.ipynb` file."""
+    calls_made = getattr(message, "tool_calls", None) or []
+    texts = (str(message.content), *(json.dumps(call["args"]) for call in calls_made))
+    return any(_NOTEBOOK_NAME.search(text) for text in texts)
 
 
 __all__ = ["DESCRIPTION", "NotebookEditArgs", "NotebookEditTool"]

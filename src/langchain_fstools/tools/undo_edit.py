@@ -18,6 +18,10 @@ from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutc
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from langchain_core.messages import BaseMessage
+
     from langchain_fstools.core.calls import Effect
 
 
@@ -42,6 +46,11 @@ class UndoEditTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[UndoEditArgs] = UndoEditArgs
     read_only: bool = False
+
+    def usable(self, state: Mapping[str, Any], messages: Sequence[BaseMessage]) -> bool:
+        """Offered once the thread has a recorded change to undo."""
+        del messages
+        return bool(history_of(state))
 
     def targets(self, args: UndoEditArgs) -> list[Target]:
         """A write of `file_path`."""
