@@ -28,15 +28,12 @@ if TYPE_CHECKING:
 class UndoEditArgs(ToolArgs):
     """Arguments of undo_edit."""
 
-    file_path: str = Field(description="Absolute path of the file whose last change to undo.")
+    file_path: str = Field(description="Absolute path.")
 
 
-DESCRIPTION = """Undo the last change your file tools made to one file.
-
-- Restores the file exactly as it was before that change (a file the change created
-  is removed again). Each call undoes one more change, newest first.
-- Refused when the file was changed outside your tools since, or when no change to
-  it is recorded. Read the file again before editing it further."""
+DESCRIPTION = """Undo the last change your file tools made to a file (a file they created is
+removed); each call goes one change further back. Refused if the file changed outside
+your tools since. Read it again before editing it."""
 
 
 class UndoEditTool(FileTool):
