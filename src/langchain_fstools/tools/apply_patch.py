@@ -48,7 +48,7 @@ changes at once. Format:
 - A chunk starts with `@@` or `@@ LINE` (a line above the change, such as a def); its
   lines start with ` `, `-` or `+`. Give 3 unchanged lines around each change, exact,
   without line numbers; chunks in file order. `*** End of File` anchors one at the end.
--[read_file] Files must be read first, unchanged since.
+- Files changed since you read them are refused.
 - On a mismatch nothing changes; the error shows the closest lines: resend it all, fixed."""
 
 _MIN_DIFF_LINES = 8

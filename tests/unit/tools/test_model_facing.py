@@ -111,8 +111,10 @@ def test_the_essential_rules_stay_in_the_descriptions(tmp_path: Path) -> None:
     """What the prompt used to say is where the model meets it: the tool it is about."""
     tools = FilesystemMiddleware(backend=LocalBackend(tmp_path, execute=True)).tools
     described = {tool.name: " ".join(tool.description.split()) for tool in tools}
-    for name in ("read_file", "edit_file", "notebook_edit", "apply_patch"):
-        assert "read" in described[name].lower(), name  # read before changing
+    for name in ("read_file", "edit_file"):
+        assert "files not read, or changed since, are refused" in described[name], name
+    assert "unread or changed notebooks are refused" in described["notebook_edit"]
+    assert "Files changed since you read them are refused" in described["apply_patch"]
     assert "Overwriting needs a read of the whole file first" in described["write_file"]
     assert "Prefer edit_file to change part of a file" in described["write_file"]
     assert "For many changes at once use apply_patch" in described["edit_file"]
