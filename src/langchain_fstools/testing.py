@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr, field_validator
 
 if TYPE_CHECKING:
@@ -92,13 +93,13 @@ def parallel(*turns: AIMessage) -> AIMessage:
 class ScriptedChatModel(BaseChatModel):
     """A chat model that answers each call with the next turn of a script.
 
-    It ignores its input and the tools it is bound to: the script already says what to
-    call. `bind_tools` works (it returns the model itself), so it runs under
-    `create_agent`, `ToolNode` graphs and anything else that binds tools. Streaming
-    works with and without `disable_streaming=True`; streamed turns carry the same
-    text and tool calls as invoked ones. Calls from several threads take turns in
-    order, and `calls` keeps the messages of every call. When the script is used up,
-    a call raises `RuntimeError` saying how many turns it had.
+    It ignores its input and the tools it is bound to (`offered` keeps their names): the
+    script already says what to call. `bind_tools` works (it returns the model itself),
+    so it runs under `create_agent`, `ToolNode` graphs and anything else that binds
+    tools. Streaming works with and without `disable_streaming=True`; streamed turns
+    carry the same text and tool calls as invoked ones. Calls from several threads take
+    turns in order, and `calls` keeps the messages of every call. When the script is
+    used up, a call raises `RuntimeError` saying how many turns it had.
 
     Attributes:
         turns: The assistant's turns, in order: an `AIMessage` (see `tool_call`, and
@@ -134,6 +135,7 @@ class ScriptedChatModel(BaseChatModel):
 
     _next: int = PrivateAttr(default=0)
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _offered: list[list[str]] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @property
@@ -150,6 +152,15 @@ class ScriptedChatModel(BaseChatModel):
         """The messages the model was called with, one list per call, oldest first."""
         return self._calls
 
+    @property
+    def offered(self) -> list[list[str]]:
+        """The names of the tools bound at each `bind_tools`, oldest first.
+
+        `create_agent` binds the request's tools before every model call, so under it
+        `offered[n]` is what the model was offered at call `n`.
+        """
+        return self._offered
+
     def bind_tools(
         self,
         tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
@@ -157,7 +168,7 @@ class ScriptedChatModel(BaseChatModel):
         tool_choice: str | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Accept the tools and ignore them: the script already knows what to call.
+        """Note the tools' names (`offered`); the script already knows what to call.
 
         Args:
             tools: The tools an agent offers (`BaseTool`s, functions, schemas).
@@ -167,7 +178,9 @@ class ScriptedChatModel(BaseChatModel):
         Returns:
             This model.
         """
-        del tools, tool_choice, kwargs
+        del tool_choice, kwargs
+        with self._lock:
+            self._offered.append([_tool_name(tool) for tool in tools])
         return self
 
     def _take(self, messages: list[BaseMessage]) -> AIMessage:
@@ -208,6 +221,11 @@ class ScriptedChatModel(BaseChatModel):
                     chunk.content, chunk=ChatGenerationChunk(message=chunk)
                 )
             yield ChatGenerationChunk(message=chunk)
+
+
+def _tool_name(tool: dict[str, Any] | type | Callable[..., Any] | BaseTool) -> str:
+    """The name a model knows `tool` by."""
+    return str(convert_to_openai_tool(tool)["function"]["name"])
 
 
 def _chunks(turn: AIMessage) -> list[AIMessageChunk]:

@@ -85,6 +85,15 @@ def test_bind_tools_returns_the_model(tmp_path: Path) -> None:
     assert model.bind_tools(tools, tool_choice="any") is model
 
 
+def test_offered_keeps_the_names_bound_at_each_bind(tmp_path: Path) -> None:
+    model = ScriptedChatModel(turns=["x"])
+    tools = FileToolkit(LocalBackend(tmp_path), tools=["ls", "read_file"]).get_tools()
+    schema = {"type": "function", "function": {"name": "lookup", "parameters": {}}}
+    model.bind_tools(tools)
+    model.bind_tools([schema])
+    assert model.offered == [["ls", "read_file"], ["lookup"]]
+
+
 def test_a_used_up_script_says_so() -> None:
     model = ScriptedChatModel(turns=["only one"])
     assert model.invoke("a").content == "only one"

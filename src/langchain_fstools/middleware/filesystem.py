@@ -25,6 +25,7 @@ from langchain_fstools.history.changes import MAX_RECORD_BYTES
 from langchain_fstools.history.recording import RecordingBackend
 from langchain_fstools.middleware import rewind as rewinding
 from langchain_fstools.middleware.capabilities import adapted
+from langchain_fstools.middleware.offering import offered
 from langchain_fstools.middleware.prompt import SYSTEM_PROMPT, prompt_for, with_prompt
 from langchain_fstools.middleware.schemas import FilesystemHistoryState, FilesystemState
 from langchain_fstools.middleware.turns import OneChangePerTurn
@@ -81,10 +82,10 @@ _SCHEMAS: dict[tuple[bool, bool], type[FilesystemState]] = {
 class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     """Give a `create_agent` agent the file tools over one backend.
 
-    Contributes the tools (all, or a chosen subset), a system-prompt section on how to
-    use them, and the state they need (`FilesystemState`: the `files` channel for
-    `StateBackend`, and the read records behind read-before-write). A second change to
-    one file in one model turn gets an error to retry (`turns`).
+    Contributes the tools (all, or a chosen subset), each offered to the model while it
+    can be of use (`offering`), and the state they need (`FilesystemState`: the `files`
+    channel for `StateBackend`, and the read records behind read-before-write). A second
+    change to one file in one model turn gets an error to retry (`turns`).
 
     Large results of other tools (shell, MCP, ...) are evicted to `/large_tool_results/`
     (`LargeResultEviction`), mounted from graph state unless the backend keeps files there
@@ -103,9 +104,9 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         backend: Where the files live.
         tools: Names of the tools to give (default: all).
         system_prompt: The section appended to the system prompt; None adds nothing.
-            Default: `SYSTEM_PROMPT`, with only the bullets for the tools present (and
-            one saying changes are not syntax-checked when `syntax_check` is on but the
-            `syntax` extra is not installed).
+            Default: `SYSTEM_PROMPT` where it applies: nothing (the tool descriptions
+            say how to use them) but a sentence that changes are not syntax-checked when
+            `syntax_check` is on and the `syntax` extra is not installed.
         eviction: True for the default `LargeResultEviction`, an instance to configure
             it (its backend is replaced by the tools' one), or False. Default: True.
         mode: `"default"`, `"accept_edits"`, `"plan"` or `"bypass"`; None for no
@@ -190,9 +191,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
         if system_prompt == SYSTEM_PROMPT:
             syntax_check = self.toolkit.context.settings.syntax_check
-            system_prompt = prompt_for(
-                self.tools, eviction=self.eviction is not None, syntax_check=syntax_check
-            )
+            system_prompt = prompt_for(self.tools, syntax_check=syntax_check)
         self.system_prompt = system_prompt
         file_tools = {t.name: t for t in self.tools if isinstance(t, FileTool)}
         mutating = {t.name for t in self.tools if not (t.metadata or {}).get("read_only")}
@@ -212,7 +211,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse[Any]:
-        """Append the tools' prompt section; fit tool results to the model.
+        """Offer the tools usable now; append the prompt section; fit results to the model.
 
         With a permission gate, the reviews of the answer's asks (their dry runs) are
         kept in the thread's state with it (`TurnReview.pinning`).
@@ -241,7 +240,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def _prepared(self, request: ModelRequest) -> ModelRequest:
         # Context editing may have run outside this middleware: read those again in full.
         self.toolkit.context.tracker.note_cleared(request.messages)
-        return with_prompt(adapted(request), self.system_prompt)
+        return with_prompt(offered(adapted(request), self.tools), self.system_prompt)
 
     # ----- tool calls: admission, deferred state updates, eviction -------------------------
 

@@ -1,4 +1,4 @@
-"""The system-prompt section the middleware appends: how to use the tools present."""
+"""The system-prompt section the middleware appends: what the descriptions cannot say."""
 
 from __future__ import annotations
 
@@ -15,54 +15,35 @@ if TYPE_CHECKING:
     from langchain.agents.middleware import ModelRequest
     from langchain_core.tools import BaseTool
 
-SYSTEM_PROMPT_TEMPLATE = """## Files
-
-You have file tools over a workspace whose root is `/`.
-- Paths are absolute workspace paths, such as `/src/app.py`.
--[ls] List a directory with `ls`.
--[glob] Find files by name with `glob`, not with a shell.
--[grep] Search file contents with `grep`, not with a shell.
--[read_file] Read files with `read_file`, in windows (`offset`, `limit`) when long. Read a
-  file before you edit or overwrite it; if it changed since, read it again.
--[edit_file] Change existing files with `edit_file` (exact text replacement).
--[write_file] Use `write_file` for new files or complete rewrites.
--[notebook_edit] Edit Jupyter notebooks with `notebook_edit`.
--[apply_patch] For many changes at once, in one file or several, send one `apply_patch`.
--[mutating] Change a file at most once per turn: when one turn asks for several changes to
-  the same file, only the first is made; make the others in the next turn.
--[execute] With `execute`, run programs (tests, builds, git) from the workspace root with
-  relative paths; read, search and change files with the file tools, not the shell.
--[eviction] A tool result too large for the conversation is saved under
-  `/large_tool_results/`; the notice says where. Read it back with `read_file` (`offset`,
-  `limit`) or `grep`.
+SYSTEM_PROMPT_TEMPLATE = """\
 -[syntax_unchecked] Your changes are not syntax-checked here (the tree-sitter grammars, the
   langchain-fstools[syntax] extra, are not installed): after changing code, run the
   project's own checks (a compiler, linter or tests) where you can."""
-"""The prompt section, marked as in `tools.describe`: bullets follow the tools present."""
+"""Only what the tool descriptions cannot say, marked as in `tools.describe`.
 
-SYSTEM_PROMPT = describe(
-    SYSTEM_PROMPT_TEMPLATE,
-    present=None,
-    values={"mutating": True, "eviction": True, "syntax_unchecked": False},
-)
-"""The section appended to the agent's system prompt, with every tool present."""
+Every model call pays for the prompt, so the rules of each tool are in its description
+(read before changing, the patch format, the shell's limits) and the errors say the
+rest when it happens (one change per file per turn, where an evicted result went). What
+remains is a fact of the installation, not of a tool: with the grammars installed, the
+section is empty and nothing is added.
+"""
+
+SYSTEM_PROMPT = describe(SYSTEM_PROMPT_TEMPLATE, present=None, values={"syntax_unchecked": True})
+"""The section in its fullest form (every bullet kept); the middleware keeps what applies."""
 
 
-def prompt_for(tools: Sequence[BaseTool], *, eviction: bool, syntax_check: str) -> str:
-    """`SYSTEM_PROMPT_TEMPLATE` with the bullets for `tools` (and eviction when on).
+def prompt_for(tools: Sequence[BaseTool], *, syntax_check: str) -> str:
+    """`SYSTEM_PROMPT_TEMPLATE` for `tools`: empty but for what applies.
 
     A bullet says changes are not syntax-checked when the check is on but the `syntax`
     extra is not installed and some tool changes files.
     """
     mutating = any(not (tool.metadata or {}).get("read_only") for tool in tools)
+    unchecked = mutating and syntax_check != "off" and not syntax.available()
     return describe(
         SYSTEM_PROMPT_TEMPLATE,
         present={tool.name for tool in tools},
-        values={
-            "mutating": mutating,
-            "eviction": eviction,
-            "syntax_unchecked": mutating and syntax_check != "off" and not syntax.available(),
-        },
+        values={"syntax_unchecked": unchecked},
     )
 
 

@@ -27,39 +27,29 @@ if TYPE_CHECKING:
 class ApplyPatchArgs(ToolArgs):
     """Arguments of apply_patch."""
 
-    patch: str = Field(description="The whole patch, from '*** Begin Patch' to '*** End Patch'.")
+    patch: str = Field(description="From '*** Begin Patch' to '*** End Patch'.")
 
 
-DESCRIPTION = """Apply a patch that adds, deletes, updates or moves files, all or nothing.
-
-Change many places or files at once with one patch. The patch format:
+DESCRIPTION = """Add, delete, update or move files with one patch, all or nothing; best for many
+changes at once. Format:
 
 *** Begin Patch
 *** Update File: /src/app.py
-@@ class App:
-@@     def run(self):
-         setup()
--        return 1
-+        return 2
+@@ def run(self):
+     setup()
+-    return 1
++    return 2
 *** Add File: /src/new.py
 +print("hi")
 *** Delete File: /src/old.py
 *** End Patch
 
-- Sections: `*** Add File: PATH` (every line starts with `+`), `*** Delete File: PATH`,
-  `*** Update File: PATH`, optionally followed by `*** Move to: NEW_PATH`.
-- An update has chunks. Each starts with `@@`, or `@@ LINE` naming a line above the
-  change (a class or function header; several `@@ LINE` in a row narrow it down). Chunk
-  lines start with ` ` (unchanged), `-` (removed) or `+` (added). Give about 3 unchanged
-  lines above and below each change, copied exactly from the file without read_file's
-  line-number prefixes. Chunks of one file must be in file order.
-- `*** End of File` after a chunk anchors it at the end of the file; a chunk with only
-  `+` lines and no `@@ LINE` is appended at the end.
-- Paths are workspace paths; relative ones start from `/`.
-- If any chunk does not match, nothing is changed and the error shows the closest lines:
-  fix that chunk and send the whole patch again. Files changed since you last read them
-  are refused. Line endings and encodings are preserved.
--[notebook_edit] Notebooks (.ipynb) are edited with notebook_edit."""
+- `*** Move to: PATH` may follow an Update line.
+- A chunk starts with `@@` or `@@ LINE` (a line above the change, such as a def); its
+  lines start with ` `, `-` or `+`. Give 3 unchanged lines around each change, exact,
+  without line numbers; chunks in file order. `*** End of File` anchors one at the end.
+- Files changed since you read them are refused.
+- On a mismatch nothing changes; the error shows the closest lines: resend it all, fixed."""
 
 _MIN_DIFF_LINES = 8
 

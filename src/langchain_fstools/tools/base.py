@@ -44,9 +44,10 @@ from langchain_fstools.tools.settings import ToolSettings
 from langchain_fstools.tools.targets import BOUNDED_OUTPUT, Preview
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Mapping, Sequence
 
     from langchain_core.callbacks import CallbackManagerForToolRun
+    from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools.base import ArgsSchema
 
@@ -93,19 +94,22 @@ class ToolArgs(BaseModel):
 
 
 def _compact(schema: dict[str, Any]) -> None:
-    """Spell an optional argument as its type: `{"type": "integer"}`, not `anyOf` with null.
+    """Spell an optional argument as its types: `{"type": "integer"}`, not `anyOf` with null.
 
     The model is sent the schema at every call; an argument it may leave out needs no
-    null alternative and no `"default": null` (a third of grep's schema). Validation is
-    unchanged: an explicit null is still accepted.
+    null alternative and no `"default": null` (a third of grep's schema), and a flag
+    that is off unless given needs no `"default": false`. Validation is unchanged: an
+    explicit null is still accepted.
     """
     for spec in schema.get("properties", {}).values():
+        if spec.get("type") == "boolean" and spec.get("default", True) is False:
+            del spec["default"]  # a flag left out is off
         options = spec.get("anyOf")
-        if spec.get("default", 0) is None and isinstance(options, list) and len(options) == 2:  # noqa: PLR2004 - X or null
+        if spec.get("default", 0) is None and isinstance(options, list):
             kept = [option for option in options if option != {"type": "null"}]
-            if len(kept) == 1:
+            if len(kept) < len(options):
                 del spec["anyOf"], spec["default"]
-                spec.update(kept[0])
+                spec.update(kept[0] if len(kept) == 1 else {"anyOf": kept})
 
 
 class ToolContext:
@@ -308,6 +312,15 @@ class FileTool(BaseTool):
     @abstractmethod
     def targets(self, args: Any) -> list[Target]:
         """What a call with validated `args` touches: operations on paths, or a command."""
+
+    def usable(self, state: Mapping[str, Any], messages: Sequence[BaseMessage]) -> bool:
+        """Whether to offer the tool at a model call, given the thread so far.
+
+        Every model call pays for the schemas it is offered, so a tool that cannot be of
+        use yet is left out of the request; called anyway, it still runs. Default: True.
+        """
+        del state, messages
+        return True
 
     def previews(self, args: Any) -> bool:
         """Whether a call with validated `args` can be dry-run. Default: if it writes."""

@@ -24,23 +24,18 @@ if TYPE_CHECKING:
 class EditFileArgs(ToolArgs):
     """Arguments of edit_file."""
 
-    file_path: str = Field(description="Absolute path of the file to edit, e.g. /src/app.py.")
+    file_path: str = Field(description="Absolute path, e.g. /src/app.py.")
     old_string: str = Field(description="The exact text to replace.")
-    new_string: str = Field(description="The text to replace it with (must differ).")
-    replace_all: bool = Field(
-        default=False, description="Replace every occurrence of old_string. Default: false."
-    )
+    new_string: str = Field(description="The new text (must differ).")
+    replace_all: bool = Field(default=False, description="Replace every match.")
 
 
 DESCRIPTION = """Replace exact text in a file.
 
--[read_file] Read the file first; edits to files not read, or changed since, are refused.
-- `old_string` must match exactly, indentation included (without read_file's line
-  numbers). It must be unique: add surrounding lines, or set `replace_all` (renames).
-- An empty `old_string` creates a new file.
-- Line endings and encoding are kept; straight quotes match the file's curly ones.
--[apply_patch] For many changes at once use apply_patch.
--[notebook_edit] Notebooks (.ipynb) are edited with notebook_edit."""
+-[read_file] Read the file first; files not read, or changed since, are refused.
+- `old_string` must match exactly, indentation included, without line numbers, and be
+  unique: add surrounding lines, or set `replace_all`. An empty one creates a file.
+-[apply_patch] For many changes at once use apply_patch."""
 
 
 class EditFileTool(FileTool):

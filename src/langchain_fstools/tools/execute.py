@@ -38,27 +38,20 @@ SUMMARY_LINES = 20
 class ExecuteArgs(ToolArgs):
     """Arguments of execute."""
 
-    command: str = Field(description="The command line to run with bash, e.g. `pytest -q tests/`.")
-    timeout: float | None = Field(
-        default=None,
-        description="Seconds before the command is killed.",
-    )
+    command: str = Field(description="e.g. `pytest -q tests/`.")
+    timeout: float | None = Field(default=None, description="Seconds before it is killed.")
 
 
-DESCRIPTION = """Run a bash command in the workspace; returns its output and exit code.
+DESCRIPTION = """Run a bash command from the workspace root; returns its output and exit code.
 
--[read_file, grep, glob, edit_file] Not for files: read_file, not cat/head/tail; grep, not
-  grep/rg; glob, not find/ls -R; edit_file, not sed/awk/echo >.
-- The working directory is the workspace root (use relative paths); `/` in the shell is
-  the machine's root.
-- Each call is a fresh shell (chain with `&&`); stdin is empty, so pass flags such as
-  `--yes`; background processes are stopped at the end.
-- `timeout`: default {execute_timeout:g} s, at most {execute_max_timeout:g}; then everything
-  is killed and the output so far returned.
-- Output (stderr lines marked `[stderr] `) then `Exit code: N`; over
-  {execute_output_limit:*byte} the middle is cut.
--[apply_patch] `apply_patch <<'EOF'` runs in-process; prefer the apply_patch tool.
-- Dangerous commands (sudo, rm -rf /, mkfs, ...) are refused."""
+-[read_file, grep, glob, edit_file] Not for files: use read_file, grep, glob, edit_file, not
+  cat/head/tail, grep/rg, find, sed/awk/echo >.
+- Use relative paths: `/` in the shell is the machine's root.
+- A fresh shell each call, stdin empty (pass `--yes`); background processes end with it.
+- On timeout all is killed and the output so far returned. Output over
+  {execute_output_limit:*byte} is cut in the middle; stderr lines start `[stderr] `.
+-[apply_patch] For patches use the apply_patch tool.
+- Dangerous commands (sudo, rm -rf /, ...) are refused."""
 
 
 class ExecuteTool(FileTool):

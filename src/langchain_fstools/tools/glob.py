@@ -24,20 +24,12 @@ if TYPE_CHECKING:
 class GlobArgs(ToolArgs):
     """Arguments of glob."""
 
-    pattern: str = Field(description='Glob pattern, e.g. "**/*.py", "src/**/*.{ts,tsx}".')
-    path: str | None = Field(
-        default=None, description="Absolute path of the directory to search. Default: /."
-    )
+    pattern: str = Field(description='e.g. "*.py", "src/**/*.{ts,tsx}".')
+    path: str | None = Field(default=None, description="Absolute folder to search. Default: /.")
 
 
-DESCRIPTION = """Find files by name pattern, fast in any workspace.
-
-- `*`, `?` within a name, `**` across directories, `[abc]`, `{{a,b}}`. A pattern without
-  `/` matches names at any depth (`*.py`); with `/` it matches from `path`
-  (`src/**/test_*.py`).
-- Newest first, at most {glob_limit:,} (the output says when there are more); files of
-  one directory are listed by name under its `/dir/` line.
-- Skips files ignored by .gitignore/.ignore and VCS folders; hidden files are included."""
+DESCRIPTION = """Find files by name: `*`, `?`, `**`, `[abc]`, `{{a,b}}`; a pattern without `/`
+matches at any depth. Newest first, at most {glob_limit:,}; skips ignored files and VCS folders."""
 
 NO_MATCH = "No files found matching {pattern!r} in {path}."
 

@@ -34,58 +34,30 @@ OutputMode = Literal["files_with_matches", "content", "count"]
 class GrepArgs(ToolArgs):
     """Arguments of grep."""
 
-    pattern: str = Field(description="Text to search for (a regex only with regex=true).")
-    path: str | None = Field(
-        default=None, description="Absolute path of a directory or file to search. Default: /."
-    )
-    glob: str | None = Field(
-        default=None, description='Only search files matching this glob, e.g. "*.py", "*.{ts,tsx}".'
-    )
-    type: str | None = Field(
-        default=None, description='Only search files of this type, e.g. "py", "js", "md".'
-    )
+    pattern: str = Field(description="Text to find (a regex only with regex=true).")
+    path: str | None = Field(default=None, description="Absolute file or folder. Default: /.")
+    glob: str | None = Field(default=None, description='Files to search, e.g. "*.py".')
+    type: str | None = Field(default=None, description='File type, e.g. "py".')
     output_mode: OutputMode = Field(
         default="files_with_matches",
-        description=(
-            '"files_with_matches" (file paths, newest first; default), "content" '
-            '(matching lines as path:line:text), or "count" (matching lines per file).'
-        ),
+        description="Paths (newest first), matching lines as path:line:text, or counts.",
     )
-    after_context: int | None = Field(
-        default=None, alias="-A", description="Lines of context after each match (content)."
-    )
-    before_context: int | None = Field(
-        default=None, alias="-B", description="Lines of context before each match (content)."
-    )
-    context: int | None = Field(
-        default=None, alias="-C", description="Lines of context around each match (content)."
-    )
-    ignore_case: bool = Field(default=False, alias="-i", description="Case-insensitive search.")
-    line_numbers: bool = Field(
-        default=True, alias="-n", description="Show line numbers (content). Default: true."
-    )
-    multiline: bool = Field(
-        default=False, description="Let a match span lines (regex `.` matches newlines)."
-    )
-    head_limit: int | None = Field(
-        default=None,
-        description="Most entries (files, lines or counts) to return; 0: no limit.",
-    )
-    offset: int = Field(default=0, description="Entries to skip first, for paging. Default: 0.")
-    regex: bool = Field(
-        default=False,
-        description="Treat pattern as a regular expression (ripgrep syntax). Default: false.",
-    )
+    after_context: int | None = Field(default=None, alias="-A", description="Lines after.")
+    before_context: int | None = Field(default=None, alias="-B", description="Lines before.")
+    context: int | None = Field(default=None, alias="-C", description="Lines around.")
+    ignore_case: bool = Field(default=False, alias="-i", description="Ignore case.")
+    line_numbers: bool = Field(default=True, alias="-n", description="Line numbers.")
+    multiline: bool = Field(default=False, description="Matches may span lines.")
+    head_limit: int | None = Field(default=None, description="Most entries; 0: all.")
+    offset: int = Field(default=0, description="Entries to skip.")
+    regex: bool = Field(default=False, description="pattern is a ripgrep regex.")
 
 
-DESCRIPTION = """Search file contents (ripgrep on local disk).
-
-- `pattern` is LITERAL text unless `regex=true` (ripgrep syntax). A literal search that
-  finds nothing and looks like a regex is retried as one, and the output says so.
-- Results are paged by `head_limit` (default {grep_head_limit:,}, 0: all) and `offset`;
-  the output says how to continue. Lines are cut at {line_width} characters.
-- Skips files ignored by .gitignore/.ignore, VCS folders and binary files.
--[execute] Use grep, not grep or rg through execute."""
+DESCRIPTION = """Search file contents (ripgrep). `pattern` is literal unless `regex=true`; a literal
+that finds nothing but looks like a regex is retried as one. Paged by `head_limit` and
+`offset`; lines cut at {line_width} characters. Skips ignored files, VCS folders and
+binaries.
+-[execute] Use it, not grep or rg in execute."""
 
 _REGEX_SPECIAL = re.compile(r"[\\.^$?*+()\[\]{}]")
 

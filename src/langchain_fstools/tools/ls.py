@@ -20,14 +20,11 @@ if TYPE_CHECKING:
 class LsArgs(ToolArgs):
     """Arguments of ls."""
 
-    path: str = Field(default="/", description="Absolute path of the directory to list.")
+    path: str = Field(default="/", description="Absolute path; `/` is the workspace root.")
 
 
-DESCRIPTION = """List one directory (not recursive); `path` is absolute, `/` is the workspace root.
-
-- Names under the directory's path, sorted, hidden ones included, subdirectories ending
-  in `/`; at most {ls_limit:*entry/entries}, and the output says when it was cut.
--[glob] To find files by name across directories use glob."""
+DESCRIPTION = """List a directory, not recursively: names sorted, hidden ones included, folders
+ending in `/`, at most {ls_limit:*entry/entries}."""
 
 
 class LsTool(FileTool):

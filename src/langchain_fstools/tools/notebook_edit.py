@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
+import json
+import re
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -22,39 +24,36 @@ from langchain_fstools.tools.writing import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from langchain_core.messages import BaseMessage
+
     from langchain_fstools.core.calls import Effect
+
+_NOTEBOOK_NAME = re.compile(r"\.ipynb\b", re.IGNORECASE)
 
 
 class NotebookEditArgs(ToolArgs):
     """Arguments of notebook_edit."""
 
     notebook_path: str = Field(description="Absolute path of the .ipynb file.")
-    new_source: str = Field(description="The new source of the cell (ignored for delete).")
+    new_source: str = Field(description="The cell's new source (ignored for delete).")
     cell_id: str | None = Field(
-        default=None,
-        description=(
-            "Id of the cell to replace or delete, or to insert after (as shown by "
-            "read_file). For insert, omit it to insert at the top."
-        ),
+        default=None, description="The cell to replace, delete or insert after."
     )
     cell_type: Literal["code", "markdown", "raw"] | None = Field(
-        default=None,
-        description="Type of the cell: required for insert; for replace, changes the type.",
+        default=None, description="Required for insert."
     )
     edit_mode: Literal["replace", "insert", "delete"] = Field(
-        default="replace", description='"replace" (default), "insert" or "delete".'
+        default="replace", description="What to do with the cell."
     )
 
 
-DESCRIPTION = """Edit one cell of a Jupyter notebook (.ipynb).
+DESCRIPTION = """Replace, insert or delete one cell of a Jupyter notebook.
 
--[read_file] Read the notebook with read_file first: it shows each cell's id. Edits to notebooks
-  you have not read, or that changed since, are refused.
-- edit_mode "replace" (default): give `cell_id` and `new_source`; a code cell's outputs
-  and execution count are cleared. "insert": a new cell after `cell_id` (or at the top
-  without one); `cell_type` is required. "delete": remove the cell `cell_id`.
-- The notebook keeps its nbformat version, metadata and other cells.
-- Use it for notebooks only; other files have their own tools."""
+-[read_file] Read it first (read_file shows cell ids); unread or changed notebooks are refused.
+- Replacing clears a code cell's outputs; insert goes after `cell_id`, or at the top
+  without one."""
 
 
 class NotebookEditTool(FileTool):
@@ -65,6 +64,11 @@ class NotebookEditTool(FileTool):
     args_schema: type[NotebookEditArgs] = NotebookEditArgs
     read_only: bool = False
     needs_read: ClassVar[bool] = True
+
+    def usable(self, state: Mapping[str, Any], messages: Sequence[BaseMessage]) -> bool:
+        """Offered once a notebook was named in the thread (asked for, listed, read)."""
+        del state
+        return any(_names_a_notebook(message) for message in messages)
 
     def targets(self, args: NotebookEditArgs) -> list[Target]:
         """A write of `notebook_path`."""
@@ -162,6 +166,13 @@ def _apply(book: notebook.NotebookNode, args: NotebookEditArgs) -> tuple[str, st
             cell["outputs"] = []
             cell["execution_count"] = None
     return f"Replaced cell {target}", target
+
+
+def _names_a_notebook(message: BaseMessage) -> bool:
+    """Whether `message` (its text, or its tool calls' arguments) names a `.ipynb` file."""
+    calls_made = getattr(message, "tool_calls", None) or []
+    texts = (str(message.content), *(json.dumps(call["args"]) for call in calls_made))
+    return any(_NOTEBOOK_NAME.search(text) for text in texts)
 
 
 __all__ = ["DESCRIPTION", "NotebookEditArgs", "NotebookEditTool"]

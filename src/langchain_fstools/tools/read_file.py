@@ -38,35 +38,21 @@ if TYPE_CHECKING:
 class ReadFileArgs(ToolArgs):
     """Arguments of read_file."""
 
-    file_path: str = Field(description="Absolute path of the file to read, e.g. /src/app.py.")
+    file_path: str = Field(description="Absolute path, e.g. /src/app.py.")
     offset: int | str | None = Field(
-        default=None,
-        description=(
-            "1-based line number to start reading at, or a row of a long line such as"
-            ' "12.3" (as the footer of a read says). Default: 1.'
-        ),
+        default=None, description='1-based line to start at, or a row such as "12.3". Default: 1.'
     )
-    limit: int | None = Field(default=None, description="Maximum number of lines (rows) to read.")
-    pages: str | None = Field(
-        default=None,
-        description='PDF pages to read, e.g. "3", "1-5" or "2,4-6" (PDF files only).',
-    )
+    limit: int | None = Field(default=None, description="Most rows to read.")
+    pages: str | None = Field(default=None, description='PDF pages, e.g. "1-5".')
 
 
-DESCRIPTION = """Read a file; `file_path` is absolute (`/` is the workspace root).
+DESCRIPTION = """Read a file as rows `N<TAB>line`; a cut read ends with the `offset` to continue.
 
-- Rows are the line number, a tab, the line: `12<TAB>text`.
-- A longer file than `limit` ends with the exact `offset` to continue.
-- Lines over {row_width} characters continue on rows N.1, N.2, ...; offset="12.3"
-  starts at such a row.
-- Read a file before changing it: changes to files not read, or changed since, are refused.
-- Re-reading an unchanged range still in the conversation returns a short "unchanged" note.
-- Images come back as images. PDFs as text with page markers: over
-  {pdf_pages_without_range:*page} give `pages` ("1-5"), at most {pdf_pages_per_call:*page} a call.
-  Notebooks (.ipynb) as cells with ids and outputs; `offset`/`limit` count cells.
+- Read a file before changing it; changes to files not read, or changed since, are refused.
+- Images come back as images; PDFs as text (over {pdf_pages_without_range:*page} need
+  `pages`, at most {pdf_pages_per_call:*page} a call); notebooks as cells with ids.
 -[notebook_edit] Edit notebooks with notebook_edit.
--[read_max_bytes] Text files over {read_max_size} need `offset`/`limit`.
-- Text keeps its encoding (UTF-8, UTF-16, legacy code pages); other binary files are refused."""
+-[read_max_bytes] Files over {read_max_size} need `offset`/`limit`."""
 
 UNCHANGED = (
     "File unchanged since your last read of this range: the content of {path} "
@@ -86,7 +72,7 @@ class ReadFileTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[ReadFileArgs] = ReadFileArgs
     argument_defaults: ClassVar[dict[str, str]] = {
-        "limit": "{read_limit:,}, fewer when the output would pass {read_token_budget:*token}"
+        "limit": "{read_limit:,}, fewer past {read_token_budget:*token}"
     }
 
     def targets(self, args: ReadFileArgs) -> list[Target]:

@@ -18,21 +18,22 @@ from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutc
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from langchain_core.messages import BaseMessage
+
     from langchain_fstools.core.calls import Effect
 
 
 class UndoEditArgs(ToolArgs):
     """Arguments of undo_edit."""
 
-    file_path: str = Field(description="Absolute path of the file whose last change to undo.")
+    file_path: str = Field(description="Absolute path.")
 
 
-DESCRIPTION = """Undo the last change your file tools made to one file.
-
-- Restores the file exactly as it was before that change (a file the change created
-  is removed again). Each call undoes one more change, newest first.
-- Refused when the file was changed outside your tools since, or when no change to
-  it is recorded. Read the file again before editing it further."""
+DESCRIPTION = """Undo the last change your file tools made to a file (a file they created is
+removed); each call goes one change further back. Refused if the file changed outside
+your tools since. Read it again before editing it."""
 
 
 class UndoEditTool(FileTool):
@@ -42,6 +43,11 @@ class UndoEditTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[UndoEditArgs] = UndoEditArgs
     read_only: bool = False
+
+    def usable(self, state: Mapping[str, Any], messages: Sequence[BaseMessage]) -> bool:
+        """Offered once the thread has a recorded change to undo."""
+        del messages
+        return bool(history_of(state))
 
     def targets(self, args: UndoEditArgs) -> list[Target]:
         """A write of `file_path`."""

@@ -21,16 +21,14 @@ if TYPE_CHECKING:
 class WriteFileArgs(ToolArgs):
     """Arguments of write_file."""
 
-    file_path: str = Field(description="Absolute path of the file to write, e.g. /src/app.py.")
-    content: str = Field(description="The complete new content of the file.")
+    file_path: str = Field(description="Absolute path, e.g. /src/app.py.")
+    content: str = Field(description="The whole new content.")
 
 
-DESCRIPTION = """Create a file, or replace one whole; missing parent directories are created.
+DESCRIPTION = """Create a file, or replace one whole (parent folders are created).
 
--[read_file] Overwriting needs a read_file of the whole file first, unchanged since.
--[edit_file] Prefer edit_file to change part of a file.
--[apply_patch] Prefer apply_patch for many changes at once.
-- The file keeps its encoding and CRLF line endings. The reply is a short diff."""
+-[read_file] Overwriting needs a read of the whole file first.
+-[edit_file] Prefer edit_file to change part of a file."""
 
 
 class WriteFileTool(FileTool):

@@ -24,7 +24,7 @@ def test_defaults_follow_the_settings(tmp_path: Path) -> None:
         tmp_path, read_limit=500, grep_head_limit=40, execute_timeout=30, execute_max_timeout=90
     )
     assert configured["read_file.limit"]["description"].endswith(
-        "Default: 500, fewer when the output would pass 25,000 tokens."
+        "Default: 500, fewer past 25,000 tokens."
     )
     assert configured["grep.head_limit"]["description"].endswith("Default: 40.")
     assert configured["execute.timeout"]["description"].endswith("Default: 30; at most 90.")
