@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import errno
 import functools
 import logging
@@ -70,7 +71,7 @@ DEFAULT_LOCK_TIMEOUT: Final = 10.0
 """Seconds a write waits for other writers of its folders (see `backends.write_locks`)."""
 
 _COPY_CHUNK: Final = 1 << 24
-"""Bytes one `copy_file_range` call copies into a file committed from a change set."""
+"""Bytes one `sendfile` call copies into a file committed from a change set."""
 
 _T = TypeVar("_T")
 
@@ -395,6 +396,8 @@ class LocalBackend(Backend):
             if self._durability == "fsync":
                 files = [(e.virtual, e.descriptor) for e in chunk if e.descriptor >= 0]
                 _sync_all(files, _fsync_descriptor)
+                if any(entry.move for entry in entries):  # moved in unsynced: one sync for all
+                    _sync_filesystem(chunk[0].directory)
         finally:
             staged.extend(chunk)
             for done in chunk:
@@ -415,8 +418,8 @@ class LocalBackend(Backend):
             place = self._beneath.place(virtual, create=True, follow=entry.follow)
             directory = _shared_directory(place, directories)
             current = place.info
-            if entry.link is not None:
-                temp = _create_temp_link(directory, place.name, entry.link)
+            if entry.link is not None or entry.move:
+                temp = _create_temp_entry(directory, place.name, entry, current)
                 return _Staged(
                     virtual, place.name, directory, temp, -1, entry.expected, current is not None
                 )
@@ -648,24 +651,21 @@ class LocalBackend(Backend):
         ):
             self._remove_entry(change)
         batch: list[_Entry] = []
-        sources: list[int] = []
-        try:
-            for change in changes.changes:
-                if change.kind is ChangeKind.DELETED:
-                    continue
-                if change.entry == "directory":
-                    self._commit_directory(change)
-                    continue
-                expected = change.before if change.before is not None else ABSENT
-                committed = _Entry(change.path, expected, follow=False, canonical=True)
-                if change.entry == "link":
-                    batch.append(replace(committed, link=change.target))
-                    continue
-                sources.append(os.open(upper_path(changes, change.path), _READ_FLAGS))
-                batch.append(replace(committed, source=sources[-1], mode=change.mode))
-            return self._write_batch(batch) if batch else []
-        finally:
-            _close_all(sources)
+        move = os.stat(changes.source).st_dev == os.stat(self._root).st_dev
+        for change in changes.changes:
+            if change.kind is ChangeKind.DELETED:
+                continue
+            if change.entry == "directory":
+                self._commit_directory(change)
+                continue
+            expected = change.before if change.before is not None else ABSENT
+            committed = _Entry(change.path, expected, follow=False, canonical=True)
+            if change.entry == "link":
+                batch.append(replace(committed, link=change.target))
+                continue
+            source = upper_path(changes, change.path)
+            batch.append(replace(committed, source=source, move=move, mode=change.mode))
+        return self._write_batch(batch) if batch else []
 
     def _check_before(self, change: Change) -> None:
         """`VersionConflict` unless `change.path` is still what the change set found."""
@@ -888,16 +888,47 @@ def _create_temp(directory: int, name: str, *, private: bool) -> tuple[int, str]
             continue
 
 
-def _create_temp_link(directory: int, name: str, target: str) -> str:
-    """Create a symbolic link to `target` under a temporary name in `directory`."""
+def _create_temp_entry(
+    directory: int, name: str, entry: _Entry, previous: os.stat_result | None
+) -> str:
+    """Make `entry`'s link, or move its private source file in, under a temporary name.
+
+    A file is moved by a hard link and the removal of its old name, so an existing
+    name is never replaced; it gets a modification time of its own (as `_stamp`
+    gives). The caller syncs it.
+    """
     stem = os.fsdecode(os.fsencode(name)[:_TEMP_STEM_BYTES])
     while True:
         temp = f".{stem}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
         try:
-            os.symlink(target, temp, dir_fd=directory)
+            if entry.link is not None:
+                os.symlink(entry.link, temp, dir_fd=directory)
+                return temp
+            assert entry.source is not None  # noqa: S101 - a move has a source
+            os.link(entry.source, temp, dst_dir_fd=directory, follow_symlinks=False)
         except FileExistsError:
             continue
+        os.unlink(entry.source)
+        now = time.time_ns()
+        if previous is not None:
+            now = max(now, previous.st_mtime_ns + 1)
+        os.utime(temp, ns=(now, now), dir_fd=directory, follow_symlinks=False)
         return temp
+
+
+def _sync_filesystem(directory: int) -> None:
+    """Flush the whole filesystem holding `directory` (`syncfs`), else every filesystem."""
+    descriptor = os.open(".", LISTING, dir_fd=directory)
+    try:
+        if _libc().syncfs(descriptor) != 0:
+            os.sync()
+    finally:
+        os.close(descriptor)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _copy_owner_and_mode(descriptor: int, original: os.stat_result) -> None:
@@ -951,8 +982,10 @@ class _Entry:
     path: str
     expected: str | None
     data: bytes = b""
-    source: int | None = None
-    """An open file whose bytes the target gets (instead of `data`)."""
+    source: str | None = None
+    """A private host file whose bytes the target gets (instead of `data`)."""
+    move: bool = False
+    """Rename `source` into place (on the same filesystem) rather than copy it."""
     mode: int | None = None
     """The permission bits the target gets (default: a replaced file's, or the umask's)."""
     link: str | None = None
@@ -967,9 +1000,13 @@ class _Entry:
         if self.source is None:
             _write_all(descriptor, self.data)
             return
-        offset = 0
-        while copied := os.copy_file_range(self.source, descriptor, _COPY_CHUNK, offset):
-            offset += copied
+        source = os.open(self.source, _READ_FLAGS)
+        try:
+            offset = 0
+            while copied := os.sendfile(descriptor, source, offset, _COPY_CHUNK):
+                offset += copied
+        finally:
+            os.close(source)
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,11 +107,26 @@ def snapshot(folder: Path) -> dict[bytes, tuple[str, int, bytes]]:
     return found
 
 
+@pytest.fixture(params=["same filesystem", "another filesystem"])
+def views_folder(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Where views are made: beside the workspace (files moved in) or on /dev/shm (copied)."""
+    del tmp_path  # made first, on the usual temporary folder
+    if request.param == "another filesystem":
+        if not Path("/dev/shm").is_dir():
+            pytest.skip("no /dev/shm")
+        monkeypatch.setattr(tempfile, "tempdir", "/dev/shm")
+
+
+@pytest.mark.usefixtures("views_folder")
 @pytest.mark.parametrize("command", CORPUS.values(), ids=CORPUS.keys())
 def test_a_committed_change_set_leaves_the_tree_a_direct_run_leaves(
     tmp_path: Path, command: str
 ) -> None:
     direct, viewed = workspace(tmp_path / "direct"), workspace(tmp_path / "viewed")
+    same = Path(tempfile.gettempdir()).stat().st_dev == tmp_path.stat().st_dev
+    assert same == (tempfile.gettempdir() != "/dev/shm")
     subprocess.run(["bash", "-c", command], cwd=direct, check=True, capture_output=True)
     before = snapshot(viewed)
     backend = LocalBackend(viewed, execute=True, sandbox=Sandbox(method="bwrap"))
