@@ -234,13 +234,16 @@ def test_credential_files_in_home_cannot_be_read(
     for name in CREDENTIALS:
         (home / name).parent.mkdir(parents=True, exist_ok=True)
         (home / name).write_text(f"CREDENTIAL {name}\n")
-    (home / "notes.txt").write_text("ordinary\n")
+    (home / ".bashrc").write_text("ordinary\n")
+    (home / "notes.txt").write_text("NOTES\n")
     monkeypatch.setenv("HOME", str(home))
     backend = LocalBackend(workspace, execute=True, sandbox=Sandbox(method=method))
     reads = "; ".join(f"cat {home}/{name}" for name in CREDENTIALS)
-    outcome = _run(backend, f"{reads}; cat {home}/notes.txt")
+    outcome = _run(backend, f"{reads}; cat {home}/.bashrc; cat {home}/notes.txt")
     assert "CREDENTIAL" not in outcome.text
-    assert "ordinary" in outcome.text  # the rest of home stays readable (toolchains)
+    assert "ordinary" in outcome.text  # what tools need stays readable (start-up files)
+    # bwrap shows a home's allow-list only; Landlock alone masks the credentials only
+    assert ("NOTES" in outcome.text) == (method == "landlock")
 
 
 def test_the_agents_secret_variables_never_reach_a_command(

@@ -39,6 +39,7 @@ import glob
 import os
 import re
 import shutil
+import stat as stat_module
 import subprocess
 import sys
 import tempfile
@@ -80,11 +81,67 @@ CREDENTIAL_PATHS: Final = (
     ".codex",
     ".deepagents",
     ".agents",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".cache/huggingface/token",
+    ".local/share/keyrings",
+    ".pgpass",
+    ".vault-token",
+    ".my.cnf",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
 )
-"""Paths in each home directory masked inside the sandbox: credentials and agent settings."""
+"""Paths in each home directory masked inside the sandbox: credentials and agent settings,
+also where an allowed folder (`HOME_ALLOWED`) holds them."""
+
+HOME_ALLOWED: Final = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".inputrc",
+    ".gitconfig",
+    ".config/git",
+    ".cache",
+    ".local/bin",
+    ".local/lib",
+    ".local/share/man",
+    ".pyenv",
+    ".rustup",
+    ".cargo",
+    ".nvm",
+    ".npm",
+    ".bun",
+    ".deno",
+    ".volta",
+    ".rbenv",
+    ".gem",
+    ".sdkman",
+    ".m2",
+    ".gradle",
+    "go",
+    ".conda",
+    "miniconda3",
+    "anaconda3",
+)
+"""What commands see of a home directory: shell start-up files, caches and toolchains.
+
+Every other entry of a home directory (`$HOME`, `/root`, `/home/*`) looks empty inside
+the sandbox, so a secret kept anywhere else there stays hidden; the credential paths
+(`CREDENTIAL_PATHS`) stay masked inside these too. `Sandbox(home_allowed=...)` sets
+another list. The workspace, and the interpreter the sandbox's helper runs on, stay
+visible wherever they are."""
 
 MASKED_SYSTEM_PATHS: Final = ("/run", "/var/run")
 """System folders masked inside the sandbox: service sockets and `/run/secrets`."""
+
+SYSTEM_FOLDERS: Final = ("/etc", "/var")
+"""Where a root agent's commands find what only root may read (`root_only_paths`)."""
 
 _AF_UNIX = 1
 _NETWORK_FAMILIES = [2, 10, 17]
@@ -122,6 +179,8 @@ class Sandbox:
             the workspace and what it changed is a change set that the file tools'
             review commits or refuses; `"direct"`: commands write the workspace in
             place (as with Landlock alone). Default: `"copy-on-write"`.
+        home_allowed: Paths relative to a home directory that commands may see (with
+            bubblewrap); the rest of each home looks empty. Default: `HOME_ALLOWED`.
 
     Raises:
         ValueError: a path is not absolute, or an unknown method.
@@ -134,6 +193,7 @@ class Sandbox:
     unix_sockets: bool = False
     method: Method = "auto"
     workspace: WorkspaceMode = "copy-on-write"
+    home_allowed: Sequence[str] = HOME_ALLOWED
 
     def __post_init__(self) -> None:
         """Freeze the path lists; refuse relative paths and unknown methods."""
@@ -145,13 +205,15 @@ class Sandbox:
             raise ValueError(
                 f"unknown workspace mode {self.workspace!r}; choose 'copy-on-write' or 'direct'"
             )
-        for name in ("writable", "read_only", "hidden"):
+        for name in ("writable", "read_only", "hidden", "home_allowed"):
             value = getattr(self, name)
             if isinstance(value, str):
                 raise ValueError(f"Sandbox({name}=...) takes a list of paths, not one string")  # noqa: TRY004
+            relative = name == "home_allowed"
             for path in value:
-                if not isinstance(path, str) or not os.path.isabs(path):
-                    raise ValueError(f"Sandbox({name}=...) paths must be absolute; got {path!r}")
+                if not isinstance(path, str) or os.path.isabs(path) != (not relative):
+                    kind = "relative to a home directory" if relative else "absolute"
+                    raise ValueError(f"Sandbox({name}=...) paths must be {kind}; got {path!r}")
             object.__setattr__(self, name, tuple(value))
 
 
@@ -269,7 +331,13 @@ class Confinement:
             *("--proc", "/proc"),
             *("--tmpfs", "/tmp"),  # noqa: S108 - a fresh private tmpfs, not the host's /tmp
         ]
-        masks = [*masked_paths(), *sandbox.hidden]
+        keep = [self.workspace, *helper_paths(self.helper), *sandbox.writable, *sandbox.read_only]
+        masks = [
+            *masked_paths(),
+            *sandbox.hidden,
+            *home_masks(sandbox.home_allowed, keep),
+            *root_only_paths(keep),
+        ]
         around = [m for m in masks if _contains(m, self.workspace)]
         for path in around:  # a mask over the workspace comes first: the workspace stays
             args += _mask(path)
@@ -322,6 +390,83 @@ def masked_paths() -> list[str]:
             if os.path.lexists(os.path.join(home, name))
         ]
     return found
+
+
+def home_masks(allowed: Sequence[str], keep: Sequence[str]) -> list[str]:
+    """The entries of every home directory that commands do not see.
+
+    Everything but the `allowed` paths (relative to the home) and the folders on the
+    way to them; an entry holding a path in `keep` (the workspace, the helper's
+    interpreter) is not masked whole: its other entries are.
+    """
+    found: list[str] = []
+    kept = [os.path.realpath(path) for path in keep]
+    for home in home_directories():
+        found += _masks_below(os.path.realpath(home), [a.strip("/") for a in allowed], kept)
+    return found
+
+
+def _masks_below(folder: str, allowed: list[str], keep: list[str]) -> list[str]:
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    found: list[str] = []
+    for name in names:
+        path = os.path.join(folder, name)
+        if name in allowed or path in keep or os.path.islink(path):
+            continue  # a link is masked where it leads, if that is a home's entry
+        inner = [a[len(name) + 1 :] for a in allowed if a.startswith(name + "/")]
+        holds = any(k.startswith(path + "/") for k in keep)
+        if inner or holds:
+            if os.path.isdir(path):
+                found += _masks_below(path, inner, keep)
+            continue
+        found.append(path)
+    return found
+
+
+@functools.cache
+def _root_only() -> tuple[str, ...]:
+    """Files and folders under `/etc` and `/var` that only their owner (root) may read."""
+    found: list[str] = []
+    for top in SYSTEM_FOLDERS:
+        for folder, names, files in os.walk(top):
+            for name in list(names):
+                path = os.path.join(folder, name)
+                if not _open_to_all(path, 0o005):
+                    found.append(path)
+                    names.remove(name)  # masked whole: not walked
+            found += [
+                os.path.join(folder, name)
+                for name in files
+                if not _open_to_all(os.path.join(folder, name), 0o004)
+            ]
+    return tuple(found)
+
+
+def root_only_paths(keep: Sequence[str]) -> list[str]:
+    """What only root may read outside home directories, for a command of a root agent.
+
+    Found once (`/etc/shadow`, the SSH host keys, `/etc/ssl/private`, root-only logs
+    and caches); the sandbox masks them, since uid 0 inside keeps the owner's rights.
+    None for an agent that is not root: the kernel refuses them itself.
+    """
+    if os.geteuid() != 0:
+        return []
+    kept = [os.path.realpath(path) for path in keep]
+    return [p for p in _root_only() if not any(k == p or k.startswith(p + "/") for k in kept)]
+
+
+def _open_to_all(path: str, bits: int) -> bool:
+    """Whether `path` (not followed) grants everyone `bits`; a link or special file does."""
+    try:
+        result = os.lstat(path)
+    except OSError:
+        return True
+    if not (stat_module.S_ISREG(result.st_mode) or stat_module.S_ISDIR(result.st_mode)):
+        return True
+    return result.st_mode & bits == bits
 
 
 def _mask(path: str) -> list[str]:
@@ -442,7 +587,9 @@ DEFAULT_SANDBOX: Final = Sandbox()
 __all__ = [
     "CREDENTIAL_PATHS",
     "DEFAULT_SANDBOX",
+    "HOME_ALLOWED",
     "MASKED_SYSTEM_PATHS",
+    "SYSTEM_FOLDERS",
     "Confinement",
     "Method",
     "Sandbox",
@@ -453,5 +600,7 @@ __all__ = [
     "helper_command",
     "helper_paths",
     "home_directories",
+    "home_masks",
     "masked_paths",
+    "root_only_paths",
 ]
