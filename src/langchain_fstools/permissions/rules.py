@@ -58,6 +58,7 @@ from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_globs
 from langchain_fstools.errors import FsToolsError
 from langchain_fstools.shell.analysis import Match, SimpleCommand, analyse, command_pattern
+from langchain_fstools.shell.sandbox import SHELL_FILES
 from langchain_fstools.tools.targets import Operation, Target
 
 if TYPE_CHECKING:
@@ -77,24 +78,6 @@ MODE_DEFAULTS: Final[Mapping[str, Mapping[str, Action]]] = {
 }
 """Each mode's action for a call no rule matches."""
 
-SHELL_FILES: Final = (
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-    ".zprofile",
-    ".zlogin",
-    ".zlogout",
-    ".cshrc",
-    ".tcshrc",
-    ".kshrc",
-    ".inputrc",
-    "config.fish",
-)
-"""Shell start-up files: editing one runs code in the user's next shell."""
 
 AGENT_CONFIGURATION: Final = (".fstools", ".claude", ".codex", ".deepagents", ".agents")
 """Where agents keep their own settings and instructions."""

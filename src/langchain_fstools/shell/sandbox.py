@@ -95,7 +95,7 @@ CREDENTIAL_PATHS: Final = (
 """Paths in each home directory masked inside the sandbox: credentials and agent settings,
 also where an allowed folder (`HOME_ALLOWED`) holds them."""
 
-HOME_ALLOWED: Final = (
+SHELL_FILES: Final = (
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -104,7 +104,18 @@ HOME_ALLOWED: Final = (
     ".zshrc",
     ".zshenv",
     ".zprofile",
+    ".zlogin",
+    ".zlogout",
+    ".cshrc",
+    ".tcshrc",
+    ".kshrc",
     ".inputrc",
+    "config.fish",
+)
+"""Shell start-up files: editing one runs code in the user's next shell."""
+
+HOME_ALLOWED: Final = (
+    *SHELL_FILES,
     ".gitconfig",
     ".config/git",
     ".cache",
@@ -589,6 +600,7 @@ __all__ = [
     "DEFAULT_SANDBOX",
     "HOME_ALLOWED",
     "MASKED_SYSTEM_PATHS",
+    "SHELL_FILES",
     "SYSTEM_FOLDERS",
     "Confinement",
     "Method",
