@@ -88,6 +88,36 @@ def test_what_git_runs_on_the_host_is_not_committed(
     assert not (root / "other.txt").exists()  # all or nothing
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"rm -rf .git && {GIT} init -q && {GIT} config core.fsmonitor evil",
+        "mkdir -p t && ln -s ../.git/hooks t/h && echo evil > t/h/post-checkout",
+        "mkdir -p .git/worktrees/x && echo '[core] fsmonitor = evil' > .git/worktrees/x/config.worktree",
+        "mkdir -p .git/modules/sub/hooks && echo evil > .git/modules/sub/hooks/post-checkout",
+        "printf '[submodule \"s\"]\n\tpath = s\n\turl = ./s\n' > .gitmodules",
+        "rm -rf .git",
+    ],
+    ids=[
+        "repository replaced",
+        "hook through a link",
+        "worktree config",
+        "module hook",
+        "gitmodules",
+        "repository removed",
+    ],
+)
+def test_every_spelling_of_a_change_to_what_git_runs_is_refused(root: Path, command: str) -> None:
+    before = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+    outcome = run(root, command, "none")
+
+    assert outcome.message is not None
+    assert outcome.message.status == "error", outcome.text
+    assert "which commands may not change (git" in outcome.text
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == before
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_git_commit_and_a_new_repository_are_kept(root: Path, mode: str) -> None:
     command = (
@@ -187,6 +217,14 @@ def test_a_pth_file_of_an_existing_environment_is_refused() -> None:
     pth = Change("/env/lib/site-packages/evil.pth", ChangeKind.ADDED, "file", 0o644, 1)
 
     assert refusal(_set(pth), []) == Refusal(pth.path, "Python runs at every start")
+
+
+def test_a_pth_file_of_an_environment_the_command_replaced_is_refused() -> None:
+    gone = Change("/env/lib/site-packages", ChangeKind.DELETED, "directory", before="v")
+    made = Change("/env/lib/site-packages", ChangeKind.ADDED, "directory", 0o755)
+    pth = Change("/env/lib/site-packages/evil.pth", ChangeKind.ADDED, "file")
+
+    assert refusal(_set(gone, made, pth), []) == Refusal(pth.path, "Python runs at every start")
 
 
 def test_a_pth_file_of_an_environment_the_command_made_is_its_own() -> None:

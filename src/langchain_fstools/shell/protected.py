@@ -5,18 +5,22 @@ only when `refusal` finds none of these among its changes, in every permission m
 and without a permission layer (a file tool's write of such a path is what shows the
 change to a person):
 
-1. What git executes in a repository that existed before the command: its
-   `.git/config` (`core.fsmonitor`, `core.hooksPath`, aliases), `.git/hooks/` and
-   `.git/info/attributes` (filters). A repository the command made itself (`git init`,
-   its `.git` added by the same change set) is the command's own. The rest of `.git`
-   (objects, refs, the index, logs) is not protected: `git commit` works.
+1. What git executes in a repository that existed before the command: below its
+   `.git`, every `config` and `config.worktree` (`core.fsmonitor`, `core.hooksPath`,
+   aliases; also a submodule's or a worktree's, under `modules/` and `worktrees/`),
+   every `hooks` folder and `info/attributes` (filters); and the `.gitmodules` beside
+   it (a submodule `git status` enters). A repository the command made itself (`git
+   init`, its `.git` added, not replacing one, by the same change set) is the
+   command's own. The rest of `.git` (objects, refs, the index, logs) is not
+   protected: `git commit` works.
 2. Code the host runs or imports later that lies inside the workspace: the
    interpreter's prefixes (a virtualenv), its site-packages folders, this package, and
    the executables the host starts (`rg`, `bwrap`), as `host_code` names them. (The
    workspace root itself is never one: a workspace that is all code would take no
    command's change.)
 3. A `*.pth` file (run at every interpreter start) in a `site-packages` folder that
-   existed before the command: one created with its environment is the command's own.
+   existed before the command: one created with its environment (not replacing one)
+   is the command's own.
 4. Credential files and folders at any depth (`CREDENTIAL_PATHS`).
 """
 
@@ -38,8 +42,8 @@ if TYPE_CHECKING:
 
     from langchain_fstools.core.changesets import Change, ChangeSet
 
-_GIT_EXECUTES: Final = ("config", "hooks", "info/attributes")
-"""What git runs, below a repository's `.git` folder."""
+_GIT_CONFIGURATION: Final = ("config", "config.worktree")
+"""The names of git's configuration files below a `.git` folder (at any depth)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +61,8 @@ def refusal(changes: ChangeSet, host_code: Sequence[str]) -> Refusal | None:
         changes: What the command changed.
         host_code: Virtual paths of code the host runs later (see `host_code_paths`).
     """
-    added = {c.path for c in changes.changes if c.kind is ChangeKind.ADDED}
+    new = {c.path for c in changes.changes if c.kind is ChangeKind.ADDED}
+    added = new - {c.path for c in changes.changes if c.kind is ChangeKind.DELETED}
     for change in changes.changes:
         found = _reason(change, added, host_code)
         if found is not None:
@@ -96,29 +101,41 @@ def host_code_paths(root: str, executables: Iterable[str | None]) -> list[str]:
 
 def _reason(change: Change, added: set[str], host_code: Sequence[str]) -> str | None:
     path = change.path
-    for code in host_code:
-        if paths.is_within(path, code):
-            return "holds code this program runs outside the sandbox"
+    if any(paths.is_within(path, code) for code in host_code):
+        return "holds code this program runs outside the sandbox"
     parts = path.strip("/").split("/")
-    for index, part in enumerate(parts):
-        if part == ".git":
-            repository = "/" + "/".join(parts[: index + 1])
-            inner = "/".join(parts[index + 1 :])
-            if repository not in added and _executed_by_git(inner):
-                return "git runs outside the sandbox"
+    found = _git_reason(path, parts, added)
+    if found is not None:
+        return found
     if parts[-1].endswith(".pth") and len(parts) > 1 and parts[-2] == "site-packages":
         environment = "/" + "/".join(parts[:-1])
         if environment not in added:
             return "Python runs at every start"
-    joined = "/".join(parts)
-    for credential in CREDENTIAL_PATHS:
-        if f"/{joined}/".find(f"/{credential}/") >= 0:
-            return "holds credentials"
+    joined = f"/{'/'.join(parts)}/"
+    if any(f"/{credential}/" in joined for credential in CREDENTIAL_PATHS):
+        return "holds credentials"
     return None
 
 
-def _executed_by_git(inner: str) -> bool:
-    return any(inner == name or inner.startswith(name + "/") for name in _GIT_EXECUTES)
+def _git_reason(path: str, parts: list[str], added: set[str]) -> str | None:
+    """Why git would run a change to `path` outside the sandbox, or None."""
+    for index, part in enumerate(parts):
+        if part == ".git":
+            repository = "/" + "/".join(parts[: index + 1])
+            if repository not in added and _executed_by_git(parts[index + 1 :]):
+                return "git runs outside the sandbox"
+    if parts[-1] == ".gitmodules" and paths.join(paths.parent(path), ".git") not in added:
+        return "git status enters the submodules it names, outside the sandbox"
+    return None
+
+
+def _executed_by_git(inner: list[str]) -> bool:
+    """Whether a path below `.git` (its parts) is configuration, a hook or attributes."""
+    if not inner:
+        return True  # the repository itself (replaced, or made a file pointing elsewhere)
+    if "hooks" in inner or inner[-1] in _GIT_CONFIGURATION:
+        return True
+    return inner[-2:] == ["info", "attributes"]
 
 
 __all__ = ["Refusal", "host_code_paths", "refusal"]
