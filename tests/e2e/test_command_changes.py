@@ -26,6 +26,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langchain_fstools import FilesystemMiddleware, LocalBackend
 from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet
 from langchain_fstools.permissions.rules import Permission
+from langchain_fstools.shell import sandbox
 from langchain_fstools.shell.protected import Refusal, host_code_paths, refusal
 from langchain_fstools.shell.sandbox import find_bwrap
 from langchain_fstools.testing import ScriptedChatModel
@@ -266,3 +267,22 @@ def test_rewind_restores_what_a_command_changed(root: Path) -> None:
     assert (root / "a.txt").read_text() == "a\n"
     assert (root / "gone.txt").read_text() == "gone\n"
     assert not (root / "n.txt").exists()
+
+
+def test_renaming_a_masked_folders_parent_leaves_the_secret_hidden(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workspace is a home directory: `.config/gh` is masked in every command."""
+    secret = root / ".config" / "gh" / "hosts.yml"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("oauth_token: SECRET\n")
+    (root / ".config" / "other.txt").write_text("other\n")
+    monkeypatch.setenv("HOME", str(root))
+    monkeypatch.setattr(sandbox, "home_directories", lambda: [str(root)])
+
+    first = run(root, "mv .config .config.moved; cat .config.moved/gh/hosts.yml", "none")
+    second = run(root, "cat .config.moved/gh/hosts.yml .config/gh/hosts.yml", "none")
+
+    assert "SECRET" not in first.text
+    assert "SECRET" not in second.text
+    assert secret.read_text() == "oauth_token: SECRET\n"
