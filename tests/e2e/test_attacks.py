@@ -60,9 +60,22 @@ ESCALATIONS = [
 
 @pytest.mark.parametrize("command", ESCALATIONS)
 def test_an_allow_rule_asks_for_a_computed_line(workspace: Path, command: str) -> None:
-    backend = LocalBackend(workspace, execute=True)
+    """Where a command writes in place, the rules decide before it runs."""
+    direct = Sandbox(workspace="direct")
+    backend = LocalBackend(workspace, execute=True, sandbox=direct)
     outcome = run_command(backend, command, mode="accept_edits", permissions=README_RULES)
     assert outcome.asked, outcome.text
+    assert _intact(workspace)
+
+
+@pytest.mark.parametrize("command", ESCALATIONS)
+def test_a_contained_computed_line_runs_and_its_effect_is_asked_about(
+    workspace: Path, command: str
+) -> None:
+    """On a copy-on-write view the line runs; in default mode its effect waits for a person."""
+    backend = LocalBackend(workspace, execute=True)
+    outcome = run_command(backend, command, mode="default", permissions=README_RULES)
+    assert outcome.asked or "Changed:" not in outcome.text, outcome.text
     assert _intact(workspace)
 
 

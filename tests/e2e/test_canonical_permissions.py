@@ -277,7 +277,7 @@ def test_two_asks_in_one_turn_are_one_interrupt_resumed_by_one_list(tmp_path: Pa
         turn(
             ("write_file", {"file_path": "/new.txt", "content": "new\n"}),
             ("read_file", {"file_path": "/a.txt"}),
-            ("execute", {"command": "echo hi"}),
+            ("write_file", {"file_path": "/other.txt", "content": "other\n"}),
         ),
         AIMessage(content="done"),
     ]
@@ -287,14 +287,15 @@ def test_two_asks_in_one_turn_are_one_interrupt_resumed_by_one_list(tmp_path: Pa
     assert [r["tool_call_id"] for r in actions] == ["c1", "c3"]
     assert [c["action_name"] for c in pending.value["review_configs"]] == [
         "write_file",
-        "execute",
+        "write_file",
     ]
-    a.resume([{"type": "approve"}, {"type": "reject", "message": "no shell"}])
+    a.resume([{"type": "approve"}, {"type": "reject", "message": "not that one"}])
     results = a.results()
     assert (tmp_path / "new.txt").read_text() == "new\n"
+    assert not (tmp_path / "other.txt").exists()
     assert results["c2"].status == "success"
-    assert (
-        results["c3"].content == "User rejected the tool call for `execute` with reason: no shell"
+    assert results["c3"].content == (
+        "User rejected the tool call for `write_file` with reason: not that one"
     )
 
 

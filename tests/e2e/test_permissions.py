@@ -22,6 +22,7 @@ from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.demo import seed_state
 from langchain_fstools.errors import ChangedOutsideAgent
 from langchain_fstools.permissions.rules import Permission
+from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Sandbox
 from langchain_fstools.testing import ScriptedChatModel
 
 INITIAL = {
@@ -37,14 +38,16 @@ def call(name: str, n: int, **args: Any) -> AIMessage:
 
 
 class Scenario:
-    def __init__(self, kind: str, tmp_path: Path, **middleware: Any) -> None:
+    def __init__(
+        self, kind: str, tmp_path: Path, sandbox: Sandbox = DEFAULT_SANDBOX, **middleware: Any
+    ) -> None:
         self.kind = kind
         self.root = tmp_path
         if kind == "local":
             for path, text in INITIAL.items():
                 (tmp_path / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
                 (tmp_path / path.lstrip("/")).write_text(text)
-            backend: Backend = LocalBackend(tmp_path, execute=True)
+            backend: Backend = LocalBackend(tmp_path, execute=True, sandbox=sandbox)
             self.seed: dict[str, Any] = {}
         else:
             backend = StateBackend()
@@ -238,7 +241,8 @@ def test_execute_in_plan_mode_is_refused(mode: str, tmp_path: Path) -> None:
 
 def test_execute_allowed_by_a_command_rule_runs(tmp_path: Path) -> None:
     rule = Permission(operations=["execute"], commands=["echo"])
-    s = Scenario("local", tmp_path, permissions=[rule])
+    direct = Sandbox(workspace="direct")  # writes in place: asked about before it runs
+    s = Scenario("local", tmp_path, sandbox=direct, permissions=[rule])
     script = [
         call("execute", 1, command="echo hi"),
         call("execute", 2, command="echo hi && curl x"),
@@ -378,8 +382,9 @@ def test_rewind_refuses_and_writes_nothing_when_a_file_changed_outside(tmp_path:
 # ----- the rule table through the agent, on every backend kind ----------------------------
 
 DOCUMENTED = {  # mode -> operation -> decision on an unprotected path
+    # a contained command runs; what it changed is decided as a write (docs/sandbox.md)
     "default": {"read": "allow", "write": "ask", "execute": "ask"},
-    "accept_edits": {"read": "allow", "write": "allow", "execute": "ask"},
+    "accept_edits": {"read": "allow", "write": "allow", "execute": "allow"},
     "plan": {"read": "allow", "write": "deny", "execute": "deny"},
     "bypass": {"read": "allow", "write": "allow", "execute": "allow"},
 }
@@ -388,7 +393,7 @@ CALLS = {  # (operation, protected) -> the call; protected paths spelled with ca
     ("read", True): ("read_file", {"file_path": "/docs/../.BASHRC"}),
     ("write", False): ("write_file", {"file_path": "/new.txt", "content": "n\n"}),
     ("write", True): ("write_file", {"file_path": "/sub/../.ENV.local", "content": "K=1\n"}),
-    ("execute", False): ("execute", {"command": "echo hi"}),
+    ("execute", False): ("execute", {"command": "echo hi > made.txt"}),
 }
 
 

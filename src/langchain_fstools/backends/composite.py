@@ -14,7 +14,7 @@ from langchain_fstools.core import paths
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping, Sequence
 
-    from langchain_fstools.core.changesets import ChangeSet
+    from langchain_fstools.core.changesets import ChangeReview, ChangeSet
     from langchain_fstools.core.results import ExecutionResult, Write
     from langchain_fstools.search.contract import SearchPart
 
@@ -343,6 +343,14 @@ class CompositeBackend(Backend):
     def commit(self, changes: ChangeSet) -> list[FileInfo]:
         """A command's changes are the default backend's (its commands ran there)."""
         return self.default.commit(changes)
+
+    def judge_changes(self, changes: ChangeSet) -> ChangeReview:
+        """Judged as the default backend judges (its commands ran there)."""
+        return self.default.judge_changes(changes)
+
+    def contains_commands(self) -> bool:
+        """Whether the default backend, where commands run, contains them."""
+        return self.default.contains_commands()
 
     async def aexecute_changes(
         self,

@@ -16,12 +16,14 @@ import contextlib
 import errno
 import os
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo, check_limit
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.changesets import ChangeReview
 from langchain_fstools.core.records import digest
 from langchain_fstools.errors import FsToolsError, PartialWrite, StaleApproval
+from langchain_fstools.shell.protected import protected_changes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -38,6 +40,11 @@ if TYPE_CHECKING:
     )
 
 T = TypeVar("T")
+
+CommitDecision = Literal["allow", "ask", "deny", "refuse"]
+"""How a command's change of one path may be committed: as it is, once a person
+approves, never (a rule denies it), or never in this mode (no command may make it by
+itself, and there is no person to ask)."""
 
 
 class BackendView(Backend):
@@ -148,6 +155,14 @@ class BackendView(Backend):
         """Forwarded."""
         return self.inner.commit(changes)
 
+    def judge_changes(self, changes: ChangeSet) -> ChangeReview:
+        """Forwarded."""
+        return self.inner.judge_changes(changes)
+
+    def contains_commands(self) -> bool:
+        """Forwarded."""
+        return self.inner.contains_commands()
+
     async def astat(self, path: str) -> FileInfo:
         """Forwarded."""
         return await self.inner.astat(path)
@@ -228,6 +243,10 @@ class BackendView(Backend):
         """Forwarded."""
         return await self.inner.acommit(changes)
 
+    async def ajudge_changes(self, changes: ChangeSet) -> ChangeReview:
+        """Async `judge_changes`, as this view judges (it reads no storage)."""
+        return self.judge_changes(changes)
+
 
 class PathGuard(Protocol):
     """What one tool call may do with each canonical virtual path."""
@@ -241,8 +260,12 @@ class PathGuard(Protocol):
     def writable(self, path: str) -> bool:
         """Whether the path may be written, deleted, created or moved."""
 
-    def committable(self, path: str) -> bool:
-        """Whether a command this call was let run may leave its change of the path."""
+    def commit_decision(self, path: str, protected: str | None) -> CommitDecision:
+        """How a command's change of the path may be committed (see `CommitDecision`).
+
+        `protected`: why no command may make the change by itself, if so
+        (`shell.protected`).
+        """
 
     def expectation(self, path: str) -> tuple[str, str | None] | None:
         """The approved change pinned at `path`, if any.
@@ -265,9 +288,9 @@ class GuardedBackend(BackendView):
         2. Visible but not `readable`: listed, but its bytes are neither read nor
            searched (`read_bytes` raises `PermissionError`; grep skips it).
         3. Not `writable`: `write_bytes`, `delete`, `mkdir` and `move` (either end)
-           raise `PermissionError`. Not `committable`: a command's change set that
-           changes the path is not committed (`commit` raises `PermissionError`, for
-           the first such path, before anything is written).
+           raise `PermissionError`. A command's change set is judged path by path
+           (`commit_decision`, `judge_changes`); `commit` refuses one with a path that
+           is not `allow`ed (`PermissionError`, before anything is written).
         4. A change a person approved (`expectation`): `stat` of the file raises
            `StaleApproval` if it is no longer at the version the person saw, and a
            write must carry exactly the approved post-image (a removal must be
@@ -451,9 +474,31 @@ class GuardedBackend(BackendView):
         return (yield from calls.move(source, destination))
 
     def _commit(self, changes: ChangeSet) -> Effect[list[FileInfo]]:
-        for change in changes.changes:
-            yield from self._checking(change.path, _committable)
+        review = self.judge_changes(changes)
+        if review.refused is not None or review.asks:
+            path = review.refused[1] if review.refused is not None else review.asks[0]
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
         return (yield from calls.commit(changes))
+
+    def judge_changes(self, changes: ChangeSet) -> ChangeReview:
+        """Judge each change by this call's guard (`PathGuard.commit_decision`).
+
+        A rule, or a protected path with no one to ask, refuses the set; the paths to
+        ask a person about are named.
+        """
+        protected = protected_changes(changes, changes.host_code)
+        guard = self._guard()
+        asks: list[str] = []
+        for change in changes.changes:
+            why = protected.get(change.path)
+            decision = guard.commit_decision(change.path, why)
+            if decision == "deny":
+                return ChangeReview(("denied", change.path, ""))
+            if decision == "refuse":
+                return ChangeReview(("protected", change.path, why or ""))
+            if decision == "ask":
+                asks.append(change.path)
+        return ChangeReview(asks=tuple(asks))
 
     # ----- the backend methods -------------------------------------------------------------
 
@@ -626,10 +671,6 @@ def _writable(guard: PathGuard, path: str) -> bool:
     return guard.writable(path)
 
 
-def _committable(guard: PathGuard, path: str) -> bool:
-    return guard.committable(path)
-
-
 class _GuardedSearch:
     """A native search whose results leave out what the guard hides."""
 
@@ -662,4 +703,4 @@ class _GuardedSearch:
         return self.native.grep(request, deadline=deadline, sink=keep)
 
 
-__all__ = ["BackendView", "GuardedBackend", "PathGuard", "as_given"]
+__all__ = ["BackendView", "CommitDecision", "GuardedBackend", "PathGuard", "as_given"]

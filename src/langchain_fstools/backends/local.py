@@ -32,6 +32,7 @@ from langchain_fstools.errors import (
     InvalidPath,
     OutsideRoot,
     PartialWrite,
+    SandboxUnavailable,
     VersionConflict,
 )
 from langchain_fstools.search.ripgrep import RipgrepSearch, find_ripgrep
@@ -577,9 +578,7 @@ class LocalBackend(Backend):
         """
         if not self.supports_execute:
             raise ExecutionUnsupported(self.kind)
-        if self._confinement is None:
-            self._confinement = Confinement.prepare(self._sandbox, self._root)
-        overlay = Overlay.create() if self._confinement.copy_on_write else None
+        overlay = Overlay.create() if self._confinement_prepared().copy_on_write else None
         try:
             result = self._run(command, overlay, timeout=timeout, output_limit=output_limit)
             if overlay is None:
@@ -590,6 +589,25 @@ class LocalBackend(Backend):
             if overlay is not None:
                 shutil.rmtree(overlay.folder, ignore_errors=True)
             raise
+
+    def contains_commands(self) -> bool:
+        """Whether commands run on a copy-on-write view with no network.
+
+        True with bubblewrap working here, `workspace="copy-on-write"` and no network;
+        probes the sandbox the first time.
+        """
+        if not self.supports_execute or self._sandbox is None or self._sandbox.network:
+            return False
+        try:
+            confinement = self._confinement_prepared()
+        except SandboxUnavailable:
+            return False
+        return confinement.copy_on_write
+
+    def _confinement_prepared(self) -> Confinement:
+        if self._confinement is None:
+            self._confinement = Confinement.prepare(self._sandbox, self._root)
+        return self._confinement
 
     @functools.cached_property
     def _host_code(self) -> tuple[str, ...]:

@@ -41,8 +41,10 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.changesets import ChangeReview
 from langchain_fstools.core.results import EntryKind, ExecutionResult, FileInfo, Write
 from langchain_fstools.errors import ExecutionUnsupported, PartialWrite, VersionConflict
+from langchain_fstools.shell.protected import refusal
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -327,6 +329,30 @@ class Backend(ABC):
         discards it. Default: `execute` (the command wrote in place; `changes` is None).
         """
         return self.execute(command, timeout=timeout, output_limit=output_limit)
+
+    def contains_commands(self) -> bool:
+        """Whether commands run on a copy-on-write view with no network (`execute_changes`).
+
+        Then nothing a command does lasts until its change set is committed. May block
+        the first time (a backend may probe its sandbox). Default: False.
+        """
+        return False
+
+    def judge_changes(self, changes: ChangeSet) -> ChangeReview:
+        """Whether a command's change set may be committed, must be refused, or asks.
+
+        Default: refused when it makes a change no command may make by itself
+        (`shell.protected`: what git or this program runs later, credentials); a
+        permission layer (`GuardedBackend`) adds its rules and the paths to ask about.
+        """
+        found = refusal(changes, changes.host_code)
+        if found is None:
+            return ChangeReview()
+        return ChangeReview(("protected", found.path, found.reason))
+
+    async def ajudge_changes(self, changes: ChangeSet) -> ChangeReview:
+        """Async `judge_changes` (it reads no storage)."""
+        return self.judge_changes(changes)
 
     def commit(self, changes: ChangeSet) -> list[FileInfo]:
         """Apply a change set `execute_changes` returned, or nothing of it.

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
-    from langchain_fstools.core.changesets import ChangeSet
+    from langchain_fstools.core.changesets import ChangeReview, ChangeSet
     from langchain_fstools.core.results import ExecutionResult, FileInfo, Write
 
 T = TypeVar("T")
@@ -47,6 +47,7 @@ Method = Literal[
     "execute",
     "execute_changes",
     "commit",
+    "judge_changes",
     "run_blocking",
     "resolve",
 ]
@@ -315,6 +316,12 @@ def execute_changes(command: str, *, timeout: float, output_limit: int) -> Effec
     return result
 
 
+def judge_changes(changes: ChangeSet) -> Effect[ChangeReview]:
+    """`Backend.judge_changes` as an effect."""
+    review: ChangeReview = yield Call("judge_changes", (changes,))
+    return review
+
+
 def commit(changes: ChangeSet) -> Effect[list[FileInfo]]:
     """`Backend.commit` as an effect."""
     infos: list[FileInfo] = yield Call("commit", (changes,))
@@ -345,6 +352,7 @@ __all__ = [
     "execute",
     "execute_changes",
     "exists",
+    "judge_changes",
     "list_dir",
     "list_page",
     "mkdir",

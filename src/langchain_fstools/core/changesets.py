@@ -10,9 +10,9 @@ folder's removal.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 ChangedEntry = Literal["file", "directory", "link"]
 """What a changed path is after the command (before it, for a deletion)."""
@@ -75,5 +75,35 @@ class ChangeSet:
         """Whether the command changed anything."""
         return bool(self.changes)
 
+    def to_record(self) -> dict[str, Any]:
+        """The set as JSON-ready data (`from_record` reads it back)."""
+        return {
+            "changes": [asdict(change) for change in self.changes],
+            "source": self.source,
+            "host_code": list(self.host_code),
+        }
 
-__all__ = ["Change", "ChangeKind", "ChangeSet", "ChangedEntry"]
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> ChangeSet:
+        """The set `to_record` gave."""
+        changes = tuple(
+            Change(**{**change, "kind": ChangeKind(change["kind"])}) for change in record["changes"]
+        )
+        return cls(changes, record["source"], tuple(record["host_code"]))
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeReview:
+    """What a review of a change set found (`Backend.judge_changes`).
+
+    Attributes:
+        refused: Why nothing may be committed, if so: the reason (`protected`,
+            `denied`), the first path, and for a protected path why in a few words.
+        asks: The paths a person must approve before the set is committed.
+    """
+
+    refused: tuple[str, str, str] | None = None
+    asks: tuple[str, ...] = ()
+
+
+__all__ = ["Change", "ChangeKind", "ChangeReview", "ChangeSet", "ChangedEntry"]

@@ -318,7 +318,11 @@ class FileServer:
         if self.eviction:
             results = {RESULTS_DIR + "/": StoreBackend(InMemoryStore())}
             storage = CompositeBackend(storage, results, hidden_while_empty=[RESULTS_DIR])
-        gate = None if self.policy is None else PermissionGate(self.policy, storage)
+        gate = (
+            None
+            if self.policy is None
+            else PermissionGate(self.policy, storage, after_effect=False)
+        )
         guarded = storage if gate is None else GuardedBackend(storage, gate.guard_for)
         toolkit = FileToolkit(guarded, tools=self.names, **self.settings)
         toolkit.context.reader = READER

@@ -30,6 +30,7 @@ from langchain_fstools.middleware.prompt import SYSTEM_PROMPT, prompt_for, with_
 from langchain_fstools.middleware.schemas import FilesystemHistoryState, FilesystemState
 from langchain_fstools.middleware.turns import OneChangePerTurn
 from langchain_fstools.permissions.approval import REVIEWS_KEY, ApprovalState
+from langchain_fstools.permissions.command_review import CommandReview
 from langchain_fstools.permissions.gate import PermissionGate
 from langchain_fstools.permissions.review import TurnReview
 from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
@@ -197,9 +198,11 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         mutating = {t.name for t in self.tools if not (t.metadata or {}).get("read_only")}
         self.turns = OneChangePerTurn(file_tools, mutating)
         self.review: TurnReview | None = None
+        self.command_review: CommandReview | None = None
         if gate is not None:
             gate.tools = file_tools
             self.review = TurnReview(gate, self.turns.refused)
+            self.command_review = CommandReview(gate, self.toolkit.context.backend)
 
     @property
     def name(self) -> str:
@@ -339,6 +342,20 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
 
 class _ReviewingFilesystemMiddleware(FilesystemMiddleware):
     """`FilesystemMiddleware` with a permission gate: it reviews each model turn."""
+
+    def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Ask a person about what waiting commands changed, in one interrupt; apply it."""
+        review = self.command_review
+        if review is None or not review.pending(state):
+            return None
+        return calls.run(review.deciding(state, runtime), self.storage)
+
+    async def abefore_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Async `before_model`."""
+        review = self.command_review
+        if review is None or not review.pending(state):
+            return None
+        return await calls.arun(review.deciding(state, runtime), self.storage)
 
     def after_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Ask a person about every call of the turn that needs it, in one interrupt.

@@ -91,9 +91,9 @@ class Review(TypedDict):
 
 
 def merge_reviews(
-    current: Mapping[str, Review] | None, update: Mapping[str, Review | None] | None
-) -> dict[str, Review]:
-    """The `file_reviews` reducer: reviews by call id; a None value ends that call's review.
+    current: Mapping[str, Any] | None, update: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The reducer of `file_reviews` and `command_reviews`: by call id; None ends one.
 
     Keyed by tool call id, so writes from forks or parallel branches merge without loss,
     and a full value handed back (`update_state`, time travel) is merged the same way.
@@ -114,6 +114,8 @@ class ApprovalState(AgentState[Any]):
     """This turn's approved calls, by tool call id (replaced every turn)."""
     file_reviews: NotRequired[Annotated[dict[str, Review], PrivateStateAttr, merge_reviews]]
     """The reviews a pending interrupt shows, by tool call id (ended when answered)."""
+    command_reviews: NotRequired[Annotated[dict[str, Any], PrivateStateAttr, merge_reviews]]
+    """Commands whose changes wait for a person, by tool call id (`command_review`)."""
 
 
 def approval_request(

@@ -10,8 +10,9 @@ the `CallGuard` of that call (with what a person approved for it, if anything).
 
 from __future__ import annotations
 
+import functools
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_fstools.core import calls, paths
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
     from langchain_core.messages import ToolCall
 
+    from langchain_fstools.backends.guarded import CommitDecision
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.tools.base import FileTool
@@ -39,6 +41,8 @@ class CallGuard:
     policy: Policy
     approved: frozenset[str] = frozenset()
     expected: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+    command_approved: bool = False
+    """Whether a person approved running this call's command (before it ran)."""
 
     def visible(self, path: str) -> bool:
         """Whether the path is not denied to reads."""
@@ -54,13 +58,25 @@ class CallGuard:
             return self.policy.decide_path("write", path).action != "deny"
         return self.policy.decide_path("write", path).action == "allow"
 
-    def committable(self, path: str) -> bool:
-        """Whether a command's change of the path may stay: not denied to writes.
+    def commit_decision(self, path: str, protected: str | None) -> CommitDecision:
+        """How a command's change of `path` may be committed.
 
-        The command itself was allowed or approved before it ran; what it changed is
-        refused only where a rule denies writing.
+        A rule that denies writing it refuses the change set. A person approved this
+        path (after the command ran) or the command (before it ran): committed, but
+        for what no command may make by itself (`protected`), which asks, or in
+        `bypass` (no one to ask) is refused. Otherwise the mode's decision of a write
+        (`Policy.decide_change`: `default` asks, `accept_edits` and `bypass` allow).
         """
-        return self.policy.decide_path("write", path).action != "deny"
+        verdict = self.policy.decide_change(path)
+        if verdict.action == "deny":
+            return "deny"
+        if path in self.approved:
+            return "allow"
+        if protected is not None:
+            return "refuse" if self.policy.mode == "bypass" else "ask"
+        if self.command_approved:
+            return "allow"
+        return verdict.action
 
     def expectation(self, path: str) -> tuple[str, str | None] | None:
         """The approved change pinned at `path` (version before, post-image digest)."""
@@ -83,12 +99,16 @@ class PermissionGate:
     Args:
         policy: The rules and mode.
         storage: The unguarded backend: resolves paths and serves dry runs.
+        after_effect: Whether a person can be asked about a command's changes after
+            it ran (`command_review`), so a contained command runs without asking
+            first. Default: True (the MCP server, which cannot yet, says False).
     """
 
-    def __init__(self, policy: Policy, storage: Backend) -> None:
+    def __init__(self, policy: Policy, storage: Backend, *, after_effect: bool = True) -> None:
         """Keep the policy; no tools or approvals yet."""
         self.policy = policy
         self.storage = storage
+        self.after_effect = after_effect
         self.tools: dict[str, FileTool] = {}
         self._grants: dict[str, CallGuard] = {}
 
@@ -104,7 +124,10 @@ class PermissionGate:
         if approval is None:
             return
         expected = {path: (pin[0], pin[1]) for path, pin in approval["expect"].items()}
-        self._grants[call_id] = CallGuard(self.policy, frozenset(approval["paths"]), expected)
+        command = "command" in approval["args"]
+        self._grants[call_id] = CallGuard(
+            self.policy, frozenset(approval["paths"]), expected, command_approved=command
+        )
 
     def revoke(self, call_id: str) -> None:
         """End the approval of call `call_id`."""
@@ -118,8 +141,12 @@ class PermissionGate:
         if found is None:
             return None
         tool, args = found
+        declared = tool.targets(args)
+        if self.after_effect and any(target.operation == "execute" for target in declared):
+            contained = yield from calls.blocking(functools.partial(tool.contained, args))
+            declared = [replace(t, contained=contained) for t in declared]
         targets: list[Target] = []
-        for target in tool.targets(args):
+        for target in declared:
             targets.append(target)
             if target.path is None:
                 continue

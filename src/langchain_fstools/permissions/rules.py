@@ -211,8 +211,10 @@ class Policy:
         self.rules = tuple(rules)
         self.mode: Mode = mode
         self.protected = tuple(protected)
+        outside_git = tuple(glob for glob in self.protected if glob.strip("/") != ".git")
         try:
             self._protected = _path_matcher(self.protected) if self.protected else None
+            self._protected_for_commands = _path_matcher(outside_git) if outside_git else None
         except FsToolsError as exc:
             raise ValueError(f"invalid protected glob: {exc}") from None
 
@@ -220,12 +222,26 @@ class Policy:
         """Whether canonical `path` (or a directory above it) is protected."""
         return self._protected is not None and self._protected(path)
 
+    def decide_change(self, path: str) -> Verdict:
+        """Decide a command's change of `path`: a write, but `.git` is not protected here.
+
+        What git would run (its configuration and hooks) is judged for commands by
+        `shell.protected` instead, so that git's ordinary writes (objects, refs, the
+        index) are a command's like any others and `git commit` works.
+        """
+        return self._decide("write", path, self._protected_for_commands)
+
     def decide_path(self, operation: Operation, path: str) -> Verdict:
         """Decide a read or write of `path` (any spelling; normalised here).
 
         A path that cannot be normalised is allowed through: the tool refuses it with
         its own error, and no file can be reached by it.
         """
+        return self._decide(operation, path, self._protected)
+
+    def _decide(
+        self, operation: Operation, path: str, protected: Callable[[str], bool] | None
+    ) -> Verdict:
         try:
             canonical = paths.normalize(path)
         except FsToolsError:
@@ -237,24 +253,31 @@ class Policy:
         else:
             found = self._mode_default(operation, canonical)
         found = self._mode_override(found)
-        if found.action == "allow" and self.is_protected(canonical):
+        if found.action == "allow" and protected is not None and protected(canonical):
             return Verdict("ask", f"the protected path {canonical}", canonical, operation)
         return found
 
-    def decide_command(self, command: str) -> Verdict:
+    def decide_command(self, command: str, *, contained: bool = False) -> Verdict:
         """Decide running `command`: the strictest decision over its simple commands.
 
         An `allow` holds only for a static line (`Analysis.static`): a line with any
         expansion, substitution, arithmetic or computed name asks instead (in `bypass`
         it runs, inside the sandbox), since a rule cannot see what it will run.
+
+        A `contained` command (copy-on-write, no network) has no lasting effect before
+        its changes are committed, and those are reviewed by their effect
+        (`permissions.command_review`): where the mode would ask, it runs; deny and
+        ask rules still hold, and `plan` runs nothing.
         """
         analysis = analyse(command)
-        found = (self._decide_simple_command(c, command) for c in analysis.commands)
+        found = (self._decide_simple_command(c, command, contained) for c in analysis.commands)
         verdicts = [verdict for verdict in found if verdict is not None]
         if not verdicts:
-            verdict = self._mode_override(self._mode_default("execute", command))
+            verdict = self._mode_override(self._command_default(command, contained))
         else:
             verdict = max(verdicts, key=lambda v: _RANK[v.action])
+        if contained and verdict.action == "allow":
+            return verdict  # what it cannot see before it runs is reviewed after
         if verdict.action == "allow" and not analysis.static and self.mode != "bypass":
             reason = f"{verdict.reason}, but {analysis.dynamic[0]}, so a person decides"
             return Verdict("ask", reason, command, "execute")
@@ -263,7 +286,7 @@ class Policy:
     def decide(self, target: Target) -> Verdict:
         """Decide one target."""
         if target.operation == "execute":
-            return self.decide_command(target.command or "")
+            return self.decide_command(target.command or "", contained=target.contained)
         if target.path is None:
             verdict = self._mode_override(self._mode_default(target.operation, "(unknown)"))
             if verdict.action == "allow":
@@ -276,7 +299,12 @@ class Policy:
         verdicts = [self.decide(target) for target in targets]
         return max(verdicts, key=lambda v: _RANK[v.action]) if verdicts else None
 
-    def _decide_simple_command(self, simple: SimpleCommand, command: str) -> Verdict | None:
+    def _decide_simple_command(
+        self,
+        simple: SimpleCommand,
+        command: str,
+        contained: bool,  # noqa: FBT001 - private, as `decide_command` was told
+    ) -> Verdict | None:
         """The strictest action any reading of `simple` gets (None: a wrapper no rule names).
 
         Rules are tried in order; a rule that may match adds its action and the search
@@ -295,9 +323,17 @@ class Policy:
                 break
         else:
             if not simple.wrapper:
-                possible.append(self._mode_default("execute", command))
+                possible.append(self._command_default(command, contained))
         verdicts = [self._mode_override(verdict) for verdict in possible]
         return max(verdicts, key=lambda v: _RANK[v.action]) if verdicts else None
+
+    def _command_default(self, command: str, contained: bool) -> Verdict:  # noqa: FBT001
+        """The mode's action for a command no rule matches; a contained one runs."""
+        verdict = self._mode_default("execute", command)
+        if contained and verdict.action == "ask":
+            reason = "a contained command (its changes are reviewed when it ends)"
+            return Verdict("allow", reason, command, "execute")
+        return verdict
 
     def _mode_default(self, operation: Operation, target: str) -> Verdict:
         action = MODE_DEFAULTS[self.mode][operation]

@@ -61,13 +61,20 @@ def refusal(changes: ChangeSet, host_code: Sequence[str]) -> Refusal | None:
         changes: What the command changed.
         host_code: Virtual paths of code the host runs later (see `host_code_paths`).
     """
+    found = protected_changes(changes, host_code)
+    return next((Refusal(path, why) for path, why in found.items()), None)
+
+
+def protected_changes(changes: ChangeSet, host_code: Sequence[str]) -> dict[str, str]:
+    """Every changed path a command may not make by itself, with why, in the set's order."""
     new = {c.path for c in changes.changes if c.kind is ChangeKind.ADDED}
     added = new - {c.path for c in changes.changes if c.kind is ChangeKind.DELETED}
+    found: dict[str, str] = {}
     for change in changes.changes:
-        found = _reason(change, added, host_code)
-        if found is not None:
-            return Refusal(change.path, found)
-    return None
+        why = _reason(change, added, host_code)
+        if why is not None:
+            found.setdefault(change.path, why)
+    return found
 
 
 def host_code_paths(root: str, executables: Iterable[str | None]) -> list[str]:
@@ -138,4 +145,4 @@ def _executed_by_git(inner: list[str]) -> bool:
     return inner[-2:] == ["info", "attributes"]
 
 
-__all__ = ["Refusal", "host_code_paths", "refusal"]
+__all__ = ["Refusal", "host_code_paths", "protected_changes", "refusal"]

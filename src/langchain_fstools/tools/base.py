@@ -15,7 +15,7 @@ import threading
 from abc import abstractmethod
 from collections.abc import Callable  # noqa: TC003 - pydantic resolves field types at runtime
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
 from langchain_core.messages import ToolMessage
@@ -174,6 +174,8 @@ class ToolOutcome:
 
     content: str | list[str | dict[Any, Any]]
     artifact: dict[str, Any]
+    state: dict[str, Any] = field(default_factory=dict)
+    """More graph-state updates of the call (a command's changes waiting for a person)."""
 
 
 class FileTool(BaseTool):
@@ -322,6 +324,15 @@ class FileTool(BaseTool):
         del state, messages
         return True
 
+    def contained(self, args: Any) -> bool:
+        """Whether a call's effects are all reviewed after it ran (a contained command).
+
+        May block (a backend probes its sandbox once): called off the event loop.
+        Default: False.
+        """
+        del args
+        return False
+
     def previews(self, args: Any) -> bool:
         """Whether a call with validated `args` can be dry-run. Default: if it writes."""
         del args
@@ -427,8 +438,7 @@ class FileTool(BaseTool):
 
     def _state_update(self, scope: CallScope, outcome: ToolOutcome) -> dict[str, Any]:
         """The graph-state update of a successful call: the backend's, and new reads."""
-        del outcome
-        update = dict(scope.backend.state_update())
+        update = {**scope.backend.state_update(), **outcome.state}
         if scope.reads.in_state and scope.reads.added:
             update[READS_KEY] = scope.reads.added
         return update

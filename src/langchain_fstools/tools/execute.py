@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from collections import Counter
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
 from langchain_fstools.core import calls, paths
-from langchain_fstools.core.changesets import ChangeKind
 from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import (
     ChangesNotCommitted,
@@ -19,20 +18,16 @@ from langchain_fstools.errors import (
     VersionConflict,
 )
 from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
-from langchain_fstools.shell.protected import refusal
+from langchain_fstools.shell.pending import keep, pending_key
 from langchain_fstools.tools.apply_patch import run_patch, write_targets
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY, effect_diff, summary
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from langchain_fstools.core.calls import Effect
-    from langchain_fstools.core.changesets import Change, ChangeSet
+    from langchain_fstools.core.changesets import ChangeReview, ChangeSet
     from langchain_fstools.tools.settings import ToolSettings
-
-SUMMARY_LINES = 20
-"""Most changed paths a command's result lists; the rest are counted."""
 
 
 class ExecuteArgs(ToolArgs):
@@ -78,6 +73,16 @@ class ExecuteTool(FileTool):
             return write_targets(args.command)
         return [Target("execute", command=args.command)]
 
+    def contained(self, args: ExecuteArgs) -> bool:
+        """Whether the command runs on a copy-on-write view with no network.
+
+        Then nothing it does lasts until its change set is reviewed and committed. An
+        `apply_patch` invocation is not a command: its patch is previewed instead.
+        """
+        if isinstance(parse_invocation(args.command), PatchInvocation):
+            return False
+        return self.context.backend.contains_commands()
+
     def previews(self, args: ExecuteArgs) -> bool:
         """Only an `apply_patch` invocation can be dry-run (a command never is)."""
         return isinstance(parse_invocation(args.command), PatchInvocation)
@@ -106,91 +111,92 @@ class ExecuteTool(FileTool):
             body += "\n"
         if not result.timed_out:
             body += f"Exit code: {result.exit_code}"
-        committed: list[Change] = []
-        if result.changes is not None:
-            try:
-                committed = yield from _committing(result.changes, body)
-            finally:
-                yield from calls.blocking(result.changes.discard)
-            body = body.rstrip("\n") + summary(committed)
-        if result.timed_out:
-            raise CommandTimedOut(timeout, body)
-        artifact = {
+        artifact: dict[str, Any] = {
             "command": args.command,
             "exit_code": result.exit_code,
             "timeout": timeout,
             "dropped_bytes": result.dropped_bytes,
-            "changes": [f"{change.kind} {change.path}" for change in committed],
         }
-        return ToolOutcome(body, artifact)
+        state: dict[str, Any] = {}
+        if result.changes is not None:
+            try:
+                review = yield from _reviewed(result.changes, body)
+                if review.asks:
+                    state = yield from _waiting(scope, args.command, result.changes, review)
+                    artifact["waiting"] = True
+                    body += WAITING + summary(result.changes.changes)
+                else:
+                    yield from _committed(result.changes, body)
+                    body += summary(result.changes.changes)
+            finally:
+                yield from calls.blocking(result.changes.discard)
+            artifact["changes"] = [f"{c.kind} {c.path}" for c in result.changes.changes]
+        if result.timed_out:
+            raise CommandTimedOut(timeout, body)
+        return ToolOutcome(body, artifact, state)
 
 
-def _committing(changes: ChangeSet, output: str) -> Effect[list[Change]]:
-    """Commit what a command changed, or nothing of it (`ChangesNotCommitted` says why).
+WAITING = "\nNothing is kept yet: a person decides on these changes before your next step."
+"""What a result says of a command whose changes wait for a person's approval."""
 
-    Refused whole: a change no command may make (`shell.protected`), a path that also
-    changed in the workspace while the command ran, a path a permission rule denies.
+
+def _reviewed(changes: ChangeSet, output: str) -> Effect[ChangeReview]:
+    """The review of a command's change set, or `ChangesNotCommitted` saying why none.
+
+    Refused whole: a change no command may make by itself where no one can approve
+    it (`shell.protected`), a path a permission rule denies, a path that also changed
+    in the workspace while the command ran.
     """
-    found = refusal(changes, changes.host_code)
-    if found is not None:
-        raise ChangesNotCommitted("protected", found.path, found.reason, output)
+    review = yield from calls.judge_changes(changes)
+    if review.refused is not None:
+        reason, path, why = review.refused
+        raise ChangesNotCommitted(reason, path, why, output)
     stale = next((change for change in changes.changes if change.stale), None)
     if stale is not None:
         raise ChangesNotCommitted("stale", stale.path, "", output)
+    return review
+
+
+def _committed(changes: ChangeSet, output: str) -> Effect[None]:
+    """Commit a command's change set whole (`ChangesNotCommitted` if it cannot be)."""
     if not changes:
-        return []
+        return
     try:
         yield from calls.commit(changes)
     except VersionConflict as conflict:
         raise ChangesNotCommitted("stale", conflict.path, "", output) from None
     except PermissionError as denied:
         raise ChangesNotCommitted("denied", str(denied.filename), "", output) from None
-    return list(changes.changes)
 
 
-def summary(changes: Sequence[Change]) -> str:
-    """What a command's commit changed: a line a path (`M /src/a.py`), or per folder past a limit.
+def _waiting(
+    scope: CallScope, command: str, changes: ChangeSet, review: ChangeReview
+) -> Effect[dict[str, Any]]:
+    """Keep a change set for a person's approval; the state update that asks for it.
 
-    Up to `SUMMARY_LINES` paths are listed one a line; a larger set is listed by its
-    top-level folders (`/node_modules/: 9,812 added`) and files. A directory added or
-    deleted with what is in it is not listed on its own.
+    The set is kept on this machine under a key of the call (`shell.pending`); the
+    review (what is shown, and the key) goes into the thread's state, where the
+    middleware asks a person before the next model call and commits or drops it.
     """
-    shown = [change for change in changes if not _holds_listed(change, changes)]
-    if not shown:
-        return ""
-    if len(shown) <= SUMMARY_LINES:
-        return "\nChanged:\n" + "\n".join(f"{c.kind} {_printable(c.path)}" for c in shown)
-    groups: dict[str, list[Change]] = {}
-    for change in shown:
-        top = change.path.split("/")[1]
-        groups.setdefault(change.path if change.path == f"/{top}" else f"/{top}/", []).append(
-            change
-        )
-    lines = [_group_line(name, members) for name, members in groups.items()]
-    if len(lines) > SUMMARY_LINES:
-        rest = sum(len(members) for members in list(groups.values())[SUMMARY_LINES:])
-        lines = [*lines[:SUMMARY_LINES], f"... and {rest:,} more below other folders"]
-    return f"\nChanged ({len(shown):,} paths):\n" + "\n".join(lines)
-
-
-def _group_line(name: str, members: Sequence[Change]) -> str:
-    if len(members) == 1 and members[0].path == name:
-        return f"{members[0].kind} {_printable(name)}"
-    counts = Counter(change.kind.name.lower() for change in members)
-    parts = ", ".join(f"{count:,} {kind}" for kind, count in sorted(counts.items()))
-    return f"{_printable(name)}: {parts}"
-
-
-def _printable(path: str) -> str:
-    """`path` as text a model can be sent (a name's undecodable bytes escaped)."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def _holds_listed(change: Change, changes: Sequence[Change]) -> bool:
-    if change.entry != "directory" or change.kind is ChangeKind.MODIFIED:
-        return False
-    prefix = change.path.rstrip("/") + "/"
-    return any(other.path.startswith(prefix) for other in changes)
+    runtime = scope.runtime
+    call_id = getattr(runtime, "tool_call_id", None)
+    config = getattr(runtime, "config", None) or {}
+    thread = (config.get("configurable") or {}).get("thread_id")
+    if call_id is None or thread is None:  # no thread to ask in
+        raise ChangesNotCommitted("unapproved", review.asks[0], "", "")
+    key = pending_key(str(thread), call_id, command)
+    kept = yield from calls.blocking(functools.partial(keep, changes, key))
+    diff = yield from effect_diff(kept, review.asks)
+    shown = summary(kept.changes).removeprefix("\n")
+    request = {
+        "key": key,
+        "command": command,
+        "summary": f"execute ran `{command}`; approve the changes it made to keep them.",
+        "changes": shown,
+        "diff": diff,
+        "asks": list(review.asks),
+    }
+    return {COMMAND_REVIEWS_KEY: {call_id: request}}
 
 
 def _timeout(requested: float | None, settings: ToolSettings) -> float:

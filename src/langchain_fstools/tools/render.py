@@ -277,6 +277,11 @@ def _not_committed(reason: str, path: str, why: str) -> str:
         return (
             f"{start} a permission rule denies changing {path}. Run a command that leaves it alone."
         )
+    if reason == "unapproved":
+        return (
+            f"{start} changing {path} needs a person's approval, and this call has no"
+            " thread to ask in. Make the change with the file tools instead."
+        )
     return (
         f"{start} it changed {path}, which commands may not change ({why})."
         " Leave it out, or make that change with write_file or edit_file."

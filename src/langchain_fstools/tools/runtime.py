@@ -8,18 +8,21 @@ from langgraph.config import get_config
 
 
 class StateRuntime:
-    """The thread's state, config and store, with no tool call id.
+    """The thread's state, config and store, outside a tool call (or for one, by its id).
 
     Args:
         state: The thread's graph state.
         config: The run's config (default: none).
         store: The graph's store, if any.
+        tool_call_id: The tool call this is done for, if any (history records it).
     """
 
-    def __init__(self, state: Any, config: Any = None, store: Any = None) -> None:
+    def __init__(
+        self, state: Any, config: Any = None, store: Any = None, tool_call_id: str | None = None
+    ) -> None:
         """Keep what a backend binds to."""
         self.state = state
-        self.tool_call_id = None
+        self.tool_call_id = tool_call_id
         self.config: Any = config or {}
         self.store = store
 

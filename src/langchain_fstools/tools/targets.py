@@ -38,6 +38,9 @@ class Target:
     operation: Operation
     path: str | None = None
     command: str | None = None
+    contained: bool = False
+    """For a command: it runs on a copy-on-write view with no network, so what it
+    changes is reviewed after it runs (`FileTool.contained`)."""
 
 
 @dataclass(frozen=True)

@@ -200,7 +200,7 @@ class _Mine(FilesystemMiddleware):
 
 
 @pytest.mark.parametrize("cls", [FilesystemMiddleware, _Mine])
-def test_a_step_after_the_model_only_with_a_permission_gate(cls: type[Any]) -> None:
+def test_steps_around_the_model_only_with_a_permission_gate(cls: type[Any]) -> None:
     def nodes(**settings: Any) -> list[str]:
         middleware = cls(backend=StateBackend(), **settings)
         assert isinstance(middleware, cls)
@@ -208,7 +208,14 @@ def test_a_step_after_the_model_only_with_a_permission_gate(cls: type[Any]) -> N
         return list(agent.get_graph().nodes)
 
     assert nodes() == ["__start__", "model", "tools", "__end__"]  # no checkpoint for nothing
-    gated = ["__start__", "model", "tools", "FilesystemMiddleware.after_model", "__end__"]
+    gated = [
+        "__start__",
+        "model",
+        "tools",
+        "FilesystemMiddleware.before_model",  # asks about what waiting commands changed
+        "FilesystemMiddleware.after_model",
+        "__end__",
+    ]
     assert nodes(mode="default") == gated
     assert nodes(permissions=[Permission(operations=["read"], paths=["/x"], action="deny")]) == (
         gated

@@ -1,0 +1,170 @@
+"""Approval by effect: a person decides on what a command changed, after it ran.
+
+A contained command (copy-on-write, no network) has no lasting effect until its change
+set is committed, so it runs without asking first; when its changes need a person
+(the mode asks for writes, or a path no command may change by itself), `execute` keeps
+the set on this machine (`shell.pending`) and puts what to show in the thread's
+`command_reviews` channel. Before the next model call, `CommandReview` asks a person in
+ONE `interrupt()` (HumanInTheLoopMiddleware's shape: an action request per command,
+with the summary of its changes and the diff of their effect) and applies the answers:
+
+- `{"type": "approve"}` commits exactly the kept set, through the tools' own view (the
+  permission rules again, the history records), or says it is stale when the set is
+  gone or a path changed since;
+- `{"type": "reject", "message": "..."}` drops it.
+
+The command's tool message is then replaced (same id) by one saying what was kept. The
+node that asks runs again on resume, in any process: nothing is done before the
+answer, and what was shown is what the state holds.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any, cast
+
+from langchain.agents.middleware.human_in_the_loop import ActionRequest, HITLRequest, ReviewConfig
+from langchain_core.messages import ToolMessage
+from langgraph.types import interrupt
+
+from langchain_fstools.core import calls
+from langchain_fstools.errors import VersionConflict
+from langchain_fstools.permissions.approval import Approval, FileActionRequest, decisions
+from langchain_fstools.permissions.review import _require_checkpointer
+from langchain_fstools.shell.pending import drop, load
+from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY
+from langchain_fstools.tools.execute import WAITING
+from langchain_fstools.tools.runtime import StateRuntime, running_config
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from langchain.agents.middleware.human_in_the_loop import Decision
+
+    from langchain_fstools.backends.protocol import Backend
+    from langchain_fstools.core.calls import Effect
+    from langchain_fstools.permissions.gate import PermissionGate
+
+
+class CommandReview:
+    """Asks a person about the commands whose changes wait, and commits what they approve.
+
+    Args:
+        gate: The permission gate (its grants let an approved set through the guard).
+        tools_view: The tools' own backend (guarded, recording), unbound.
+    """
+
+    def __init__(self, gate: PermissionGate, tools_view: Backend) -> None:
+        """Keep the gate and the view commits go through."""
+        self.gate = gate
+        self.tools_view = tools_view
+
+    def pending(self, state: Any) -> dict[str, Any]:
+        """The waiting commands' reviews, by tool call id."""
+        found = state.get(COMMAND_REVIEWS_KEY) if isinstance(state, dict) else None
+        return dict(found or {})
+
+    def deciding(self, state: Any, runtime: Any) -> Effect[dict[str, Any] | None]:
+        """One interrupt for every waiting command; the state update of the answers."""
+        waiting = self.pending(state)
+        if not waiting:
+            return None
+        config = running_config()
+        _require_checkpointer(config)
+        answers = decisions(interrupt(_request(waiting)), len(waiting))
+        update: dict[str, Any] = {COMMAND_REVIEWS_KEY: dict.fromkeys(waiting)}
+        replies: list[ToolMessage] = []
+        for (call_id, review), answer in zip(waiting.items(), answers, strict=True):
+            text, extra = yield from self._applied(
+                state, runtime, config, call_id=call_id, review=review, answer=answer
+            )
+            update.update(extra)
+            replies.append(_replaced(state, call_id, text, failed=text.startswith("Error")))
+        update["messages"] = replies
+        return update
+
+    def _applied(
+        self,
+        state: Any,
+        runtime: Any,
+        config: Any,
+        *,
+        call_id: str,
+        review: Mapping[str, Any],
+        answer: Decision,
+    ) -> Effect[tuple[str, dict[str, Any]]]:
+        """The text that replaces the command's result, and the state update of its commit."""
+        key = review["key"]
+        if answer["type"] != "approve":
+            yield from calls.blocking(functools.partial(drop, key))
+            reason = answer.get("message")
+            said = f" with reason: {reason}" if reason else ""
+            return f"A person rejected these changes{said}; nothing was kept.", {}
+        changes = yield from calls.blocking(functools.partial(load, key))
+        if changes is None:
+            gone = (
+                "Error: the approved changes were no longer kept (too old, or on another"
+                " machine); nothing was kept. Run the command again."
+            )
+            return gone, {}
+        call_runtime = StateRuntime(state, config, getattr(runtime, "store", None), call_id)
+        approval = Approval(args={"command": review["command"]}, paths=review["asks"], expect={})
+        self.gate.grant(call_id, approval)
+        backend = self.tools_view.bind(call_runtime)
+        try:
+            yield from calls.blocking(functools.partial(backend.commit, changes))
+        except VersionConflict as conflict:
+            stale = (
+                f"Error: {conflict.path} changed since the command ran; nothing was kept."
+                " Run the command again."
+            )
+            return stale, {}
+        finally:
+            self.gate.revoke(call_id)
+            yield from calls.blocking(changes.discard)
+        return "A person approved these changes; they are kept.", backend.state_update()
+
+
+def _request(waiting: Mapping[str, Any]) -> HITLRequest:
+    actions: list[ActionRequest] = []
+    configs: list[ReviewConfig] = []
+    for call_id, review in waiting.items():
+        description = f"{review['summary']}\n\n{review['changes']}"
+        if review["diff"]:
+            description += f"\n\n```diff\n{review['diff'].rstrip()}\n```"
+        action = FileActionRequest(
+            name="execute",
+            args={"command": review["command"]},
+            description=description,
+            tool_call_id=call_id,
+            summary=review["summary"],
+            diff=review["diff"],
+        )
+        actions.append(cast("ActionRequest", action))
+        configs.append(ReviewConfig(action_name="execute", allowed_decisions=["approve", "reject"]))
+    return HITLRequest(action_requests=actions, review_configs=configs)
+
+
+def _replaced(state: Any, call_id: str, text: str, *, failed: bool) -> ToolMessage:
+    """The command's tool message, its wait replaced by `text` (same id: it replaces it)."""
+    found = next(
+        (
+            m
+            for m in reversed(state.get("messages") or [])
+            if isinstance(m, ToolMessage) and m.tool_call_id == call_id
+        ),
+        None,
+    )
+    content = str(found.content) if found is not None else ""
+    before, _, changed = content.partition(WAITING)
+    return ToolMessage(
+        content=f"{before}\n{text}{changed}",
+        tool_call_id=call_id,
+        name="execute",
+        id=found.id if found is not None else None,
+        artifact=found.artifact if found is not None else None,
+        status="error" if failed else "success",
+    )
+
+
+__all__ = ["CommandReview"]

@@ -1,0 +1,146 @@
+"""A command's change set as the model and a person see it: a summary and the effect's diff.
+
+`summary` lists what a command changed (`M /src/a.py`, `A /build/out.o`, `D /old.txt`),
+by top-level folder past `SUMMARY_LINES` paths. `effect_diff` shows a person what
+approving would commit: the unified diff of each text file, a line for each binary,
+link, folder or file past the budget.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from langchain_fstools.core import calls
+from langchain_fstools.core.changesets import ChangeKind
+from langchain_fstools.core.wording import plural
+from langchain_fstools.formats.diff import unified_patch
+from langchain_fstools.formats.encoding import detect
+from langchain_fstools.shell.overlay import upper_path
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_fstools.core.calls import Effect
+    from langchain_fstools.core.changesets import Change, ChangeSet
+
+COMMAND_REVIEWS_KEY: Final = "command_reviews"
+"""The state channel holding the change sets of commands that wait for a person."""
+
+SUMMARY_LINES: Final = 20
+"""Most changed paths a command's result lists; the rest are counted by folder."""
+
+DIFFED_FILES: Final = 20
+"""Most files whose diff a review shows; the rest are listed."""
+
+DIFF_BUDGET: Final = 200_000
+"""Most characters of diff a review shows."""
+
+
+def effect_diff(changes: ChangeSet, paths: Sequence[str]) -> Effect[str]:
+    """The diff of what committing `changes` would do to `paths` (bounded, see the module).
+
+    The workspace's side is read through the backend (so a path a rule hides is not
+    shown), the command's from the change set.
+    """
+    wanted = set(paths)
+    parts: list[str] = []
+    used = 0
+    for change in changes.changes:
+        if change.path not in wanted:
+            continue
+        text = None
+        if change.entry == "file" and len(parts) < DIFFED_FILES and used < DIFF_BUDGET:
+            text = yield from _file_diff(changes, change)
+        if text is None:
+            text = _one_line(change)
+        used += len(text)
+        parts.append(text)
+    return "".join(part if part.endswith("\n") else part + "\n" for part in parts)
+
+
+def _file_diff(changes: ChangeSet, change: Change) -> Effect[str | None]:
+    old = b""
+    if change.kind is not ChangeKind.ADDED:
+        try:
+            old = yield from calls.read_bytes(change.path)
+        except (OSError, ValueError):
+            return None
+    new = b""
+    if change.kind is not ChangeKind.DELETED:
+        new = yield from calls.blocking(Path(upper_path(changes, change.path)).read_bytes)
+    texts = [_text(data) for data in (old, new)]
+    if texts[0] is None or texts[1] is None:
+        return None
+    return unified_patch(change.path, texts[0], texts[1]) or None
+
+
+def _text(data: bytes) -> str | None:
+    if not data:
+        return ""
+    codec = detect(data)
+    return None if codec is None else codec.decode(data, errors="replace")
+
+
+def _one_line(change: Change) -> str:
+    what = {"file": "file", "directory": "folder", "link": "link"}[change.entry]
+    if change.entry == "link":
+        return f"{change.kind} {_printable(change.path)} (link to {change.target})"
+    size = f", {plural(change.size, 'byte')}" if change.entry == "file" and change.size else ""
+    return f"{change.kind} {_printable(change.path)} ({what}{size})"
+
+
+def summary(changes: Sequence[Change]) -> str:
+    """What a command's commit changed: a line a path (`M /src/a.py`), or per folder past a limit.
+
+    Up to `SUMMARY_LINES` paths are listed one a line; a larger set is listed by its
+    top-level folders (`/node_modules/: 9,812 added`) and files. A directory added or
+    deleted with what is in it is not listed on its own.
+    """
+    shown = [change for change in changes if not _holds_listed(change, changes)]
+    if not shown:
+        return ""
+    if len(shown) <= SUMMARY_LINES:
+        return "\nChanged:\n" + "\n".join(f"{c.kind} {_printable(c.path)}" for c in shown)
+    groups: dict[str, list[Change]] = {}
+    for change in shown:
+        top = change.path.split("/")[1]
+        groups.setdefault(change.path if change.path == f"/{top}" else f"/{top}/", []).append(
+            change
+        )
+    lines = [_group_line(name, members) for name, members in groups.items()]
+    if len(lines) > SUMMARY_LINES:
+        rest = sum(len(members) for members in list(groups.values())[SUMMARY_LINES:])
+        lines = [*lines[:SUMMARY_LINES], f"... and {rest:,} more below other folders"]
+    return f"\nChanged ({len(shown):,} paths):\n" + "\n".join(lines)
+
+
+def _group_line(name: str, members: Sequence[Change]) -> str:
+    if len(members) == 1 and members[0].path == name:
+        return f"{members[0].kind} {_printable(name)}"
+    counts = Counter(change.kind.name.lower() for change in members)
+    parts = ", ".join(f"{count:,} {kind}" for kind, count in sorted(counts.items()))
+    return f"{_printable(name)}: {parts}"
+
+
+def _printable(path: str) -> str:
+    """`path` as text a model can be sent (a name's undecodable bytes escaped)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _holds_listed(change: Change, changes: Sequence[Change]) -> bool:
+    if change.entry != "directory" or change.kind is ChangeKind.MODIFIED:
+        return False
+    prefix = change.path.rstrip("/") + "/"
+    return any(other.path.startswith(prefix) for other in changes)
+
+
+__all__ = [
+    "COMMAND_REVIEWS_KEY",
+    "DIFFED_FILES",
+    "DIFF_BUDGET",
+    "SUMMARY_LINES",
+    "effect_diff",
+    "summary",
+]
