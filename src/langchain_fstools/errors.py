@@ -10,6 +10,7 @@ Every error compares by value, so tests assert on errors, not on strings.
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 
 
@@ -206,10 +207,35 @@ class UnreadableMedia(FsToolsError):
 
 @dataclass(eq=False)
 class MissingFile(FsToolsError):
-    """A file to read does not exist; `suggestions` holds existing near spellings."""
+    """A file to read does not exist; `suggestions` holds existing near spellings.
+
+    `looked_in` says where, when the path lies below a mount (`NotInMount.looked_in`).
+    """
 
     path: str
     suggestions: list[str]
+    looked_in: str | None = None
+
+
+class NotInMount(FileNotFoundError):
+    """A path below a mount that the mounted backend does not hold.
+
+    Attributes:
+        filename: The workspace path.
+        mount: The mount directory, with its trailing slash (`"/workspace/"`).
+        backend: The mounted backend's kind (`"local"`, `"store"`, ...).
+    """
+
+    def __init__(self, path: str, mount: str, backend: str) -> None:
+        """Name the path, and the backend mounted where it was looked for."""
+        self.mount = mount
+        self.backend = backend
+        super().__init__(errno.ENOENT, f"not in {self.looked_in}", path)
+
+    @property
+    def looked_in(self) -> str:
+        """Where the path was looked for, in words (no host path)."""
+        return f"the {self.backend} backend mounted at {self.mount}"
 
 
 @dataclass(eq=False)
@@ -407,6 +433,7 @@ __all__ = [
     "NoMatch",
     "NoOpEdit",
     "NotInGraph",
+    "NotInMount",
     "NotReadYet",
     "OutsideRoot",
     "PartialWrite",

@@ -77,6 +77,12 @@ class Backend(ABC):
 
     A class attribute for most backends; a composite sets it per instance."""
 
+    shares_namespace: ClassVar[bool] = False
+    """Whether every instance stores into one namespace (`StateBackend`: the graph
+    state's `files` channel), so that a mount of it keeps whole paths rather than paths
+    relative to its mount, which two such mounts would share (see `CompositeBackend`).
+    Default: False."""
+
     calls_may_block: ClassVar[bool] = True
     """Whether a core call can wait on something outside this process (a disk, a
     database, a network). Calls bounded by a deadline run on a worker thread so they
