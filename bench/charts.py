@@ -32,7 +32,7 @@ LAYERS = [
     ("middleware", "FilesystemMiddleware: tools, prompt, state, eviction, permissions"),
     ("tools", "one module per tool; read tracking; the toolkit"),
     ("patch", "apply_patch: parser, seek, invocation, atomic application"),
-    ("backends", "storage: local, state, store, SSH, composite"),
+    ("backends", "storage: local, state, store, object store, SSH, composite"),
     ("search  |  shell", "search engine, ignore rules, ripgrep  |  bash analyser, processes"),
     ("formats", "text windows, encodings, images, PDF, notebooks, diffs, syntax"),
     ("core", "virtual paths, effects (sync + async), globs, records, tokens"),

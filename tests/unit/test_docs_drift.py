@@ -38,6 +38,10 @@ PUBLIC_MODULES = (
 REPOSITORY_PATH = re.compile(
     r"(?<![\w./-])((?:scripts|bench|tests|notebooks|src|docs)/[\w./-]*[\w-])"
 )
+PACKAGE = ROOT / "src" / "langchain_fstools"
+SUBPACKAGES = "|".join(sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py")))
+PACKAGE_PATH = re.compile(rf"`((?:{SUBPACKAGES})/[\w./-]*\.py)`")
+"""A module named by its path inside the package, like `channels/cadence.py`."""
 DOTTED_NAME = re.compile(r"\blangchain_fstools(?:\.\w+)+")
 CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
 
@@ -56,10 +60,25 @@ def _resolve(dotted: str) -> Any:
     raise ImportError(dotted)
 
 
+PYTHON_BLOCK = re.compile(r"^```python\n.*?^```$", re.DOTALL | re.MULTILINE)
+"""Python blocks run in the tests (tests/integration/test_readme.py): their paths are
+the example's own files."""
+
+
 def test_every_repository_path_the_docs_name_exists() -> None:
-    named = {(page, path) for page, text in TEXTS.items() for path in REPOSITORY_PATH.findall(text)}
+    named = {
+        (page, path)
+        for page, text in TEXTS.items()
+        for path in REPOSITORY_PATH.findall(PYTHON_BLOCK.sub("", text))
+    }
     assert named
     assert sorted(f"{page}: {path}" for page, path in named if not (ROOT / path).exists()) == []
+
+
+def test_every_package_module_path_the_docs_name_exists() -> None:
+    named = {(page, path) for page, text in TEXTS.items() for path in PACKAGE_PATH.findall(text)}
+    assert named
+    assert sorted(f"{page}: {path}" for page, path in named if not (PACKAGE / path).exists()) == []
 
 
 def test_every_module_and_name_the_docs_name_resolves() -> None:
