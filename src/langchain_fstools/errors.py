@@ -102,12 +102,19 @@ class InvalidStateRecord(FsToolsError, ValueError):
 
 @dataclass(eq=False)
 class StoreUnavailable(FsToolsError):
-    """The LangGraph store behind a backend failed (e.g. its database went away).
+    """The store behind a backend failed (e.g. its database went away).
 
-    `reason` is the store's exception type name; the exception is chained.
+    Attributes:
+        reason: The store's exception type name; the exception is chained.
+        cause: What failed, in words, when the store's error says (a refused
+            connection, a timeout, the store's HTTP status and message). Default: None.
+        lasting: Whether the cause lasts until someone changes the setup (credentials,
+            a name that does not resolve), so retrying will not help. Default: False.
     """
 
     reason: str
+    cause: str | None = None
+    lasting: bool = False
 
 
 @dataclass(eq=False)

@@ -326,6 +326,16 @@ def _remote_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one retu
             return f"Error: {missing}"
         case errors.InvalidStateRecord():
             return f"Error: {exc}. This is a setup problem, not your arguments: tell the user."
+        case errors.StoreUnavailable(reason=reason, cause=str(cause), lasting=True):
+            return (
+                f"Error: the file store failed: {cause} ({reason})."
+                " This is a setup problem, not your arguments: tell the user."
+            )
+        case errors.StoreUnavailable(reason=reason, cause=str(cause)):
+            return (
+                f"Error: the file store failed: {cause} ({reason})."
+                " Try the call again; if it keeps failing, tell the user."
+            )
         case errors.StoreUnavailable(reason=reason):
             return (
                 f"Error: the file store failed ({reason})."
