@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.state import FilesState, StateBackend, file_bytes
     from langchain_fstools.backends.store import StoreBackend
     from langchain_fstools.errors import (
+        ConditionalWritesIgnored,
         FsToolsError,
         InvalidPath,
         NotInMount,
@@ -85,6 +86,7 @@ _PUBLIC: dict[str, str] = {
     "Backend": "langchain_fstools.backends.protocol",
     "CommandPolicy": "langchain_fstools.shell.policy",
     "CompositeBackend": "langchain_fstools.backends.composite",
+    "ConditionalWritesIgnored": "langchain_fstools.errors",
     "EntryKind": "langchain_fstools.backends.protocol",
     "FileInfo": "langchain_fstools.backends.protocol",
     "FileToolkit": "langchain_fstools.tools.toolkit",
@@ -123,6 +125,7 @@ __all__ = [
     "Backend",
     "CommandPolicy",
     "CompositeBackend",
+    "ConditionalWritesIgnored",
     "EntryKind",
     "FileInfo",
     "FileToolkit",

@@ -118,6 +118,34 @@ class StoreUnavailable(FsToolsError):
 
 
 @dataclass(eq=False)
+class ConditionalWritesIgnored(FsToolsError):
+    """An object store accepted conditional writes it does not check (s3rver does).
+
+    `ObjectStoreBackend` proves at its first write that a PUT with a wrong `If-Match`
+    and a create (`If-None-Match: *`) of an existing key both fail; where one succeeds,
+    concurrent writers would overwrite each other silently, so that write and every
+    later one fail with this error.
+
+    Attributes:
+        store: The store, as obstore describes it (no credentials).
+        ignored: The conditions it accepted unchecked (`"If-Match"`, `"If-None-Match"`).
+    """
+
+    store: str
+    ignored: tuple[str, ...]
+
+    def __str__(self) -> str:
+        """One sentence naming the store and the option that accepts the risk."""
+        return (
+            f"{self.store} ignores conditional writes ({' and '.join(self.ignored)} accepted"
+            " unchecked), so concurrent writers would overwrite each other silently;"
+            " ObjectStoreBackend refuses to write to it. Use a store that checks them, or"
+            ' pass ObjectStoreBackend(..., conditional_writes="none") to accept the risk'
+            " (unsafe with concurrent writers: the last one wins)"
+        )
+
+
+@dataclass(eq=False)
 class SearchFailed(FsToolsError):
     """The search engine could not run or stopped with an error.
 
@@ -427,6 +455,7 @@ __all__ = [
     "ChangedSinceRead",
     "CommandRefused",
     "CommandTimedOut",
+    "ConditionalWritesIgnored",
     "ContextNotFound",
     "ExecutionUnsupported",
     "FileAlreadyExists",

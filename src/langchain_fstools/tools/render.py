@@ -326,6 +326,12 @@ def _remote_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one retu
             return f"Error: {missing}"
         case errors.InvalidStateRecord():
             return f"Error: {exc}. This is a setup problem, not your arguments: tell the user."
+        case errors.ConditionalWritesIgnored():
+            return (
+                "Error: the file store does not check conditional writes, so this write could"
+                " silently overwrite someone else's; writes are refused until the store is"
+                " configured. Tell the user (retrying will not help)."
+            )
         case errors.StoreUnavailable(reason=reason, cause=str(cause), lasting=True):
             return (
                 f"Error: the file store failed: {cause} ({reason})."
