@@ -145,6 +145,24 @@ class ConditionalWritesIgnored(FsToolsError):
         )
 
 
+class MissingExtra(ImportError):
+    """A feature whose optional dependency is not installed.
+
+    The message is one sentence with the `pip install` that adds it. Attributes:
+    `feature` (what needs it), `extra` (the package extra), and ImportError's `name`
+    (the module that did not import).
+    """
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        """Name the feature, the extra, and the module that is missing."""
+        self.feature = feature
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the {extra} extra: pip install 'langchain-fstools[{extra}]'",
+            name=module,
+        )
+
+
 @dataclass(eq=False)
 class SearchFailed(FsToolsError):
     """The search engine could not run or stopped with an error.
@@ -464,6 +482,7 @@ __all__ = [
     "InvalidArgument",
     "InvalidPath",
     "InvalidStateRecord",
+    "MissingExtra",
     "MissingFile",
     "NeedsWindow",
     "NoMatch",

@@ -1,10 +1,15 @@
-"""The extras the README lists are the extras pyproject.toml defines, and `test` holds them."""
+"""The extras the README lists are the extras pyproject.toml defines, and `test` holds
+them; a feature whose extra is missing says so in one sentence with its pip install."""
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTRAS: dict[str, list[str]] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
@@ -48,3 +53,47 @@ def test_the_test_extra_holds_every_extra_but_bench() -> None:
     for extra, requirements in EXTRAS.items():
         if extra not in {"test", "bench"}:
             assert set(requirements) <= held, extra
+
+
+MISSING = {
+    "mcp": "The MCP server needs the mcp extra: pip install 'langchain-fstools[mcp]'",
+    "obstore": "needs the objectstore extra: pip install 'langchain-fstools[objectstore]'",
+}
+
+
+def _without(module: str, code: str) -> subprocess.CompletedProcess[str]:
+    """Run `code` in a fresh interpreter where `module` cannot be imported."""
+    probe = f"import sys\nsys.modules[{module!r}] = None\n{code}"
+    return subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "args"),
+    [
+        ("mcp", ["mcp", "--root", "."]),
+        ("obstore", ["mcp", "--objectstore", "memory:///"]),
+    ],
+)
+def test_a_command_whose_extra_is_missing_says_so_in_one_sentence(
+    module: str, args: list[str]
+) -> None:
+    done = _without(module, f"from langchain_fstools.demo import main\nsys.exit(main({args!r}))")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr  # one line, no traceback
+    assert MISSING[module] in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("module", "code"),
+    [
+        ("obstore", "from langchain_fstools import ObjectStoreBackend"),
+        ("mcp", "from langchain_fstools.mcp import create_server"),
+    ],
+)
+def test_an_import_whose_extra_is_missing_raises_the_sentence(module: str, code: str) -> None:
+    done = _without(module, code)
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("langchain_fstools.errors.MissingExtra: ")
+    assert MISSING[module] in last

@@ -25,6 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_fstools.core.extras import require
 from langchain_fstools.mcp.door import TOKEN_ENV, is_loopback
 
 if TYPE_CHECKING:
@@ -217,10 +218,19 @@ def parse_http(address: str) -> tuple[str, int]:
 
 
 def run(options: argparse.Namespace) -> int:
-    """Run the server the options describe until the client goes away (or Ctrl-C)."""
+    """Run the server the options describe until the client goes away (or Ctrl-C).
+
+    Raises:
+        MissingExtra: the MCP SDK, or the chosen backend's dependency, is not installed.
+    """
+    require("mcp", extra="mcp", feature="The MCP server")
     import anyio  # noqa: PLC0415 - the SDK's event loop library
 
     config = resolve(options)
+    if config.get("objectstore"):
+        require("obstore", extra="objectstore", feature="--objectstore")
+    if config.get("postgres"):
+        require("langgraph.store.postgres", extra="postgres", feature="--postgres")
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve, config)
     return 0
