@@ -52,6 +52,7 @@ OPTIONS = (
     "allow_hosts",
     "objectstore",
     "prefix",
+    "conditional_writes",
 )
 """Settings a flag or the config file may give."""
 
@@ -69,6 +70,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "known_hosts": ("ssh", "--known-hosts"),
     "namespace": ("postgres", "--namespace"),
     "prefix": ("objectstore", "--prefix"),
+    "conditional_writes": ("objectstore", "--conditional-writes"),
     "sandbox": ("execute", "--sandbox"),
     "token": ("http", "--token"),
     "allow_hosts": ("http", "--allow-host"),
@@ -92,6 +94,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--prefix", metavar="P", help="with --objectstore: the key prefix served as /"
+    )
+    parser.add_argument(
+        "--conditional-writes",
+        choices=["full", "create-only", "none"],
+        help="with --objectstore: what the store checks itself (default: what its type says,"
+        " proven at the first write; none accepts a store that ignores conditions, unsafe"
+        " with concurrent writers)",
     )
     ssh = parser.add_argument_group("SSH (with --ssh)")
     ssh.add_argument("--ssh-root", metavar="DIR", help="the directory on the host served as /")
@@ -305,7 +314,11 @@ async def _backend(config: dict[str, Any], stack: contextlib.AsyncExitStack) -> 
     if config.get("objectstore"):
         from langchain_fstools.backends.objectstore import ObjectStoreBackend  # noqa: PLC0415
 
-        return ObjectStoreBackend(config["objectstore"], prefix=config.get("prefix") or "")
+        return ObjectStoreBackend(
+            config["objectstore"],
+            prefix=config.get("prefix") or "",
+            conditional_writes=config.get("conditional_writes"),
+        )
     from langgraph.store.postgres import AsyncPostgresStore  # noqa: PLC0415
 
     from langchain_fstools.backends.store import StoreBackend  # noqa: PLC0415
