@@ -15,7 +15,7 @@ from langchain_fstools.core import paths
 from langchain_fstools.errors import NotInMount
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 
     from langchain_fstools.core.results import ExecutionResult, Write
     from langchain_fstools.search.contract import SearchPart
@@ -44,6 +44,27 @@ def _chosen_reroots(
             f" the mounts are {', '.join(sorted(m + '/' for m in mounts))}"
         )
     return chosen
+
+
+def _refuse_shared_roots(default: Backend, routes: Mapping[str, Backend]) -> None:
+    """Refuse re-rooted mounts that keep their files where another root does.
+
+    Raises:
+        ValueError: two re-rooted mounts, or one and the default, share a `storage_key`.
+    """
+    roots: dict[Hashable, str] = {default.storage_key(): "the default backend"}
+    for mount, backend in sorted(routes.items()):
+        if not isinstance(backend, Rerooted):
+            continue
+        key = backend.inner.storage_key()
+        if key in roots:
+            raise ValueError(
+                f"the mount {mount}/ would keep its files where {roots[key]} keeps them"
+                " (one folder, store namespace or bucket prefix), so each would see the"
+                " other's files; give it a storage of its own, or pass"
+                f" reroot={{{mount + '/'!r}: False}} to keep whole paths there"
+            )
+        roots[key] = f"the mount {mount}/"
 
 
 class CompositeBackend(Backend):
@@ -108,7 +129,8 @@ class CompositeBackend(Backend):
 
         Raises:
             TypeError: a part is not a backend instance (e.g. the class `StateBackend`).
-            ValueError: the root `/` as a mount, or a `reroot` entry for no mount.
+            ValueError: the root `/` as a mount, a `reroot` entry for no mount, or a
+                re-rooted mount whose storage another root uses (`Backend.storage_key`).
         """
         for part in (default, *routes.values()):
             if not isinstance(part, Backend):
@@ -124,6 +146,7 @@ class CompositeBackend(Backend):
                 raise ValueError(f"mount {prefix!r} must be a directory below '/', like '/name/'")
             rerooted = chosen.get(mount, not backend.shares_namespace)
             self.routes[mount] = Rerooted(backend, mount) if rerooted else backend
+        _refuse_shared_roots(default, self.routes)
         self.hidden_while_empty = frozenset(paths.normalize(p) for p in hidden_while_empty)
         self.supports_execute = default.supports_execute
 

@@ -42,7 +42,7 @@ from langchain_fstools.core.results import EntryKind, ExecutionResult, FileInfo,
 from langchain_fstools.errors import ExecutionUnsupported, PartialWrite, VersionConflict
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Hashable, Iterator, Sequence
 
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.search.contract import NativeSearch
@@ -95,6 +95,16 @@ class Backend(ABC):
         Default: None (the tools walk the backend through its core calls).
         """
         return None
+
+    def storage_key(self) -> Hashable:
+        """Where this backend keeps its files, as a value equal for backends sharing them.
+
+        Two backends with equal keys see one set of files under the same paths, so
+        `CompositeBackend` refuses to re-root two mounts (or a mount and its default)
+        onto one: they would hold each other's files. Default: this instance (another
+        backend never shares its files).
+        """
+        return ("instance", id(self))
 
     def search_parts(self, directory: str) -> list[SearchPart]:
         """How to search below `directory`: which part each native search covers.

@@ -203,3 +203,39 @@ def test_reroot_for_no_mount_is_refused(root: Path) -> None:
         CompositeBackend(
             StateBackend(), {"/workspace/": LocalBackend(root)}, reroot={"/work": False}
         )
+
+
+def test_re_rooted_mounts_on_one_storage_are_refused(root: Path) -> None:
+    store = InMemoryStore()
+    shared = {"/a/": StoreBackend(store), "/b/": StoreBackend(store)}  # one namespace
+    with pytest.raises(ValueError, match=r"the mount /b/ would keep its files where the mount /a/"):
+        CompositeBackend(StateBackend(), shared)
+    with pytest.raises(ValueError, match="where the default backend keeps them"):
+        CompositeBackend(StoreBackend(store), {"/a/": StoreBackend(store)})
+    with pytest.raises(ValueError, match="where the default backend keeps them"):
+        CompositeBackend(LocalBackend(root), {"/mirror/": LocalBackend(root)})
+    objects = MemoryStore()
+    with pytest.raises(ValueError, match="the mount /y/"):
+        CompositeBackend(
+            StateBackend(),
+            {
+                "/x/": ObjectStoreBackend(objects, prefix="p"),
+                "/y/": ObjectStoreBackend(objects, prefix="p"),
+            },
+        )
+    # whole paths keep them apart; so do namespaces and prefixes of their own
+    CompositeBackend(StateBackend(), shared, reroot={"/b/": False})
+    CompositeBackend(
+        StateBackend(),
+        {
+            "/a/": StoreBackend(store, namespace=("a",)),
+            "/b/": StoreBackend(store, namespace=("b",)),
+        },
+    )
+    CompositeBackend(
+        StateBackend(),
+        {
+            "/x/": ObjectStoreBackend(objects, prefix="x"),
+            "/y/": ObjectStoreBackend(objects, prefix="y"),
+        },
+    )

@@ -67,6 +67,8 @@ from langchain_fstools.errors import ConditionalWritesIgnored, InvalidPath, Vers
 from langchain_fstools.formats.encoding import SNIFF_BYTES
 
 if TYPE_CHECKING:
+    from collections.abc import Hashable
+
     from obstore import ObjectMeta, PutMode
     from obstore.store import ObjectStore
 
@@ -153,6 +155,10 @@ class ObjectStoreBackend(Backend):
         self._search: NativeSearch | None = None
         self.read_ahead: ReadAhead | None = None
         """The read-ahead buffer of a view bound to one call (see `bind`); None here."""
+
+    def storage_key(self) -> Hashable:
+        """The store object and the key prefix."""
+        return ("objectstore", id(self.store), self.prefix)
 
     def native_search(self) -> NativeSearch:
         """The search for `glob` and `grep`: listing pages, concurrent fetches (`search`)."""
