@@ -13,39 +13,67 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import textwrap
 from html import escape
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-WIDTH = 760
-LABEL_WIDTH = 260
-BAR_HEIGHT = 22
-GAP = 8
-TOP = 40
+WIDTH = 480
+"""Drawn narrow, so a phone (420 px wide, about 380 px of content) shrinks it little."""
+MARGIN = 10
+FONT_SIZE = 14
+"""Every text's size: at 380/480 of it on a phone, still 11 px."""
+LINE = 18
+BAR_HEIGHT = 16
+VALUE_WIDTH = 110
+"""Room right of the longest bar for its value."""
+ROW_GAP = 10
 OURS = "#2e7d32"
 OTHERS = "#9e9e9e"
-FONT = "font-family='sans-serif' font-size='12'"
+FONT = f"font-family='sans-serif' font-size='{FONT_SIZE}'"
+TITLE_CHARS = 52
+TEXT_CHARS = 56
+"""Characters a line holds at `FONT_SIZE` in `WIDTH` (longer text wraps)."""
 
 LAYERS = [
     ("mcp", "the MCP server: the same tools for any MCP client"),
     ("middleware", "FilesystemMiddleware: tools, prompt, state, eviction, permissions"),
     ("tools", "one module per tool; read tracking; the toolkit"),
     ("patch", "apply_patch: parser, seek, invocation, atomic application"),
-    ("backends", "storage: local, state, store, SSH, composite"),
+    ("backends", "storage: local, state, store, object store, SSH, composite"),
     ("search  |  shell", "search engine, ignore rules, ripgrep  |  bash analyser, processes"),
     ("formats", "text windows, encodings, images, PDF, notebooks, diffs, syntax"),
     ("core", "virtual paths, effects (sync + async), globs, records, tokens"),
 ]
 
 
+def _svg(height: int, label: str) -> list[str]:
+    """The opening of a chart `height` tall, on white."""
+    return [
+        (
+            f"<svg xmlns='http://www.w3.org/2000/svg' width='{WIDTH}' height='{height}'"
+            f" viewBox='0 0 {WIDTH} {height}' role='img' aria-label='{escape(label)}'>"
+        ),
+        f"<rect width='{WIDTH}' height='{height}' fill='white'/>",
+    ]
+
+
+def _lines(x: float, y: float, lines: list[str], style: str = "") -> list[str]:
+    """One `<text>` per line, `LINE` apart, the first baseline at `y`."""
+    return [
+        f"<text x='{x}' y='{y + index * LINE}' {FONT}{style}>{escape(line)}</text>"
+        for index, line in enumerate(lines)
+    ]
+
+
 def bar_chart(chart: dict[str, Any]) -> str:
-    """One chart as SVG text: a bar per `[label, value]` row, ours in green."""
+    """One chart as SVG text: a label line, then its bar, per `[label, value]` row."""
     bars: list[tuple[str, float]] = [(str(label), float(value)) for label, value in chart["bars"]]
     log = bool(chart.get("log"))
     top = max(value for _, value in bars)
     bottom = min(value for _, value in bars)
-    span = WIDTH - LABEL_WIDTH - 90
+    span = WIDTH - 2 * MARGIN - VALUE_WIDTH
 
     def length(value: float) -> float:
         if not log:
@@ -53,30 +81,26 @@ def bar_chart(chart: dict[str, Any]) -> str:
         low = math.log10(bottom) - 0.5
         return span * (math.log10(value) - low) / (math.log10(top) - low)
 
-    height = TOP + len(bars) * (BAR_HEIGHT + GAP) + 10
+    title = textwrap.wrap(chart["title"], TITLE_CHARS)
+    first_row = MARGIN + len(title) * LINE + 8
+    row = LINE + BAR_HEIGHT + ROW_GAP
+    height = first_row + len(bars) * row
     parts = [
-        (
-            f"<svg xmlns='http://www.w3.org/2000/svg' width='{WIDTH}' height='{height}'"
-            f" viewBox='0 0 {WIDTH} {height}' role='img' aria-label='{escape(chart['title'])}'>"
-        ),
-        f"<rect width='{WIDTH}' height='{height}' fill='white'/>",
-        f"<text x='10' y='22' {FONT} font-weight='bold'>{escape(chart['title'])}</text>",
+        *_svg(height, chart["title"]),
+        *_lines(MARGIN, MARGIN + 14, title, " font-weight='bold'"),
     ]
     for index, (label, value) in enumerate(bars):
-        y = TOP + index * (BAR_HEIGHT + GAP)
+        y = first_row + index * row
         colour = OURS if label.startswith("ours") else OTHERS
         width = max(1.0, length(value))
         parts += [
+            *_lines(MARGIN, y + 14, [label]),
             (
-                f"<text x='{LABEL_WIDTH - 8}' y='{y + 15}' {FONT} text-anchor='end'>"
-                f"{escape(label)}</text>"
-            ),
-            (
-                f"<rect x='{LABEL_WIDTH}' y='{y}' width='{width:.1f}' height='{BAR_HEIGHT}'"
+                f"<rect x='{MARGIN}' y='{y + LINE}' width='{width:.1f}' height='{BAR_HEIGHT}'"
                 f" fill='{colour}'/>"
             ),
             (
-                f"<text x='{LABEL_WIDTH + width + 6:.1f}' y='{y + 15}' {FONT}>"
+                f"<text x='{MARGIN + width + 6:.1f}' y='{y + LINE + 13}' {FONT}>"
                 f"{_number(value)} {escape(chart['unit'])}</text>"
             ),
         ]
@@ -86,36 +110,32 @@ def bar_chart(chart: dict[str, Any]) -> str:
 
 def layer_diagram() -> str:
     """The package's layers as stacked boxes, top to bottom; imports point down."""
-    box, gap, left = 44, 10, 20
-    height = 20 + len(LAYERS) * (box + gap)
-    parts = [
-        (
-            f"<svg xmlns='http://www.w3.org/2000/svg' width='{WIDTH}' height='{height}'"
-            f" viewBox='0 0 {WIDTH} {height}' role='img' aria-label='package layers'>"
-        ),
-        f"<rect width='{WIDTH}' height='{height}' fill='white'/>",
-    ]
-    for index, (name, role) in enumerate(LAYERS):
-        y = 10 + index * (box + gap)
+    gap, arrow = 10, 24
+    roles = [textwrap.wrap(role, TEXT_CHARS - 2) for _, role in LAYERS]
+    boxes = [12 + LINE * (1 + len(lines)) for lines in roles]
+    height = MARGIN + sum(boxes) + gap * len(LAYERS)
+    parts = _svg(height, "package layers")
+    parts.append(
+        "<defs><marker id='down' markerWidth='8' markerHeight='8' refX='4' refY='8'"
+        " orient='0'><path d='M0 0 L8 0 L4 8 z' fill='#555'/></marker></defs>"
+    )
+    y = MARGIN
+    for index, ((name, _), lines, box) in enumerate(zip(LAYERS, roles, boxes, strict=True)):
         parts += [
             (
-                f"<rect x='{left}' y='{y}' width='{WIDTH - 2 * left - 40}' height='{box}' rx='6'"
-                " fill='#e8f5e9' stroke='#2e7d32'/>"
+                f"<rect x='{MARGIN}' y='{y}' width='{WIDTH - 2 * MARGIN - arrow}' height='{box}'"
+                " rx='6' fill='#e8f5e9' stroke='#2e7d32'/>"
             ),
-            f"<text x='{left + 12}' y='{y + 19}' {FONT} font-weight='bold'>{escape(name)}</text>",
-            f"<text x='{left + 12}' y='{y + 35}' {FONT}>{escape(role)}</text>",
+            *_lines(MARGIN + 10, y + 20, [name], " font-weight='bold'"),
+            *_lines(MARGIN + 10, y + 20 + LINE, lines),
         ]
         if index < len(LAYERS) - 1:
-            x = WIDTH - 40
+            x = WIDTH - MARGIN - arrow / 2
             parts.append(
-                f"<path d='M{x} {y + box / 2} v{box + gap}' stroke='#555' fill='none'"
-                " marker-end='url(#down)'/>"
+                f"<path d='M{x} {y + box / 2} v{box / 2 + gap + boxes[index + 1] / 2 - 8}'"
+                " stroke='#555' fill='none' marker-end='url(#down)'/>"
             )
-    parts.insert(
-        2,
-        "<defs><marker id='down' markerWidth='8' markerHeight='8' refX='4' refY='8'"
-        " orient='auto-start-reverse'><path d='M0 0 L8 0 L4 8 z' fill='#555'/></marker></defs>",
-    )
+        y += box + gap
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 

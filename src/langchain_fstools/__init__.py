@@ -57,32 +57,63 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.objectstore import ObjectStoreBackend
     from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
     from langchain_fstools.backends.ssh import SSHBackend
-    from langchain_fstools.backends.state import StateBackend
+    from langchain_fstools.backends.state import FilesState, StateBackend, file_bytes
     from langchain_fstools.backends.store import StoreBackend
+    from langchain_fstools.errors import (
+        ConditionalWritesIgnored,
+        FsToolsError,
+        InvalidPath,
+        NotInMount,
+        OutsideRoot,
+        PartialWrite,
+        StoreUnavailable,
+        VersionConflict,
+    )
     from langchain_fstools.middleware.filesystem import FilesystemMiddleware
-    from langchain_fstools.middleware.schemas import FilesystemAgentState, FilesystemState
+    from langchain_fstools.middleware.schemas import (
+        FilesystemAgentState,
+        FilesystemHistoryState,
+        FilesystemState,
+    )
     from langchain_fstools.permissions.rules import Permission, Policy
+    from langchain_fstools.shell.policy import CommandPolicy
+    from langchain_fstools.shell.sandbox import Sandbox
+    from langchain_fstools.tools.eviction import LargeResultEviction
     from langchain_fstools.tools.settings import ToolSettings
     from langchain_fstools.tools.toolkit import FileToolkit
 
 _PUBLIC: dict[str, str] = {
     "Backend": "langchain_fstools.backends.protocol",
+    "CommandPolicy": "langchain_fstools.shell.policy",
     "CompositeBackend": "langchain_fstools.backends.composite",
+    "ConditionalWritesIgnored": "langchain_fstools.errors",
     "EntryKind": "langchain_fstools.backends.protocol",
     "FileInfo": "langchain_fstools.backends.protocol",
     "FileToolkit": "langchain_fstools.tools.toolkit",
+    "FilesState": "langchain_fstools.backends.state",
     "FilesystemAgentState": "langchain_fstools.middleware.schemas",
+    "FilesystemHistoryState": "langchain_fstools.middleware.schemas",
     "FilesystemMiddleware": "langchain_fstools.middleware.filesystem",
     "FilesystemState": "langchain_fstools.middleware.schemas",
+    "FsToolsError": "langchain_fstools.errors",
+    "InvalidPath": "langchain_fstools.errors",
+    "LargeResultEviction": "langchain_fstools.tools.eviction",
     "LocalBackend": "langchain_fstools.backends.local",
+    "NotInMount": "langchain_fstools.errors",
     "ObjectStoreBackend": "langchain_fstools.backends.objectstore",
+    "OutsideRoot": "langchain_fstools.errors",
+    "PartialWrite": "langchain_fstools.errors",
     "Permission": "langchain_fstools.permissions.rules",
     "Policy": "langchain_fstools.permissions.rules",
     "SSHBackend": "langchain_fstools.backends.ssh",
+    "Sandbox": "langchain_fstools.shell.sandbox",
     "StateBackend": "langchain_fstools.backends.state",
     "StoreBackend": "langchain_fstools.backends.store",
+    "StoreUnavailable": "langchain_fstools.errors",
     "ToolSettings": "langchain_fstools.tools.settings",
+    "VersionConflict": "langchain_fstools.errors",
     "__version__": "langchain_fstools._version",
+    "file_bytes": "langchain_fstools.backends.state",
 }
 """Each public name and the module defining it, imported on first use (PEP 562)."""
 
@@ -92,19 +123,33 @@ __getattr__, __dir__ = lazy_names(__name__, _PUBLIC)
 
 __all__ = [
     "Backend",
+    "CommandPolicy",
     "CompositeBackend",
+    "ConditionalWritesIgnored",
     "EntryKind",
     "FileInfo",
     "FileToolkit",
+    "FilesState",
     "FilesystemAgentState",
+    "FilesystemHistoryState",
     "FilesystemMiddleware",
     "FilesystemState",
+    "FsToolsError",
+    "InvalidPath",
+    "LargeResultEviction",
     "LocalBackend",
+    "NotInMount",
     "ObjectStoreBackend",
+    "OutsideRoot",
+    "PartialWrite",
     "Permission",
     "Policy",
     "SSHBackend",
+    "Sandbox",
     "StateBackend",
     "StoreBackend",
+    "StoreUnavailable",
     "ToolSettings",
+    "VersionConflict",
+    "file_bytes",
 ]

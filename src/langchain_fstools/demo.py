@@ -28,6 +28,7 @@ from PIL import Image, ImageDraw
 from langchain_fstools._version import __version__
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.state import StateBackend
+from langchain_fstools.errors import MissingExtra
 from langchain_fstools.mcp.cli import add_arguments as add_mcp_arguments
 from langchain_fstools.mcp.cli import run as run_mcp
 from langchain_fstools.middleware import FilesystemMiddleware
@@ -240,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     if options.command == "mcp":
         try:
             return run_mcp(options)
+        except MissingExtra as exc:  # one sentence with the pip install, no traceback
+            print(f"{parser.prog}: {exc}", file=sys.stderr)
+            return 2
         except ValueError as exc:
             mcp.error(str(exc))
     with tempfile.TemporaryDirectory(prefix="fstools-demo-") as root:

@@ -10,6 +10,7 @@ Every error compares by value, so tests assert on errors, not on strings.
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 
 
@@ -109,12 +110,65 @@ class InvalidStateRecord(FsToolsError, ValueError):
 
 @dataclass(eq=False)
 class StoreUnavailable(FsToolsError):
-    """The LangGraph store behind a backend failed (e.g. its database went away).
+    """The store behind a backend failed (e.g. its database went away).
 
-    `reason` is the store's exception type name; the exception is chained.
+    Attributes:
+        reason: The store's exception type name; the exception is chained.
+        cause: What failed, in words, when the store's error says (a refused
+            connection, a timeout, the store's HTTP status and message). Default: None.
+        lasting: Whether the cause lasts until someone changes the setup (credentials,
+            a name that does not resolve), so retrying will not help. Default: False.
     """
 
     reason: str
+    cause: str | None = None
+    lasting: bool = False
+
+
+@dataclass(eq=False)
+class ConditionalWritesIgnored(FsToolsError):
+    """An object store accepted conditional writes it does not check (s3rver does).
+
+    `ObjectStoreBackend` proves at its first write that a PUT with a wrong `If-Match`
+    and a create (`If-None-Match: *`) of an existing key both fail; where one succeeds,
+    concurrent writers would overwrite each other silently, so that write and every
+    later one fail with this error.
+
+    Attributes:
+        store: The store, as obstore describes it (no credentials).
+        ignored: The conditions it accepted unchecked (`"If-Match"`, `"If-None-Match"`).
+    """
+
+    store: str
+    ignored: tuple[str, ...]
+
+    def __str__(self) -> str:
+        """One sentence naming the store and the option that accepts the risk."""
+        return (
+            f"{self.store} ignores conditional writes ({' and '.join(self.ignored)} accepted"
+            " unchecked), so concurrent writers would overwrite each other silently;"
+            " ObjectStoreBackend refuses to write to it. Use a store that checks them, or"
+            ' pass ObjectStoreBackend(..., conditional_writes="none") to accept the risk'
+            " (unsafe with concurrent writers: the last one wins)"
+        )
+
+
+class MissingExtra(ImportError):
+    """A feature whose optional dependency is not installed.
+
+    The message is one sentence with the `pip install` that adds it. Attributes:
+    `feature` (what needs it), `extra` (the package extra), and ImportError's `name`
+    (the module that did not import).
+    """
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        """Name the feature, the extra, and the module that is missing."""
+        self.feature = feature
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the {extra} extra: pip install 'langchain-fstools[{extra}]'",
+            name=module,
+        )
 
 
 @dataclass(eq=False)
@@ -214,10 +268,35 @@ class UnreadableMedia(FsToolsError):
 
 @dataclass(eq=False)
 class MissingFile(FsToolsError):
-    """A file to read does not exist; `suggestions` holds existing near spellings."""
+    """A file to read does not exist; `suggestions` holds existing near spellings.
+
+    `looked_in` says where, when the path lies below a mount (`NotInMount.looked_in`).
+    """
 
     path: str
     suggestions: list[str]
+    looked_in: str | None = None
+
+
+class NotInMount(FileNotFoundError):
+    """A path below a mount that the mounted backend does not hold.
+
+    Attributes:
+        filename: The workspace path.
+        mount: The mount directory, with its trailing slash (`"/workspace/"`).
+        backend: The mounted backend's kind (`"local"`, `"store"`, ...).
+    """
+
+    def __init__(self, path: str, mount: str, backend: str) -> None:
+        """Name the path, and the backend mounted where it was looked for."""
+        self.mount = mount
+        self.backend = backend
+        super().__init__(errno.ENOENT, f"not in {self.looked_in}", path)
+
+    @property
+    def looked_in(self) -> str:
+        """Where the path was looked for, in words (no host path)."""
+        return f"the {self.backend} backend mounted at {self.mount}"
 
 
 @dataclass(eq=False)
@@ -421,6 +500,7 @@ __all__ = [
     "ChangesNotCommitted",
     "CommandRefused",
     "CommandTimedOut",
+    "ConditionalWritesIgnored",
     "ContextNotFound",
     "ExecutionUnsupported",
     "FileAlreadyExists",
@@ -429,11 +509,13 @@ __all__ = [
     "InvalidArgument",
     "InvalidPath",
     "InvalidStateRecord",
+    "MissingExtra",
     "MissingFile",
     "NeedsWindow",
     "NoMatch",
     "NoOpEdit",
     "NotInGraph",
+    "NotInMount",
     "NotReadYet",
     "OutsideRoot",
     "PartialWrite",

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
 _ids = itertools.count(1)
+_NUMBERED_BY_MODEL = "fstools_numbered_by_model"
+"""`response_metadata` key of a turn: the ids of its calls that the model numbers."""
 _WORDS = re.compile(r"\S+\s*|\s+")
 
 
@@ -49,14 +51,24 @@ def tool_call(name: str, /, *, call_id: str | None = None, **args: Any) -> AIMes
 
     Args:
         name: The tool's name (`"read_file"`).
-        call_id: The tool call's id. Default: `call_<n>`, numbered across the process.
+        call_id: The tool call's id. Default: `call_<n>`, numbered by the
+            `ScriptedChatModel` that plays the turn in its script's order (the script's
+            first call is `call_1`, skipping ids given explicitly), so
+            `rewind(to="call_2")` names the script's second call; outside a model, a
+            unique `call_auto_<n>`.
         **args: The tool's arguments (`file_path="/a.txt"`).
 
     Returns:
         An `AIMessage` with empty content and that one tool call.
     """
-    identifier = call_id if call_id is not None else f"call_{next(_ids)}"
-    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": identifier}])
+    if call_id is not None:
+        return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
+    identifier = f"call_auto_{next(_ids)}"  # unique; a model numbers it in its script
+    return AIMessage(
+        content="",
+        tool_calls=[{"name": name, "args": args, "id": identifier}],
+        response_metadata={_NUMBERED_BY_MODEL: [identifier]},
+    )
 
 
 def parallel(*turns: AIMessage) -> AIMessage:
@@ -87,7 +99,37 @@ def parallel(*turns: AIMessage) -> AIMessage:
     ids = [call["id"] for call in calls]
     if len(set(ids)) != len(ids):
         raise ValueError(f"parallel() calls must have distinct ids, got {ids}")
-    return AIMessage(content="", tool_calls=calls)
+    numbered = [i for turn in turns for i in turn.response_metadata.get(_NUMBERED_BY_MODEL, [])]
+    metadata = {_NUMBERED_BY_MODEL: numbered} if numbered else {}
+    return AIMessage(content="", tool_calls=calls, response_metadata=metadata)
+
+
+def _numbered(turns: list[AIMessage]) -> list[AIMessage]:
+    """`turns` with the ids `tool_call` left to the model set to `call_1`, `call_2`, ...
+
+    In script order, skipping ids the script gives explicitly; the turns given are not
+    changed (a numbered turn is a copy).
+    """
+    taken = {
+        call["id"]
+        for turn in turns
+        for call in turn.tool_calls
+        if call["id"] not in turn.response_metadata.get(_NUMBERED_BY_MODEL, [])
+    }
+    numbers = (f"call_{n}" for n in itertools.count(1) if f"call_{n}" not in taken)
+    result: list[AIMessage] = []
+    for turn in turns:
+        automatic = turn.response_metadata.get(_NUMBERED_BY_MODEL)
+        if not automatic:
+            result.append(turn)
+            continue
+        calls = [
+            {**call, "id": next(numbers)} if call["id"] in automatic else call
+            for call in turn.tool_calls
+        ]
+        metadata = {k: v for k, v in turn.response_metadata.items() if k != _NUMBERED_BY_MODEL}
+        result.append(turn.model_copy(update={"tool_calls": calls, "response_metadata": metadata}))
+    return result
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -131,7 +173,8 @@ class ScriptedChatModel(BaseChatModel):
     def _messages(cls, turns: Sequence[AIMessage | str]) -> list[AIMessage | str]:
         # Text becomes a message before validation: AIMessage's own validator fails on
         # a plain string instead of letting the union try `str`.
-        return [AIMessage(content=turn) if isinstance(turn, str) else turn for turn in turns]
+        messages = [AIMessage(content=turn) if isinstance(turn, str) else turn for turn in turns]
+        return [*_numbered(messages)]
 
     _next: int = PrivateAttr(default=0)
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)

@@ -11,6 +11,7 @@ import importlib.util
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,34 @@ def test_the_committed_charts_are_drawn_from_the_bench_figures(tmp_path: Path) -
         assert committed.read_text() == path.read_text(), (
             f"redraw with bench/charts.py: {path.name}"
         )
+
+
+PHONE_CONTENT_WIDTH = 380
+"""CSS pixels a chart gets on a 420 px wide phone, rounded down: the built performance
+page in headless Chromium (Debian's chromium, --window-size=420,...) draws a 480 px
+chart 387 px wide."""
+SMALLEST_TEXT = 10
+EM_PER_CHARACTER = 0.6
+"""A generous average advance of a sans-serif character, in ems."""
+
+
+@pytest.mark.parametrize(
+    "chart", sorted((ROOT / "docs" / "assets").glob("*.svg")), ids=lambda p: p.name
+)
+def test_charts_are_legible_at_phone_width(chart: Path) -> None:
+    svg = ET.parse(chart).getroot()  # noqa: S314 - our own committed drawings
+    width = float(svg.attrib["width"])
+    scale = min(1.0, PHONE_CONTENT_WIDTH / width)
+    texts = [node for node in svg.iter() if node.tag.endswith("text")]
+    assert texts
+    for text in texts:
+        size = float(text.attrib["font-size"])
+        assert size * scale >= SMALLEST_TEXT, (
+            f"{chart.name}: {text.text!r} at {size * scale:.1f} px"
+        )
+        right = float(text.attrib["x"]) + EM_PER_CHARACTER * size * len(text.text or "")
+        if text.attrib.get("text-anchor") != "end":
+            assert right <= width, f"{chart.name}: {text.text!r} runs past the right edge"
 
 
 def test_every_docs_page_is_in_the_navigation() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -17,19 +18,20 @@ def _stub(folder: Path, name: str, body: str) -> None:
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
 
 
-def _run_setup(tmp_path: Path, *, ensurepip: bool) -> list[str]:
-    """Run a copy of scripts/setup with stub python3/apt-get/sudo; return apt's calls."""
+def _checkout(tmp_path: Path, *, ensurepip: bool) -> tuple[Path, dict[str, str]]:
+    """A copy of scripts/setup with stub python3/pip/apt-get/sudo, and the environment to
+    run it in; apt-get and pip log their calls to apt.log and pip.log in `tmp_path`."""
     checkout = tmp_path / "checkout"
     (checkout / "scripts").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "setup", checkout / "scripts" / "setup")
+    shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
     stubs = tmp_path / "bin"
     stubs.mkdir()
-    log = tmp_path / "apt.log"
-    _stub(stubs, "apt-get", f'echo "$*" >> {log}')
+    _stub(stubs, "apt-get", f'echo "$*" >> {tmp_path / "apt.log"}')
     _stub(stubs, "sudo", '"$@"')
     for tool in ("git", "bwrap", "pg_ctl"):
         _stub(stubs, tool, "exit 0")
-    pip = 'mkdir -p "$3/bin" && printf \'#!/bin/sh\\nexit 0\\n\' > "$3/bin/pip"'
+    pip = f'mkdir -p "$3/bin" && printf \'#!/bin/sh\\necho "$0 $*" >> {tmp_path / "pip.log"}\\n\' > "$3/bin/pip"'
     _stub(
         stubs,
         "python3",
@@ -38,9 +40,26 @@ def _run_setup(tmp_path: Path, *, ensurepip: bool) -> list[str]:
   "-m venv "*) {pip} && chmod +x "$3/bin/pip";;
 esac""",
     )
-    env = {**os.environ, "PATH": f"{stubs}:/usr/bin:/bin"}
-    subprocess.run(["bash", "scripts/setup"], cwd=checkout, env=env, check=True)
+    return checkout, {**os.environ, "PATH": f"{stubs}:/usr/bin:/bin"}
+
+
+def _setup(checkout: Path, env: dict[str, str]) -> list[str]:
+    """Run the checkout's scripts/setup; return what it printed, line by line."""
+    done = subprocess.run(
+        ["bash", "scripts/setup"], cwd=checkout, env=env, check=True, capture_output=True, text=True
+    )
+    return done.stdout.splitlines()
+
+
+def _logged(tmp_path: Path, name: str) -> list[str]:
+    log = tmp_path / name
     return log.read_text().splitlines() if log.exists() else []
+
+
+def _run_setup(tmp_path: Path, *, ensurepip: bool) -> list[str]:
+    """Run setup once in a fresh checkout; return apt's calls."""
+    _setup(*_checkout(tmp_path, ensurepip=ensurepip))
+    return _logged(tmp_path, "apt.log")
 
 
 def test_setup_installs_python3_venv_when_ensurepip_is_missing(tmp_path: Path) -> None:
@@ -53,3 +72,31 @@ def test_setup_installs_python3_venv_when_ensurepip_is_missing(tmp_path: Path) -
 def test_setup_leaves_python3_venv_alone_when_venv_works(tmp_path: Path) -> None:
     calls = _run_setup(tmp_path, ensurepip=True)
     assert not any("python3-venv" in call for call in calls)
+
+
+def test_setup_says_each_step_with_its_time_and_reuses_what_is_there(tmp_path: Path) -> None:
+    checkout, env = _checkout(tmp_path, ensurepip=True)
+    first = _setup(checkout, env)
+    assert "setup: system packages: all present" in first
+    timed = [line for line in first if re.fullmatch(r"setup: .+: done in \d+s", line)]
+    assert [line.split(":")[1].strip() for line in timed] == [
+        ".venv",
+        ".venv",
+        ".venv-mcp2",
+        ".venv-mcp2",
+    ]
+    installs = _logged(tmp_path, "pip.log")
+    assert [line.split()[0] for line in installs] == [".venv/bin/pip", ".venv-mcp2/bin/pip"]
+    assert "-e .[test]" in installs[0]
+
+    again = _setup(checkout, env)
+    assert again == [
+        "setup: system packages: all present",
+        "setup: .venv: up to date, reused",
+        "setup: .venv-mcp2: up to date, reused",
+    ]
+    assert _logged(tmp_path, "pip.log") == installs  # pip not run again
+
+    (checkout / "pyproject.toml").write_text((checkout / "pyproject.toml").read_text() + "\n")
+    _setup(checkout, env)
+    assert len(_logged(tmp_path, "pip.log")) == 2 * len(installs)  # a changed pyproject reinstalls

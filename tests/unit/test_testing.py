@@ -126,3 +126,19 @@ def test_parallel_refuses_what_is_not_one_turn_of_calls(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         parallel(*turns)
+
+
+def test_call_ids_are_numbered_per_model_in_script_order() -> None:
+    turns: list[AIMessage | str] = [
+        tool_call("ls", path="/"),
+        parallel(tool_call("ls", path="/a"), tool_call("glob", call_id="call_2", pattern="*")),
+        tool_call("read_file", file_path="/a.txt"),
+        "Done.",
+    ]
+    for model in (ScriptedChatModel(turns=turns), ScriptedChatModel(turns=turns)):
+        ids = [[c["id"] for c in t.tool_calls] for t in model.turns if isinstance(t, AIMessage)]
+        assert ids == [["call_1"], ["call_3", "call_2"], ["call_4"], []]
+        assert all(not t.response_metadata for t in model.turns if isinstance(t, AIMessage))
+    first = turns[0]
+    assert isinstance(first, AIMessage)
+    assert first.tool_calls[0]["id"].startswith("call_auto_")  # the turn given is unchanged

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from langchain_fstools.backends.mounted import Rerooted
 from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo, check_limit
 from langchain_fstools.core import paths
+from langchain_fstools.errors import NotInMount
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Mapping, Sequence
+    from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 
     from langchain_fstools.core.changesets import ChangeReview, ChangeSet
     from langchain_fstools.core.results import ExecutionResult, Write
@@ -21,16 +24,66 @@ if TYPE_CHECKING:
 MOUNT_VERSION = "mount"
 
 
+def _chosen_reroots(
+    routes: Mapping[str, Backend], *, reroot: bool | Mapping[str, bool] | None
+) -> dict[str, bool]:
+    """The mounts whose re-rooting `reroot` decides, canonical, and how.
+
+    Raises:
+        ValueError: `reroot` names a directory that is not a mount.
+    """
+    if reroot is None:
+        return {}
+    if isinstance(reroot, bool):
+        return {paths.normalize(prefix): reroot for prefix in routes}
+    mounts = {paths.normalize(prefix) for prefix in routes}
+    chosen = {paths.normalize(prefix): bool(value) for prefix, value in reroot.items()}
+    strays = sorted(set(chosen) - mounts)
+    if strays:
+        raise ValueError(
+            f"reroot names {', '.join(m + '/' for m in strays)}, which is not a mount;"
+            f" the mounts are {', '.join(sorted(m + '/' for m in mounts))}"
+        )
+    return chosen
+
+
+def _refuse_shared_roots(default: Backend, routes: Mapping[str, Backend]) -> None:
+    """Refuse re-rooted mounts that keep their files where another root does.
+
+    Raises:
+        ValueError: two re-rooted mounts, or one and the default, share a `storage_key`.
+    """
+    roots: dict[Hashable, str] = {default.storage_key(): "the default backend"}
+    for mount, backend in sorted(routes.items()):
+        if not isinstance(backend, Rerooted):
+            continue
+        key = backend.inner.storage_key()
+        if key in roots:
+            raise ValueError(
+                f"the mount {mount}/ would keep its files where {roots[key]} keeps them"
+                " (one folder, store namespace or bucket prefix), so each would see the"
+                " other's files; give it a storage of its own, or pass"
+                f" reroot={{{mount + '/'!r}: False}} to keep whole paths there"
+            )
+        roots[key] = f"the mount {mount}/"
+
+
 class CompositeBackend(Backend):
     """One workspace made of several backends: a default, and mounts by directory.
 
-    A mount such as `{"/large_tool_results/": StateBackend()}` sends every path in that
-    directory to its backend, which sees the full virtual path (paths are not
-    re-rooted, so two state-backed mounts never collide). Mounts may nest
-    (`/memories/` and `/memories/user/`): the longest mount containing a path wins.
-    Listing a mount point or any directory above one shows the mount's directory even
-    before it holds anything; searches cover every mount below the searched directory,
-    each part with its own native search where it has one, merged under one limit.
+    A mount such as `{"/workspace/": LocalBackend(root)}` sends every path in that
+    directory to its backend, which sees it relative to the mount (deepagents'
+    convention): `/workspace/todo.txt` is `/todo.txt` to the backend, `root/todo.txt`
+    on disk, and every result names `/workspace/todo.txt` again. A backend whose
+    instances share one namespace (`StateBackend`: the graph state's `files` channel)
+    keeps whole paths instead, so two state mounts, or a state mount over a state
+    default, never collide; `reroot` decides per mount. Mounts may nest (`/memories/`
+    and `/memories/user/`): the longest mount containing a path wins. Listing a mount
+    point or any directory above one shows the mount's directory even before it holds
+    anything; searches cover every mount below the searched directory, each part with
+    its own native search where it has one, merged under one limit. A path missing
+    below a mount raises `NotInMount`, naming the backend it was looked for in.
+    Commands run on the default backend.
 
     Args:
         default: Where every path outside a mount goes.
@@ -42,8 +95,8 @@ class CompositeBackend(Backend):
         from langchain_fstools import CompositeBackend, LocalBackend, StateBackend
 
         backend = CompositeBackend(
-            LocalBackend("./repo"), {"/large_tool_results/": StateBackend()}
-        )
+            StateBackend(), {"/workspace/": LocalBackend("./repo")}
+        )  # /workspace/README.md is ./repo/README.md
         ```
     """
 
@@ -54,6 +107,7 @@ class CompositeBackend(Backend):
         default: Backend,
         routes: Mapping[str, Backend],
         *,
+        reroot: bool | Mapping[str, bool] | None = None,
         traced_as: str | None = None,
         hidden_while_empty: Collection[str] = (),
     ) -> None:
@@ -62,6 +116,12 @@ class CompositeBackend(Backend):
         Args:
             default: The backend of every path no mount holds.
             routes: Mount directory -> backend (`{"/memories/": StoreBackend(...)}`).
+            reroot: Whether a mounted backend sees paths relative to its mount
+                (`/memories/a.md` stored as `/a.md`): True or False for every mount,
+                or per mount (`{"/memories/": False}`; mounts not named take the
+                default). Default: re-rooted, except backends that share a namespace
+                (`StateBackend`), which keep whole paths. `False` keeps whole paths,
+                as release 0.1 stored them.
             traced_as: The kind traces name (see `Backend.traced_kind`), for a composite
                 that only adds mounts of its own to a user's backend (as
                 `FilesystemMiddleware` adds `/large_tool_results/`). Default: "composite".
@@ -70,7 +130,8 @@ class CompositeBackend(Backend):
 
         Raises:
             TypeError: a part is not a backend instance (e.g. the class `StateBackend`).
-            ValueError: the root `/` as a mount.
+            ValueError: the root `/` as a mount, a `reroot` entry for no mount, or a
+                re-rooted mount whose storage another root uses (`Backend.storage_key`).
         """
         for part in (default, *routes.values()):
             if not isinstance(part, Backend):
@@ -79,11 +140,14 @@ class CompositeBackend(Backend):
         self.default = default
         self._traced_as = traced_as
         self.routes: dict[str, Backend] = {}
+        chosen = _chosen_reroots(routes, reroot=reroot)
         for prefix, backend in routes.items():
             mount = paths.normalize(prefix)
             if mount == paths.ROOT:
                 raise ValueError(f"mount {prefix!r} must be a directory below '/', like '/name/'")
-            self.routes[mount] = backend
+            rerooted = chosen.get(mount, not backend.shares_namespace)
+            self.routes[mount] = Rerooted(backend, mount) if rerooted else backend
+        _refuse_shared_roots(default, self.routes)
         self.hidden_while_empty = frozenset(paths.normalize(p) for p in hidden_while_empty)
         self.supports_execute = default.supports_execute
 
@@ -100,6 +164,20 @@ class CompositeBackend(Backend):
     def _backend(self, path: str) -> Backend:
         mount = self._mount(path)
         return self.default if mount is None else self.routes[mount]
+
+    @contextlib.contextmanager
+    def _looking_in(self, path: str) -> Iterator[None]:
+        """A `FileNotFoundError` below a mount becomes `NotInMount`, naming its backend."""
+        try:
+            yield
+        except NotInMount:
+            raise
+        except FileNotFoundError as exc:
+            mount = self._mount(path)
+            if mount is None:
+                raise
+            missing = exc.filename if isinstance(exc.filename, str) else path
+            raise NotInMount(missing, mount + "/", self.routes[mount].kind) from exc
 
     def _mounts_below(self, directory: str) -> list[str]:
         """Mounts strictly inside canonical `directory`, sorted."""
@@ -157,7 +235,8 @@ class CompositeBackend(Backend):
         """Metadata from the owning part; a mount point (or a parent of one) is a directory."""
         path = paths.normalize(path)
         try:
-            return self._backend(path).stat(path)
+            with self._looking_in(path):
+                return self._backend(path).stat(path)
         except FileNotFoundError:
             if self._holds_mount(path):
                 return FileInfo(path, EntryKind.DIRECTORY, 0, 0.0, MOUNT_VERSION)
@@ -166,7 +245,8 @@ class CompositeBackend(Backend):
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Bytes from the owning part."""
         path = paths.normalize(path)
-        return self._backend(path).read_bytes(path, start, size)
+        with self._looking_in(path):
+            return self._backend(path).read_bytes(path, start, size)
 
     def read_checked(
         self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
@@ -174,7 +254,8 @@ class CompositeBackend(Backend):
         """Bytes from the owning part, at `expected_version`."""
         path = paths.normalize(path)
         owner = self._backend(path)
-        return owner.read_checked(path, start, size, expected_version=expected_version)
+        with self._looking_in(path):
+            return owner.read_checked(path, start, size, expected_version=expected_version)
 
     async def aread_checked(
         self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
@@ -182,7 +263,8 @@ class CompositeBackend(Backend):
         """Async `read_checked`, on the owning part's own async call."""
         path = paths.normalize(path)
         owner = self._backend(path)
-        return await owner.aread_checked(path, start, size, expected_version=expected_version)
+        with self._looking_in(path):
+            return await owner.aread_checked(path, start, size, expected_version=expected_version)
 
     def write_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
@@ -226,7 +308,8 @@ class CompositeBackend(Backend):
     def delete(self, path: str) -> None:
         """Delete through the owning part."""
         path = paths.normalize(path)
-        self._backend(path).delete(path)
+        with self._looking_in(path):
+            self._backend(path).delete(path)
 
     def mkdir(self, path: str) -> None:
         """Create a directory in the owning part."""
@@ -270,7 +353,8 @@ class CompositeBackend(Backend):
     ) -> list[FileInfo]:
         """The owner's entries `listed`, with the mount `children` named after `after`."""
         try:
-            entries = listed(self._backend(path))
+            with self._looking_in(path):
+                entries = listed(self._backend(path))
         except FileNotFoundError:
             if not (children or path in self.routes):
                 raise
@@ -316,9 +400,10 @@ class CompositeBackend(Backend):
         """Rename within one part; across parts, copy then delete."""
         source, destination = paths.normalize(source), paths.normalize(destination)
         owner = self._backend(source)
-        if owner is self._backend(destination):
-            return owner.move(source, destination)
-        return super().move(source, destination)
+        with self._looking_in(source):
+            if owner is self._backend(destination):
+                return owner.move(source, destination)
+            return super().move(source, destination)
 
     def execute(self, command: str, *, timeout: float, output_limit: int) -> ExecutionResult:
         """Commands run on the default backend."""

@@ -26,7 +26,7 @@ from langchain_fstools.errors import FsToolsError, PartialWrite, StaleApproval
 from langchain_fstools.shell.protected import protected_changes
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import ChangeSet
@@ -68,6 +68,10 @@ class BackendView(Backend):
     def native_search(self) -> NativeSearch | None:
         """The wrapped backend's native search."""
         return self.inner.native_search()
+
+    def storage_key(self) -> Hashable:
+        """The wrapped backend's storage: a view keeps no files of its own."""
+        return self.inner.storage_key()
 
     def search_parts(self, directory: str) -> list[SearchPart]:
         """The wrapped backend's search parts."""

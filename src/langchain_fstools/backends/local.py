@@ -44,7 +44,7 @@ from langchain_fstools.shell.protected import host_code_paths
 from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Confinement, Sandbox, cleanup
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 
     from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.search.contract import NativeSearch
@@ -243,6 +243,10 @@ class LocalBackend(Backend):
     def sandbox(self) -> Sandbox | None:
         """The OS sandbox commands run in, or None (no commands, or unconfined)."""
         return self._sandbox
+
+    def storage_key(self) -> Hashable:
+        """The root directory: two backends on one folder share its files."""
+        return ("local", self._root)
 
     def native_search(self) -> NativeSearch | None:
         """The ripgrep search of the root, when `rg` exists and `use_ripgrep` is set.

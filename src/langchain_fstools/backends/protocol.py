@@ -47,7 +47,7 @@ from langchain_fstools.errors import ExecutionUnsupported, PartialWrite, Version
 from langchain_fstools.shell.protected import refusal
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Hashable, Iterator, Sequence
 
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import ChangeSet
@@ -83,6 +83,12 @@ class Backend(ABC):
 
     A class attribute for most backends; a composite sets it per instance."""
 
+    shares_namespace: ClassVar[bool] = False
+    """Whether every instance stores into one namespace (`StateBackend`: the graph
+    state's `files` channel), so that a mount of it keeps whole paths rather than paths
+    relative to its mount, which two such mounts would share (see `CompositeBackend`).
+    Default: False."""
+
     calls_may_block: ClassVar[bool] = True
     """Whether a core call can wait on something outside this process (a disk, a
     database, a network). Calls bounded by a deadline run on a worker thread so they
@@ -95,6 +101,16 @@ class Backend(ABC):
         Default: None (the tools walk the backend through its core calls).
         """
         return None
+
+    def storage_key(self) -> Hashable:
+        """Where this backend keeps its files, as a value equal for backends sharing them.
+
+        Two backends with equal keys see one set of files under the same paths, so
+        `CompositeBackend` refuses to re-root two mounts (or a mount and its default)
+        onto one: they would hold each other's files. Default: this instance (another
+        backend never shares its files).
+        """
+        return ("instance", id(self))
 
     def search_parts(self, directory: str) -> list[SearchPart]:
         """How to search below `directory`: which part each native search covers.

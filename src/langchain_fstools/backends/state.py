@@ -271,6 +271,7 @@ class StateBackend(Backend):
 
     kind = "state"
     calls_may_block = False
+    shares_namespace = True
 
     def __init__(self, *, optional: bool = False) -> None:
         """Keep files in graph state; see the class docstring for `optional`."""

@@ -57,6 +57,8 @@ from langchain_fstools.errors import InvalidPath, NotInGraph, StoreUnavailable, 
 from langchain_fstools.search.contract import SearchPart
 
 if TYPE_CHECKING:
+    from collections.abc import Hashable
+
     from langgraph.store.base import Op
 
 T = TypeVar("T")
@@ -141,6 +143,11 @@ class StoreBackend(Backend):
         self._cache: _Subtree | None = None
 
     # ----- binding -------------------------------------------------------------------------
+
+    def storage_key(self) -> Hashable:
+        """The store (or the graph's, when none is given) and the namespace (or its function)."""
+        namespace = id(self.namespace) if callable(self.namespace) else self.namespace
+        return ("store", None if self.store is None else id(self.store), namespace)
 
     def bind(self, runtime: Any) -> Backend:
         """Return a backend on this call's store and namespace.

@@ -27,8 +27,9 @@ Names are imported on first use, so the command line parser loads without the SD
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from langchain_fstools.core.extras import require
 from langchain_fstools.core.lazy import lazy_names
 
 if TYPE_CHECKING:
@@ -43,6 +44,14 @@ _HOMES = {
 }
 
 
-__getattr__, __dir__ = lazy_names(__name__, _HOMES)
+_lazy_getattr, __dir__ = lazy_names(__name__, _HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported on first use; the SDK missing is `MissingExtra`."""
+    if name in _HOMES:
+        require("mcp", extra="mcp", feature="The MCP server")
+    return _lazy_getattr(name)
+
 
 __all__ = ["create_server", "http_app", "run_http", "run_stdio"]

@@ -25,6 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_fstools.core.extras import require
 from langchain_fstools.mcp.door import TOKEN_ENV, is_loopback
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ OPTIONS = (
     "allow_hosts",
     "objectstore",
     "prefix",
+    "conditional_writes",
 )
 """Settings a flag or the config file may give."""
 
@@ -68,6 +70,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "known_hosts": ("ssh", "--known-hosts"),
     "namespace": ("postgres", "--namespace"),
     "prefix": ("objectstore", "--prefix"),
+    "conditional_writes": ("objectstore", "--conditional-writes"),
     "sandbox": ("execute", "--sandbox"),
     "token": ("http", "--token"),
     "allow_hosts": ("http", "--allow-host"),
@@ -91,6 +94,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--prefix", metavar="P", help="with --objectstore: the key prefix served as /"
+    )
+    parser.add_argument(
+        "--conditional-writes",
+        choices=["full", "create-only", "none"],
+        help="with --objectstore: what the store checks itself (default: what its type says,"
+        " proven at the first write; none accepts a store that ignores conditions, unsafe"
+        " with concurrent writers)",
     )
     ssh = parser.add_argument_group("SSH (with --ssh)")
     ssh.add_argument("--ssh-root", metavar="DIR", help="the directory on the host served as /")
@@ -217,10 +227,19 @@ def parse_http(address: str) -> tuple[str, int]:
 
 
 def run(options: argparse.Namespace) -> int:
-    """Run the server the options describe until the client goes away (or Ctrl-C)."""
+    """Run the server the options describe until the client goes away (or Ctrl-C).
+
+    Raises:
+        MissingExtra: the MCP SDK, or the chosen backend's dependency, is not installed.
+    """
+    require("mcp", extra="mcp", feature="The MCP server")
     import anyio  # noqa: PLC0415 - the SDK's event loop library
 
     config = resolve(options)
+    if config.get("objectstore"):
+        require("obstore", extra="objectstore", feature="--objectstore")
+    if config.get("postgres"):
+        require("langgraph.store.postgres", extra="postgres", feature="--postgres")
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve, config)
     return 0
@@ -295,7 +314,11 @@ async def _backend(config: dict[str, Any], stack: contextlib.AsyncExitStack) -> 
     if config.get("objectstore"):
         from langchain_fstools.backends.objectstore import ObjectStoreBackend  # noqa: PLC0415
 
-        return ObjectStoreBackend(config["objectstore"], prefix=config.get("prefix") or "")
+        return ObjectStoreBackend(
+            config["objectstore"],
+            prefix=config.get("prefix") or "",
+            conditional_writes=config.get("conditional_writes"),
+        )
     from langgraph.store.postgres import AsyncPostgresStore  # noqa: PLC0415
 
     from langchain_fstools.backends.store import StoreBackend  # noqa: PLC0415

@@ -258,9 +258,10 @@ def _offset(given: int | str | None) -> tuple[int, int]:
 def _stat_or_suggest(path: str) -> Effect[FileInfo]:
     try:
         return (yield from calls.stat(path))
-    except FileNotFoundError:
+    except FileNotFoundError as exc:
         suggestions = yield from _near_spellings(path)
-        raise errors.MissingFile(path, suggestions) from None
+        where = exc.looked_in if isinstance(exc, errors.NotInMount) else None
+        raise errors.MissingFile(path, suggestions, where) from None
 
 
 SPELLINGS_COMPARED: Final = 5_000

@@ -136,10 +136,13 @@ def _path_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one return
                 f"Error: {path} is {plural(size, 'byte')}, above the {limit:,}-byte limit for this"
                 " operation; work on a smaller file or read it in windows with offset and limit."
             )
-        case errors.MissingFile(path=path, suggestions=[_, *_] as suggestions):
-            return f"Error: {path} does not exist. Did you mean {' or '.join(suggestions)}?"
-        case errors.MissingFile(path=path):
-            return f"Error: {path} does not exist. Check the path with ls or glob."
+        case errors.MissingFile(path=path, suggestions=[_, *_] as suggestions, looked_in=where):
+            return (
+                f"Error: {path} does not exist{_in(where)}."
+                f" Did you mean {' or '.join(suggestions)}?"
+            )
+        case errors.MissingFile(path=path, looked_in=where):
+            return f"Error: {path} does not exist{_in(where)}. Check the path with ls or glob."
         case errors.NeedsWindow(path=path, size=size, limit=limit):
             return (
                 f"Error: {path} is {plural(size, 'byte')}, more than the"
@@ -147,6 +150,11 @@ def _path_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one return
                 " offset and limit, or find the place with grep."
             )
     return None
+
+
+def _in(where: str | None) -> str:
+    """` in the local backend mounted at /workspace/`, or nothing outside a mount."""
+    return "" if where is None else f" in {where}"
 
 
 def _content_error(exc: BaseException) -> str | None:
@@ -343,6 +351,22 @@ def _remote_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one retu
             return f"Error: {missing}"
         case errors.InvalidStateRecord():
             return f"Error: {exc}. This is a setup problem, not your arguments: tell the user."
+        case errors.ConditionalWritesIgnored():
+            return (
+                "Error: the file store does not check conditional writes, so this write could"
+                " silently overwrite someone else's; writes are refused until the store is"
+                " configured. Tell the user (retrying will not help)."
+            )
+        case errors.StoreUnavailable(reason=reason, cause=str(cause), lasting=True):
+            return (
+                f"Error: the file store failed: {cause} ({reason})."
+                " This is a setup problem, not your arguments: tell the user."
+            )
+        case errors.StoreUnavailable(reason=reason, cause=str(cause)):
+            return (
+                f"Error: the file store failed: {cause} ({reason})."
+                " Try the call again; if it keeps failing, tell the user."
+            )
         case errors.StoreUnavailable(reason=reason):
             return (
                 f"Error: the file store failed ({reason})."
@@ -359,6 +383,8 @@ def _remote_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one retu
 def _os_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one return per error kind
     """Plain `OSError`s a backend raises, with the virtual path as their filename."""
     match exc:
+        case errors.NotInMount(filename=path, looked_in=where):
+            return f"Error: {path} does not exist{_in(where)}. Check the path with ls or glob."
         case FileNotFoundError(filename=path):
             return f"Error: {path} does not exist. Check the path with ls or glob."
         case IsADirectoryError(filename=path):

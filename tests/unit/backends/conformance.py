@@ -70,10 +70,15 @@ def failure(effect: Effect[Any]) -> Effect[Exception]:
 def os_error(
     effect: Effect[Any], kind: type[OSError], path: str, code: int | None = None
 ) -> Effect[OSError]:
-    """Run `effect`, expecting exactly `kind` for virtual `path` (errno `code`)."""
+    """Run `effect`, expecting exactly `kind` for virtual `path` (errno `code`).
+
+    The package's own refinements count as their built-in kind (`NotInMount` is a
+    `FileNotFoundError` that names a mount).
+    """
     error = yield from failure(effect)
     wanted = (kind, path, code or NATURAL_ERRNO[kind])
-    got = (type(error), getattr(error, "filename", None), getattr(error, "errno", None))
+    builtin = next(c for c in type(error).__mro__ if c.__module__ == "builtins")
+    got = (builtin, getattr(error, "filename", None), getattr(error, "errno", None))
     assert got == wanted, f"{got} != {wanted}: {error!r}"
     assert isinstance(error, OSError)
     return error

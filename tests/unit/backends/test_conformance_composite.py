@@ -1,6 +1,7 @@
 """The backend contract through CompositeBackend: local disk with a state mount, the
-other way round, and a store default with nested mounts (the suite's `/m/...` cases
-land in the `/m/` mount; `/mnt/...` holds mounts nested two deep)."""
+other way round, a store default with nested mounts (the suite's `/m/...` cases land
+in the `/m/` mount; `/mnt/...` holds mounts nested two deep), an object store mounted
+re-rooted, and mounts that keep whole paths (`reroot=False`)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,15 @@ from types import SimpleNamespace
 
 import pytest
 from langgraph.store.memory import InMemoryStore
+from obstore.store import MemoryStore
 
-from langchain_fstools import CompositeBackend, LocalBackend, StateBackend, StoreBackend
+from langchain_fstools import (
+    CompositeBackend,
+    LocalBackend,
+    ObjectStoreBackend,
+    StateBackend,
+    StoreBackend,
+)
 from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
 from langchain_fstools.core import calls
 from tests.unit.backends import conformance
@@ -20,10 +28,23 @@ from tests.unit.backends.conformance import BackendConformance, drive  # noqa: F
 RUNTIME = SimpleNamespace(state={"files": {}}, store=None)
 
 
-@pytest.fixture(params=["local-with-state-mount", "state-with-local-mount", "store-nested"])
+@pytest.fixture(
+    params=[
+        "local-with-state-mount",
+        "state-with-local-mount",
+        "store-nested",
+        "state-with-objectstore-mount",
+        "whole-paths",
+    ]
+)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     local, state = LocalBackend(tmp_path), StateBackend()
-    if request.param == "store-nested":
+    if request.param == "state-with-objectstore-mount":
+        composite = CompositeBackend(state, {"/m/": ObjectStoreBackend(MemoryStore())})
+    elif request.param == "whole-paths":
+        store = StoreBackend(InMemoryStore(), namespace=("whole",))
+        composite = CompositeBackend(local, {"/m/": store, "/mnt/s/": state}, reroot=False)
+    elif request.param == "store-nested":
         store = InMemoryStore()
         composite = CompositeBackend(
             StoreBackend(store, namespace=("default",)),

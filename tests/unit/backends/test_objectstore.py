@@ -27,11 +27,19 @@ def test_files_are_objects_under_the_prefix_and_empty_directories_keep_a_marker(
     backend = ObjectStoreBackend(store, prefix="/agents/user-1/")
     backend.write_bytes("/src/app.py", b"print(1)\n")
     backend.mkdir("/empty")
-    assert keys(store) == ["agents/user-1/empty/" + MARKER, "agents/user-1/src/app.py"]
+    assert keys(store) == [
+        "agents/user-1/" + MARKER,  # the root's: the first write's proof of conditional writes
+        "agents/user-1/empty/" + MARKER,
+        "agents/user-1/src/app.py",
+    ]
     assert [e.name for e in backend.list_dir("/")] == ["empty", "src"]
     assert backend.list_dir("/empty") == []
     backend.delete("/src/app.py")  # the directory stays, as on disk
-    assert keys(store) == ["agents/user-1/empty/" + MARKER, "agents/user-1/src/" + MARKER]
+    assert keys(store) == [
+        "agents/user-1/" + MARKER,
+        "agents/user-1/empty/" + MARKER,
+        "agents/user-1/src/" + MARKER,
+    ]
     assert backend.list_dir("/src") == []
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -183,15 +184,43 @@ def test_lower_layers_load_without_the_heavy_stack(package: str) -> None:
 def test_root_exposes_its_public_names_lazily() -> None:
     probe = (
         "import sys, langchain_fstools\n"
-        "before = 'langchain_fstools.tools.toolkit' in sys.modules\n"
+        "print(sorted(m for m in sys.modules if m.startswith('langchain_fstools.')))\n"
         "toolkit = langchain_fstools.FileToolkit\n"
-        "print(before, toolkit.__module__)\n"
+        "print('langchain_fstools.tools.toolkit' in sys.modules, toolkit.__module__)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout.split()
-    assert out == ["False", "langchain_fstools.tools.toolkit"]
+    ).stdout.splitlines()
+    assert out == [
+        "['langchain_fstools.core', 'langchain_fstools.core.lazy']",
+        "True langchain_fstools.tools.toolkit",
+    ]
     assert set(langchain_fstools.__all__) <= set(dir(langchain_fstools))
+
+
+def test_each_root_name_is_its_home_module_s_own() -> None:
+    homes: dict[str, str] = vars(langchain_fstools)["_PUBLIC"]
+    assert sorted(langchain_fstools.__all__) == sorted(set(homes) - {"__version__"})
+    for name, home in homes.items():
+        module = importlib.import_module(home)
+        assert getattr(langchain_fstools, name) is getattr(module, name), name
+        assert name in getattr(module, "__all__", ()), f"{home} does not export {name}"
+    checked = _type_checking_imports(SRC / "__init__.py")
+    assert checked == homes, "the root's TYPE_CHECKING imports disagree with _PUBLIC"
+
+
+def _type_checking_imports(path: Path) -> dict[str, str]:
+    """Each name the `if TYPE_CHECKING:` block of `path` imports, and its module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    block = next(
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    )
+    return {
+        alias.asname or alias.name: node.module or ""
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
 
 
 def test_no_private_module_is_imported_from_outside_its_package() -> None:

@@ -86,6 +86,7 @@ def test_an_unknown_sandbox_in_the_config_file_is_refused(tmp_path: Path) -> Non
         (["--ssh-key", "k"], "--ssh-key applies only with --ssh"),
         (["--known-hosts", "kh"], "--known-hosts applies only with --ssh"),
         (["--namespace", "a.b"], "--namespace applies only with --postgres"),
+        (["--conditional-writes", "none"], "--conditional-writes applies only with --objectstore"),
         (["--sandbox", "bwrap"], "--sandbox applies only with --execute"),
         (["--token", "t"], "--token applies only with --http"),
         (["--allow-host", "box"], "--allow-host applies only with --http"),
@@ -161,3 +162,13 @@ def test_every_flag_has_a_description() -> None:
     assert parser.description
     for action in parser._actions:
         assert action.help, action.option_strings
+
+
+def test_an_object_store_may_be_told_what_it_checks() -> None:
+    options = resolve(parse("--objectstore", "memory:///", "--conditional-writes", "none"))
+    backend = asyncio.run(_backend(options, contextlib.AsyncExitStack()))
+    assert backend.conditional_writes == "none"  # type: ignore[attr-defined]
+    default = asyncio.run(
+        _backend(resolve(parse("--objectstore", "memory:///")), contextlib.AsyncExitStack())
+    )
+    assert default.conditional_writes == "full"  # type: ignore[attr-defined]

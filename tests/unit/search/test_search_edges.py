@@ -332,8 +332,9 @@ def test_own_route_for_large_tool_results_is_honoured(tmp_path: Path) -> None:
     )
     storage = middleware.storage
     assert isinstance(storage, CompositeBackend)
-    assert storage.routes["/large_tool_results"] is mine
     assert set(storage.routes) == {"/large_tool_results"}
+    storage.write_bytes("/large_tool_results/call_1", b"evicted")
+    assert (tmp_path / "call_1").read_bytes() == b"evicted"  # re-rooted at the mount
 
 
 # ----- file types --------------------------------------------------------------------------

@@ -5,6 +5,10 @@ requests as data, driven by obstore's sync or native async calls), `search` (glo
 grep over listing pages, fetching objects concurrently). Needs the `objectstore` extra.
 """
 
-from langchain_fstools.backends.objectstore.backend import MARKER, ObjectStoreBackend
+from langchain_fstools.core.extras import require
+
+require("obstore", extra="objectstore", feature="ObjectStoreBackend")
+
+from langchain_fstools.backends.objectstore.backend import MARKER, ObjectStoreBackend  # noqa: E402
 
 __all__ = ["MARKER", "ObjectStoreBackend"]

@@ -12,7 +12,11 @@ one). Writes are conditional on the store itself: an update is a PUT with `If-Ma
 on the version the caller read, a create a PUT with `If-None-Match: *`; of two
 writers racing on one object, one wins and the other gets `VersionConflict`. A store
 without conditional writes is named at construction (see `conditional_writes`), and
-there the check is a HEAD right before the PUT (the last writer can win).
+there the check is a HEAD right before the PUT (the last writer can win). A store
+that claims them proves it at the backend's first write (once; construction makes no
+request): a PUT with a wrong `If-Match` and a create of an existing key (the root's
+marker) must both be refused, or that write and every later one fail with
+`ConditionalWritesIgnored` (s3rver accepts both unchecked).
 
 Costs. `stat` is one HEAD (plus one LIST for a directory), `read_bytes` one GET (a
 ranged GET for a window), `list_page` a LIST request per 1,000 keys it needs (a
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import errno
+import logging
 import time
 import warnings
 from dataclasses import dataclass
@@ -58,14 +63,18 @@ from langchain_fstools.backends.objectstore.requests import (
 from langchain_fstools.backends.objectstore.search import ObjectStoreSearch
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo, check_limit
 from langchain_fstools.core import paths
-from langchain_fstools.errors import InvalidPath, VersionConflict
+from langchain_fstools.errors import ConditionalWritesIgnored, InvalidPath, VersionConflict
 from langchain_fstools.formats.encoding import SNIFF_BYTES
 
 if TYPE_CHECKING:
+    from collections.abc import Hashable
+
     from obstore import ObjectMeta, PutMode
     from obstore.store import ObjectStore
 
     from langchain_fstools.search.contract import NativeSearch
+
+logger = logging.getLogger(__name__)
 
 ConditionalWrites = Literal["full", "create-only", "none"]
 """What a store checks itself: creates and updates, creates only, or nothing."""
@@ -88,12 +97,18 @@ class ObjectStoreBackend(Backend):
             `obstore.store.from_url` understands.
         prefix: Key prefix of the workspace root (`"agents/user-1"`); `/` separates
             levels. Default: `""` (the whole bucket).
+        conditional_writes: What the store checks itself: `"full"` (updates and
+            creates), `"create-only"` or `"none"`. `"none"` accepts the risk of a store
+            that ignores conditions (unsafe with concurrent writers: versions are
+            checked by a HEAD before each PUT, and the last writer can win). Default:
+            what the store's type and configuration say (`conditional_writes()`),
+            proven at the first write.
         **options: Options for `from_url` when `store` is a URL (credentials,
             `endpoint`, `region`, `client_options`, ...).
 
     Raises:
         ValueError: a prefix with empty, `.` or `..` levels, options given with a
-            store object, or a URL obstore cannot open.
+            store object, a URL obstore cannot open, or an unknown `conditional_writes`.
 
     Warns:
         UserWarning: the store cannot check conditional writes itself (a local
@@ -111,13 +126,22 @@ class ObjectStoreBackend(Backend):
 
     kind = "objectstore"
 
-    def __init__(self, store: ObjectStore | str, *, prefix: str = "", **options: Any) -> None:
+    def __init__(
+        self,
+        store: ObjectStore | str,
+        *,
+        prefix: str = "",
+        conditional_writes: ConditionalWrites | None = None,
+        **options: Any,
+    ) -> None:
         """Open the store (from a URL if given one) and check what it can do."""
         self.store: ObjectStore = _opened(store, options)
         self.prefix = _checked_prefix(prefix)
-        self.conditional_writes: ConditionalWrites = conditional_writes(self.store)
+        self.conditional_writes: ConditionalWrites = _chosen(self.store, conditional_writes)
         """What the store checks itself; see `conditional_writes()`."""
-        if self.conditional_writes != "full":
+        self._proof = _Proof(pending=conditional_writes is None)
+        """Whether the store still has to prove the checks it claims (shared by views)."""
+        if conditional_writes is None and self.conditional_writes != "full":
             warnings.warn(
                 f"{type(self.store).__name__} cannot check conditional updates"
                 + ("" if self.conditional_writes == "create-only" else " or creates")
@@ -131,6 +155,10 @@ class ObjectStoreBackend(Backend):
         self._search: NativeSearch | None = None
         self.read_ahead: ReadAhead | None = None
         """The read-ahead buffer of a view bound to one call (see `bind`); None here."""
+
+    def storage_key(self) -> Hashable:
+        """The store object and the key prefix."""
+        return ("objectstore", id(self.store), self.prefix)
 
     def native_search(self) -> NativeSearch:
         """The search for `glob` and `grep`: listing pages, concurrent fetches (`search`)."""
@@ -382,6 +410,7 @@ class ObjectStoreBackend(Backend):
         if path == paths.ROOT:
             raise os_error(IsADirectoryError, errno.EISDIR, path)
         key = self.key(path)
+        yield from self._proven()
         yield from self._check_file_slot(path)
         if expected_version is not None and not self._checks(expected_version):
             current = yield Head(key)
@@ -401,6 +430,34 @@ class ObjectStoreBackend(Backend):
         if meta is not None and version_of(meta) == token:
             return self.info(path, meta)
         return FileInfo(path, EntryKind.FILE, len(data), time.time(), token)
+
+    def _proven(self) -> StoreEffect[None]:
+        """Prove, once, that the store refuses the conditional writes it claims to check.
+
+        The probe is the root's marker object (hidden from every listing): written, then
+        written again with a wrong `If-Match` (where updates are claimed) and as a
+        create (where creates are). Both must be refused.
+
+        Raises:
+            ConditionalWritesIgnored: the store accepted one (now, and at every write).
+        """
+        proof = self._proof
+        if proof.ignored:
+            raise ConditionalWritesIgnored(_described(self.store), proof.ignored)
+        if not proof.pending or self.conditional_writes == "none":
+            return
+        probe = self.prefix + MARKER
+        yield Put(probe, b"", "overwrite")
+        ignored: list[str] = []
+        updates = self.conditional_writes == "full"
+        if updates and (yield Put(probe, b"", {"e_tag": PROBE_ETAG})) is not None:
+            ignored.append("If-Match")
+        if (yield Put(probe, b"", "create")) is not None:
+            ignored.append("If-None-Match")
+        proof.pending, proof.ignored = False, tuple(ignored)
+        if ignored:
+            logger.error("%s", ConditionalWritesIgnored(_described(self.store), proof.ignored))
+            raise ConditionalWritesIgnored(_described(self.store), proof.ignored)
 
     def _check_file_slot(self, path: str) -> StoreEffect[None]:
         """Refuse a write where a directory is, or below a file."""
@@ -623,6 +680,38 @@ def _ancestors(path: str) -> list[str]:
 
 def _is_a_directory(path: str) -> OSError:
     return os_error(IsADirectoryError, errno.EISDIR, path)
+
+
+@dataclass
+class _Proof:
+    """What the store has shown of its conditional writes (shared by a backend's views)."""
+
+    pending: bool
+    """Whether the first write must still prove them."""
+    ignored: tuple[str, ...] = ()
+    """The conditions the store accepted unchecked (then every write fails)."""
+
+
+PROBE_ETAG: Final = '"fstools-probe-matches-no-object"'
+"""The `If-Match` ETag of the probe: no object has it, so a store must refuse the PUT."""
+
+
+def _chosen(store: ObjectStore, given: ConditionalWrites | None) -> ConditionalWrites:
+    """`given`, or what `store` checks by its type (ValueError for an unknown value)."""
+    if given is None:
+        return conditional_writes(store)
+    if given not in {"full", "create-only", "none"}:
+        raise ValueError(
+            f"conditional_writes must be 'full', 'create-only' or 'none', not {given!r}"
+        )
+    return given
+
+
+def _described(store: ObjectStore) -> str:
+    """The store as obstore describes it, with its endpoint (no credentials)."""
+    config = getattr(store, "config", None)
+    endpoint = config.get("endpoint") if isinstance(config, dict) else None
+    return repr(store) + (f" at {endpoint}" if endpoint else "")
 
 
 def conditional_writes(store: ObjectStore) -> ConditionalWrites:

@@ -8,7 +8,8 @@ path.
 
 Results speak the backend's terms: a missing object is `None`, a refused conditional
 write is `None`, a range starting past the end is `BEYOND_END`; every other failure of
-the store becomes `StoreUnavailable` naming obstore's error type. Listings leave out
+the store becomes `StoreUnavailable` naming obstore's error type and, where its text
+says, the cause (`failures`). Listings leave out
 the folder entries that stores with a real directory tree (SeaweedFS's filer) list as
 empty objects with an empty ETag: no stored object has one.
 """
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import obstore
 from obstore.exceptions import AlreadyExistsError, NotFoundError, PreconditionError
 
+from langchain_fstools.backends.objectstore.failures import cause_of, unavailable
 from langchain_fstools.errors import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -185,12 +187,8 @@ def _perform(store: ObjectStore, request: Request) -> Any:
         return None
     except (StoreUnavailable, NotImplementedError):
         raise
-    except Exception as exc:  # any other failure of the store
-        if isinstance(request, Peek) or (
-            isinstance(request, Get) and (request.start or request.end is not None)
-        ):
-            return BEYOND_END
-        raise StoreUnavailable(type(exc).__name__) from exc
+    except Exception as exc:  # noqa: BLE001 - any other failure of the store: `_failed` names it
+        return _failed(request, exc)
 
 
 async def _aperform(store: ObjectStore, request: Request) -> Any:
@@ -208,12 +206,28 @@ async def _aperform(store: ObjectStore, request: Request) -> Any:
         return None
     except (StoreUnavailable, NotImplementedError, asyncio.CancelledError):
         raise
-    except Exception as exc:  # any other failure of the store
-        if isinstance(request, Peek) or (
-            isinstance(request, Get) and (request.start or request.end is not None)
-        ):
-            return BEYOND_END
-        raise StoreUnavailable(type(exc).__name__) from exc
+    except Exception as exc:  # noqa: BLE001 - any other failure of the store: `_failed` names it
+        return _failed(request, exc)
+
+
+def _failed(request: Request, exc: Exception) -> Any:
+    """`BEYOND_END` for a ranged read the store refuses; else `StoreUnavailable` naming why.
+
+    Raises:
+        StoreUnavailable: the store failed (refused, unreachable, timed out, denied).
+    """
+    ranged = isinstance(request, Peek) or (
+        isinstance(request, Get) and (request.start or request.end is not None)
+    )
+    if ranged and cause_of(exc) is None:
+        return BEYOND_END
+    raise unavailable(exc, _described(request)) from exc
+
+
+def _described(request: Request) -> str:
+    """`"Get src/app.py"`: the request's kind and key, for the log."""
+    key = getattr(request, "key", None) or getattr(request, "prefix", None) or ""
+    return f"{type(request).__name__} {key}".rstrip()
 
 
 _MISSING = (FileNotFoundError, NotFoundError)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 import obstore
 
+from langchain_fstools.backends.objectstore.failures import unavailable
 from langchain_fstools.backends.objectstore.requests import FOLDER_ETAGS, MARKER, PAGE
 from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_glob_groups
@@ -121,6 +122,8 @@ class ObjectStoreSearch:
                 return True
             except TimeoutError:
                 return False
+            except Exception as exc:  # the store failed: say why, as every other request does
+                raise unavailable(exc, f"Scan {prefix or ''}".rstrip()) from exc
             start, files = len(backend.prefix), tree.files
             for meta in page:  # once per object: no helper calls
                 key = meta["path"]

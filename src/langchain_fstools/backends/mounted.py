@@ -1,0 +1,309 @@
+"""A backend seen at a mount: it stores paths relative to its mount directory.
+
+`CompositeBackend` wraps each re-rooted mount in a `Rerooted` view (deepagents'
+convention): with `"/workspace/"` mounted from `LocalBackend(root)`, the workspace path
+`/workspace/todo.txt` is `/todo.txt` to the backend, so `root/todo.txt` on disk, and
+every answer (metadata, listings, search hits, error paths) names the workspace path
+again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import fields, is_dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from langchain_fstools.backends.guarded import BackendView
+from langchain_fstools.core import paths
+from langchain_fstools.errors import PartialWrite
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from langchain_fstools.backends.protocol import Backend
+    from langchain_fstools.core.results import FileInfo, Write
+    from langchain_fstools.search.contract import (
+        FileHits,
+        GrepRequest,
+        Listing,
+        NativeSearch,
+        SearchPart,
+    )
+
+
+class Rerooted(BackendView):
+    """`inner` with its root at `mount`: `mount + p` outside is `p` inside.
+
+    Only paths at or below `mount` reach it (the composite routes them).
+    """
+
+    def __init__(self, inner: Backend, mount: str) -> None:
+        """Show `inner` at the canonical directory `mount` (e.g. "/workspace")."""
+        super().__init__(inner)
+        self.mount = mount
+
+    def inward(self, path: str) -> str:
+        """The inner path of workspace `path`."""
+        path = paths.normalize(path)
+        return path[len(self.mount) :] or paths.ROOT
+
+    def outward(self, path: str) -> str:
+        """The workspace path of inner `path`."""
+        return self.mount if path == paths.ROOT else self.mount + path
+
+    def _info(self, info: FileInfo) -> FileInfo:
+        return replace(info, path=self.outward(info.path))
+
+    @contextlib.contextmanager
+    def _named_outward(self) -> Iterator[None]:
+        """Errors leave with workspace paths in them."""
+        try:
+            yield
+        except Exception as exc:
+            self._rename_paths(exc)
+            raise
+
+    def _rename_paths(self, exc: BaseException) -> None:
+        """Spell the paths an inner error names as the workspace does, in place.
+
+        The paths are OSError filenames, `path` fields and `PartialWrite`'s.
+        """
+        if isinstance(exc, OSError):
+            if isinstance(exc.filename, str):
+                exc.filename = self.outward(exc.filename)
+            if isinstance(exc.filename2, str):
+                exc.filename2 = self.outward(exc.filename2)
+        elif isinstance(exc, PartialWrite):
+            exc.written = tuple(self.outward(p) for p in exc.written)
+            self._rename_paths(exc.cause)
+        elif is_dataclass(exc) and "path" in {f.name for f in fields(exc)}:
+            named: Any = exc
+            if isinstance(named.path, str):
+                named.path = self.outward(named.path)
+
+    def bind(self, runtime: Any) -> Backend:
+        """The bound inner backend, at the same mount."""
+        return Rerooted(self.inner.bind(runtime), self.mount)
+
+    # ----- search ----------------------------------------------------------------------
+
+    def native_search(self) -> NativeSearch | None:
+        """The inner native search, speaking workspace paths."""
+        native = self.inner.native_search()
+        return None if native is None else _RerootedSearch(native, self)
+
+    def search_parts(self, directory: str) -> list[SearchPart]:
+        """The inner parts, their directories and native searches in workspace paths."""
+        with self._named_outward():
+            parts = self.inner.search_parts(self.inward(directory))
+        return [
+            replace(
+                part,
+                directory=self.outward(part.directory),
+                native=None if part.native is None else _RerootedSearch(part.native, self),
+                excluded=tuple(self.outward(e) for e in part.excluded),
+            )
+            for part in parts
+        ]
+
+    # ----- sync ------------------------------------------------------------------------
+
+    def stat(self, path: str) -> FileInfo:
+        """Inner `stat`."""
+        with self._named_outward():
+            return self._info(self.inner.stat(self.inward(path)))
+
+    def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
+        """Inner `read_bytes`."""
+        with self._named_outward():
+            return self.inner.read_bytes(self.inward(path), start, size)
+
+    def read_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """Inner `read_checked`."""
+        inner = self.inward(path)
+        with self._named_outward():
+            return self.inner.read_checked(inner, start, size, expected_version=expected_version)
+
+    def write_bytes(
+        self, path: str, data: bytes, *, expected_version: str | None = None
+    ) -> FileInfo:
+        """Inner `write_bytes`."""
+        inner = self.inward(path)
+        with self._named_outward():
+            return self._info(
+                self.inner.write_bytes(inner, data, expected_version=expected_version)
+            )
+
+    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Inner `write_many` (its own batch)."""
+        inner = [replace(write, path=self.inward(write.path)) for write in writes]
+        with self._named_outward():
+            return [self._info(info) for info in self.inner.write_many(inner)]
+
+    def delete(self, path: str) -> None:
+        """Inner `delete`."""
+        with self._named_outward():
+            self.inner.delete(self.inward(path))
+
+    def mkdir(self, path: str) -> None:
+        """Inner `mkdir`."""
+        with self._named_outward():
+            self.inner.mkdir(self.inward(path))
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        """Inner `list_dir`."""
+        with self._named_outward():
+            return [self._info(e) for e in self.inner.list_dir(self.inward(path))]
+
+    def list_page(self, path: str, *, after: str | None = None, limit: int) -> list[FileInfo]:
+        """Inner `list_page` (names are the same inside and out)."""
+        inner = self.inward(path)
+        with self._named_outward():
+            return [self._info(e) for e in self.inner.list_page(inner, after=after, limit=limit)]
+
+    def exists(self, path: str) -> bool:
+        """Inner `exists`."""
+        with self._named_outward():
+            return self.inner.exists(self.inward(path))
+
+    def move(self, source: str, destination: str) -> FileInfo:
+        """Inner `move`."""
+        inner = self.inward(source), self.inward(destination)
+        with self._named_outward():
+            return self._info(self.inner.move(*inner))
+
+    def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
+        """Inner `walk`."""
+        inner = self.inward(path)
+        with self._named_outward():
+            entries = self.inner.walk(inner)
+            yield from (self._info(entry) for entry in entries)
+
+    def resolve(self, path: str) -> str:
+        """Inner `resolve`."""
+        with self._named_outward():
+            return self.outward(self.inner.resolve(self.inward(path)))
+
+    # ----- async -----------------------------------------------------------------------
+
+    async def astat(self, path: str) -> FileInfo:
+        """Inner `astat`."""
+        with self._named_outward():
+            return self._info(await self.inner.astat(self.inward(path)))
+
+    async def aread_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
+        """Inner `aread_bytes`."""
+        with self._named_outward():
+            return await self.inner.aread_bytes(self.inward(path), start, size)
+
+    async def aread_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """Inner `aread_checked`."""
+        inner = self.inward(path)
+        with self._named_outward():
+            return await self.inner.aread_checked(
+                inner, start, size, expected_version=expected_version
+            )
+
+    async def awrite_bytes(
+        self, path: str, data: bytes, *, expected_version: str | None = None
+    ) -> FileInfo:
+        """Inner `awrite_bytes`."""
+        inner = self.inward(path)
+        with self._named_outward():
+            return self._info(
+                await self.inner.awrite_bytes(inner, data, expected_version=expected_version)
+            )
+
+    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+        """Inner `awrite_many`."""
+        inner = [replace(write, path=self.inward(write.path)) for write in writes]
+        with self._named_outward():
+            return [self._info(info) for info in await self.inner.awrite_many(inner)]
+
+    async def adelete(self, path: str) -> None:
+        """Inner `adelete`."""
+        with self._named_outward():
+            await self.inner.adelete(self.inward(path))
+
+    async def amkdir(self, path: str) -> None:
+        """Inner `amkdir`."""
+        with self._named_outward():
+            await self.inner.amkdir(self.inward(path))
+
+    async def alist_dir(self, path: str) -> list[FileInfo]:
+        """Inner `alist_dir`."""
+        with self._named_outward():
+            return [self._info(e) for e in await self.inner.alist_dir(self.inward(path))]
+
+    async def alist_page(
+        self, path: str, *, after: str | None = None, limit: int
+    ) -> list[FileInfo]:
+        """Inner `alist_page`."""
+        inner = self.inward(path)
+        with self._named_outward():
+            page = await self.inner.alist_page(inner, after=after, limit=limit)
+        return [self._info(e) for e in page]
+
+    async def aexists(self, path: str) -> bool:
+        """Inner `aexists`."""
+        with self._named_outward():
+            return await self.inner.aexists(self.inward(path))
+
+    async def amove(self, source: str, destination: str) -> FileInfo:
+        """Inner `amove`."""
+        inner = self.inward(source), self.inward(destination)
+        with self._named_outward():
+            return self._info(await self.inner.amove(*inner))
+
+    async def aresolve(self, path: str) -> str:
+        """Inner `aresolve`."""
+        with self._named_outward():
+            return self.outward(await self.inner.aresolve(self.inward(path)))
+
+
+class _RerootedSearch:
+    """An inner native search asked and answered in workspace paths."""
+
+    def __init__(self, native: NativeSearch, view: Rerooted) -> None:
+        self.native = native
+        self.view = view
+
+    def list_files(
+        self,
+        directory: str,
+        *,
+        globs: tuple[tuple[str, ...], ...],
+        deadline: float,
+        newest: int | None = None,
+        excluded: tuple[str, ...] = (),
+    ) -> Listing:
+        """Inner `list_files`, its files in workspace paths."""
+        view = self.view
+        listing = self.native.list_files(
+            view.inward(directory),
+            globs=globs,
+            deadline=deadline,
+            newest=newest,
+            excluded=tuple(view.inward(e) for e in excluded),
+        )
+        files = [replace(f, path=view.outward(f.path)) for f in listing.files]
+        return replace(listing, files=files)
+
+    def grep(
+        self, request: GrepRequest, *, deadline: float, sink: Callable[[FileHits], None]
+    ) -> bool:
+        """Inner `grep`, each file's hits handed on under its workspace path."""
+        view = self.view
+
+        def outward(hits: FileHits) -> None:
+            sink(replace(hits, path=view.outward(hits.path)))
+
+        inner = replace(request, directory=view.inward(request.directory))
+        return self.native.grep(inner, deadline=deadline, sink=outward)
+
+
+__all__ = ["Rerooted"]
