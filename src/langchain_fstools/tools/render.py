@@ -242,6 +242,17 @@ def _patch_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one retur
     return None
 
 
+def _write_error(exc: BaseException) -> str | None:
+    """Writes that waited for other writers too long."""
+    match exc:
+        case errors.WriteLockTimeout(path=path, seconds=seconds):
+            return (
+                f"Error: another writer kept the folder of {path} locked for {seconds:g} s;"
+                " nothing was written. Try the call again shortly."
+            )
+    return None
+
+
 def _command_error(exc: BaseException) -> str | None:
     """Commands: no execute, refused, no sandbox, timed out."""
     match exc:
@@ -372,11 +383,6 @@ def _remote_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one retu
                 f"Error: the file store failed ({reason})."
                 " Try the call again; if it keeps failing, tell the user."
             )
-        case errors.WriteLockTimeout(path=path, seconds=seconds):
-            return (
-                f"Error: another writer kept the folder of {path} locked for {seconds:g} s;"
-                " nothing was written. Try the call again shortly."
-            )
     return None
 
 
@@ -413,6 +419,7 @@ _FAMILIES = (
     _content_error,
     _edit_error,
     _patch_error,
+    _write_error,
     _command_error,
     _permission_error,
     _remote_error,
