@@ -114,11 +114,13 @@ def test_tools_reads_edits_and_progress(client_dir: Path, workspace: Path, trans
     assert tools["execute"]["annotations"]["openWorldHint"] is True
     assert "file_path" in tools["read_file"]["properties"]
 
+    handle = seen["readText"]["handle"]
     assert seen["readText"] == {
         "isError": False,
-        "text": "1\talpha\n2\tbeta",
+        "text": f"1\talpha\n2\tbeta\n\nread_handle: {handle}",
         "types": ["text"],
         "mimeTypes": [],
+        "handle": handle,
     }
     assert seen["readAgain"]["text"] == seen["readText"]["text"]  # content, not a stub
     assert "image" in seen["readImage"]["types"]
@@ -128,8 +130,9 @@ def test_tools_reads_edits_and_progress(client_dir: Path, workspace: Path, trans
     assert (workspace / "src/app.py").read_text().count("Hello,") == 1
     refused = seen["editInFreshSession"]
     assert refused["isError"]
-    assert refused["text"].startswith("Error: this MCP session has not read /notes.txt:")
-    assert (workspace / "notes.txt").read_text() == "alpha\nbeta\n"
+    assert refused["text"].startswith("Error: this MCP client has not read /notes.txt:")
+    assert not seen["editWithHandleInFreshSession"]["isError"], seen
+    assert (workspace / "notes.txt").read_text() == "ALPHA\nbeta\n"
 
     progress = seen["progress"]
     ticks = "".join(p["message"] for p in progress if p["tool"] == "execute")

@@ -10,7 +10,8 @@
 
 A config file (TOML) holds the same settings under the flags' names (`root`, `ssh`,
 `ssh_root`, `ssh_port`, `ssh_user`, `ssh_keys`, `known_hosts`, `postgres`, `namespace`,
-`execute`, `sandbox`, `mode`, `http`, `token`, `allow_hosts`), plus `[[permissions]]`
+`execute`, `sandbox`, `mode`, `http`, `token`, `allow_hosts`, `objectstore`, `prefix`,
+`handle_key`), plus `[[permissions]]`
 rules (`operations`, `paths`, `commands`, `action`) and a `[settings]` table of
 `ToolSettings` fields. A flag given on the command line wins over the file. This module
 imports the MCP SDK only when the command runs, so the rest of the CLI works without the
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_fstools.mcp.door import TOKEN_ENV, is_loopback
+from langchain_fstools.mcp.handles import HANDLE_KEY_ENV, KEY_FILE, handle_key
 
 if TYPE_CHECKING:
     import argparse
@@ -51,13 +53,15 @@ OPTIONS = (
     "allow_hosts",
     "objectstore",
     "prefix",
+    "handle_key",
 )
 """Settings a flag or the config file may give."""
 
 DESCRIPTION = """Serve the file tools to MCP clients (Claude Code, Cursor, the MCP Inspector,
 langchain-mcp-adapters, ...) over stdio, or over streamable HTTP with --http. Give exactly
-one backend: --root, --ssh or --postgres. Each client session has its own read state: a
-file must be read in a session before that session edits it."""
+one backend: --root, --ssh, --postgres or --objectstore. A file must be read before it is
+changed: each read answers with a signed read_handle that the change passes back, so no
+session is needed (a client that keeps one may leave it out)."""
 """The `mcp` command's description in its help."""
 
 NEEDS: dict[str, tuple[str, str]] = {
@@ -149,6 +153,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "checks; repeat for more (default: the bound address and localhost only)",
     )
     parser.add_argument(
+        "--handle-key",
+        metavar="KEY",
+        help="the secret signing read handles; servers that must accept each other's share"
+        f" it (default: the {HANDLE_KEY_ENV} environment variable, else a key kept in"
+        f" ~/.config/{KEY_FILE})",
+    )
+    parser.add_argument(
         "--config", type=Path, metavar="FILE", help="a TOML file with these settings"
     )
 
@@ -221,6 +232,7 @@ def run(options: argparse.Namespace) -> int:
     import anyio  # noqa: PLC0415 - the SDK's event loop library
 
     config = resolve(options)
+    config["handle_key"] = handle_key(config.get("handle_key"))
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve, config)
     return 0
@@ -243,6 +255,7 @@ async def serve(config: dict[str, Any]) -> None:
             execute=bool(config.get("execute")),
             mode=config.get("mode"),
             permissions=rules,
+            handle_key=config.get("handle_key"),
             **config.get("settings", {}),
         )
         if config.get("http"):

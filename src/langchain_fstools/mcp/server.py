@@ -2,9 +2,13 @@
 
 `create_server(backend)` returns an MCP SDK `Server` that lists the toolkit's tools (same
 names, descriptions and argument schemas, with annotations from each tool's declared
-metadata) and runs them. Each MCP session gets its own tool instances, so read-before-
-write and staleness are tracked per session, and its own `/large_tool_results/` folder
-(in memory) where large results are evicted as `FilesystemMiddleware` does. Permissions
+metadata) and runs them. What a client has read travels with its calls: each `read_file`
+answer, and each change of one file, ends with a signed `read_handle` (`mcp.handles`)
+that `read_file`, `edit_file`, `write_file` and `notebook_edit` take back, so read-before-
+write and staleness hold with no session (the 2026-07-28 protocol, a client that opens a
+session per call). Where a client keeps a session, the session's reads count too. Each
+MCP session gets its own tool instances and `/large_tool_results/` folder (in memory),
+where large results are evicted as `FilesystemMiddleware` does. Permissions
 follow `langchain_fstools.permissions.rules`; an `ask` becomes an MCP elicitation when the
 client supports it, and a refusal saying why otherwise.
 """
@@ -12,6 +16,7 @@ client supports it, and a refusal saying why otherwise.
 from __future__ import annotations
 
 import copy
+import os
 import uuid
 import weakref
 from dataclasses import dataclass, field
@@ -29,6 +34,7 @@ from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.store import StoreBackend
 from langchain_fstools.errors import PermissionDenied
 from langchain_fstools.mcp.content import to_call_result
+from langchain_fstools.mcp.handles import HANDLE, InvalidHandle, ReadHandles
 from langchain_fstools.mcp.notifications import Progress
 from langchain_fstools.mcp.sdk import ToolRequest, new_server
 from langchain_fstools.permissions.approval import approval_request
@@ -36,30 +42,50 @@ from langchain_fstools.permissions.gate import PermissionGate
 from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.tools.base import FileTool
 from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
+from langchain_fstools.tools.reads import READS_KEY
 from langchain_fstools.tools.render import render_error
 from langchain_fstools.tools.toolkit import TOOL_CLASSES, FileToolkit
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from langchain_core.messages import ToolCall
     from langchain_core.tools import BaseTool
     from mcp.server.lowlevel import Server
 
     from langchain_fstools.backends.protocol import Backend
+    from langchain_fstools.tools.reads import ReadRecord
 
 SERVER_NAME = "langchain-fstools"
 """The server's name in the MCP handshake."""
 
 INSTRUCTIONS = """File tools over a workspace whose root is `/`; paths are absolute \
-workspace paths such as `/src/app.py`. Read a file before you edit or overwrite it; if it \
-changed since, read it again. Find files with `glob`, search contents with `grep`, change \
+workspace paths such as `/src/app.py`. Read a file before you edit or overwrite it, and \
+pass the `read_handle` the read ends with to the change; if the file changed since, read it \
+again. Find files with `glob`, search contents with `grep`, change \
 files with `edit_file` (or `apply_patch` for many changes at once). Results too large for \
 the conversation are saved under `/large_tool_results/`; read them back with `read_file`."""
 """What the server tells the client about its tools at initialisation."""
 
-READER = "this MCP session"
-"""Who must have read a file before editing it: read state is kept per MCP session."""
+READER = "this MCP client"
+"""Who must have read a file before editing it, named when a change is refused."""
+
+HANDLE_SCHEMA = {
+    "type": "string",
+    "description": "The read_handle from your last read_file or change of this file.",
+}
+"""The `read_handle` argument in the listing of tools that take it."""
+
+READ_HANDLE_NOTE = """- The answer ends with a `read_handle` line: pass it as `read_handle` to \
+edit_file, write_file or notebook_edit of this file, and to read_file, to add this \
+window to the next."""
+"""Added to the description of the tool that reads (`read_file`) over MCP."""
+
+CHANGE_HANDLE_NOTE = """
+
+Pass `read_handle`: the one your last read_file of this file ended with, or your last \
+change of it (each change returns a new one)."""
+"""Added to the descriptions of tools that change only files read (edits, overwrites)."""
 
 APPROVAL_SCHEMA: types.ElicitRequestedSchema = {
     "type": "object",
@@ -86,6 +112,7 @@ def create_server(
     protected_paths: Sequence[str] = PROTECTED_PATHS,
     eviction: LargeResultEviction | bool = True,
     name: str = SERVER_NAME,
+    handle_key: str | bytes | None = None,
     **settings: Any,
 ) -> Server[Any, Any]:
     """Build an MCP server serving the file tools over `backend`.
@@ -105,6 +132,9 @@ def create_server(
         eviction: True for the default `LargeResultEviction`, an instance to configure
             it, or False. Evicted results live in memory, per session. Default: True.
         name: The server's name in the handshake. Default: `"langchain-fstools"`.
+        handle_key: The key signing read handles; servers that must accept each other's
+            handles (behind a balancer, or one process per call) share it, e.g.
+            `mcp.handles.handle_key()`. Default: a random key for this server.
         **settings: `ToolSettings` fields. `pdf_file_blocks` defaults to True here, so a
             PDF read also embeds the pages read as a resource.
 
@@ -135,6 +165,7 @@ def create_server(
         protected_paths=protected_paths,
         eviction=eviction,
         settings=settings,
+        handle_key=handle_key.encode() if isinstance(handle_key, str) else handle_key,
     )
     return files.build(name)
 
@@ -146,7 +177,8 @@ class CallRuntime:
     tool_call_id: str
     stream_writer: Callable[[dict[str, Any]], None] | None = None
     """Where the tools' progress reports go (to the client, when it asked for them)."""
-    state: None = None
+    state: Mapping[str, Any] | None = None
+    """The read records the call sees (`{READS_KEY: ...}`): the session's and the handle's."""
     store: None = None
     context: None = None
     config: dict[str, Any] = field(default_factory=dict)
@@ -163,6 +195,8 @@ class _Session:
     """The session's backend without the permission view: resolves paths, serves dry runs."""
     gate: PermissionGate | None
     """The session's permission gate (it previews with the session's read records)."""
+    reads: dict[str, ReadRecord] = field(default_factory=dict)
+    """What the client read in this session (clients that pass no `read_handle`)."""
 
 
 class FileServer:
@@ -177,6 +211,7 @@ class FileServer:
         protected_paths: Globs that always ask.
         eviction: Eviction setting (see `create_server`).
         settings: `ToolSettings` fields.
+        handle_key: The key signing read handles (see `create_server`).
     """
 
     def __init__(
@@ -190,6 +225,7 @@ class FileServer:
         protected_paths: Sequence[str],
         eviction: LargeResultEviction | bool,
         settings: dict[str, Any],
+        handle_key: bytes | None = None,
     ) -> None:
         """Check the configuration by building the tools once (for listing)."""
         if backend.kind == "state":
@@ -214,6 +250,7 @@ class FileServer:
         self.policy: Policy | None = None
         if mode is not None or permissions:
             self.policy = Policy(permissions, mode=mode or "default", protected=protected_paths)
+        self.handles = ReadHandles(handle_key or os.urandom(32))
         self.listed = self._new_session().tools
         self._sessions: weakref.WeakKeyDictionary[object, _Session] = weakref.WeakKeyDictionary()
 
@@ -236,27 +273,50 @@ class FileServer:
         tool = state.tools.get(name)
         if tool is None:
             return _error(f"Error: no tool named {name!r}; call one of {sorted(state.tools)}.")
+        arguments = dict(request.arguments)
+        reads = dict(state.reads)
+        if takes_handle(tool):
+            try:
+                reads.update(self._opened(arguments.pop(HANDLE, None)))
+            except InvalidHandle:
+                return _error(
+                    f"Error: {HANDLE} is not one this server gave (or it was altered); "
+                    f"read the file with read_file and pass the {HANDLE} its answer ends with."
+                )
         call_id = f"mcp_{uuid.uuid4().hex}"
-        call: ToolCall = {
-            "name": name,
-            "args": dict(request.arguments),
-            "id": call_id,
-            "type": "tool_call",
-        }
-        refusal = await self._review(request, state, call, CallRuntime(call_id))
+        call: ToolCall = {"name": name, "args": arguments, "id": call_id, "type": "tool_call"}
+        seen = {READS_KEY: reads}
+        refusal = await self._review(request, state, call, CallRuntime(call_id, state=seen))
         if refusal is not None:
             return refusal
         deferred = state.toolkit.context.deferred_updates
-        deferred[call_id] = {}  # no graph state to update: the tool just answers
+        deferred[call_id] = {}  # no graph state: the tool leaves its read records here
         try:
             async with Progress(request) as progress:
-                runtime = CallRuntime(call_id, stream_writer=progress.writer)
+                runtime = CallRuntime(call_id, stream_writer=progress.writer, state=seen)
                 message = await self._run(state, tool, call, runtime)
         finally:
-            deferred.pop(call_id, None)
+            added: dict[str, ReadRecord] = deferred.pop(call_id, {}).get(READS_KEY, {})
             if state.gate is not None:
                 state.gate.revoke(call_id)
-        return to_call_result(message)
+        state.reads.update(added)
+        handle = None
+        if takes_handle(tool) and len(added) == 1:
+            handle = self.handles.mint(*next(iter(added.items())))
+        return to_call_result(message, handle=handle)
+
+    def _opened(self, handle: object) -> dict[str, ReadRecord]:
+        """The read record a `read_handle` argument stands for (none without one).
+
+        Raises:
+            InvalidHandle: not a handle this server's key signed.
+        """
+        if handle is None or handle == "":
+            return {}
+        if not isinstance(handle, str):
+            raise InvalidHandle(str(handle))
+        path, record = self.handles.open(handle)
+        return {path: record}
 
     async def _run(
         self, state: _Session, tool: BaseTool, call: ToolCall, runtime: CallRuntime
@@ -322,6 +382,7 @@ class FileServer:
         guarded = storage if gate is None else GuardedBackend(storage, gate.guard_for)
         toolkit = FileToolkit(guarded, tools=self.names, **self.settings)
         toolkit.context.reader = READER
+        toolkit.context.unchanged_note = False
         eviction = None
         if self.eviction:
             eviction = copy.copy(
@@ -355,9 +416,15 @@ def describe(tool: BaseTool) -> types.Tool:
     # The description is the tool's; LangChain repeats it on the schema, which would
     # double the listing's size.
     input_schema = {key: value for key, value in input_schema.items() if key != "description"}
+    description = tool.description
+    if takes_handle(tool):
+        properties = {**input_schema.get("properties", {}), HANDLE: HANDLE_SCHEMA}
+        input_schema = {**input_schema, "properties": properties}
+        reads = getattr(tool, "records_reads", False)
+        description += f"\n{READ_HANDLE_NOTE}" if reads else CHANGE_HANDLE_NOTE
     return types.Tool(
         name=tool.name,
-        description=tool.description,
+        description=description,
         inputSchema=input_schema,
         annotations=types.ToolAnnotations(
             readOnlyHint=read_only,
@@ -366,6 +433,11 @@ def describe(tool: BaseTool) -> types.Tool:
             openWorldHint=bool(getattr(tool, "requires_execute", False)),
         ),
     )
+
+
+def takes_handle(tool: BaseTool) -> bool:
+    """Whether `tool` takes a `read_handle`: it reads one file, or changes only files read."""
+    return bool(getattr(tool, "records_reads", False) or getattr(tool, "needs_read", False))
 
 
 def _runs_commands(name: str) -> bool:
@@ -387,10 +459,14 @@ def _message(request: ToolCallRequest, content: Any) -> ToolMessage:
 
 __all__ = [
     "APPROVAL_SCHEMA",
+    "CHANGE_HANDLE_NOTE",
+    "HANDLE_SCHEMA",
     "INSTRUCTIONS",
     "READER",
+    "READ_HANDLE_NOTE",
     "CallRuntime",
     "FileServer",
     "create_server",
     "describe",
+    "takes_handle",
 ]

@@ -132,8 +132,12 @@ class ToolContext:
         self.tool_names = None if tool_names is None else frozenset(tool_names)
         self.tracker = ReadTracker()
         self.reader: str | None = None
-        """Who reads, named when a write is refused for want of a read, where reads are
-        kept per client session (the MCP server sets it); None: the agent."""
+        """Who reads, named when a write is refused for want of a read, where reads
+        travel with the calls (the MCP server sets it); None: the agent."""
+        self.unchanged_note = True
+        """Whether read_file's description promises the short note for a repeated read:
+        only where the tools can see the conversation (False over MCP, which never
+        gives it)."""
         self.known_texts = KnownTexts()
         """The last version read of recently read text files, with their line indexes."""
         self.syntax_trees = syntax.TreeCache()
@@ -145,6 +149,10 @@ class ToolContext:
         with the message: the tool leaves its update here under the id and returns a
         plain message, since LangGraph deep-copies every `Command` a tool returns, but
         not one a middleware returns. Other calls return their own `Command`."""
+
+    def template_values(self) -> dict[str, Any]:
+        """What descriptions may name: the settings' values, and `unchanged_note`."""
+        return {**setting_values(self.settings), "unchanged_note": self.unchanged_note}
 
     def in_background(self, work: Callable[[], None]) -> None:
         """Run `work` on the toolkit's one background thread (started on first use)."""
@@ -183,6 +191,8 @@ class FileTool(BaseTool):
     """Whether the tool bounds its own output (so eviction leaves its results alone)."""
     needs_read: ClassVar[bool] = False
     """Whether the tool changes only files the agent read, so it needs `read_file`."""
+    records_reads: ClassVar[bool] = False
+    """Whether a call records what it showed of the one file it reads (`read_file`)."""
     idempotent: ClassVar[bool | None] = None
     """Whether the same call twice has the effect of one (None: exactly when read-only)."""
     argument_defaults: ClassVar[dict[str, str]] = {}
@@ -201,7 +211,7 @@ class FileTool(BaseTool):
             self.description = describe(
                 self.description,
                 present=self.context.tool_names,
-                values=setting_values(self.context.settings),
+                values=self.context.template_values(),
             )
         backend_kind = self.context.backend.traced_kind
         self.metadata = {
@@ -267,7 +277,7 @@ class FileTool(BaseTool):
         memo = self._aliased_schema
         if memo is not None and memo[0] is schema:
             return memo[1]
-        values = setting_values(self.context.settings)
+        values = self.context.template_values()
         fields: dict[str, Any] = {}
         for name, info in schema.model_fields.items():
             copied = copy.copy(info)

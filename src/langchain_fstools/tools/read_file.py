@@ -60,7 +60,8 @@ DESCRIPTION = """Read a file; `file_path` is absolute (`/` is the workspace root
 - Lines over {row_width} characters continue on rows N.1, N.2, ...; offset="12.3"
   starts at such a row.
 - Read a file before changing it: changes to files not read, or changed since, are refused.
-- Re-reading an unchanged range still in the conversation returns a short "unchanged" note.
+-[unchanged_note] Re-reading an unchanged range still in the conversation returns a short \
+"unchanged" note.
 - Images come back as images. PDFs as text with page markers: over
   {pdf_pages_without_range:*page} give `pages` ("1-5"), at most {pdf_pages_per_call:*page} a call.
   Notebooks (.ipynb) as cells with ids and outputs; `offset`/`limit` count cells.
@@ -85,6 +86,7 @@ class ReadFileTool(FileTool):
     name: str = "read_file"
     description: str = DESCRIPTION
     args_schema: type[ReadFileArgs] = ReadFileArgs
+    records_reads: ClassVar[bool] = True
     argument_defaults: ClassVar[dict[str, str]] = {
         "limit": "{read_limit:,}, fewer when the output would pass {read_token_budget:*token}"
     }

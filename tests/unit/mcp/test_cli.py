@@ -161,3 +161,11 @@ def test_every_flag_has_a_description() -> None:
     assert parser.description
     for action in parser._actions:
         assert action.help, action.option_strings
+
+
+def test_the_handle_key_comes_from_the_flag_over_the_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(f'root = "{tmp_path}"\nhandle_key = "from-the-file"\n')
+    assert resolve(parse("--config", str(config)))["handle_key"] == "from-the-file"
+    flagged = resolve(parse("--config", str(config), "--handle-key", "from-the-flag"))
+    assert flagged["handle_key"] == "from-the-flag"
