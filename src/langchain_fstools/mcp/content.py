@@ -49,6 +49,11 @@ def to_call_result(message: ToolMessage, *, handle: str | None = None) -> types.
     )
 
 
+def error_result(text: str) -> types.CallToolResult:
+    """A refusal the server gives itself (no tool ran): `text`, flagged as an error."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
+
+
 def to_content(
     content: str | list[str | dict[str, Any]], *, path: str | None = None
 ) -> list[types.ContentBlock]:
@@ -86,4 +91,4 @@ def _block(block: str | dict[str, Any], path: str | None) -> types.ContentBlock:
     return types.TextContent(type="text", text=json.dumps(block, default=str))
 
 
-__all__ = ["HANDLE_LINE", "RESOURCE_SCHEME", "to_call_result", "to_content"]
+__all__ = ["HANDLE_LINE", "RESOURCE_SCHEME", "error_result", "to_call_result", "to_content"]

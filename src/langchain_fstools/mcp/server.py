@@ -15,45 +15,33 @@ client supports it, and a refusal saying why otherwise.
 
 from __future__ import annotations
 
-import copy
+import functools
+import importlib
 import os
-import uuid
 import weakref
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import ToolMessage
-from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.store.memory import InMemoryStore
+import anyio
 from mcp import types
 from pydantic import BaseModel
 
 from langchain_fstools._version import __version__
-from langchain_fstools.backends.composite import CompositeBackend
-from langchain_fstools.backends.guarded import GuardedBackend
-from langchain_fstools.backends.store import StoreBackend
-from langchain_fstools.errors import PermissionDenied
-from langchain_fstools.mcp.content import to_call_result
+from langchain_fstools.mcp.content import error_result, to_call_result
 from langchain_fstools.mcp.handles import HANDLE, InvalidHandle, ReadHandles
-from langchain_fstools.mcp.notifications import Progress
 from langchain_fstools.mcp.sdk import ToolRequest, new_server
-from langchain_fstools.permissions.approval import approval_request
-from langchain_fstools.permissions.gate import PermissionGate
 from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
-from langchain_fstools.tools.base import FileTool
-from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
-from langchain_fstools.tools.reads import READS_KEY
-from langchain_fstools.tools.render import render_error
 from langchain_fstools.tools.toolkit import TOOL_CLASSES, FileToolkit
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Sequence
+    from types import ModuleType
 
-    from langchain_core.messages import ToolCall
     from langchain_core.tools import BaseTool
     from mcp.server.lowlevel import Server
 
     from langchain_fstools.backends.protocol import Backend
+    from langchain_fstools.mcp.sessions import Session
+    from langchain_fstools.tools.eviction import LargeResultEviction
     from langchain_fstools.tools.reads import ReadRecord
 
 SERVER_NAME = "langchain-fstools"
@@ -86,20 +74,6 @@ CHANGE_HANDLE_NOTE = """
 Pass `read_handle`: the one your last read_file of this file ended with, or your last \
 change of it (each change returns a new one)."""
 """Added to the descriptions of tools that change only files read (edits, overwrites)."""
-
-APPROVAL_SCHEMA: types.ElicitRequestedSchema = {
-    "type": "object",
-    "properties": {
-        "approve": {"type": "boolean", "title": "Approve", "description": "Run this call."},
-        "reason": {
-            "type": "string",
-            "title": "Reason",
-            "description": "If you refuse: why, for the agent.",
-        },
-    },
-    "required": ["approve"],
-}
-"""What an approval elicitation asks of the person."""
 
 
 def create_server(
@@ -170,35 +144,6 @@ def create_server(
     return files.build(name)
 
 
-@dataclass(frozen=True)
-class CallRuntime:
-    """The runtime a tool call gets from the server: its id, no graph state."""
-
-    tool_call_id: str
-    stream_writer: Callable[[dict[str, Any]], None] | None = None
-    """Where the tools' progress reports go (to the client, when it asked for them)."""
-    state: Mapping[str, Any] | None = None
-    """The read records the call sees (`{READS_KEY: ...}`): the session's and the handle's."""
-    store: None = None
-    context: None = None
-    config: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class _Session:
-    """One MCP session's tools (with their read records) and eviction folder."""
-
-    tools: dict[str, BaseTool]
-    toolkit: FileToolkit
-    eviction: LargeResultEviction | None
-    storage: Backend
-    """The session's backend without the permission view: resolves paths, serves dry runs."""
-    gate: PermissionGate | None
-    """The session's permission gate (it previews with the session's read records)."""
-    reads: dict[str, ReadRecord] = field(default_factory=dict)
-    """What the client read in this session (clients that pass no `read_handle`)."""
-
-
 class FileServer:
     """The tools, policy and per-session state behind `create_server`'s `Server`.
 
@@ -251,8 +196,8 @@ class FileServer:
         if mode is not None or permissions:
             self.policy = Policy(permissions, mode=mode or "default", protected=protected_paths)
         self.handles = ReadHandles(handle_key or os.urandom(32))
-        self.listed = self._new_session().tools
-        self._sessions: weakref.WeakKeyDictionary[object, _Session] = weakref.WeakKeyDictionary()
+        self.listed = {tool.name: tool for tool in self._toolkit(backend).get_tools()}
+        self._sessions: weakref.WeakKeyDictionary[object, Session] = weakref.WeakKeyDictionary()
 
     def build(self, name: str) -> Server[Any, Any]:
         """The MCP server: lists the tools, runs calls in the caller's session."""
@@ -266,44 +211,48 @@ class FileServer:
 
     async def call(self, request: ToolRequest) -> types.CallToolResult:
         """Run one tool call in its client's session, asking the person first if need be."""
-        state = self._sessions.get(request.client)
-        if state is None:
-            state = self._sessions[request.client] = self._new_session()
+        session = await self._session(request.client)
         name = request.name
-        tool = state.tools.get(name)
+        tool = session.tools.get(name)
         if tool is None:
-            return _error(f"Error: no tool named {name!r}; call one of {sorted(state.tools)}.")
+            return error_result(
+                f"Error: no tool named {name!r}; call one of {sorted(session.tools)}."
+            )
         arguments = dict(request.arguments)
-        reads = dict(state.reads)
+        reads = dict(session.reads)
         if takes_handle(tool):
             try:
                 reads.update(self._opened(arguments.pop(HANDLE, None)))
             except InvalidHandle:
-                return _error(
+                return error_result(
                     f"Error: {HANDLE} is not one this server gave (or it was altered); "
                     f"read the file with read_file and pass the {HANDLE} its answer ends with."
                 )
-        call_id = f"mcp_{uuid.uuid4().hex}"
-        call: ToolCall = {"name": name, "args": arguments, "id": call_id, "type": "tool_call"}
-        seen = {READS_KEY: reads}
-        refusal = await self._review(request, state, call, CallRuntime(call_id, state=seen))
-        if refusal is not None:
-            return refusal
-        deferred = state.toolkit.context.deferred_updates
-        deferred[call_id] = {}  # no graph state: the tool leaves its read records here
-        try:
-            async with Progress(request) as progress:
-                runtime = CallRuntime(call_id, stream_writer=progress.writer, state=seen)
-                message = await self._run(state, tool, call, runtime)
-        finally:
-            added: dict[str, ReadRecord] = deferred.pop(call_id, {}).get(READS_KEY, {})
-            if state.gate is not None:
-                state.gate.revoke(call_id)
-        state.reads.update(added)
+        ran = await session.execute(request, tool, arguments, reads)
+        if isinstance(ran, types.CallToolResult):
+            return ran
         handle = None
-        if takes_handle(tool) and len(added) == 1:
-            handle = self.handles.mint(*next(iter(added.items())))
-        return to_call_result(message, handle=handle)
+        if takes_handle(tool) and len(ran.reads) == 1:
+            handle = self.handles.mint(*next(iter(ran.reads.items())))
+        return to_call_result(ran.message, handle=handle)
+
+    async def _session(self, client: object) -> Session:
+        """The client's session, opened on its first call (the first loads `mcp.sessions`)."""
+        session = self._sessions.get(client)
+        if session is None:
+            sessions = await anyio.to_thread.run_sync(_sessions_module)
+            session = sessions.Session.open(
+                self._toolkit, self.backend, policy=self.policy, eviction=self.eviction
+            )
+            self._sessions[client] = session
+        return session
+
+    def _toolkit(self, backend: Backend) -> FileToolkit:
+        """The tools over `backend`, told they serve MCP: reads travel in handles."""
+        toolkit = FileToolkit(backend, tools=self.names, **self.settings)
+        toolkit.context.reader = READER
+        toolkit.context.unchanged_note = False
+        return toolkit
 
     def _opened(self, handle: object) -> dict[str, ReadRecord]:
         """The read record a `read_handle` argument stands for (none without one).
@@ -317,82 +266,6 @@ class FileServer:
             raise InvalidHandle(str(handle))
         path, record = self.handles.open(handle)
         return {path: record}
-
-    async def _run(
-        self, state: _Session, tool: BaseTool, call: ToolCall, runtime: CallRuntime
-    ) -> ToolMessage:
-        invoked: ToolCall = {**call, "args": {**call["args"], "runtime": runtime}}
-
-        async def handler(request: ToolCallRequest) -> ToolMessage:
-            result = await tool.ainvoke(request.tool_call)
-            return result if isinstance(result, ToolMessage) else _message(request, result)
-
-        request = ToolCallRequest(tool_call=invoked, tool=tool, state={}, runtime=runtime)  # type: ignore[arg-type]
-        if state.eviction is None:
-            return await handler(request)
-        result = await state.eviction.awrap_tool_call(request, handler)
-        if isinstance(result, ToolMessage):
-            return result
-        messages = result.update.get("messages", []) if isinstance(result.update, dict) else []
-        return next(m for m in messages if isinstance(m, ToolMessage))
-
-    async def _review(
-        self, request: ToolRequest, state: _Session, call: ToolCall, runtime: CallRuntime
-    ) -> types.CallToolResult | None:
-        """None to run the call (its approval granted), else the refusal to return."""
-        gate = state.gate
-        if gate is None:
-            return None
-        storage = state.storage.bind(None)
-        assessment = await gate.aassess(call, storage)
-        if assessment is None or assessment.verdict.action == "allow":
-            return None
-        name, verdict = call["name"], assessment.verdict
-        if verdict.action == "deny":
-            denied = PermissionDenied(name, verdict.operation, verdict.target, verdict.reason)
-            return _error(render_error(denied, tool=name))
-        if not request.can_elicit():
-            return _error(
-                f"Error: {name} needs a person's approval ({verdict.reason} asks for "
-                f"{verdict.target}), but this MCP client cannot ask one (it does not support "
-                "elicitation), so the call was not run. Ask the user to allow it in the "
-                "server's permissions, or to use a client that supports elicitation."
-            )
-        preview = await assessment.tool.apreview(storage, assessment.args, runtime)
-        (action,) = approval_request([(call, verdict, preview)])["action_requests"]
-        answer = await request.elicit(action.get("description") or name, APPROVAL_SCHEMA)
-        content = answer.content or {}
-        if answer.action == "accept" and content.get("approve") is True:
-            gate.grant(call["id"] or "", gate.approval(assessment, call["args"], preview))
-            return None
-        reason = content.get("reason") if answer.action == "accept" else None
-        return _error(
-            f"User rejected the tool call for `{name}` with reason: {reason}"
-            if reason
-            else f"User rejected the tool call for `{name}`. It was not run; do not retry "
-            "it unless the user asks."
-        )
-
-    def _new_session(self) -> _Session:
-        storage = self.backend
-        if self.eviction:
-            results = {RESULTS_DIR + "/": StoreBackend(InMemoryStore())}
-            storage = CompositeBackend(storage, results, hidden_while_empty=[RESULTS_DIR])
-        gate = None if self.policy is None else PermissionGate(self.policy, storage)
-        guarded = storage if gate is None else GuardedBackend(storage, gate.guard_for)
-        toolkit = FileToolkit(guarded, tools=self.names, **self.settings)
-        toolkit.context.reader = READER
-        toolkit.context.unchanged_note = False
-        eviction = None
-        if self.eviction:
-            eviction = copy.copy(
-                self.eviction if self.eviction is not True else LargeResultEviction()
-            )
-            eviction.backend = storage
-        tools = {tool.name: tool for tool in toolkit.get_tools()}
-        if gate is not None:
-            gate.tools = {name: tool for name, tool in tools.items() if isinstance(tool, FileTool)}
-        return _Session(tools, toolkit, eviction, storage, gate)
 
 
 def describe(tool: BaseTool) -> types.Tool:
@@ -445,26 +318,18 @@ def _runs_commands(name: str) -> bool:
     return bool(getattr(TOOL_CLASSES.get(name), "requires_execute", False))
 
 
-def _error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
-
-
-def _message(request: ToolCallRequest, content: Any) -> ToolMessage:
-    return ToolMessage(
-        content=content if isinstance(content, str | list) else str(content),
-        tool_call_id=request.tool_call["id"] or "",
-        name=request.tool_call["name"],
-    )
+@functools.cache
+def _sessions_module() -> ModuleType:
+    """`mcp.sessions`, imported once (off the event loop: it loads the agent stack)."""
+    return importlib.import_module("langchain_fstools.mcp.sessions")
 
 
 __all__ = [
-    "APPROVAL_SCHEMA",
     "CHANGE_HANDLE_NOTE",
     "HANDLE_SCHEMA",
     "INSTRUCTIONS",
     "READER",
     "READ_HANDLE_NOTE",
-    "CallRuntime",
     "FileServer",
     "create_server",
     "describe",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.demo import main
+from langchain_fstools.commands import main
 from langchain_fstools.mcp.cli import _backend, add_arguments, parse_http, resolve
 from langchain_fstools.mcp.door import TOKEN_ENV
 from langchain_fstools.shell.sandbox import Sandbox
