@@ -60,7 +60,11 @@ async def first_answer(args: list[str]) -> float:
     """Seconds from spawning `python ARGS` to its `tools/list` answer."""
     from mcp import StdioServerParameters
 
-    env = {**os.environ, "PYTHONPATH": SRC, "LANGCHAIN_FSTOOLS_MCP_HANDLE_KEY": "bench-read-handle-key-of-32-bytes"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": SRC,
+        "LANGCHAIN_FSTOOLS_MCP_HANDLE_KEY": "bench-read-handle-key-of-32-bytes",
+    }
     params = StdioServerParameters(command=sys.executable, args=args, env=env)
     start = time.perf_counter()
     if GENERATION >= 2:

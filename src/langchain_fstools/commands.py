@@ -10,7 +10,7 @@ import argparse
 
 from langchain_fstools._version import __version__
 from langchain_fstools.mcp.cli import add_arguments as add_mcp_arguments
-from langchain_fstools.mcp.cli import run as run_mcp
+from langchain_fstools.mcp.cli import run_command as run_mcp
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,10 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     add_mcp_arguments(mcp)
     options = parser.parse_args(argv)
     if options.command == "mcp":
-        try:
-            return run_mcp(options)
-        except ValueError as exc:
-            mcp.error(str(exc))
+        return run_mcp(mcp, options)
     from langchain_fstools.demo import run_demo  # noqa: PLC0415 - the agent stack, for the demo only
 
     return run_demo(options.backend)

@@ -1,6 +1,6 @@
-"""`python -m langchain_fstools mcp`: serve the file tools to MCP clients.
+"""`langchain-fstools-mcp` (or `python -m langchain_fstools mcp`): serve the file tools.
 
-    python -m langchain_fstools mcp --root ./repo                    # stdio, local disk
+    langchain-fstools-mcp --root ./repo                              # stdio, local disk
     python -m langchain_fstools mcp --root ./repo --http 127.0.0.1:8765
     python -m langchain_fstools mcp --root ./repo --http 0.0.0.0:8765 --allow-host box.lan
         (with the token in LANGCHAIN_FSTOOLS_MCP_TOKEN, or --token)
@@ -15,23 +15,26 @@ A config file (TOML) holds the same settings under the flags' names (`root`, `ss
 rules (`operations`, `paths`, `commands`, `action`) and a `[settings]` table of
 `ToolSettings` fields. A flag given on the command line wins over the file. This module
 imports the MCP SDK only when the command runs, so the rest of the CLI works without the
-`mcp` extra.
+`mcp` extra; without it (or without the extra a backend needs) the command says in one
+sentence what to install.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import importlib
 import os
+import sys
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_fstools._version import __version__
 from langchain_fstools.mcp.door import TOKEN_ENV, is_loopback
 from langchain_fstools.mcp.handles import HANDLE_KEY_ENV, KEY_FILE, handle_key
 
 if TYPE_CHECKING:
-    import argparse
-
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.shell.sandbox import Sandbox
 
@@ -77,6 +80,59 @@ NEEDS: dict[str, tuple[str, str]] = {
     "allow_hosts": ("http", "--allow-host"),
 }
 """Settings that mean something only with another: name -> (needed setting, flag)."""
+
+
+PROG = "langchain-fstools-mcp"
+"""The console script's name."""
+
+EXTRAS: dict[str, tuple[str, str]] = {
+    "mcp": ("mcp", "the MCP server"),
+    "objectstore": ("obstore", "--objectstore"),
+    "postgres": ("langgraph.store.postgres", "--postgres"),
+}
+"""Extras the command may need: extra -> (a module it installs, what needs it)."""
+
+
+class MissingExtra(Exception):
+    """An optional dependency the command needs is not installed."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `langchain-fstools-mcp` console script."""
+    parser = argparse.ArgumentParser(prog=PROG)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_arguments(parser)
+    return run_command(parser, parser.parse_args(argv))
+
+
+def run_command(parser: argparse.ArgumentParser, options: argparse.Namespace) -> int:
+    """Run the server `options` describe, ending as a command ends: with its exit status.
+
+    A bad setting is `parser`'s error (exit 2); a missing extra, one sentence naming the
+    `pip install` to run (exit 1).
+    """
+    try:
+        return run(options)
+    except MissingExtra as exc:
+        sys.stderr.write(f"{parser.prog}: {exc}\n")
+        return 1
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
+def require(extra: str) -> None:
+    """Check that `extra` (a key of `EXTRAS`) is installed.
+
+    Raises:
+        MissingExtra: it is not, with the `pip install` to run.
+    """
+    module, needer = EXTRAS[extra]
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise MissingExtra(
+            f"{needer} needs the {extra} extra: pip install 'langchain-fstools[{extra}]'"
+        ) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -228,10 +284,19 @@ def parse_http(address: str) -> tuple[str, int]:
 
 
 def run(options: argparse.Namespace) -> int:
-    """Run the server the options describe until the client goes away (or Ctrl-C)."""
+    """Run the server the options describe until the client goes away (or Ctrl-C).
+
+    Raises:
+        ValueError: a bad setting.
+        MissingExtra: the `mcp` extra, or the backend's, is not installed.
+    """
+    config = resolve(options)
+    require("mcp")
+    for extra in ("objectstore", "postgres"):
+        if config.get(extra):
+            require(extra)
     import anyio  # noqa: PLC0415 - the SDK's event loop library
 
-    config = resolve(options)
     config["handle_key"] = handle_key(config.get("handle_key"))
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve, config)
@@ -242,12 +307,8 @@ async def serve(config: dict[str, Any]) -> None:
     """Build the backend and the server from `config`, and serve over stdio or HTTP."""
     from langchain_fstools.mcp.server import create_server  # noqa: PLC0415
     from langchain_fstools.mcp.transports import run_http, run_stdio  # noqa: PLC0415
-    from langchain_fstools.permissions.rules import Permission  # noqa: PLC0415
 
-    try:
-        rules = [Permission(**rule) for rule in config.get("permissions", [])]
-    except TypeError as exc:
-        raise ValueError(f"bad permission rule: {exc}") from None
+    rules = _permissions(config.get("permissions", []))
     async with contextlib.AsyncExitStack() as stack:
         backend = await _backend(config, stack)
         server = create_server(
@@ -260,6 +321,7 @@ async def serve(config: dict[str, Any]) -> None:
         )
         if config.get("http"):
             host, port = parse_http(config["http"])
+            sys.stderr.write(http_banner(host, port, token=config.get("token")) + "\n")
             await run_http(
                 server,
                 host=host,
@@ -269,6 +331,35 @@ async def serve(config: dict[str, Any]) -> None:
             )
         else:
             await run_stdio(server)
+
+
+def _permissions(rules: list[dict[str, Any]]) -> list[Any]:
+    """The config file's `[[permissions]]` rules (the rules module is loaded only for some).
+
+    Raises:
+        ValueError: a rule with unknown or missing fields.
+    """
+    if not rules:
+        return []
+    from langchain_fstools.permissions.rules import Permission  # noqa: PLC0415
+
+    try:
+        return [Permission(**rule) for rule in rules]
+    except TypeError as exc:
+        raise ValueError(f"bad permission rule: {exc}") from None
+
+
+def http_banner(host: str, port: int, *, token: str | None) -> str:
+    """What the HTTP server says on start: its URL, and whether requests need the token."""
+    from langchain_fstools.mcp.transports import HTTP_PATH  # noqa: PLC0415 - needs the SDK
+
+    shown = f"[{host}]" if ":" in host else host
+    need = (
+        "every request needs 'Authorization: Bearer <token>' (the token given)"
+        if token
+        else "no token: reachable from this machine only"
+    )
+    return f"Serving MCP over streamable HTTP at http://{shown}:{port}{HTTP_PATH} ({need})"
 
 
 def _sandbox(config: dict[str, Any], execute: bool) -> Sandbox | None:  # noqa: FBT001
@@ -323,11 +414,18 @@ async def _backend(config: dict[str, Any], stack: contextlib.AsyncExitStack) -> 
 
 __all__ = [
     "DESCRIPTION",
+    "EXTRAS",
     "NEEDS",
     "OPTIONS",
+    "PROG",
+    "MissingExtra",
     "add_arguments",
+    "http_banner",
+    "main",
     "parse_http",
+    "require",
     "resolve",
     "run",
+    "run_command",
     "serve",
 ]
