@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import os
 import sys
@@ -305,20 +306,26 @@ def run(options: argparse.Namespace) -> int:
 
 async def serve(config: dict[str, Any]) -> None:
     """Build the backend and the server from `config`, and serve over stdio or HTTP."""
+    import anyio  # noqa: PLC0415 - the SDK's event loop library
+
+    from langchain_fstools.mcp.listing_cache import cache_folder  # noqa: PLC0415
     from langchain_fstools.mcp.server import create_server  # noqa: PLC0415
     from langchain_fstools.mcp.transports import run_http, run_stdio  # noqa: PLC0415
 
     rules = _permissions(config.get("permissions", []))
     async with contextlib.AsyncExitStack() as stack:
         backend = await _backend(config, stack)
-        server = create_server(
+        build = functools.partial(
+            create_server,
             backend,
             execute=bool(config.get("execute")),
             mode=config.get("mode"),
             permissions=rules,
             handle_key=config.get("handle_key"),
+            listing_cache=cache_folder(),
             **config.get("settings", {}),
         )
+        server = await anyio.to_thread.run_sync(build)  # reads the kept listing, or builds it
         if config.get("http"):
             host, port = parse_http(config["http"])
             sys.stderr.write(http_banner(host, port, token=config.get("token")) + "\n")

@@ -28,12 +28,12 @@ from pydantic import BaseModel
 from langchain_fstools._version import __version__
 from langchain_fstools.mcp.content import error_result, to_call_result
 from langchain_fstools.mcp.handles import HANDLE, InvalidHandle, ReadHandles
+from langchain_fstools.mcp.listing_cache import keep_listing, kept_listing, listing_key, wire
 from langchain_fstools.mcp.sdk import ToolRequest, new_server
-from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
-from langchain_fstools.tools.toolkit import TOOL_CLASSES, FileToolkit
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
     from types import ModuleType
 
     from langchain_core.tools import BaseTool
@@ -41,8 +41,10 @@ if TYPE_CHECKING:
 
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.mcp.sessions import Session
+    from langchain_fstools.permissions.rules import Mode, Permission, Policy
     from langchain_fstools.tools.eviction import LargeResultEviction
     from langchain_fstools.tools.reads import ReadRecord
+    from langchain_fstools.tools.toolkit import FileToolkit
 
 SERVER_NAME = "langchain-fstools"
 """The server's name in the MCP handshake."""
@@ -83,10 +85,11 @@ def create_server(
     execute: bool = False,
     mode: Mode | None = None,
     permissions: Sequence[Permission] = (),
-    protected_paths: Sequence[str] = PROTECTED_PATHS,
+    protected_paths: Sequence[str] | None = None,
     eviction: LargeResultEviction | bool = True,
     name: str = SERVER_NAME,
     handle_key: str | bytes | None = None,
+    listing_cache: Path | None = None,
     **settings: Any,
 ) -> Server[Any, Any]:
     """Build an MCP server serving the file tools over `backend`.
@@ -102,13 +105,18 @@ def create_server(
             None for no permission layer. Default: None (`"default"` when `permissions`
             are given).
         permissions: `Permission` rules, tried in order. Default: none.
-        protected_paths: Globs that always ask. Default: `permissions.PROTECTED_PATHS`.
+        protected_paths: Globs that always ask. Default (None):
+            `permissions.PROTECTED_PATHS`.
         eviction: True for the default `LargeResultEviction`, an instance to configure
             it, or False. Evicted results live in memory, per session. Default: True.
         name: The server's name in the handshake. Default: `"langchain-fstools"`.
         handle_key: The key signing read handles; servers that must accept each other's
             handles (behind a balancer, or one process per call) share it, e.g.
             `mcp.handles.handle_key()`. Default: a random key for this server.
+        listing_cache: A folder to keep the `tools/list` answer in, so a server made the
+            same way again answers before loading its tools (see `mcp.listing_cache`; the
+            command line uses `mcp.listing_cache.cache_folder()`). With a folder, this
+            reads and writes files: call it off the event loop. Default: none.
         **settings: `ToolSettings` fields. `pdf_file_blocks` defaults to True here, so a
             PDF read also embeds the pages read as a resource.
 
@@ -140,6 +148,7 @@ def create_server(
         eviction=eviction,
         settings=settings,
         handle_key=handle_key.encode() if isinstance(handle_key, str) else handle_key,
+        listing_cache=listing_cache,
     )
     return files.build(name)
 
@@ -157,6 +166,7 @@ class FileServer:
         eviction: Eviction setting (see `create_server`).
         settings: `ToolSettings` fields.
         handle_key: The key signing read handles (see `create_server`).
+        listing_cache: Where listings are kept (see `create_server`).
     """
 
     def __init__(
@@ -167,37 +177,74 @@ class FileServer:
         execute: bool,
         mode: Mode | None,
         permissions: Sequence[Permission],
-        protected_paths: Sequence[str],
+        protected_paths: Sequence[str] | None,
         eviction: LargeResultEviction | bool,
         settings: dict[str, Any],
         handle_key: bytes | None = None,
+        listing_cache: Path | None = None,
     ) -> None:
-        """Check the configuration by building the tools once (for listing)."""
+        """Check the configuration by building the tools once, or read a kept listing.
+
+        A kept listing says a server was built the same way before; the tools then load
+        at the first call.
+        """
         if backend.kind == "state":
             raise ValueError(
                 "StateBackend keeps files in graph state, which an MCP server does not have;"
                 " use LocalBackend, SSHBackend or StoreBackend"
             )
+        self.backend = backend
+        self.settings = {"pdf_file_blocks": True, **settings}
+        self.eviction = eviction
+        self.handles = ReadHandles(handle_key or os.urandom(32))
+        self._asked = (tools, execute, mode, permissions, protected_paths)
+        self.names: list[str] = []
+        self.policy: Policy | None = None
+        self._prepared = False
+        self._preparing = anyio.Lock()
+        self._sessions: weakref.WeakKeyDictionary[object, Session] = weakref.WeakKeyDictionary()
+        self._cache = listing_cache
+        self._key = ""
+        self.listing: list[types.Tool] = []
+        """What `tools/list` answers."""
+        if listing_cache is not None:
+            kind = (type(backend).__qualname__, backend.kind, backend.supports_execute)
+            self._key = listing_key([*self._asked, self.settings, kind])
+            kept = kept_listing(listing_cache, self._key)
+            if kept is not None:
+                self.listing = kept
+                return
+        self.listing = self._prepare()
+
+    def _prepare(self) -> list[types.Tool]:
+        """Check the configuration, build the policy, and list the tools (keeping the list).
+
+        Raises:
+            ValueError: see `create_server`.
+        """
+        from langchain_fstools.permissions.rules import PROTECTED_PATHS, Policy  # noqa: PLC0415
+        from langchain_fstools.tools.toolkit import TOOL_CLASSES  # noqa: PLC0415 - BaseTools
+
+        tools, execute, mode, permissions, protected_paths = self._asked
         names = (
             list(tools)
             if tools is not None
-            else [n for n in TOOL_CLASSES if execute or not _runs_commands(n)]
+            else [n for n in TOOL_CLASSES if execute or not _runs_commands(TOOL_CLASSES[n])]
         )
-        runs_commands = [n for n in names if _runs_commands(n)]
+        runs_commands = [n for n in names if n in TOOL_CLASSES and _runs_commands(TOOL_CLASSES[n])]
         if runs_commands and not execute:
             raise ValueError(
                 f"{runs_commands} run commands, so they are served only with execute=True"
             )
-        self.backend = backend
         self.names = names
-        self.settings = {"pdf_file_blocks": True, **settings}
-        self.eviction = eviction
-        self.policy: Policy | None = None
         if mode is not None or permissions:
-            self.policy = Policy(permissions, mode=mode or "default", protected=protected_paths)
-        self.handles = ReadHandles(handle_key or os.urandom(32))
-        self.listed = {tool.name: tool for tool in self._toolkit(backend).get_tools()}
-        self._sessions: weakref.WeakKeyDictionary[object, Session] = weakref.WeakKeyDictionary()
+            protected = PROTECTED_PATHS if protected_paths is None else protected_paths
+            self.policy = Policy(permissions, mode=mode or "default", protected=protected)
+        listing = [describe(tool) for tool in self._toolkit(self.backend).get_tools()]
+        self._prepared = True
+        if self._cache is not None and wire(listing) != wire(self.listing):
+            keep_listing(self._cache, self._key, listing)
+        return listing
 
     def build(self, name: str) -> Server[Any, Any]:
         """The MCP server: lists the tools, runs calls in the caller's session."""
@@ -205,7 +252,7 @@ class FileServer:
             name,
             version=__version__,
             instructions=INSTRUCTIONS,
-            tools=[describe(tool) for tool in self.listed.values()],
+            tools=self.listing,
             call=self.call,
         )
 
@@ -240,6 +287,9 @@ class FileServer:
         """The client's session, opened on its first call (the first loads `mcp.sessions`)."""
         session = self._sessions.get(client)
         if session is None:
+            async with self._preparing:
+                if not self._prepared:  # the listing was a kept one
+                    await anyio.to_thread.run_sync(self._prepare)
             sessions = await anyio.to_thread.run_sync(_sessions_module)
             session = sessions.Session.open(
                 self._toolkit, self.backend, policy=self.policy, eviction=self.eviction
@@ -249,6 +299,8 @@ class FileServer:
 
     def _toolkit(self, backend: Backend) -> FileToolkit:
         """The tools over `backend`, told they serve MCP: reads travel in handles."""
+        from langchain_fstools.tools.toolkit import FileToolkit  # noqa: PLC0415 - BaseTools
+
         toolkit = FileToolkit(backend, tools=self.names, **self.settings)
         toolkit.context.reader = READER
         toolkit.context.unchanged_note = False
@@ -313,9 +365,9 @@ def takes_handle(tool: BaseTool) -> bool:
     return bool(getattr(tool, "records_reads", False) or getattr(tool, "needs_read", False))
 
 
-def _runs_commands(name: str) -> bool:
-    """Whether the tool `name` runs shell commands (it needs `execute=True`)."""
-    return bool(getattr(TOOL_CLASSES.get(name), "requires_execute", False))
+def _runs_commands(tool: object) -> bool:
+    """Whether `tool` (a tool class) runs shell commands (it needs `execute=True`)."""
+    return bool(getattr(tool, "requires_execute", False))
 
 
 @functools.cache

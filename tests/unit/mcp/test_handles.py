@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from langchain_fstools import FileToolkit
 from langchain_fstools.mcp.content import HANDLE_LINE
 from langchain_fstools.mcp.handles import (
     HANDLE_KEY_ENV,
@@ -15,7 +16,6 @@ from langchain_fstools.mcp.handles import (
     ReadHandles,
     handle_key,
 )
-from langchain_fstools.mcp.server import describe
 from langchain_fstools.tools.reads import ReadRecord
 from tests.unit.mcp.servers import Client, Request, file_server
 
@@ -199,9 +199,7 @@ async def test_a_handle_from_one_server_instance_works_on_another_with_the_key(
 def test_the_listing_offers_read_handle_only_on_the_tools_that_take_it(
     server: FileServer,
 ) -> None:
-    schemas = {
-        name: describe(tool).model_dump(by_alias=True) for name, tool in server.listed.items()
-    }
+    schemas = {tool.name: tool.model_dump(by_alias=True) for tool in server.listing}
     takers = {
         name for name, s in schemas.items() if "read_handle" in s["inputSchema"]["properties"]
     }
@@ -209,6 +207,8 @@ def test_the_listing_offers_read_handle_only_on_the_tools_that_take_it(
     assert "unchanged" not in schemas["read_file"]["description"]
     assert "read_handle" in schemas["edit_file"]["description"]
     # the LangChain tools, as agents get them, keep their schemas and description
-    tool = server.listed["edit_file"]
-    assert "read_handle" not in tool.tool_call_schema.model_json_schema()["properties"]  # type: ignore[union-attr]
-    assert "read_handle" not in tool.description
+    tools = {tool.name: tool for tool in FileToolkit(server.backend).get_tools()}
+    schema = tools["edit_file"].tool_call_schema.model_json_schema()  # type: ignore[union-attr]
+    assert "read_handle" not in schema["properties"]
+    assert "read_handle" not in tools["edit_file"].description
+    assert "unchanged" in tools["read_file"].description
