@@ -78,3 +78,94 @@ async def test_read_then_edit_with_the_handle_applies_and_blind_edits_are_refuse
     assert edited["isError"] is False, edited
     assert edited["content"][-1]["text"].splitlines()[-1].startswith("read_handle: ")
     assert (workspace / "notes.txt").read_text() == "ALPHA\nbeta\n"
+
+
+def approving(answer: dict[str, Any] | None, seen: list[str], before: Any = None) -> Any:
+    """An elicitation callback: records the message, runs `before`, then answers."""
+
+    async def callback(context: Any, params: Any) -> Any:
+        from mcp import types  # noqa: PLC0415 - mcp 2.x only
+
+        del context
+        seen.append(params.message)
+        if before is not None:
+            before()
+        if answer is None:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content=answer)
+
+    return callback
+
+
+@pytest.fixture
+def approval_target(request: pytest.FixtureRequest, workspace: Path) -> Iterator[Any]:
+    """A server with `--mode default` (every write asks), over stdio or HTTP."""
+    from mcp import StdioServerParameters  # noqa: PLC0415 - mcp 2.x only
+
+    args = ("--root", str(workspace), "--mode", "default")
+    if request.param == "http":
+        with http_server(*args) as url:
+            yield url
+        return
+    yield StdioServerParameters(command=sys.executable, args=command(*args)[1:], env=server_env())
+
+
+@pytest.mark.parametrize("approval_target", ["stdio", "http"], indirect=True)
+@pytest.mark.parametrize(
+    ("answer", "written"), [({"approve": True}, True), ({"approve": False}, False), (None, False)]
+)
+async def test_approvals_ask_by_multi_round_trip_and_nothing_raises(
+    approval_target: Any, workspace: Path, answer: dict[str, Any] | None, written: bool
+) -> None:
+    from mcp import Client  # noqa: PLC0415 - mcp 2.x only
+
+    seen: list[str] = []
+    write = {"file_path": "/approved.txt", "content": "yes\n"}
+    callback = approving(answer, seen)
+    async with (
+        asyncio.timeout(TIMEOUT),
+        Client(approval_target, elicitation_callback=callback) as client,
+    ):
+        assert client.session.protocol_version == "2026-07-28"
+        done = result(await client.call_tool("write_file", write))
+    assert len(seen) == 1
+    assert "/approved.txt" in seen[0]
+    assert "+yes" in seen[0]  # the diff the person approves
+    assert done["isError"] is (not written), done
+    assert (workspace / "approved.txt").exists() is written
+    if not written:
+        assert done["content"][0]["text"].startswith("User rejected the tool call for `write_file`")
+
+
+@pytest.mark.parametrize("approval_target", ["stdio"], indirect=True)
+async def test_a_change_approved_after_the_file_changed_is_refused_as_stale(
+    approval_target: Any, workspace: Path
+) -> None:
+    from mcp import Client  # noqa: PLC0415 - mcp 2.x only
+
+    seen: list[str] = []
+    meddle = lambda: (workspace / "approved.txt").write_text("someone else\n")  # noqa: E731
+    callback = approving({"approve": True}, seen, before=meddle)
+    write = {"file_path": "/approved.txt", "content": "yes\n"}
+    async with (
+        asyncio.timeout(TIMEOUT),
+        Client(approval_target, elicitation_callback=callback) as client,
+    ):
+        done = result(await client.call_tool("write_file", write))
+    assert done["isError"] is True
+    assert "changed after the change was approved" in done["content"][0]["text"]
+    assert (workspace / "approved.txt").read_text() == "someone else\n"
+
+
+@pytest.mark.parametrize("approval_target", ["stdio"], indirect=True)
+async def test_a_client_that_cannot_ask_gets_a_refusal(
+    approval_target: Any, workspace: Path
+) -> None:
+    from mcp import Client  # noqa: PLC0415 - mcp 2.x only
+
+    write = {"file_path": "/approved.txt", "content": "yes\n"}
+    async with asyncio.timeout(TIMEOUT), Client(approval_target) as client:
+        done = result(await client.call_tool("write_file", write))
+    assert done["isError"] is True
+    assert "cannot ask one" in done["content"][0]["text"]
+    assert not (workspace / "approved.txt").exists()

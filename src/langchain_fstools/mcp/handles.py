@@ -25,7 +25,7 @@ import json
 import os
 import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from langchain_fstools.tools.reads import ReadRecord
@@ -47,7 +47,7 @@ class InvalidHandle(ValueError):
 
 
 class ReadHandles:
-    """Mints and checks read handles with one secret key.
+    """Mints and checks read handles (and other state a client carries back) with one key.
 
     Args:
         key: The signing key; at least 16 bytes.
@@ -64,12 +64,7 @@ class ReadHandles:
 
     def mint(self, path: str, record: ReadRecord) -> str:
         """The handle of what `record` says was read of `path`."""
-        payload = json.dumps(
-            [path, record["version"], record["ranges"], record["total_lines"]],
-            separators=(",", ":"),
-            ensure_ascii=False,
-        ).encode()
-        return f"{_encode(payload)}.{_encode(self._tag(payload))}"
+        return self.seal([path, record["version"], record["ranges"], record["total_lines"]])
 
     def open(self, handle: str) -> tuple[str, ReadRecord]:
         """The path and read record a handle stands for.
@@ -77,14 +72,7 @@ class ReadHandles:
         Raises:
             InvalidHandle: not a handle of this key, or altered.
         """
-        body, _, tag = handle.strip().partition(".")
-        try:
-            payload, signature = _decode(body), _decode(tag)
-        except (ValueError, binascii.Error):
-            raise InvalidHandle(handle) from None
-        if not hmac.compare_digest(signature, self._tag(payload)):
-            raise InvalidHandle(handle)
-        path, version, ranges, total = json.loads(payload)
+        path, version, ranges, total = self.unseal(handle)
         record: ReadRecord = {
             "version": version,
             "ranges": ranges,
@@ -92,6 +80,26 @@ class ReadHandles:
             "view": "",
         }
         return path, record
+
+    def seal(self, value: object) -> str:
+        """`value` (JSON) as a signed token: readable, but not alterable without the key."""
+        payload = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+        return f"{_encode(payload)}.{_encode(self._tag(payload))}"
+
+    def unseal(self, token: str) -> Any:
+        """The value `token` was sealed from.
+
+        Raises:
+            InvalidHandle: not a token of this key, or altered.
+        """
+        body, _, tag = token.strip().partition(".")
+        try:
+            payload, signature = _decode(body), _decode(tag)
+        except (ValueError, binascii.Error):
+            raise InvalidHandle(token) from None
+        if not hmac.compare_digest(signature, self._tag(payload)):
+            raise InvalidHandle(token)
+        return json.loads(payload)
 
     def _tag(self, payload: bytes) -> bytes:
         return hmac.new(self._key, payload, hashlib.sha256).digest()[:_TAG_BYTES]

@@ -256,8 +256,13 @@ class FileServer:
             call=self.call,
         )
 
-    async def call(self, request: ToolRequest) -> types.CallToolResult:
-        """Run one tool call in its client's session, asking the person first if need be."""
+    async def call(self, request: ToolRequest) -> Any:
+        """Run one tool call in its client's session, asking the person first if need be.
+
+        Returns:
+            The call's `CallToolResult`, or (2026-07-28) the input-required result asking
+            the person, which the client retries with the answer.
+        """
         session = await self._session(request.client)
         name = request.name
         tool = session.tools.get(name)
@@ -276,8 +281,8 @@ class FileServer:
                     f"read the file with read_file and pass the {HANDLE} its answer ends with."
                 )
         ran = await session.execute(request, tool, arguments, reads)
-        if isinstance(ran, types.CallToolResult):
-            return ran
+        if ran.message is None:
+            return ran.reply
         handle = None
         if takes_handle(tool) and len(ran.reads) == 1:
             handle = self.handles.mint(*next(iter(ran.reads.items())))
@@ -292,7 +297,11 @@ class FileServer:
                     await anyio.to_thread.run_sync(self._prepare)
             sessions = await anyio.to_thread.run_sync(_sessions_module)
             session = sessions.Session.open(
-                self._toolkit, self.backend, policy=self.policy, eviction=self.eviction
+                self._toolkit,
+                self.backend,
+                policy=self.policy,
+                eviction=self.eviction,
+                signer=self.handles,
             )
             self._sessions[client] = session
         return session

@@ -9,6 +9,9 @@ wait for.
 from __future__ import annotations
 
 import copy
+import hashlib
+import hmac
+import json
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -16,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.store.memory import InMemoryStore
+from mcp import types
 
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.store import StoreBackend
-from langchain_fstools.errors import PermissionDenied
+from langchain_fstools.errors import PermissionDenied, StaleApproval
 from langchain_fstools.mcp.content import error_result
 from langchain_fstools.mcp.notifications import Progress
 from langchain_fstools.permissions.approval import approval_request
@@ -35,9 +39,9 @@ if TYPE_CHECKING:
 
     from langchain_core.messages import ToolCall
     from langchain_core.tools import BaseTool
-    from mcp import types
 
     from langchain_fstools.backends.protocol import Backend
+    from langchain_fstools.mcp.handles import ReadHandles
     from langchain_fstools.mcp.sdk import ToolRequest
     from langchain_fstools.permissions.rules import Policy
     from langchain_fstools.tools.reads import ReadRecord
@@ -57,6 +61,9 @@ APPROVAL_SCHEMA: types.ElicitRequestedSchema = {
 }
 """What an approval elicitation asks of the person."""
 
+APPROVAL_KEY = "approval"
+"""The key of the approval form in an input-required result (2026-07-28)."""
+
 
 @dataclass(frozen=True)
 class CallRuntime:
@@ -74,10 +81,15 @@ class CallRuntime:
 
 @dataclass(frozen=True)
 class Ran:
-    """A call that ran: its message, and the read records it added (by path)."""
+    """What a call came to.
 
-    message: ToolMessage
-    reads: dict[str, ReadRecord]
+    The tool's message and the read records it added (by path), or, when the tool did
+    not run, the server's own reply: a refusal, or a question for the person.
+    """
+
+    message: ToolMessage | None
+    reads: dict[str, ReadRecord] = field(default_factory=dict)
+    reply: Any = None
 
 
 @dataclass
@@ -91,6 +103,8 @@ class Session:
     """The session's backend without the permission view: resolves paths, serves dry runs."""
     gate: PermissionGate | None
     """The session's permission gate (it previews with the call's read records)."""
+    signer: ReadHandles
+    """Signs what a person is asked, so the retry that answers applies exactly that."""
     reads: dict[str, ReadRecord] = field(default_factory=dict)
     """What the client read in this session (clients that pass no `read_handle`)."""
 
@@ -102,6 +116,7 @@ class Session:
         *,
         policy: Policy | None,
         eviction: LargeResultEviction | bool,
+        signer: ReadHandles,
     ) -> Session:
         """A new session over `backend`, its tools from `toolkit` (given the guarded view)."""
         storage = backend
@@ -117,7 +132,7 @@ class Session:
         tools = {tool.name: tool for tool in kit.get_tools()}
         if gate is not None:
             gate.tools = {name: tool for name, tool in tools.items() if isinstance(tool, FileTool)}
-        return cls(tools, kit, evicting, storage, gate)
+        return cls(tools, kit, evicting, storage, gate, signer)
 
     async def execute(
         self,
@@ -125,18 +140,14 @@ class Session:
         tool: BaseTool,
         arguments: dict[str, Any],
         reads: Mapping[str, ReadRecord],
-    ) -> Ran | types.CallToolResult:
-        """Run one call seeing `reads`, asking the person first if need be.
-
-        Returns:
-            What ran, or the refusal to return (a denial, a declined approval).
-        """
+    ) -> Ran:
+        """Run one call seeing `reads`, asking the person first if need be."""
         call_id = f"mcp_{uuid.uuid4().hex}"
         call: ToolCall = {"name": tool.name, "args": arguments, "id": call_id, "type": "tool_call"}
         seen = {READS_KEY: dict(reads)}
         refusal = await self._review(request, call, CallRuntime(call_id, state=seen))
         if refusal is not None:
-            return refusal
+            return Ran(None, reply=refusal)
         deferred = self.toolkit.context.deferred_updates
         deferred[call_id] = {}  # no graph state: the tool leaves its read records here
         try:
@@ -167,10 +178,14 @@ class Session:
         messages = result.update.get("messages", []) if isinstance(result.update, dict) else []
         return next(m for m in messages if isinstance(m, ToolMessage))
 
-    async def _review(
-        self, request: ToolRequest, call: ToolCall, runtime: CallRuntime
-    ) -> types.CallToolResult | None:
-        """None to run the call (its approval granted), else the refusal to return."""
+    async def _review(self, request: ToolRequest, call: ToolCall, runtime: CallRuntime) -> Any:
+        """None to run the call (its approval granted), else the reply to return instead.
+
+        The reply is a refusal, or, on the 2026-07-28 protocol, the input-required result
+        asking the person: the client retries the call with the answer and the signed
+        digest of what was shown, and the retry runs only if the call would still make
+        that change (else it is refused as stale).
+        """
         gate = self.gate
         if gate is None:
             return None
@@ -191,18 +206,51 @@ class Session:
             )
         preview = await assessment.tool.apreview(storage, assessment.args, runtime)
         (action,) = approval_request([(call, verdict, preview)])["action_requests"]
-        answer = await request.elicit(action.get("description") or name, APPROVAL_SCHEMA)
-        content = answer.content or {}
-        if answer.action == "accept" and content.get("approve") is True:
+        answer = await self._ask(request, call, action.get("description") or name, verdict.target)
+        if not isinstance(answer, types.ElicitResult):
+            return answer  # the question (2026-07-28), or a stale answer's refusal
+        refusal = _refusal(answer, name)
+        if refusal is None:
             gate.grant(call["id"] or "", gate.approval(assessment, call["args"], preview))
-            return None
-        reason = content.get("reason") if answer.action == "accept" else None
-        return error_result(
-            f"User rejected the tool call for `{name}` with reason: {reason}"
-            if reason
-            else f"User rejected the tool call for `{name}`. It was not run; do not retry "
-            "it unless the user asks."
-        )
+        return refusal
+
+    async def _ask(self, request: ToolRequest, call: ToolCall, message: str, target: object) -> Any:
+        """The person's answer to `message`, or the reply to return instead.
+
+        Over an elicitation (older protocols) the answer comes back in this call. On
+        2026-07-28 the first call returns the question, with the signed digest of what
+        is shown as its state, and the retry carries the answer and that state; a
+        state that no longer matches what the call would do is refused as stale.
+        """
+        if not request.asks_by_result:
+            return await request.elicit(message, APPROVAL_SCHEMA)
+        shown = self.signer.seal(_digest(call, message))
+        answer = request.answer(APPROVAL_KEY)
+        if answer is None or request.state is None:
+            return request.input_required(APPROVAL_KEY, message, APPROVAL_SCHEMA, shown)
+        if not hmac.compare_digest(request.state, shown):
+            return error_result(render_error(StaleApproval(str(target)), tool=call["name"]))
+        return answer
+
+
+def _refusal(answer: types.ElicitResult, name: str) -> types.CallToolResult | None:
+    """None when the person approved, else the refusal (with their reason, if given)."""
+    content = answer.content or {}
+    if answer.action == "accept" and content.get("approve") is True:
+        return None
+    reason = content.get("reason") if answer.action == "accept" else None
+    return error_result(
+        f"User rejected the tool call for `{name}` with reason: {reason}"
+        if reason
+        else f"User rejected the tool call for `{name}`. It was not run; do not retry "
+        "it unless the user asks."
+    )
+
+
+def _digest(call: ToolCall, shown: str) -> str:
+    """What identifies an approval: the tool, its arguments and what the person was shown."""
+    payload = json.dumps([call["name"], call["args"], shown], sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()
 
 
 def _message(request: ToolCallRequest, content: Any) -> ToolMessage:
@@ -213,4 +261,4 @@ def _message(request: ToolCallRequest, content: Any) -> ToolMessage:
     )
 
 
-__all__ = ["APPROVAL_SCHEMA", "CallRuntime", "Ran", "Session"]
+__all__ = ["APPROVAL_KEY", "APPROVAL_SCHEMA", "CallRuntime", "Ran", "Session"]

@@ -30,7 +30,9 @@ def test_an_empty_mount_hidden_while_empty_is_not_listed(tmp_path: Path) -> None
 async def test_ls_shows_large_tool_results_once_something_is_evicted(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a\n")
     server = file_server(tmp_path)
-    session = Session.open(server._toolkit, server.backend, policy=None, eviction=True)
+    session = Session.open(
+        server._toolkit, server.backend, policy=None, eviction=True, signer=server.handles
+    )
 
     async def call(name: str, **args: object) -> str:
         message = await session.run(
