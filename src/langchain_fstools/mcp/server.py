@@ -263,7 +263,10 @@ class FileServer:
             The call's `CallToolResult`, or (2026-07-28) the input-required result asking
             the person, which the client retries with the answer.
         """
-        session = await self._session(request.client)
+        # 2026-07-28 has no sessions: its calls share one, whose reads never count (only
+        # handles do), so tools are built once and evicted results outlive the call.
+        sessionless = request.asks_by_result
+        session = await self._session(self if sessionless else request.client)
         name = request.name
         tool = session.tools.get(name)
         if tool is None:
@@ -271,7 +274,7 @@ class FileServer:
                 f"Error: no tool named {name!r}; call one of {sorted(session.tools)}."
             )
         arguments = dict(request.arguments)
-        reads = dict(session.reads)
+        reads = {} if sessionless else dict(session.reads)
         if takes_handle(tool):
             try:
                 reads.update(self._opened(arguments.pop(HANDLE, None)))
@@ -283,13 +286,18 @@ class FileServer:
         ran = await session.execute(request, tool, arguments, reads)
         if ran.message is None:
             return ran.reply
+        if not sessionless:
+            session.reads.update(ran.reads)
         handle = None
         if takes_handle(tool) and len(ran.reads) == 1:
             handle = self.handles.mint(*next(iter(ran.reads.items())))
         return to_call_result(ran.message, handle=handle)
 
     async def _session(self, client: object) -> Session:
-        """The client's session, opened on its first call (the first loads `mcp.sessions`)."""
+        """The client's session, opened on its first call (the first loads `mcp.sessions`).
+
+        The server itself is the key of the one that sessionless calls share.
+        """
         session = self._sessions.get(client)
         if session is None:
             async with self._preparing:

@@ -106,7 +106,8 @@ class Session:
     signer: ReadHandles
     """Signs what a person is asked, so the retry that answers applies exactly that."""
     reads: dict[str, ReadRecord] = field(default_factory=dict)
-    """What the client read in this session (clients that pass no `read_handle`)."""
+    """What the client read in this session (clients that pass no `read_handle`); the
+    server keeps it, for clients that keep a session."""
 
     @classmethod
     def open(
@@ -158,7 +159,6 @@ class Session:
             added: dict[str, ReadRecord] = deferred.pop(call_id, {}).get(READS_KEY, {})
             if self.gate is not None:
                 self.gate.revoke(call_id)
-        self.reads.update(added)
         return Ran(message, added)
 
     async def run(self, tool: BaseTool, call: ToolCall, runtime: CallRuntime) -> ToolMessage:

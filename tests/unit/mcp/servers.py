@@ -23,6 +23,8 @@ class Request:
     progress_token: str | None = "token-1"  # noqa: S105 - not a secret
     request_id: int = 1
     sent: list[tuple[float, str]] = field(default_factory=list)
+    asks_by_result: bool = False
+    """Whether the call came on the 2026-07-28 protocol (no session)."""
 
     def can_elicit(self) -> bool:
         return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import stat
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +80,11 @@ def test_without_one_a_key_is_kept_in_the_config_folder_readable_only_by_the_use
     kept.chmod(0o644)
     with pytest.raises(ValueError, match="chmod 600"):
         handle_key()
+
+
+def sessionless(name: str, **arguments: Any) -> Request:
+    """A call on the 2026-07-28 protocol: no session, each from its own connection."""
+    return Request(name, arguments, Client(), progress_token=None, asks_by_result=True)
 
 
 # ----- the server: each call from a new connection, as on the 2026-07-28 protocol ------
@@ -212,3 +218,25 @@ def test_the_listing_offers_read_handle_only_on_the_tools_that_take_it(
     assert "read_handle" not in schema["properties"]
     assert "read_handle" not in tools["edit_file"].description
     assert "unchanged" in tools["read_file"].description
+
+
+async def test_sessionless_calls_count_reads_only_through_handles(
+    server: FileServer, tmp_path: Path
+) -> None:
+    await server.call(sessionless("read_file", file_path="/notes.txt"))  # type: ignore[arg-type]
+    edit = {"file_path": "/notes.txt", "old_string": "beta", "new_string": "gamma"}
+    refused = await server.call(sessionless("edit_file", **edit))  # type: ignore[arg-type]
+    assert refused.model_dump(by_alias=True)["isError"] is True  # another caller's read
+    assert (tmp_path / "notes.txt").read_text() == "alpha\nbeta\n"
+
+
+async def test_a_sessionless_clients_evicted_result_can_be_read_back(
+    server: FileServer,
+) -> None:
+    ran = await server.call(sessionless("execute", command="seq 1 60000"))  # type: ignore[arg-type]
+    saved = re.search(r"/large_tool_results/[\w-]+", text(ran.model_dump(by_alias=True)))
+    assert saved is not None
+    back = await server.call(sessionless("read_file", file_path=saved.group(0), limit=2))  # type: ignore[arg-type]
+    dumped = back.model_dump(by_alias=True)
+    assert dumped["isError"] is False, text(dumped)
+    assert text(dumped).startswith("1\t1\n2\t2")

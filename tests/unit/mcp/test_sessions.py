@@ -31,7 +31,6 @@ WRITE = {"file_path": "/approved.txt", "content": "yes\n"}
 class ModernRequest(Request):
     """A `tools/call` on 2026-07-28: a person is asked by the result, answered by a retry."""
 
-    asks_by_result: bool = True
     answers: dict[str, Any] | None = None
     state: str | None = None
 
@@ -65,7 +64,8 @@ def instance(root: Path) -> FileServer:
 
 
 async def ask(server: FileServer) -> Any:
-    asked = await server.call(ModernRequest("write_file", WRITE, Client(), progress_token=None))  # type: ignore[arg-type]
+    asking = ModernRequest("write_file", WRITE, Client(), progress_token=None, asks_by_result=True)
+    asked = await server.call(asking)  # type: ignore[arg-type]
     dumped = asked.model_dump(by_alias=True, exclude_none=True)
     assert dumped["resultType"] == "input_required"
     return dumped
@@ -77,6 +77,7 @@ async def retry(server: FileServer, answer: dict[str, Any], state: str) -> dict[
         WRITE,
         Client(),
         progress_token=None,
+        asks_by_result=True,
         answers={APPROVAL_KEY: answer},
         state=state,
     )
