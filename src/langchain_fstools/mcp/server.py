@@ -8,9 +8,13 @@ that `read_file`, `edit_file`, `write_file` and `notebook_edit` take back, so re
 write and staleness hold with no session (the 2026-07-28 protocol, a client that opens a
 session per call). Where a client keeps a session, the session's reads count too. Each
 MCP session gets its own tool instances and `/large_tool_results/` folder (in memory),
-where large results are evicted as `FilesystemMiddleware` does. Permissions
-follow `langchain_fstools.permissions.rules`; an `ask` becomes an MCP elicitation when the
-client supports it, and a refusal saying why otherwise.
+where large results are evicted as `FilesystemMiddleware` does; the sessionless calls of
+2026-07-28 share one. Permissions follow `langchain_fstools.permissions.rules`; an `ask`
+becomes an MCP elicitation when the client supports it (on 2026-07-28, a result asking
+the person that the client retries with the answer: `mcp.sessions`), and a refusal
+saying why otherwise. What only a call needs loads at the first call (`mcp.sessions`),
+and the listing can be kept between starts (`mcp.listing_cache`), so a server answers
+its first request as fast as a minimal one.
 """
 
 from __future__ import annotations
@@ -51,10 +55,10 @@ SERVER_NAME = "langchain-fstools"
 
 INSTRUCTIONS = """File tools over a workspace whose root is `/`; paths are absolute \
 workspace paths such as `/src/app.py`. Read a file before you edit or overwrite it, and \
-pass the `read_handle` the read ends with to the change; if the file changed since, read it \
-again. Find files with `glob`, search contents with `grep`, change \
-files with `edit_file` (or `apply_patch` for many changes at once). Results too large for \
-the conversation are saved under `/large_tool_results/`; read them back with `read_file`."""
+pass the `read_handle` the read ends with to the change; if the file changed since, read \
+it again. Find files with `glob`, search contents with `grep`, change files with \
+`edit_file` (or `apply_patch` for many changes at once). Results too large for the \
+conversation are saved under `/large_tool_results/`; read them back with `read_file`."""
 """What the server tells the client about its tools at initialisation."""
 
 READER = "this MCP client"
@@ -108,7 +112,8 @@ def create_server(
         protected_paths: Globs that always ask. Default (None):
             `permissions.PROTECTED_PATHS`.
         eviction: True for the default `LargeResultEviction`, an instance to configure
-            it, or False. Evicted results live in memory, per session. Default: True.
+            it, or False. Evicted results live in memory, per session (one for all
+            sessionless calls). Default: True.
         name: The server's name in the handshake. Default: `"langchain-fstools"`.
         handle_key: The key signing read handles; servers that must accept each other's
             handles (behind a balancer, or one process per call) share it, e.g.
