@@ -34,7 +34,7 @@ def render_error(exc: BaseException, *, tool: str, reader: str | None = None) ->
     with the calls (`"this MCP client"`, see `mcp.handles`); None for the agent itself.
     """
     if isinstance(exc, errors.NotReadYet) and reader is not None:
-        return _not_read_in_session(exc, reader)
+        return _not_read_by_client(exc, reader)
     message = _known(exc)
     if message is None:
         logger.error("%s failed unexpectedly", tool, exc_info=exc)
@@ -45,7 +45,7 @@ def render_error(exc: BaseException, *, tool: str, reader: str | None = None) ->
     return message
 
 
-def _not_read_in_session(exc: errors.NotReadYet, reader: str) -> str:
+def _not_read_by_client(exc: errors.NotReadYet, reader: str) -> str:
     """The refusal naming the client, and how its read reaches the change."""
     seen = "has read only part of" if exc.partially else "has not read"
     whole = "all of it " if exc.partially else "it "
