@@ -1,14 +1,17 @@
-"""Two server processes behind a round-robin serve one client on the 2026-07-28 protocol.
+"""Two server processes behind a round-robin serve one client.
 
 Calls alternate between the two instances (one port, then the other), so a read is
 answered by one and the edit by the other, and an approval is asked by one and answered
 on the other: what spans calls travels in the calls (read handles, the signed request
-state), with the instances sharing only their key. mcp 2.x only (its `Client`).
+state), with the instances sharing only their key. On 2026-07-28 (mcp 2.x's `Client`)
+that needs nothing more; on the older protocol the servers run with `--stateless` (no
+`Mcp-Session-Id`, nothing evicted to one instance's memory).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import itertools
 import json
 from typing import TYPE_CHECKING, Any
@@ -16,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from langchain_fstools.mcp.sdk import GENERATION
-from tests.integration.mcp_servers import http_server, make_workspace
+from tests.integration.mcp_servers import http_server, make_workspace, wire
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -25,7 +28,6 @@ pytestmark = [
     pytest.mark.integration,
     pytest.mark.enable_socket,
     pytest.mark.allow_hosts(["127.0.0.1"]),
-    pytest.mark.skipif(GENERATION < 2, reason="mcp 1.x has no Client speaking 2026-07-28"),
 ]
 
 TIMEOUT = 90
@@ -37,7 +39,7 @@ def round_robin(urls: list[str], calls: list[tuple[int, str]]) -> Any:
     Other requests (discovery, the listing the client fetches once) go to the first.
     Records `(port, tool)` for every `tools/call` it sends.
     """
-    import httpx2  # noqa: PLC0415 - mcp 2.x's HTTP client
+    httpx2: Any = importlib.import_module("httpx2" if GENERATION >= 2 else "httpx")  # the SDK's
 
     parsed = [httpx2.URL(url) for url in urls]
     turns = itertools.cycle(parsed)
@@ -62,6 +64,7 @@ def round_robin(urls: list[str], calls: list[tuple[int, str]]) -> Any:
     return httpx2.AsyncClient(transport=RoundRobin(), timeout=httpx2.Timeout(30, read=300))
 
 
+@pytest.mark.skipif(GENERATION < 2, reason="mcp 1.x has no Client speaking 2026-07-28")
 async def test_two_instances_alternating_serve_reads_edits_and_approvals(tmp_path: Path) -> None:
     from mcp import Client, types  # noqa: PLC0415 - mcp 2.x only
     from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415
@@ -101,3 +104,36 @@ async def test_two_instances_alternating_serve_reads_edits_and_approvals(tmp_pat
     assert by_tool["read_file"][0] != by_tool["edit_file"][0]  # read on one, edit on the other
     asking, answered = by_tool["write_file"]  # the question, then the retry with the answer
     assert asking != answered
+
+
+async def test_two_stateless_instances_serve_a_client_of_the_older_protocol(
+    tmp_path: Path,
+) -> None:
+    from mcp import ClientSession  # noqa: PLC0415
+    from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415
+
+    workspace = make_workspace(tmp_path)
+    args = ("--root", str(workspace), "--execute", "--stateless")
+    calls: list[tuple[int, str]] = []
+    edit = {"file_path": "/notes.txt", "old_string": "alpha", "new_string": "ALPHA"}
+    with http_server(*args) as first, http_server(*args) as second:
+        transport = streamable_http_client(first, http_client=round_robin([first, second], calls))
+        async with (
+            asyncio.timeout(TIMEOUT),
+            transport as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            await session.initialize()
+            read = wire(await session.call_tool("read_file", {"file_path": "/notes.txt"}))
+            blind = wire(await session.call_tool("edit_file", edit))
+            handle = read["structuredContent"]["read_handle"]
+            edited = wire(await session.call_tool("edit_file", {**edit, "read_handle": handle}))
+            output = wire(await session.call_tool("execute", {"command": "seq 1 60000"}))
+    assert blind["isError"]  # no session: only the handle says what was read
+    assert not edited["isError"], edited
+    assert (workspace / "notes.txt").read_text() == "ALPHA\nbeta\n"
+    shown = output["content"][0]["text"]
+    assert "large_tool_results" not in shown  # nothing kept in one instance's memory
+    assert shown.startswith("1\n2\n3\n")
+    assert "60000" in shown
+    assert len({port for port, _ in calls}) == 2

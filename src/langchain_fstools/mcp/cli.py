@@ -11,7 +11,7 @@
 A config file (TOML) holds the same settings under the flags' names (`root`, `ssh`,
 `ssh_root`, `ssh_port`, `ssh_user`, `ssh_keys`, `known_hosts`, `postgres`, `namespace`,
 `execute`, `sandbox`, `mode`, `http`, `token`, `allow_hosts`, `objectstore`, `prefix`,
-`handle_key`), plus `[[permissions]]`
+`handle_key`, `stateless`), plus `[[permissions]]`
 rules (`operations`, `paths`, `commands`, `action`) and a `[settings]` table of
 `ToolSettings` fields. A flag given on the command line wins over the file. This module
 imports the MCP SDK only when the command runs, so the rest of the CLI works without the
@@ -58,6 +58,7 @@ OPTIONS = (
     "objectstore",
     "prefix",
     "handle_key",
+    "stateless",
 )
 """Settings a flag or the config file may give."""
 
@@ -79,6 +80,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "sandbox": ("execute", "--sandbox"),
     "token": ("http", "--token"),
     "allow_hosts": ("http", "--allow-host"),
+    "stateless": ("http", "--stateless"),
 }
 """Settings that mean something only with another: name -> (needed setting, flag)."""
 
@@ -209,6 +211,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --http: another name clients reach the server by, for Host and Origin "
         "checks; repeat for more (default: the bound address and localhost only)",
     )
+    http.add_argument(
+        "--stateless",
+        action="store_true",
+        default=None,
+        help="with --http: keep nothing between requests, so instances behind a balancer"
+        " (sharing --handle-key) serve one client: no sessions (reads travel in read_handle),"
+        " and large results are not saved to /large_tool_results/ (execute's output is cut"
+        " in the middle instead) (default: off)",
+    )
     parser.add_argument(
         "--handle-key",
         metavar="KEY",
@@ -323,6 +334,7 @@ async def serve(config: dict[str, Any]) -> None:
             permissions=rules,
             handle_key=config.get("handle_key"),
             listing_cache=cache_folder(),
+            eviction=not config.get("stateless"),
             **config.get("settings", {}),
         )
         server = await anyio.to_thread.run_sync(build)  # reads the kept listing, or builds it
@@ -335,6 +347,7 @@ async def serve(config: dict[str, Any]) -> None:
                 port=port,
                 token=config.get("token"),
                 allowed_hosts=config.get("allow_hosts") or (),
+                stateless=bool(config.get("stateless")),
             )
         else:
             await run_stdio(server)

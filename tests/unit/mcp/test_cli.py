@@ -234,3 +234,10 @@ def test_the_http_server_says_its_url_and_whether_a_token_is_needed() -> None:
     assert with_token.startswith("Serving MCP over streamable HTTP at http://[::1]:9000/mcp (")
     assert "Authorization: Bearer <token>" in with_token
     assert "secret" not in with_token
+
+
+def test_stateless_is_an_http_setting(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="--stateless applies only with --http"):
+        resolve(parse("--root", str(tmp_path), "--stateless"))
+    stateless = resolve(parse("--root", str(tmp_path), "--http", ":9000", "--stateless"))
+    assert stateless["stateless"] is True
