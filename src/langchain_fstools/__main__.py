@@ -2,6 +2,6 @@
 
 import sys
 
-from langchain_fstools.demo import main
+from langchain_fstools.commands import main
 
 sys.exit(main())

@@ -1,6 +1,4 @@
-"""The command line (`demo`, and `mcp`: see `mcp.cli`), and an offline demo.
-
-In the demo, a scripted model drives `create_agent` with the file tools.
+"""An offline demo: a scripted model drives `create_agent` with the file tools.
 
 `python -m langchain_fstools demo` copies a small embedded workspace to a temporary
 directory, runs an agent over it with a fake chat model that plays back a fixed list of
@@ -12,7 +10,6 @@ agent has not read).
 
 from __future__ import annotations
 
-import argparse
 import io
 import sys
 import tempfile
@@ -25,12 +22,8 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from PIL import Image, ImageDraw
 
-from langchain_fstools._version import __version__
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.backends.state import StateBackend
-from langchain_fstools.errors import MissingExtra
-from langchain_fstools.mcp.cli import add_arguments as add_mcp_arguments
-from langchain_fstools.mcp.cli import run as run_mcp
 from langchain_fstools.middleware import FilesystemMiddleware
 from langchain_fstools.testing import ScriptedChatModel
 
@@ -215,40 +208,11 @@ def _shown(content: str | list[Any]) -> str:
     return "\n".join(parts)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of `python -m langchain_fstools`."""
-    parser = argparse.ArgumentParser(
-        prog="python -m langchain_fstools",
-        description="File tools for LangChain and LangGraph agents: an offline demo, and an "
-        "MCP server for any MCP client.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    demo = commands.add_parser(
-        "demo",
-        help="run the offline demo agent",
-        description="Run a scripted agent (no model, no network) over a scratch folder.",
-    )
-    demo.add_argument(
-        "--backend",
-        choices=["local", "state"],
-        default="local",
-        help="where the demo's files live: a temporary folder or graph state (default: local)",
-    )
-    mcp = commands.add_parser("mcp", help="serve the file tools to MCP clients")
-    add_mcp_arguments(mcp)
-    options = parser.parse_args(argv)
-    if options.command == "mcp":
-        try:
-            return run_mcp(options)
-        except MissingExtra as exc:  # one sentence with the pip install, no traceback
-            print(f"{parser.prog}: {exc}", file=sys.stderr)
-            return 2
-        except ValueError as exc:
-            mcp.error(str(exc))
+def run_demo(kind: str = "local") -> int:
+    """Run the demo (`kind`: `local` or `state`) in a scratch folder; 0 when done."""
     with tempfile.TemporaryDirectory(prefix="fstools-demo-") as root:
         try:
-            run(options.backend, Path(root))
+            run(kind, Path(root))
         except BrokenPipeError:  # output piped into `head`: stop quietly
             sys.stderr.close()
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_fstools.demo import main
+from langchain_fstools.commands import main
 
 
 @pytest.mark.parametrize("backend", ["local", "state"])

@@ -24,6 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from PIL import Image
 
+from langchain_fstools.mcp.handles import HANDLE_KEY_ENV
+
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 INITIALIZED: weakref.WeakKeyDictionary[ClientSession, types.InitializeResult] = (
     weakref.WeakKeyDictionary()
@@ -32,9 +34,13 @@ INITIALIZED: weakref.WeakKeyDictionary[ClientSession, types.InitializeResult] = 
 START_TIMEOUT = 90.0
 
 
+HANDLE_KEY = "integration-tests-read-handle-key"
+"""The servers' read-handle key, so none is written to the user's config folder."""
+
+
 def server_env() -> dict[str, str]:
     """This process's environment, importing the package from this checkout."""
-    return {**os.environ, "PYTHONPATH": SRC}
+    return {**os.environ, "PYTHONPATH": SRC, HANDLE_KEY_ENV: HANDLE_KEY}
 
 
 def command(*args: str) -> list[str]:

@@ -3,7 +3,9 @@
 The `test` extra pins mcp 1.x (langchain-mcp-adapters requires mcp<2), so `scripts/setup`
 makes a second venv, `.venv-mcp2`, with mcp 2.x; this test runs there the server's unit
 tests and its integration tests over stdio and HTTP (our Python client, the HTTP door,
-the official TypeScript client). Left out: the two modules that need langchain-mcp-adapters.
+the official TypeScript client), and mcp 2.x's own `Client` on the 2026-07-28 protocol (also against two instances
+behind a round-robin).
+Left out: the two modules that need langchain-mcp-adapters.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ MODULES = [
     "tests/integration/test_mcp_server.py",
     "tests/integration/test_mcp_http_door.py",
     "tests/integration/test_mcp_typescript.py",
+    "tests/integration/test_mcp_client_modern.py",
+    "tests/integration/test_mcp_round_robin.py",
 ]
 
 pytestmark = pytest.mark.integration

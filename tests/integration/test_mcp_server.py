@@ -108,7 +108,8 @@ async def test_read_text_and_image(open_client: Open) -> None:
         text = await session.call_tool("read_file", {"file_path": "/notes.txt"})
         image = await session.call_tool("read_file", {"file_path": "/logo.png"})
     assert not wire(text)["isError"]
-    assert text_of(text) == "1\talpha\n2\tbeta"
+    handle = wire(text)["structuredContent"]["read_handle"]
+    assert text_of(text) == f"1\talpha\n2\tbeta\n\nread_handle: {handle}"
     assert not wire(image)["isError"]
     blocks = [b for b in image.content if isinstance(b, types.ImageContent)]
     assert len(blocks) == 1
@@ -204,11 +205,34 @@ async def test_a_second_session_has_its_own_read_state(open_client: Open, worksp
         async with open_client() as second:
             refused = await second.call_tool("edit_file", edit)
         assert wire(refused)["isError"]
-        assert text_of(refused).startswith("Error: this MCP session has not read /notes.txt:")
-        assert "client.session() with load_mcp_tools" in text_of(refused)
+        assert text_of(refused).startswith("Error: this MCP client has not read /notes.txt:")
+        assert "read_handle" in text_of(refused)
         accepted = await first.call_tool("edit_file", edit)
     assert not wire(accepted)["isError"], text_of(accepted)
     assert (workspace / "notes.txt").read_text() == "ALPHA\nbeta\n"
+
+
+async def test_the_read_handle_carries_a_read_into_another_session(
+    open_client: Open, workspace: Path
+) -> None:
+    edit = {"file_path": "/notes.txt", "old_string": "alpha", "new_string": "ALPHA"}
+    async with asyncio.timeout(TIMEOUT):
+        async with open_client() as reader:
+            read = wire(await reader.call_tool("read_file", {"file_path": "/notes.txt"}))
+        handle = read["structuredContent"]["read_handle"]
+        assert read["content"][-1]["text"].endswith(f"\nread_handle: {handle}")
+        async with open_client() as editor:  # over stdio: another server process
+            edited = wire(await editor.call_tool("edit_file", {**edit, "read_handle": handle}))
+        assert not edited["isError"], edited
+        again = {"file_path": "/notes.txt", "old_string": "beta", "new_string": "BETA"}
+        fresh = edited["structuredContent"]["read_handle"]
+        async with open_client() as third:
+            stale = wire(await third.call_tool("edit_file", {**again, "read_handle": handle}))
+            second = wire(await third.call_tool("edit_file", {**again, "read_handle": fresh}))
+    assert stale["isError"]
+    assert "modified since it was last read" in stale["content"][0]["text"]
+    assert not second["isError"], second
+    assert (workspace / "notes.txt").read_text() == "ALPHA\nBETA\n"
 
 
 async def test_a_path_outside_the_root_is_refused_without_host_paths(
@@ -257,7 +281,7 @@ async def test_a_repeated_read_returns_the_content(open_client: Open) -> None:
         images = [
             await session.call_tool("read_file", {"file_path": "/logo.png"}) for _ in range(2)
         ]
-    assert texts == ["1\talpha\n2\tbeta"] * 3
+    assert [text.partition("\n\nread_handle: ")[0] for text in texts] == ["1\talpha\n2\tbeta"] * 3
     for image in images:
         assert [b["type"] for b in wire(image)["content"]].count("image") == 1
 

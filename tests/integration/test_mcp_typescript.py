@@ -1,8 +1,10 @@
 """The server driven by a client we did not write: the official MCP TypeScript SDK.
 
-`tests/integration/mcp_ts/client.mjs` (the SDK pinned by its package.json and lockfile,
-installed with `npm ci` into a cache folder on first use) runs a scenario against the
-server over stdio and over streamable HTTP and prints what it saw as JSON. Skipped,
+`tests/integration/mcp_ts/client.mjs` (the SDK v1, pinned by its package.json and
+lockfile, installed with `npm ci` into a cache folder on first use) and
+`tests/integration/mcp_ts2/client.mjs` (the SDK v2, which speaks 2026-07-28 to an mcp 2.x
+server) run a scenario against the server over stdio and over streamable HTTP and print
+what they saw as JSON. Skipped,
 with the reason, only when Node.js or npm is not installed.
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from langchain_fstools.mcp.sdk import GENERATION
 from tests.integration.mcp_servers import command, http_server, make_workspace, server_env
 
 pytestmark = [
@@ -28,22 +31,22 @@ pytestmark = [
 ]
 
 PACKAGE = Path(__file__).parent / "mcp_ts"
+PACKAGE_2 = Path(__file__).parent / "mcp_ts2"
 NODE_TIMEOUT = 180
 
 
-@pytest.fixture(scope="module")
-def client_dir() -> Path:
-    """A folder with client.mjs and the SDK installed by `npm ci` (kept across runs)."""
+def installed(package: Path, sdk: str) -> Path:
+    """A folder with `package`'s client.mjs and its SDK installed by `npm ci` (kept)."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.skip("Node.js and npm are needed to run the TypeScript SDK client")
-    lock = (PACKAGE / "package-lock.json").read_bytes()
+    lock = (package / "package-lock.json").read_bytes()
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    folder = cache / "langchain-fstools" / f"mcp-ts-{hashlib.sha256(lock).hexdigest()[:16]}"
+    folder = cache / "langchain-fstools" / f"{package.name}-{hashlib.sha256(lock).hexdigest()[:16]}"
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("package.json", "package-lock.json", "client.mjs"):
-        shutil.copyfile(PACKAGE / name, folder / name)
-    if not (folder / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
+        shutil.copyfile(package / name, folder / name)
+    if not (folder / "node_modules" / sdk).is_dir():
         subprocess.run(
             [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
             cwd=folder,
@@ -51,6 +54,18 @@ def client_dir() -> Path:
             timeout=600,
         )
     return folder
+
+
+@pytest.fixture(scope="module")
+def client_dir() -> Path:
+    """The SDK v1 client (`@modelcontextprotocol/sdk`), installed."""
+    return installed(PACKAGE, "@modelcontextprotocol/sdk")
+
+
+@pytest.fixture(scope="module")
+def client2_dir() -> Path:
+    """The SDK v2 client (`@modelcontextprotocol/client`, 2026-07-28), installed."""
+    return installed(PACKAGE_2, "@modelcontextprotocol/client")
 
 
 @pytest.fixture
@@ -114,11 +129,13 @@ def test_tools_reads_edits_and_progress(client_dir: Path, workspace: Path, trans
     assert tools["execute"]["annotations"]["openWorldHint"] is True
     assert "file_path" in tools["read_file"]["properties"]
 
+    handle = seen["readText"]["handle"]
     assert seen["readText"] == {
         "isError": False,
-        "text": "1\talpha\n2\tbeta",
+        "text": f"1\talpha\n2\tbeta\n\nread_handle: {handle}",
         "types": ["text"],
         "mimeTypes": [],
+        "handle": handle,
     }
     assert seen["readAgain"]["text"] == seen["readText"]["text"]  # content, not a stub
     assert "image" in seen["readImage"]["types"]
@@ -128,8 +145,9 @@ def test_tools_reads_edits_and_progress(client_dir: Path, workspace: Path, trans
     assert (workspace / "src/app.py").read_text().count("Hello,") == 1
     refused = seen["editInFreshSession"]
     assert refused["isError"]
-    assert refused["text"].startswith("Error: this MCP session has not read /notes.txt:")
-    assert (workspace / "notes.txt").read_text() == "alpha\nbeta\n"
+    assert refused["text"].startswith("Error: this MCP client has not read /notes.txt:")
+    assert not seen["editWithHandleInFreshSession"]["isError"], seen
+    assert (workspace / "notes.txt").read_text() == "ALPHA\nbeta\n"
 
     progress = seen["progress"]
     ticks = "".join(p["message"] for p in progress if p["tool"] == "execute")
@@ -157,3 +175,34 @@ def test_an_approval_through_elicitation(
         assert seen["written"]["isError"]
         assert "rejected" in seen["written"]["text"]
         assert not (workspace / "approved.txt").exists()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_v2_client_edits_only_with_the_handle_of_a_read_of_that_file(
+    client2_dir: Path, workspace: Path, transport: str
+) -> None:
+    with target_for(transport, "--root", str(workspace)) as target:
+        seen = run_client(client2_dir, "handles", target)
+    assert (seen["protocol"] == "2026-07-28") is (GENERATION >= 2), seen["protocol"]
+    assert seen["read"]["text"].endswith(f"\n\nread_handle: {seen['read']['handle']}")
+    for refused in (seen["blind"], seen["misdirected"]):
+        assert refused["isError"]
+        assert refused["text"].startswith("Error: this MCP client has not read /src/app.py:")
+    assert not seen["edited"]["isError"], seen["edited"]
+    assert seen["edited"]["handle"]
+    assert (workspace / "notes.txt").read_text() == "ALPHA\nbeta\n"
+    assert "Helo," in (workspace / "src/app.py").read_text()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("answer", ["accept", "decline"])
+def test_the_v2_client_answers_an_approval(
+    client2_dir: Path, workspace: Path, transport: str, answer: str
+) -> None:
+    with target_for(transport, "--root", str(workspace), "--mode", "default") as target:
+        seen = run_client(client2_dir, "approval", target, answer)
+    (asked,) = seen["elicited"]
+    assert "/approved.txt" in asked
+    assert "+yes" in asked
+    assert seen["written"]["isError"] is (answer != "accept"), seen["written"]
+    assert (workspace / "approved.txt").exists() is (answer == "accept")

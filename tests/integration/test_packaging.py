@@ -36,7 +36,10 @@ def test_wheel_carries_the_license_classifiers_and_urls(tmp_path: Path) -> None:
         metadata = Parser().parsestr(archive.read(metadata_name).decode())
         (license_name,) = [n for n in names if n.endswith("/licenses/LICENSE")]
         shipped = archive.read(license_name).decode()
+        (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        scripts = archive.read(entry_points).decode()
     assert shipped == (ROOT / "LICENSE").read_text()
+    assert "langchain-fstools-mcp = langchain_fstools.mcp.cli:main" in scripts
     assert shipped.startswith("MIT License")
     assert metadata["License-Expression"] == "MIT"
     classifiers = metadata.get_all("Classifier")

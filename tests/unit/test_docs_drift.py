@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import langchain_fstools
-from langchain_fstools.demo import main
+from langchain_fstools.commands import main
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]

@@ -1,6 +1,6 @@
-"""`python -m langchain_fstools mcp`: serve the file tools to MCP clients.
+"""`langchain-fstools-mcp` (or `python -m langchain_fstools mcp`): serve the file tools.
 
-    python -m langchain_fstools mcp --root ./repo                    # stdio, local disk
+    langchain-fstools-mcp --root ./repo                              # stdio, local disk
     python -m langchain_fstools mcp --root ./repo --http 127.0.0.1:8765
     python -m langchain_fstools mcp --root ./repo --http 0.0.0.0:8765 --allow-host box.lan
         (with the token in LANGCHAIN_FSTOOLS_MCP_TOKEN, or --token)
@@ -10,27 +10,33 @@
 
 A config file (TOML) holds the same settings under the flags' names (`root`, `ssh`,
 `ssh_root`, `ssh_port`, `ssh_user`, `ssh_keys`, `known_hosts`, `postgres`, `namespace`,
-`execute`, `sandbox`, `mode`, `http`, `token`, `allow_hosts`), plus `[[permissions]]`
+`execute`, `sandbox`, `mode`, `http`, `token`, `allow_hosts`, `objectstore`, `prefix`,
+`handle_key`, `stateless`), plus `[[permissions]]`
 rules (`operations`, `paths`, `commands`, `action`) and a `[settings]` table of
 `ToolSettings` fields. A flag given on the command line wins over the file. This module
 imports the MCP SDK only when the command runs, so the rest of the CLI works without the
-`mcp` extra.
+`mcp` extra; without it (or without the extra a backend needs) the command says in one
+sentence what to install.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import functools
 import os
+import sys
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_fstools._version import __version__
 from langchain_fstools.core.extras import require
+from langchain_fstools.errors import MissingExtra
 from langchain_fstools.mcp.door import TOKEN_ENV, is_loopback
+from langchain_fstools.mcp.handles import HANDLE_KEY_ENV, KEY_FILE, handle_key
 
 if TYPE_CHECKING:
-    import argparse
-
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.shell.sandbox import Sandbox
 
@@ -53,13 +59,16 @@ OPTIONS = (
     "objectstore",
     "prefix",
     "conditional_writes",
+    "handle_key",
+    "stateless",
 )
 """Settings a flag or the config file may give."""
 
 DESCRIPTION = """Serve the file tools to MCP clients (Claude Code, Cursor, the MCP Inspector,
 langchain-mcp-adapters, ...) over stdio, or over streamable HTTP with --http. Give exactly
-one backend: --root, --ssh or --postgres. Each client session has its own read state: a
-file must be read in a session before that session edits it."""
+one backend: --root, --ssh, --postgres or --objectstore. A file must be read before it is
+changed: each read answers with a signed read_handle that the change passes back, so no
+session is needed (a client that keeps one may leave it out)."""
 """The `mcp` command's description in its help."""
 
 NEEDS: dict[str, tuple[str, str]] = {
@@ -74,8 +83,36 @@ NEEDS: dict[str, tuple[str, str]] = {
     "sandbox": ("execute", "--sandbox"),
     "token": ("http", "--token"),
     "allow_hosts": ("http", "--allow-host"),
+    "stateless": ("http", "--stateless"),
 }
 """Settings that mean something only with another: name -> (needed setting, flag)."""
+
+
+PROG = "langchain-fstools-mcp"
+"""The console script's name."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `langchain-fstools-mcp` console script."""
+    parser = argparse.ArgumentParser(prog=PROG)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_arguments(parser)
+    return run_command(parser, parser.parse_args(argv))
+
+
+def run_command(parser: argparse.ArgumentParser, options: argparse.Namespace) -> int:
+    """Run the server `options` describe, ending as a command ends: with its exit status.
+
+    A bad setting is `parser`'s error (exit 2); a missing extra, one sentence naming the
+    `pip install` to run (exit 1).
+    """
+    try:
+        return run(options)
+    except MissingExtra as exc:
+        sys.stderr.write(f"{parser.prog}: {exc}\n")
+        return 1
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -158,6 +195,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --http: another name clients reach the server by, for Host and Origin "
         "checks; repeat for more (default: the bound address and localhost only)",
     )
+    http.add_argument(
+        "--stateless",
+        action="store_true",
+        default=None,
+        help="with --http: keep nothing between requests, so instances behind a balancer"
+        " (sharing --handle-key) serve one client: no sessions (reads travel in read_handle),"
+        " and large results are not saved to /large_tool_results/ (execute's output is cut"
+        " in the middle instead) (default: off)",
+    )
+    parser.add_argument(
+        "--handle-key",
+        metavar="KEY",
+        help="the secret signing read handles; servers that must accept each other's share"
+        f" it (default: the {HANDLE_KEY_ENV} environment variable, else a key kept in"
+        f" ~/.config/{KEY_FILE})",
+    )
     parser.add_argument(
         "--config", type=Path, metavar="FILE", help="a TOML file with these settings"
     )
@@ -230,16 +283,18 @@ def run(options: argparse.Namespace) -> int:
     """Run the server the options describe until the client goes away (or Ctrl-C).
 
     Raises:
+        ValueError: a bad setting.
         MissingExtra: the MCP SDK, or the chosen backend's dependency, is not installed.
     """
-    require("mcp", extra="mcp", feature="The MCP server")
-    import anyio  # noqa: PLC0415 - the SDK's event loop library
-
+    require("mcp", extra="mcp", feature="the MCP server")
     config = resolve(options)
     if config.get("objectstore"):
         require("obstore", extra="objectstore", feature="--objectstore")
     if config.get("postgres"):
         require("langgraph.store.postgres", extra="postgres", feature="--postgres")
+    import anyio  # noqa: PLC0415 - the SDK's event loop library
+
+    config["handle_key"] = handle_key(config.get("handle_key"))
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve, config)
     return 0
@@ -247,34 +302,69 @@ def run(options: argparse.Namespace) -> int:
 
 async def serve(config: dict[str, Any]) -> None:
     """Build the backend and the server from `config`, and serve over stdio or HTTP."""
+    import anyio  # noqa: PLC0415 - the SDK's event loop library
+
+    from langchain_fstools.mcp.listing_cache import cache_folder  # noqa: PLC0415
     from langchain_fstools.mcp.server import create_server  # noqa: PLC0415
     from langchain_fstools.mcp.transports import run_http, run_stdio  # noqa: PLC0415
-    from langchain_fstools.permissions.rules import Permission  # noqa: PLC0415
 
-    try:
-        rules = [Permission(**rule) for rule in config.get("permissions", [])]
-    except TypeError as exc:
-        raise ValueError(f"bad permission rule: {exc}") from None
+    rules = _permissions(config.get("permissions", []))
     async with contextlib.AsyncExitStack() as stack:
         backend = await _backend(config, stack)
-        server = create_server(
+        build = functools.partial(
+            create_server,
             backend,
             execute=bool(config.get("execute")),
             mode=config.get("mode"),
             permissions=rules,
+            handle_key=config.get("handle_key"),
+            listing_cache=cache_folder(),
+            eviction=not config.get("stateless"),
             **config.get("settings", {}),
         )
+        server = await anyio.to_thread.run_sync(build)  # reads the kept listing, or builds it
         if config.get("http"):
             host, port = parse_http(config["http"])
+            sys.stderr.write(http_banner(host, port, token=config.get("token")) + "\n")
             await run_http(
                 server,
                 host=host,
                 port=port,
                 token=config.get("token"),
                 allowed_hosts=config.get("allow_hosts") or (),
+                stateless=bool(config.get("stateless")),
             )
         else:
             await run_stdio(server)
+
+
+def _permissions(rules: list[dict[str, Any]]) -> list[Any]:
+    """The config file's `[[permissions]]` rules (the rules module is loaded only for some).
+
+    Raises:
+        ValueError: a rule with unknown or missing fields.
+    """
+    if not rules:
+        return []
+    from langchain_fstools.permissions.rules import Permission  # noqa: PLC0415
+
+    try:
+        return [Permission(**rule) for rule in rules]
+    except TypeError as exc:
+        raise ValueError(f"bad permission rule: {exc}") from None
+
+
+def http_banner(host: str, port: int, *, token: str | None) -> str:
+    """What the HTTP server says on start: its URL, and whether requests need the token."""
+    from langchain_fstools.mcp.transports import HTTP_PATH  # noqa: PLC0415 - needs the SDK
+
+    shown = f"[{host}]" if ":" in host else host
+    need = (
+        "every request needs 'Authorization: Bearer <token>' (the token given)"
+        if token
+        else "no token: reachable from this machine only"
+    )
+    return f"Serving MCP over streamable HTTP at http://{shown}:{port}{HTTP_PATH} ({need})"
 
 
 def _sandbox(config: dict[str, Any], execute: bool) -> Sandbox | None:  # noqa: FBT001
@@ -335,9 +425,13 @@ __all__ = [
     "DESCRIPTION",
     "NEEDS",
     "OPTIONS",
+    "PROG",
     "add_arguments",
+    "http_banner",
+    "main",
     "parse_http",
     "resolve",
     "run",
+    "run_command",
     "serve",
 ]

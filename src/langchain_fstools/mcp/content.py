@@ -14,18 +14,44 @@ from urllib.parse import quote
 
 from mcp import types
 
+from langchain_fstools.mcp.handles import HANDLE
+
 if TYPE_CHECKING:
     from langchain_core.messages import ToolMessage
 
 RESOURCE_SCHEME = "fstools"
 """URI scheme of embedded files: `fstools:///docs/report.pdf` names a virtual path."""
 
+HANDLE_LINE = f"{HANDLE}: "
+"""How the line ending a result with a read handle starts."""
 
-def to_call_result(message: ToolMessage) -> types.CallToolResult:
-    """The MCP result of one tool call's message."""
+
+def to_call_result(message: ToolMessage, *, handle: str | None = None) -> types.CallToolResult:
+    """The MCP result of one tool call's message.
+
+    A `handle` (see `mcp.handles`) ends the text as a line `read_handle: <handle>` and
+    is the result's `structuredContent` (`{"read_handle": <handle>}`).
+    """
     path = message.artifact.get("path") if isinstance(message.artifact, dict) else None
     content = to_content(message.content, path=path if isinstance(path, str) else None)
-    return types.CallToolResult(content=content, isError=message.status == "error")
+    if handle is None:
+        return types.CallToolResult(content=content, isError=message.status == "error")
+    line = f"{HANDLE_LINE}{handle}"
+    last = content[-1] if content else None
+    if isinstance(last, types.TextContent):
+        content[-1] = types.TextContent(type="text", text=f"{last.text}\n\n{line}")
+    else:
+        content.append(types.TextContent(type="text", text=line))
+    return types.CallToolResult(
+        content=content,
+        structuredContent={HANDLE: handle},
+        isError=message.status == "error",
+    )
+
+
+def error_result(text: str) -> types.CallToolResult:
+    """A refusal the server gives itself (no tool ran): `text`, flagged as an error."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
 
 
 def to_content(
@@ -65,4 +91,4 @@ def _block(block: str | dict[str, Any], path: str | None) -> types.ContentBlock:
     return types.TextContent(type="text", text=json.dumps(block, default=str))
 
 
-__all__ = ["RESOURCE_SCHEME", "to_call_result", "to_content"]
+__all__ = ["HANDLE_LINE", "RESOURCE_SCHEME", "error_result", "to_call_result", "to_content"]

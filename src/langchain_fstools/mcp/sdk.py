@@ -7,11 +7,14 @@ one `ServerSession` per client connection and hands a handler its request throug
 `ServerSession` per request over the client's connection. Both accept the wire
 (camelCase) spelling of fields when a model is built (`mimeType=`, `isError=`), which
 the rest of the package uses, so only building the server and reading a request
-differ; both are here.
+differ; both are here, with the one thing only 2.x speaks: on the 2026-07-28 protocol a
+server cannot send a request (no elicitation mid-call); it asks by answering with an
+`InputRequiredResult`, and the client retries the call with the answers.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Final
@@ -47,10 +50,39 @@ class ToolRequest:
     """The request's id, so what the server sends back goes on the request's stream."""
     progress_token: types.ProgressToken | None
     """The client's progress token, when it asked for progress notifications."""
+    asks_by_result: bool = False
+    """Whether a person is asked by an input-required result the client retries
+    (the 2026-07-28 protocol), rather than by an elicitation request."""
+    answers: Mapping[str, Any] | None = None
+    """A retry's answers to the input requests of the result it retries, by key."""
+    state: str | None = None
+    """A retry's `requestState`, as the result it retries gave it."""
 
     def can_elicit(self) -> bool:
         """Whether the client can show a form to a person (elicitation)."""
         return bool(self.session.check_client_capability(_ELICITATION))
+
+    def input_required(
+        self, key: str, message: str, schema: types.ElicitRequestedSchema, state: str
+    ) -> Any:
+        """The result asking the person `message` through a form of `schema` (2026-07-28).
+
+        The client answers, then retries the call with the answer under `key` and `state`.
+        """
+        mcp_types: Any = types
+        form = mcp_types.ElicitRequestFormParams(message=message, requested_schema=schema)
+        return mcp_types.InputRequiredResult(
+            input_requests={key: mcp_types.ElicitRequest(params=form)}, request_state=state
+        )
+
+    def answer(self, key: str) -> types.ElicitResult | None:
+        """A retry's answer to the form asked under `key`, if it carries one."""
+        answer = (self.answers or {}).get(key)
+        if isinstance(answer, types.ElicitResult):
+            return answer
+        if isinstance(answer, dict) and answer.get("action") in {"accept", "decline", "cancel"}:
+            return types.ElicitResult.model_validate(answer)
+        return None
 
     async def elicit(self, message: str, schema: types.ElicitRequestedSchema) -> types.ElicitResult:
         """Ask the person `message` through a form of `schema`; return their answer."""
@@ -74,7 +106,7 @@ def new_server(
     version: str,
     instructions: str,
     tools: list[types.Tool],
-    call: Callable[[ToolRequest], Awaitable[types.CallToolResult]],
+    call: Callable[[ToolRequest], Awaitable[Any]],
 ) -> Server[Any, Any]:
     """A low-level SDK `Server` listing `tools` and running each call through `call`.
 
@@ -95,7 +127,7 @@ def _server_1(
     version: str,
     instructions: str,
     tools: list[types.Tool],
-    call: Callable[[ToolRequest], Awaitable[types.CallToolResult]],
+    call: Callable[[ToolRequest], Awaitable[Any]],
 ) -> Server[Any, Any]:
     server: Server[Any, Any] = Server(name, version=version, instructions=instructions)
 
@@ -104,7 +136,7 @@ def _server_1(
         return tools
 
     @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
-    async def call_tool(tool: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    async def call_tool(tool: str, arguments: dict[str, Any] | None) -> Any:
         context = server.request_context
         meta = context.meta
         token = meta.progressToken if meta is not None else None
@@ -121,13 +153,15 @@ def _server_2(
     version: str,
     instructions: str,
     tools: list[types.Tool],
-    call: Callable[[ToolRequest], Awaitable[types.CallToolResult]],
+    call: Callable[[ToolRequest], Awaitable[Any]],
 ) -> Server[Any, Any]:
+    modern = importlib.import_module("mcp_types.version").MODERN_PROTOCOL_VERSIONS  # 2.x only
+
     async def on_list_tools(context: Any, params: Any) -> Any:
         del context, params
         return types.ListToolsResult(tools=tools)
 
-    async def on_call_tool(context: Any, params: Any) -> types.CallToolResult:
+    async def on_call_tool(context: Any, params: Any) -> Any:
         session = context.session
         # 2.x builds a ServerSession per request; the connection lasts the MCP session.
         client = getattr(session, "_connection", session)
@@ -139,6 +173,9 @@ def _server_2(
                 client,
                 context.request_id,
                 _progress_token(context.meta),
+                asks_by_result=context.protocol_version in modern,
+                answers=params.input_responses,
+                state=params.request_state,
             )
         )
 

@@ -32,10 +32,13 @@ def http_app(
     port: int = 0,
     token: str | None = None,
     allowed_hosts: Sequence[str] = (),
+    stateless: bool = False,
 ) -> Any:
     """An ASGI (Starlette) app serving `server` at `HTTP_PATH` over streamable HTTP.
 
-    Each client session (the `Mcp-Session-Id` header) gets its own MCP session. Every
+    Each client session (the `Mcp-Session-Id` header) gets its own MCP session, unless
+    `stateless`: then no request depends on an earlier one, as 2026-07-28 requests never
+    do, so instances behind a balancer can serve one client. Every
     request must reach the server by the bound address or `localhost` (its `Host`,
     and its `Origin` when a browser sends one), so a web page cannot drive it through
     DNS rebinding; with a `token`, it must also carry `Authorization: Bearer TOKEN`.
@@ -47,6 +50,7 @@ def http_app(
         port: The port it is served on (a `Host` naming another is refused); 0: any.
         token: The bearer token required. Default: none, allowed only on loopback.
         allowed_hosts: More names clients reach the server by. Default: none.
+        stateless: No `Mcp-Session-Id`: every request stands alone. Default: False.
 
     Raises:
         ValueError: a non-loopback `host` without a token.
@@ -55,7 +59,7 @@ def http_app(
     from starlette.routing import Route  # noqa: PLC0415
 
     door = Door.for_bind(host, port, token=token, names=allowed_hosts)
-    manager = StreamableHTTPSessionManager(app=server)
+    manager = StreamableHTTPSessionManager(app=server, stateless=stateless)
 
     class _Endpoint:
         async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -75,6 +79,7 @@ async def run_http(
     port: int = 8000,
     token: str | None = None,
     allowed_hosts: Sequence[str] = (),
+    stateless: bool = False,
 ) -> None:
     """Serve `server` over streamable HTTP at `http://HOST:PORT/mcp` until cancelled.
 
@@ -85,13 +90,21 @@ async def run_http(
         token: The bearer token every request must carry. Default: none, allowed only
             on a loopback address.
         allowed_hosts: More names clients reach the server by (see `http_app`).
+        stateless: Keep no session between requests (see `http_app`). Default: False.
 
     Raises:
         ValueError: a non-loopback `host` without a token.
     """
     import uvicorn  # noqa: PLC0415 - the mcp extra has it
 
-    app = http_app(server, host=host, port=port, token=token, allowed_hosts=allowed_hosts)
+    app = http_app(
+        server,
+        host=host,
+        port=port,
+        token=token,
+        allowed_hosts=allowed_hosts,
+        stateless=stateless,
+    )
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve()
 

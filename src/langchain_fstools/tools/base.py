@@ -136,8 +136,8 @@ class ToolContext:
         self.tool_names = None if tool_names is None else frozenset(tool_names)
         self.tracker = ReadTracker()
         self.reader: str | None = None
-        """Who reads, named when a write is refused for want of a read, where reads are
-        kept per client session (the MCP server sets it); None: the agent."""
+        """Who reads, named when a write is refused for want of a read, where reads
+        travel with the calls (the MCP server sets it); None: the agent."""
         self.known_texts = KnownTexts()
         """The last version read of recently read text files, with their line indexes."""
         self.syntax_trees = syntax.TreeCache()
@@ -189,6 +189,8 @@ class FileTool(BaseTool):
     """Whether the tool bounds its own output (so eviction leaves its results alone)."""
     needs_read: ClassVar[bool] = False
     """Whether the tool changes only files the agent read, so it needs `read_file`."""
+    records_reads: ClassVar[bool] = False
+    """Whether a call records what it showed of the one file it reads (`read_file`)."""
     idempotent: ClassVar[bool | None] = None
     """Whether the same call twice has the effect of one (None: exactly when read-only)."""
     argument_defaults: ClassVar[dict[str, str]] = {}

@@ -71,6 +71,7 @@ class ReadFileTool(FileTool):
     name: str = "read_file"
     description: str = DESCRIPTION
     args_schema: type[ReadFileArgs] = ReadFileArgs
+    records_reads: ClassVar[bool] = True
     argument_defaults: ClassVar[dict[str, str]] = {
         "limit": "{read_limit:,}, fewer past {read_token_budget:*token}"
     }

@@ -30,11 +30,11 @@ logger = logging.getLogger(__name__)
 def render_error(exc: BaseException, *, tool: str, reader: str | None = None) -> str:
     """Return the model-facing sentence for `exc` raised by `tool`.
 
-    `reader` names who must have read a file before writing it, where reads are kept
-    per client session (`"this MCP session"`); None for the agent itself.
+    `reader` names who must have read a file before writing it, where reads travel
+    with the calls (`"this MCP client"`, see `mcp.handles`); None for the agent itself.
     """
     if isinstance(exc, errors.NotReadYet) and reader is not None:
-        return _not_read_in_session(exc, reader)
+        return _not_read_by_client(exc, reader)
     message = _known(exc)
     if message is None:
         logger.error("%s failed unexpectedly", tool, exc_info=exc)
@@ -45,15 +45,13 @@ def render_error(exc: BaseException, *, tool: str, reader: str | None = None) ->
     return message
 
 
-def _not_read_in_session(exc: errors.NotReadYet, reader: str) -> str:
-    """The refusal naming the session, and the fix for clients with a session per call."""
+def _not_read_by_client(exc: errors.NotReadYet, reader: str) -> str:
+    """The refusal naming the client, and how its read reaches the change."""
     seen = "has read only part of" if exc.partially else "has not read"
-    whole = "the whole file " if exc.partially else ""
+    whole = "all of it " if exc.partially else "it "
     return (
-        f"Error: {reader} {seen} {exc.path}: read {whole}with read_file in this same "
-        "session, then retry (a client that opens a new session for every call, as "
-        "langchain-mcp-adapters' client.get_tools() does, must keep one session open "
-        "instead: client.session() with load_mcp_tools)."
+        f"Error: {reader} {seen} {exc.path}: read {whole}with read_file, then retry "
+        "passing the read_handle its answer ends with as this call's read_handle."
     )
 
 

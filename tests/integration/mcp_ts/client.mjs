@@ -4,7 +4,8 @@
 //
 // TARGET is an http:// URL, or a JSON array [command, ...args] to spawn over stdio.
 // SCENARIO "tools": list tools, read text and an image, edit after a read in one
-// session, an edit refused in a fresh session, progress notifications.
+// session, an edit refused in a fresh session and applied in another with the read's
+// read_handle, progress notifications.
 // SCENARIO "approval": a write that needs a person's approval; the elicitation is
 // answered with ANSWER ("accept" approves, "decline" declines).
 // Prints one JSON object with what the client saw; the Python test asserts on it.
@@ -51,6 +52,7 @@ function summary(result) {
     text: texts(result),
     types: result.content.map((b) => b.type),
     mimeTypes: result.content.filter((b) => b.mimeType).map((b) => b.mimeType),
+    handle: result.structuredContent?.read_handle,
   };
 }
 
@@ -79,6 +81,19 @@ async function tools() {
     }),
   );
   await fresh.close();
+  const another = await open([]);
+  out.editWithHandleInFreshSession = summary(
+    await another.callTool({
+      name: "edit_file",
+      arguments: {
+        file_path: "/notes.txt",
+        old_string: "alpha",
+        new_string: "ALPHA",
+        read_handle: out.readText.handle,
+      },
+    }),
+  );
+  await another.close();
 
   const progress = [];
   out.grep = summary(

@@ -1,8 +1,10 @@
-"""A file server as the MCP tests use it: local disk with execute and eviction."""
+"""A file server as the MCP tests use it (local disk with execute and eviction), and a
+`tools/call` as it reaches the server."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from langchain_fstools import LocalBackend
 from langchain_fstools.mcp.server import FileServer
@@ -11,7 +13,31 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def file_server(root: Path) -> FileServer:
+@dataclass
+class Request:
+    """What the server reads of a `tools/call`, recording the progress it sends."""
+
+    name: str
+    arguments: dict[str, Any]
+    client: object
+    progress_token: str | None = "token-1"  # noqa: S105 - not a secret
+    request_id: int = 1
+    sent: list[tuple[float, str]] = field(default_factory=list)
+    asks_by_result: bool = False
+    """Whether the call came on the 2026-07-28 protocol (no session)."""
+
+    def can_elicit(self) -> bool:
+        return False
+
+    async def progress(self, progress: float, message: str) -> None:
+        self.sent.append((progress, message))
+
+
+class Client:
+    """A client's connection: one per MCP session (held weakly by the server)."""
+
+
+def file_server(root: Path, *, handle_key: bytes | None = None) -> FileServer:
     """A server over `root` with every tool, no permission rules and eviction on."""
     return FileServer(
         LocalBackend(root, execute=True),
@@ -22,4 +48,5 @@ def file_server(root: Path) -> FileServer:
         protected_paths=(),
         eviction=True,
         settings={},
+        handle_key=handle_key,
     )

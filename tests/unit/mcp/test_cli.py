@@ -5,13 +5,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.demo import main
-from langchain_fstools.mcp.cli import _backend, add_arguments, parse_http, resolve
+from langchain_fstools.commands import main
+from langchain_fstools.mcp.cli import (
+    DESCRIPTION,
+    _backend,
+    add_arguments,
+    http_banner,
+    parse_http,
+    resolve,
+)
+from langchain_fstools.mcp.cli import main as cli_main
 from langchain_fstools.mcp.door import TOKEN_ENV
 from langchain_fstools.shell.sandbox import Sandbox
 
@@ -172,3 +182,73 @@ def test_an_object_store_may_be_told_what_it_checks() -> None:
         _backend(resolve(parse("--objectstore", "memory:///")), contextlib.AsyncExitStack())
     )
     assert default.conditional_writes == "full"  # type: ignore[attr-defined]
+
+
+def test_the_handle_key_comes_from_the_flag_over_the_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(f'root = "{tmp_path}"\nhandle_key = "from-the-file"\n')
+    assert resolve(parse("--config", str(config)))["handle_key"] == "from-the-file"
+    flagged = resolve(parse("--config", str(config), "--handle-key", "from-the-flag"))
+    assert flagged["handle_key"] == "from-the-flag"
+
+
+@pytest.mark.parametrize(
+    ("flags", "module", "sentence"),
+    [
+        ((), "mcp", "the MCP server needs the mcp extra: pip install 'langchain-fstools[mcp]'"),
+        (
+            ("--objectstore", "memory:///"),
+            "obstore",
+            "--objectstore needs the objectstore extra: pip install 'langchain-fstools[objectstore]'",
+        ),
+    ],
+)
+def test_a_missing_extra_is_one_sentence_naming_the_pip_install(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    flags: tuple[str, ...],
+    module: str,
+    sentence: str,
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    backend = flags or ("--root", str(tmp_path))
+    assert cli_main(list(backend)) == 1
+    assert capsys.readouterr().err == f"langchain-fstools-mcp: {sentence}\n"
+    assert main(["mcp", *backend]) == 1
+    assert capsys.readouterr().err == f"python -m langchain_fstools mcp: {sentence}\n"
+
+
+def test_help_names_every_backend_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli_main(["--help"])
+    shown = capsys.readouterr().out
+    assert shown.startswith("usage: langchain-fstools-mcp")
+    for flag in ("--root", "--ssh", "--postgres", "--objectstore"):
+        assert flag in shown
+        assert flag in DESCRIPTION
+
+
+def test_the_console_script_is_declared() -> None:
+    project = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())
+    assert (
+        project["project"]["scripts"]["langchain-fstools-mcp"] == "langchain_fstools.mcp.cli:main"
+    )
+
+
+def test_the_http_server_says_its_url_and_whether_a_token_is_needed() -> None:
+    assert http_banner("127.0.0.1", 8765, token=None) == (
+        "Serving MCP over streamable HTTP at http://127.0.0.1:8765/mcp "
+        "(no token: reachable from this machine only)"
+    )
+    with_token = http_banner("::1", 9000, token="secret")  # noqa: S106 - a test token
+    assert with_token.startswith("Serving MCP over streamable HTTP at http://[::1]:9000/mcp (")
+    assert "Authorization: Bearer <token>" in with_token
+    assert "secret" not in with_token
+
+
+def test_stateless_is_an_http_setting(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="--stateless applies only with --http"):
+        resolve(parse("--root", str(tmp_path), "--stateless"))
+    stateless = resolve(parse("--root", str(tmp_path), "--http", ":9000", "--stateless"))
+    assert stateless["stateless"] is True

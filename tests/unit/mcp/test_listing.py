@@ -8,7 +8,7 @@ from langchain_core.messages import ToolMessage
 from langgraph.store.memory import InMemoryStore
 
 from langchain_fstools import CompositeBackend, LocalBackend, StoreBackend
-from langchain_fstools.mcp.server import CallRuntime
+from langchain_fstools.mcp.sessions import CallRuntime, Session
 from tests.unit.mcp.servers import file_server
 
 if TYPE_CHECKING:
@@ -30,11 +30,12 @@ def test_an_empty_mount_hidden_while_empty_is_not_listed(tmp_path: Path) -> None
 async def test_ls_shows_large_tool_results_once_something_is_evicted(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a\n")
     server = file_server(tmp_path)
-    session = server._new_session()
+    session = Session.open(
+        server._toolkit, server.backend, policy=None, eviction=True, signer=server.handles
+    )
 
     async def call(name: str, **args: object) -> str:
-        message = await server._run(
-            session,
+        message = await session.run(
             session.tools[name],
             {"name": name, "args": args, "id": f"c_{name}", "type": "tool_call"},
             CallRuntime(f"c_{name}"),

@@ -2,36 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from langchain_fstools.mcp.notifications import MESSAGE_CHARS, describe
-from tests.unit.mcp.servers import file_server
+from tests.unit.mcp.servers import Client, Request, file_server
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-
-@dataclass
-class Request:
-    """What the server reads of a `tools/call`, recording the progress it sends."""
-
-    name: str
-    arguments: dict[str, Any]
-    client: object
-    progress_token: str | None = "token-1"  # noqa: S105 - not a secret
-    request_id: int = 1
-    sent: list[tuple[float, str]] = field(default_factory=list)
-
-    def can_elicit(self) -> bool:
-        return False
-
-    async def progress(self, progress: float, message: str) -> None:
-        self.sent.append((progress, message))
-
-
-class Client:
-    """A client's connection: one per MCP session (held weakly by the server)."""
 
 
 def test_messages() -> None:
