@@ -32,8 +32,12 @@ def pending_key(thread: str, call_id: str, command: str) -> str:
 
 
 def keep(changes: ChangeSet, key: str) -> ChangeSet:
-    """Move `changes` where an approval finds it by `key`; the set at its new place."""
+    """Move `changes` where an approval finds it by `key`; the set at its new place.
+
+    Sets older than `PENDING_SECONDS` that no one answered are removed first.
+    """
     folder = _folder(key)
+    _sweep(folder.parent)
     shutil.rmtree(folder, ignore_errors=True)
     Path(changes.source).replace(folder)
     kept = ChangeSet(changes.changes, str(folder), changes.host_code)
@@ -59,6 +63,18 @@ def load(key: str) -> ChangeSet | None:
 def drop(key: str) -> None:
     """Remove the change set kept under `key`, if any."""
     shutil.rmtree(_folder(key), ignore_errors=True)
+
+
+def _sweep(base: Path) -> None:
+    """Remove the kept sets no approval came for in time."""
+    oldest = time.time() - PENDING_SECONDS
+    for entry in base.iterdir():
+        try:
+            stale = entry.stat().st_mtime < oldest
+        except OSError:
+            continue
+        if stale:
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _folder(key: str) -> Path:
