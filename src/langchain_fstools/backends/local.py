@@ -28,6 +28,7 @@ from langchain_fstools.core import paths
 from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet
 from langchain_fstools.core.results import Write
 from langchain_fstools.errors import (
+    ChangesNotCommitted,
     ExecutionUnsupported,
     InvalidPath,
     OutsideRoot,
@@ -555,16 +556,22 @@ class LocalBackend(Backend):
         """Run `command` with bash in the root, bounded by `timeout` and `output_limit`.
 
         On a copy-on-write view, what the command changed is committed when it ends,
-        unreviewed (`execute_changes` leaves it to the caller).
+        but for a change no command may make by itself (`judge_changes`), which keeps
+        the whole set out (`execute_changes` leaves all of it to the caller).
 
         Raises:
             ExecutionUnsupported: the backend was made without `execute=True`.
             SandboxUnavailable: no OS sandbox can start here (the reason says why).
+            ChangesNotCommitted: the command changed what git or this program runs
+                later, or credentials; nothing it changed was committed.
             OSError: the shell (or bwrap) could not be started; names `/` only.
         """
         result = self.execute_changes(command, timeout=timeout, output_limit=output_limit)
         if result.changes is not None:
             try:
+                refused = self.judge_changes(result.changes).refused
+                if refused is not None:
+                    raise ChangesNotCommitted(*refused, result.output)
                 self.commit(result.changes)
             finally:
                 result.changes.discard()

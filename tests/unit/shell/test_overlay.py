@@ -19,7 +19,7 @@ import pytest
 
 from langchain_fstools import LocalBackend
 from langchain_fstools.core.changesets import ChangeKind
-from langchain_fstools.errors import VersionConflict
+from langchain_fstools.errors import ChangesNotCommitted, VersionConflict
 from langchain_fstools.shell.sandbox import Sandbox, find_bwrap
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")
@@ -222,6 +222,23 @@ def test_execute_commits_what_the_command_changed(tmp_path: Path) -> None:
     assert (root / "new.txt").read_text() == "n\n"
     assert not (root / "tree").exists()
     assert views() == views_before
+
+
+def test_execute_commits_nothing_that_plants_what_git_runs(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "root")
+    backend = LocalBackend(root, execute=True)
+    hooks = sorted(p.name for p in (root / "git" / ".git" / "hooks").iterdir())
+
+    with pytest.raises(ChangesNotCommitted) as raised:
+        backend.execute(
+            "echo n > new.txt && echo evil > git/.git/hooks/post-checkout",
+            timeout=30,
+            output_limit=99,
+        )
+
+    assert raised.value.path == "/git/.git/hooks/post-checkout"
+    assert sorted(p.name for p in (root / "git" / ".git" / "hooks").iterdir()) == hooks
+    assert not (root / "new.txt").exists()
 
 
 def test_an_unknown_workspace_mode_is_refused() -> None:
