@@ -198,3 +198,27 @@ def test_rewind_restores_an_approved_commands_changes(root: Path) -> None:
     assert files.rewind(graph, CONFIG, to="c1") == ["/a.txt"]
 
     assert (root / "a.txt").read_text() == "old\n"
+
+
+def test_changes_only_to_ignored_paths_are_kept_without_asking(root: Path) -> None:
+    (root / ".gitignore").write_text("build/\n*.pyc\n")
+    command = "mkdir -p build/x && echo o > build/x/out.o && echo c > mod.pyc"
+    graph = agent(root, command, InMemorySaver())
+
+    done = graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
+
+    assert not done.interrupts
+    assert (root / "build" / "x" / "out.o").read_text() == "o\n"
+    assert (root / "mod.pyc").read_text() == "c\n"
+
+
+def test_a_person_is_asked_only_about_the_paths_not_ignored(root: Path) -> None:
+    (root / ".gitignore").write_text("build/\n")
+    graph = agent(root, "mkdir build && echo o > build/out.o && echo new > a.txt", InMemorySaver())
+
+    first = graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
+
+    (asked,) = first.interrupts
+    diff = asked.value["action_requests"][0]["diff"]
+    assert "/a.txt" in diff
+    assert "build" not in diff

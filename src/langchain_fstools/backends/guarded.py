@@ -23,13 +23,14 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.core.changesets import ChangeReview
 from langchain_fstools.core.records import digest
 from langchain_fstools.errors import FsToolsError, PartialWrite, StaleApproval
+from langchain_fstools.search.engine import ignored_among
 from langchain_fstools.shell.protected import protected_changes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 
     from langchain_fstools.core.calls import Effect
-    from langchain_fstools.core.changesets import ChangeSet
+    from langchain_fstools.core.changesets import Change, ChangeSet
     from langchain_fstools.core.results import ExecutionResult, Write
     from langchain_fstools.search.contract import (
         FileHits,
@@ -248,8 +249,8 @@ class BackendView(Backend):
         return await self.inner.acommit(changes)
 
     async def ajudge_changes(self, changes: ChangeSet) -> ChangeReview:
-        """Async `judge_changes`, as this view judges (it reads no storage)."""
-        return self.judge_changes(changes)
+        """Forwarded."""
+        return await self.inner.ajudge_changes(changes)
 
 
 class PathGuard(Protocol):
@@ -264,11 +265,13 @@ class PathGuard(Protocol):
     def writable(self, path: str) -> bool:
         """Whether the path may be written, deleted, created or moved."""
 
-    def commit_decision(self, path: str, protected: str | None) -> CommitDecision:
+    def commit_decision(
+        self, path: str, protected: str | None, *, ignored: bool = False
+    ) -> CommitDecision:
         """How a command's change of the path may be committed (see `CommitDecision`).
 
         `protected`: why no command may make the change by itself, if so
-        (`shell.protected`).
+        (`shell.protected`); `ignored`: whether the workspace's ignore files ignore it.
         """
 
     def expectation(self, path: str) -> tuple[str, str | None] | None:
@@ -478,21 +481,22 @@ class GuardedBackend(BackendView):
         return (yield from calls.move(source, destination))
 
     def _commit(self, changes: ChangeSet) -> Effect[list[FileInfo]]:
-        review = self.judge_changes(changes)
+        review = yield from self._judging(changes)
         if review.refused is not None or review.asks:
             path = review.refused[1] if review.refused is not None else review.asks[0]
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
         return (yield from calls.commit(changes))
 
-    def judge_changes(self, changes: ChangeSet) -> ChangeReview:
+    def _judging(self, changes: ChangeSet) -> Effect[ChangeReview]:
         """Judge each change by this call's guard (`PathGuard.commit_decision`).
 
         A rule, or a protected path with no one to ask, refuses the set; the paths to
-        ask a person about are named.
+        ask a person about are named, but for those the workspace's ignore files
+        ignore, where only the mode would ask (read only when something asks).
         """
         protected = protected_changes(changes, changes.host_code)
         guard = self._guard()
-        asks: list[str] = []
+        asks: list[Change] = []
         for change in changes.changes:
             why = protected.get(change.path)
             decision = guard.commit_decision(change.path, why)
@@ -501,8 +505,29 @@ class GuardedBackend(BackendView):
             if decision == "refuse":
                 return ChangeReview(("protected", change.path, why or ""))
             if decision == "ask":
-                asks.append(change.path)
-        return ChangeReview(asks=tuple(asks))
+                asks.append(change)
+        if not asks:
+            return ChangeReview()
+        targets = [(change.path, change.entry == "directory") for change in asks]
+        ignored = yield from ignored_among(targets)
+        return ChangeReview(
+            asks=tuple(
+                change.path
+                for change in asks
+                if guard.commit_decision(
+                    change.path, protected.get(change.path), ignored=change.path in ignored
+                )
+                == "ask"
+            )
+        )
+
+    def judge_changes(self, changes: ChangeSet) -> ChangeReview:
+        """`_judging`, sync."""
+        return calls.run(self._judging(changes), self.inner)
+
+    async def ajudge_changes(self, changes: ChangeSet) -> ChangeReview:
+        """`_judging`, async."""
+        return await calls.arun(self._judging(changes), self.inner)
 
     # ----- the backend methods -------------------------------------------------------------
 

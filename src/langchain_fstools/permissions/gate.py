@@ -58,14 +58,18 @@ class CallGuard:
             return self.policy.decide_path("write", path).action != "deny"
         return self.policy.decide_path("write", path).action == "allow"
 
-    def commit_decision(self, path: str, protected: str | None) -> CommitDecision:
+    def commit_decision(
+        self, path: str, protected: str | None, *, ignored: bool = False
+    ) -> CommitDecision:
         """How a command's change of `path` may be committed.
 
         A rule that denies writing it refuses the change set. A person approved this
         path (after the command ran) or the command (before it ran): committed, but
         for what no command may make by itself (`protected`), which asks, or in
         `bypass` (no one to ask) is refused. Otherwise the mode's decision of a write
-        (`Policy.decide_change`: `default` asks, `accept_edits` and `bypass` allow).
+        (`Policy.decide_change`: `default` asks, `accept_edits` and `bypass` allow),
+        but a path the workspace's ignore files ignore (`ignored`: caches, build
+        outputs) the mode does not ask about.
         """
         verdict = self.policy.decide_change(path)
         if verdict.action == "deny":
@@ -74,7 +78,7 @@ class CallGuard:
             return "allow"
         if protected is not None:
             return "refuse" if self.policy.mode == "bypass" else "ask"
-        if self.command_approved:
+        if self.command_approved or (ignored and self.policy.by_mode(verdict)):
             return "allow"
         return verdict.action
 

@@ -257,6 +257,10 @@ class Policy:
             return Verdict("ask", f"the protected path {canonical}", canonical, operation)
         return found
 
+    def by_mode(self, verdict: Verdict) -> bool:
+        """Whether `verdict` is the mode's own (no rule and no protected path gave it)."""
+        return verdict.reason == self._mode_default(verdict.operation, verdict.target).reason
+
     def decide_command(self, command: str, *, contained: bool = False) -> Verdict:
         """Decide running `command`: the strictest decision over its simple commands.
 

@@ -33,7 +33,7 @@ from langchain_fstools.search.ignore import EXCLUDE_FILE, IGNORE_FILES, IgnoreRu
 from langchain_fstools.search.regex import Regex
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.results import FileInfo
@@ -86,6 +86,38 @@ def _rules_above(directory: str) -> Effect[IgnoreRules]:
     for depth in range(len(parts)):
         rules = yield from _with_ignore_files(rules, "/".join(parts[:depth]))
     return rules
+
+
+def ignored_among(targets: Sequence[tuple[str, bool]]) -> Effect[set[str]]:
+    """Which of `targets` (a virtual path, and whether it is a directory) are ignored.
+
+    As the search decides: the ignore files of every directory above a path (and the
+    workspace's exclude file); a path below an ignored directory is ignored. Each
+    directory's files are read once, and none below an ignored directory.
+    """
+    root = IgnoreRules()
+    exclude = yield from _text_or_none(EXCLUDE_FILE)
+    if exclude:
+        root = root.extended("exclude", "", exclude)
+    rules: dict[str, IgnoreRules | None] = {}  # a directory's rules; None: it is ignored
+    found: set[str] = set()
+    for path, is_dir in targets:
+        parts = [part for part in path.split("/") if part]
+        current: IgnoreRules | None = root
+        for depth in range(len(parts)):
+            base = "/".join(parts[:depth])
+            if base not in rules:
+                parent = rules["/".join(parts[: depth - 1])] if depth else root
+                if parent is None or (depth and parent.ignored(base, is_dir=True)):
+                    rules[base] = None
+                else:
+                    rules[base] = yield from _with_ignore_files(parent, base)
+            current = rules[base]
+            if current is None:
+                break
+        if current is None or current.ignored("/".join(parts), is_dir=is_dir):
+            found.add(path)
+    return found
 
 
 def _with_ignore_files(
@@ -325,4 +357,4 @@ def _with_context(
     ]
 
 
-__all__ = ["file_matcher", "grep", "list_files"]
+__all__ = ["file_matcher", "grep", "ignored_among", "list_files"]
