@@ -437,6 +437,10 @@ class CompositeBackend(Backend):
         """Whether the default backend, where commands run, contains them."""
         return self.default.contains_commands()
 
+    def command_root(self) -> str | None:
+        """Where commands, run on the default backend, see the workspace."""
+        return self.default.command_root()
+
     async def aexecute_changes(
         self,
         command: str,

@@ -168,6 +168,10 @@ class BackendView(Backend):
         """Forwarded."""
         return self.inner.contains_commands()
 
+    def command_root(self) -> str | None:
+        """Forwarded."""
+        return self.inner.command_root()
+
     async def astat(self, path: str) -> FileInfo:
         """Forwarded."""
         return await self.inner.astat(path)

@@ -9,7 +9,6 @@ import errno
 import functools
 import logging
 import os
-import re
 import secrets
 import shutil
 import stat as stat_module
@@ -234,7 +233,6 @@ class LocalBackend(Backend):
         self._sandbox = sandbox if execute else None
         # Found on the first command (it starts bubblewrap once to check it works).
         self._confinement: Confinement | None = None
-        self._host_root = _host_root_pattern({root, os.path.abspath(os.fspath(root_dir))})
         self._use_ripgrep = use_ripgrep
         # Looked up on first use (PATH lookups block: a graph factory may build this
         # backend on an event loop, while searches and commands run in a thread there).
@@ -601,6 +599,10 @@ class LocalBackend(Backend):
                 shutil.rmtree(overlay.folder, ignore_errors=True)
             raise
 
+    def command_root(self) -> str | None:
+        """The workspace's real host path, where commands see it (None without execute)."""
+        return self._root if self.supports_execute else None
+
     def contains_commands(self) -> bool:
         """Whether commands run on a copy-on-write view with no network.
 
@@ -634,7 +636,7 @@ class LocalBackend(Backend):
         wrapped = self._confinement.wrap([find_shell(), "-c", command], overlay)
         env = self._env.build(os.environ, secrets=self._sandbox is None)
         env.update(wrapped.env)
-        reporter = reporter_if_listening(self._virtual_text)
+        reporter = reporter_if_listening()
         try:
             return run_process(
                 wrapped.argv,
@@ -642,7 +644,6 @@ class LocalBackend(Backend):
                 timeout=timeout,
                 output_limit=output_limit,
                 env=env,
-                transform=self._virtual_text,
                 on_output=reporter.add if reporter is not None else None,
             )
         except OSError as exc:
@@ -733,12 +734,6 @@ class LocalBackend(Backend):
             if change.mode is not None:
                 os.chmod(place.name, change.mode, dir_fd=place.directory, follow_symlinks=False)
 
-    def _virtual_text(self, text: str) -> str:
-        """`text` with the root's host path written as the virtual root `/`."""
-        if self._host_root is None:
-            return text
-        return self._host_root.sub("/", text)
-
     # ----- helpers -----------------------------------------------------------------------
 
     def _resolve(self, virtual: str) -> str:
@@ -806,15 +801,6 @@ class LocalBackend(Backend):
 def find_shell() -> str:
     """The `bash` on PATH, else `/bin/sh`; looked up once, when the first command runs."""
     return shutil.which("bash") or "/bin/sh"
-
-
-def _host_root_pattern(roots: set[str]) -> re.Pattern[str] | None:
-    """Matches the root's host spellings with an optional `/` after, as whole paths."""
-    spellings = sorted((root for root in roots if root != os.sep), key=len, reverse=True)
-    if not spellings:
-        return None
-    alternatives = "|".join(re.escape(root) for root in spellings)
-    return re.compile(rf"(?:{alternatives})(?:/|(?![\w.~+-]))")
 
 
 @dataclass(frozen=True)

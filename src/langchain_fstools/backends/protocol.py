@@ -346,6 +346,13 @@ class Backend(ABC):
         """
         return self.execute(command, timeout=timeout, output_limit=output_limit)
 
+    def command_root(self) -> str | None:
+        """Where commands see the workspace (a host path the model may be told), or None.
+
+        Default: None (commands, if any, are not told where the workspace is).
+        """
+        return None
+
     def contains_commands(self) -> bool:
         """Whether commands run on a copy-on-write view with no network (`execute_changes`).
 

@@ -10,20 +10,12 @@ from __future__ import annotations
 
 import codecs
 from collections import deque
-from typing import TYPE_CHECKING
 
 from langchain_fstools.core import progress
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
 from langchain_fstools.core.wording import plural
 
 STDERR_MARK = b"[stderr] "
 """Prefix of every line a command wrote to standard error."""
-
-_CARRY = 4096
-"""Bytes of an unfinished line held back for `transform` (a path is never longer)."""
 
 
 class OutputBuffer:
@@ -33,22 +25,14 @@ class OutputBuffer:
     kept and everything between is counted as dropped. Lines written to standard error
     are marked with `STDERR_MARK`.
 
-    With a `transform` (which hides host paths), each stream's output is transformed
-    whole lines at a time before anything is kept or cut, so a cut never leaves part of
-    a host path behind; a line longer than 8 KiB is transformed up to its last 4 KiB,
-    which wait for more.
-
     Args:
         limit: Most bytes of output kept (marks included). Must be positive.
-        transform: Applied to the output's text before the cap. Default: none.
     """
 
-    def __init__(self, limit: int, transform: Callable[[str], str] | None = None) -> None:
+    def __init__(self, limit: int) -> None:
         """Start empty; raises ValueError for a cap below 2 bytes."""
         if limit < 2:  # noqa: PLR2004 - one byte for the head, one for the tail
             raise ValueError("limit must be at least 2 bytes")
-        self._transform = transform
-        self._pending = {False: b"", True: b""}
         self._head_limit = limit // 2
         self._head = bytearray()
         self._tail: deque[bytes] = deque()
@@ -65,29 +49,8 @@ class OutputBuffer:
             data: The bytes read from the stream.
             stderr: Whether they came from standard error.
         """
-        if not data:
-            return
-        if self._transform is None:
+        if data:
             self._keep(data, stderr=stderr)
-            return
-        pending = self._pending[stderr] + data
-        end = pending.rfind(b"\n") + 1
-        if not end and len(pending) > 2 * _CARRY:
-            end = len(pending) - _CARRY
-        self._pending[stderr] = pending[end:]
-        if end:
-            self._keep(self._transformed(pending[:end]), stderr=stderr)
-
-    def _transformed(self, data: bytes) -> bytes:
-        assert self._transform is not None  # noqa: S101 - only called with one
-        text = data.decode("utf-8", "surrogateescape")
-        return self._transform(text).encode("utf-8", "surrogateescape")
-
-    def _flush(self) -> None:
-        for stderr in (False, True):
-            pending, self._pending[stderr] = self._pending[stderr], b""
-            if pending:
-                self._keep(self._transformed(pending), stderr=stderr)
 
     def _keep(self, data: bytes, *, stderr: bool) -> None:
         if stderr:
@@ -129,7 +92,6 @@ class OutputBuffer:
 
     def text(self) -> str:
         """The kept output, with a line saying how much was cut where it was cut."""
-        self._flush()
         head = self._head.decode("utf-8", "replace")
         tail = b"".join(self._tail).decode("utf-8", "replace")
         if not self._dropped:
@@ -142,18 +104,13 @@ class OutputReporter:
     """Reports a command's output while it runs, whole lines at a time, per stream.
 
     Each chunk is decoded incrementally (a character split between reads is kept for
-    the next), and only complete lines are reported, so `transform` (which hides host
-    paths) always sees whole lines. The rest is reported by `flush`. Reports are
-    `{"output": text, "stream": "stdout" | "stderr"}`, unmarked and uncapped: the
-    final result still goes through `OutputBuffer`.
-
-    Args:
-        transform: Applied to each reported text. Default: none.
+    the next), and only complete lines are reported; the rest is reported by `flush`.
+    Reports are `{"output": text, "stream": "stdout" | "stderr"}`, unmarked and
+    uncapped: the final result still goes through `OutputBuffer`.
     """
 
-    def __init__(self, transform: Callable[[str], str] | None = None) -> None:
+    def __init__(self) -> None:
         """Start with nothing pending."""
-        self._transform = transform
         self._decoders = {
             stream: codecs.getincrementaldecoder("utf-8")("replace")
             for stream in ("stdout", "stderr")
@@ -178,15 +135,12 @@ class OutputReporter:
                 self._report(text, stream)
 
     def _report(self, text: str, stream: str) -> None:
-        shown = self._transform(text) if self._transform is not None else text
-        progress.report({"output": shown, "stream": stream})
+        progress.report({"output": text, "stream": stream})
 
 
-def reporter_if_listening(
-    transform: Callable[[str], str] | None = None,
-) -> OutputReporter | None:
+def reporter_if_listening() -> OutputReporter | None:
     """An `OutputReporter` when someone listens for progress, else None."""
-    return OutputReporter(transform) if progress.listening_now() else None
+    return OutputReporter() if progress.listening_now() else None
 
 
 __all__ = ["STDERR_MARK", "OutputBuffer", "OutputReporter", "reporter_if_listening"]

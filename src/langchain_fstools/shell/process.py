@@ -63,7 +63,6 @@ def run_process(
     output_limit: int,
     env: Mapping[str, str] | None = None,
     grace: float = DRAIN_GRACE,
-    transform: Callable[[str], str] | None = None,
     on_output: Callable[..., None] | None = None,
 ) -> ExecutionResult:
     """Run `argv` in its own process group until it exits or `timeout` passes.
@@ -76,8 +75,6 @@ def run_process(
         env: Environment of the process. Default: this process's environment.
         grace: Seconds the pipes may stay open once the command ended. Default:
             `DRAIN_GRACE`.
-        transform: Applied to the output's text, whole lines at a time, before the
-            cap cuts it (see `OutputBuffer`). Default: none.
         on_output: Also called as `on_output(data, stderr=...)` with each chunk as it
             is read (e.g. `OutputReporter.add`, to stream it). Default: None.
 
@@ -87,7 +84,7 @@ def run_process(
     Raises:
         OSError: the program could not be started (missing, not executable, bad cwd).
     """
-    buffer = OutputBuffer(output_limit, transform)
+    buffer = OutputBuffer(output_limit)
     sink = buffer.add if on_output is None else _tee(buffer.add, on_output)
     deadline = time.monotonic() + timeout
     process = subprocess.Popen(  # noqa: S603 - the argv is the caller's, by design

@@ -150,6 +150,13 @@ class ToolContext:
         plain message, since LangGraph deep-copies every `Command` a tool returns, but
         not one a middleware returns. Other calls return their own `Command`."""
 
+    def template_values(self) -> dict[str, Any]:
+        """What descriptions may name: the settings' values, and `command_root`.
+
+        `command_root` is where commands see the workspace (a host path), or None.
+        """
+        return {**setting_values(self.settings), "command_root": self.backend.command_root()}
+
     def in_background(self, work: Callable[[], None]) -> None:
         """Run `work` on the toolkit's one background thread (started on first use)."""
         with self._background_lock:
@@ -209,7 +216,7 @@ class FileTool(BaseTool):
             self.description = describe(
                 self.description,
                 present=self.context.tool_names,
-                values=setting_values(self.context.settings),
+                values=self.context.template_values(),
             )
         backend_kind = self.context.backend.traced_kind
         self.metadata = {
@@ -275,7 +282,7 @@ class FileTool(BaseTool):
         memo = self._aliased_schema
         if memo is not None and memo[0] is schema:
             return memo[1]
-        values = setting_values(self.context.settings)
+        values = self.context.template_values()
         fields: dict[str, Any] = {}
         for name, info in schema.model_fields.items():
             copied = copy.copy(info)

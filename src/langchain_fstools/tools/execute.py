@@ -42,6 +42,7 @@ DESCRIPTION = """Run a bash command from the workspace root; returns its output 
 -[read_file, grep, glob, edit_file] Not for files: use read_file, grep, glob, edit_file, not
   cat/head/tail, grep/rg, find, sed/awk/echo >.
 - Use relative paths: `/` in the shell is the machine's root.
+-[command_root] The workspace (file tools' `/`) is `{command_root}` in the shell.
 - A fresh shell each call, stdin empty (pass `--yes`); background processes end with it.
 - On timeout all is killed and the output so far returned. Output over
   {execute_output_limit:*byte} is cut in the middle; stderr lines start `[stderr] `.

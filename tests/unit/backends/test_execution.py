@@ -74,34 +74,3 @@ def test_bytes_that_are_not_utf8_are_replaced_not_raised() -> None:
 def test_a_cap_below_two_bytes_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 2"):
         OutputBuffer(1)
-
-
-HOST = "/srv/very/long/host/workspace"
-
-
-def _hide(text: str) -> str:
-    return text.replace(HOST + "/", "/").replace(HOST, "/")
-
-
-@pytest.mark.parametrize("limit", range(20, 120, 7))
-def test_host_paths_are_rewritten_before_the_cap_cuts(limit: int) -> None:
-    buffer = OutputBuffer(limit, _hide)
-    line = f"{HOST}/src/app.py:1: error\n".encode()
-    data = line * 40
-    for start in range(0, len(data), 13):  # chunks split paths anywhere
-        buffer.add(data[start : start + 13])
-    text = buffer.text()
-    for fragment in ("/srv", "very/long", "host/work", "workspace"):
-        assert fragment not in text, (limit, text)
-    assert text.endswith(" error\n")
-
-
-def test_a_path_in_an_endless_line_is_rewritten_too() -> None:
-    buffer = OutputBuffer(200, _hide)
-    data = (HOST.encode() + b"/x ") * 2000  # no newline at all
-    for start in range(0, len(data), 4096):
-        buffer.add(data[start : start + 4096])
-    text = buffer.text()
-    assert "srv" not in text
-    assert "workspace" not in text
-    assert buffer.dropped_bytes > 0

@@ -68,7 +68,7 @@ def test_no_output_says_so(call: Any) -> None:
 
 def test_runs_in_the_workspace_root(call: Any, root: Path) -> None:
     message = call("echo data > made.txt && pwd")
-    assert message.content == "/\nExit code: 0\nChanged:\nA /made.txt"
+    assert message.content == f"{root.resolve()}\nExit code: 0\nChanged:\nA /made.txt"
     assert (root / "made.txt").read_text() == "data\n"
 
 
