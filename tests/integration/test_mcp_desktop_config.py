@@ -21,29 +21,30 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def desktop_entry() -> dict[str, object]:
-    """The `mcpServers` entry of docs/mcp.md that starts a command (not a URL)."""
+    """The `mcpServers` entry of docs/mcp.md that starts the installed console script."""
     blocks = re.findall(
         r"^```json\n(.*?)^```$", (ROOT / "docs" / "mcp.md").read_text(), re.DOTALL | re.MULTILINE
     )
     tables = [json.loads(block) for block in blocks if '"mcpServers"' in block]
     entries = [entry for table in tables for entry in table["mcpServers"].values()]
-    (entry,) = [entry for entry in entries if "command" in entry]
+    (entry,) = [e for e in entries if str(e.get("command", "")).endswith("/langchain-fstools-mcp")]
     return entry
 
 
 async def test_the_documented_desktop_configuration_serves_the_repository(tmp_path: Path) -> None:
     entry = desktop_entry()
-    assert entry["command"] == "python"
+    assert entry["command"] == "/path/to/venv/bin/langchain-fstools-mcp"
+    script = Path(sys.executable).parent / "langchain-fstools-mcp"  # this virtualenv's
     args = [str(tmp_path) if arg == "/path/to/repo" else str(arg) for arg in entry["args"]]  # type: ignore[union-attr]
     (tmp_path / "todo.txt").write_text("- ship\n")
-    params = StdioServerParameters(command=sys.executable, args=args, env=server_env())
+    params = StdioServerParameters(command=str(script), args=args, env=server_env())
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         names = {tool.name for tool in (await session.list_tools()).tools}
         assert {"ls", "read_file", "write_file", "edit_file", "glob", "grep"} <= names
         seen = await session.call_tool("read_file", {"file_path": "/todo.txt"})
-        assert text_of(seen) == "1\t- ship"
+        assert text_of(seen).startswith("1\t- ship\n")
         edit = {"file_path": "/todo.txt", "old_string": "ship", "new_string": "shipped"}
-        edited = await session.call_tool("edit_file", edit)  # --mode accept_edits: no ask
+        edited = await session.call_tool("edit_file", edit)  # no --mode: no one to ask
         assert not edited.isError, text_of(edited)
     assert (tmp_path / "todo.txt").read_text() == "- shipped\n"
