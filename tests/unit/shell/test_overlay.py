@@ -8,11 +8,14 @@ Before the commit, the workspace must not have changed at all.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import stat
 import subprocess
 import tempfile
 import threading
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,31 @@ from langchain_fstools.shell.sandbox import Sandbox, find_bwrap
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")
 
 GIT = "GIT_AUTHOR_DATE=2000-01-01T00:00Z GIT_COMMITTER_DATE=2000-01-01T00:00Z git -c user.name=t -c user.email=t@e -c init.defaultBranch=main -c commit.gpgsign=false"
+
+WHEEL = "tinypkg-1.0-py3-none-any.whl"
+
+
+def write_wheel(path: Path) -> None:
+    """A minimal pure-Python wheel of the package `tinypkg`, made here (no network)."""
+    files = {
+        "tinypkg/__init__.py": b"VALUE = 42\n",
+        "tinypkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n",
+        "tinypkg-1.0.dist-info/WHEEL": (
+            b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
+    }
+    record = [f"{name},sha256={_digest(data)},{len(data)}" for name, data in files.items()] + [
+        "tinypkg-1.0.dist-info/RECORD,,"
+    ]
+    with zipfile.ZipFile(path, "w") as wheel:
+        for name, data in files.items():
+            wheel.writestr(name, data)
+        wheel.writestr("tinypkg-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+
+
+def _digest(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
 
 CORPUS = {
     "new file": "echo x > new.txt",
@@ -61,6 +89,10 @@ CORPUS = {
     f" && {GIT} commit -qm c",
     "commit in an existing repository": f"cd git && echo more > f && {GIT} commit -qam more",
     "nothing": "true",
+    "a virtualenv and a package installed into it from a local wheel": (
+        "python3 -m venv env && PIP_NO_CACHE_DIR=1 env/bin/pip install -q --no-index"
+        f" --no-deps {WHEEL} && env/bin/python -c 'import tinypkg; print(tinypkg.VALUE)'"
+    ),
 }
 
 
@@ -78,14 +110,17 @@ def workspace(folder: Path) -> Path:
     (folder / "git" / "f").write_text("f\n")
     commands = f"{GIT} init -q && {GIT} add f && {GIT} commit -qm f"
     subprocess.run(["bash", "-c", commands], cwd=folder / "git", check=True)
+    write_wheel(folder / WHEEL)
     return folder
 
 
 def snapshot(folder: Path) -> dict[bytes, tuple[str, int, bytes]]:
     """Every entry below `folder` (by its name's bytes): type, permission bits, content.
 
-    A link's content is its target; a directory's is empty. Times are left out, and so
-    is git's index (it holds inode numbers and times).
+    A link's content is its target; a directory's is empty. The folder's own path in a
+    file or link (a virtualenv's scripts) reads `<root>`. Times are left out, and so is
+    what holds them (git's index, compiled Python caches) or hashes the folder's path
+    (an installed package's `RECORD`).
     """
     found: dict[bytes, tuple[str, int, bytes]] = {}
     base = os.fsencode(folder)
@@ -93,17 +128,21 @@ def snapshot(folder: Path) -> dict[bytes, tuple[str, int, bytes]]:
         for name in names + files:
             path = directory + b"/" + name
             relative = path[len(base) + 1 :]
-            if relative.endswith(b".git/index"):
-                continue
+            if (
+                relative.endswith((b".git/index", b".dist-info/RECORD"))
+                or b"__pycache__" in relative
+            ):
+                continue  # times and inodes; hashes of the scripts that name the folder
             result = os.lstat(path)
             mode = stat.S_IMODE(result.st_mode)
             if stat.S_ISLNK(result.st_mode):
-                found[relative] = ("link", 0, os.readlink(path))  # noqa: PTH115 - bytes
+                target = os.readlink(path)  # noqa: PTH115 - bytes
+                found[relative] = ("link", 0, target.replace(base, b"<root>"))
             elif stat.S_ISDIR(result.st_mode):
                 found[relative] = ("directory", mode, b"")
             else:
                 with open(path, "rb") as file:  # noqa: PTH123 - a bytes path
-                    found[relative] = ("file", mode, file.read())
+                    found[relative] = ("file", mode, file.read().replace(base, b"<root>"))
     return found
 
 
