@@ -83,6 +83,8 @@ def _open(directory: int) -> int | None:
 
 def _in_lock_order(opened: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """One directory once, ordered by device and inode (the same order in every writer)."""
+    if len(opened) < 2:  # noqa: PLR2004 - one lock has no order
+        return opened
     unique: dict[tuple[int, int], tuple[int, str]] = {}
     for descriptor, virtual in opened:
         result = os.fstat(descriptor)
