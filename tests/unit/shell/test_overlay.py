@@ -44,10 +44,10 @@ def write_wheel(path: Path) -> None:
     record = [f"{name},sha256={_digest(data)},{len(data)}" for name, data in files.items()] + [
         "tinypkg-1.0.dist-info/RECORD,,"
     ]
+    files["tinypkg-1.0.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
     with zipfile.ZipFile(path, "w") as wheel:
-        for name, data in files.items():
-            wheel.writestr(name, data)
-        wheel.writestr("tinypkg-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+        for name, data in files.items():  # a fixed time: every workspace's wheel is the same
+            wheel.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), data)
 
 
 def _digest(data: bytes) -> str:
