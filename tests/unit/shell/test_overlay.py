@@ -209,11 +209,12 @@ def test_the_change_set_says_what_changed(tmp_path: Path) -> None:
 def test_a_path_changed_in_the_workspace_while_the_command_ran_is_stale(tmp_path: Path) -> None:
     root = workspace(tmp_path / "root")
     backend = LocalBackend(root, execute=True)
-    theirs = threading.Timer(0.2, lambda: (root / "a.txt").write_text("theirs\n"))
+    backend.execute("true", timeout=30, output_limit=10)  # the sandbox is probed first
+    theirs = threading.Timer(0.5, lambda: (root / "a.txt").write_text("theirs\n"))
 
     theirs.start()
     result = backend.execute_changes(
-        "sleep 0.6; echo mine >> a.txt; echo n > new.txt", timeout=30, output_limit=1000
+        "sleep 1.5; echo mine >> a.txt; echo n > new.txt", timeout=30, output_limit=1000
     )
     theirs.join()
 
