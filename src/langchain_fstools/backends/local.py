@@ -699,6 +699,8 @@ class LocalBackend(Backend):
 
     def _check_before(self, change: Change) -> None:
         """`VersionConflict` unless `change.path` is still what the change set found."""
+        if change.entry == "directory" and change.kind is not ChangeKind.ADDED:
+            return  # a directory's version changes with its entries: its files are checked
         with paths.virtual_errors(change.path):
             try:
                 with self._beneath.place(change.path, follow=False) as place:
@@ -706,8 +708,6 @@ class LocalBackend(Backend):
             except (FileNotFoundError, NotADirectoryError):
                 current = None
         actual = _version(current) if current is not None else None
-        if change.entry == "directory" and change.kind is not ChangeKind.ADDED:
-            return  # a directory's version changes with its entries: its files are checked
         if actual != change.before:
             raise VersionConflict(change.path, change.before or ABSENT, actual)
 
@@ -894,13 +894,8 @@ def _create_temp(directory: int, name: str, *, private: bool) -> tuple[int, str]
     A replacement starts private (0o600) until the old file's mode is copied; a new
     file is created 0o666, which the kernel narrows by the umask.
     """
-    stem = os.fsdecode(os.fsencode(name)[:_TEMP_STEM_BYTES])
-    while True:
-        temp = f".{stem}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
-        try:
-            return os.open(temp, _TEMP_FLAGS, 0o600 if private else 0o666, dir_fd=directory), temp
-        except FileExistsError:
-            continue
+    mode = 0o600 if private else 0o666
+    return _exclusively(name, lambda temp: os.open(temp, _TEMP_FLAGS, mode, dir_fd=directory))
 
 
 def _create_temp_entry(
@@ -912,23 +907,31 @@ def _create_temp_entry(
     name is never replaced; it gets a modification time of its own (as `_stamp`
     gives). The caller syncs it.
     """
+    link, source = entry.link, entry.source
+    if link is not None:
+        return _exclusively(name, lambda temp: os.symlink(link, temp, dir_fd=directory))[1]
+    assert source is not None  # noqa: S101 - a move has a source
+    _, temp = _exclusively(
+        name, lambda temp: os.link(source, temp, dst_dir_fd=directory, follow_symlinks=False)
+    )
+    os.unlink(source)
+    now = _later_than(previous)
+    os.utime(temp, ns=(now, now), dir_fd=directory, follow_symlinks=False)
+    return temp
+
+
+def _exclusively(name: str, make: Callable[[str], _T]) -> tuple[_T, str]:
+    """`make(temp)` under a fresh `.{name}.{random}.fstools-tmp` name; another name while taken.
+
+    `make` must fail with `FileExistsError` where the name exists (an exclusive create).
+    """
     stem = os.fsdecode(os.fsencode(name)[:_TEMP_STEM_BYTES])
     while True:
         temp = f".{stem}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
         try:
-            if entry.link is not None:
-                os.symlink(entry.link, temp, dir_fd=directory)
-                return temp
-            assert entry.source is not None  # noqa: S101 - a move has a source
-            os.link(entry.source, temp, dst_dir_fd=directory, follow_symlinks=False)
+            return make(temp), temp
         except FileExistsError:
             continue
-        os.unlink(entry.source)
-        now = time.time_ns()
-        if previous is not None:
-            now = max(now, previous.st_mtime_ns + 1)
-        os.utime(temp, ns=(now, now), dir_fd=directory, follow_symlinks=False)
-        return temp
 
 
 def _sync_filesystem(directory: int) -> None:
@@ -961,10 +964,14 @@ def _stamp(descriptor: int, previous: os.stat_result | None) -> None:
     The kernel stamps files with a coarse clock and reuses freed inode numbers, so two
     quick same-size writes could otherwise share a version token.
     """
-    now = time.time_ns()
-    if previous is not None:
-        now = max(now, previous.st_mtime_ns + 1)
+    now = _later_than(previous)
     os.utime(descriptor, ns=(now, now))
+
+
+def _later_than(previous: os.stat_result | None) -> int:
+    """Now, in nanoseconds, or just after `previous`'s modification time if that is later."""
+    now = time.time_ns()
+    return now if previous is None else max(now, previous.st_mtime_ns + 1)
 
 
 def _write_all(descriptor: int, data: bytes) -> None:

@@ -192,21 +192,16 @@ class _Scan:
         size: int = 0,
         target: str | None = None,
     ) -> Iterator[Change]:
-        """A new entry where the workspace has none, or one of another type."""
-        if low is None:
-            yield self.change(
-                virtual, ChangeKind.ADDED, entry, None, mode=mode, size=size, target=target
-            )
-            return
-        if stat_module.S_ISDIR(low.st_mode) or entry == "directory":
+        """A new entry where the workspace has none, or one of another type.
+
+        A folder replaced, or replacing something, is the old entry deleted and the new
+        one added; a file and a link replace each other in place.
+        """
+        if low is not None and (stat_module.S_ISDIR(low.st_mode) or entry == "directory"):
             yield from self.deleted(virtual, low)
-            yield self.change(
-                virtual, ChangeKind.ADDED, entry, None, mode=mode, size=size, target=target
-            )
-            return
-        yield self.change(
-            virtual, ChangeKind.MODIFIED, entry, low, mode=mode, size=size, target=target
-        )
+            low = None
+        kind = ChangeKind.ADDED if low is None else ChangeKind.MODIFIED
+        yield self.change(virtual, kind, entry, low, mode=mode, size=size, target=target)
 
     def deleted(self, virtual: str, low: os.stat_result | None = None) -> Iterator[Change]:
         """The workspace's entry at `virtual` deleted, with everything below it."""

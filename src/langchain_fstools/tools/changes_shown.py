@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from langchain_fstools.core import calls
+from langchain_fstools.core import calls, paths
 from langchain_fstools.core.changesets import ChangeKind
 from langchain_fstools.core.wording import plural
 from langchain_fstools.formats.diff import unified_patch
@@ -20,7 +20,7 @@ from langchain_fstools.formats.encoding import detect
 from langchain_fstools.shell.overlay import upper_path
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import Change, ChangeSet
@@ -38,13 +38,13 @@ DIFF_BUDGET: Final = 200_000
 """Most characters of diff a review shows."""
 
 
-def effect_diff(changes: ChangeSet, paths: Sequence[str]) -> Effect[str]:
-    """The diff of what committing `changes` would do to `paths` (bounded, see the module).
+def effect_diff(changes: ChangeSet, asked: Sequence[str]) -> Effect[str]:
+    """The diff of what committing `changes` would do to the `asked` paths (bounded).
 
     The workspace's side is read through the backend (so a path a rule hides is not
     shown), the command's from the change set.
     """
-    wanted = set(paths)
+    wanted = set(asked)
     parts: list[str] = []
     used = 0
     for change in changes.changes:
@@ -98,7 +98,8 @@ def summary(changes: Sequence[Change]) -> str:
     top-level folders (`/node_modules/: 9,812 added`) and files. A directory added or
     deleted with what is in it is not listed on its own.
     """
-    shown = [change for change in changes if not _holds_listed(change, changes)]
+    holding = {folder for change in changes for folder in _folders_above(change.path)}
+    shown = [change for change in changes if not _holds_listed(change, holding)]
     if not shown:
         return ""
     if len(shown) <= SUMMARY_LINES:
@@ -129,11 +130,16 @@ def _printable(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _holds_listed(change: Change, changes: Sequence[Change]) -> bool:
-    if change.entry != "directory" or change.kind is ChangeKind.MODIFIED:
-        return False
-    prefix = change.path.rstrip("/") + "/"
-    return any(other.path.startswith(prefix) for other in changes)
+def _folders_above(path: str) -> Iterator[str]:
+    """The folders `path` lies in, but the root."""
+    while (path := paths.parent(path)) != paths.ROOT:
+        yield path
+
+
+def _holds_listed(change: Change, holding: set[str]) -> bool:
+    """Whether `change` adds or deletes a folder that other changes (`holding`) lie in."""
+    added_or_deleted = change.entry == "directory" and change.kind is not ChangeKind.MODIFIED
+    return added_or_deleted and change.path in holding
 
 
 __all__ = [
