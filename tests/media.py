@@ -1,8 +1,10 @@
-"""Real media files made in the tests: images with Pillow, PDFs by hand and with pypdf."""
+"""Real media files made in the tests: images with Pillow, PDFs by hand and with pypdf,
+a notebook."""
 
 from __future__ import annotations
 
 import io
+import json
 
 from PIL import Image
 from pypdf import PdfReader, PdfWriter
@@ -75,3 +77,17 @@ def encrypted_pdf(pages: list[str], password: str) -> bytes:
     buffer = io.BytesIO()
     writer.write(buffer)
     return buffer.getvalue()
+
+
+def one_cell_notebook() -> bytes:
+    """An nbformat 4.5 notebook with one code cell (`id` "c1", source `x = 1`)."""
+    cell = {
+        "cell_type": "code",
+        "id": "c1",
+        "metadata": {},
+        "source": "x = 1",
+        "outputs": [],
+        "execution_count": None,
+    }
+    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(notebook).encode()

@@ -13,32 +13,17 @@ from langchain_core.messages import ToolMessage
 from langchain_fstools import FilesystemMiddleware, LocalBackend
 from langchain_fstools.testing import ScriptedChatModel, tool_call
 from langchain_fstools.tools.toolkit import TOOL_CLASSES
+from tests.media import one_cell_notebook
 from tests.unit.mcp.servers import file_server
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-NOTEBOOK = {
-    "cells": [
-        {
-            "cell_type": "code",
-            "id": "c1",
-            "metadata": {},
-            "source": "x = 1",
-            "outputs": [],
-            "execution_count": None,
-        }
-    ],
-    "metadata": {},
-    "nbformat": 4,
-    "nbformat_minor": 5,
-}
-
 
 def _workspace(tmp_path: Path) -> LocalBackend:
     (tmp_path / "app.py").write_text("x = 1\n")
     (tmp_path / "work").mkdir()
-    (tmp_path / "work" / "analysis.ipynb").write_text(json.dumps(NOTEBOOK))
+    (tmp_path / "work" / "analysis.ipynb").write_bytes(one_cell_notebook())
     return LocalBackend(tmp_path)
 
 

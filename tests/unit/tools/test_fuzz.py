@@ -22,29 +22,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from langchain_fstools.core import calls
+from tests.media import one_cell_notebook
 from tests.unit.tools.harness import Harness
 
 SEARCH_TIMEOUT = 2.0
 DEADLINE = SEARCH_TIMEOUT + 3.0
 """Seconds any one call may take: the search deadline plus a margin for slow machines."""
 
-NOTEBOOK = json.dumps(
-    {
-        "cells": [
-            {
-                "cell_type": "code",
-                "id": "c1",
-                "metadata": {},
-                "source": "x = 1",
-                "outputs": [],
-                "execution_count": None,
-            }
-        ],
-        "metadata": {},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-).encode()
+NOTEBOOK = one_cell_notebook()
 TREE = {
     "/a.txt": b"alpha\nbeta\n",
     "/src/app.py": b"def main():\n    return 1\n",
