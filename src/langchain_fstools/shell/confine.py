@@ -409,19 +409,28 @@ def parse(arguments: list[str]) -> tuple[Spec, list[str]]:
     return spec, arguments[index + 1 :]
 
 
+def restrict(spec: Spec) -> None:
+    """Apply steps 1 to 3 of `spec` to this process (every confinement but reaping).
+
+    Raises:
+        ConfineError: a step could not be applied.
+    """
+    _check(_libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
+    if spec.flags["landlock"] and not apply_landlock(spec) and spec.flags["required"]:
+        raise ConfineError("the kernel has no Landlock")
+    if spec.flags["drop_capabilities"]:
+        drop_capabilities()
+    families = tuple(int(family) for family in spec.lists["deny_family"])
+    if families:
+        install_seccomp(families)
+
+
 def main(arguments: list[str]) -> NoReturn:
     """Apply the options, then run what follows `--`."""
     parent = os.getppid()
     try:
         spec, argv = parse(arguments)
-        _check(_libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
-        if spec.flags["landlock"] and not apply_landlock(spec) and spec.flags["required"]:
-            raise ConfineError("the kernel has no Landlock")  # noqa: TRY301 - one report below
-        if spec.flags["drop_capabilities"]:
-            drop_capabilities()
-        families = tuple(int(family) for family in spec.lists["deny_family"])
-        if families:
-            install_seccomp(families)
+        restrict(spec)
     except ConfineError as exc:
         sys.stderr.write(f"sandbox: {exc}\n")
         os._exit(FAILED)
@@ -448,6 +457,7 @@ __all__ = [
     "main",
     "options",
     "parse",
+    "restrict",
     "run_reaped",
     "seccomp_program",
 ]
