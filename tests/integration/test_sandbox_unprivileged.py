@@ -1,9 +1,9 @@
 """The sandbox as an unprivileged user (issue 24): the same escapes fail, nothing is left.
 
-CI runs as root; these tests start the confinement (bubblewrap plus the helper, Landlock
-alone, or the helper's subreaper only) as `nobody` through `setpriv`, exactly as
-`LocalBackend.execute` wraps a command. The agent's own interpreter lives under a
-home `nobody` cannot enter, so the helper runs on the system's `python3` from a copy
+CI runs as root; these tests start a sandbox session (bubblewrap plus the supervisor,
+Landlock alone, or the supervisor only) as `nobody` through `setpriv`, exactly as
+`LocalBackend.execute` starts one. The agent's own interpreter lives under a home
+`nobody` cannot enter, so the supervisor runs on the system's `python3` from a copy
 `nobody` can read (it needs the standard library only).
 """
 
@@ -15,14 +15,15 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from langchain_fstools.shell import confine
+from langchain_fstools.shell import confine, supervisor
 from langchain_fstools.shell import sandbox as sandbox_module
-from langchain_fstools.shell.process import run_process
 from langchain_fstools.shell.sandbox import Confinement, Sandbox, find_bwrap
+from langchain_fstools.shell.session import Session
 from tests.e2e.agent_runs import surviving_sleepers
 
 NOBODY = 65534
@@ -62,8 +63,9 @@ def place() -> Iterator[Path]:
         (base / "home" / name).write_text("CREDENTIAL\n")
         (base / "home" / name).chmod(0o644)
         (base / "home" / name).parent.chmod(0o755)
-    shutil.copy(confine.__file__, base / "helper" / "confine.py")
-    (base / "helper" / "confine.py").chmod(0o644)
+    for script in (confine.__file__, supervisor.__file__):
+        shutil.copy(script, base / "helper")
+        (base / "helper" / Path(script).name).chmod(0o644)
     try:
         yield base
     finally:
@@ -71,25 +73,24 @@ def place() -> Iterator[Path]:
 
 
 def _run(place: Path, confinement: Confinement, command: str, timeout: float = 20) -> str:
-    wrapped = confinement.wrap(["/bin/bash", "-c", command])
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(place / "home"), **wrapped.env}
+    plan = confinement.session()
+    os.chown(plan.folder, NOBODY, NOBODY)
+    if plan.temporary is not None:
+        os.chown(plan.temporary, NOBODY, NOBODY)
+    session = Session(replace(plan, argv=[*SETPRIV, *plan.argv]))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(place / "home")}
     try:
-        result = run_process(
-            [*SETPRIV, *wrapped.argv],
-            cwd=str(place / "ws"),
-            timeout=timeout,
-            output_limit=100_000,
-            env=env,
+        result, _state, _moved = session.run(
+            command, interpreter="/bin/bash", env=env, timeout=timeout, output_limit=100_000
         )
     finally:
-        if wrapped.temporary:
-            shutil.rmtree(wrapped.temporary, ignore_errors=True)
+        session.close()
     return result.output
 
 
 def _confinement(place: Path, bwrap: str, method: str) -> Confinement:
-    helper = (SYSTEM_PYTHON, "-I", "-S", str(place / "helper" / "confine.py"))
-    sandbox = None if method == "none" else Sandbox(method=method)  # type: ignore[arg-type]
+    helper = (SYSTEM_PYTHON, "-I", "-S", str(place / "helper" / "supervisor.py"))
+    sandbox = None if method == "none" else Sandbox(method=method, workspace="direct")  # type: ignore[arg-type]
     return Confinement(sandbox, str(place / "ws"), bwrap if method == "bwrap" else None, helper)
 
 

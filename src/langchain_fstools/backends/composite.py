@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from langchain_fstools.core.changesets import ChangeReview, ChangeSet
     from langchain_fstools.core.results import ExecutionResult, Write
     from langchain_fstools.search.contract import SearchPart
+    from langchain_fstools.shell.background import Processes
 
 MOUNT_VERSION = "mount"
 
@@ -432,6 +433,10 @@ class CompositeBackend(Backend):
     def judge_changes(self, changes: ChangeSet) -> ChangeReview:
         """Judged as the default backend judges (its commands ran there)."""
         return self.default.judge_changes(changes)
+
+    def processes(self) -> Processes | None:
+        """The default backend's (its commands run there)."""
+        return self.default.processes()
 
     def contains_commands(self) -> bool:
         """Whether the default backend, where commands run, contains them."""

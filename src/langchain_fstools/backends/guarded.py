@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         NativeSearch,
         SearchPart,
     )
+    from langchain_fstools.shell.background import Processes
 
 T = TypeVar("T")
 
@@ -163,6 +164,10 @@ class BackendView(Backend):
     def judge_changes(self, changes: ChangeSet) -> ChangeReview:
         """Forwarded."""
         return self.inner.judge_changes(changes)
+
+    def processes(self) -> Processes | None:
+        """Forwarded."""
+        return self.inner.processes()
 
     def contains_commands(self) -> bool:
         """Forwarded."""

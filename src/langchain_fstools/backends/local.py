@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeVar, get_args
 
 from langchain_fstools.backends.beneath import LISTING, Beneath, Place
 from langchain_fstools.backends.host_paths import is_inside, real_path
+from langchain_fstools.backends.local_processes import LocalProcesses
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.backends.write_locks import directories_locked
@@ -39,15 +40,16 @@ from langchain_fstools.search.ripgrep import RipgrepSearch, find_ripgrep
 from langchain_fstools.shell.environment import MINIMAL_ENV, CommandEnv, InheritEnv
 from langchain_fstools.shell.output import reporter_if_listening
 from langchain_fstools.shell.overlay import Overlay, files_equal, upper_path
-from langchain_fstools.shell.process import run_process
 from langchain_fstools.shell.protected import host_code_paths
-from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Confinement, Sandbox, cleanup
+from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Confinement, Sandbox
+from langchain_fstools.shell.session import Session, Sessions
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 
     from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.search.contract import NativeSearch
+    from langchain_fstools.shell.background import Background
 
 logger = logging.getLogger(__name__)
 
@@ -233,6 +235,7 @@ class LocalBackend(Backend):
         self._sandbox = sandbox if execute else None
         # Found on the first command (it starts bubblewrap once to check it works).
         self._confinement: Confinement | None = None
+        self._sessions = Sessions()
         self._use_ripgrep = use_ripgrep
         # Looked up on first use (PATH lookups block: a graph factory may build this
         # backend on an event loop, while searches and commands run in a thread there).
@@ -576,20 +579,38 @@ class LocalBackend(Backend):
         return replace(result, changes=None)
 
     def execute_changes(
-        self, command: str, *, timeout: float, output_limit: int
+        self,
+        command: str,
+        *,
+        timeout: float,
+        output_limit: int,
+        yield_after: float | None = None,
     ) -> ExecutionResult:
         """Run `command` as `execute` does, on a copy-on-write view where the sandbox has one.
 
         What the command changed is then returned as `changes`, not yet committed:
         `commit` applies it, `ChangeSet.discard` drops it. Without a view (Landlock
         alone, `workspace="direct"`, `sandbox=None`) the command wrote in place and
-        `changes` is None.
+        `changes` is None. A command still running after `yield_after` seconds moves
+        to the background (`process_id`; see `processes`).
         """
         if not self.supports_execute:
             raise ExecutionUnsupported(self.kind)
-        overlay = Overlay.create() if self._confinement_prepared().copy_on_write else None
+        confinement = self._confinement_prepared()
+        session = self._sessions.current(confinement.session)
+        overlay = self._view(session)
         try:
-            result = self._run(command, overlay, timeout=timeout, output_limit=output_limit)
+            result, background = self._run(
+                session,
+                command,
+                overlay,
+                timeout=timeout,
+                output_limit=output_limit,
+                yield_after=yield_after,
+            )
+            if background is not None:
+                background.view = overlay
+                return result
             if overlay is None:
                 return result
             changes = overlay.read_changes(_Lower(self._beneath), self._host_code)
@@ -598,6 +619,38 @@ class LocalBackend(Backend):
             if overlay is not None:
                 shutil.rmtree(overlay.folder, ignore_errors=True)
             raise
+
+    def processes(self) -> LocalProcesses | None:
+        """The background processes of the current sandbox session (None without execute)."""
+        if not self.supports_execute:
+            return None
+        confinement = self._confinement_prepared()
+        session = self._sessions.current(confinement.session)
+        return LocalProcesses(
+            session,
+            start_view=lambda: self._view(session),
+            command_args=self._command_args,
+            workspace=self._root,
+            lower=_Lower(self._beneath),
+            host_code=self._host_code,
+            run=self.execute_changes,
+        )
+
+    def _view(self, session: Session) -> Overlay | None:
+        """A fresh copy-on-write view in `session`'s folder, or None (commands write in place)."""
+        assert self._confinement is not None  # noqa: S101 - prepared by the caller
+        return Overlay.create(session.plan.folder) if self._confinement.copy_on_write else None
+
+    def _command_args(self) -> dict[str, object]:
+        """What every command gets: the shell, environment, masks and read-only paths."""
+        assert self._confinement is not None  # noqa: S101 - prepared by the caller
+        masks, read_only = self._confinement.inside_workspace()
+        env = self._env.build(os.environ, secrets=self._sandbox is None)
+        return {"interpreter": find_shell(), "env": env, "masks": masks, "read_only": read_only}
+
+    def close(self) -> None:
+        """End the sandbox sessions of this backend's commands (and every process in them)."""
+        self._sessions.close()
 
     def command_root(self) -> str | None:
         """The workspace's real host path, where commands see it (None without execute)."""
@@ -630,29 +683,36 @@ class LocalBackend(Backend):
         return tuple(host_code_paths(self._root, executables))
 
     def _run(
-        self, command: str, overlay: Overlay | None, *, timeout: float, output_limit: int
-    ) -> ExecutionResult:
-        assert self._confinement is not None  # noqa: S101 - prepared by the caller
-        wrapped = self._confinement.wrap([find_shell(), "-c", command], overlay)
-        env = self._env.build(os.environ, secrets=self._sandbox is None)
-        env.update(wrapped.env)
+        self,
+        session: Session,
+        command: str,
+        overlay: Overlay | None,
+        *,
+        timeout: float,
+        output_limit: int,
+        yield_after: float | None,
+    ) -> tuple[ExecutionResult, Background | None]:
+        view = None if overlay is None else [self._root, overlay.upper, overlay.work]
         reporter = reporter_if_listening()
         try:
-            return run_process(
-                wrapped.argv,
-                cwd=self._root,
+            before = session.state.cwd
+            result, after, background = session.run(
+                command,
                 timeout=timeout,
                 output_limit=output_limit,
-                env=env,
+                view=view,
                 on_output=reporter.add if reporter is not None else None,
+                yield_after=yield_after,
+                **self._command_args(),  # type: ignore[arg-type]
             )
         except OSError as exc:
             code = exc.errno if exc.errno is not None else errno.EIO
-            raise type(exc)(code, os.strerror(code), paths.ROOT) from None
+            raise type(exc)(code, str(exc.strerror or exc), paths.ROOT) from None
         finally:
-            cleanup(wrapped)
             if reporter is not None:
                 reporter.flush()
+        moved = replace(result, directory=after.cwd if after.cwd != before else None)
+        return moved, background
 
     def commit(self, changes: ChangeSet) -> list[FileInfo]:
         """Apply a command's change set to the workspace, or nothing of it.

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.search.contract import NativeSearch
+    from langchain_fstools.shell.background import Processes
 
 from langchain_fstools.search.contract import SearchPart
 
@@ -350,6 +351,13 @@ class Backend(ABC):
         """Where commands see the workspace (a host path the model may be told), or None.
 
         Default: None (commands, if any, are not told where the workspace is).
+        """
+        return None
+
+    def processes(self) -> Processes | None:
+        """The background processes of the current sandbox session, or None.
+
+        Default: None (no background processes; `execute` runs each command to its end).
         """
         return None
 

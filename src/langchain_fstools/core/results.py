@@ -89,6 +89,10 @@ class ExecutionResult:
         dropped_bytes: Bytes cut from the middle of the output by the cap.
         changes: What a command run on a copy-on-write view changed, not yet
             committed (`Backend.execute_changes`); None where it wrote in place.
+        directory: Where the shell ended, when that is not where it started (the
+            next command of the session starts there); None otherwise.
+        process_id: The background process the command became (it ran past its
+            `yield_after`, or was started in the background); None otherwise.
     """
 
     output: str
@@ -96,6 +100,8 @@ class ExecutionResult:
     timed_out: bool = False
     dropped_bytes: int = 0
     changes: ChangeSet | None = None
+    directory: str | None = None
+    process_id: str | None = None
 
 
 __all__ = ["EntryKind", "ExecutionResult", "FileInfo", "Write"]

@@ -270,7 +270,7 @@ def _add_path_rule(libc: ctypes.CDLL, ruleset: int, path: str, access: int) -> N
         os.close(descriptor)
 
 
-def _descendants() -> list[int]:
+def descendants() -> list[int]:
     """Every process below this one (read from /proc)."""
     parents: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
@@ -294,7 +294,7 @@ def _descendants() -> list[int]:
 def kill_descendants() -> None:
     """SIGKILL every process below this one, and reap them, until none is left."""
     while True:
-        for pid in _descendants():
+        for pid in descendants():
             try:  # noqa: SIM105 - contextlib costs the helper's start-up time
                 os.kill(pid, _SIGKILL)
             except ProcessLookupError:
@@ -302,7 +302,7 @@ def kill_descendants() -> None:
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
-            if not _descendants():
+            if not descendants():
                 return
 
 
@@ -450,6 +450,7 @@ __all__ = [
     "ConfineError",
     "Spec",
     "apply_landlock",
+    "descendants",
     "drop_capabilities",
     "install_seccomp",
     "kill_descendants",

@@ -83,9 +83,9 @@ class Overlay:
     started_ns: int
 
     @classmethod
-    def create(cls) -> Overlay:
-        """Make the private folders (mode 0700, in the host's temporary folder)."""
-        folder = tempfile.mkdtemp(prefix="fstools-cow-")
+    def create(cls, parent: str | None = None) -> Overlay:
+        """Make the private folders (mode 0700, in `parent` or the host's temporary folder)."""
+        folder = tempfile.mkdtemp(prefix="fstools-cow-", dir=parent)
         os.mkdir(os.path.join(folder, "upper"), 0o755)
         os.mkdir(os.path.join(folder, "work"), 0o700)
         return cls(folder, time.clock_gettime_ns(_CLOCK_REALTIME_COARSE))
@@ -95,10 +95,14 @@ class Overlay:
         """The upper layer: everything the command changed."""
         return os.path.join(self.folder, "upper")
 
+    @property
+    def work(self) -> str:
+        """Overlayfs's work folder (on the upper layer's file system)."""
+        return os.path.join(self.folder, "work")
+
     def bwrap_args(self, workspace: str) -> list[str]:
         """Bubblewrap's arguments that mount the view at the workspace's own path."""
-        work = os.path.join(self.folder, "work")
-        return ["--overlay-src", workspace, "--overlay", self.upper, work, workspace]
+        return ["--overlay-src", workspace, "--overlay", self.upper, self.work, workspace]
 
     def read_changes(self, lower: LowerTree, host_code: Sequence[str] = ()) -> ChangeSet:
         """What the command changed, compared with the workspace `lower` (see the module).

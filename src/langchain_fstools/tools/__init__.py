@@ -21,6 +21,7 @@ from langchain_fstools.tools.glob import GlobTool
 from langchain_fstools.tools.grep import GrepTool
 from langchain_fstools.tools.ls import LsTool
 from langchain_fstools.tools.notebook_edit import NotebookEditTool
+from langchain_fstools.tools.processes import ProcessTool
 from langchain_fstools.tools.read_file import ReadFileTool
 from langchain_fstools.tools.settings import ToolSettings
 from langchain_fstools.tools.write_file import WriteFileTool
@@ -33,6 +34,7 @@ __all__ = [
     "GrepTool",
     "LsTool",
     "NotebookEditTool",
+    "ProcessTool",
     "ReadFileTool",
     "ToolContext",
     "ToolSettings",

@@ -19,6 +19,7 @@ from langchain_fstools.errors import (
 )
 from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
 from langchain_fstools.shell.pending import keep, pending_key
+from langchain_fstools.shell.session import in_session
 from langchain_fstools.tools.apply_patch import run_patch, write_targets
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY, effect_diff, summary
@@ -27,6 +28,7 @@ from langchain_fstools.tools.targets import Target
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import ChangeReview, ChangeSet
+    from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.tools.settings import ToolSettings
 
 
@@ -35,15 +37,19 @@ class ExecuteArgs(ToolArgs):
 
     command: str = Field(description="e.g. `pytest -q tests/`.")
     timeout: float | None = Field(default=None, description="Seconds before it is killed.")
+    background: bool = Field(default=False, description="Return at once: a process id.")
+    yield_after: float | None = Field(default=None, description="Background it after N s.")
 
 
-DESCRIPTION = """Run a bash command from the workspace root; returns its output and exit code.
+DESCRIPTION = """Run a bash command (first from the workspace root); returns output and exit code.
 
 -[read_file, grep, glob, edit_file] Not for files: use read_file, grep, glob, edit_file, not
   cat/head/tail, grep/rg, find, sed/awk/echo >.
 - Use relative paths: `/` in the shell is the machine's root.
--[command_root] The workspace (file tools' `/`) is `{command_root}` in the shell.
-- A fresh shell each call, stdin empty (pass `--yes`); background processes end with it.
+-[command_root] The workspace (file tools' `/`) is `{command_root}` in the shell; `cd` and
+  exported variables carry over to the next command.
+- stdin is empty (pass `--yes`); processes left behind end with it (for servers:
+  background).
 - On timeout all is killed and the output so far returned. Output over
   {execute_output_limit:*byte} is cut in the middle; stderr lines start `[stderr] `.
 -[apply_patch] For patches use the apply_patch tool.
@@ -104,37 +110,115 @@ class ExecuteTool(FileTool):
         refusal = settings.command_policy.check(args.command)
         if refusal is not None:
             raise refusal
-        result = yield from calls.execute_changes(
-            args.command, timeout=timeout, output_limit=settings.execute_output_limit
-        )
+        limit = settings.execute_output_limit
+        if args.background or args.yield_after is not None:
+            moved = yield from _through_processes(scope, args, timeout, limit)
+            if isinstance(moved, ToolOutcome):
+                return moved
+            result = moved
+        else:
+            with in_session(session_of(scope.runtime)):
+                result = yield from calls.execute_changes(
+                    args.command, timeout=timeout, output_limit=limit
+                )
         body = result.output or "(no output)"
         if not body.endswith("\n"):
             body += "\n"
         if not result.timed_out:
             body += f"Exit code: {result.exit_code}"
+        if result.directory is not None:
+            body += f"\nThe shell is now in {result.directory} (the next command starts there)."
         artifact: dict[str, Any] = {
             "command": args.command,
             "exit_code": result.exit_code,
             "timeout": timeout,
             "dropped_bytes": result.dropped_bytes,
+            "directory": result.directory,
         }
         state: dict[str, Any] = {}
         if result.changes is not None:
-            try:
-                review = yield from _reviewed(result.changes, body)
-                if review.asks:
-                    state = yield from _waiting(scope, args.command, result.changes, review)
-                    artifact["waiting"] = True
-                    body += WAITING + summary(result.changes.changes)
-                else:
-                    yield from _committed(result.changes, body)
-                    body += summary(result.changes.changes)
-            finally:
-                yield from calls.blocking(result.changes.discard)
-            artifact["changes"] = [f"{c.kind} {c.path}" for c in result.changes.changes]
+            body, state = yield from settle(scope, args.command, result.changes, body, artifact)
         if result.timed_out:
             raise CommandTimedOut(timeout, body)
         return ToolOutcome(body, artifact, state)
+
+
+def _through_processes(
+    scope: CallScope, args: ExecuteArgs, timeout: float, limit: int
+) -> Effect[ToolOutcome | ExecutionResult]:
+    """Start a background process, or run a command that may move to the background.
+
+    Returns the tool's result when a process was started or a command moved to the
+    background, else the command's result (it ended within `yield_after`).
+    """
+    with in_session(session_of(scope.runtime)):
+        table = yield from calls.blocking(scope.backend.processes)
+        if table is None:
+            raise InvalidArgument(
+                "background" if args.background else "yield_after",
+                "this backend runs each command to its end; leave it out",
+            )
+        if args.background:
+            started = yield from calls.blocking(
+                functools.partial(table.start, args.command, output_limit=limit)
+            )
+            return ToolOutcome(
+                f"Started process {started.ident} in the background. Read its output"
+                f' with process(action="read", process_id="{started.ident}").',
+                {"command": args.command, "process_id": started.ident},
+            )
+        after = _yield_after(args.yield_after, timeout)
+        result = yield from calls.blocking(
+            functools.partial(
+                table.run, args.command, timeout=timeout, output_limit=limit, yield_after=after
+            )
+        )
+    if result.process_id is None:
+        return result
+    return ToolOutcome(
+        (result.output or "(no output yet)\n").rstrip("\n")
+        + f"\nStill running after {after:g} s: moved to the background as process"
+        f" {result.process_id}. Read it with"
+        f' process(action="read", process_id="{result.process_id}").',
+        {"command": args.command, "process_id": result.process_id},
+    )
+
+
+def settle(
+    scope: CallScope, command: str, changes: ChangeSet, body: str, artifact: dict[str, Any]
+) -> Effect[tuple[str, dict[str, Any]]]:
+    """Review a command's change set: commit it, keep it for a person, or refuse it whole.
+
+    Returns the result text with the changes summarised, and the state update (a
+    review waiting for a person). `artifact` gets the changes (and `waiting`).
+
+    Raises:
+        ChangesNotCommitted: refused, stale, or no one to ask (nothing committed).
+    """
+    state: dict[str, Any] = {}
+    try:
+        review = yield from _reviewed(changes, body)
+        if review.asks:
+            state = yield from _waiting(scope, command, changes, review)
+            artifact["waiting"] = True
+            body += WAITING + summary(changes.changes)
+        else:
+            yield from _committed(changes, body)
+            body += summary(changes.changes)
+    finally:
+        yield from calls.blocking(changes.discard)
+    artifact["changes"] = [f"{c.kind} {c.path}" for c in changes.changes]
+    return body, state
+
+
+def _yield_after(requested: float | None, timeout: float) -> float:
+    """The seconds before a command moves to the background: the request, checked."""
+    if requested is None or not math.isfinite(requested) or not 0 < requested < timeout:
+        raise InvalidArgument(
+            "yield_after",
+            f"{requested} is not a positive number of seconds below the timeout ({timeout:g})",
+        )
+    return requested
 
 
 WAITING = "\nNothing is kept yet: a person decides on these changes before your next step."
@@ -200,6 +284,23 @@ def _waiting(
     return {COMMAND_REVIEWS_KEY: {call_id: request}}
 
 
+def session_of(runtime: Any) -> str:
+    """The sandbox session of a call: its thread and the graph it runs in ("" for none).
+
+    The checkpoint namespace names each node with the id of its task; the last task
+    (this tool node's, new at every step) is left out, the ones above it kept: parallel
+    subagents that inherit a thread id run under task ids of their own, so each gets a
+    session (and a shell state) of its own, and each keeps it from step to step.
+    """
+    config = getattr(runtime, "config", None) or {}
+    configurable = config.get("configurable") or {}
+    thread = configurable.get("thread_id")
+    if thread is None:
+        return ""
+    *above, own = str(configurable.get("checkpoint_ns", "")).split("|")
+    return "|".join([str(thread), *above, own.partition(":")[0]])
+
+
 def _timeout(requested: float | None, settings: ToolSettings) -> float:
     """The seconds a command may run: the request, checked, or the default."""
     limit = settings.execute_max_timeout
@@ -217,4 +318,4 @@ def _timeout(requested: float | None, settings: ToolSettings) -> float:
     return requested
 
 
-__all__ = ["DESCRIPTION", "ExecuteArgs", "ExecuteTool"]
+__all__ = ["DESCRIPTION", "ExecuteArgs", "ExecuteTool", "session_of", "settle"]

@@ -19,6 +19,7 @@ from langchain_fstools.tools import (
     GrepTool,
     LsTool,
     NotebookEditTool,
+    ProcessTool,
     ReadFileTool,
     ToolContext,
     ToolSettings,
@@ -42,6 +43,7 @@ TOOL_CLASSES: dict[str, Callable[..., FileTool]] = {
         GrepTool,
         NotebookEditTool,
         ExecuteTool,
+        ProcessTool,
     )
 }
 """Every tool of the toolkit, by model-facing name."""

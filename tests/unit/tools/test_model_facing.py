@@ -30,7 +30,8 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 def _backend_for(name: str, tmp_path: Path) -> Backend:
     """A state backend, or local disk for tools that run commands."""
-    return LocalBackend(tmp_path, execute=True) if name == "execute" else StateBackend()
+    runs_commands = TOOL_CLASSES[name].requires_execute  # type: ignore[attr-defined]
+    return LocalBackend(tmp_path, execute=True) if runs_commands else StateBackend()
 
 
 def _portable(text: str, workspace: Path) -> str:
@@ -235,7 +236,8 @@ SCHEMA_BUDGETS = {
     "edit_file": 215,
     "glob": 145,
     "grep": 440,
-    "execute": 275,
+    "execute": 335,
+    "process": 135,
     "apply_patch": 290,
     "notebook_edit": 255,
     "undo_edit": 110,

@@ -1,0 +1,173 @@
+"""Background processes on local disk: started in the call's sandbox session, reviewed by effect.
+
+`LocalBackend.processes()` gives the process table of the current session
+(`shell.session.session_key`). A background process keeps its copy-on-write view for
+its lifetime; `review` pauses it, reads what it changed since the last review into a
+change set of its own (the changed entries copied out, so the process may go on
+writing while the set waits for a person), and resumes it. The caller judges and
+commits the set as a command's, then calls `reviewed`: the stale check of the next
+review counts only what changed in the workspace after that commit.
+"""
+
+from __future__ import annotations
+
+import shutil
+import stat as stat_module
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from langchain_fstools.core.changesets import ChangeKind, ChangeSet
+from langchain_fstools.errors import InvalidArgument
+from langchain_fstools.shell.overlay import Overlay, upper_path
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from langchain_fstools.core.results import ExecutionResult
+    from langchain_fstools.shell.background import Background
+    from langchain_fstools.shell.overlay import LowerTree
+    from langchain_fstools.shell.session import Session
+
+
+class LocalProcesses:
+    """The background processes of one sandbox session of a `LocalBackend`.
+
+    Args:
+        session: The session they run in.
+        start_view: Makes a command's copy-on-write view in the session (None when
+            commands write in place).
+        command_args: The keyword arguments every command of the session gets
+            (`interpreter`, `env`, `masks`, `read_only`).
+        workspace: The workspace's host path (the lower layer of each view).
+        lower: The workspace, as change sets are compared with it.
+        host_code: What change sets carry as code the host runs (`shell.protected`).
+        run: The backend's own foreground run (`execute_changes` with `yield_after`).
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        start_view: Callable[[], Overlay | None],
+        command_args: Callable[[], Mapping[str, object]],
+        workspace: str,
+        lower: LowerTree,
+        host_code: Sequence[str],
+        run: Callable[..., ExecutionResult],
+    ) -> None:
+        """Bind the table to `session`."""
+        self._session = session
+        self._start_view = start_view
+        self._command_args = command_args
+        self._workspace = workspace
+        self._lower = lower
+        self._host_code = tuple(host_code)
+        self._run = run
+
+    def run(
+        self, command: str, *, timeout: float, output_limit: int, yield_after: float
+    ) -> ExecutionResult:
+        """Run `command` as `execute_changes` does, moved to the background past `yield_after`.
+
+        A command moved to the background returns no changes: they are reviewed when
+        it is read and when it ends; `process_id` names it.
+        """
+        return self._run(
+            command, timeout=timeout, output_limit=output_limit, yield_after=yield_after
+        )
+
+    def start(self, command: str, *, output_limit: int, terminal: bool = False) -> Background:
+        """Start `command` in the background, on a copy-on-write view of its own."""
+        overlay = self._start_view()
+        view = None if overlay is None else [self._workspace, overlay.upper, overlay.work]
+        try:
+            background = self._session.spawn(
+                command,
+                view=view,
+                output_limit=output_limit,
+                terminal=terminal,
+                **self._command_args(),  # type: ignore[arg-type]
+            )
+        except BaseException:
+            if overlay is not None:
+                shutil.rmtree(overlay.folder, ignore_errors=True)
+            raise
+        background.view = overlay
+        return background
+
+    def adopt(self, background: Background, overlay: Overlay | None) -> None:
+        """Keep `overlay` as the view of a command that moved to the background."""
+        background.view = overlay
+
+    def all(self) -> list[Background]:
+        """Every background process of the session, in the order they started."""
+        return list(self._session.background.values())
+
+    def get(self, ident: str) -> Background:
+        """The process `ident`.
+
+        Raises:
+            InvalidArgument: no such process in this session (the sentence says that
+                processes live in the worker that started them).
+        """
+        found = self._session.background.get(ident.strip())
+        if found is None:
+            known = ", ".join(self._session.background) or "none"
+            raise InvalidArgument(
+                "process_id",
+                f"{ident!r} is not a process of this thread here (known: {known}); processes"
+                " live in the worker process that started them and end with its session",
+            )
+        return found
+
+    def review(self, background: Background) -> ChangeSet | None:
+        """What `background` changed since its last review (None without a view).
+
+        The process is paused while its upper layer is read; the changed entries are
+        copied out, so the set stays as read while the process goes on.
+        """
+        overlay = background.view
+        if not isinstance(overlay, Overlay):
+            return None
+        paused = background.running and self._session.pause(background)
+        try:
+            changes = overlay.read_changes(self._lower, self._host_code)
+            return _copied(changes, overlay.folder)
+        finally:
+            if paused:
+                self._session.resume(background)
+
+    def reviewed(self, background: Background) -> None:
+        """The last review's set was committed (or dropped): the stale clock starts again."""
+        overlay = background.view
+        if isinstance(overlay, Overlay):
+            # the fine clock: never behind the inode times the commit (and its clean-up) set
+            background.view = replace(overlay, started_ns=time.time_ns())
+            if not background.running:
+                shutil.rmtree(overlay.folder, ignore_errors=True)
+                background.view = None
+
+
+def _copied(changes: ChangeSet, parent: str) -> ChangeSet:
+    """`changes` with its new entries copied to a folder of its own, beside `parent`."""
+    folder = tempfile.mkdtemp(prefix="fstools-review-", dir=Path(parent).parent)
+    for change in changes.changes:
+        if change.kind is ChangeKind.DELETED:
+            continue
+        source = Path(upper_path(changes, change.path))
+        target = Path(upper_path(ChangeSet((), folder), change.path))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        mode = source.lstat().st_mode
+        if stat_module.S_ISDIR(mode):
+            target.mkdir(exist_ok=True)
+        elif stat_module.S_ISLNK(mode):
+            target.symlink_to(source.readlink())
+        else:
+            shutil.copy2(source, target, follow_symlinks=False)
+    return ChangeSet(changes.changes, folder, changes.host_code)
+
+
+__all__ = ["LocalProcesses"]

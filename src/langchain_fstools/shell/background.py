@@ -1,0 +1,214 @@
+"""Background processes of a sandbox session: output kept as it comes, input, an end.
+
+A `Background` is one command that runs on in its session (`shell.session`) after the
+call that started it returned: `execute(command, background=True)`, or a command that
+ran past its `yield_after`. A thread of its own reads its output into a window
+(`OutputBuffer`: the head and tail of what came since the last `read`, the middle
+counted as skipped), so a chatty server never grows memory past that bound. `write`
+feeds its standard input (a pipe, or a pseudo-terminal when asked), `kill` ends it and
+everything it started. A process that nobody reads or writes for `idle_limit` seconds
+is ended, and says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Protocol
+
+from langchain_fstools.shell.output import OutputBuffer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from langchain_fstools.core.changesets import ChangeSet
+    from langchain_fstools.core.results import ExecutionResult
+
+IDLE_LIMIT: Final = 1800.0
+"""Seconds a background process may go unread and unwritten before it is ended."""
+
+_READ_SIZE: Final = 64 * 1024
+_TICK: Final = 1.0
+"""Seconds between the reader's checks of the idle limit."""
+
+
+@dataclass(frozen=True)
+class ProcessOutput:
+    """What `Background.read` returns.
+
+    Attributes:
+        text: The output since the last read (head and tail when it was long).
+        skipped: Bytes of it left out in the middle.
+        running: Whether the process still runs.
+        exit_code: Its exit status once it ended (None while it runs or when killed).
+        ended_by: Why it ended when this package ended it ("kill", "idle", "session"),
+            else None.
+    """
+
+    text: str
+    skipped: int
+    running: bool
+    exit_code: int | None
+    ended_by: str | None
+
+
+class Background:
+    """One background process: its output window, its input, its end.
+
+    Args:
+        ident: The process id the model names it by (`p1`, `p2`, ...).
+        command: The command line, as given.
+        fds: Its output descriptors (stdout and stderr, or one pseudo-terminal).
+        stdin: The descriptor writing its input, or None.
+        ended: Set once the process has ended (its keeper reported).
+        status: Returns its exit status once ended.
+        stop: Ends it and everything it started.
+        output_limit: Bytes of output kept per window.
+        buffer: The output read so far (a command moved to the background keeps its own).
+        idle_limit: Seconds without a read or write before it is ended.
+    """
+
+    def __init__(
+        self,
+        ident: str,
+        command: str,
+        *,
+        fds: list[int],
+        stdin: int | None,
+        ended: threading.Event,
+        status: Callable[[], int | None],
+        stop: Callable[[], None],
+        output_limit: int,
+        buffer: OutputBuffer | None = None,
+        idle_limit: float = IDLE_LIMIT,
+    ) -> None:
+        """Start reading its output."""
+        self.ident = ident
+        self.command = command
+        self.started = time.time()
+        self.view: object | None = None
+        """What the backend keeps of the process's copy-on-write view, or None."""
+        self._fds = fds
+        self._stdin = stdin
+        self._ended = ended
+        self._status = status
+        self._stop = stop
+        self._limit = output_limit
+        self._buffer = buffer if buffer is not None else OutputBuffer(output_limit)
+        self._lock = threading.Lock()
+        self._idle_limit = idle_limit
+        self._active = time.monotonic()
+        self._ended_by: str | None = None
+        self._finished_at: float | None = None
+        self._reader = threading.Thread(target=self._read_all, name=f"fstools-{ident}", daemon=True)
+        self._reader.start()
+
+    @property
+    def running(self) -> bool:
+        """Whether the process still runs."""
+        return not self._ended.is_set()
+
+    @property
+    def exit_code(self) -> int | None:
+        """Its exit status once ended by itself (None while running or when killed)."""
+        return None if self.running or self._ended_by is not None else self._status()
+
+    @property
+    def runtime(self) -> float:
+        """Seconds it ran (so far)."""
+        end = self._finished_at if self._finished_at is not None else time.time()
+        return end - self.started
+
+    @property
+    def ended_by(self) -> str | None:
+        """Why this package ended it ("kill", "idle", "session"), else None."""
+        return self._ended_by
+
+    def read(self) -> ProcessOutput:
+        """The output since the last read; the window starts again empty."""
+        with self._lock:
+            window, self._buffer = self._buffer, OutputBuffer(self._limit)
+            self._active = time.monotonic()
+        if not self.running:
+            self._reader.join(_TICK)
+        return ProcessOutput(
+            window.text(), window.dropped_bytes, self.running, self.exit_code, self._ended_by
+        )
+
+    def write(self, data: bytes) -> None:
+        """Write `data` to its standard input.
+
+        Raises:
+            BrokenPipeError: the process ended or closed its input.
+        """
+        if self._stdin is None or not self.running:
+            raise BrokenPipeError(0, "the process has ended")
+        self._active = time.monotonic()
+        view = memoryview(data)
+        while view:
+            written = os.write(self._stdin, view)
+            view = view[written:]
+
+    def kill(self, reason: str = "kill") -> None:
+        """End it and everything it started; wait (briefly) until it has."""
+        if self.running:
+            self._ended_by = reason
+            self._stop()
+            self._ended.wait(5.0)
+        self._reader.join(5.0)
+
+    def _read_all(self) -> None:
+        """Read every output descriptor until each reaches its end; enforce the idle limit."""
+        with selectors.DefaultSelector() as selector:
+            for index, fd in enumerate(self._fds):
+                selector.register(fd, selectors.EVENT_READ, index == 1)
+            while selector.get_map():
+                for key, _ in selector.select(_TICK):
+                    try:
+                        data = os.read(key.fd, _READ_SIZE)
+                    except OSError:  # a pseudo-terminal whose other end closed: EIO
+                        data = b""
+                    if not data:
+                        selector.unregister(key.fd)
+                        continue
+                    with self._lock:
+                        self._buffer.add(data, stderr=bool(key.data))
+                if self.running and time.monotonic() - self._active > self._idle_limit:
+                    self._ended_by = "idle"
+                    self._stop()
+        self._ended.wait()
+        self._finished_at = time.time()
+        for fd in [*self._fds, *([self._stdin] if self._stdin is not None else [])]:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class Processes(Protocol):
+    """A backend's background processes of the current sandbox session (`Backend.processes`)."""
+
+    def run(
+        self, command: str, *, timeout: float, output_limit: int, yield_after: float
+    ) -> ExecutionResult:
+        """Run `command` to its end, or move it to the background past `yield_after`."""
+
+    def start(self, command: str, *, output_limit: int, terminal: bool = False) -> Background:
+        """Start `command` in the background."""
+
+    def all(self) -> list[Background]:
+        """Every background process of the session."""
+
+    def get(self, ident: str) -> Background:
+        """The process `ident` (`InvalidArgument` if the session has none such)."""
+
+    def review(self, background: Background) -> ChangeSet | None:
+        """What it changed since its last review, uncommitted (None without a view)."""
+
+    def reviewed(self, background: Background) -> None:
+        """The last review's set was committed or dropped."""
+
+
+__all__ = ["IDLE_LIMIT", "Background", "ProcessOutput", "Processes"]

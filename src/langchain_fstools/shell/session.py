@@ -1,0 +1,595 @@
+"""A sandbox session: one warm supervisor per thread that starts its commands in milliseconds.
+
+`Session.run` starts one command through the session's supervisor (`shell.supervisor`)
+and reads its output as `shell.process.run_process` does; the supervisor is started on
+first use, inside bubblewrap when the confinement has it (`Confinement.session`), so the
+namespaces, the private `/tmp` and the loopback network are the session's, shared by
+its commands, while each command still gets a copy-on-write view of its own.
+
+The session is owned by a thread of its own (`_Owner`), which starts the supervisor
+and lives as long as it: bubblewrap's `--die-with-parent` and the supervisor's parent-
+death signal fire when the *thread* that started them exits, so a session started from
+a worker pool's thread would otherwise die with that thread. The owner reads the
+supervisor's messages; when the agent's process ends, the control socket closes and
+the supervisor kills every command and exits (`close` does the same at once).
+
+The shell state (`shell.shell_state`) lives here: each command starts from the state
+the last one to finish recorded, so parallel commands of one session start alike.
+
+`session_key` names the session a call belongs to (the tools set it from the thread id
+and checkpoint namespace); backends keep one session per key (`Sessions`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Final
+
+from langchain_fstools.core.results import ExecutionResult
+from langchain_fstools.shell import supervisor
+from langchain_fstools.shell.background import Background
+from langchain_fstools.shell.output import OutputBuffer
+from langchain_fstools.shell.process import DRAIN_GRACE, Watch, pump
+from langchain_fstools.shell.shell_state import STATE_FD, ShellState, remembering
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping, Sequence
+
+session_key: contextvars.ContextVar[str] = contextvars.ContextVar("fstools_session_key", default="")
+"""The session of the current call: a thread id and checkpoint namespace, or "" (one
+session of the backend's own)."""
+
+START_TIMEOUT: Final = 30.0
+"""Seconds a supervisor may take to start and answer its first request."""
+
+_KILL_WAIT: Final = 5.0
+"""Seconds a killed command's keeper may take to report its end."""
+
+
+MAX_PROCESSES: Final = 8
+"""Background processes one session runs at once."""
+
+
+class ProcessLimit(RuntimeError):
+    """The session runs as many background processes as it may."""
+
+    def __init__(self, limit: int) -> None:
+        """Say the limit and what to do."""
+        super().__init__(
+            f"this session already runs {limit} background processes, the most it may;"
+            " kill one (process tool, action kill) before starting another"
+        )
+
+
+class SessionEnded(OSError):
+    """The session's supervisor is gone (it could not start, or ended); the reason says why."""
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """How a session's supervisor starts (`Confinement.session` builds it).
+
+    Attributes:
+        argv: The supervisor's command line.
+        env: Its environment (the control socket's number is added).
+        folder: The session's private host folder (upper layers live there, at the
+            same path inside the sandbox); removed when the session closes.
+        cwd: Where commands start unless the shell state says otherwise.
+        command_env: Variables set over every command's environment (`TMPDIR`).
+        temporary: Another host folder to remove at the end (a private `TMPDIR`), or None.
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    folder: str
+    cwd: str
+    command_env: dict[str, str] = field(default_factory=dict)
+    temporary: str | None = None
+
+
+@dataclass(frozen=True)
+class _Launched:
+    job: _Job
+    fds: tuple[int, int, int]
+    before: ShellState
+    stdin: int | None = None
+
+
+@dataclass
+class _Job:
+    ident: int
+    ended: threading.Event = field(default_factory=threading.Event)
+    paused: threading.Event = field(default_factory=threading.Event)
+    error: str | None = None
+    status: int | None = None
+    wake: tuple[int, int] = field(default_factory=lambda: os.pipe2(os.O_CLOEXEC))
+
+    def finish(self, status: int | None, error: str | None = None) -> None:
+        self.status, self.error = status, error
+        self.ended.set()
+        with contextlib.suppress(OSError):
+            os.write(self.wake[1], b"x")
+
+    def close(self) -> None:
+        for fd in self.wake:
+            os.close(fd)
+
+
+class Session:
+    """One warm supervisor and the shell state of the commands it starts."""
+
+    def __init__(self, plan: SessionPlan) -> None:
+        """A session that starts `plan`'s supervisor on first use."""
+        self.plan = plan
+        self.state = ShellState(plan.cwd)
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._channel: socket.socket | None = None
+        self._owner: threading.Thread | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        """The supervisor (or its bubblewrap) once started."""
+        self._jobs: dict[int, _Job] = {}
+        self._next = 0
+        self._numbered = 0
+        self.background: dict[str, Background] = {}
+        """The session's background processes, by process id."""
+        self._jobs_of: dict[str, _Job] = {}
+        self._ended: str | None = None
+        self._closed = False
+
+    def run(
+        self,
+        command: str,
+        *,
+        interpreter: str,
+        env: Mapping[str, str],
+        timeout: float,
+        output_limit: int,
+        view: Sequence[str] | None = None,
+        masks: Sequence[str] = (),
+        read_only: Sequence[str] = (),
+        on_output: Callable[..., None] | None = None,
+        grace: float = DRAIN_GRACE,
+        yield_after: float | None = None,
+    ) -> tuple[ExecutionResult, ShellState, Background | None]:
+        """Run `command` with `interpreter` in the session until it exits or `timeout` passes.
+
+        Args:
+            command: The shell line.
+            interpreter: The shell (`bash`) that runs it.
+            env: The environment, unless the shell state carries one.
+            timeout: Seconds before the command and everything it started are killed.
+            output_limit: Most bytes of output kept (see `OutputBuffer`).
+            view: `[workspace, upper, work]` (paths as the sandbox shows them) for a
+                copy-on-write view of its own; None for the workspace as mounted.
+            masks: Paths made to look empty over the view.
+            read_only: Paths the command may not change.
+            on_output: Also called with each chunk of output as it is read.
+            grace: Seconds the output may stay open once the command ended.
+            yield_after: Seconds after which a command still running moves to the
+                background (returned third) instead of running on to `timeout`.
+
+        Returns:
+            The result, the shell state the command left (also kept as the session's
+            `state` for the next command), and the background process it became.
+
+        Raises:
+            SessionEnded: the supervisor could not start or ended meanwhile.
+        """
+        buffer = OutputBuffer(output_limit)
+        sink = buffer.add if on_output is None else _tee(buffer.add, on_output)
+        launched = self._launch(
+            command, interpreter, env, view=view, masks=masks, read_only=read_only
+        )
+        job, (out_r, err_r, record) = launched.job, launched.fds
+        yielding = yield_after is not None and yield_after < timeout
+        until = time.monotonic() + (
+            yield_after if yield_after is not None and yielding else timeout
+        )
+        watch = Watch(
+            job.ended.is_set, (lambda: None) if yielding else (lambda: self._kill(job)), job.wake[0]
+        )
+        try:
+            timed_out = pump([out_r, err_r], sink, until, grace, watch) and not (
+                yielding and job.ended.is_set()
+            )
+            if timed_out and yielding:
+                background = self._adopt(launched, command, buffer, output_limit)
+                result = ExecutionResult(
+                    buffer.text(),
+                    None,
+                    dropped_bytes=buffer.dropped_bytes,
+                    process_id=background.ident,
+                )
+                return result, self.state, background
+        except BaseException:
+            self._close_launched(launched)
+            raise
+        try:
+            if timed_out and not job.ended.is_set():
+                self._kill(job)
+                job.ended.wait(_KILL_WAIT)
+            after = launched.before if timed_out else launched.before.read(_read_all(record))
+        finally:
+            self._close_launched(launched)
+        if job.error is not None:
+            raise SessionEnded(job.error)
+        self.state = after
+        status = None if timed_out else job.status
+        result = ExecutionResult(
+            buffer.text(), status, timed_out=timed_out, dropped_bytes=buffer.dropped_bytes
+        )
+        return result, after, None
+
+    def _close_launched(self, launched: _Launched) -> None:
+        for fd in launched.fds:
+            if fd >= 0:
+                os.close(fd)
+        self._forget(launched.job)
+
+    def spawn(
+        self,
+        command: str,
+        *,
+        interpreter: str,
+        env: Mapping[str, str],
+        output_limit: int,
+        view: Sequence[str] | None = None,
+        masks: Sequence[str] = (),
+        read_only: Sequence[str] = (),
+        terminal: bool = False,
+    ) -> Background:
+        """Start `command` in the background (see `shell.background`).
+
+        Args:
+            command: The shell line.
+            interpreter: The shell (`bash`) that runs it.
+            env: The environment, unless the shell state carries one.
+            output_limit: Bytes of output kept between two reads.
+            view: As for `run`: its copy-on-write view, kept for its lifetime.
+            masks: Paths made to look empty over the view.
+            read_only: Paths the command may not change.
+            terminal: Give it a pseudo-terminal (for programs that need one).
+
+        Raises:
+            SessionEnded: the supervisor could not start or ended meanwhile.
+            ProcessLimit: the session runs `MAX_PROCESSES` background processes already.
+        """
+        with self._lock:
+            running = sum(1 for one in self.background.values() if one.running)
+        if running >= MAX_PROCESSES:
+            raise ProcessLimit(MAX_PROCESSES)
+        if terminal:  # one pseudo-terminal for input and output
+            ours, theirs = os.openpty()  # neither inheritable
+        else:
+            theirs, ours = os.pipe2(os.O_CLOEXEC)
+        try:
+            launched = self._launch(
+                command,
+                interpreter,
+                env,
+                view=view,
+                masks=masks,
+                read_only=read_only,
+                stdin=theirs,
+                output=theirs if terminal else None,
+            )
+        finally:
+            os.close(theirs)
+        if terminal:
+            os.close(launched.fds[0])
+            os.close(launched.fds[1])
+            launched = replace(launched, fds=(ours, -1, launched.fds[2]))
+        launched = replace(launched, stdin=ours)
+        return self._adopt(launched, command, OutputBuffer(output_limit), output_limit)
+
+    def pause(self, background: Background) -> bool:
+        """Stop every process of `background` until `resume` (False if it has ended)."""
+        job = self._jobs_of.get(background.ident)
+        channel = self._channel
+        if job is None or channel is None or job.ended.is_set():
+            return False
+        job.paused.clear()
+        with contextlib.suppress(OSError), self._send_lock:
+            supervisor.send(channel, {"op": "pause", "id": job.ident})
+        return job.paused.wait(_KILL_WAIT)
+
+    def resume(self, background: Background) -> None:
+        """Let the processes of `background` run again."""
+        job = self._jobs_of.get(background.ident)
+        channel = self._channel
+        if job is None or channel is None:
+            return
+        with contextlib.suppress(OSError), self._send_lock:
+            supervisor.send(channel, {"op": "resume", "id": job.ident})
+
+    def _launch(
+        self,
+        command: str,
+        interpreter: str,
+        env: Mapping[str, str],
+        *,
+        view: Sequence[str] | None,
+        masks: Sequence[str],
+        read_only: Sequence[str],
+        stdin: int | None = None,
+        output: int | None = None,
+    ) -> _Launched:
+        """Start `command`; its output, state record and job (stdin empty unless given)."""
+        before = self.state
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        record = os.memfd_create("fstools-state", os.MFD_CLOEXEC)
+        given = stdin
+        if stdin is None:
+            stdin = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        request: dict[str, object] = {
+            "argv": [interpreter, "-c", remembering(command)],
+            "cwd": before.cwd,
+            "fallback_cwd": self.plan.cwd,
+            "env": dict(before.env) if before.env is not None else {**env, **self.plan.command_env},
+            "targets": [0, 1, 2, STATE_FD],
+            "view": list(view) if view is not None else None,
+            "masks": list(masks),
+            "read_only": list(read_only),
+        }
+        sent = [stdin, out_w if output is None else output, err_w if output is None else output]
+        try:
+            job = self._start(request, [*sent, record])
+        finally:
+            for fd in (out_w, err_w):
+                os.close(fd)
+            if given is None:
+                os.close(stdin)
+        return _Launched(job, (out_r, err_r, record), before)
+
+    def _adopt(
+        self, launched: _Launched, command: str, buffer: OutputBuffer, output_limit: int
+    ) -> Background:
+        """Keep a launched command as a background process of this session."""
+        job = launched.job
+        out_r, err_r, record = launched.fds
+        os.close(record)
+        with self._lock:
+            self._numbered += 1
+            ident = f"p{self._numbered}"
+        background = Background(
+            ident,
+            command,
+            fds=[fd for fd in (out_r, err_r) if fd >= 0],
+            stdin=launched.stdin,
+            ended=job.ended,
+            status=lambda: job.status,
+            stop=lambda: self._kill(job),
+            output_limit=output_limit,
+            buffer=buffer,
+        )
+        with self._lock:
+            self.background[ident] = background
+            self._jobs_of[ident] = job
+        return background
+
+    def close(self) -> None:
+        """End every command and the supervisor; remove the session's folders."""
+        for background in list(self.background.values()):
+            if background.running:
+                background.kill("session")
+        with self._lock:
+            self._closed = True
+            channel, owner = self._channel, self._owner
+        if channel is not None:
+            with contextlib.suppress(OSError):
+                channel.shutdown(socket.SHUT_RDWR)
+        if owner is not None and owner is not threading.current_thread():
+            owner.join(START_TIMEOUT)
+        else:
+            self._remove_folders()
+
+    @property
+    def alive(self) -> bool:
+        """Whether the supervisor runs (or has yet to be started)."""
+        return self._ended is None and not self._closed
+
+    # ----- the supervisor ------------------------------------------------------------
+
+    def _start(self, request: Mapping[str, object], fds: list[int]) -> _Job:
+        channel = self._running()
+        with self._lock:
+            self._next += 1
+            job = _Job(self._next)
+            self._jobs[job.ident] = job
+        try:
+            with self._send_lock:
+                supervisor.send(channel, {"op": "start", "id": job.ident, **request}, fds)
+        except OSError as exc:
+            self._forget(job)
+            raise SessionEnded(f"the sandbox session ended ({exc.strerror})") from None
+        return job
+
+    def _kill(self, job: _Job) -> None:
+        channel = self._channel
+        if channel is None or job.ended.is_set():
+            return
+        with contextlib.suppress(OSError), self._send_lock:
+            supervisor.send(channel, {"op": "kill", "id": job.ident})
+
+    def _forget(self, job: _Job) -> None:
+        with self._lock:
+            self._jobs.pop(job.ident, None)
+        job.close()
+
+    def _running(self) -> socket.socket:
+        """The control socket, starting the supervisor (and its owner thread) if needed."""
+        with self._lock:
+            if self._closed:
+                raise SessionEnded("the sandbox session was closed")
+            if self._ended is not None:
+                raise SessionEnded(self._ended)
+            if self._channel is not None:
+                return self._channel
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            ready = threading.Event()
+            owner = threading.Thread(
+                target=self._own, args=(theirs, ready), name="fstools-session", daemon=True
+            )
+            self._channel, self._owner = ours, owner
+            owner.start()
+        ready.wait(START_TIMEOUT)
+        if self._ended is not None:
+            raise SessionEnded(self._ended)
+        return ours
+
+    def _own(self, theirs: socket.socket, ready: threading.Event) -> None:
+        """The owner thread: start the supervisor, dispatch its messages, outlive it."""
+        channel = self._channel
+        assert channel is not None  # noqa: S101 - set before the thread starts
+        errors = tempfile.TemporaryFile()  # noqa: SIM115 - read at the end
+        try:
+            process = subprocess.Popen(  # noqa: S603 - our own supervisor
+                self.plan.argv,
+                env={**self.plan.env, supervisor.CONTROL_VARIABLE: str(theirs.fileno())},
+                cwd="/",
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self._ended = f"the sandbox session could not start ({exc.strerror})"
+            ready.set()
+            errors.close()
+            return
+        finally:
+            theirs.close()
+        self.process = process
+        ready.set()
+        try:
+            self._dispatch(channel)
+        finally:
+            process.wait()
+            errors.seek(0)
+            said = errors.read().decode("utf-8", "replace").strip().splitlines()
+            errors.close()
+            reason = said[-1] if said else f"exit status {process.returncode}"
+            self._ended = f"the sandbox session ended ({reason})"
+            with self._lock:
+                jobs = list(self._jobs.values())
+            for job in jobs:
+                job.finish(None, self._ended)
+            channel.close()
+            self._remove_folders()
+
+    def _dispatch(self, channel: socket.socket) -> None:
+        while True:
+            try:
+                message, fds = supervisor.receive(channel)
+            except OSError:
+                return
+            for fd in fds:
+                os.close(fd)
+            if message is None:
+                return
+            with self._lock:
+                job = self._jobs.get(int(message.get("id", 0)))  # type: ignore[call-overload]
+            if job is None:
+                continue
+            if message.get("op") == "paused":
+                job.paused.set()
+            elif message.get("op") == "exited":
+                job.finish(int(message["status"]))  # type: ignore[call-overload]
+            elif message.get("op") == "failed":
+                job.finish(None, f"the command could not start ({message.get('error')})")
+
+    def _remove_folders(self) -> None:
+        shutil.rmtree(self.plan.folder, ignore_errors=True)
+        if self.plan.temporary is not None:
+            shutil.rmtree(self.plan.temporary, ignore_errors=True)
+
+
+class Sessions:
+    """The sessions of one backend, by `session_key`; closed together.
+
+    A copy (`copy`, `deepcopy`, `pickle`) starts with no session: sessions belong to
+    the process and the object that started them. They close with this object.
+    """
+
+    def __init__(self) -> None:
+        """No session yet."""
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+        weakref.finalize(self, _close_all, self._sessions)
+
+    def current(self, plan: Callable[[], SessionPlan]) -> Session:
+        """The session of `session_key`; a new one started as `plan()` says if none runs."""
+        key = session_key.get()
+        with self._lock:
+            found = self._sessions.get(key)
+            if found is None or not found.alive:
+                found = self._sessions[key] = Session(plan())
+            return found
+
+    def close(self) -> None:
+        """Close every session."""
+        with self._lock:
+            _close_all(self._sessions)
+
+    def __reduce__(self) -> tuple[type[Sessions], tuple[()]]:
+        """A copy has sessions of its own (none yet)."""
+        return (Sessions, ())
+
+
+def _close_all(sessions: dict[str, Session]) -> None:
+    found = list(sessions.values())
+    sessions.clear()
+    for one in found:
+        one.close()
+
+
+@contextlib.contextmanager
+def in_session(key: str) -> Iterator[None]:
+    """Run the calls inside the block in the session `key`."""
+    token = session_key.set(key)
+    try:
+        yield
+    finally:
+        session_key.reset(token)
+
+
+def _read_all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks: list[bytes] = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _tee(first: Callable[..., None], second: Callable[..., None]) -> Callable[..., None]:
+    def both(data: bytes, *, stderr: bool = False) -> None:
+        first(data, stderr=stderr)
+        second(data, stderr=stderr)
+
+    return both
+
+
+__all__ = [
+    "MAX_PROCESSES",
+    "START_TIMEOUT",
+    "ProcessLimit",
+    "Session",
+    "SessionEnded",
+    "SessionPlan",
+    "Sessions",
+    "in_session",
+    "session_key",
+]

@@ -1,0 +1,399 @@
+"""The session supervisor: one long-lived process that starts a session's commands.
+
+`shell.session` starts it once per session (inside bubblewrap when there is a sandbox)
+as `python -I -S supervisor.py [--hidden PATH] OPTIONS --`, with its control socket (a
+Unix `SOCK_SEQPACKET` socket) inherited as the descriptor `CONTROL_VARIABLE` names.
+`OPTIONS` are the confinement helper's (`shell.confine`): what every command of the
+session gets. Like that helper it is a script that imports only light standard-library
+modules.
+
+The agent sends one message per request, JSON with file descriptors attached
+(`SCM_RIGHTS`); the supervisor answers the same way:
+
+- `{"op": "start", "id": N, "argv": [...], "cwd": ..., "fallback_cwd": ..., "env":
+  {...}, "targets": [0, 1, 2, T], "view": V, "masks": [...], "read_only": [...]}` with
+  four descriptors, which the command gets as the numbers in `targets` (its standard
+  streams and its state file). `V` is None (the workspace as the session mounts it) or
+  `[workspace, upper, work]`: a copy-on-write view of `workspace` over that upper
+  layer, mounted for this command alone; `masks` are paths made to look empty over it,
+  `read_only` paths the command may not change. Answer, once it ended: `{"op":
+  "exited", "id": N, "status": S}`, or `{"op": "failed", "id": N, "error": ...}` when it
+  could not start.
+- `{"op": "kill", "id": N}`: the command and everything it started end.
+- `{"op": "pause", "id": N}`: every process of the command stops (`SIGSTOP`); answer
+  `{"op": "paused", "id": N}`. `{"op": "resume", "id": N}` lets them go on.
+
+Each command gets a keeper: a child of the supervisor that is not confined, so no
+command can signal or trace it (Landlock puts the command in a domain of its own). The
+keeper mounts the command's view in a mount namespace of its own, masks and protects the
+paths the request names over it, hides the session's folder, becomes a child subreaper
+and forks the command, which starts a session of its own, applies the confinement
+(`confine.restrict`) and runs `argv`. When the command exits, or the keeper is told to
+stop, the keeper kills every process the command started (also those that left through
+`setsid` or a double fork) and exits with the command's status (`128 + N` for signal N).
+A keeper that is killed all the same leaves its orphans to the supervisor, a subreaper
+too, which kills every process it did not start itself.
+
+When the control socket closes (the agent ended, or closed the session), the supervisor
+kills every command and exits.
+"""
+
+from __future__ import annotations
+
+import array
+import ctypes
+import json
+import os
+import signal
+import socket
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+if __package__:
+    from langchain_fstools.shell import confine
+else:  # run as a script (`-I -S`): the confinement helper is the file next to this one
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import confine  # type: ignore[import-not-found,no-redef]
+
+CONTROL_VARIABLE = "FSTOOLS_SUPERVISOR_CONTROL"
+"""The environment variable holding the control socket's descriptor number."""
+MESSAGE_SIZE = 1 << 20
+"""The largest message either side sends (a command's environment included)."""
+FDS_PER_START = 4
+"""Standard input, output, error and the state file."""
+
+_CLONE_NEWNS = 0x00020000
+_MS_RDONLY = 1
+_MS_NOSUID = 2
+_MS_NODEV = 4
+_MS_REMOUNT = 32
+_MS_BIND = 4096
+_MS_REC = 0x4000
+_MS_PRIVATE = 1 << 18
+
+
+def send(channel: socket.socket, message: dict[str, object], fds: list[int] = ()) -> None:  # type: ignore[assignment]
+    """Send one message with `fds` attached."""
+    data = json.dumps(message).encode()
+    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    channel.sendmsg([data], ancillary)
+
+
+def receive(channel: socket.socket) -> tuple[dict[str, object] | None, list[int]]:
+    """One message and the descriptors it carried; (None, []) at end of file."""
+    space = socket.CMSG_SPACE(FDS_PER_START * array.array("i").itemsize)
+    data, ancillary, _flags, _address = channel.recvmsg(MESSAGE_SIZE, space)
+    fds = array.array("i")
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    return json.loads(data), list(fds)
+
+
+class Supervisor:
+    """The supervisor's state: its control socket, the confinement, its keepers."""
+
+    def __init__(self, channel: socket.socket, spec: confine.Spec, hidden: str | None) -> None:
+        """Serve `channel`, starting commands confined by `spec`; hide `hidden` from them."""
+        self.channel = channel
+        self.spec = spec
+        self.hidden = hidden
+        self.keepers: dict[int, int] = {}  # keeper pid -> request id
+        self.libc = ctypes.CDLL(None, use_errno=True)
+
+    def serve(self) -> NoReturn:
+        """Answer requests until the control socket closes, then end every command."""
+        self.libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(-1)
+        reader, writer = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(writer)
+        import selectors  # noqa: PLC0415 - only the supervisor needs it
+
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.channel, selectors.EVENT_READ, "control")
+            selector.register(reader, selectors.EVENT_READ, "child")
+            while True:
+                for key, _events in selector.select():
+                    if key.data == "child":
+                        while True:
+                            try:
+                                if not os.read(reader, 512):
+                                    break
+                            except BlockingIOError:
+                                break
+                        self.reap()
+                    elif not self.handle():
+                        self.end()
+
+    def handle(self) -> bool:
+        """Answer one request; False once the control socket has closed."""
+        try:
+            message, fds = receive(self.channel)
+        except OSError:
+            return False
+        if message is None:
+            return False
+        ident = message.get("id")
+        try:
+            if message.get("op") == "start":
+                self.start(message, fds)
+            elif message.get("op") == "kill":
+                self.signal(ident, signal.SIGTERM)
+            elif message.get("op") == "pause":
+                self.signal(ident, signal.SIGUSR1)
+            elif message.get("op") == "resume":
+                self.signal(ident, signal.SIGUSR2)
+        except OSError as exc:
+            send(self.channel, {"op": "failed", "id": ident, "error": str(exc)})
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return True
+
+    def start(self, message: dict[str, object], fds: list[int]) -> None:
+        """Fork the keeper of one command."""
+        if len(fds) != FDS_PER_START:
+            raise OSError(0, f"a command needs {FDS_PER_START} descriptors, got {len(fds)}")
+        pid = os.fork()
+        if pid == 0:
+            try:
+                signal.set_wakeup_fd(-1)
+                Keeper(message, fds, self.spec, self.hidden, self.channel).run()
+            finally:
+                os._exit(confine.FAILED)
+        self.keepers[pid] = int(message["id"])  # type: ignore[call-overload]
+
+    def signal(self, ident: object, signum: int) -> None:
+        """Signal the keeper of request `ident`: end (SIGTERM), pause or resume its command."""
+        for pid, known in self.keepers.items():
+            if known == ident:
+                try:  # noqa: SIM105 - contextlib costs start-up time
+                    os.kill(pid, signum)
+                except ProcessLookupError:
+                    pass
+
+    def reap(self) -> None:
+        """Report every keeper that ended; kill any process this supervisor did not start."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                break
+            ident = self.keepers.pop(pid, None)
+            if ident is not None:
+                send(self.channel, {"op": "exited", "id": ident, "status": _status(status)})
+        for pid in _children():
+            if pid not in self.keepers:
+                _kill_tree(pid)
+
+    def end(self) -> NoReturn:
+        """Kill every command and every process left, then exit."""
+        for pid in list(self.keepers):
+            _kill_tree(pid)
+        confine.kill_descendants()
+        os._exit(0)
+
+
+class Keeper:
+    """One command's keeper (see the module docstring)."""
+
+    def __init__(
+        self,
+        message: dict[str, object],
+        fds: list[int],
+        spec: confine.Spec,
+        hidden: str | None,
+        channel: socket.socket,
+    ) -> None:
+        """Keep the command `message` asks for, with its descriptors `fds`.
+
+        `channel` (the control socket) carries the keeper's answer to a pause.
+        """
+        self.message = message
+        self.fds = fds
+        self.spec = spec
+        self.hidden = hidden
+        self.channel = channel
+        self.libc = ctypes.CDLL(None, use_errno=True)
+
+    def run(self) -> NoReturn:
+        """Mount the view, fork the command, wait for it, kill what it left, exit."""
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        self.libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG: the supervisor ended
+
+        self.handle_signals()
+        try:
+            self.mount()
+        except OSError as exc:
+            os.write(self.fds[2], f"sandbox: {exc}\n".encode())
+            os._exit(confine.FAILED)
+        self.libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        child = os.fork()
+        if child == 0:
+            for signum in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+                signal.signal(signum, signal.SIG_DFL)
+            self.channel.close()
+            self.command()
+        for fd in self.fds:
+            os.close(fd)
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            if pid == child:
+                break
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        confine.kill_descendants()
+        os._exit(_status(status))
+
+    def handle_signals(self) -> None:
+        """SIGTERM ends the command and all it started; SIGUSR1 pauses it, SIGUSR2 resumes."""
+
+        def stop(_signum: int, _frame: object) -> NoReturn:
+            confine.kill_descendants()
+            os._exit(128 + signal.SIGTERM)
+
+        def pause(_signum: int, _frame: object) -> None:
+            _signal_all(confine.descendants(), signal.SIGSTOP)
+            send(self.channel, {"op": "paused", "id": self.message["id"]})
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGUSR1, pause)
+        signal.signal(signal.SIGUSR2, lambda *_: _signal_all(confine.descendants(), signal.SIGCONT))
+
+    def mount(self) -> None:
+        """The command's own mount namespace: its view, and the session's folder hidden."""
+        view = self.message.get("view")
+        read_only = [str(path) for path in self.message.get("read_only") or ()]  # type: ignore[attr-defined]
+        masks = [str(path) for path in self.message.get("masks") or ()]  # type: ignore[attr-defined]
+        if view is None and not read_only and not masks and self.hidden is None:
+            return  # nothing to mount (Landlock alone, or no sandbox: no mount namespace)
+        originals = [os.open(path, os.O_PATH | os.O_CLOEXEC) for path in read_only]
+        self._call(self.libc.unshare(_CLONE_NEWNS), "unsharing the mount namespace")
+        self._call(
+            self.libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private"
+        )
+        if isinstance(view, list):
+            workspace, upper, work = (str(part) for part in view)
+            options = f"lowerdir={workspace},upperdir={upper},workdir={work},userxattr"
+            self._call(
+                self.libc.mount(b"overlay", workspace.encode(), b"overlay", 0, options.encode()),
+                "mounting the copy-on-write view",
+            )
+        for path, original in zip(read_only, originals, strict=True):
+            self.bind(f"/proc/self/fd/{original}", path)
+            os.close(original)
+        for path in [*masks, *([self.hidden] if self.hidden is not None else [])]:
+            self.mask(path)
+
+    def bind(self, source: str, path: str) -> None:
+        """Mount `source` read-only at `path`."""
+        result = self.libc.mount(source.encode(), path.encode(), None, _MS_BIND, None)
+        if result == 0:
+            remount = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+            result = self.libc.mount(None, path.encode(), None, remount, None)
+        self._call(result, f"making {path} read-only")
+
+    def mask(self, path: str) -> None:
+        """Make `path` look empty: an empty read-only folder, or `/dev/null` over a file."""
+        if os.path.isdir(path):
+            flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+            result = self.libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, b"size=4k")
+            self._call(result, f"masking {path}")
+        elif os.path.lexists(path):
+            self.bind("/dev/null", path)
+
+    def _call(self, result: int, what: str) -> None:
+        if result < 0:
+            code = ctypes.get_errno()
+            raise OSError(code, f"{what} failed: {os.strerror(code)}")
+
+    def command(self) -> NoReturn:
+        """In the command's process: its descriptors, its confinement, then `argv`."""
+        try:
+            os.setsid()
+            targets = [int(n) for n in self.message["targets"]]  # type: ignore[attr-defined]
+            moved = [os.dup(fd) for fd in self.fds]  # none of them on a target number
+            for fd in self.fds:
+                os.close(fd)
+            for fd, target in zip(moved, targets, strict=True):
+                os.dup2(fd, target)
+                os.close(fd)
+            try:
+                os.chdir(str(self.message["cwd"]))
+            except OSError:
+                os.chdir(str(self.message["fallback_cwd"]))
+            confine.restrict(self.spec)
+        except (OSError, confine.ConfineError) as exc:
+            os.write(2, f"sandbox: {exc}\n".encode())
+            os._exit(confine.FAILED)
+        argv = [str(part) for part in self.message["argv"]]  # type: ignore[attr-defined]
+        env = {str(k): str(v) for k, v in self.message["env"].items()}  # type: ignore[attr-defined]
+        try:
+            os.execvpe(argv[0], argv, env)  # noqa: S606 - running the command is the point
+        except OSError as exc:
+            os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
+            os._exit(127)
+
+
+def _status(status: int) -> int:
+    """A wait status as a shell reports it (`128 + N` for signal N)."""
+    return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def _children() -> list[int]:
+    """This process's direct children (read from /proc)."""
+    me = os.getpid()
+    found: list[int] = []
+    try:
+        with open(f"/proc/{me}/task/{me}/children", "rb") as listing:
+            found = [int(pid) for pid in listing.read().split()]
+    except OSError:
+        pass
+    return found
+
+
+def _signal_all(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        try:  # noqa: SIM105 - contextlib costs start-up time
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL `pid` (its own keeper kills what is below it; the supervisor reaps)."""
+    try:  # noqa: SIM105 - contextlib costs start-up time
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def main(arguments: list[str]) -> NoReturn:
+    """Serve the control socket; hide `--hidden PATH` (the session's folder) from commands."""
+    hidden = None
+    if arguments[:1] == ["--hidden"] and len(arguments) > 1:
+        hidden, arguments = arguments[1], arguments[2:]
+    try:
+        spec, _rest = confine.parse(arguments)
+    except confine.ConfineError as exc:
+        sys.stderr.write(f"sandbox: {exc}\n")
+        os._exit(confine.FAILED)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: the owner's thread ended
+    control = int(os.environ[CONTROL_VARIABLE])
+    os.set_inheritable(control, False)  # noqa: FBT003 - no command may inherit it
+    channel = socket.socket(fileno=control)
+    Supervisor(channel, spec, hidden).serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

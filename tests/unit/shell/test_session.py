@@ -1,0 +1,235 @@
+"""Sandbox sessions: a warm supervisor per thread, a shell that remembers, nothing outlives it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from langchain_fstools import LocalBackend
+from langchain_fstools.shell.sandbox import Sandbox
+from langchain_fstools.shell.session import in_session
+from langchain_fstools.shell.shell_state import ShellState, remembering
+from tests.e2e.agent_runs import surviving_sleepers
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+MODES = ["bwrap", "landlock", "none"]
+
+
+@pytest.fixture(params=MODES)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LocalBackend]:
+    sandbox = None if request.param == "none" else Sandbox(method=request.param)
+    found = LocalBackend(tmp_path, execute=True, sandbox=sandbox)
+    try:
+        yield found
+    finally:
+        found.close()
+
+
+def _run(backend: LocalBackend, command: str, timeout: float = 20) -> str:
+    return backend.execute(command, timeout=timeout, output_limit=100_000).output
+
+
+def _unique(base: int) -> str:
+    return f"{base + time.monotonic_ns() % 1_000_000}.{os.getpid()}"
+
+
+def test_cd_and_export_carry_to_the_next_command(backend: LocalBackend, tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    first = backend.execute("cd src && export FOO=bar", timeout=20, output_limit=1000)
+    second = _run(backend, "echo $FOO; pwd")
+    assert first.directory == str(tmp_path / "src")
+    assert second.split() == ["bar", str(tmp_path / "src")]
+
+
+def test_unset_and_exported_values_with_newlines_carry(backend: LocalBackend) -> None:
+    _run(backend, "export A=$'one\\ntwo' B=gone; unset B; C=local")
+    assert _run(backend, 'printf \'%s|\' "$A" "${B-unset}" "${C-unset}"') == "one\ntwo|unset|unset|"
+
+
+def test_the_exit_status_is_the_commands_own_after_the_trap(backend: LocalBackend) -> None:
+    assert backend.execute("exit 3", timeout=20, output_limit=100).exit_code == 3
+    assert backend.execute("false", timeout=20, output_limit=100).exit_code == 1
+
+
+def test_a_directory_that_is_gone_falls_back_to_the_workspace(
+    backend: LocalBackend, tmp_path: Path
+) -> None:
+    (tmp_path / "gone").mkdir()
+    _run(backend, "cd gone")
+    (tmp_path / "gone").rmdir()
+    assert _run(backend, "pwd").strip() == str(tmp_path)
+
+
+def test_sessions_are_per_key(backend: LocalBackend, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    with in_session("thread-1"):
+        _run(backend, "cd a; export WHO=one")
+    with in_session("thread-2"):
+        other = _run(backend, "echo ${WHO-none}; pwd")
+    with in_session("thread-1"):
+        same = _run(backend, "echo ${WHO-none}; pwd")
+    assert other.split() == ["none", str(tmp_path)]
+    assert same.split() == ["one", str(tmp_path / "a")]
+
+
+def test_stdin_is_empty_so_a_prompt_does_not_hang(backend: LocalBackend) -> None:
+    result = backend.execute("read answer; echo got=[$answer]", timeout=10, output_limit=100)
+    assert (result.output, result.timed_out) == ("got=[]\n", False)
+
+
+def test_nothing_outlives_a_command_even_when_it_kills_its_parent(backend: LocalBackend) -> None:
+    duration = _unique(3000)
+    _run(
+        backend,
+        f"setsid sleep {duration} & (setsid sleep {duration} &);"
+        " kill -9 $PPID 2>/dev/null; sleep 0.2; echo done",
+    )
+    assert not surviving_sleepers(duration)
+
+
+def test_the_deadline_kills_the_whole_command(backend: LocalBackend) -> None:
+    duration = _unique(4000)
+    started = time.monotonic()
+    result = backend.execute(
+        f"setsid sleep {duration} & sleep {duration}", timeout=1, output_limit=100
+    )
+    assert result.timed_out
+    assert time.monotonic() - started < 8
+    assert not surviving_sleepers(duration)
+
+
+def test_a_session_whose_supervisor_died_is_started_again(backend: LocalBackend) -> None:
+    _run(backend, "export KEPT=1")
+    session = backend._sessions.current(lambda: pytest.fail("a session runs"))
+    assert session.process is not None
+    session.process.kill()
+    deadline = time.monotonic() + 10
+    while session.alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _run(backend, "echo ${KEPT-fresh}").strip() == "fresh"
+
+
+def test_closing_ends_every_process_of_the_session(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path, execute=True)
+    _run(backend, "true")
+    folder = backend._sessions.current(lambda: pytest.fail("a session runs")).plan.folder
+    before = _processes_naming(folder)
+    backend.close()
+    assert before
+    deadline = time.monotonic() + 5
+    while _processes_naming(folder) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _processes_naming(folder)
+    assert not Path(folder).exists()
+
+
+def test_parallel_commands_start_from_the_same_state(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path, execute=True)
+    (tmp_path / "x").mkdir()
+    _run(backend, "cd x")
+    seen: list[str] = []
+
+    def one(name: str) -> None:
+        seen.append(_run(backend, f"pwd; cd /; export {name}=1").strip())
+
+    threads = [threading.Thread(target=one, args=(f"V{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    backend.close()
+    assert seen == [str(tmp_path / "x")] * 4
+
+
+def test_an_agent_process_that_dies_leaves_nothing_behind(tmp_path: Path) -> None:
+    duration = _unique(5000)
+    script = textwrap.dedent(
+        f"""
+        import threading
+        from langchain_fstools import LocalBackend
+        backend = LocalBackend({str(tmp_path)!r}, execute=True)
+        def run():
+            backend.execute("setsid sleep {duration} & sleep {duration}", timeout=600, output_limit=100)
+        threading.Thread(target=run, daemon=True).start()
+        import time; time.sleep(60)
+        """
+    )
+    agent = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 30
+        while not surviving_sleepers(duration, grace=0) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert surviving_sleepers(duration, grace=0), "the command never started"
+    finally:
+        agent.kill()
+        agent.wait()
+    assert not surviving_sleepers(duration, grace=5)
+
+
+def test_the_state_record_is_read_as_the_trap_writes_it() -> None:
+    done = subprocess.run(
+        ["/bin/bash", "-c", "exec 1023>&1\n" + remembering("cd /tmp; export X=$'a\\nb'")],
+        capture_output=True,
+        check=True,
+    )
+    state = ShellState("/").read(done.stdout)
+    assert state.cwd == "/tmp"
+    assert state.env is not None
+    assert state.env["X"] == "a\nb"
+    assert "PWD" not in state.env
+
+
+def test_a_record_without_a_directory_keeps_the_state() -> None:
+    before = ShellState("/w", {"A": "1"})
+    assert before.read(b"") is before
+    assert before.read(b"garbage") is before
+
+
+def _processes_naming(folder: str) -> list[int]:
+    """Processes whose command line names `folder` (a session's bubblewrap and supervisor)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            line = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if folder.encode() in line:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_background_process_gets_a_terminal_when_asked(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path, execute=True)
+    table = backend.processes()
+    assert table is not None
+    try:
+        process = table.start(
+            "python3 -c 'import sys; print(sys.stdin.isatty()); print(input(\"name? \"))'",
+            output_limit=10_000,
+            terminal=True,
+        )
+        seen = ""
+        deadline = time.monotonic() + 20
+        while "name? " not in seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+            seen += process.read().text
+        process.write(b"ada\n")
+        while process.running and time.monotonic() < deadline:
+            time.sleep(0.05)
+        seen += process.read().text
+    finally:
+        backend.close()
+    assert seen.splitlines()[0] == "True"
+    assert "ada" in seen.splitlines()[-1]
