@@ -117,7 +117,7 @@ CORPUS: dict[str, str] = {
     "command -v rm": "allow",
     "printf '%s\\n' '$(rm x)'": "allow",
     'echo "\\$(rm x)"': "allow",
-    "env FOO=rm ls": "allow",
+    "env -u rm ls": "allow",
     "bash --version": "allow",
     "bash -c 'ls; echo rm'": "allow",
     "find . -name rm -print": "allow",
