@@ -54,17 +54,22 @@ class Interpreter:
     code: frozenset[str]
     valued: frozenset[str] = frozenset()
     ends: frozenset[str] = frozenset()
-    noop: frozenset[str] = frozenset({"--version", "-V", "-v", "--help", "-h"})
+    noop: frozenset[str] = frozenset({"--version", "-V", "--help", "-h"})
 
 
 INTERPRETERS: Final[dict[str, Interpreter]] = {
     "python": Interpreter(frozenset({"-c"}), frozenset({"-W", "-X", "-Q"}), frozenset({"-m"})),
-    "perl": Interpreter(frozenset({"-e", "-E"}), frozenset({"-I", "-x", "-d", "-D"})),
+    "perl": Interpreter(
+        frozenset({"-e", "-E"}),
+        frozenset({"-I", "-x", "-d", "-D"}),
+        noop=frozenset({"-v", "-V", "--version", "-h", "--help"}),
+    ),
     "ruby": Interpreter(frozenset({"-e"}), frozenset({"-r", "-I", "-C", "-E", "--encoding"})),
     "node": Interpreter(
         frozenset({"-e", "--eval", "-p", "--print"}),
         frozenset({"-r", "--require", "--import", "--loader", "--experimental-loader", "-C"})
         | frozenset({"--conditions", "--input-type", "--env-file", "--title"}),
+        noop=frozenset({"-v", "--version", "-h", "--help"}),
     ),
     "bun": Interpreter(frozenset({"-e", "--eval", "-p", "--print"}), frozenset({"-r"})),
     "php": Interpreter(frozenset({"-r", "-B", "-R", "-E"}), frozenset({"-c", "-d", "-z"})),
@@ -92,6 +97,7 @@ CODE_OPTIONS: Final[dict[str, frozenset[str]]] = {
     "gdb": frozenset({"-ex", "--ex", "-eval-command", "--eval-command", "-iex", "--iex"})
     | frozenset({"-init-eval-command", "--init-eval-command"}),
     "emacs": frozenset({"--eval", "-eval", "--execute", "-execute"}),
+    "emacsclient": frozenset({"-e", "--eval"}),
     "make": frozenset({"--eval", "-E"}),
     "zip": frozenset({"-TT", "--unzip-command"}),
     "scp": frozenset({"-S"}),
@@ -108,7 +114,7 @@ SAFE_GIT_KEYS: Final = frozenset(
 )
 """`git -c` keys that run no program (and every `color.*` and `advice.*`)."""
 
-_FAMILIES: Final = (
+_FAMILIES: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     (re.compile(r"(python|pypy)[0-9.]*"), "python"),
     (re.compile(r"perl[0-9.]*"), "perl"),
     (re.compile(r"ruby[0-9.]*"), "ruby"),
@@ -119,7 +125,7 @@ _FAMILIES: Final = (
     (re.compile(r"g?awk|mawk|nawk|busybox-awk"), "awk"),
     (re.compile(r"g?sed"), "sed"),
     (re.compile(r"n?vim|vi|view|ex|gvim|vimdiff|rvim|gview"), "vim"),
-    (re.compile(r"ssh|scp|sftp|autossh"), None),
+    (re.compile(r"autossh"), "ssh"),
     (re.compile(r"emacs[0-9.]*"), "emacs"),
     (re.compile(r"g?make|gmake"), "make"),
     (re.compile(r"gtar|bsdtar"), "tar"),
@@ -136,20 +142,22 @@ _GIT_VALUED: Final = frozenset(
 )
 _GIT_CODE_OPTIONS: Final = frozenset(
     {"--upload-pack", "--receive-pack", "--exec", "--template", "--extcmd"}
+    | {"--open-files-in-pager"}
 )
 _GIT_CODE_SUBCOMMANDS: Final = {
     "filter-branch": "`git filter-branch` runs shell code",
     "filter-repo": "`git filter-repo` runs Python code",
 }
 _GIT_SCRIPTED: Final = {"submodule": "foreach", "bisect": "run"}
-_GIT_X_SUBCOMMANDS: Final = frozenset({"rebase", "difftool", "mergetool"})
+_GIT_SHORT_CODE: Final = {"rebase": "-x", "difftool": "-x", "grep": "-O"}
+"""Short options whose value is a command, by git subcommand (`grep -O` is a pager)."""
 
 
 def family(name: str) -> str:
     """The family of a command name (`python3.12` is `python`, `gawk` is `awk`)."""
     for pattern, found in _FAMILIES:
         if pattern.fullmatch(name):
-            return found or ("ssh" if name in {"ssh", "autossh"} else name)
+            return found
     return name
 
 
@@ -485,9 +493,8 @@ def _git(arguments: Sequence[str | None]) -> str | None:  # noqa: C901, PLR0911 
         if option is None:
             continue
         name = option.partition("=")[0]
-        if name in _GIT_CODE_OPTIONS or (
-            subcommand in _GIT_X_SUBCOMMANDS and (name == "-x" or option.startswith("-x"))
-        ):
+        short = _GIT_SHORT_CODE.get(subcommand or "")
+        if name in _GIT_CODE_OPTIONS or (short is not None and option.startswith(short)):
             return f"`git {subcommand} {name}` runs a command"
         if subcommand == "clone" and name in {"-c", "--config"}:
             return "`git clone --config` can make git run any program"
