@@ -23,6 +23,14 @@ every command pattern may match (`Match.MAYBE`), so that a rule fails closed: a
 command name built from `$VAR`, `$(...)` or a file-name pattern (`r?`); `eval` or
 `sh -c` of a computed script; `source`/`.` of a file; a shell reading a script file
 or its standard input; a line that does not parse; nesting deeper than `MAX_DEPTH`.
+A command carrying code the analyser cannot read (`python3 -c`, an awk `system()`,
+`sed e`, `git -c alias.x=!...`; see `shell.code_strings`) is marked (`code`): every
+deny pattern may match it (`SimpleCommand.could_run`).
+
+A line is static (`Analysis.static`) when every word of every command is known before
+it runs and it sets no variable (`VAR=x cmd`, `VAR=x;`, `export`, `env VAR=x`, a `for`
+variable, `read`): any program may read a variable (git reads `XDG_CONFIG_HOME`), so
+only a static line can be allowed by a rule.
 
 Consumers: the command policy (`shell.policy`), the permission rules
 (`permissions.rules.Permission(commands=...)`) and the apply_patch invocation parser
