@@ -316,7 +316,10 @@ class SimpleCommand:
         it, unless the command is one of `PLAIN_COMMANDS` (and not one of their forms
         that run a command named by their arguments, `uv run`, `npm exec`).
         """
-        found = max(self.match(pattern), _without_global_options(self).match(pattern))
+        found = self.match(pattern)
+        stripped = _without_global_options(self)
+        if stripped is not self:
+            found = max(found, stripped.match(pattern))
         if found is Match.NO and self.code is not None:
             return Match.MAYBE
         plain = self.name in PLAIN_COMMANDS and not (
