@@ -257,6 +257,33 @@ def test_execute_allowed_by_a_command_rule_runs(tmp_path: Path) -> None:
     )
 
 
+def test_a_variable_prefix_or_hidden_code_gets_no_allowed_command_past_a_person(
+    tmp_path: Path,
+) -> None:
+    """`XDG_CONFIG_HOME=cfg git status` asks under an allow rule for `git status`, and
+    `python3 -c` of a deletion is refused under a deny rule for `rm`, before running."""
+    rules = [
+        Permission(operations=["execute"], commands=["rm"], action="deny"),
+        Permission(operations=["execute"], commands=["git status", "python3"]),
+    ]
+    direct = Sandbox(workspace="direct")  # writes in place: asked about before it runs
+    s = Scenario("local", tmp_path, sandbox=direct, mode="accept_edits", permissions=rules)
+    script = [
+        call("execute", 1, command="python3 -c 'import os; os.remove(\"app.py\")'"),
+        call("execute", 2, command="XDG_CONFIG_HOME=cfg git status"),
+        AIMessage(content="done"),
+    ]
+    result = s.start(s.agent(script), "sync")
+    refused = s.results()["c1"]
+    assert refused.status == "error"
+    assert "refused" in str(refused.content)
+    assert (tmp_path / "app.py").read_text() == "x = 1\n"
+    (pending,) = result.interrupts
+    (action,) = pending.value["action_requests"]
+    assert action["summary"].startswith("execute wants to run `XDG_CONFIG_HOME=cfg git status`")
+    assert "c2" not in s.results()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("mode", MODES)
 def test_denied_paths_are_filtered_from_listings(kind: str, mode: str, tmp_path: Path) -> None:

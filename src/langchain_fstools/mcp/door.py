@@ -3,10 +3,13 @@
 A web page the person visits can make their browser send requests to a server on their
 machine; with DNS rebinding, under a name the page controls. So every request's `Host`
 must name the address the server is bound to (or `localhost`), on its port, and an
-`Origin`, when the browser sends one, must be such a name too; anything else gets
-421 or 403 before the MCP layer sees it. With a token, every request must also carry
+`Origin`, when the browser sends one, must be such a name on that port too (a page on
+`http://localhost:3000` is another origin); anything else gets 421 or 403 before the
+MCP layer sees it. With a token, every request must also carry
 `Authorization: Bearer <token>` (401 otherwise). A server bound to anything but a
-loopback address needs a token: it refuses to start without one.
+loopback address needs a token: it refuses to start without one; loopback means
+`localhost` exactly and the addresses `127.0.0.0/8` and `::1` (not `foo.localhost`,
+not `localhost.`, which a resolver may send elsewhere).
 """
 
 from __future__ import annotations
@@ -35,10 +38,17 @@ _HOST = re.compile(r"(?P<name>\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(?P<port>[0-9]{1,5
 _ORIGIN = re.compile(r"(?P<scheme>https?)://" + _HOST.pattern)
 
 
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
 def is_loopback(host: str) -> bool:
-    """Whether `host` (a name or an address, IPv6 with or without brackets) is loopback."""
-    name = host.strip("[]").lower().rstrip(".")
-    if name == "localhost" or name.endswith(".localhost"):
+    """Whether `host` (a name or an address, IPv6 with or without brackets) is loopback.
+
+    Only `localhost` itself and loopback addresses count: `foo.localhost` and
+    `localhost.` are names a resolver may answer with any address.
+    """
+    name = host.strip("[]").lower()
+    if name == "localhost":
         return True
     try:
         return ipaddress.ip_address(name).is_loopback
@@ -115,9 +125,12 @@ class Door:
         return port is None or not self.port or int(port) == self.port
 
     def _origin_ok(self, origin: str) -> bool:
-        """`http[s]://name[:port]` exactly, naming this machine as the server knows it."""
+        """`http[s]://name[:port]` exactly, naming this server: its name and its port."""
         match = _ORIGIN.fullmatch(origin.lower())
-        return match is not None and match["name"].strip("[]") in self.names
+        if match is None or match["name"].strip("[]") not in self.names:
+            return False
+        port = int(match["port"]) if match["port"] else _DEFAULT_PORTS[match["scheme"]]
+        return not self.port or port == self.port
 
 
 class DoorApp:

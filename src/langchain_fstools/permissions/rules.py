@@ -27,7 +27,10 @@ lists every simple command of the line (quotes and escapes removed, `/bin/rm` as
 wrapper that only runs another command (`env`, `timeout`, `bash -c`, ...) is decided
 only by a rule that names it. A command that cannot be known before it runs (a name
 built from `$VAR` or `$(...)`, `eval` of a computed script, `source` of a file) gets
-the strictest action among the rules that could match it and the mode's default.
+the strictest action among the rules that could match it and the mode's default; one
+carrying code the analyser cannot read (`python3 -c`, `sed e`, `git -c alias...`;
+`shell.code_strings`) could match every deny rule. An allow holds only for a static
+line: one that sets any variable (`XDG_CONFIG_HOME=cfg git status`) asks.
 
 Several targets (a patch touching many files, a command list, a path and its resolved
 form) give the strictest of their decisions: deny over ask over allow.
@@ -265,8 +268,9 @@ class Policy:
         """Decide running `command`: the strictest decision over its simple commands.
 
         An `allow` holds only for a static line (`Analysis.static`): a line with any
-        expansion, substitution, arithmetic or computed name asks instead (in `bypass`
-        it runs, inside the sandbox), since a rule cannot see what it will run.
+        expansion, substitution, arithmetic, assignment or computed name asks instead
+        (in `bypass` it runs, inside the sandbox), since a rule cannot see what it will
+        run.
 
         A `contained` command (copy-on-write, no network) has no lasting effect before
         its changes are committed, and those are reviewed by their effect

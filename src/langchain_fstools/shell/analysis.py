@@ -23,6 +23,14 @@ every command pattern may match (`Match.MAYBE`), so that a rule fails closed: a
 command name built from `$VAR`, `$(...)` or a file-name pattern (`r?`); `eval` or
 `sh -c` of a computed script; `source`/`.` of a file; a shell reading a script file
 or its standard input; a line that does not parse; nesting deeper than `MAX_DEPTH`.
+A command carrying code the analyser cannot read (`python3 -c`, an awk `system()`,
+`sed e`, `git -c alias.x=!...`; see `shell.code_strings`) is marked (`code`): every
+deny pattern may match it (`SimpleCommand.could_run`).
+
+A line is static (`Analysis.static`) when every word of every command is known before
+it runs and it sets no variable (`VAR=x cmd`, `VAR=x;`, `export`, `env VAR=x`, a `for`
+variable, `read`): any program may read a variable (git reads `XDG_CONFIG_HOME`), so
+only a static line can be allowed by a rule.
 
 Consumers: the command policy (`shell.policy`), the permission rules
 (`permissions.rules.Permission(commands=...)`) and the apply_patch invocation parser
@@ -43,6 +51,8 @@ from typing import TYPE_CHECKING
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
+
+from langchain_fstools.shell.code_strings import code_string
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -165,6 +175,8 @@ _NAME_BUILTINS = frozenset(
     | {"readarray", "getopts", "wait", "let", "printf", "test", "[", "[["}
 )
 """Builtins that take variable names, which bash may evaluate (`a[$(cmd)]`)."""
+_READ_BUILTINS = frozenset({"read", "mapfile", "readarray", "getopts"})
+"""Builtins that set variables from their input."""
 _ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v"})
 """`[[ ]]` operators that evaluate their operands as arithmetic (or names)."""
 _SUBSTRING = re.compile(r"^\$\{[^}:]*:(?![-=+?])(.*)\}$", re.DOTALL)
@@ -196,6 +208,18 @@ as an argument of another command makes that command fail closed; see `could_run
 `env`, `command`, `find`, `git`, interpreters and build tools run code, but not an
 argument as a command name, or only in forms the analyser follows (`command rm`,
 `find -exec`); what they run from their own files is for the sandbox to contain."""
+_RUNNERS = {
+    "uv": frozenset({"run", "tool"}),
+    "npm": frozenset({"exec", "x"}),
+    "git": frozenset({"bisect"}),
+}
+"""Forms of `PLAIN_COMMANDS` that run a command named by their arguments (`uv run rm`)."""
+_GLOBAL_OPTIONS = {
+    "git": frozenset(
+        {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"}
+    ),
+}
+"""Options taking a value that a command takes before its subcommand (`git -C dir push`)."""
 _EXEC_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _SHELL_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 _SHELL_NOOP = frozenset({"--version", "--help", "-n"})
@@ -258,12 +282,17 @@ class SimpleCommand:
         open_ended: More arguments are added at run time (the command `xargs` runs).
         unknown: Why what runs cannot be known before it runs (then every pattern
             may match it), or None.
+        code: Why it runs code the analyser cannot read (`python3 -c`, `sed e`, `git
+            -c alias.x=!...`; see `shell.code_strings`), or None: then every deny
+            pattern may match it (`could_run`), while an allow pattern is matched as
+            usual (allowing `python` allows what Python runs).
     """
 
     words: tuple[Word, ...]
     wrapper: bool = False
     open_ended: bool = False
     unknown: str | None = None
+    code: str | None = None
 
     @property
     def name(self) -> str | None:
@@ -279,13 +308,24 @@ class SimpleCommand:
         return tuple(word.value for word in self.words[1:])
 
     def could_run(self, pattern: Sequence[str]) -> Match:
-        """Like `match`, and MAYBE when a command not known as plain names it as an argument.
+        """Like `match`, and MAYBE when the command may run what `pattern` names.
 
-        For deny rules: `mywrapper rm -rf x` may run `rm`, so a deny pattern for `rm`
-        fails closed on it, unless the command is one of `PLAIN_COMMANDS`.
+        For deny rules, failing closed: a command carrying code the analyser cannot
+        read (`code`) may run anything; `git -C dir push` is matched as `git push`; and
+        `mywrapper rm -rf x` may run `rm`, so a deny pattern for `rm` fails closed on
+        it, unless the command is one of `PLAIN_COMMANDS` (and not one of their forms
+        that run a command named by their arguments, `uv run`, `npm exec`).
         """
         found = self.match(pattern)
-        if found is not Match.NO or self.name in PLAIN_COMMANDS or self.wrapper:
+        stripped = _without_global_options(self)
+        if stripped is not self:
+            found = max(found, stripped.match(pattern))
+        if found is Match.NO and self.code is not None:
+            return Match.MAYBE
+        plain = self.name in PLAIN_COMMANDS and not (
+            set(self.arguments) & _RUNNERS.get(self.name or "", frozenset())
+        )
+        if found is not Match.NO or plain or self.wrapper:
             return found
         for index in range(1, len(self.words)):
             rest = SimpleCommand(self.words[index:], open_ended=self.open_ended)
@@ -300,7 +340,11 @@ class SimpleCommand:
 
     def why_unknown(self) -> str:
         """Why it may match a pattern it does not visibly match, for messages."""
-        return self.unknown or f"`{self.show()}` has words computed at run time"
+        if self.unknown is not None:
+            return self.unknown
+        if self.code is not None and all(w.value is not None for w in self.words):
+            return self.code
+        return f"`{self.show()}` has words computed at run time"
 
     def match(self, pattern: Sequence[str]) -> Match:
         """Whether the command pattern `pattern` (see `command_pattern`) matches.
@@ -434,6 +478,26 @@ def shell_script(words: Sequence[Word]) -> int | None:
 # ----- matching ----------------------------------------------------------------------------
 
 
+def _without_global_options(found: SimpleCommand) -> SimpleCommand:
+    """`git -C dir --no-pager push` as `git push`: options before the subcommand dropped."""
+    valued = _GLOBAL_OPTIONS.get(found.name or "")
+    if valued is None:
+        return found
+    index = 1
+    while index < len(found.words):
+        value = found.words[index].value
+        if value is None or not value.startswith("-"):
+            break
+        index += 2 if value in valued else 1
+    if index == 1:
+        return found
+    return SimpleCommand(
+        (found.words[0], *found.words[index:]),
+        open_ended=found.open_ended,
+        unknown=found.unknown,
+    )
+
+
 def _match_word(found: Word, glob: str) -> Match:
     if found.value is None:
         return Match.MAYBE
@@ -559,6 +623,8 @@ class _Walker:
                 self._declaration(node)
             elif node.type == "variable_assignment":
                 self._assignment(node)
+            elif node.type in {"for_statement", "select_statement"}:
+                self._loop_variable(node)
             self._judge(node)
 
     def _judge(self, node: Node) -> None:
@@ -600,13 +666,24 @@ class _Walker:
                 self._unknown(text, "`export -f` passes a function to every program run")
 
     def _assignment(self, node: Node) -> None:
-        """An assignment to a variable bash runs as code fails closed."""
+        """An assignment makes the line not static; to a variable bash runs as code, unknown.
+
+        Any variable may be one a program reads (`HOME`, `XDG_CONFIG_HOME`,
+        `PYTEST_ADDOPTS`, `LESSOPEN`, ...) or may already be exported, so `X=... cmd`,
+        `X=...; cmd` and `export X=...` all change what a static-looking command does.
+        """
         name = node.child_by_field_name("name")
         text = node_text(name).partition("[")[0] if name is not None else ""
         if text in SINK_VARIABLES or text.startswith("BASH_FUNC_"):
             self._unknown(node_text(node), f"setting `{text}` makes bash run code from it")
-        elif _changes_what_runs(text):
-            self.dynamic.append(f"setting `{text}` changes what later commands run")
+        else:
+            self.dynamic.append(_setting(text))
+
+    def _loop_variable(self, node: Node) -> None:
+        """`for HOME in cfg; do ...`: the loop sets a variable, as an assignment does."""
+        variable = node.child_by_field_name("variable")
+        if variable is not None:
+            self.dynamic.append(_setting(node_text(variable)))
 
     def _unknown(self, text: str, reason: str) -> None:
         self.commands.append(SimpleCommand((Word(text, None),), open_ended=True, unknown=reason))
@@ -635,6 +712,7 @@ class _Walker:
             return
         name = posixpath.basename(first.value) or first.value
         sink = _code_sink(name, words)
+        code = code_string(name, [w.value for w in words[1:]], stdin=stdin is not None)
         if sink is not None:
             self.commands.append(SimpleCommand(words, open_ended=True, unknown=sink))
             return
@@ -646,7 +724,9 @@ class _Walker:
         scripts = list(_scripts(name, words, stdin))
         runs_other = (inner is not None and inner < len(words)) or bool(scripts)
         wrapper = runs_other and (name in _TRANSPARENT or name in SHELLS or name == "eval")
-        self.commands.append(SimpleCommand(words, wrapper=wrapper, open_ended=open_ended))
+        self.commands.append(
+            SimpleCommand(words, wrapper=wrapper, open_ended=open_ended, code=code)
+        )
         if inner is not None and inner < len(words):
             rest = words[inner:]
             if name == "xargs":
@@ -674,6 +754,9 @@ class _Walker:
         if destination is None or not (operators & _WRITE_REDIRECTS):
             return
         target = word(destination).value
+        duplicates = bool(operators & {">&", "<&"}) and target is not None
+        if duplicates and (target == "-" or (target or "").isdigit()):
+            return  # `2>&1`, `>&-`: a descriptor, not a file
         if target is not None:
             self.writes.append(target)
 
@@ -932,11 +1015,21 @@ def _not_static(name: str, words: tuple[Word, ...]) -> list[str]:
         found.append(f"`{_shorten(' '.join(w.text for w in words))}` has computed words")
     if name == "env":
         found += [
-            f"setting `{w.value.partition('=')[0]}` changes what later commands run"
+            _setting(w.value.partition("=")[0])
             for w in words[1:]
-            if w.value and "=" in w.value and _changes_what_runs(w.value.partition("=")[0])
+            if w.value and "=" in w.value and not w.value.startswith("-")
         ]
+    values = {w.value for w in words[1:]}
+    if name in _READ_BUILTINS or (name == "printf" and "-v" in values):
+        found.append(f"`{name}` sets variables, which may change what later commands run")
     return found
+
+
+def _setting(variable: str) -> str:
+    """Why setting `variable` makes a line not static."""
+    if _changes_what_runs(variable):
+        return f"setting `{variable}` changes what later commands run"
+    return f"setting `{variable}` may change what later commands run (any program may read it)"
 
 
 def _evaluates_values(kind: str, text: str) -> bool:

@@ -7,9 +7,10 @@ so they win over inherited ones. Each backend states its default:
 
 - `LocalBackend(execute=True)` (sandboxed by default): only `MINIMAL_ENV` (`PATH`,
   `HOME`, `LANG`, `TERM`, `TMPDIR`), so secrets in the agent's environment stay outside;
-  and whatever `inherit_env` says, a variable whose name looks like a secret
-  (`looks_secret`: `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, ...) is never inherited
-  into the sandbox: only `env=` can pass one;
+  and whatever `inherit_env` says, a variable that looks like a secret (`looks_secret`:
+  a name such as `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*_PAT`, `*_PWD`,
+  `*JWT*`, ..., or a value holding a URL with credentials, `redis://:pw@host`) is never
+  inherited into the sandbox: only `env=` can pass one;
 - `LocalBackend(execute=True, sandbox=None)`: everything this process has;
 - `SSHBackend`: the environment the server gives the session (`inherit_env=True`).
 """
@@ -31,14 +32,23 @@ InheritEnv = bool | Sequence[str]
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRET = re.compile(
     r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE"
-    r"|CERT|_DSN$|^DSN$|DATABASE_URL|CONNECTION_STRING|WEBHOOK",
+    r"|CERT|_DSN$|^DSN$|DATABASE_URL|CONNECTION_STRING|WEBHOOK|(^|_)PAT$|_PWD$|JWT",
     re.IGNORECASE,
 )
+_CREDENTIAL_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s]+@")
+"""A URL with user information (`https://user:token@host`, `redis://:pw@host`)."""
 
 
-def looks_secret(name: str) -> bool:
-    """Whether a variable's name looks like it holds a secret (`OPENAI_API_KEY`, ...)."""
-    return _SECRET.search(name) is not None
+def looks_secret(name: str, value: str = "") -> bool:
+    """Whether a variable looks like it holds a secret.
+
+    Args:
+        name: Its name: `OPENAI_API_KEY`, `GITHUB_PAT`, `MYSQL_PWD`, `CI_JOB_JWT`, ...
+            look secret (`PWD` and `OLDPWD`, the working directories, do not).
+        value: Its value: one holding a URL with credentials
+            (`REDIS_URL=redis://:pw@host`) looks secret whatever the name.
+    """
+    return _SECRET.search(name) is not None or _CREDENTIAL_URL.search(value) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +98,9 @@ class CommandEnv:
 
         Args:
             base: The variables there are to inherit.
-            secrets: Inherit variables whose names look like secrets (`looks_secret`);
-                False drops them (those of `add` are always set). Default: True.
+            secrets: Inherit variables that look like secrets (`looks_secret`, by name
+                or value); False drops them (those of `add` are always set).
+                Default: True.
         """
         if self.inherit is True:
             passed = dict(base)
@@ -98,7 +109,7 @@ class CommandEnv:
         else:
             passed = {name: base[name] for name in self.inherit if name in base}
         if not secrets:
-            passed = {name: value for name, value in passed.items() if not looks_secret(name)}
+            passed = {n: v for n, v in passed.items() if not looks_secret(n, v)}
         passed.update(self.add)
         return passed
 

@@ -37,9 +37,11 @@ from langchain_fstools.shell.analysis import (
     Analysis,
     Match,
     SimpleCommand,
+    Word,
     analyse,
     command_pattern,
 )
+from langchain_fstools.shell.places import places, protected, resolved
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -58,13 +60,13 @@ DISK_TOOLS = frozenset(
 ALWAYS_ALLOWED = frozenset(
     {":", "[", "cd", "echo", "exit", "export", "false", "printf", "pwd", "set", "test", "true"}
 )
-"""Harmless shell builtins an allow list never needs to name."""
+"""Harmless shell builtins an allow list never needs to name, in a line that writes no
+file through a redirection (`printf ... >> .git/config` needs `printf` allowed)."""
 
 _SAFE_DEVICES = frozenset(
     {"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/full"}
 )
 _SAFE_DEVICE_DIRS = ("/dev/fd/", "/dev/shm/", "/dev/tcp/", "/dev/udp/")  # noqa: S108 - not a temp file
-_HOME_EXPANSION = re.compile(r'^"?\$\{?HOME\}?"?/?\*?$')
 
 
 @dataclass(frozen=True)
@@ -81,22 +83,31 @@ class CommandPolicy:
        disks (`mkfs*`, `fdisk`, ...), writing to a device (`> /dev/sda`,
        `dd of=/dev/...`, `tee /dev/...`; `/dev/null` and the like are fine), recursive
        `rm`, `chmod`, `chown` and `find -delete` of `/`, a top-level directory or a
-       home directory however it is reached (`../../..`, `cd / && rm -rf *`,
-       `cd ~ && rm -rf .`; and `--no-preserve-root`), and fork bombs. These judge
-       what can be known.
+       home directory however it is reached (`../../..`, `/home/*`, `cd / && rm -rf *`,
+       `pushd /; rm -rf *`, `cd ~ && rm -rf .`; and `--no-preserve-root`; see
+       `shell.places`), and fork bombs. What cannot be known fails closed: a target
+       computed at run time (`$X`, `$(pwd)/..`, `${HOME:?}/`), or a relative one after
+       a change to a folder not known before the line runs (`cd "$D"`, `popd`,
+       `CDPATH=/ cd etc`).
     2. `deny` (best effort): a command matching any deny pattern is refused; so is one
        that cannot be known before it runs (a command name built from `$VAR` or
        `$(...)`, `eval` or `sh -c` of a computed script, `source` of a file, a code
        string given to `trap`, `mapfile -C`, `coproc`, `hash -p`, `env -S`, setting
        `BASH_ENV` or `BASH_FUNC_*`, a line that does not parse) when a deny pattern
-       could match it, and a command not known as plain (`PLAIN_COMMANDS`) that names
-       a denied command among its arguments (an unlisted wrapper).
+       could match it, one carrying code the analyser cannot read (`python3 -c`,
+       `perl -e`, an awk `system()`, `sed e`, `git -c alias.x=!...`,
+       `tar --to-command`, `ssh -o ProxyCommand=...`, `man -P`, `vim -c`; see
+       `shell.code_strings`) under any deny pattern, and a command not known as plain
+       (`PLAIN_COMMANDS`) that names a denied command among its arguments (an
+       unlisted wrapper, `uv run`, `npm exec`).
     3. `allow`: when given, the line must be static (`Analysis.static`: no expansion,
-       substitution, arithmetic or computed variable name anywhere, since those can
-       run hidden code through an allowed command) and every command must match an
-       allow pattern (or be a harmless builtin of `ALWAYS_ALLOWED`). Wrappers that
-       only run another command (`env`, `timeout`, `xargs`, `bash -c`, ...) need no
-       pattern of their own; `sudo`, `doas`, `setpriv`, `unshare`, ... do.
+       substitution, arithmetic, assignment (`VAR=... cmd`, `export VAR=...`, `read`)
+       or computed variable name anywhere, since those can run hidden code through an
+       allowed command) and every command must match an allow pattern (or be a
+       harmless builtin of `ALWAYS_ALLOWED`, in a line without a redirection to a
+       file). Wrappers that only run another command (`env`, `timeout`, `xargs`,
+       `bash -c`, ...) need no pattern of their own; `sudo`, `doas`, `setpriv`,
+       `unshare`, ... do.
 
     A pattern is a command prefix in shell words, each word an `fnmatch` glob: `"curl"`
     matches every `curl` command, `"git push"` matches `git push --force` but not
@@ -168,12 +179,21 @@ def _denied(found: SimpleCommand, deny: Sequence[str]) -> CommandRefused | None:
 
 
 def _outside_allow_list(analysis: Analysis, allow: Sequence[str]) -> CommandRefused | None:
+    files = [target for target in analysis.writes if not _is_sink(target)]
     for found in analysis.commands:
         if found.wrapper:
             continue
         matches = [found.match(command_pattern(p)) for p in allow]
-        if Match.YES in matches or found.name in ALWAYS_ALLOWED:
+        if Match.YES in matches:
             continue
+        if found.name in ALWAYS_ALLOWED and not files:
+            continue
+        if found.name in ALWAYS_ALLOWED:
+            return CommandRefused(
+                "allow",
+                f"`{found.show()}` needs no allow pattern only in a line without a redirection"
+                f" to a file, and this line writes {files[0]}; write files with the file tools",
+            )
         if found.unknown is not None or Match.MAYBE in matches:
             return CommandRefused(
                 "allow",
@@ -204,41 +224,53 @@ def _dangerous(analysis: Analysis) -> CommandRefused | None:
     for target in analysis.writes:
         if _is_device(target):
             return CommandRefused("device_write", f"writing to the device {target} is not allowed")
-    moved = any(found.name == "cd" and _cd_leaves(found) for found in analysis.commands)
+    where = places(analysis)
     for found in analysis.commands:
-        refusal = _dangerous_command(found, moved=moved)
+        refusal = _dangerous_command(found, where)
         if refusal is not None:
             return refusal
     return None
 
 
-def _cd_leaves(found: SimpleCommand) -> bool:
-    """Whether a `cd` may go to `/`, a top-level or home directory, or above the workspace."""
-    targets = [a for a in found.arguments if a is None or not a.startswith("-") or a == "-"]
-    if not targets:
-        return True  # `cd` alone goes home
-    target = targets[0]
-    return target is None or target == "-" or _is_protected(target) or _climbs(target)
+def _unsafe_target(target: Word, where: Sequence[str | None]) -> str | None:
+    """Why a recursive command's target may be a protected folder, or None.
+
+    "computed" (its value is only known at run time), "moved" (relative, after a
+    change to an unknown folder), or the protected path it is or reaches.
+    """
+    if target.value is None:
+        return "computed"
+    path = target.pattern or target.value
+    for place in where:
+        reached = resolved(path, place)
+        if reached is None:
+            return "moved"
+        if protected(reached, pattern=target.pattern is not None):
+            return reached
+    return None
 
 
-def _climbs(path: str) -> bool:
-    """Whether a relative path only climbs (`..`, `../../..`, `../*`): toward `/`."""
-    if path.startswith(("/", "~")):
-        return False
-    parts = [p for p in posixpath.normpath(path).split("/") if p not in {"", "."}]
-    return bool(parts) and parts[0] == ".." and all(p in {"..", "*", ".*"} for p in parts)
+def _target_refusal(rule: str, command: str, action: str, target: Word, why: str) -> CommandRefused:
+    """The refusal of `command` acting recursively on `target` (see `_unsafe_target`)."""
+    raw = target.text
+    match why:
+        case "computed":
+            said = f"the target {raw} is computed at run time and could be"
+            fix = "write the path out"
+        case "moved":
+            said = f"the line changes to a folder not known before it runs, so {raw} could be"
+            fix = "name the path from the workspace or in full"
+        case _:
+            said = f"{raw} is" if why in {raw, target.pattern} else f"{raw} reaches {why},"
+            fix = "name a directory inside the workspace"
+    return CommandRefused(
+        rule,
+        f"`{command}` would recursively {action} everything under {raw}; {said} a root,"
+        f" top-level or home directory; {fix}",
+    )
 
 
-def _reaches_protected(value: str | None, raw: str, *, moved: bool) -> bool:
-    """Whether a target names `/`, a top-level or home directory, however spelled."""
-    if value is None:
-        return _HOME_EXPANSION.match(raw) is not None
-    if _is_protected(value) or _climbs(value):
-        return True
-    return moved and posixpath.normpath(value) in {".", "*", ".*"}
-
-
-def _dangerous_command(found: SimpleCommand, *, moved: bool) -> CommandRefused | None:  # noqa: PLR0911 - one return per rule
+def _dangerous_command(found: SimpleCommand, where: Sequence[str | None]) -> CommandRefused | None:  # noqa: PLR0911 - one return per rule
     name = found.name
     args = found.arguments
     if name is None:
@@ -261,45 +293,41 @@ def _dangerous_command(found: SimpleCommand, *, moved: bool) -> CommandRefused |
             "device_write", f"writing to the device {_dd_target(name, devices[0])} is not allowed"
         )
     if name in {"rm", "chmod", "chown", "chgrp"}:
-        return _recursive_on_protected(found, name, moved=moved)
+        return _recursive_on_protected(found, name, where)
     if name == "find":
-        return _find_on_protected(found, moved=moved)
+        return _find_on_protected(found, where)
     return None
 
 
-def _find_on_protected(found: SimpleCommand, *, moved: bool) -> CommandRefused | None:
+def _find_on_protected(found: SimpleCommand, where: Sequence[str | None]) -> CommandRefused | None:
     """`find / -delete` (or `-exec rm|chmod ...`) of a protected directory."""
-    args = found.arguments
-    acts = {"-delete"} & {a for a in args if a is not None} or (
-        {"-exec", "-execdir", "-ok", "-okdir"} & {a for a in args if a is not None}
-        and {"rm", "chmod", "chown", "chgrp", "shred"} & {a for a in args if a is not None}
+    args = {a for a in found.arguments if a is not None}
+    acts = {"-delete"} & args or (
+        {"-exec", "-execdir", "-ok", "-okdir"} & args
+        and {"rm", "chmod", "chown", "chgrp", "shred"} & args
     )
     if not acts:
         return None
-    for value, word in zip(args, found.words[1:], strict=True):
-        if value is not None and value.startswith(("-", "(", "!")):
+    for word in found.words[1:]:
+        if word.value is not None and word.value.startswith(("-", "(", "!")):
             break
-        if _reaches_protected(value, word.text, moved=moved):
-            return CommandRefused(
-                "recursive_delete",
-                f"`{found.show()}` would delete or change everything under {word.text}, a root,"
-                " top-level or home directory; name a directory inside the workspace",
-            )
+        why = _unsafe_target(word, where)
+        if why is not None:
+            return _target_refusal("recursive_delete", found.show(), "delete or change", word, why)
     return None
 
 
 def _recursive_on_protected(
-    found: SimpleCommand, name: str, *, moved: bool
+    found: SimpleCommand, name: str, where: Sequence[str | None]
 ) -> CommandRefused | None:
-    args = found.arguments
-    raws = [word.text for word in found.words[1:]]
     options: list[str] = []
-    targets: list[tuple[str | None, str]] = []
-    for value, raw in zip(args, raws, strict=True):
+    targets: list[Word] = []
+    for word in found.words[1:]:
+        value = word.value
         if value is not None and value.startswith("-") and value != "-" and not targets:
             options.append(value)
         else:
-            targets.append((value, raw))
+            targets.append(word)
     if "--no-preserve-root" in options:
         return CommandRefused("recursive_delete", f"`{name} --no-preserve-root` is not allowed")
     recursive = "--recursive" in options or any(
@@ -307,14 +335,12 @@ def _recursive_on_protected(
     )
     if not recursive:
         return None
-    for value, raw in targets:
-        if _reaches_protected(value, raw, moved=moved):
+    for target in targets:
+        why = _unsafe_target(target, where)
+        if why is not None:
+            rule = "recursive_delete" if name == "rm" else "recursive_permissions"
             action = "delete" if name == "rm" else "change"
-            return CommandRefused(
-                "recursive_delete" if name == "rm" else "recursive_permissions",
-                f"`{name}` would recursively {action} {raw}, a root, top-level or home"
-                " directory; name a directory inside the workspace",
-            )
+            return _target_refusal(rule, found.show(), action, target, why)
     return None
 
 
@@ -324,22 +350,17 @@ def _dd_target(name: str, argument: str) -> str:
     return argument
 
 
+def _is_sink(path: str) -> bool:
+    """Whether a redirection to `path` writes no file (`/dev/null`, `/dev/stderr`, ...)."""
+    normal = posixpath.normpath(re.sub("/+", "/", path)) if path else ""
+    return normal in _SAFE_DEVICES or normal.startswith("/dev/fd/")
+
+
 def _is_device(path: str) -> bool:
     normal = posixpath.normpath(re.sub("/+", "/", path)) if path else ""
     if not normal.startswith("/dev/"):
         return False
     return normal not in _SAFE_DEVICES and not normal.startswith(_SAFE_DEVICE_DIRS)
-
-
-def _is_protected(path: str) -> bool:
-    """Whether `path` is `/`, a top-level directory (or `/*`), or a home directory."""
-    collapsed = re.sub("/+", "/", path)
-    if collapsed.startswith("/"):
-        return posixpath.normpath(collapsed).count("/") <= 1
-    if collapsed.startswith("~"):
-        _, _, rest = collapsed.partition("/")
-        return posixpath.normpath(rest or ".") in {".", "*", ".*"}
-    return False
 
 
 __all__ = ["ALWAYS_ALLOWED", "DISK_TOOLS", "POWER", "PRIVILEGED", "CommandPolicy"]

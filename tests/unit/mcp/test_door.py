@@ -65,6 +65,10 @@ def test_another_port_or_another_loopback_address_is_refused() -> None:
         f"http://127.0.0.1.attacker.example:{PORT}",
         f"http://user@127.0.0.1:{PORT}",
         f"http://127.0.0.1:{PORT}/path",
+        "http://localhost:1",  # a local origin on another port: another site
+        "http://localhost:3000",
+        "http://localhost",
+        f"http://127.0.0.1:{PORT + 1}",
     ],
 )
 def test_a_forged_origin_is_refused(origin: str) -> None:
@@ -74,10 +78,36 @@ def test_a_forged_origin_is_refused(origin: str) -> None:
     assert refused[0] == 403
 
 
-def test_a_local_origin_is_let_in() -> None:
+def test_a_local_origin_on_the_servers_port_is_let_in() -> None:
     door = Door.for_bind("127.0.0.1", PORT)
-    for origin in ("http://localhost:3000", f"http://127.0.0.1:{PORT}", "https://localhost"):
+    for origin in (
+        f"http://localhost:{PORT}",
+        f"http://127.0.0.1:{PORT}",
+        f"https://LOCALHOST:{PORT}",
+    ):
         assert door.refusal({"host": f"127.0.0.1:{PORT}", "origin": origin}) is None
+    assert (
+        Door.for_bind("127.0.0.1", 443).refusal(
+            {"host": "localhost", "origin": "https://localhost"}
+        )
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    "bind", ["foo.localhost", "localhost.", "127.0.0.1.nip.io", "localhost.example"]
+)
+def test_only_real_loopback_names_serve_without_a_token(bind: str) -> None:
+    assert not is_loopback(bind)
+    with pytest.raises(ValueError, match="needs a bearer token"):
+        Door.for_bind(bind, PORT)
+
+
+@pytest.mark.parametrize(
+    "bind", ["localhost", "LOCALHOST", "127.0.0.1", "127.255.0.9", "::1", "[::1]"]
+)
+def test_localhost_and_loopback_addresses_are_loopback(bind: str) -> None:
+    assert is_loopback(bind)
 
 
 @pytest.mark.parametrize(

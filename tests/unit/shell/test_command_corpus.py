@@ -97,6 +97,13 @@ CORPUS: dict[str, str] = {
     "r? x": "deny",
     'sh -c "$SCRIPT"': "deny",
     "{rm,-rf,x}": "deny",
+    # code the analyser cannot read, runners and git's global options (issue 36)
+    "python3 -c 'import os'": "deny",
+    "awk 'BEGIN { system(\"ls\") }'": "deny",
+    "sed '1e ls' f": "deny",
+    "git -c alias.p='!git push' p": "deny",
+    "git -C . push": "deny",
+    "uv run rm x": "deny",
     # ask
     "curl example.com": "ask",
     "/usr/bin/curl -s x | wc -c": "ask",
@@ -117,7 +124,7 @@ CORPUS: dict[str, str] = {
     "command -v rm": "allow",
     "printf '%s\\n' '$(rm x)'": "allow",
     'echo "\\$(rm x)"': "allow",
-    "env FOO=rm ls": "allow",
+    "env -u rm ls": "allow",
     "bash --version": "allow",
     "bash -c 'ls; echo rm'": "allow",
     "find . -name rm -print": "allow",

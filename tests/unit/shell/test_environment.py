@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.shell.environment import CommandEnv
+from langchain_fstools.shell.environment import CommandEnv, looks_secret
 
 
 def run(backend: LocalBackend, command: str) -> str:
@@ -87,3 +87,29 @@ def test_the_remote_prefix_quotes_values_and_keeps_only_set_names() -> None:
     assert CommandEnv().shell_prefix() == ""
     prefix = CommandEnv.of({"A": "it's $x"}, ["HOME"]).shell_prefix()
     assert prefix == "env -i ${HOME+\"HOME=$HOME\"} 'A=it'\"'\"'s $x' "
+
+
+SECRETS = {
+    "GITHUB_PAT": "ghp_x",
+    "MYSQL_PWD": "pw",
+    "CI_JOB_JWT": "eyJx",
+    "REDIS_URL": "redis://:pw@h",
+    "PIP_INDEX_URL": "https://user:tok@pypi.example/simple",
+    "UPSTREAM": "https://tok@git.example/r.git",
+}
+PLAIN = {"PWD": "/w", "OLDPWD": "/v", "HTTP_PROXY": "http://proxy:3128", "NOTE": "a@b"}
+
+
+@pytest.mark.parametrize(("name", "value"), SECRETS.items())
+def test_secret_names_and_credential_urls_look_secret(name: str, value: str) -> None:
+    assert looks_secret(name, value)
+
+
+@pytest.mark.parametrize(("name", "value"), PLAIN.items())
+def test_working_directories_and_urls_without_credentials_do_not(name: str, value: str) -> None:
+    assert not looks_secret(name, value)
+
+
+def test_the_sandbox_inherits_no_secret_by_name_or_by_value() -> None:
+    built = CommandEnv.of(None, True).build({**SECRETS, **PLAIN}, secrets=False)
+    assert built == PLAIN

@@ -1,14 +1,48 @@
-"""Command rules that cannot be escalated (issue 24): allow only static lines, deny fails closed."""
+"""Command rules that cannot be escalated (issues 24, 36): allow only static lines, deny fails closed.
+
+A line that computes a word or sets a variable is not static, so an allow rule does not
+cover it; the default policy recognises deleting root and home directories however they
+are reached, and fails closed on targets and folders it cannot know.
+"""
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langchain_fstools.permissions.rules import Permission, Policy
 from langchain_fstools.shell.analysis import analyse
 from langchain_fstools.shell.policy import CommandPolicy
 
 README_RULES = [Permission(operations=["execute"], commands=["pytest", "git status"])]
+
+
+# ----- assignments (issue 36): any variable set in the line may change what a command runs
+
+ASSIGNMENTS = [
+    "XDG_CONFIG_HOME=cfg git status",
+    "HOME=. git status",
+    "PYTEST_ADDOPTS='-p evil' pytest",
+    "PYTEST_PLUGINS=evil pytest",
+    "MAKEFILES=evil.mk git status",
+    "PERLLIB=. git status",
+    "LESSOPEN='|rm victim.txt' git status",
+    "GCONV_PATH=. git status",
+    "PYTHONWARNINGS=ignore::evil.Warning pytest",
+    "A=1 B=2 git status",
+    "env XDG_CONFIG_HOME=cfg git status",
+    "timeout 5 env HOME=. git status",
+    "XDG_CONFIG_HOME=cfg; git status",
+    "export XDG_CONFIG_HOME=cfg; git status",
+    "declare -x HOME=.; git status",
+    "for HOME in .; do git status; done",
+    "read HOME <<< .; git status",
+    "printf -v HOME .; git status",
+    "mapfile HOME < /dev/null; git status",
+]
 
 ESCALATIONS = [
     "v='x[$(rm victim.txt)]'; git status $((v))",
@@ -31,6 +65,7 @@ ESCALATIONS = [
     'cat <<< "$(rm victim.txt)"',
     "PATH=. git status",
     "GIT_EXTERNAL_DIFF=./x git status",
+    *ASSIGNMENTS,
 ]
 
 
@@ -158,6 +193,27 @@ DELETIONS = [
     "chmod -R 000 ../../..",
     "chmod -R 000 /",
     "cd / && chown -R nobody .",
+    # issue 36: directory changes, patterns and targets computed at run time
+    "pushd /; rm -rf *",
+    "pushd / && rm -rf .",
+    "rm -rf /home/*",
+    "rm -rf /h*/*",
+    "rm -rf /home/alice",
+    "rm -rf ${HOME:?}/",
+    'rm -rf "$HOME"',
+    "rm -rf $(pwd)/../..",
+    "rm -rf `pwd`/..",
+    "rm -rf /{etc,usr}",
+    "CDPATH=/ cd etc && rm -rf .",
+    "CDPATH=/; cd etc && rm -rf .",
+    "cd /home && rm -rf alice",
+    'cd "$D" && rm -rf build',
+    "cd - && rm -rf build",
+    "popd; rm -rf build",
+    "for d in a b; do rm -rf build; cd /; done",
+    "find $(pwd)/.. -delete",
+    "chmod -R 777 ${HOME:?}",
+    "cd .. && rm -rf x",
 ]
 
 
@@ -172,7 +228,74 @@ def test_the_default_policy_recognises_deleting_root_and_home_however_reached(
 
 @pytest.mark.parametrize(
     "command",
-    ["rm -rf build", "rm -rf ./build", "cd src && rm -rf *", "find . -name '*.pyc' -delete"],
+    [
+        "rm -rf build",
+        "rm -rf ./build",
+        "cd src && rm -rf *",
+        "find . -name '*.pyc' -delete",
+        "cd /tmp && rm -rf build",
+        "rm -r /tmp/*",
+        "cd src && cd lib && rm -rf *",
+        "cd ./src && rm -rf .",
+        "rm -rf /home/alice/project/build",
+        "rm -f $X",
+        "cd /; ls",
+    ],
 )
 def test_deleting_inside_the_workspace_stays_allowed(command: str) -> None:
     assert CommandPolicy().check(command) is None
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    name=st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True),
+    value=st.text(alphabet="abc./:-_=", max_size=8),
+    form=st.sampled_from(["{a} git status", "{a}; git status", "export {a}; git status"]),
+)
+def test_whatever_variable_is_set_an_allowed_command_asks(name: str, value: str, form: str) -> None:
+    command = form.format(a=f"{name}={shlex.quote(value)}")
+    verdict = Policy(README_RULES, mode="accept_edits").decide_command(command)
+    assert verdict.action == "ask", (command, verdict)
+
+
+def test_a_line_without_assignments_stays_static() -> None:
+    for command in ("git status", "env -i git status", "git status -- a=b", "echo a=b"):
+        assert analyse(command).static, command
+
+
+# ----- the default policy: directory changes and computed targets (issue 36)
+
+
+def test_a_refusal_names_the_folder_a_relative_target_reaches() -> None:
+    refusal = CommandPolicy().check("pushd /; rm -rf *")
+    assert refusal is not None
+    assert "* reaches /*" in refusal.reason
+
+
+# ----- echo and printf write files only when allowed (issue 36)
+
+DOCS_ALLOW = ["pytest", "python", "git status", "git diff"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "printf '[alias]\\n\\tst = !rm -rf x\\n' >> .git/config",
+        "echo x > .bashrc",
+        "{ echo x; } > notes.txt",
+        "pytest -q > log.txt; echo done",
+        "exec 3> f; echo x >&3",
+    ],
+)
+def test_echo_and_printf_need_an_allow_pattern_in_a_line_that_writes_a_file(command: str) -> None:
+    refusal = CommandPolicy(allow=DOCS_ALLOW).check(command)
+    assert refusal is not None, command
+    assert refusal.rule == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo done", "echo x >&2", "printf 'x\\n' > /dev/null", "pytest 2>&1; echo ok"],
+)
+def test_echo_without_a_redirection_to_a_file_needs_no_allow_pattern(command: str) -> None:
+    assert CommandPolicy(allow=DOCS_ALLOW).check(command) is None

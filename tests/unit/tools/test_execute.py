@@ -333,3 +333,26 @@ def test_local_disk_runs_commands_only_when_asked(tmp_path: Path) -> None:
 def test_a_sandbox_without_execute_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="execute=True"):
         LocalBackend(tmp_path, sandbox="bwrap")
+
+
+@pytest.mark.parametrize("sandbox", [{}, {"sandbox": None}], ids=["sandboxed", "unconfined"])
+def test_a_long_line_naming_the_workspace_comes_back_whole(
+    root: Path, sandbox: dict[str, Any]
+) -> None:
+    """No host path is split and then rewritten: a 20 KiB line comes back byte for byte.
+
+    Commands see the workspace at its real path, which the description tells the
+    model; output is never rewritten, so the only host path in it is that one, whole.
+    """
+    backend = LocalBackend(root, execute=True, **sandbox)
+    (tool,) = FileToolkit(backend, tools=["execute"], execute_output_limit=100_000).get_tools()
+    told = backend.command_root()
+    assert told is not None
+    assert told in tool.description
+    command = 'for i in $(seq 400); do printf "%s/f " "$PWD"; done; echo'
+    message = tool.invoke(
+        {"type": "tool_call", "name": "execute", "id": "c1", "args": {"command": command}}
+    )
+    line = message.content.splitlines()[0]
+    assert len(line) > 20_000
+    assert line == f"{told}/f " * 400
