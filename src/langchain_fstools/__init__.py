@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.state import FilesState, StateBackend, file_bytes
     from langchain_fstools.backends.store import StoreBackend
     from langchain_fstools.errors import (
+        ChangesNotCommitted,
         ConditionalWritesIgnored,
         FsToolsError,
         InvalidPath,
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
         PartialWrite,
         StoreUnavailable,
         VersionConflict,
+        WriteLockTimeout,
     )
     from langchain_fstools.middleware.filesystem import FilesystemMiddleware
     from langchain_fstools.middleware.schemas import (
@@ -84,6 +86,7 @@ if TYPE_CHECKING:
 
 _PUBLIC: dict[str, str] = {
     "Backend": "langchain_fstools.backends.protocol",
+    "ChangesNotCommitted": "langchain_fstools.errors",
     "CommandPolicy": "langchain_fstools.shell.policy",
     "CompositeBackend": "langchain_fstools.backends.composite",
     "ConditionalWritesIgnored": "langchain_fstools.errors",
@@ -112,6 +115,7 @@ _PUBLIC: dict[str, str] = {
     "StoreUnavailable": "langchain_fstools.errors",
     "ToolSettings": "langchain_fstools.tools.settings",
     "VersionConflict": "langchain_fstools.errors",
+    "WriteLockTimeout": "langchain_fstools.errors",
     "__version__": "langchain_fstools._version",
     "file_bytes": "langchain_fstools.backends.state",
 }
@@ -123,6 +127,7 @@ __getattr__, __dir__ = lazy_names(__name__, _PUBLIC)
 
 __all__ = [
     "Backend",
+    "ChangesNotCommitted",
     "CommandPolicy",
     "CompositeBackend",
     "ConditionalWritesIgnored",
@@ -151,5 +156,6 @@ __all__ = [
     "StoreUnavailable",
     "ToolSettings",
     "VersionConflict",
+    "WriteLockTimeout",
     "file_bytes",
 ]

@@ -1,4 +1,5 @@
-"""The desktop-client configuration docs/mcp.md gives starts a working server as written:
+"""The desktop-client configuration docs/mcp.md and getting-started's sixth first task give
+starts a working server as written:
 its `command` and `args` (with the repository path filled in) spawned over stdio, as
 Claude Desktop and Cursor do, list the tools and read and edit a file."""
 
@@ -20,10 +21,13 @@ pytestmark = [pytest.mark.integration]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def desktop_entry() -> dict[str, object]:
-    """The `mcpServers` entry of docs/mcp.md that starts the installed console script."""
+PAGES = ["mcp.md", "getting-started.md"]
+
+
+def desktop_entry(page: str) -> dict[str, object]:
+    """The `mcpServers` entry of docs/`page` that starts the installed console script."""
     blocks = re.findall(
-        r"^```json\n(.*?)^```$", (ROOT / "docs" / "mcp.md").read_text(), re.DOTALL | re.MULTILINE
+        r"^```json\n(.*?)^```$", (ROOT / "docs" / page).read_text(), re.DOTALL | re.MULTILINE
     )
     tables = [json.loads(block) for block in blocks if '"mcpServers"' in block]
     entries = [entry for table in tables for entry in table["mcpServers"].values()]
@@ -31,8 +35,11 @@ def desktop_entry() -> dict[str, object]:
     return entry
 
 
-async def test_the_documented_desktop_configuration_serves_the_repository(tmp_path: Path) -> None:
-    entry = desktop_entry()
+@pytest.mark.parametrize("page", PAGES)
+async def test_the_documented_desktop_configuration_serves_the_repository(
+    page: str, tmp_path: Path
+) -> None:
+    entry = desktop_entry(page)
     assert entry["command"] == "/path/to/venv/bin/langchain-fstools-mcp"
     script = Path(sys.executable).parent / "langchain-fstools-mcp"  # this virtualenv's
     args = [str(tmp_path) if arg == "/path/to/repo" else str(arg) for arg in entry["args"]]  # type: ignore[union-attr]

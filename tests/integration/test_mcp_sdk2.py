@@ -1,10 +1,11 @@
 """The MCP server's own tests again, on the mcp SDK 2.x.
 
-The `test` extra pins mcp 1.x (langchain-mcp-adapters requires mcp<2), so `scripts/setup`
-makes a second venv, `.venv-mcp2`, with mcp 2.x; this test runs there the server's unit
-tests and its integration tests over stdio and HTTP (our Python client, the HTTP door,
-the official TypeScript client), and mcp 2.x's own `Client` on the 2026-07-28 protocol (also against two instances
-behind a round-robin).
+The `test` extra pins mcp 1.x (langchain-mcp-adapters requires mcp<2), so this test makes a
+second venv, `.venv-mcp2`, with mcp 2.x (`scripts/venv`: the first run installs it, later
+runs reuse it while `pyproject.toml` is unchanged; `scripts/setup` does not make it), and
+runs there the server's unit tests and its integration tests over stdio and HTTP (our
+Python client, the HTTP door, the official TypeScript client), and mcp 2.x's own `Client`
+on the 2026-07-28 protocol (also against two instances behind a round-robin).
 Left out: the two modules that need langchain-mcp-adapters.
 """
 
@@ -16,7 +17,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTHON = ROOT / ".venv-mcp2" / "bin" / "python"
+VENV = ".venv-mcp2"
+PYTHON = ROOT / VENV / "bin" / "python"
+# What .venv-mcp2 holds: the package, mcp 2.x, and what the tests below import.
+REQUIREMENTS = [
+    "-e",
+    ".",
+    "mcp>=2,<3",
+    "pytest>=8",
+    "pytest-asyncio>=0.23",
+    "pytest-socket>=0.7",
+    "blockbuster>=1.5",
+    "psycopg[binary]>=3.2",
+]
 MODULES = [
     "tests/unit/mcp",
     "--ignore=tests/unit/mcp/test_to_fastmcp.py",
@@ -30,22 +43,24 @@ MODULES = [
 pytestmark = pytest.mark.integration
 
 
-def test_the_mcp_tests_pass_on_sdk_2() -> None:
-    assert PYTHON.exists(), "no .venv-mcp2: run bash scripts/setup"
-    version = subprocess.run(
-        [PYTHON, "-c", "import importlib.metadata as m; print(m.version('mcp'))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    assert version.startswith("2."), version
-    run = subprocess.run(
-        [PYTHON, "-m", "pytest", "-q", "-p", "no:randomly", *MODULES],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=1200,
+def _run(*command: str | Path) -> subprocess.CompletedProcess[str]:
+    """`command` run in the checkout (20 minutes at most), its output kept."""
+    return subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, check=False, timeout=1200
     )
+
+
+@pytest.fixture(scope="module")
+def mcp2_venv() -> Path:
+    """`.venv-mcp2`, made by `scripts/venv` unless it is there with these requirements."""
+    made = _run("bash", "scripts/venv", VENV, *REQUIREMENTS)
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    return PYTHON
+
+
+def test_the_mcp_tests_pass_on_sdk_2(mcp2_venv: Path) -> None:
+    version = _run(mcp2_venv, "-c", "import importlib.metadata as m; print(m.version('mcp'))")
+    assert version.stdout.startswith("2."), version.stdout + version.stderr
+    run = _run(mcp2_venv, "-m", "pytest", "-q", "-p", "no:randomly", *MODULES)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert " passed" in run.stdout.splitlines()[-1]

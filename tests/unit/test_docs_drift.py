@@ -176,3 +176,19 @@ def test_every_public_name_is_in_the_api_reference() -> None:
         if not _documented(importlib.import_module(module_name), name, entries)
     ]
     assert missing == []
+
+
+def test_the_what_to_import_table_names_every_root_name() -> None:
+    page = TEXTS["docs/getting-started.md"]
+    table = page.split("\n## What to import\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ")]
+    named = {name for row in rows for name in re.findall(r"`(\w+)`", row.split("|")[2])}
+    assert named == set(langchain_fstools.__all__)
+
+
+def test_the_errors_reference_names_the_errors_the_root_exports() -> None:
+    said = TEXTS["docs/reference/errors.md"].split("importable from the\npackage root:", 1)[1]
+    named = set(re.findall(r"`(\w+)`", said.split("\n\n", 1)[0]))
+    errors = importlib.import_module("langchain_fstools.errors")
+    exported = {name for name in langchain_fstools.__all__ if hasattr(errors, name)}
+    assert named == exported

@@ -1,4 +1,6 @@
-"""scripts/setup installs python3-venv where `python3 -m venv` cannot work (Debian, Ubuntu)."""
+"""scripts/setup installs python3-venv where `python3 -m venv` cannot work (Debian, Ubuntu),
+says each step with its time, reuses what is there, and leaves the mcp 2.x venv to its test
+(through scripts/venv)."""
 
 from __future__ import annotations
 
@@ -19,11 +21,12 @@ def _stub(folder: Path, name: str, body: str) -> None:
 
 
 def _checkout(tmp_path: Path, *, ensurepip: bool) -> tuple[Path, dict[str, str]]:
-    """A copy of scripts/setup with stub python3/pip/apt-get/sudo, and the environment to
+    """A copy of scripts/setup and scripts/venv with stub python3/pip/apt-get/sudo, and the environment to
     run it in; apt-get and pip log their calls to apt.log and pip.log in `tmp_path`."""
     checkout = tmp_path / "checkout"
     (checkout / "scripts").mkdir(parents=True)
-    shutil.copy(ROOT / "scripts" / "setup", checkout / "scripts" / "setup")
+    for script in ("setup", "venv"):
+        shutil.copy(ROOT / "scripts" / script, checkout / "scripts" / script)
     shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
     stubs = tmp_path / "bin"
     stubs.mkdir()
@@ -79,24 +82,65 @@ def test_setup_says_each_step_with_its_time_and_reuses_what_is_there(tmp_path: P
     first = _setup(checkout, env)
     assert "setup: system packages: all present" in first
     timed = [line for line in first if re.fullmatch(r"setup: .+: done in \d+s", line)]
-    assert [line.split(":")[1].strip() for line in timed] == [
-        ".venv",
-        ".venv",
-        ".venv-mcp2",
-        ".venv-mcp2",
-    ]
+    assert [line.split(":")[1].strip() for line in timed] == [".venv", ".venv"]
     installs = _logged(tmp_path, "pip.log")
-    assert [line.split()[0] for line in installs] == [".venv/bin/pip", ".venv-mcp2/bin/pip"]
+    assert [line.split()[0] for line in installs] == [".venv/bin/pip"]
     assert "-e .[test]" in installs[0]
 
     again = _setup(checkout, env)
-    assert again == [
-        "setup: system packages: all present",
-        "setup: .venv: up to date, reused",
-        "setup: .venv-mcp2: up to date, reused",
-    ]
+    assert again == ["setup: system packages: all present", "setup: .venv: up to date, reused"]
     assert _logged(tmp_path, "pip.log") == installs  # pip not run again
 
     (checkout / "pyproject.toml").write_text((checkout / "pyproject.toml").read_text() + "\n")
     _setup(checkout, env)
     assert len(_logged(tmp_path, "pip.log")) == 2 * len(installs)  # a changed pyproject reinstalls
+
+
+def test_setup_leaves_the_mcp2_venv_to_its_test(tmp_path: Path) -> None:
+    checkout, env = _checkout(tmp_path, ensurepip=True)
+    _setup(checkout, env)
+    assert not (checkout / ".venv-mcp2").exists()
+
+
+def _venv(checkout: Path, env: dict[str, str], *args: str) -> list[str]:
+    """Run the checkout's scripts/venv with `args`; return what it printed."""
+    done = subprocess.run(
+        ["bash", "scripts/venv", *args],
+        cwd=checkout,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.splitlines()
+
+
+def test_scripts_venv_makes_a_venv_once_for_the_same_requirements(tmp_path: Path) -> None:
+    checkout, env = _checkout(tmp_path, ensurepip=True)
+    first = _venv(checkout, env, ".venv-mcp2", "-e", ".", "mcp>=2,<3")
+    assert first[0] == "setup: .venv-mcp2: create ..."
+    assert first[-1].startswith("setup: .venv-mcp2: pip install -e . mcp>=2,<3: done in ")
+    assert _logged(tmp_path, "pip.log") == [
+        ".venv-mcp2/bin/pip install --quiet --disable-pip-version-check -e . mcp>=2,<3"
+    ]
+
+    assert _venv(checkout, env, ".venv-mcp2", "-e", ".", "mcp>=2,<3") == [
+        "setup: .venv-mcp2: up to date, reused"
+    ]
+    _venv(checkout, env, ".venv-mcp2", "-e", ".", "mcp>=2,<3", "pytest>=8")
+    assert len(_logged(tmp_path, "pip.log")) == 2  # other requirements install again
+
+
+def test_scripts_venv_without_requirements_says_how_to_call_it(tmp_path: Path) -> None:
+    checkout, env = _checkout(tmp_path, ensurepip=True)
+    done = subprocess.run(
+        ["bash", "scripts/venv", ".venv-x"],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "usage: scripts/venv DIR PIP-ARGS...\n"
+    assert not (checkout / ".venv-x").exists()

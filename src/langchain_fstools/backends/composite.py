@@ -9,7 +9,7 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from langchain_fstools.backends.mounted import Rerooted
+from langchain_fstools.backends.mounted import LayoutCheck, Rerooted
 from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo, check_limit
 from langchain_fstools.core import paths
 from langchain_fstools.errors import NotInMount
@@ -122,7 +122,9 @@ class CompositeBackend(Backend):
                 or per mount (`{"/memories/": False}`; mounts not named take the
                 default). Default: re-rooted, except backends that share a namespace
                 (`StateBackend`), which keep whole paths. `False` keeps whole paths,
-                as release 0.1 stored them.
+                as release 0.1 stored them. A mount re-rooted by default warns
+                (`FutureWarning`, once) at its first miss if its backend holds the
+                mount directory under its whole path, release 0.1's layout.
             traced_as: The kind traces name (see `Backend.traced_kind`), for a composite
                 that only adds mounts of its own to a user's backend (as
                 `FilesystemMiddleware` adds `/large_tool_results/`). Default: "composite".
@@ -147,7 +149,9 @@ class CompositeBackend(Backend):
             if mount == paths.ROOT:
                 raise ValueError(f"mount {prefix!r} must be a directory below '/', like '/name/'")
             rerooted = chosen.get(mount, not backend.shares_namespace)
-            self.routes[mount] = Rerooted(backend, mount) if rerooted else backend
+            # Re-rooted by default: the first miss looks for 0.1's whole paths, once.
+            check = None if mount in chosen else LayoutCheck()
+            self.routes[mount] = Rerooted(backend, mount, check=check) if rerooted else backend
         _refuse_shared_roots(default, self.routes)
         self.hidden_while_empty = frozenset(paths.normalize(p) for p in hidden_while_empty)
         self.supports_execute = default.supports_execute
@@ -167,8 +171,13 @@ class CompositeBackend(Backend):
         return self.default if mount is None else self.routes[mount]
 
     @contextlib.contextmanager
-    def _looking_in(self, path: str) -> Iterator[None]:
-        """A `FileNotFoundError` below a mount becomes `NotInMount`, naming its backend."""
+    def _looking_in(self, path: str, *, check_layout: bool = True) -> Iterator[None]:
+        """A `FileNotFoundError` below a mount becomes `NotInMount`, naming its backend.
+
+        A mount re-rooted by default first looks, once, for release 0.1's whole paths
+        (`Rerooted.warn_if_whole_paths`), unless `check_layout` is False (an async caller
+        awaits `awarn_if_whole_paths` instead).
+        """
         try:
             yield
         except NotInMount:
@@ -177,8 +186,11 @@ class CompositeBackend(Backend):
             mount = self._mount(path)
             if mount is None:
                 raise
+            backend = self.routes[mount]
+            if check_layout and isinstance(backend, Rerooted):
+                backend.warn_if_whole_paths()
             missing = exc.filename if isinstance(exc.filename, str) else path
-            raise NotInMount(missing, mount + "/", self.routes[mount].kind) from exc
+            raise NotInMount(missing, mount + "/", backend.kind) from exc
 
     def _mounts_below(self, directory: str) -> list[str]:
         """Mounts strictly inside canonical `directory`, sorted."""
@@ -264,8 +276,15 @@ class CompositeBackend(Backend):
         """Async `read_checked`, on the owning part's own async call."""
         path = paths.normalize(path)
         owner = self._backend(path)
-        with self._looking_in(path):
-            return await owner.aread_checked(path, start, size, expected_version=expected_version)
+        try:
+            with self._looking_in(path, check_layout=False):
+                return await owner.aread_checked(
+                    path, start, size, expected_version=expected_version
+                )
+        except NotInMount:
+            if isinstance(owner, Rerooted):
+                await owner.awarn_if_whole_paths()
+            raise
 
     def write_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None

@@ -5,11 +5,19 @@ convention): with `"/workspace/"` mounted from `LocalBackend(root)`, the workspa
 `/workspace/todo.txt` is `/todo.txt` to the backend, so `root/todo.txt` on disk, and
 every answer (metadata, listings, search hits, error paths) names the workspace path
 again.
+
+Release 0.1 handed a mounted backend whole paths, so what it stored below `/memories/` is
+kept as `/memories/...` and, re-rooted, is out of sight. A mount re-rooted by default
+(no `reroot=` for it) therefore checks once, at its first miss, whether its backend holds
+the mount directory under its whole path, and if so warns (`FutureWarning`) with the two
+ways out: `reroot={mount: False}`, or moving the files. One request per mount, and only
+after a miss; a mount whose `reroot` was chosen is never checked.
 """
 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from dataclasses import fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,16 +39,36 @@ if TYPE_CHECKING:
     )
 
 
+class LayoutCheck:
+    """Whether a mount re-rooted by default has still to look for release 0.1's layout.
+
+    Shared by a `Rerooted` view and the views `bind` makes of it, so a mount is checked
+    once however many runs bind it.
+    """
+
+    def __init__(self) -> None:
+        """A check not made yet."""
+        self.pending = True
+
+
 class Rerooted(BackendView):
     """`inner` with its root at `mount`: `mount + p` outside is `p` inside.
 
     Only paths at or below `mount` reach it (the composite routes them).
     """
 
-    def __init__(self, inner: Backend, mount: str) -> None:
-        """Show `inner` at the canonical directory `mount` (e.g. "/workspace")."""
+    def __init__(self, inner: Backend, mount: str, *, check: LayoutCheck | None = None) -> None:
+        """Show `inner` at the canonical directory `mount` (e.g. "/workspace").
+
+        Args:
+            inner: The mounted backend.
+            mount: The canonical mount directory.
+            check: The once-per-mount look for release 0.1's whole paths at the first miss
+                (`warn_if_whole_paths`), for a mount re-rooted by default. Default: none.
+        """
         super().__init__(inner)
         self.mount = mount
+        self.check = check
 
     def inward(self, path: str) -> str:
         """The inner path of workspace `path`."""
@@ -82,8 +110,36 @@ class Rerooted(BackendView):
                 named.path = self.outward(named.path)
 
     def bind(self, runtime: Any) -> Backend:
-        """The bound inner backend, at the same mount."""
-        return Rerooted(self.inner.bind(runtime), self.mount)
+        """The bound inner backend, at the same mount, sharing the layout check."""
+        return Rerooted(self.inner.bind(runtime), self.mount, check=self.check)
+
+    # ----- release 0.1's layout ----------------------------------------------------------
+
+    def warn_if_whole_paths(self) -> None:
+        """After a miss: warn, once, if the backend holds the mount under its whole path."""
+        if self.check is not None and self.check.pending:
+            try:
+                held = self.inner.exists(self.mount)
+            except Exception:  # noqa: BLE001 - the check never replaces the miss it follows
+                return  # no answer: the next miss asks again
+            self._conclude(holds_whole_paths=held)
+
+    async def awarn_if_whole_paths(self) -> None:
+        """Async `warn_if_whole_paths`."""
+        if self.check is not None and self.check.pending:
+            try:
+                held = await self.inner.aexists(self.mount)
+            except Exception:  # noqa: BLE001 - the check never replaces the miss it follows
+                return  # no answer: the next miss asks again
+            self._conclude(holds_whole_paths=held)
+
+    def _conclude(self, *, holds_whole_paths: bool) -> None:
+        """The check answered: it is not made again, and warns if 0.1's layout is there."""
+        if self.check is None or not self.check.pending:
+            return
+        self.check.pending = False
+        if holds_whole_paths:
+            warnings.warn(whole_paths_warning(self.mount, self.inner.kind), FutureWarning, 2)
 
     # ----- search ----------------------------------------------------------------------
 
@@ -306,4 +362,17 @@ class _RerootedSearch:
         return self.native.grep(inner, deadline=deadline, sink=outward)
 
 
-__all__ = ["Rerooted"]
+def whole_paths_warning(mount: str, kind: str) -> str:
+    """What a mount re-rooted by default says when its backend holds 0.1's whole paths."""
+    named = f"{mount}/"
+    return (
+        f"the {kind} backend mounted at {named} holds {named} under its whole path, as"
+        f" release 0.1 stored a mount's files; mounts now see paths relative to them"
+        f" ({named}a.md is /a.md to the backend), so those files are out of sight. Pass"
+        f" reroot={{{named!r}: False}} to CompositeBackend to read them where they are, or"
+        f" move them (docs/backends.md, 'Moving from whole paths') and pass"
+        f" reroot={{{named!r}: True}}, which also ends this check"
+    )
+
+
+__all__ = ["LayoutCheck", "Rerooted", "whole_paths_warning"]

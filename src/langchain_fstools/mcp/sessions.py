@@ -123,7 +123,9 @@ class Session:
         storage = backend
         if eviction:
             results = {RESULTS_DIR + "/": StoreBackend(InMemoryStore())}
-            storage = CompositeBackend(storage, results, hidden_while_empty=[RESULTS_DIR])
+            storage = CompositeBackend(
+                storage, results, reroot=True, hidden_while_empty=[RESULTS_DIR]
+            )  # a new store: no release 0.1 layout to look for
         gate = None if policy is None else PermissionGate(policy, storage, after_effect=False)
         kit = toolkit(storage if gate is None else GuardedBackend(storage, gate.guard_for))
         evicting = None

@@ -4,6 +4,7 @@ paths, and keep whole paths where backends share a namespace or `reroot=False` s
 from __future__ import annotations
 
 import asyncio
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -239,3 +240,85 @@ def test_re_rooted_mounts_on_one_storage_are_refused(root: Path) -> None:
             "/y/": ObjectStoreBackend(objects, prefix="y"),
         },
     )
+
+
+# ----- release 0.1's whole paths: the release that warns -----------------------------------
+
+OLD_LAYOUT = r"holds /memories/ under its whole path, as release 0.1 stored a mount's files"
+
+
+def old_layout_store() -> StoreBackend:
+    """A store as release 0.1 filled it through a mount at /memories/ (whole-path keys)."""
+    store = StoreBackend(InMemoryStore(), namespace=("memories",))
+    store.write_bytes("/memories/a.md", b"as 0.1 stored it")
+    return store
+
+
+def misses_quietly(backend: Backend, path: str) -> None:
+    """`path` is missing, and saying so warns of nothing."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(NotInMount):
+            backend.read_bytes(path)
+
+
+def test_a_default_mount_over_release_0_1_files_warns_once_at_its_first_miss() -> None:
+    backend = bound(CompositeBackend(StateBackend(), {"/memories/": old_layout_store()}))
+    with pytest.warns(FutureWarning, match=OLD_LAYOUT) as warned, pytest.raises(NotInMount):
+        backend.read_bytes("/memories/a.md")
+    (warning,) = warned
+    assert str(warning.message) == (
+        "the store backend mounted at /memories/ holds /memories/ under its whole path, as"
+        " release 0.1 stored a mount's files; mounts now see paths relative to them"
+        " (/memories/a.md is /a.md to the backend), so those files are out of sight. Pass"
+        " reroot={'/memories/': False} to CompositeBackend to read them where they are, or"
+        " move them (docs/backends.md, 'Moving from whole paths') and pass"
+        " reroot={'/memories/': True}, which also ends this check"
+    )
+    misses_quietly(backend, "/memories/a.md")  # once per mount
+
+
+def test_the_warning_s_spelling_reads_the_old_files_and_warns_no_more() -> None:
+    store = old_layout_store()
+    kept = bound(
+        CompositeBackend(StateBackend(), {"/memories/": store}, reroot={"/memories/": False})
+    )
+    assert kept.read_bytes("/memories/a.md") == b"as 0.1 stored it"
+    misses_quietly(kept, "/memories/b.md")
+    chosen = bound(CompositeBackend(StateBackend(), {"/memories/": store}, reroot=True))
+    misses_quietly(chosen, "/memories/a.md")  # re-rooting chosen: nothing to warn of
+
+
+def test_a_new_mount_misses_without_a_warning(workspace: Backend) -> None:
+    misses_quietly(workspace, "/workspace/nope.txt")
+
+
+def test_runs_that_bind_one_composite_share_its_check() -> None:
+    composite = CompositeBackend(StateBackend(), {"/memories/": old_layout_store()})
+    with pytest.warns(FutureWarning, match=OLD_LAYOUT), pytest.raises(NotInMount):
+        bound(composite).read_bytes("/memories/a.md")
+    misses_quietly(bound(composite), "/memories/a.md")
+
+
+def test_an_async_read_checked_warns_as_the_sync_calls_do() -> None:
+    objects = ObjectStoreBackend(MemoryStore(), prefix="agents")
+    objects.write_bytes("/memories/a.md", b"as 0.1 stored it")
+    backend = bound(CompositeBackend(StateBackend(), {"/memories/": objects}))
+    with pytest.warns(FutureWarning, match=OLD_LAYOUT), pytest.raises(NotInMount):
+        asyncio.run(backend.aread_checked("/memories/a.md", expected_version="v1"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(NotInMount):
+            asyncio.run(backend.aread_checked("/memories/a.md", expected_version="v1"))
+
+
+def test_a_check_that_fails_leaves_the_miss_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unreachable(_: StoreBackend, path: str) -> bool:
+        raise ConnectionError(path)
+
+    monkeypatch.setattr(StoreBackend, "exists", unreachable)  # the bound copy's too
+    backend = bound(CompositeBackend(StateBackend(), {"/memories/": old_layout_store()}))
+    misses_quietly(backend, "/memories/a.md")
+    monkeypatch.undo()  # answered at the next miss, since this one had no answer
+    with pytest.warns(FutureWarning, match=OLD_LAYOUT), pytest.raises(NotInMount):
+        backend.read_bytes("/memories/a.md")
