@@ -21,7 +21,12 @@ from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocatio
 from langchain_fstools.shell.pending import keep, pending_key
 from langchain_fstools.tools.apply_patch import run_patch, write_targets
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY, effect_diff, summary
+from langchain_fstools.tools.changes_shown import (
+    COMMAND_REVIEWS_KEY,
+    effect_diff,
+    rewind_note,
+    summary,
+)
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
@@ -129,6 +134,7 @@ class ExecuteTool(FileTool):
                 else:
                     yield from _committed(result.changes, body)
                     body += summary(result.changes.changes)
+                    body += rewind_note(scope.backend.state_update())
             finally:
                 yield from calls.blocking(result.changes.discard)
             artifact["changes"] = [f"{c.kind} {c.path}" for c in result.changes.changes]
