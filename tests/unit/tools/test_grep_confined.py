@@ -1,4 +1,4 @@
-"""Host-side ripgrep's memory limit: a search that reaches it is an error naming it."""
+"""Host-side ripgrep runs confined: a memory limit it names, and nothing above the root read."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import FileToolkit, LocalBackend
+from langchain_fstools.shell.confine import landlock_abi
 from langchain_fstools.shell.spawner import available
 
 LIMIT = 32 << 20
@@ -55,3 +56,21 @@ def test_a_memory_limit_below_32_mib_or_not_bytes_is_refused(tmp_path: Path, lim
 
 def test_no_memory_limit_is_allowed(tmp_path: Path) -> None:
     assert LocalBackend(tmp_path, search_memory_limit=None).native_search() is not None
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="needs Landlock")
+def test_an_ignore_file_above_the_root_is_not_read_as_the_python_engine_does(
+    tmp_path: Path,
+) -> None:
+    """Searching a folder below the root, rg reads no `.gitignore` above the root."""
+    (tmp_path / ".gitignore").write_text("*.py\n")
+    (tmp_path / "root" / "sub").mkdir(parents=True)
+    (tmp_path / "root" / "sub" / "a.py").write_text("needle\n")
+    (tmp_path / "root" / "sub" / "b.txt").write_text("needle\n")
+    found = {}
+    for ripgrep in (True, False):
+        backend = LocalBackend(tmp_path / "root", use_ripgrep=ripgrep)
+        (grep,) = FileToolkit(backend, tools=["grep"]).get_tools()
+        found[ripgrep] = grep.invoke({"pattern": "needle", "path": "/sub"})
+    assert found[True] == found[False]
+    assert "a.py" in found[True]
