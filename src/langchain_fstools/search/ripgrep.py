@@ -103,7 +103,11 @@ class Started(Protocol):
         """SIGKILL it."""
 
     def wait(self) -> int:
-        """Wait for it to end; its exit code (`-N` for signal N)."""
+        """Wait for it to end; its exit code (`-N` for signal N).
+
+        Raises:
+            OSError: it never started (a starter that reports that only now).
+        """
 
 
 @functools.cache
@@ -529,6 +533,7 @@ class _Run:
         self.timed_out = False
         self.returncode: int | None = None
         self.stderr_text = ""
+        self.start_failure: str | None = None
 
     def _expire(self) -> None:
         self.timed_out = True
@@ -541,7 +546,10 @@ class _Run:
         if self.process.poll() is None:
             self.process.kill()
         self.stderr_text = self._stderr.read(1 << 16).decode("utf-8", "replace")
-        self.returncode = self.process.wait()
+        try:
+            self.returncode = self.process.wait()
+        except OSError as never:  # it did not start
+            self.start_failure = _start_failure(never)
         self._stdout.close()
         self._stderr.close()
 
@@ -563,8 +571,11 @@ class _Run:
         Raises:
             InvalidArgument: rg refused a glob.
             InvalidPattern: rg refused the regex (grep only).
-            SearchFailed: rg reached its memory limit (`memory` bytes), or any other error.
+            SearchFailed: rg did not start, reached its memory limit (`memory` bytes),
+                or any other error.
         """
+        if self.start_failure is not None:
+            raise SearchFailed(self.start_failure)
         if _MEMORY_FAILURE in self.stderr_text and not self.timed_out:
             raise SearchFailed(_memory_failure(memory))
         if self.returncode != 2 or delivered or self.timed_out or not self.stderr_text.strip():  # noqa: PLR2004

@@ -15,16 +15,18 @@ Why a spawner process: Landlock and rlimits must be applied between `fork` and
 repository, `rg -l` itself 7.6 ms): `subprocess`'s `preexec_fn` forks this whole
 process instead of `vfork`ing it (+0.9 ms in a small process, +7 ms in one holding
 300 MB, and unsafe beside threads), and the confinement helper as a prefix starts a
-Python per search (+8 ms). So one small Python process, started once per process on
-the first search (`python -I -S spawner.py FD`), receives each request over a Unix
-socket (the program's arguments and memory limit; descriptors of the root, the
-working folder, stdin/stdout/stderr and a status pipe), forks itself (a fork of a
-small process is cheap) and in the child applies the limit and the ruleset (built
-once per root and executable) before `exec`. It answers with the child's pidfd, so
-the caller kills it at its deadline without a pid race, and writes its exit code to
-the status pipe when it ends. Closing the socket (the caller exits) ends it, and it
-kills what it started. Where the kernel lacks Landlock the limit still applies and
-reads are not confined (`Spawner.confined` says which).
+Python per search (+8 ms). So a small Python process per root (`Spawner`, started on
+the first search: `python -I -S spawner.py`) sets the memory limit and restricts
+itself with Landlock once, then serves requests over a Unix socket: the arguments,
+and descriptors of the working folder, stdout/stderr (and stdin) and a reply socket.
+It starts each program with `posix_spawn` (a `vfork`: no copy of itself), which
+inherits both. The caller does not wait for the answer: it reads the program's output
+at once; the reply socket brings the pidfd (so the caller kills the program at its
+deadline without a pid race) and then the exit code, read when needed. Spawning
+through it costs about what `subprocess.Popen` costs (`bench/grep_confined.py`).
+Closing the socket (the caller exits, `Spawner.close`) ends the process, which kills
+what it started. Where the kernel lacks Landlock the limit still applies and reads
+are not confined (`Spawner.confined` says which).
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from __future__ import annotations
 import array
 import contextlib
 import errno
-import json
 import os
 import resource
 import select
@@ -42,6 +43,7 @@ import struct
 import subprocess
 import sys
 import threading
+import weakref
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -66,15 +68,23 @@ LOADER_FOLDERS = (
 """What a dynamically linked program reads before `main`: a spawned program may read
 and run files beneath these (never list them), besides its own executable."""
 
+_SHUTDOWN_SECONDS = 5.0
+"""How long closing a spawner waits for its process to end."""
 _HEADER = struct.Struct("=I")
-_REPLY = struct.Struct("=ii")
-_STATUS = struct.Struct("=i")
+_STARTED = struct.Struct("=ii")
+"""The first reply of a request: the pid (0 if it did not start) and an errno."""
+_ENDED = struct.Struct("=i")
+"""The second: the exit code (`-N` for signal N)."""
 _FDS = 5
-"""Descriptors a request passes: cwd, stdout, stderr, status, and stdin if piped."""
+"""Descriptors a request passes: cwd, stdout, stderr, the reply socket, and stdin if piped."""
 
 
 class SpawnedProcess:
     """A program the spawner started: `subprocess.Popen`'s calls that `_Run` uses.
+
+    The spawner answers on a socket of this process's own: first the pid and pidfd
+    (read when first needed, so the caller reads the program's output meanwhile), then
+    the exit code.
 
     Attributes:
         stdin: Its standard input, when one was asked for, else None (it reads /dev/null).
@@ -84,35 +94,66 @@ class SpawnedProcess:
     """
 
     def __init__(
-        self, pidfd: int, status: int, pipes: tuple[IO[bytes] | None, IO[bytes], IO[bytes]]
+        self, replies: socket.socket, pipes: tuple[IO[bytes] | None, IO[bytes], IO[bytes]]
     ) -> None:
-        """Own `pidfd`, the read end of the `status` pipe and the three pipes."""
-        self._pidfd = pidfd
-        self._status = status
+        """Own the `replies` socket and the three pipes."""
+        self._replies = replies
+        self._pidfd: int | None = None
+        self._failure: OSError | None = None
         self.stdin, self.stdout, self.stderr = pipes
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
         """The exit code if it has ended, else None, without waiting."""
-        if self.returncode is None and select.select([self._pidfd], [], [], 0)[0]:
-            return self.wait()
+        pidfd = self._started()
+        if pidfd is not None and select.select([pidfd], [], [], 0)[0]:
+            return self._ended()
         return self.returncode
 
     def kill(self) -> None:
         """SIGKILL it (through its pidfd: never another process that took its pid)."""
-        if self.returncode is None:
+        pidfd = self._started()
+        if pidfd is not None and self.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
 
     def wait(self) -> int:
-        """Wait for it to end; its exit code (`-9` if the spawner went away first)."""
+        """Wait for it to end; its exit code (`-9` if the spawner went away first).
+
+        Raises:
+            OSError: it never started (the error of its `exec`, or of the spawner).
+        """
+        self._started()
+        if self._failure is not None:
+            raise self._failure
+        return self._ended()
+
+    def _started(self) -> int | None:
+        """Its pidfd, once the spawner said it started (None if it did not)."""
+        if self._pidfd is None and self._failure is None and self.returncode is None:
+            space = socket.CMSG_SPACE(array.array("i").itemsize)
+            data, ancillary, _, _ = self._replies.recvmsg(
+                _STARTED.size, space, socket.MSG_CMSG_CLOEXEC
+            )
+            descriptors = _descriptors(ancillary)
+            pid, code = _STARTED.unpack(data) if len(data) == _STARTED.size else (0, 0)
+            if pid > 0 and descriptors:
+                self._pidfd = descriptors[0]
+            else:
+                _close(descriptors)
+                code = code or errno.ECHILD  # no answer: the spawner went away
+                self._failure = OSError(code, os.strerror(code))
+                self.returncode = -signal.SIGKILL
+                self._replies.close()
+        return self._pidfd
+
+    def _ended(self) -> int:
         if self.returncode is None:
-            data = b""
-            while len(data) < _STATUS.size and (chunk := os.read(self._status, _STATUS.size)):
-                data += chunk
-            self.returncode = _STATUS.unpack(data)[0] if len(data) == _STATUS.size else -9
-            os.close(self._status)
-            os.close(self._pidfd)
+            data = self._replies.recv(_ENDED.size)
+            self.returncode = _ENDED.unpack(data)[0] if len(data) == _ENDED.size else -9
+            self._replies.close()
+            if self._pidfd is not None:
+                os.close(self._pidfd)
         return self.returncode
 
 
@@ -140,42 +181,43 @@ class Spawner:
     def spawn(self, argv: Sequence[str], *, cwd: int, stdin: bool = False) -> SpawnedProcess:
         """Start `argv` (its first item the executable) in the folder `cwd`.
 
+        Returns as soon as the request is sent: a program that cannot start has no
+        output, and its `wait` raises the error.
+
         Args:
             argv: The executable and its arguments.
             cwd: An open descriptor of its working folder.
             stdin: Give it a pipe as standard input (else /dev/null).
 
         Raises:
-            OSError: it could not start (its `exec` or the spawner's `posix_spawn` failed).
+            OSError: the spawner could not be started or reached.
         """
-        payload = json.dumps(list(argv)).encode()
+        payload = b"\0".join(os.fsencode(argument) for argument in argv)
         stdout_r, stdout_w = os.pipe()
         stderr_r, stderr_w = os.pipe()
-        status_r, status_w = os.pipe()
-        theirs = [cwd, stdout_w, stderr_w, status_w]
-        ours = [stdout_r, stderr_r, status_r]
+        replies, theirs_replies = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        theirs = [cwd, stdout_w, stderr_w, theirs_replies.fileno()]
+        ours = [stdout_r, stderr_r]
         if stdin:
             stdin_r, stdin_w = os.pipe()
             theirs.append(stdin_r)
             ours.append(stdin_w)
         try:
             with self._lock:
-                reply, descriptors = self._exchange(payload, theirs)
+                self._send(payload, theirs)
         except BaseException:
             _close(ours)
+            replies.close()
             raise
         finally:
-            _close(theirs[1:])
-        pid, code = _REPLY.unpack(reply)
-        if pid <= 0 or not descriptors:
-            _close(ours + descriptors)
-            raise OSError(code or errno.ECHILD, os.strerror(code or errno.ECHILD))
+            theirs_replies.close()
+            _close([stdout_w, stderr_w, *theirs[4:]])
         pipes = (
-            os.fdopen(ours[3], "wb", buffering=0) if stdin else None,
+            os.fdopen(ours[2], "wb", buffering=0) if stdin else None,
             os.fdopen(stdout_r, "rb", buffering=0),
             os.fdopen(stderr_r, "rb", buffering=0),
         )
-        return SpawnedProcess(descriptors[0], status_r, pipes)
+        return SpawnedProcess(replies, pipes)
 
     def close(self) -> None:
         """End the spawner process (it kills what it started); a later `spawn` restarts it."""
@@ -183,11 +225,10 @@ class Spawner:
             if self._channel is not None:
                 _, channel, process = self._channel
                 self._channel = None
-                channel.close()
-                process.wait()
+                _shut_down(channel, process)
 
-    def _exchange(self, payload: bytes, descriptors: list[int]) -> tuple[bytes, list[int]]:
-        """Send one request and read its reply, (re)starting the process if needed."""
+    def _send(self, payload: bytes, descriptors: list[int]) -> None:
+        """Send one request, (re)starting the process if needed."""
         for attempt in range(2):
             channel = self._connected()
             try:
@@ -195,13 +236,13 @@ class Spawner:
                     [_HEADER.pack(len(payload)), payload],
                     [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", descriptors))],
                 )
-                return _receive_reply(channel)
             except OSError:
                 self._channel = None  # it died (or was killed): start another once
                 channel.close()
                 if attempt:
                     raise
-        raise AssertionError  # pragma: no cover - the loop returns or raises
+            else:
+                return
 
     def _connected(self) -> socket.socket:
         if self._channel is not None and self._channel[0] == os.getpid():
@@ -225,7 +266,15 @@ class Spawner:
             raise OSError(errno.ECHILD, "the spawner did not start")
         self.confined = hello == b"L"
         self._channel = (os.getpid(), mine, process)
+        weakref.finalize(self, _shut_down, mine, process)
         return mine
+
+
+def _shut_down(channel: socket.socket, process: subprocess.Popen[bytes]) -> None:
+    """Close a spawner's socket and reap it (it exits on the closed socket)."""
+    channel.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(_SHUTDOWN_SECONDS)
 
 
 _SCRIPT = os.path.realpath(__file__)
@@ -244,19 +293,6 @@ def _receive_exactly(channel: socket.socket, size: int) -> bytes:
             break
         data += chunk
     return data
-
-
-def _receive_reply(channel: socket.socket) -> tuple[bytes, list[int]]:
-    """The spawner's answer: (pid, errno) and the pidfd it passed, if any."""
-    space = socket.CMSG_SPACE(array.array("i").itemsize)
-    data, ancillary, _, _ = channel.recvmsg(_REPLY.size, space, socket.MSG_CMSG_CLOEXEC)
-    descriptors = _descriptors(ancillary)
-    if len(data) < _REPLY.size:
-        data += _receive_exactly(channel, _REPLY.size - len(data))
-    if len(data) < _REPLY.size:
-        _close(descriptors)
-        raise OSError(errno.ECHILD, "the spawner went away")
-    return data, descriptors
 
 
 def _descriptors(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
@@ -286,7 +322,7 @@ class _Server:
     def __init__(self, channel: socket.socket, devnull: int) -> None:
         self.channel = channel
         self.devnull = devnull
-        self.running: dict[int, tuple[int, int]] = {}  # pidfd: (pid, status write end)
+        self.running: dict[int, tuple[int, socket.socket]] = {}  # pidfd: (pid, replies)
         self.poller = select.poll()
         self.poller.register(channel, select.POLLIN)
 
@@ -313,19 +349,26 @@ class _Server:
         if len(header) < _HEADER.size or len(descriptors) not in (_FDS - 1, _FDS):
             _close(descriptors)
             return False
-        argv = json.loads(_receive_exactly(self.channel, _HEADER.unpack(header)[0]))
+        argv = [
+            os.fsdecode(a)
+            for a in _receive_exactly(self.channel, _HEADER.unpack(header)[0]).split(b"\0")
+        ]
+        replies = socket.socket(fileno=descriptors[3])
         try:
             pid, pidfd = self.start(argv, descriptors)
         except OSError as exc:
-            self.channel.sendall(_REPLY.pack(0, exc.errno or errno.EIO))
-            _close(descriptors)
+            with contextlib.suppress(OSError):
+                replies.send(_STARTED.pack(0, exc.errno or errno.EIO))
+            replies.close()
+            _close(descriptors[:3] + descriptors[4:])
             return True
-        self.running[pidfd] = (pid, descriptors[3])
+        with contextlib.suppress(OSError):  # the caller may have given up on it already
+            replies.sendmsg(
+                [_STARTED.pack(pid, 0)],
+                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [pidfd]))],
+            )
+        self.running[pidfd] = (pid, replies)
         self.poller.register(pidfd, select.POLLIN)
-        self.channel.sendmsg(
-            [_REPLY.pack(pid, 0)],
-            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [pidfd]))],
-        )
         _close(descriptors[:3] + descriptors[4:])
         return True
 
@@ -345,12 +388,13 @@ class _Server:
         return pid, os.pidfd_open(pid)
 
     def reap(self, pidfd: int) -> None:
-        pid, status = self.running.pop(pidfd)
+        pid, replies = self.running.pop(pidfd)
         self.poller.unregister(pidfd)
         _, code = os.waitpid(pid, 0)
         with contextlib.suppress(OSError):
-            os.write(status, _STATUS.pack(os.waitstatus_to_exitcode(code)))
-        _close([status, pidfd])
+            replies.send(_ENDED.pack(os.waitstatus_to_exitcode(code)))
+        replies.close()
+        os.close(pidfd)
 
     def stop(self) -> None:
         """Kill and reap whatever is still running (the caller has gone)."""

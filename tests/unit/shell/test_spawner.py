@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from langchain_fstools.search.ripgrep import find_ripgrep
+from langchain_fstools.errors import SearchFailed
+from langchain_fstools.search.contract import GrepRequest
+from langchain_fstools.search.ripgrep import RipgrepSearch, find_ripgrep
 from langchain_fstools.shell.confine import landlock_abi
 from langchain_fstools.shell.spawner import Spawner, available
 
@@ -81,8 +84,8 @@ def test_nothing_outside_the_root_is_read_or_run(
     out, err, code = finish(spawner.spawn([RG, "outside", str(tmp_path)], cwd=root))
     assert (out, code) == (b"", 2)
     assert b"Permission denied" in err
-    with pytest.raises(PermissionError):
-        spawner.spawn(["/bin/sh", "-c", "cat ../secret.txt"], cwd=root)
+    with pytest.raises(PermissionError):  # it may run rg only
+        finish(spawner.spawn(["/bin/sh", "-c", "cat ../secret.txt"], cwd=root))
 
 
 def test_a_killed_program_reports_the_signal(root: int, spawner: Spawner) -> None:
@@ -110,3 +113,18 @@ def test_the_spawner_restarts_when_it_died(root: int, spawner: Spawner) -> None:
     spawner._channel[2].kill()  # type: ignore[index]
     spawner._channel[2].wait()  # type: ignore[index]
     assert finish(spawner.spawn([RG, "--no-config", "-l", "inside"], cwd=root))[0] == b"a.txt\n"
+
+
+@_LANDLOCK
+def test_a_search_whose_program_cannot_start_fails_saying_why(
+    root: int, spawner: Spawner, tmp_path: Path
+) -> None:
+    """The spawner answers a start failure after the request: the search still names it."""
+
+    def start(command: list[str], cwd: Path, stdin: bool) -> SpawnedProcess:
+        return spawner.spawn(["/bin/sh", *command[1:]], cwd=root, stdin=stdin)
+
+    search = RipgrepSearch(RG, lambda _virtual: tmp_path / "root", start=start)
+    with pytest.raises(SearchFailed) as failed:
+        search.grep(GrepRequest("inside", "/"), deadline=time.monotonic() + 10, sink=print)
+    assert failed.value.reason == "ripgrep could not start: Permission denied"
