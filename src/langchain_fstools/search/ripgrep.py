@@ -218,8 +218,10 @@ class RipgrepSearch:
             if wanted(hits.path[len(base) :].lstrip("/")):
                 sink(hits)
 
+        folder = f"{cwd}/"  # a string join per file: a `Path` join costs more than the stat
+
         def mtime_of(relative: str) -> float | None:
-            return _mtime(cwd / relative)
+            return _mtime(folder + relative)
 
         with _Run(command, cwd, deadline, stdin, start=self.start) as run:
             if request.mode == "content":
