@@ -281,7 +281,7 @@ class LocalBackend(Backend):
             executable = find_ripgrep() if self._use_ripgrep else None
             self._ripgrep = None
             if executable is not None and available():
-                spawner = Spawner(self._beneath.descriptor(), executable, self._search_memory_limit)
+                spawner = Spawner(self._beneath.descriptor, executable, self._search_memory_limit)
                 self._ripgrep = RipgrepSearch(
                     executable,
                     self.host_path,

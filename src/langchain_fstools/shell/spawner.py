@@ -53,7 +53,7 @@ if __name__ == "__main__":  # the spawner process, isolated (-I -S): the package
 from langchain_fstools.shell import confine
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 LOADER_FOLDERS = (
     "/lib",
@@ -160,8 +160,11 @@ class SpawnedProcess:
 class Spawner:
     """The caller's end of one spawner process, confined to one root (see the module docstring).
 
+    A copy (or a pickle) is a new spawner of the same root, started on its first use.
+
     Args:
-        root: An open descriptor of the folder programs may read beneath.
+        root: Returns an open descriptor of the folder programs may read beneath
+            (called when the process starts).
         executable: The program it starts (absolute path); only it may run.
         memory: Each program's `RLIMIT_DATA` in bytes, or None for no limit.
 
@@ -169,7 +172,7 @@ class Spawner:
         confined: Whether the kernel has Landlock, so programs read only beneath `root`.
     """
 
-    def __init__(self, root: int, executable: str, memory: int | None) -> None:
+    def __init__(self, root: Callable[[], int], executable: str, memory: int | None) -> None:
         """Remember what to start; the process starts on the first `spawn`."""
         self._root = root
         self._executable = executable
@@ -219,6 +222,10 @@ class Spawner:
         )
         return SpawnedProcess(replies, pipes)
 
+    def __reduce__(self) -> tuple[type[Spawner], tuple[Callable[[], int], str, int | None]]:
+        """A copy is a spawner of the same root with a process of its own."""
+        return (Spawner, (self._root, self._executable, self._memory))
+
     def close(self) -> None:
         """End the spawner process (it kills what it started); a later `spawn` restarts it."""
         with self._lock:
@@ -247,12 +254,13 @@ class Spawner:
     def _connected(self) -> socket.socket:
         if self._channel is not None and self._channel[0] == os.getpid():
             return self._channel[1]
+        root = self._root()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        arguments = [str(theirs.fileno()), str(self._root), str(self._memory or 0)]
+        arguments = [str(theirs.fileno()), str(root), str(self._memory or 0)]
         try:
             process = subprocess.Popen(  # noqa: S603 - this interpreter, our script
                 [sys.executable, "-I", "-S", _SCRIPT, *arguments, self._executable],
-                pass_fds=[theirs.fileno(), self._root],
+                pass_fds=[theirs.fileno(), root],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

@@ -42,7 +42,7 @@ def root(tmp_path: Path) -> Iterator[int]:
 @pytest.fixture
 def spawner(root: int) -> Iterator[Spawner]:
     """A spawner of rg confined to `root`, without a memory limit."""
-    spawner = Spawner(root, RG, None)
+    spawner = Spawner(lambda: root, RG, None)
     yield spawner
     spawner.close()
 
@@ -99,7 +99,7 @@ def test_a_killed_program_reports_the_signal(root: int, spawner: Spawner) -> Non
 
 def test_a_program_over_its_memory_limit_fails_saying_so(root: int, tmp_path: Path) -> None:
     (tmp_path / "root" / "line.txt").write_bytes(b"x" * (48 << 20) + b"\n")
-    spawner = Spawner(root, RG, 32 << 20)
+    spawner = Spawner(lambda: root, RG, 32 << 20)
     try:
         _, err, code = finish(spawner.spawn([RG, "--no-config", "-c", "y"], cwd=root))
         assert b"memory allocation of" in err
