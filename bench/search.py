@@ -116,6 +116,12 @@ def small_repository(root: Path, files: int) -> Path:
 
 def alternating(actions: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
     """Median seconds per call of each action, called in turn `rounds` times."""
+    walls = alternating_walls(actions, rounds)
+    return {name: statistics.median(measured) for name, measured in walls.items()}
+
+
+def alternating_walls(actions: dict[str, Callable[[], Any]], rounds: int) -> dict[str, list[float]]:
+    """Seconds of every call of each action, called in turn `rounds` times after a warm-up."""
     for action in actions.values():
         action()  # warm-up
     walls: dict[str, list[float]] = {name: [] for name in actions}
@@ -124,7 +130,7 @@ def alternating(actions: dict[str, Callable[[], Any]], rounds: int) -> dict[str,
             start = time.perf_counter()
             action()
             walls[name].append(time.perf_counter() - start)
-    return {name: statistics.median(measured) for name, measured in walls.items()}
+    return walls
 
 
 def timed(action: Callable[[], Any], repeat: int) -> tuple[float, Any]:

@@ -222,3 +222,17 @@ def test_a_person_is_asked_only_about_the_paths_not_ignored(root: Path) -> None:
     diff = asked.value["action_requests"][0]["diff"]
     assert "/a.txt" in diff
     assert "build" not in diff
+
+
+def test_approved_changes_too_large_for_the_history_say_they_cannot_be_rewound(
+    root: Path,
+) -> None:
+    graph = agent(root, "echo more >> a.txt", InMemorySaver(), history=True, history_record_bytes=1)
+    graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
+
+    graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CONFIG, version="v2")
+
+    assert (root / "a.txt").read_text() == "old\nmore\n"
+    content = str(result_of(graph).content)
+    assert "A person approved these changes; they are kept." in content
+    assert "cannot be rewound: the earlier content of /a.txt was too large" in content

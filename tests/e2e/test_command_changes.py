@@ -25,6 +25,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend
 from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet
+from langchain_fstools.history.changes import MAX_RECORDS
 from langchain_fstools.permissions.rules import Permission
 from langchain_fstools.shell import sandbox
 from langchain_fstools.shell.protected import Refusal, host_code_paths, refusal
@@ -286,3 +287,32 @@ def test_renaming_a_masked_folders_parent_leaves_the_secret_hidden(
     assert "SECRET" not in first.text
     assert "SECRET" not in second.text
     assert secret.read_text() == "oauth_token: SECRET\n"
+
+
+def _committed_by_a_command(root: Path, command: str, **middleware: Any) -> str:
+    """The result of `command` run by `execute` through an agent keeping history."""
+    backend = LocalBackend(root, execute=True)
+    return run_command(backend, command, history=True, **middleware).text
+
+
+def test_a_change_set_too_large_for_the_history_says_it_cannot_be_rewound(root: Path) -> None:
+    many = MAX_RECORDS + 1
+    text = _committed_by_a_command(root, f"for n in $(seq {many}); do echo $n > f$n.txt; done")
+
+    assert (root / f"f{many}.txt").read_text() == f"{many}\n"  # committed
+    assert f"cannot be rewound: it changed {many:,} files" in text
+    assert "undo_edit and rewind cannot restore" in text
+
+
+def test_a_file_too_large_for_the_history_says_its_command_cannot_be_rewound(root: Path) -> None:
+    text = _committed_by_a_command(root, "echo more >> a.txt", history_record_bytes=1)
+
+    assert (root / "a.txt").read_text() == "a\nmore\n"
+    assert "cannot be rewound: the earlier content of /a.txt was too large" in text
+
+
+def test_a_change_set_the_history_keeps_says_nothing_of_rewinding(root: Path) -> None:
+    text = _committed_by_a_command(root, "echo b > b.txt")
+
+    assert "A /b.txt" in text
+    assert "rewound" not in text

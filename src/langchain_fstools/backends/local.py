@@ -36,13 +36,14 @@ from langchain_fstools.errors import (
     SandboxUnavailable,
     VersionConflict,
 )
-from langchain_fstools.search.ripgrep import RipgrepSearch, find_ripgrep
+from langchain_fstools.search.ripgrep import MEMORY_LIMIT, RipgrepSearch, find_ripgrep
 from langchain_fstools.shell.environment import MINIMAL_ENV, CommandEnv, InheritEnv
 from langchain_fstools.shell.output import reporter_if_listening
 from langchain_fstools.shell.overlay import Overlay, files_equal, upper_path
 from langchain_fstools.shell.protected import host_code_paths
 from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Confinement, Sandbox
 from langchain_fstools.shell.session import Session, Sessions
+from langchain_fstools.shell.spawner import SpawnedProcess, Spawner, available
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
@@ -77,6 +78,9 @@ _COPY_CHUNK: Final = 1 << 24
 """Bytes one `sendfile` call copies into a file committed from a change set."""
 
 _T = TypeVar("_T")
+
+_LEAST_SEARCH_MEMORY = 32 << 20
+"""The smallest `search_memory_limit`: rg's spawner process lives under it too."""
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -121,7 +125,10 @@ class LocalBackend(Backend):
 
     Limits: a directory that another process moves out of the root while a call
     holds it open is still written in (only a process that can write outside can do
-    that). The ripgrep fast path (`host_path`) hands `rg` resolved host paths.
+    that). The ripgrep fast path (`host_path`) hands `rg` resolved host paths, and
+    runs it confined (`shell.spawner`): it reads only beneath the root (Landlock, where
+    the kernel has it), so a folder swapped for a link out of the root while it walks
+    is refused, and it has a memory limit (`search_memory_limit`).
 
     Running commands is opt-in (`execute=True`): without it the backend cannot run
     commands and the toolkit offers no `execute` tool. Commands run through bash (or
@@ -140,6 +147,9 @@ class LocalBackend(Backend):
     Args:
         root_dir: The workspace directory. It must exist.
         use_ripgrep: Search with ripgrep when `rg` is available. Default: True.
+        search_memory_limit: Bytes one ripgrep run may allocate (`RLIMIT_DATA`), or
+            None for no limit; a search that reaches it fails saying so. Default:
+            `MEMORY_LIMIT` (1 GiB).
         execute: Let the agent run shell commands in the workspace. Default: False.
         sandbox: The OS sandbox of commands: a `Sandbox` (network, extra writable,
             read-only or hidden paths), `"bwrap"` (bubblewrap only), or None to run
@@ -173,6 +183,7 @@ class LocalBackend(Backend):
         root_dir: str | os.PathLike[str],
         *,
         use_ripgrep: bool = True,
+        search_memory_limit: int | None = MEMORY_LIMIT,
         execute: bool = False,
         sandbox: Sandbox | Literal["bwrap"] | None = DEFAULT_SANDBOX,
         env: Mapping[str, str] | None = None,
@@ -185,6 +196,8 @@ class LocalBackend(Backend):
         Args:
             root_dir: The workspace directory.
             use_ripgrep: Search with ripgrep when `rg` is available. Default: True.
+            search_memory_limit: Bytes one ripgrep run may allocate, or None.
+                Default: `MEMORY_LIMIT` (1 GiB).
             execute: Let the agent run shell commands in the workspace. Default: False.
             sandbox: The OS sandbox of commands, or None (unsafe). Default: `Sandbox()`.
             env: Variables set for every command. Default: none.
@@ -199,7 +212,8 @@ class LocalBackend(Backend):
             ValueError: `root_dir` is not an existing directory, `sandbox` is unknown
                 or a non-default one is given without `execute=True`,
                 or `env`/`inherit_env` are malformed or given without `execute=True`,
-                or `durability` is unknown, or `lock_timeout` is not positive.
+                or `durability` is unknown, or `lock_timeout` is not positive,
+                or `search_memory_limit` is not a positive number of bytes (or None).
         """
         if durability not in DURABILITIES:
             raise ValueError(f"unknown durability {durability!r}; choose from {list(DURABILITIES)}")
@@ -207,6 +221,16 @@ class LocalBackend(Backend):
             raise ValueError(
                 f"lock_timeout must be a positive number of seconds, not {lock_timeout!r}"
             )
+        if search_memory_limit is not None and (
+            isinstance(search_memory_limit, bool)
+            or not isinstance(search_memory_limit, int)
+            or search_memory_limit < _LEAST_SEARCH_MEMORY
+        ):
+            raise ValueError(
+                "search_memory_limit must be a number of bytes of at least"
+                f" {_LEAST_SEARCH_MEMORY} (32 MiB), or None, not {search_memory_limit!r}"
+            )
+        self._search_memory_limit = search_memory_limit
         self._durability: Durability = durability
         self._lock_timeout = lock_timeout
         # Not `real_path`: a graph factory may build this on an event loop, where
@@ -258,7 +282,17 @@ class LocalBackend(Backend):
         """
         if self._ripgrep == "unresolved":
             executable = find_ripgrep() if self._use_ripgrep else None
-            self._ripgrep = RipgrepSearch(executable, self.host_path) if executable else None
+            self._ripgrep = None
+            if executable is not None and available():
+                spawner = Spawner(self._beneath.descriptor, executable, self._search_memory_limit)
+                self._ripgrep = RipgrepSearch(
+                    executable,
+                    self.host_path,
+                    start=functools.partial(_start_confined, spawner),
+                    memory_limit=self._search_memory_limit,
+                )
+            elif executable is not None:
+                self._ripgrep = RipgrepSearch(executable, self.host_path)
             logger.debug(
                 "LocalBackend searches with %s",
                 f"ripgrep ({executable})" if executable else "the Python engine",
@@ -902,6 +936,15 @@ class _Lower:
 
     def version(self, result: os.stat_result) -> str:
         return _version(result)
+
+
+def _start_confined(spawner: Spawner, command: list[str], cwd: Path, stdin: bool) -> SpawnedProcess:  # noqa: FBT001 - the `RipgrepSearch.start` signature
+    """Start rg through `spawner`, in the folder `cwd` (opened here, read beneath the root)."""
+    directory = os.open(cwd, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return spawner.spawn(command, cwd=directory, stdin=stdin)
+    finally:
+        os.close(directory)
 
 
 def _info(virtual: str, result: os.stat_result) -> FileInfo:

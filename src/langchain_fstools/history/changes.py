@@ -189,6 +189,25 @@ class Restore:
     expected: str | None
 
 
+def unrewindable(records: Sequence[ChangeRecord]) -> str | None:
+    """Why the history cannot put back all that one call's `records` changed, or None.
+
+    A file too large to keep (`kept=False`), more records than `MAX_RECORDS`, or more
+    earlier content than `MAX_BYTES`: the history keeps only part of such a call.
+    """
+    if len(records) > MAX_RECORDS:
+        return f"it changed {len(records):,} files and the history keeps at most {MAX_RECORDS}"
+    if sum(len(record["before"]) for record in records) > MAX_BYTES:
+        return (
+            "the earlier contents of the files it changed are more than the"
+            f" {MAX_BYTES // (1 << 20)} MiB the history keeps"
+        )
+    large = next((record["path"] for record in records if not record["kept"]), None)
+    if large is not None:
+        return f"the earlier content of {large} was too large for the history to keep"
+    return None
+
+
 def history_of(state: Any) -> list[ChangeRecord]:
     """The history records in a graph state (empty when there are none)."""
     records = state.get(HISTORY_KEY) if isinstance(state, Mapping) else None
@@ -331,4 +350,5 @@ __all__ = [
     "restore",
     "rewind_update",
     "undo_update",
+    "unrewindable",
 ]

@@ -32,7 +32,7 @@ from langchain_fstools.errors import VersionConflict
 from langchain_fstools.permissions.approval import Approval, FileActionRequest, decisions
 from langchain_fstools.permissions.review import _require_checkpointer
 from langchain_fstools.shell.pending import drop, load
-from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY
+from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY, rewind_note
 from langchain_fstools.tools.execute import WAITING
 from langchain_fstools.tools.runtime import StateRuntime, running_config
 
@@ -122,7 +122,8 @@ class CommandReview:
         finally:
             self.gate.revoke(call_id)
             yield from calls.blocking(changes.discard)
-        return "A person approved these changes; they are kept.", backend.state_update()
+        update = backend.state_update()
+        return "A person approved these changes; they are kept." + rewind_note(update), update
 
 
 def _request(waiting: Mapping[str, Any]) -> HITLRequest:

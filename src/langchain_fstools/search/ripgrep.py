@@ -6,6 +6,11 @@ options pin down the semantics every engine shares (see `backends.search`): hidd
 files searched, `.gitignore` honoured with or without a git repository, no global
 gitignore, no config file, VCS directories skipped, no symlinks followed, and, when
 searching from the workspace root, no ignore files of the directories above it.
+
+How rg is started is the caller's choice (`RipgrepSearch.start`): `LocalBackend` starts
+it confined (`shell.spawner`: reads only beneath the workspace root, a memory limit),
+so a folder swapped for a link out of the root while rg walks is refused by the
+kernel, and a search that reaches the memory limit is a `SearchFailed` naming it.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import time
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Self
+from typing import IO, TYPE_CHECKING, Any, Protocol, Self
 
 from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_glob_groups, expand_braces
@@ -71,6 +76,40 @@ ARGUMENT_BYTES = 100_000
 (Linux refuses a single argument above 128 KiB)."""
 
 
+MEMORY_LIMIT = 1 << 30
+"""Default memory limit of one rg run (`RLIMIT_DATA`, bytes): 1 GiB. A file holding one
+line of hundreds of megabytes would otherwise make rg take gigabytes."""
+
+
+class Started(Protocol):
+    """A started rg: what `_Run` uses of `subprocess.Popen`."""
+
+    @property
+    def stdin(self) -> IO[bytes] | None:
+        """Its standard input pipe, if it has one."""
+
+    @property
+    def stdout(self) -> IO[bytes] | None:
+        """Its standard output pipe."""
+
+    @property
+    def stderr(self) -> IO[bytes] | None:
+        """Its standard error pipe."""
+
+    def poll(self) -> int | None:
+        """The exit code if it has ended, else None."""
+
+    def kill(self) -> None:
+        """SIGKILL it."""
+
+    def wait(self) -> int:
+        """Wait for it to end; its exit code (`-N` for signal N).
+
+        Raises:
+            OSError: it never started (a starter that reports that only now).
+        """
+
+
 @functools.cache
 def find_ripgrep() -> str | None:
     """The `rg` executable: next to this interpreter (the wheel's), else on PATH.
@@ -88,10 +127,16 @@ class RipgrepSearch:
     Attributes:
         executable: Path of `rg`.
         host_dir: Resolves a canonical virtual directory to its confined host path.
+        start: Starts rg: `(command, working folder, with a standard input pipe)`.
+            Default: `subprocess.Popen` from this process, unconfined.
+        memory_limit: The memory limit `start` applies, in bytes, named when a search
+            reaches it; None when there is none. Default: None.
     """
 
     executable: str
     host_dir: Callable[[str], Path]
+    start: Callable[[list[str], Path, bool], Started] | None = None
+    memory_limit: int | None = None
 
     def list_files(
         self,
@@ -127,13 +172,13 @@ class RipgrepSearch:
         with paths.virtual_errors(directory):
             directory_fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
             try:
-                with _Run(command, cwd, deadline) as run:
+                with _Run(command, cwd, deadline, start=self.start) as run:
                     # Stat each batch of paths as rg streams it, while rg walks on.
                     for names in _name_batches(run.stdout):
                         timed += _mtimes([n for n in names if keep(n)], directory_fd)
             finally:
                 os.close(directory_fd)
-        run.raise_for_error(directory, cwd, delivered=bool(timed))
+        run.raise_for_error(directory, cwd, delivered=bool(timed), memory=self.memory_limit)
         total = None
         if newest is not None and len(timed) > newest > 0:
             total = len(timed)
@@ -173,15 +218,19 @@ class RipgrepSearch:
             if wanted(hits.path[len(base) :].lstrip("/")):
                 sink(hits)
 
-        def mtime_of(relative: str) -> float | None:
-            return _mtime(cwd / relative)
+        folder = f"{cwd}/"  # a string join per file: a `Path` join costs more than the stat
 
-        with _Run(command, cwd, deadline, stdin) as run:
+        def mtime_of(relative: str) -> float | None:
+            return _mtime(folder + relative)
+
+        with _Run(command, cwd, deadline, stdin, start=self.start) as run:
             if request.mode == "content":
                 delivered = parse_content(run.stdout, base, mtime_of, filtered)
             else:
                 delivered = parse_summaries(run.stdout, request, base, mtime_of, filtered)
-        run.raise_for_error(request.directory, cwd, delivered=bool(delivered), grep=True)
+        run.raise_for_error(
+            request.directory, cwd, delivered=bool(delivered), grep=True, memory=self.memory_limit
+        )
         return not run.timed_out
 
 
@@ -450,17 +499,26 @@ class _Run:
     """
 
     def __init__(
-        self, command: list[str], cwd: Path, deadline: float, stdin: bytes | None = None
+        self,
+        command: list[str],
+        cwd: Path,
+        deadline: float,
+        stdin: bytes | None = None,
+        *,
+        start: Callable[[list[str], Path, bool], Started] | None = None,
     ) -> None:
         try:
-            self.process = subprocess.Popen(  # noqa: S603 - fixed executable, no shell
-                command,
-                cwd=cwd,
-                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                bufsize=0,
-            )
+            if start is not None:
+                self.process: Started = start(command, cwd, stdin is not None)
+            else:
+                self.process = subprocess.Popen(  # noqa: S603 - fixed executable, no shell
+                    command,
+                    cwd=cwd,
+                    stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    bufsize=0,
+                )
         except (OSError, ValueError) as exc:
             raise SearchFailed(_start_failure(exc)) from None
         if self.process.stdout is None or self.process.stderr is None:
@@ -477,6 +535,7 @@ class _Run:
         self.timed_out = False
         self.returncode: int | None = None
         self.stderr_text = ""
+        self.start_failure: str | None = None
 
     def _expire(self) -> None:
         self.timed_out = True
@@ -489,23 +548,38 @@ class _Run:
         if self.process.poll() is None:
             self.process.kill()
         self.stderr_text = self._stderr.read(1 << 16).decode("utf-8", "replace")
-        self.returncode = self.process.wait()
+        try:
+            self.returncode = self.process.wait()
+        except OSError as never:  # it did not start
+            self.start_failure = _start_failure(never)
         self._stdout.close()
         self._stderr.close()
 
     def raise_for_error(
-        self, virtual: str, host: Path, *, delivered: bool, grep: bool = False
+        self,
+        virtual: str,
+        host: Path,
+        *,
+        delivered: bool,
+        grep: bool = False,
+        memory: int | None = None,
     ) -> None:
         """Turn rg's exit code 2 with a message (a bad glob or regex) into an error.
 
         With `--no-messages`, rg prints nothing for unreadable files, so a message means
-        the query itself was refused. Paths in it are virtual ones.
+        the query itself was refused. Paths in it are virtual ones. An rg that ran out
+        of memory (it aborts saying so) failed whatever it delivered before.
 
         Raises:
             InvalidArgument: rg refused a glob.
             InvalidPattern: rg refused the regex (grep only).
-            SearchFailed: any other error.
+            SearchFailed: rg did not start, reached its memory limit (`memory` bytes),
+                or any other error.
         """
+        if self.start_failure is not None:
+            raise SearchFailed(self.start_failure)
+        if _MEMORY_FAILURE in self.stderr_text and not self.timed_out:
+            raise SearchFailed(_memory_failure(memory))
         if self.returncode != 2 or delivered or self.timed_out or not self.stderr_text.strip():  # noqa: PLR2004
             return
         reason = scrub(first_error_line(self.stderr_text), host, virtual)
@@ -550,6 +624,20 @@ class _DeadlinePipe(io.RawIOBase):
         return os.readv(self._fd, [buffer])
 
 
+_MEMORY_FAILURE = "memory allocation of "
+"""How rg (Rust's allocator) says an allocation failed, before it aborts."""
+
+
+def _memory_failure(limit: int | None) -> str:
+    """Why a search that ran out of memory failed, with the limit when there is one."""
+    if limit is None:
+        return "ripgrep ran out of memory; a file with very long lines may need a glob excluding it"
+    return (
+        f"ripgrep reached its memory limit of {limit / (1 << 20):,.0f} MiB (LocalBackend's"
+        " search_memory_limit); a file with very long lines may need a glob or path excluding it"
+    )
+
+
 def _start_failure(exc: OSError | ValueError) -> str:
     """Why rg did not start, in words without paths."""
     if isinstance(exc, ValueError):
@@ -563,7 +651,9 @@ def _start_failure(exc: OSError | ValueError) -> str:
 
 __all__ = [
     "COMMON_OPTIONS",
+    "MEMORY_LIMIT",
     "RipgrepSearch",
+    "Started",
     "find_ripgrep",
     "first_error_line",
     "parent_ignores",

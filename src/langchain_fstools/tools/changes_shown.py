@@ -1,7 +1,8 @@
 """A command's change set as the model and a person see it: a summary and the effect's diff.
 
 `summary` lists what a command changed (`M /src/a.py`, `A /build/out.o`, `D /old.txt`),
-by top-level folder past `SUMMARY_LINES` paths. `effect_diff` shows a person what
+by top-level folder past `SUMMARY_LINES` paths; `rewind_note` says when the history
+could not keep enough of a committed set to put it back. `effect_diff` shows a person what
 approving would commit: the unified diff of each text file, a line for each binary,
 link, folder or file past the budget.
 """
@@ -10,17 +11,18 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.changesets import ChangeKind
 from langchain_fstools.core.wording import plural
 from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.formats.encoding import detect
+from langchain_fstools.history.changes import HISTORY_KEY, unrewindable
 from langchain_fstools.shell.overlay import upper_path
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
 
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import Change, ChangeSet
@@ -117,6 +119,23 @@ def summary(changes: Sequence[Change]) -> str:
     return f"\nChanged ({len(shown):,} paths):\n" + "\n".join(lines)
 
 
+def rewind_note(update: Mapping[str, Any]) -> str:
+    """A line for a committed command's result when history cannot rewind it, else "".
+
+    `update` is the state update of the commit (`Backend.state_update`): its history
+    records, when history is on, are the command's.
+    """
+    added = update.get(HISTORY_KEY)
+    records = added.get("add", []) if isinstance(added, dict) else []
+    reason = unrewindable(records) if records else None
+    if reason is None:
+        return ""
+    return (
+        f"\nThese changes cannot be rewound: {reason}, so undo_edit and rewind cannot"
+        " restore what this command changed."
+    )
+
+
 def _group_line(name: str, members: Sequence[Change]) -> str:
     if len(members) == 1 and members[0].path == name:
         return f"{members[0].kind} {_printable(name)}"
@@ -148,5 +167,6 @@ __all__ = [
     "DIFF_BUDGET",
     "SUMMARY_LINES",
     "effect_diff",
+    "rewind_note",
     "summary",
 ]

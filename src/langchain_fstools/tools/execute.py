@@ -22,7 +22,12 @@ from langchain_fstools.shell.pending import keep, pending_key
 from langchain_fstools.shell.session import in_session
 from langchain_fstools.tools.apply_patch import run_patch, write_targets
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY, effect_diff, summary
+from langchain_fstools.tools.changes_shown import (
+    COMMAND_REVIEWS_KEY,
+    effect_diff,
+    rewind_note,
+    summary,
+)
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
@@ -205,6 +210,7 @@ def settle(
         else:
             yield from _committed(changes, body)
             body += summary(changes.changes)
+            body += rewind_note(scope.backend.state_update())
     finally:
         yield from calls.blocking(changes.discard)
     artifact["changes"] = [f"{c.kind} {c.path}" for c in changes.changes]

@@ -24,6 +24,7 @@ import pytest
 from langchain_fstools.backends.local import TEMP_SUFFIX, LocalBackend
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind
 from langchain_fstools.errors import InvalidPath, OutsideRoot, SpecialFile, VersionConflict
+from langchain_fstools.search.contract import GrepRequest
 
 SECRET = b"secret\n"
 
@@ -764,3 +765,19 @@ def test_a_copied_backend_opens_its_own_root(tmp_path: Path, copy_of: Any) -> No
     copied = copy_of(backend)
     copied.write_bytes("/b.txt", b"b")
     assert (copied.read_bytes("/a.txt"), backend.read_bytes("/b.txt")) == (b"a", b"b")
+
+
+@pytest.mark.parametrize("copy_of", [copy.copy, copy.deepcopy, _pickled])
+def test_a_backend_copied_after_a_search_searches_with_its_own_ripgrep(
+    tmp_path: Path, copy_of: Any
+) -> None:
+    (tmp_path / "a.txt").write_text("needle\n")
+    backend = LocalBackend(tmp_path)
+    search = backend.native_search()
+    if search is None:
+        pytest.skip("needs rg")
+    found: list[str] = []
+    search.grep(GrepRequest("needle", "/"), deadline=time.monotonic() + 30, sink=print)
+    copied = copy_of(backend).native_search()
+    copied.grep(GrepRequest("needle", "/"), deadline=time.monotonic() + 30, sink=found.append)
+    assert [hits.path for hits in found] == ["/a.txt"]

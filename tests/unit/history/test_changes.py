@@ -120,3 +120,30 @@ def test_merge_history_takes_a_whole_history_back() -> None:
     assert batched == merge_history(
         merge_history([], [HistoryUpdate(add=[first])]), [[first, second]]
     )
+
+
+def test_a_call_the_history_keeps_whole_is_rewindable() -> None:
+    records = [record("c1", n, f"/f{n}", b"x" * 10, "v") for n in range(history.MAX_RECORDS)]
+    assert history.unrewindable(records) is None
+
+
+def test_a_call_with_more_records_than_kept_is_not_rewindable() -> None:
+    records = [record("c1", n, f"/f{n}", None, "v") for n in range(history.MAX_RECORDS + 1)]
+    assert history.unrewindable(records) == (
+        f"it changed {history.MAX_RECORDS + 1:,} files and the history keeps at most"
+        f" {history.MAX_RECORDS}"
+    )
+
+
+def test_a_call_with_more_earlier_content_than_kept_is_not_rewindable() -> None:
+    records = [
+        record("c1", n, f"/f{n}", b"x" * (history.MAX_BYTES // 4 + 1), "v") for n in range(4)
+    ]
+    assert "8 MiB" in (history.unrewindable(records) or "")
+
+
+def test_a_call_with_a_file_too_large_to_keep_is_not_rewindable() -> None:
+    big = change_record(tool_call_id="c1", index=1, path="/big", before=b"x", kept=False, after="v")
+    assert history.unrewindable([record("c1", 0, "/a", b"a", "v"), big]) == (
+        "the earlier content of /big was too large for the history to keep"
+    )
