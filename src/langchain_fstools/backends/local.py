@@ -37,6 +37,7 @@ from langchain_fstools.errors import (
 )
 from langchain_fstools.search.ripgrep import RipgrepSearch, find_ripgrep
 from langchain_fstools.shell.environment import MINIMAL_ENV, CommandEnv, InheritEnv
+from langchain_fstools.shell.limits import CgroupSet, limit_hit
 from langchain_fstools.shell.output import reporter_if_listening
 from langchain_fstools.shell.overlay import Overlay, files_equal, upper_path
 from langchain_fstools.shell.process import run_process
@@ -637,22 +638,31 @@ class LocalBackend(Backend):
         env = self._env.build(os.environ, secrets=self._sandbox is None)
         env.update(wrapped.env)
         reporter = reporter_if_listening()
+        limits = self._sandbox.limits if self._sandbox is not None else None
+        cgroups = CgroupSet.create(limits) if limits is not None else None
         try:
-            return run_process(
+            result = run_process(
                 wrapped.argv,
                 cwd=self._root,
                 timeout=timeout,
                 output_limit=output_limit,
                 env=env,
                 on_output=reporter.add if reporter is not None else None,
+                on_start=cgroups.place if cgroups is not None else None,
             )
         except OSError as exc:
             code = exc.errno if exc.errno is not None else errno.EIO
             raise type(exc)(code, os.strerror(code), paths.ROOT) from None
         finally:
             cleanup(wrapped)
+            events = cgroups.events() if cgroups is not None else []
+            if cgroups is not None:
+                cgroups.remove()
             if reporter is not None:
                 reporter.flush()
+        if limits is None:
+            return result
+        return replace(result, limit=limit_hit(limits, events, result.exit_code))
 
     def commit(self, changes: ChangeSet) -> list[FileInfo]:
         """Apply a command's change set to the workspace, or nothing of it.

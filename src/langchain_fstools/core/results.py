@@ -77,6 +77,19 @@ class Write:
 
 
 @dataclass(frozen=True, slots=True)
+class LimitHit:
+    """A sandbox limit a command hit.
+
+    Attributes:
+        name: The `Limits` field: `memory`, `processes`, `cpu_seconds` or `file_size`.
+        value: What it was set to (bytes, a count or seconds).
+    """
+
+    name: str
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutionResult:
     """What one command did.
 
@@ -89,6 +102,8 @@ class ExecutionResult:
         dropped_bytes: Bytes cut from the middle of the output by the cap.
         changes: What a command run on a copy-on-write view changed, not yet
             committed (`Backend.execute_changes`); None where it wrote in place.
+        limit: The sandbox limit the command hit (a process was killed at it, or a
+            fork refused), or None.
     """
 
     output: str
@@ -96,6 +111,7 @@ class ExecutionResult:
     timed_out: bool = False
     dropped_bytes: int = 0
     changes: ChangeSet | None = None
+    limit: LimitHit | None = None
 
 
-__all__ = ["EntryKind", "ExecutionResult", "FileInfo", "Write"]
+__all__ = ["EntryKind", "ExecutionResult", "FileInfo", "LimitHit", "Write"]

@@ -64,6 +64,7 @@ def run_process(
     env: Mapping[str, str] | None = None,
     grace: float = DRAIN_GRACE,
     on_output: Callable[..., None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> ExecutionResult:
     """Run `argv` in its own process group until it exits or `timeout` passes.
 
@@ -77,6 +78,8 @@ def run_process(
             `DRAIN_GRACE`.
         on_output: Also called as `on_output(data, stderr=...)` with each chunk as it
             is read (e.g. `OutputReporter.add`, to stream it). Default: None.
+        on_start: Called with the process's pid as soon as it started (e.g.
+            `CgroupSet.place`); if it raises, the process is killed. Default: None.
 
     Returns:
         The output, the exit status and whether the deadline passed.
@@ -99,6 +102,8 @@ def run_process(
     )
     pipes = (process.stdout, process.stderr)
     try:
+        if on_start is not None:
+            on_start(process.pid)
         timed_out = _pump(process.pid, pipes, sink, deadline, grace)
     finally:
         _kill_group(process.pid)

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from langchain_fstools.errors import SandboxUnavailable
 from langchain_fstools.shell import confine
+from langchain_fstools.shell.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -157,6 +158,8 @@ SYSTEM_FOLDERS: Final = ("/etc", "/var")
 _AF_UNIX = 1
 _NETWORK_FAMILIES = [2, 10, 17]
 """AF_INET, AF_INET6 and AF_PACKET: refused by seccomp where no network namespace is."""
+_AF_VSOCK = 40
+"""Refused without the network in both modes: a network namespace does not hold it."""
 _WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 _TIMEOUT = 10.0
 """Seconds the one-time probe of bubblewrap may take."""
@@ -192,9 +195,13 @@ class Sandbox:
             place (as with Landlock alone). Default: `"copy-on-write"`.
         home_allowed: Paths relative to a home directory that commands may see (with
             bubblewrap); the rest of each home looks empty. Default: `HOME_ALLOWED`.
+        limits: What one command may use (memory, processes, CPU time, open files,
+            tmpfs and file sizes; `shell.limits`), or None for no limits.
+            Default: `Limits()`.
 
     Raises:
-        ValueError: a path is not absolute, or an unknown method.
+        ValueError: a path is not absolute, an unknown method, or limits that are
+            not a `Limits`.
     """
 
     network: bool = False
@@ -205,9 +212,12 @@ class Sandbox:
     method: Method = "auto"
     workspace: WorkspaceMode = "copy-on-write"
     home_allowed: Sequence[str] = HOME_ALLOWED
+    limits: Limits | None = DEFAULT_LIMITS
 
     def __post_init__(self) -> None:
-        """Freeze the path lists; refuse relative paths and unknown methods."""
+        """Freeze the path lists; refuse relative paths, unknown methods, bad limits."""
+        if self.limits is not None and not isinstance(self.limits, Limits):
+            raise ValueError(f"Sandbox(limits=...) takes a Limits or None; got {self.limits!r}")
         if self.method not in {"auto", "bwrap", "landlock"}:
             raise ValueError(
                 f"unknown sandbox method {self.method!r}; choose 'auto', 'bwrap' or 'landlock'"
@@ -306,12 +316,17 @@ class Confinement:
             return Wrapped([*helper, *confine.options(subreaper=True), "--", *argv])
         sandbox = self.sandbox
         families = [] if sandbox.unix_sockets else [_AF_UNIX]
+        families += [] if sandbox.network else [_AF_VSOCK]
+        limits = sandbox.limits.confine_options() if sandbox.limits is not None else {}
         common: dict[str, bool | list[str]] = {
             "landlock": True,
             "drop_capabilities": True,
             "network": sandbox.network,
             "unix_sockets": sandbox.unix_sockets,
             "writable_file": list(_WRITABLE_DEVICES),
+            "deny_keyring": True,
+            "oom_first": True,
+            **limits,
         }
         if self.bwrap is not None:
             writable = [self.workspace, "/tmp", "/dev/shm", *sandbox.writable]  # noqa: S108 - the sandbox's own
@@ -339,6 +354,7 @@ class Confinement:
             *_namespace_flags(network=sandbox.network),
             *("--ro-bind", "/", "/"),
             *("--dev", "/dev"),
+            *("--tmpfs", "/dev/shm"),  # noqa: S108 - the sandbox's own, sized
             *("--proc", "/proc"),
             *("--tmpfs", "/tmp"),  # noqa: S108 - a fresh private tmpfs, not the host's /tmp
         ]
@@ -367,7 +383,15 @@ class Confinement:
             args += _resolver_binds()
         for path in sandbox.read_only:
             args += ["--ro-bind-try", path, path]
-        return [*args, "--chdir", self.workspace, "--", *inner]
+        return [*_sized(args, sandbox.limits), "--chdir", self.workspace, "--", *inner]
+
+
+def _sized(args: list[str], limits: Limits | None) -> list[str]:
+    """`args` with every tmpfs bubblewrap mounts bounded by `limits.tmp_size`."""
+    if limits is None or limits.tmp_size is None:
+        return args
+    size = ["--size", str(limits.tmp_size)]
+    return [part for arg in args for part in ([*size, arg] if arg == "--tmpfs" else [arg])]
 
 
 def _namespace_flags(*, network: bool) -> list[str]:
