@@ -114,7 +114,7 @@ class ExecuteTool(FileTool):
         if not result.timed_out:
             body += f"Exit code: {result.exit_code}"
         if result.limit is not None:
-            body += f"\n{limit_note(result.limit)}"
+            body += ("" if body.endswith("\n") else "\n") + limit_note(result.limit)
         artifact: dict[str, Any] = {
             "command": args.command,
             "exit_code": result.exit_code,
