@@ -3,8 +3,12 @@
 `LocalBackend.execute` runs `python -I -S confine.py OPTIONS -- bash -c COMMAND` (inside
 bubblewrap when there is a sandbox), so this file runs as a script and imports only
 light standard-library modules (it starts before every command). The options (`options`
-builds them) say what it applies, in this order:
+builds them) say what it applies, in this order (steps 0 to 3 are `restrict`):
 
+0. Limits (`restrict` applies them first): with `--oom-first`, `oom_score_adj` 1000
+   (the command is the OOM killer's first choice, never the agent); `--memory`,
+   `--processes`, `--cpu-seconds`, `--open-files`, `--file-size` set rlimits
+   (`RLIMITS`; `--processes` only inside a user namespace, see `apply_rlimits`).
 1. `no_new_privs`: nothing it runs can gain privileges (setuid binaries stay plain).
 2. Landlock (`--landlock`), when the kernel has it: writes only beneath the
    `--writable` folders and to the `--writable-file` files; with `--hide`, reads
@@ -14,14 +18,19 @@ builds them) say what it applies, in this order:
    (exit 125) instead of a skipped layer.
 3. With `--drop-capabilities`, the bounding and inheritable capability sets are
    emptied, so the command has no capability even as uid 0 (`drop_capabilities`).
-   A seccomp filter (`--deny-family N`, repeated): `socket()` of those families fails
-   with EPERM; for `AF_UNIX` no path or abstract Unix socket can be created or
-   connected (`socketpair` still works); for `AF_INET`, `AF_INET6` and `AF_PACKET`
-   no network socket of any protocol (Landlock's TCP rules miss UDP and ICMP). And
+   A seccomp filter (`--deny-family N`, repeated; `--deny-keyring`): `socket()` of
+   those families fails with EPERM; for `AF_UNIX` no path or abstract Unix socket can
+   be created or connected, and `socketpair(AF_UNIX, SOCK_DGRAM)` fails too (a
+   datagram socket can `sendto` any path); stream and seqpacket pairs still work
+   (asyncio, Node), and being connected they refuse or ignore a destination. For
+   `AF_INET`, `AF_INET6` and `AF_PACKET` no network socket of any protocol (Landlock's
+   TCP rules miss UDP and ICMP); `AF_VSOCK` (40) leaves any network namespace, so it
+   is denied without the network. `--deny-keyring` refuses `add_key`, `request_key`
+   and `keyctl` (EPERM): the agent's kernel keyring stays out of reach. And
    `io_uring_setup` fails with ENOSYS (io_uring could open sockets past the filter);
    system calls of another ABI (32-bit x86, x32) kill the process, so the filter cannot
-   be stepped around. The filter is built here by hand (`seccomp_program`): ten
-   classic-BPF instructions.
+   be stepped around. The filter is built here by hand (`seccomp_program`), a few
+   classic-BPF instructions with labelled forward jumps.
 4. With `--subreaper`, it stays as the command's parent: it becomes a child subreaper
    (`PR_SET_CHILD_SUBREAPER`), so every process the command starts, also one that left
    through `setsid`, `nohup` or a double fork, is re-parented to it; when the command

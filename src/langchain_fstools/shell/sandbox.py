@@ -8,14 +8,16 @@ per backend, and `Confinement.argv` wraps each command. Two ways, tried in order
    one on PATH when that is newer. New user, PID, IPC, UTS (and cgroup) namespaces, and
    a new network namespace unless `network=True`; every capability dropped (CapEff is 0
    inside, also when the agent runs as root); `--die-with-parent` and `--new-session`.
-   The host is mounted read-only, the workspace read-write, `/tmp` is a fresh tmpfs,
-   `/dev` a minimal one and `/proc` the sandbox's own. Masked (an empty tmpfs over a
+   The host is mounted read-only, the workspace read-write, `/tmp` and `/dev/shm` are
+   fresh tmpfs mounts of at most `Limits.tmp_size` (as is every mask), `/dev` a
+   minimal one and `/proc` the sandbox's own. Masked (an empty tmpfs over a
    folder, `/dev/null` over a file): `/run`, `/var/run`, and in every home directory
    (this process's `HOME`, `/root`, `/home/*`) the places credentials live
    (`CREDENTIAL_PATHS`). Inside it, the confinement helper (`shell.confine`) adds
    Landlock (writes only beneath the workspace, `/tmp`, `/dev/shm` and the `writable`
    paths) when the kernel has it, and a seccomp filter that refuses creating Unix
-   sockets (so no host socket can be connected, through a path or abstract). The
+   sockets and datagram socket pairs (so no host socket can be reached, through a path
+   or abstract), `AF_VSOCK` without the network, and the kernel keyring. The
    masks apply inside the workspace too (a workspace that is a home directory).
 2. **Landlock alone** (`method="landlock"`), where user namespaces are unavailable
    (containers that forbid them): the helper restricts writes the same way (with a
@@ -26,6 +28,10 @@ per backend, and `Confinement.argv` wraps each command. Two ways, tried in order
    capabilities (the bounding set emptied: uid 0 gets none on `exec`).
    There is no PID namespace: the helper stays as a subreaper and kills every process
    the command left behind.
+
+In both, `Sandbox.limits` bounds each command's memory, processes, CPU time, open files
+and file sizes (rlimits in the helper, a cgroup where this machine can make one:
+`shell.limits`), and every sandboxed process is the OOM killer's first choice.
 
 Where neither can start, `Confinement.prepare` raises `SandboxUnavailable`, naming the
 causes and the opt-out `sandbox=None`, which runs commands unconfined (still reaped:
