@@ -34,10 +34,14 @@ def median_ms(samples: list[float]) -> float:
 def side_by_side(repeat: int, method: str) -> tuple[float, float]:
     """Median ms of `execute("true")` with the default limits and without (interleaved)."""
     limited = LocalBackend(
-        tempfile.mkdtemp(), execute=True, sandbox=Sandbox(method=method)  # type: ignore[arg-type]
+        tempfile.mkdtemp(),
+        execute=True,
+        sandbox=Sandbox(method=method),  # type: ignore[arg-type]
     )
     free = LocalBackend(
-        tempfile.mkdtemp(), execute=True, sandbox=Sandbox(method=method, limits=None)  # type: ignore[arg-type]
+        tempfile.mkdtemp(),
+        execute=True,
+        sandbox=Sandbox(method=method, limits=None),  # type: ignore[arg-type]
     )
     for backend in (limited, free):  # the one-time sandbox probe
         backend.execute("true", timeout=30, output_limit=1000)
@@ -76,7 +80,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=41)
     repeat = parser.parse_args().repeat
     print(f"cgroups here: {cgroup_support()}; {repeat} interleaved runs each")
-    print("| execute(\"true\") | with limits | without | cost | target |")
+    print('| execute("true") | with limits | without | cost | target |')
     print("|---|---:|---:|---:|---|")
     for method in ("bwrap", "landlock"):
         ours, theirs = side_by_side(repeat, method)
