@@ -51,6 +51,9 @@ MINIMUMS: Final = {
 
 _REMOVE_GRACE = 2.0
 """Seconds `CgroupSet.remove` waits for the cgroup's last processes to be reaped."""
+_REMOVE_POLL = 0.0005
+"""Seconds between its tries: bubblewrap's last processes end within a millisecond or two
+of bubblewrap itself, and the command's result waits for the removal."""
 
 
 def default_memory() -> int:
@@ -272,7 +275,7 @@ class CgroupSet:
                 except OSError:
                     if time.monotonic() >= until:
                         break
-                    time.sleep(0.01)
+                    time.sleep(_REMOVE_POLL)
 
 
 def _make(folder: str, settings: dict[str, str]) -> bool:
