@@ -522,18 +522,20 @@ def apply_rlimits(spec: Spec) -> None:
     namespace: in the host's namespace the kernel ignores it for root, and for
     another user it would count every process that user runs on the machine.
     """
+    given = {name: spec.lists[option.replace("-", "_")] for option, name in RLIMITS.items()}
+    if not any(given.values()):
+        return
     import resource  # noqa: PLC0415 - only when a limit is given
 
-    for option, name in RLIMITS.items():
-        values = spec.lists[option.replace("-", "_")]
-        if not values or (option == "processes" and not _in_user_namespace()):
+    for name, values in given.items():
+        if not values or (name == "RLIMIT_NPROC" and not _in_user_namespace()):
             continue
         which = getattr(resource, name)
         try:
             value = int(values[-1])
             hard = resource.getrlimit(which)[1]
             value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-            grace = option == "cpu-seconds" and (hard == resource.RLIM_INFINITY or value < hard)
+            grace = name == "RLIMIT_CPU" and (hard == resource.RLIM_INFINITY or value < hard)
             resource.setrlimit(which, (value, value + 1 if grace else value))
         except (OSError, ValueError) as exc:
             raise ConfineError(f"setting {name} to {values[-1]!r} failed: {exc}") from None
