@@ -78,6 +78,7 @@ if TYPE_CHECKING:
         FilesystemState,
     )
     from langchain_fstools.permissions.rules import Permission, Policy
+    from langchain_fstools.shell.limits import Limits
     from langchain_fstools.shell.policy import CommandPolicy
     from langchain_fstools.shell.sandbox import Sandbox
     from langchain_fstools.tools.eviction import LargeResultEviction
@@ -101,6 +102,7 @@ _PUBLIC: dict[str, str] = {
     "FsToolsError": "langchain_fstools.errors",
     "InvalidPath": "langchain_fstools.errors",
     "LargeResultEviction": "langchain_fstools.tools.eviction",
+    "Limits": "langchain_fstools.shell.limits",
     "LocalBackend": "langchain_fstools.backends.local",
     "NotInMount": "langchain_fstools.errors",
     "ObjectStoreBackend": "langchain_fstools.backends.objectstore",
@@ -142,6 +144,7 @@ __all__ = [
     "FsToolsError",
     "InvalidPath",
     "LargeResultEviction",
+    "Limits",
     "LocalBackend",
     "NotInMount",
     "ObjectStoreBackend",

@@ -22,6 +22,7 @@ import pytest
 
 from langchain_fstools.shell import confine, supervisor
 from langchain_fstools.shell import sandbox as sandbox_module
+from langchain_fstools.shell.limits import DEFAULT_LIMITS, Limits, MiB
 from langchain_fstools.shell.sandbox import Confinement, Sandbox, find_bwrap
 from langchain_fstools.shell.session import Session
 from tests.e2e.agent_runs import surviving_sleepers
@@ -88,9 +89,13 @@ def _run(place: Path, confinement: Confinement, command: str, timeout: float = 2
     return result.output
 
 
-def _confinement(place: Path, bwrap: str, method: str) -> Confinement:
+def _confinement(
+    place: Path, bwrap: str, method: str, limits: Limits | None = DEFAULT_LIMITS
+) -> Confinement:
     helper = (SYSTEM_PYTHON, "-I", "-S", str(place / "helper" / "supervisor.py"))
-    sandbox = None if method == "none" else Sandbox(method=method, workspace="direct")  # type: ignore[arg-type]
+    sandbox = (
+        None if method == "none" else Sandbox(method=method, workspace="direct", limits=limits)  # type: ignore[arg-type]
+    )
     return Confinement(sandbox, str(place / "ws"), bwrap if method == "bwrap" else None, helper)
 
 
@@ -146,3 +151,42 @@ def test_as_nobody_the_timeout_kills_everything(place: Path, bwrap: str, method:
     _run(place, confinement, f"setsid sleep {duration} & sleep {duration}", timeout=1)
     assert time.monotonic() - started < 6
     assert not surviving_sleepers(duration)
+
+
+def test_as_nobody_a_fork_loop_stops_at_the_process_limit(place: Path, bwrap: str) -> None:
+    """Without a cgroup, RLIMIT_NPROC inside bubblewrap's user namespace holds it."""
+    confinement = _confinement(place, bwrap, "bwrap", Limits(processes=32))
+    output = _run(
+        place,
+        confinement,
+        "python3 -c 'import os, time\nn = 0\ntry:\n    while True:\n"
+        "        if os.fork() == 0:\n            time.sleep(10)\n            os._exit(0)\n"
+        '        n += 1\nexcept OSError as exc:\n    print("refused after", n, exc.errno)\'',
+    )
+    assert "refused after" in output, output
+    count, code = output.split("refused after")[1].split()[:2]
+    assert int(count) < 32
+    assert code == "11"  # EAGAIN
+
+
+def test_as_nobody_a_tmpfs_fill_stops_at_its_size(place: Path, bwrap: str) -> None:
+    confinement = _confinement(place, bwrap, "bwrap", Limits(tmp_size=16 * MiB))
+    output = _run(place, confinement, "head -c 100M /dev/zero > /tmp/fill; du -m /tmp/fill")
+    assert "No space left on device" in output
+    assert "16\t/tmp/fill" in output
+
+
+@pytest.mark.parametrize("method", ["bwrap", "landlock"])
+def test_as_nobody_no_datagram_socketpair_and_no_keyring(
+    place: Path, bwrap: str, method: str
+) -> None:
+    confinement = _confinement(place, bwrap, method)
+    output = _run(
+        place,
+        confinement,
+        "python3 -c 'import socket; socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)'"
+        " 2>&1 | tail -1; python3 -c 'import ctypes, os; libc = ctypes.CDLL(None, use_errno=True);"
+        ' r = libc.syscall(250, 0, -3, 1); print("keyctl", os.strerror(ctypes.get_errno()))\'',
+    )
+    assert "PermissionError" in output
+    assert "keyctl Operation not permitted" in output

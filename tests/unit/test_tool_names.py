@@ -2,8 +2,9 @@
 a tool by its name (no comparison, membership test, `match` case or table keyed by one).
 
 `execute` is also the name of an operation (`policy.Operation`) and of a backend method
-(`core.calls`), and `glob` of grep's argument (and of the word in ripgrep's glob errors):
-there they may appear, but never compared with a tool call's name.
+(`core.calls`), `glob` of grep's argument (and of the word in ripgrep's glob errors), and
+`grep` of a git subcommand (`git grep -O` runs a pager: `shell.code_strings`): there they
+may appear, but never compared with a tool call's name.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from langchain_fstools.tools.undo_edit import UndoEditTool
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "langchain_fstools"
 TOOL_NAMES = frozenset({*TOOL_CLASSES, UndoEditTool.model_fields["name"].default})
-ALSO_ANOTHER_WORD = frozenset({"execute", "glob"})
+ALSO_ANOTHER_WORD = frozenset({"execute", "glob", "grep"})
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -83,7 +84,7 @@ if call["name"] == "edit_file": pass
 if tool.name in {"ls", "glob"}: pass
 TABLE = {"read_file": 1}
 match name:
-    case "grep": pass
+    case "write_file": pass
 if request.tool_call["name"] == "execute": pass
 if target.operation == "execute": pass
 """
@@ -92,6 +93,6 @@ if target.operation == "execute": pass
         (3, "glob"),
         (3, "ls"),
         (4, "read_file"),
-        (6, "grep"),
+        (6, "write_file"),
         (7, "execute"),
     ]

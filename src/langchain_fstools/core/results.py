@@ -77,6 +77,19 @@ class Write:
 
 
 @dataclass(frozen=True, slots=True)
+class LimitHit:
+    """A sandbox limit a command hit.
+
+    Attributes:
+        name: The `Limits` field: `memory`, `processes`, `cpu_seconds` or `file_size`.
+        value: What it was set to (bytes, a count or seconds).
+    """
+
+    name: str
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutionResult:
     """What one command did.
 
@@ -93,6 +106,8 @@ class ExecutionResult:
             next command of the session starts there); None otherwise.
         process_id: The background process the command became (it ran past its
             `yield_after`, or was started in the background); None otherwise.
+        limit: The sandbox limit the command hit (a process was killed at it, or a
+            fork refused), or None.
     """
 
     output: str
@@ -102,6 +117,7 @@ class ExecutionResult:
     changes: ChangeSet | None = None
     directory: str | None = None
     process_id: str | None = None
+    limit: LimitHit | None = None
 
 
-__all__ = ["EntryKind", "ExecutionResult", "FileInfo", "Write"]
+__all__ = ["EntryKind", "ExecutionResult", "FileInfo", "LimitHit", "Write"]

@@ -36,6 +36,7 @@ from langchain_fstools.backends.protocol import ABSENT
 from langchain_fstools.channels.cadence import MINIMUM_CADENCE, ScaledDeltaChannel
 from langchain_fstools.core import calls
 from langchain_fstools.core.records import decode_content, encode_content
+from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import (
     ChangedOutsideAgent,
     ChangeNotKept,
@@ -196,7 +197,9 @@ def unrewindable(records: Sequence[ChangeRecord]) -> str | None:
     earlier content than `MAX_BYTES`: the history keeps only part of such a call.
     """
     if len(records) > MAX_RECORDS:
-        return f"it changed {len(records):,} files and the history keeps at most {MAX_RECORDS}"
+        return (
+            f"it changed {plural(len(records), 'file')} and the history keeps at most {MAX_RECORDS}"
+        )
     if sum(len(record["before"]) for record in records) > MAX_BYTES:
         return (
             "the earlier contents of the files it changed are more than the"

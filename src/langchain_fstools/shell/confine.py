@@ -1,10 +1,14 @@
-"""The confinement helper: the program that starts every local command.
+"""The confinement of one local command: what the session supervisor applies before `exec`.
 
-`LocalBackend.execute` runs `python -I -S confine.py OPTIONS -- bash -c COMMAND` (inside
-bubblewrap when there is a sandbox), so this file runs as a script and imports only
-light standard-library modules (it starts before every command). The options (`options`
-builds them) say what it applies, in this order:
+The session supervisor (`shell.supervisor`, a script) imports this file as a sibling and
+calls `restrict` in each command's process between fork and exec, so it imports only
+light standard-library modules. The options (`options` builds them, `parse` reads them)
+say what `restrict` applies, in this order:
 
+0. Limits (`restrict` applies them first): with `--oom-first`, `oom_score_adj` 1000
+   (the command is the OOM killer's first choice, never the agent); `--memory`,
+   `--processes`, `--cpu-seconds`, `--open-files`, `--file-size` set rlimits
+   (`RLIMITS`; `--processes` only inside a user namespace, see `apply_rlimits`).
 1. `no_new_privs`: nothing it runs can gain privileges (setuid binaries stay plain).
 2. Landlock (`--landlock`), when the kernel has it: writes only beneath the
    `--writable` folders and to the `--writable-file` files; with `--hide`, reads
@@ -14,22 +18,21 @@ builds them) say what it applies, in this order:
    (exit 125) instead of a skipped layer.
 3. With `--drop-capabilities`, the bounding and inheritable capability sets are
    emptied, so the command has no capability even as uid 0 (`drop_capabilities`).
-   A seccomp filter (`--deny-family N`, repeated): `socket()` of those families fails
-   with EPERM; for `AF_UNIX` no path or abstract Unix socket can be created or
-   connected (`socketpair` still works); for `AF_INET`, `AF_INET6` and `AF_PACKET`
-   no network socket of any protocol (Landlock's TCP rules miss UDP and ICMP). And
+   A seccomp filter (`--deny-family N`, repeated; `--deny-keyring`): `socket()` of
+   those families fails with EPERM; for `AF_UNIX` no path or abstract Unix socket can
+   be created or connected, and `socketpair(AF_UNIX, SOCK_DGRAM)` fails too (a
+   datagram socket can `sendto` any path); stream and seqpacket pairs still work
+   (asyncio, Node), and being connected they refuse or ignore a destination. For
+   `AF_INET`, `AF_INET6` and `AF_PACKET` no network socket of any protocol (Landlock's
+   TCP rules miss UDP and ICMP); `AF_VSOCK` (40) leaves any network namespace, so it
+   is denied without the network. `--deny-keyring` refuses `add_key`, `request_key`
+   and `keyctl` (EPERM): the agent's kernel keyring stays out of reach. And
    `io_uring_setup` fails with ENOSYS (io_uring could open sockets past the filter);
    system calls of another ABI (32-bit x86, x32) kill the process, so the filter cannot
-   be stepped around. The filter is built here by hand (`seccomp_program`): ten
-   classic-BPF instructions.
-4. With `--subreaper`, it stays as the command's parent: it becomes a child subreaper
-   (`PR_SET_CHILD_SUBREAPER`), so every process the command starts, also one that left
-   through `setsid`, `nohup` or a double fork, is re-parented to it; when the command
-   exits, or this helper gets SIGTERM (the deadline) or its parent dies, it kills all of
-   them and exits with the command's status (`128 + N` for signal N). Without it, it
-   replaces itself with the command (inside bubblewrap the PID namespace kills all).
-
-A step that cannot be applied prints one line to standard error and exits with 125.
+   be stepped around. The filter is built here by hand (`seccomp_program`), a few
+   classic-BPF instructions with labelled forward jumps.
+A step that cannot be applied raises `ConfineError`; the supervisor then reports it in
+one line and the command does not run (exit status 125, `FAILED`).
 """
 
 from __future__ import annotations
@@ -38,20 +41,15 @@ import ctypes
 import errno
 import os
 import struct
-import sys
 from stat import S_ISDIR
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the helper starts with every command
-if TYPE_CHECKING:
-    from typing import NoReturn
 
 FAILED = 125
 """The exit status when confinement could not be applied (the command did not run)."""
 
-_PR_SET_PDEATHSIG = 1
 _PR_SET_SECCOMP = 22
 _PR_SET_NO_NEW_PRIVS = 38
-_PR_SET_CHILD_SUBREAPER = 36
 _SECCOMP_MODE_FILTER = 2
 
 # Landlock (linux/landlock.h); the system call numbers are the same on every architecture.
@@ -76,15 +74,38 @@ _FILE_RIGHTS = _FS_WRITE_FILE | _FS_READ_FILE | _FS_EXECUTE | _FS_TRUNCATE
 
 # Seccomp: classic BPF over struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6]}.
 _ARCHES = {
-    # machine: (AUDIT_ARCH_*, socket, io_uring_setup)
-    "x86_64": (0xC000003E, 41, 425),
-    "aarch64": (0xC00000B7, 198, 425),
+    # machine: (AUDIT_ARCH_*, {system call: number})
+    "x86_64": (
+        0xC000003E,
+        {
+            "socket": 41,
+            "socketpair": 53,
+            "io_uring_setup": 425,
+            "add_key": 248,
+            "request_key": 249,
+            "keyctl": 250,
+        },
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "socket": 198,
+            "socketpair": 199,
+            "io_uring_setup": 425,
+            "add_key": 217,
+            "request_key": 218,
+            "keyctl": 219,
+        },
+    ),
 }
+_KEYRING_CALLS = ("add_key", "request_key", "keyctl")
 _X32_BIT = 0x40000000
 _AF_UNIX = 1
 _AF_INET = 2
 _AF_INET6 = 10
 _AF_PACKET = 17
+_SOCK_DGRAM = 2
+_SOCK_TYPE_MASK = 0xF  # the type without SOCK_NONBLOCK and SOCK_CLOEXEC
 _SIGKILL = 9
 _PR_CAPBSET_DROP = 24
 _CAP_LAST = 63
@@ -98,6 +119,11 @@ _LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 _JGE = 0x35  # BPF_JMP | BPF_JGE | BPF_K
 _RET = 0x06  # BPF_RET | BPF_K
+_JA = 0x05  # BPF_JMP | BPF_JA
+_AND = 0x54  # BPF_ALU | BPF_AND | BPF_K
+_ARG0, _ARG1 = 16, 24  # low words of the first two arguments (little-endian)
+_Instruction = tuple[int, "int | str", "int | str", "int | str"]
+"""One BPF instruction: op, jump if true, jump if false, k; a string jump names a label."""
 
 
 class ConfineError(Exception):
@@ -121,12 +147,17 @@ def landlock_abi() -> int:
     return max(int(version), 0)
 
 
-def seccomp_program(families: tuple[int, ...] = (_AF_UNIX,), machine: str | None = None) -> bytes:
+def seccomp_program(
+    families: tuple[int, ...] = (_AF_UNIX,), machine: str | None = None, *, keyring: bool = False
+) -> bytes:
     """The seccomp filter of step 3, as `struct sock_filter` records.
 
     Args:
-        families: Address families `socket()` refuses (EPERM). Default: `AF_UNIX`.
+        families: Address families `socket()` refuses (EPERM). With `AF_UNIX` among
+            them, `socketpair(AF_UNIX, SOCK_DGRAM)` is refused too: a datagram socket
+            can `sendto` any path. Default: `AF_UNIX`.
         machine: `uname -m` of the target. Default: this machine's.
+        keyring: Also refuse `add_key`, `request_key` and `keyctl` (EPERM). Default: False.
 
     Raises:
         ConfineError: no filter is known for the architecture.
@@ -134,36 +165,69 @@ def seccomp_program(families: tuple[int, ...] = (_AF_UNIX,), machine: str | None
     machine = machine or os.uname().machine
     if machine not in _ARCHES:
         raise ConfineError(f"no seccomp filter for the {machine} architecture")
-    arch, socket_nr, io_uring_nr = _ARCHES[machine]
-    checks = len(families)
-    allow = 7 + checks  # the instructions after the family checks
-    deny_socket, deny_io_uring, kill = allow + 1, allow + 2, allow + 3
-    code = [
-        (_LD_ABS, 0, 0, 4),  # 0: arch
-        (_JEQ, 0, kill - 2, arch),  # 1: another ABI: kill
-        (_LD_ABS, 0, 0, 0),  # 2: system call number
-        (_JGE, kill - 4, 0, _X32_BIT),  # 3: x32 numbering: kill
-        (_JEQ, deny_io_uring - 5, 0, io_uring_nr),  # 4
-        (_JEQ, 0, allow - 6, socket_nr),  # 5: not socket(): allow
-        (_LD_ABS, 0, 0, 16),  # 6: low word of the first argument (the family)
+    arch, calls = _ARCHES[machine]
+    code: list[_Instruction | str] = [
+        (_LD_ABS, 0, 0, 4),  # arch
+        (_JEQ, 0, "kill", arch),  # another ABI: kill
+        (_LD_ABS, 0, 0, 0),  # system call number
+        (_JGE, "kill", 0, _X32_BIT),  # x32 numbering: kill
+        (_JEQ, "enosys", 0, calls["io_uring_setup"]),
     ]
-    code += [(_JEQ, deny_socket - 8 - i, 0, family) for i, family in enumerate(families)]
+    if keyring:
+        code += [(_JEQ, "eperm", 0, calls[name]) for name in _KEYRING_CALLS]
+    if _AF_UNIX in families:
+        code.append((_JEQ, "pair", 0, calls["socketpair"]))
+    code += [(_JEQ, 0, "allow", calls["socket"]), (_LD_ABS, 0, 0, _ARG0)]
+    code += [(_JEQ, "eperm", 0, family) for family in families]
+    code.append((_JA, 0, 0, "allow"))
+    if _AF_UNIX in families:
+        code += [
+            "pair",
+            (_LD_ABS, 0, 0, _ARG0),
+            (_JEQ, 0, "allow", _AF_UNIX),
+            (_LD_ABS, 0, 0, _ARG1),
+            (_AND, 0, 0, _SOCK_TYPE_MASK),
+            (_JEQ, "eperm", "allow", _SOCK_DGRAM),
+        ]
     code += [
+        "allow",
         (_RET, 0, 0, _RET_ALLOW),
+        "eperm",
         (_RET, 0, 0, _RET_ERRNO | _EPERM),
+        "enosys",
         (_RET, 0, 0, _RET_ERRNO | _ENOSYS),
+        "kill",
         (_RET, 0, 0, _RET_KILL_PROCESS),
     ]
-    return b"".join(struct.pack("=HBBI", *instruction) for instruction in code)
+    return _assemble(code)
+
+
+def _assemble(code: list[_Instruction | str]) -> bytes:
+    """BPF records from instructions whose jumps name a label (a string in `code`).
+
+    Jumps only go forward: a label's offset is counted from the next instruction.
+    """
+    labels: dict[str, int] = {}
+    instructions: list[_Instruction] = []
+    for item in code:
+        if isinstance(item, str):
+            labels[item] = len(instructions)
+        else:
+            instructions.append(item)
+    records = []
+    for index, (op, true, false, k) in enumerate(instructions):
+        jumps = [labels[j] - index - 1 if isinstance(j, str) else j for j in (true, false, k)]
+        records.append(struct.pack("=HBBI", op, *jumps))
+    return b"".join(records)
 
 
 class _SockFprog(ctypes.Structure):
     _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
 
-def install_seccomp(families: tuple[int, ...]) -> None:
+def install_seccomp(families: tuple[int, ...], *, keyring: bool = False) -> None:
     """Install the filter of `seccomp_program` on this process (needs no_new_privs)."""
-    program = seccomp_program(families)
+    program = seccomp_program(families, keyring=keyring)
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
     libc = _libc()
@@ -359,57 +423,25 @@ def kill_descendants() -> None:
                 return
 
 
-def _exit_status(status: int) -> int:
-    if os.WIFSIGNALED(status):
-        return 128 + os.WTERMSIG(status)
-    return os.waitstatus_to_exitcode(status)
-
-
-def run_reaped(argv: list[str], parent: int) -> NoReturn:
-    """Run `argv` as a child, then kill whatever it left behind (step 4).
-
-    `parent` is the pid of this helper's parent when it started: if it is already gone,
-    the helper exits at once.
-    """
-    import signal  # noqa: PLC0415 - only the subreaper needs it (it imports enum)
-
-    libc = _libc()
-    _check(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "becoming a child subreaper")
-
-    def stop(signum: int, _frame: object) -> NoReturn:
-        kill_descendants()
-        os._exit(128 + signum)
-
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(signum, stop)
-    _check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0), "watching the parent")
-    if os.getppid() != parent:
-        os._exit(FAILED)
-    child = os.fork()
-    if child == 0:
-        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-            signal.signal(signum, signal.SIG_DFL)
-        _exec(argv)
-    while True:
-        pid, status = os.waitpid(-1, 0)
-        if pid == child:
-            break
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP, signal.SIGINT})
-    kill_descendants()
-    os._exit(_exit_status(status))
-
-
-def _exec(argv: list[str]) -> NoReturn:
-    try:
-        os.execvp(argv[0], argv)  # noqa: S606 - running the command is the point
-    except OSError as exc:
-        sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
-        os._exit(127)
-
-
-FLAGS = ("subreaper", "drop-capabilities", "landlock", "required", "network", "unix-sockets")
+FLAGS = (
+    "drop-capabilities",
+    "landlock",
+    "required",
+    "network",
+    "unix-sockets",
+    "deny-keyring",
+    "oom-first",
+)
 """Options without a value."""
-LISTS = ("deny-family", "writable", "writable-file", "hide")
+RLIMITS = {
+    "memory": "RLIMIT_DATA",
+    "processes": "RLIMIT_NPROC",
+    "cpu-seconds": "RLIMIT_CPU",
+    "open-files": "RLIMIT_NOFILE",
+    "file-size": "RLIMIT_FSIZE",
+}
+"""The limit options (a number each, the last one given counts) and the rlimit each sets."""
+LISTS = ("deny-family", "writable", "writable-file", "hide", *RLIMITS)
 """Options with a value, each given as often as needed."""
 
 
@@ -428,8 +460,8 @@ class Spec:
 def options(**given: bool | list[str] | list[int]) -> list[str]:
     """The helper's options, from keywords named as the options (`_` for `-`).
 
-    Example: `options(subreaper=True, writable=["/w"])` is
-    `["--subreaper", "--writable", "/w"]`.
+    Example: `options(landlock=True, writable=["/w"])` is
+    `["--landlock", "--writable", "/w"]`.
     """
     found: list[str] = []
     for key, value in given.items():
@@ -462,58 +494,93 @@ def parse(arguments: list[str]) -> tuple[Spec, list[str]]:
     return spec, arguments[index + 1 :]
 
 
+def make_oom_first() -> None:
+    """Make this process (and what it starts) the OOM killer's first choice (score 1000).
+
+    Raising one's own `oom_score_adj` needs no privilege; it is inherited on fork.
+    """
+    descriptor = os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(descriptor, b"1000")
+    finally:
+        os.close(descriptor)
+
+
+def apply_rlimits(spec: Spec) -> None:
+    """Set the rlimits the limit options ask for (`RLIMITS`), soft and hard alike.
+
+    A hard limit is never raised above the current one (an unprivileged process may
+    not). `--cpu-seconds N` sends SIGXCPU at N seconds of CPU and SIGKILL a second
+    later. `--processes` counts the tasks of the user and is set only inside a user
+    namespace: in the host's namespace the kernel ignores it for root, and for
+    another user it would count every process that user runs on the machine.
+    """
+    given = {name: spec.lists[option.replace("-", "_")] for option, name in RLIMITS.items()}
+    if not any(given.values()):
+        return
+    import resource  # noqa: PLC0415 - only when a limit is given
+
+    for name, values in given.items():
+        if not values or (name == "RLIMIT_NPROC" and not _in_user_namespace()):
+            continue
+        which = getattr(resource, name)
+        try:
+            value = int(values[-1])
+            hard = resource.getrlimit(which)[1]
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            grace = name == "RLIMIT_CPU" and (hard == resource.RLIM_INFINITY or value < hard)
+            resource.setrlimit(which, (value, value + 1 if grace else value))
+        except (OSError, ValueError) as exc:
+            raise ConfineError(f"setting {name} to {values[-1]!r} failed: {exc}") from None
+
+
+def _in_user_namespace() -> bool:
+    """Whether this process runs in a user namespace other than the host's."""
+    with open("/proc/self/uid_map", "rb") as uid_map:
+        return uid_map.read().split() != [b"0", b"0", b"4294967295"]
+
+
 def restrict(spec: Spec) -> None:
     """Apply steps 1 to 3 of `spec` to this process (every confinement but reaping).
+
+    Before them: with `--oom-first`, the process becomes the OOM killer's first
+    choice (`make_oom_first`), and the limit options set rlimits (`apply_rlimits`).
 
     Raises:
         ConfineError: a step could not be applied.
     """
+    if spec.flags["oom_first"]:
+        make_oom_first()
+    apply_rlimits(spec)
     _check(_libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
     if spec.flags["landlock"] and not apply_landlock(spec) and spec.flags["required"]:
         raise ConfineError("the kernel has no Landlock")
     if spec.flags["drop_capabilities"]:
         drop_capabilities()
     families = tuple(int(family) for family in spec.lists["deny_family"])
-    if families:
-        install_seccomp(families)
-
-
-def main(arguments: list[str]) -> NoReturn:
-    """Apply the options, then run what follows `--`."""
-    parent = os.getppid()
-    try:
-        spec, argv = parse(arguments)
-        restrict(spec)
-    except ConfineError as exc:
-        sys.stderr.write(f"sandbox: {exc}\n")
-        os._exit(FAILED)
-    if spec.flags["subreaper"]:
-        run_reaped(argv, parent)
-    _exec(argv)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+    if families or spec.flags["deny_keyring"]:
+        install_seccomp(families, keyring=spec.flags["deny_keyring"])
 
 
 __all__ = [
     "FAILED",
     "FLAGS",
     "LISTS",
+    "RLIMITS",
     "ConfineError",
     "Spec",
     "apply_landlock",
+    "apply_rlimits",
     "descendants",
     "drop_capabilities",
     "install_seccomp",
     "kill_descendants",
     "landlock_abi",
-    "main",
+    "make_oom_first",
     "options",
     "parse",
     "read_only_ruleset",
     "restrict",
     "restrict_to",
-    "run_reaped",
     "seccomp_program",
 ]

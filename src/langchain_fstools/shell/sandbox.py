@@ -13,15 +13,17 @@ confined by the confinement helper's steps (`shell.confine`). Two ways, tried in
    the supervisor keeps the namespace's own only to mount each command's view;
    `--die-with-parent` and `--new-session`. The host is mounted read-only, the
    workspace through each command's copy-on-write view (read-write with
-   `workspace="direct"`), `/tmp` is a fresh tmpfs (the session's), `/dev` a minimal one
-   and `/proc` the sandbox's own. Masked (an empty tmpfs over a folder, `/dev/null`
+   `workspace="direct"`), `/tmp` and `/dev/shm` are fresh tmpfs mounts (the session's)
+   of at most `Limits.tmp_size` (as is every mask), `/dev` a minimal one and `/proc`
+   the sandbox's own. Masked (an empty tmpfs over a folder, `/dev/null`
    over a file): `/run`, `/var/run`, and in every home directory (this process's
    `HOME`, `/root`, `/home/*`) everything but `HOME_ALLOWED`, and the places
    credentials live (`CREDENTIAL_PATHS`). Each command gets Landlock (writes only
    beneath the workspace, `/tmp`, `/dev/shm` and the `writable` paths; signals and
    abstract sockets only within its own domain) when the kernel has it, and a seccomp
-   filter that refuses creating Unix sockets (so no host socket can be connected,
-   through a path or abstract). The masks inside the workspace (a workspace that is a
+   filter that refuses creating Unix sockets and datagram socket pairs (so no host
+   socket can be reached, through a path or abstract), `AF_VSOCK` without the network,
+   and the kernel keyring. The masks inside the workspace (a workspace that is a
    home directory) are found again for each command and mounted over its view.
 2. **Landlock alone** (`method="landlock"`), where user namespaces are unavailable
    (containers that forbid them): each command's writes are restricted the same way
@@ -32,6 +34,10 @@ confined by the confinement helper's steps (`shell.confine`). Two ways, tried in
    packet sockets), and no capabilities (the bounding set emptied: uid 0 gets none on
    `exec`). There is no PID namespace: the supervisor and each command's keeper are
    subreapers and kill every process a command left behind.
+
+In both, `Sandbox.limits` bounds each command's memory, processes, CPU time, open files
+and file sizes (rlimits in the helper, a cgroup where this machine can make one:
+`shell.limits`), and every sandboxed process is the OOM killer's first choice.
 
 Where neither can start, `Confinement.prepare` raises `SandboxUnavailable`, naming the
 causes and the opt-out `sandbox=None`, which runs commands unconfined (still reaped:
@@ -54,6 +60,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from langchain_fstools.errors import SandboxUnavailable
 from langchain_fstools.shell import confine, supervisor
+from langchain_fstools.shell.limits import DEFAULT_LIMITS, Limits
 from langchain_fstools.shell.session import SessionPlan
 
 if TYPE_CHECKING:
@@ -163,6 +170,8 @@ SYSTEM_FOLDERS: Final = ("/etc", "/var")
 _AF_UNIX = 1
 _NETWORK_FAMILIES = [2, 10, 17]
 """AF_INET, AF_INET6 and AF_PACKET: refused by seccomp where no network namespace is."""
+_AF_VSOCK = 40
+"""Refused without the network in both modes: a network namespace does not hold it."""
 _WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 _TIMEOUT = 10.0
 """Seconds the one-time probe of bubblewrap may take."""
@@ -199,9 +208,13 @@ class Sandbox:
             place (as with Landlock alone). Default: `"copy-on-write"`.
         home_allowed: Paths relative to a home directory that commands may see (with
             bubblewrap); the rest of each home looks empty. Default: `HOME_ALLOWED`.
+        limits: What one command may use (memory, processes, CPU time, open files,
+            tmpfs and file sizes; `shell.limits`), or None for no limits.
+            Default: `Limits()`.
 
     Raises:
-        ValueError: a path is not absolute, or an unknown method.
+        ValueError: a path is not absolute, an unknown method, or limits that are
+            not a `Limits`.
     """
 
     network: bool = False
@@ -212,9 +225,12 @@ class Sandbox:
     method: Method = "auto"
     workspace: WorkspaceMode = "copy-on-write"
     home_allowed: Sequence[str] = HOME_ALLOWED
+    limits: Limits | None = DEFAULT_LIMITS
 
     def __post_init__(self) -> None:
-        """Freeze the path lists; refuse relative paths and unknown methods."""
+        """Freeze the path lists; refuse relative paths, unknown methods, bad limits."""
+        if self.limits is not None and not isinstance(self.limits, Limits):
+            raise ValueError(f"Sandbox(limits=...) takes a Limits or None; got {self.limits!r}")
         if self.method not in {"auto", "bwrap", "landlock"}:
             raise ValueError(
                 f"unknown sandbox method {self.method!r}; choose 'auto', 'bwrap' or 'landlock'"
@@ -303,12 +319,17 @@ class Confinement:
         if sandbox is None:
             return SessionPlan([*self.helper, "--"], env, folder, self.workspace)
         families = [] if sandbox.unix_sockets else [_AF_UNIX]
+        families += [] if sandbox.network else [_AF_VSOCK]
+        rlimits = sandbox.limits.confine_options() if sandbox.limits is not None else {}
         common: dict[str, bool | list[str]] = {
             "landlock": True,
             "drop_capabilities": True,
             "network": sandbox.network,
             "unix_sockets": sandbox.unix_sockets,
             "writable_file": list(_WRITABLE_DEVICES),
+            "deny_keyring": True,
+            "oom_first": True,
+            **rlimits,
         }
         if self.bwrap is not None:
             writable = [self.workspace, "/tmp", "/dev/shm", *sandbox.writable]  # noqa: S108 - the sandbox's own
@@ -316,7 +337,8 @@ class Confinement:
             flags = confine.options(**common, writable=writable, deny_family=families)
             inner = [*self.helper, "--hidden", folder, *flags, "--"]
             argv = self._bwrap_argv(inner, folder)
-            return SessionPlan(argv, env, folder, self.workspace, {"TMPDIR": "/tmp"})  # noqa: S108
+            tmp = {"TMPDIR": "/tmp"}  # noqa: S108 - the sandbox's own
+            return SessionPlan(argv, env, folder, self.workspace, tmp, limits=sandbox.limits)
         temporary = tempfile.mkdtemp(prefix="fstools-sandbox-")
         if not sandbox.network:
             families += _NETWORK_FAMILIES
@@ -334,6 +356,7 @@ class Confinement:
             self.workspace,
             {"TMPDIR": temporary},
             temporary,
+            sandbox.limits,
         )
 
     def _masks(self) -> list[str]:
@@ -373,6 +396,7 @@ class Confinement:
             *_namespace_flags(network=sandbox.network, mounts=True),
             *("--ro-bind", "/", "/"),
             *("--dev", "/dev"),
+            *("--tmpfs", "/dev/shm"),  # noqa: S108 - the sandbox's own, sized
             *("--proc", "/proc"),
             *("--tmpfs", "/tmp"),  # noqa: S108 - a fresh private tmpfs, not the host's /tmp
         ]
@@ -396,7 +420,15 @@ class Confinement:
         for path in sandbox.read_only:
             args += ["--ro-bind-try", path, path]
         args += ["--bind", session, session]
-        return [*args, "--chdir", self.workspace, "--", *inner]
+        return [*_sized(args, sandbox.limits), "--chdir", self.workspace, "--", *inner]
+
+
+def _sized(args: list[str], limits: Limits | None) -> list[str]:
+    """`args` with every tmpfs bubblewrap mounts bounded by `limits.tmp_size`."""
+    if limits is None or limits.tmp_size is None:
+        return args
+    size = ["--size", str(limits.tmp_size)]
+    return [part for arg in args for part in ([*size, arg] if arg == "--tmpfs" else [arg])]
 
 
 def _namespace_flags(*, network: bool, mounts: bool = False) -> list[str]:

@@ -35,9 +35,10 @@ import weakref
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
-from langchain_fstools.core.results import ExecutionResult
+from langchain_fstools.core.results import ExecutionResult, LimitHit
 from langchain_fstools.shell import supervisor
 from langchain_fstools.shell.background import Background
+from langchain_fstools.shell.limits import CgroupSet, Limits, limit_hit
 from langchain_fstools.shell.output import OutputBuffer
 from langchain_fstools.shell.process import DRAIN_GRACE, Watch, pump
 from langchain_fstools.shell.shell_state import STATE_FD, ShellState, remembering
@@ -87,6 +88,9 @@ class SessionPlan:
         cwd: Where commands start unless the shell state says otherwise.
         command_env: Variables set over every command's environment (`TMPDIR`).
         temporary: Another host folder to remove at the end (a private `TMPDIR`), or None.
+        limits: The session's limits: its memory and processes are held by a cgroup
+            where this machine can make one (`shell.limits`), and each command is told
+            which it hit. None: no limits.
     """
 
     argv: list[str]
@@ -95,6 +99,7 @@ class SessionPlan:
     cwd: str
     command_env: dict[str, str] = field(default_factory=dict)
     temporary: str | None = None
+    limits: Limits | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,7 @@ class Session:
         self._jobs_of: dict[str, _Job] = {}
         self._ended: str | None = None
         self._closed = False
+        self._cgroups: CgroupSet | None = None
 
     def run(
         self,
@@ -192,6 +198,7 @@ class Session:
             command, interpreter, env, view=view, masks=masks, read_only=read_only
         )
         job, (out_r, err_r, record) = launched.job, launched.fds
+        counted = self._limit_counts()
         yielding = yield_after is not None and yield_after < timeout
         until = time.monotonic() + (
             yield_after if yield_after is not None and yielding else timeout
@@ -227,9 +234,25 @@ class Session:
         self.state = after
         status = None if timed_out else job.status
         result = ExecutionResult(
-            buffer.text(), status, timed_out=timed_out, dropped_bytes=buffer.dropped_bytes
+            buffer.text(),
+            status,
+            timed_out=timed_out,
+            dropped_bytes=buffer.dropped_bytes,
+            limit=self._limit_hit(counted, status),
         )
         return result, after, None
+
+    def _limit_counts(self) -> dict[str, int]:
+        """How often the session's cgroup has refused or killed so far, by limit."""
+        return self._cgroups.counts() if self._cgroups is not None else {}
+
+    def _limit_hit(self, before: Mapping[str, int], status: int | None) -> LimitHit | None:
+        """The limit a command hit: what the cgroup counted since `before`, or its signal."""
+        if self.plan.limits is None:
+            return None
+        now = self._limit_counts()
+        events = [name for name, count in now.items() if count > before.get(name, 0)]
+        return limit_hit(self.plan.limits, events, status)
 
     def _close_launched(self, launched: _Launched) -> None:
         for fd in launched.fds:
@@ -473,6 +496,9 @@ class Session:
         finally:
             theirs.close()
         self.process = process
+        self._cgroups = CgroupSet.create(self.plan.limits) if self.plan.limits else None
+        if self._cgroups is not None:
+            self._cgroups.place(process.pid)
         ready.set()
         try:
             self._dispatch(channel)
@@ -488,6 +514,8 @@ class Session:
             for job in jobs:
                 job.finish(None, self._ended)
             channel.close()
+            if self._cgroups is not None:
+                self._cgroups.remove()
             self._remove_folders()
 
     def _dispatch(self, channel: socket.socket) -> None:

@@ -33,7 +33,7 @@ from langchain_fstools.tools.targets import Target
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import ChangeReview, ChangeSet
-    from langchain_fstools.core.results import ExecutionResult
+    from langchain_fstools.core.results import ExecutionResult, LimitHit
     from langchain_fstools.tools.settings import ToolSettings
 
 
@@ -126,13 +126,7 @@ class ExecuteTool(FileTool):
                 result = yield from calls.execute_changes(
                     args.command, timeout=timeout, output_limit=limit
                 )
-        body = result.output or "(no output)"
-        if not body.endswith("\n"):
-            body += "\n"
-        if not result.timed_out:
-            body += f"Exit code: {result.exit_code}"
-        if result.directory is not None:
-            body += f"\nThe shell is now in {result.directory} (the next command starts there)."
+        body = _reported(result)
         artifact: dict[str, Any] = {
             "command": args.command,
             "exit_code": result.exit_code,
@@ -140,12 +134,28 @@ class ExecuteTool(FileTool):
             "dropped_bytes": result.dropped_bytes,
             "directory": result.directory,
         }
+        if result.limit is not None:
+            artifact["limit"] = {"name": result.limit.name, "value": result.limit.value}
         state: dict[str, Any] = {}
         if result.changes is not None:
             body, state = yield from settle(scope, args.command, result.changes, body, artifact)
         if result.timed_out:
             raise CommandTimedOut(timeout, body)
         return ToolOutcome(body, artifact, state)
+
+
+def _reported(result: ExecutionResult) -> str:
+    """The output, the exit code, and what the model should know of how it ended."""
+    body = result.output or "(no output)"
+    if not body.endswith("\n"):
+        body += "\n"
+    if not result.timed_out:
+        body += f"Exit code: {result.exit_code}"
+    if result.directory is not None:
+        body += f"\nThe shell is now in {result.directory} (the next command starts there)."
+    if result.limit is not None:
+        body += ("" if body.endswith("\n") else "\n") + limit_note(result.limit)
+    return body
 
 
 def _through_processes(
@@ -225,6 +235,37 @@ def _yield_after(requested: float | None, timeout: float) -> float:
             f"{requested} is not a positive number of seconds below the timeout ({timeout:g})",
         )
     return requested
+
+
+_LIMIT_WORDS = {
+    "memory": ("A process was killed at", "memory limit"),
+    "processes": ("A new process was refused at", "process limit"),
+    "cpu_seconds": ("A process was killed at", "CPU time limit"),
+    "file_size": ("A write was stopped at", "file size limit"),
+}
+
+
+def limit_note(limit: LimitHit) -> str:
+    """The sentence saying which sandbox limit a command hit, and how it is raised."""
+    start, what = _LIMIT_WORDS.get(limit.name, ("The command hit", f"{limit.name} limit"))
+    if limit.name == "processes":
+        amount = plural(limit.value, "process", "processes")
+    elif limit.name == "cpu_seconds":
+        amount = plural(limit.value, "second")
+    else:
+        amount = _bytes(limit.value)
+    return (
+        f"{start} the sandbox's {what} ({amount}); if the command needs more, the user can"
+        f" raise it with Sandbox(limits=Limits({limit.name}=...))."
+    )
+
+
+def _bytes(count: int) -> str:
+    """`2 GiB`, `64 MiB`, `512 KiB` for exact multiples, else `1,000,000 bytes`."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size and count % size == 0:
+            return f"{count // size:,} {unit}"
+    return plural(count, "byte")
 
 
 WAITING = "\nNothing is kept yet: a person decides on these changes before your next step."

@@ -14,12 +14,16 @@ from langchain_fstools import (
     CompositeBackend,
     FilesystemMiddleware,
     FileToolkit,
+    Limits,
     LocalBackend,
+    Sandbox,
     StateBackend,
 )
+from langchain_fstools.core.results import LimitHit
 from langchain_fstools.errors import CommandRefused, ExecutionUnsupported
 from langchain_fstools.shell.policy import CommandPolicy
 from langchain_fstools.tools import ExecuteTool
+from langchain_fstools.tools.execute import limit_note
 from langchain_fstools.tools.targets import BOUNDED_OUTPUT
 from tests.unit.tools.harness import Harness
 
@@ -356,3 +360,34 @@ def test_a_long_line_naming_the_workspace_comes_back_whole(
     line = message.content.splitlines()[0]
     assert len(line) > 20_000
     assert line == f"{told}/f " * 400
+
+
+def test_a_command_killed_at_a_limit_is_told_which_and_how_to_raise_it(root: Path) -> None:
+    sandbox = Sandbox(limits=Limits(cpu_seconds=1))
+    (tool,) = FileToolkit(
+        LocalBackend(root, execute=True, sandbox=sandbox), tools=["execute"]
+    ).get_tools()
+    args = {"command": "python3 -c 'while True: pass'", "timeout": 60}
+    message = tool.invoke({"type": "tool_call", "name": "execute", "id": "c1", "args": args})
+    assert message.status == "success"
+    assert "Exit code: 152" in message.content  # 128 + SIGXCPU
+    assert "the sandbox's CPU time limit (1 second)" in message.content
+    assert "Sandbox(limits=Limits(cpu_seconds=...))" in message.content
+    assert message.artifact["limit"] == {"name": "cpu_seconds", "value": 1}
+
+
+@pytest.mark.parametrize(
+    ("limit", "words"),
+    [
+        (LimitHit("memory", 2 << 30), "killed at the sandbox's memory limit (2 GiB)"),
+        (LimitHit("memory", 100_000_000), "memory limit (100,000,000 bytes)"),
+        (LimitHit("processes", 64), "refused at the sandbox's process limit (64 processes)"),
+        (LimitHit("file_size", 1 << 20), "stopped at the sandbox's file size limit (1 MiB)"),
+    ],
+)
+def test_the_limit_note_names_the_limit_its_value_and_the_setting(
+    limit: LimitHit, words: str
+) -> None:
+    note = limit_note(limit)
+    assert words in note
+    assert f"Sandbox(limits=Limits({limit.name}=...))" in note

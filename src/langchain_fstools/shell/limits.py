@@ -1,0 +1,382 @@
+"""Resource limits of sandboxed commands: what they are, and the cgroups that hold them.
+
+`Limits` is the configuration (`Sandbox(limits=Limits(...))`). Each limit is enforced
+by what this machine has, every layer that applies:
+
+1. **rlimits**, set by the confinement helper in each command (`confine.apply_rlimits`):
+   `memory` per process (`RLIMIT_DATA`: heap and private writable mappings, so a
+   reserved but unused address space, as V8 and Go make, does not count),
+   `cpu_seconds` (`RLIMIT_CPU`), `open_files` (`RLIMIT_NOFILE`), `file_size`
+   (`RLIMIT_FSIZE`), and `processes` (`RLIMIT_NPROC`) inside bubblewrap's user
+   namespace, where it counts the sandbox's tasks (not for a root agent: the kernel
+   exempts uid 0).
+2. **A cgroup for the command's whole tree** (`CgroupSet`), where one can be made: a
+   cgroup v2 child of this process's cgroup when that is delegated (writable, with the
+   `memory` and `pids` controllers), else cgroup v1 `memory` and `pids` children (as
+   root). `memory` then bounds the sum of the tree, tmpfs pages it wrote included, and
+   `processes` its tasks; the kernel's OOM killer acts inside the cgroup.
+3. **Sized tmpfs mounts** (bubblewrap): `/tmp`, `/dev/shm` and every mask are tmpfs of
+   at most `tmp_size` bytes; a full one fails writes with ENOSPC.
+
+Every sandboxed process is also the OOM killer's first choice (`oom_score_adj` 1000),
+so a command that exhausts the machine's memory is killed, never the agent.
+`limit_hit` names the limit a command hit, from the cgroup's events and its exit status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import os
+import signal
+import time
+from dataclasses import dataclass, field, fields
+from typing import Final, Literal
+
+from langchain_fstools.core.results import LimitHit
+
+GiB: Final = 1 << 30
+MiB: Final = 1 << 20
+
+MINIMUMS: Final = {
+    "memory": 32 * MiB,
+    "processes": 8,
+    "cpu_seconds": 1,
+    "open_files": 32,
+    "tmp_size": MiB,
+    "file_size": 1,
+}
+"""The least each limit may be set to: below it the sandbox's helper cannot start."""
+
+_REMOVE_GRACE = 2.0
+"""Seconds `CgroupSet.remove` waits for the cgroup's last processes to be reaped."""
+_REMOVE_POLL = 0.0005
+"""Seconds between its tries: bubblewrap's last processes end within a millisecond or two
+of bubblewrap itself, and the command's result waits for the removal."""
+
+
+def default_memory() -> int:
+    """Half of this machine's memory, at most 4 GiB."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 4 * GiB
+    return max(min(4 * GiB, total // 2), MINIMUMS["memory"])
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much one sandboxed command may use (see the module docstring for how).
+
+    A limit set to None is not set. Every limit is per command.
+
+    Args:
+        memory: Bytes of memory: per process (`RLIMIT_DATA`), and for the whole
+            command where a cgroup can be made. Default: half of the machine's memory,
+            at most 4 GiB.
+        processes: Processes and threads at once, where a cgroup or a user
+            namespace holds them. Default: 1024.
+        cpu_seconds: Seconds of CPU time per process (SIGXCPU, then SIGKILL a second
+            later). Default: None (the command's timeout bounds it).
+        open_files: Open file descriptors per process. Default: 4096.
+        tmp_size: Bytes of each tmpfs the sandbox mounts (`/tmp`, `/dev/shm`, the
+            masks), with bubblewrap. Default: 1 GiB.
+        file_size: Bytes of any one file a command writes (SIGXFSZ beyond).
+            Default: None.
+
+    Raises:
+        ValueError: a limit is not a whole number, or below its minimum (`MINIMUMS`).
+
+    Example:
+        `LocalBackend(root, execute=True, sandbox=Sandbox(limits=Limits(memory=8 * GiB)))`
+    """
+
+    memory: int | None = field(default_factory=default_memory)
+    processes: int | None = 1024
+    cpu_seconds: int | None = None
+    open_files: int | None = 4096
+    tmp_size: int | None = GiB
+    file_size: int | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse values that are not whole numbers at least their minimum."""
+        for name, least in MINIMUMS.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"Limits({name}=...) takes a whole number or None; got {value!r}")  # noqa: TRY004
+            if value < least:
+                raise ValueError(f"Limits({name}=...) must be at least {least:,}; got {value:,}")
+
+    def confine_options(self) -> dict[str, list[str]]:
+        """The confinement helper's limit options (`confine.RLIMITS`) for these limits."""
+        named = {"memory", "processes", "cpu_seconds", "open_files", "file_size"}
+        return {
+            f.name: [str(getattr(self, f.name))]
+            for f in fields(self)
+            if f.name in named and getattr(self, f.name) is not None
+        }
+
+
+# ----- cgroups ----------------------------------------------------------------------------
+
+Kind = Literal["v2", "v1"]
+"""Which cgroup hierarchy holds a command: a delegated v2 leaf, or v1 controllers."""
+
+_SEQUENCE = itertools.count()
+
+
+@functools.cache
+def _mounts() -> dict[str, str]:
+    """Where each cgroup hierarchy is mounted: `"v2"`, and v1 `"memory"`, `"pids"`."""
+    found: dict[str, str] = {}
+    for line in _lines("/proc/self/mountinfo"):
+        before, _, after = line.partition(" - ")
+        point, (kind, _, options) = before.split()[4], after.split()[:3]
+        if kind == "cgroup2":
+            found.setdefault("v2", point)
+        elif kind == "cgroup":
+            for controller in ("memory", "pids"):
+                if controller in options.split(","):
+                    found.setdefault(controller, point)
+    return found
+
+
+def _own_cgroups() -> dict[str, str]:
+    """This process's cgroup path in each hierarchy (`"v2"`, `"memory"`, `"pids"`)."""
+    found: dict[str, str] = {}
+    for line in _lines("/proc/self/cgroup"):
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            found["v2"] = path
+        for controller in controllers.split(","):
+            if controller in {"memory", "pids"}:
+                found[controller] = path
+    return found
+
+
+def _lines(path: str) -> list[str]:
+    """The lines of a small kernel file; none when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read().splitlines()
+    except OSError:
+        return []
+
+
+def _write(path: str, value: str) -> None:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(descriptor, value.encode())
+    finally:
+        os.close(descriptor)
+
+
+def _counters(path: str) -> dict[str, int]:
+    """A flat-keyed cgroup file (`memory.events`, `pids.events`) as a dict; {} if unreadable."""
+    pairs = [line.split() for line in _lines(path)]
+    return {pair[0]: int(pair[1]) for pair in pairs if len(pair) == 2 and pair[1].isdigit()}  # noqa: PLR2004
+
+
+@dataclass
+class CgroupSet:
+    """The cgroups one command's process tree runs in, made for it and removed after.
+
+    Use: `cgroups = CgroupSet.create(limits)` (None where no cgroup can be made),
+    `cgroups.place(pid)` as soon as the command's first process exists, then
+    `cgroups.events()` once it ended, and `cgroups.remove()`.
+
+    Attributes:
+        kind: `"v2"` (one delegated leaf) or `"v1"` (memory and pids children).
+        folders: The cgroup folders made, by controller (`"v2"`, `"memory"`, `"pids"`).
+    """
+
+    kind: Kind
+    folders: dict[str, str]
+
+    @classmethod
+    def create(cls, limits: Limits) -> CgroupSet | None:
+        """Cgroups holding `limits.memory` and `limits.processes`, or None.
+
+        None when neither limit is set or no cgroup can be made here (no delegated v2
+        cgroup, and not root for v1).
+        """
+        if limits.memory is None and limits.processes is None:
+            return None
+        name = f"fstools-{os.getpid()}-{next(_SEQUENCE)}"
+        mounts, own = _mounts(), _own_cgroups()
+        if "v2" in mounts and "v2" in own:
+            made = _make_v2(os.path.join(mounts["v2"], own["v2"].lstrip("/"), name), limits)
+            if made is not None:
+                return cls("v2", {"v2": made})
+        folders: dict[str, str] = {}
+        for controller, setting, value in (
+            ("memory", "memory.limit_in_bytes", limits.memory),
+            ("pids", "pids.max", limits.processes),
+        ):
+            if value is None or controller not in mounts or controller not in own:
+                continue
+            folder = os.path.join(mounts[controller], own[controller].lstrip("/"), name)
+            if _make(folder, {setting: str(value)}):
+                folders[controller] = folder
+        return cls("v1", folders) if folders else None
+
+    @property
+    def controllers(self) -> list[str]:
+        """The limits these cgroups hold: `memory`, `processes`."""
+        if self.kind == "v2":
+            return ["memory", "processes"]
+        return [{"memory": "memory", "pids": "processes"}[c] for c in self.folders]
+
+    def place(self, pid: int) -> None:
+        """Move `pid` and every process below it into these cgroups.
+
+        Its children are moved after it, so one forked meanwhile is either found or
+        born inside: none escapes. A process already gone is skipped.
+        """
+        pending = [pid]
+        while pending:
+            current = pending.pop()
+            for folder in self.folders.values():
+                with contextlib.suppress(ProcessLookupError, FileNotFoundError):
+                    _write(os.path.join(folder, "cgroup.procs"), str(current))
+            pending += _children(current)
+
+    def counts(self) -> dict[str, int]:
+        """How often each limit bit so far: `memory` (OOM kills), `processes` (forks refused)."""
+        if self.kind == "v2":
+            memory = _counters(os.path.join(self.folders["v2"], "memory.events"))
+            pids = _counters(os.path.join(self.folders["v2"], "pids.events"))
+        else:
+            memory = _counters(os.path.join(self.folders.get("memory", ""), "memory.oom_control"))
+            pids = _counters(os.path.join(self.folders.get("pids", ""), "pids.events"))
+        return {"memory": memory.get("oom_kill", 0), "processes": pids.get("max", 0)}
+
+    def events(self) -> list[str]:
+        """The limits the tree hit so far: `memory` (OOM kill), `processes` (fork refused)."""
+        return [name for name, count in self.counts().items() if count > 0]
+
+    def remove(self) -> None:
+        """Kill what is left in these cgroups and remove them (best effort)."""
+        until = time.monotonic() + _REMOVE_GRACE
+        for folder in self.folders.values():
+            while True:
+                for pid in _members(folder):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                try:
+                    os.rmdir(folder)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    if time.monotonic() >= until:
+                        break
+                    time.sleep(_REMOVE_POLL)
+
+
+def _make(folder: str, settings: dict[str, str]) -> bool:
+    """Make the cgroup `folder` with `settings`; False (and nothing left) if it cannot be."""
+    try:
+        os.mkdir(folder)
+    except OSError:
+        return False
+    try:
+        for setting, value in settings.items():
+            _write(os.path.join(folder, setting), value)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+        return False
+    return True
+
+
+def _make_v2(folder: str, limits: Limits) -> str | None:
+    """A delegated v2 leaf with the memory and pids controllers, or None."""
+    parent = os.path.dirname(folder)
+    enabled = " ".join(_lines(os.path.join(parent, "cgroup.subtree_control"))).split()
+    if "memory" not in enabled or "pids" not in enabled:
+        return None
+    settings: dict[str, str] = {}
+    if limits.memory is not None:
+        settings["memory.max"] = str(limits.memory)
+    if limits.processes is not None:
+        settings["pids.max"] = str(limits.processes)
+    return folder if _make(folder, settings) else None
+
+
+def _children(pid: int) -> list[int]:
+    """The children of every thread of `pid` (empty once it is gone)."""
+    found: list[int] = []
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for thread in threads:
+        found += [
+            int(child)
+            for line in _lines(f"/proc/{pid}/task/{thread}/children")
+            for child in line.split()
+        ]
+    return found
+
+
+def _members(folder: str) -> list[int]:
+    return [int(line) for line in _lines(os.path.join(folder, "cgroup.procs")) if line.strip()]
+
+
+@functools.cache
+def cgroup_support() -> str:
+    """Which cgroups hold commands' memory and processes on this machine, in words.
+
+    `"cgroup v2"`, `"cgroup v1 (memory, pids)"`, or `"none"` (rlimits only). Probes by
+    making (and removing) one cgroup, once.
+    """
+    probe = CgroupSet.create(Limits())
+    if probe is None:
+        return "none"
+    probe.remove()
+    if probe.kind == "v2":
+        return "cgroup v2"
+    return f"cgroup v1 ({', '.join(probe.folders)})"
+
+
+def limit_hit(limits: Limits, events: list[str], exit_code: int | None) -> LimitHit | None:
+    """The limit a command hit: from its cgroup's `events`, else from its exit status.
+
+    SIGXCPU means `cpu_seconds`, SIGXFSZ `file_size` (each only when that limit is set);
+    a memory limit that only an rlimit holds shows as the command's own error (a failed
+    allocation), not here.
+    """
+    for name in ("memory", "processes"):
+        value = getattr(limits, name)
+        if name in events and value is not None:
+            return LimitHit(name, value)
+    by_signal = {
+        128 + signal.SIGXCPU: ("cpu_seconds", limits.cpu_seconds),
+        128 + signal.SIGXFSZ: ("file_size", limits.file_size),
+    }
+    if exit_code in by_signal:
+        name, value = by_signal[exit_code]
+        if value is not None:
+            return LimitHit(name, value)
+    return None
+
+
+DEFAULT_LIMITS: Final = Limits()
+"""The limits `Sandbox()` sets."""
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "MINIMUMS",
+    "CgroupSet",
+    "GiB",
+    "Kind",
+    "Limits",
+    "MiB",
+    "cgroup_support",
+    "default_memory",
+    "limit_hit",
+]

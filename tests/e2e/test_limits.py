@@ -1,0 +1,177 @@
+"""No command can starve the agent or reach past the sandbox's sockets (issue 36).
+
+End to end through `create_agent` with a scripted model, as root (CI); the same as an
+unprivileged user: tests/integration/test_sandbox_unprivileged.py. Each test sets small
+limits so that hitting them is quick, and bounds its command with a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from langchain_fstools import Limits, LocalBackend, Sandbox
+from langchain_fstools.search.ripgrep import find_ripgrep
+from langchain_fstools.shell.limits import MiB, cgroup_support
+from tests.e2e.agent_runs import Outcome, run_command
+
+METHODS = ["bwrap", "landlock"]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+def _run(root: Path, command: str, timeout: float = 60, **sandbox: object) -> Outcome:
+    backend = LocalBackend(root, execute=True, sandbox=Sandbox(**sandbox))  # type: ignore[arg-type]
+    return run_command(backend, command, timeout=timeout, mode="bypass")
+
+
+def test_a_tmpfs_fill_stops_at_its_size(workspace: Path) -> None:
+    outcome = _run(
+        workspace,
+        "for d in /tmp /dev/shm; do head -c 200M /dev/zero > $d/fill; echo $d $? $(du -m $d/fill); done",
+        limits=Limits(tmp_size=64 * MiB),
+    )
+    assert outcome.ran, outcome.text
+    assert outcome.text.count("No space left on device") == 2
+    assert "/tmp 1 64 /tmp/fill" in outcome.text
+    assert "/dev/shm 1 64 /dev/shm/fill" in outcome.text
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_memory_bomb_is_stopped_and_named(workspace: Path, method: str) -> None:
+    """Several processes under the per-process limit still meet the command's own."""
+    bomb = (
+        "for i in 1 2 3 4 5 6; do python3 -c 'x = bytearray(90 * 2**20); import time;"
+        " time.sleep(3)' & done; wait; python3 -c 'bytearray(400 * 2**20)' 2>&1 | tail -1"
+    )
+    outcome = _run(workspace, bomb, method=method, limits=Limits(memory=256 * MiB))
+    assert outcome.ran, outcome.text
+    assert "MemoryError" in outcome.text  # one process over the limit: its own error
+    if cgroup_support() != "none":  # six of them: the cgroup's OOM killer, named
+        assert "killed at the sandbox's memory limit (256 MiB)" in outcome.text
+        assert "Limits(memory=...)" in outcome.text
+
+
+FORK_LOOP = """python3 -c '
+import os, time
+while True:
+    try:
+        os.fork()
+    except OSError:
+        open("saturated", "a").close()
+        time.sleep(0.05)
+'"""
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_fork_loop_stops_at_the_process_limit_and_the_host_still_starts_rg(
+    workspace: Path, method: str
+) -> None:
+    if cgroup_support() == "none" and method == "landlock":
+        pytest.skip("without a cgroup, Landlock alone holds no process limit")
+    host: list[subprocess.CompletedProcess[bytes]] = []
+
+    rg = find_ripgrep()
+    assert rg is not None
+
+    def start_rg_once_saturated() -> None:
+        until = time.monotonic() + 60
+        while not (workspace / "saturated").exists() and time.monotonic() < until:
+            time.sleep(0.05)
+        host.append(subprocess.run([rg, "--version"], capture_output=True, check=False))
+
+    watcher = threading.Thread(target=start_rg_once_saturated)
+    watcher.start()
+    outcome = _run(
+        workspace,
+        FORK_LOOP,
+        timeout=8,
+        method=method,
+        workspace="direct",
+        limits=Limits(processes=32),
+    )
+    watcher.join()
+    assert (workspace / "saturated").exists()
+    assert [done.returncode for done in host] == [0]
+    assert "did not finish within 8 seconds" in outcome.text
+    if cgroup_support() != "none":
+        assert "process limit (32 processes)" in outcome.text
+
+
+@pytest.fixture
+def host_socket() -> Iterator[tuple[socket.socket, str]]:
+    folder = Path(f"/var/tmp/fstools-dgram-{os.getpid()}")
+    folder.mkdir(exist_ok=True)
+    path = folder / "s"
+    path.unlink(missing_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(str(path))
+    server.settimeout(0)
+    yield server, str(path)
+    server.close()
+    path.unlink(missing_ok=True)
+    folder.rmdir()
+
+
+SEND_DATAGRAM = (
+    "python3 -c 'import socket, sys; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM);"
+    ' a.sendto(b"from-the-sandbox", sys.argv[1]); print("sent")\' '
+)
+
+
+@pytest.mark.parametrize("method", [*METHODS, "none"])
+def test_no_datagram_reaches_a_host_socket(
+    workspace: Path, host_socket: tuple[socket.socket, str], method: str
+) -> None:
+    server, path = host_socket
+    command = SEND_DATAGRAM + path
+    if method == "none":  # the control: unconfined, the datagram arrives
+        backend = LocalBackend(workspace, execute=True, sandbox=None)
+        outcome = run_command(backend, command, timeout=30, mode="bypass")
+        assert "sent" in outcome.text
+        assert server.recv(100) == b"from-the-sandbox"
+        return
+    outcome = _run(workspace, command, timeout=30, method=method)
+    assert "PermissionError" in outcome.text
+    with pytest.raises(BlockingIOError):
+        server.recv(100)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_vsock_socket_is_refused_without_the_network(workspace: Path, method: str) -> None:
+    outcome = _run(
+        workspace,
+        "python3 -c 'import socket; socket.socket(40, socket.SOCK_STREAM); print(\"made\")'",
+        timeout=30,
+        method=method,
+    )
+    assert "PermissionError" in outcome.text
+    assert "made" not in outcome.text
+
+
+KEYCTL = (
+    "python3 -c 'import ctypes, os; libc = ctypes.CDLL(None, use_errno=True);"
+    " r = libc.syscall(250, 0, -3, 1); print(r if r >= 0 else os.strerror(ctypes.get_errno()))'"
+)
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="keyctl's number here is x86-64's")
+def test_landlock_alone_cannot_read_the_agents_keyring(workspace: Path) -> None:
+    boxed = _run(workspace, KEYCTL, timeout=30, method="landlock")
+    assert "Operation not permitted" in boxed.text
+    unconfined = run_command(
+        LocalBackend(workspace, execute=True, sandbox=None), KEYCTL, timeout=30, mode="bypass"
+    )
+    assert unconfined.text.split("\n")[0].lstrip("-").isdigit()  # the control: it answers
