@@ -48,6 +48,8 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from langchain_fstools.errors import SandboxUnavailable
 from langchain_fstools.shell import confine
+from langchain_fstools.shell.domains import AllowedDomains, allowed_domains
+from langchain_fstools.shell.proxy import DomainProxy, proxy_env
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -177,7 +179,10 @@ class Sandbox:
     """What a sandboxed command may reach (see the module docstring for how).
 
     Args:
-        network: Let commands use the network. Default: False.
+        network: `True`: commands share the host's network; `False`: none; a list
+            of host names (or an `AllowedDomains`): only those hosts, over HTTP and
+            HTTPS through a proxy the sandbox starts (bubblewrap only; see
+            `shell.proxy`); an empty list is no network. Default: False.
         writable: More host folders commands may write (absolute paths). Default: none.
         read_only: Host paths made read-only, e.g. a folder inside the workspace.
             Default: none.
@@ -194,10 +199,11 @@ class Sandbox:
             bubblewrap); the rest of each home looks empty. Default: `HOME_ALLOWED`.
 
     Raises:
-        ValueError: a path is not absolute, or an unknown method.
+        ValueError: a path is not absolute, an unknown method, a domain that is not a
+            host name, or domains with `method="landlock"`.
     """
 
-    network: bool = False
+    network: bool | Sequence[str] | AllowedDomains = False
     writable: Sequence[str] = ()
     read_only: Sequence[str] = ()
     hidden: Sequence[str] = ()
@@ -226,6 +232,16 @@ class Sandbox:
                     kind = "relative to a home directory" if relative else "absolute"
                     raise ValueError(f"Sandbox({name}=...) paths must be {kind}; got {path!r}")
             object.__setattr__(self, name, tuple(value))
+        domains = allowed_domains(self.network)
+        if domains is not None:
+            object.__setattr__(self, "network", domains or False)
+        if domains and self.method == "landlock":
+            raise ValueError(LANDLOCK_DOMAINS + ": use method='auto' or 'bwrap'")
+
+    @property
+    def domains(self) -> AllowedDomains | None:
+        """The hosts commands may reach through the proxy, or None (all or none)."""
+        return self.network if isinstance(self.network, AllowedDomains) else None
 
 
 @dataclass(frozen=True)
@@ -252,12 +268,14 @@ class Confinement:
         workspace: The real host path of the workspace.
         bwrap: The `bwrap` used, or None for Landlock alone (or no sandbox).
         helper: How the confinement helper starts. Default: `helper_command()`.
+        proxy: The proxy of allowed domains (`Sandbox.domains`), else None.
     """
 
     sandbox: Sandbox | None
     workspace: str
     bwrap: str | None = None
     helper: tuple[str, ...] = field(default_factory=helper_command)
+    proxy: DomainProxy | None = None
 
     @classmethod
     def prepare(cls, sandbox: Sandbox | None, workspace: str) -> Confinement:
@@ -276,10 +294,14 @@ class Confinement:
             bwrap = find_bwrap()
             problem = "no bwrap executable was found" if bwrap is None else _probe(bwrap)
             if problem is None and bwrap is not None:
-                return cls(sandbox, workspace, bwrap)
+                domains = sandbox.domains
+                proxy = DomainProxy(domains) if domains is not None else None
+                return cls(sandbox, workspace, bwrap, proxy=proxy)
             causes.append(f"bubblewrap cannot start ({problem})")
         if sandbox.method in {"auto", "landlock"}:
-            if confine.landlock_abi() < 1:
+            if sandbox.domains is not None:
+                causes.append(LANDLOCK_DOMAINS)
+            elif confine.landlock_abi() < 1:
                 causes.append("the kernel has no Landlock")
             elif not sandbox.network and sandbox_seccomp_error() is not None:
                 causes.append(f"the network cannot be cut: {sandbox_seccomp_error()}")
@@ -309,7 +331,7 @@ class Confinement:
         common: dict[str, bool | list[str]] = {
             "landlock": True,
             "drop_capabilities": True,
-            "network": sandbox.network,
+            "network": bool(sandbox.network),  # allowed domains: only `lo` in the namespace
             "unix_sockets": sandbox.unix_sockets,
             "writable_file": list(_WRITABLE_DEVICES),
         }
@@ -317,7 +339,11 @@ class Confinement:
             writable = [self.workspace, "/tmp", "/dev/shm", *sandbox.writable]  # noqa: S108 - the sandbox's own
             flags = confine.options(**common, writable=writable, deny_family=families)
             inner = [*helper, *flags, "--", *argv]
-            return Wrapped(self._bwrap_argv(inner, overlay), {"TMPDIR": "/tmp"})  # noqa: S108
+            env = {"TMPDIR": "/tmp"}  # noqa: S108
+            if self.proxy is not None:
+                inner = [*self.proxy.bridge_argv(self.helper), *inner]
+                env |= proxy_env()
+            return Wrapped(self._bwrap_argv(inner, overlay), env)
         temporary = tempfile.mkdtemp(prefix="fstools-sandbox-")
         if not sandbox.network:
             families += _NETWORK_FAMILIES
@@ -336,7 +362,7 @@ class Confinement:
         sandbox = self.sandbox
         args = [
             self.bwrap or "bwrap",
-            *_namespace_flags(network=sandbox.network),
+            *_namespace_flags(network=sandbox.network is True),
             *("--ro-bind", "/", "/"),
             *("--dev", "/dev"),
             *("--proc", "/proc"),
@@ -363,8 +389,10 @@ class Confinement:
         for path in masks:  # also inside the workspace (a workspace that is a home)
             if path not in around:
                 args += _mask(path)
-        if sandbox.network:
+        if sandbox.network is True:
             args += _resolver_binds()
+        if self.proxy is not None:
+            args += self.proxy.bwrap_args()
         for path in sandbox.read_only:
             args += ["--ro-bind-try", path, path]
         return [*args, "--chdir", self.workspace, "--", *inner]
@@ -592,6 +620,12 @@ def cleanup(wrapped: Wrapped) -> None:
         shutil.rmtree(wrapped.temporary, ignore_errors=True)
 
 
+LANDLOCK_DOMAINS: Final = (
+    "allowed domains need bubblewrap: Landlock's TCP rules match ports, not addresses,"
+    " so Landlock alone offers the whole network or none"
+)
+"""Why `Sandbox(network=[...])` does not fall back to Landlock alone."""
+
 DEFAULT_SANDBOX: Final = Sandbox()
 """The sandbox `LocalBackend(execute=True)` uses unless told otherwise."""
 
@@ -599,6 +633,7 @@ __all__ = [
     "CREDENTIAL_PATHS",
     "DEFAULT_SANDBOX",
     "HOME_ALLOWED",
+    "LANDLOCK_DOMAINS",
     "MASKED_SYSTEM_PATHS",
     "SHELL_FILES",
     "SYSTEM_FOLDERS",
