@@ -18,7 +18,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -139,6 +139,11 @@ class AllowedDomains:
     def __repr__(self) -> str:
         """`AllowedDomains([...], ports=(...))`."""
         return f"AllowedDomains({list(self.names)!r}, ports={self.ports!r})"
+
+    def spec(self) -> dict[str, Any]:
+        """The keyword arguments that build this list again (JSON-ready)."""
+        resolve = None if self._resolve is None else dict(self._resolve)
+        return {"names": list(self.names), "ports": list(self.ports), "resolve": resolve}
 
     def allows(self, host: str) -> bool:
         """Whether `host` is on the list (rules 1 and 2 of the module docstring)."""

@@ -2,12 +2,14 @@
 
 `Sandbox(network=[...])` starts one `DomainProxy` per backend, on its first command. It
 listens on a Unix socket in a private (0700) temporary folder, which bubblewrap mounts
-read-only into each sandbox at `SANDBOX_FOLDER`; the bridge (`shell.bridge`) connects a
-command's `127.0.0.1:PORT` to it, and the command's environment names that port in
+read-only into each sandbox at `SANDBOX_FOLDER`; the bridge (`shell.bridge`) hands it
+each connection made to the command's `127.0.0.1:PORT` (the connected socket itself,
+passed over the Unix socket), and the command's environment names that port in
 `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY` (and their lower-case forms), which pip, git,
 curl, npm and most HTTP clients honour.
 
-What it serves, one request per connection:
+What it serves, one request per connection (a passed socket, or the Unix connection
+itself when nothing was passed):
 - `CONNECT host:port` (HTTPS and any TLS): a tunnel, the bytes passed unread both ways.
 - A request in absolute form (`GET http://host[:port]/path HTTP/1.1`): sent on to the
   host in origin form, with `Connection: close` and without the `Proxy-*` headers;
@@ -18,17 +20,22 @@ a name that does not resolve or a host that does not answer gets `502 Bad Gatewa
 anything else (a request in origin form, a malformed line) `400 Bad Request`. The proxy
 resolves names itself, so commands need no DNS, and their network namespace has none.
 
-The proxy runs on daemon threads of this process (one per connection and direction,
-moving bytes with `splice`) and stops with `close`, or when it is garbage-collected or
-the process exits: its folder is removed.
+The proxy is a process of its own (on this interpreter, standard library and this
+package only), with a thread per connection and direction moving bytes with `splice`;
+it stops with `close`, when the `DomainProxy` is garbage-collected, or when the agent's
+process ends, and its folder is removed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import weakref
@@ -59,6 +66,11 @@ _HEAD_TIMEOUT = 30.0
 _CONNECT_TIMEOUT = 30.0
 """Seconds to reach an allowed host."""
 _DROPPED = ("proxy-connection", "proxy-authorization", "connection", "keep-alive")
+_CHUNK = 1 << 20
+"""Bytes one splice or receive moves at most."""
+_F_SETPIPE_SZ = 1031
+_NO_SPLICE = (22, 95)
+"""EINVAL, EOPNOTSUPP: the kernel cannot splice these descriptors."""
 
 
 class _Refused(Exception):
@@ -81,7 +93,10 @@ def proxy_env() -> dict[str, str]:
 class DomainProxy:
     """An HTTP proxy on a Unix socket that reaches only `domains` (module docstring).
 
-    Started on first use (`socket_path`), from any thread; `close` stops it.
+    Started on first use (`socket_path`), from any thread, as a process of its own (so
+    the agent's threads and the proxy's never wait for one another's interpreter lock);
+    `close` stops it, and so does this process's end (the proxy reads its standard
+    input, a pipe from here, and leaves when it closes).
 
     Args:
         domains: What commands may reach.
@@ -91,9 +106,9 @@ class DomainProxy:
         """Remember the domains; nothing starts yet."""
         self.domains = domains
         self._lock = threading.Lock()
-        self._listener: socket.socket | None = None
         self._folder: str | None = None
-        self._finalizer: weakref.finalize[[socket.socket, str], DomainProxy] | None = None
+        self._finalizer: weakref.finalize[[subprocess.Popen[bytes], str], DomainProxy] | None
+        self._finalizer = None
 
     @property
     def socket_path(self) -> str:
@@ -101,31 +116,27 @@ class DomainProxy:
         with self._lock:
             if self._folder is None:
                 self._start()
-            assert self._folder is not None  # noqa: S101 - set by _start
             return f"{self._folder}/{SOCKET_NAME}"
 
     def _start(self) -> None:
         folder = tempfile.mkdtemp(prefix="fstools-proxy-")  # 0700
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            listener.bind(f"{folder}/{SOCKET_NAME}")
-            listener.listen(128)
-        except OSError:
-            listener.close()
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+                listener.bind(f"{folder}/{SOCKET_NAME}")
+                listener.listen(128)
+                process = _spawn(listener.fileno(), folder, self.domains)
+        except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        self._listener, self._folder = listener, folder
-        self._finalizer = weakref.finalize(self, _stop, listener, folder)
-        threading.Thread(
-            target=_accept, args=(listener, self.domains), name="fstools-proxy", daemon=True
-        ).start()
+        self._folder = folder
+        self._finalizer = weakref.finalize(self, _stop, process, folder)
 
     def close(self) -> None:
-        """Stop accepting and remove the socket's folder (open tunnels end on their own)."""
+        """Stop the proxy and remove the socket's folder."""
         with self._lock:
             if self._finalizer is not None:
                 self._finalizer()
-            self._listener = self._folder = self._finalizer = None
+            self._folder = self._finalizer = None
 
     def bwrap_args(self) -> list[str]:
         """Bubblewrap arguments that show the proxy's folder at `SANDBOX_FOLDER`."""
@@ -138,11 +149,51 @@ class DomainProxy:
         return [*helper[:-1], script, str(PORT), inside, "--"]
 
 
-def _stop(listener: socket.socket, folder: str) -> None:
-    with contextlib.suppress(OSError):
-        listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
-    listener.close()
+_CHILD = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from {0} import main;"
+    " main(int(sys.argv[2]), sys.argv[3])"
+)
+
+
+def _spawn(listener: int, folder: str, domains: AllowedDomains) -> subprocess.Popen[bytes]:
+    """Start the proxy's process on the listening socket `listener`; tell it the domains."""
+    package = os.path.realpath(__file__).rsplit("/", 3)[0]  # the folder holding the package
+    argv = [os.path.realpath(sys.executable), "-I", "-S", "-c", _CHILD.format(__name__)]
+    process = subprocess.Popen(  # noqa: S603 - this interpreter, our own module
+        [*argv, package, str(listener), folder],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        pass_fds=[listener],
+    )
+    assert process.stdin is not None  # noqa: S101 - a pipe, asked for above
+    process.stdin.write(json.dumps(domains.spec()).encode() + b"\n")
+    process.stdin.flush()
+    return process
+
+
+def _stop(process: subprocess.Popen[bytes], folder: str) -> None:
+    process.kill()
+    process.wait()
+    if process.stdin is not None:
+        process.stdin.close()
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def main(listener: int, folder: str) -> None:
+    """The proxy's process: serve `listener` until standard input closes.
+
+    Then it removes `folder` (the socket's) and exits. The first line of standard input
+    is the domains (`AllowedDomains.spec`, as JSON).
+    """
+    from langchain_fstools.shell.domains import AllowedDomains  # noqa: PLC0415 - the child
+
+    domains = AllowedDomains(**json.loads(sys.stdin.buffer.readline()))
+    accepting = socket.socket(fileno=listener)
+    threading.Thread(target=_accept, args=(accepting, domains), daemon=True).start()
+    sys.stdin.buffer.read()  # returns when the agent closes the pipe or ends
+    shutil.rmtree(folder, ignore_errors=True)
+    os._exit(0)
 
 
 def _accept(listener: socket.socket, domains: AllowedDomains) -> None:
@@ -154,11 +205,33 @@ def _accept(listener: socket.socket, domains: AllowedDomains) -> None:
         threading.Thread(target=_serve, args=(client, domains), daemon=True).start()
 
 
-def _serve(client: socket.socket, domains: AllowedDomains) -> None:
+def _received(connection: socket.socket) -> tuple[socket.socket, bytes]:
+    """The client: the socket the bridge passed, or `connection` and its first bytes."""
+    connection.settimeout(_HEAD_TIMEOUT)
+    message, descriptors, _, _ = socket.recv_fds(connection, 65536, 1)
+    if not descriptors:
+        return connection, message
+    for extra in descriptors[1:]:
+        os.close(extra)
+    connection.close()
+    try:
+        passed = socket.socket(fileno=descriptors[0])
+    except OSError:
+        os.close(descriptors[0])  # not a socket: nothing to answer
+        raise
+    passed.settimeout(_HEAD_TIMEOUT)
+    return passed, b""
+
+
+def _serve(connection: socket.socket, domains: AllowedDomains) -> None:
     """Answer one connection: a tunnel, a forwarded request, or a refusal."""
     try:
-        client.settimeout(_HEAD_TIMEOUT)
-        head, rest = _read_head(client)
+        client, start = _received(connection)
+    except OSError:
+        connection.close()
+        return
+    try:
+        head, rest = _read_head(client, start)
         method, host, port, forwarded = _parse(head)
         reason = domains.refusal(host, port)
         if reason is not None:
@@ -181,12 +254,11 @@ def _serve(client: socket.socket, domains: AllowedDomains) -> None:
         client.close()
         upstream.close()
         return
-    bridge.relay(client, upstream)
+    relay(client, upstream)
 
 
-def _read_head(client: socket.socket) -> tuple[bytes, bytes]:
+def _read_head(client: socket.socket, received: bytes) -> tuple[bytes, bytes]:
     """The request line and headers (to the blank line), and what came after them."""
-    received = b""
     while b"\r\n\r\n" not in received:
         if len(received) > _HEAD_LIMIT:
             raise _Refused("431 Request Header Fields Too Large", "the request head is too long")
@@ -257,6 +329,64 @@ def _connect(domains: AllowedDomains, host: str, port: int) -> socket.socket:
     raise _Refused("502 Bad Gateway", f"{host}:{port} cannot be reached: {failure}")
 
 
+def relay(first: socket.socket, second: socket.socket) -> None:
+    """Pass bytes both ways between two connected sockets until both directions end.
+
+    Closes both sockets when done.
+    """
+    other = threading.Thread(target=_pump, args=(second, first), daemon=True)
+    other.start()
+    try:
+        _pump(first, second)
+        other.join()
+    finally:
+        first.close()
+        second.close()
+
+
+def _pump(source: socket.socket, target: socket.socket) -> None:
+    """Move bytes from `source` to `target` until `source` ends; then end `target`'s side.
+
+    Zero-copy (`splice` through a pipe) where the kernel can, else receive and send.
+    """
+    try:
+        try:
+            _splice(source, target)
+        except OSError as exc:
+            if exc.errno not in _NO_SPLICE:
+                raise
+            _copy(source, target)
+        target.shutdown(socket.SHUT_WR)
+    except OSError:
+        for each in (source, target):  # one side failed: the other stops too
+            with contextlib.suppress(OSError):
+                each.shutdown(socket.SHUT_RDWR)
+
+
+def _splice(source: socket.socket, target: socket.socket) -> None:
+    read_end, write_end = os.pipe()
+    try:
+        with contextlib.suppress(OSError):  # the default pipe size works too, in more calls
+            fcntl.fcntl(write_end, _F_SETPIPE_SZ, _CHUNK)
+        given, taken = source.fileno(), target.fileno()
+        while True:
+            moved = os.splice(given, write_end, _CHUNK)
+            if moved == 0:
+                return
+            while moved:
+                moved -= os.splice(read_end, taken, moved)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def _copy(source: socket.socket, target: socket.socket) -> None:
+    buffer = bytearray(_CHUNK)
+    view = memoryview(buffer)
+    while count := source.recv_into(buffer):
+        target.sendall(view[:count])
+
+
 def _answer(client: socket.socket, status: str, reason: str) -> None:
     body = f"fstools sandbox proxy: {reason}\n".encode()
     head = (
@@ -268,4 +398,12 @@ def _answer(client: socket.socket, status: str, reason: str) -> None:
     client.close()
 
 
-__all__ = ["NO_PROXY", "PORT", "SANDBOX_FOLDER", "SOCKET_NAME", "DomainProxy", "proxy_env"]
+__all__ = [
+    "NO_PROXY",
+    "PORT",
+    "SANDBOX_FOLDER",
+    "SOCKET_NAME",
+    "DomainProxy",
+    "proxy_env",
+    "relay",
+]

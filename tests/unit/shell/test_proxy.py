@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 import socket
 import ssl
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -166,3 +169,29 @@ def test_commands_are_told_the_bridge_for_every_scheme() -> None:
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
         assert env[name] == f"http://127.0.0.1:{PORT}"
     assert "127.0.0.1" in env["NO_PROXY"]
+
+
+def test_the_proxy_ends_with_the_agents_process_and_removes_its_socket() -> None:
+    agent = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import os; from langchain_fstools.shell.domains import AllowedDomains;"
+                " from langchain_fstools.shell.proxy import DomainProxy;"
+                " print(DomainProxy(AllowedDomains(['pypi.test'])).socket_path, flush=True);"
+                " os._exit(0)"  # no clean-up runs: the proxy must notice on its own
+            ),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    path = agent.stdout.strip()
+    deadline = time.monotonic() + 30
+    while Path(path).parent.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(path).parent.exists()  # the proxy removes it as it leaves
+    with socket.socket(socket.AF_UNIX) as client, pytest.raises(OSError):
+        client.connect(path)
