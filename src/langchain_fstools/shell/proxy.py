@@ -12,7 +12,8 @@ What it serves, one request per connection (a passed socket, or the Unix connect
 itself when nothing was passed):
 - `CONNECT host:port` (HTTPS and any TLS): a tunnel, the bytes passed unread both ways.
 - A request in absolute form (`GET http://host[:port]/path HTTP/1.1`): sent on to the
-  host in origin form, with `Connection: close` and without the `Proxy-*` headers;
+  host in origin form, its `Host` header the URL's (so a shared front end cannot be
+  asked for another site), with `Connection: close` and without the `Proxy-*` headers;
   the response streams back, then the connection ends.
 A host not on the list, an address not listed itself, or a port not allowed gets
 `403 Forbidden` with one line saying why and how to allow it (`AllowedDomains.refusal`);
@@ -65,8 +66,8 @@ _HEAD_TIMEOUT = 30.0
 """Seconds a client has to send its request line and headers."""
 _CONNECT_TIMEOUT = 30.0
 """Seconds to reach an allowed host."""
-_DROPPED = ("proxy-connection", "proxy-authorization", "connection", "keep-alive")
-_CHUNK = 1 << 20
+_DROPPED = ("proxy-connection", "proxy-authorization", "connection", "keep-alive", "host")
+_CHUNK = 1 << 18
 """Bytes one splice or receive moves at most."""
 _F_SETPIPE_SZ = 1031
 _NO_SPLICE = (22, 95)
@@ -288,9 +289,11 @@ def _parse(head: bytes) -> tuple[str, str, int, bytes]:
             " HTTPS through CONNECT",
         )
     authority, slash, path = remainder.partition("/")
-    host, port = _host_port(authority.rpartition("@")[2], 80)
+    authority = authority.rpartition("@")[2]
+    host, port = _host_port(authority, 80)
     kept = [h for h in headers if h.partition(":")[0].strip().lower() not in _DROPPED]
-    request = "\r\n".join([f"{method} {slash}{path} {version}", *kept, "Connection: close"])
+    line = f"{method} {slash}{path} {version}"
+    request = "\r\n".join([line, f"Host: {authority}", *kept, "Connection: close"])
     return method, host, port, (request + "\r\n\r\n").encode("latin-1")
 
 

@@ -67,13 +67,15 @@ def test_an_allowed_name_is_forwarded_in_origin_form(site: int) -> None:
     assert answer.endswith(b"hello from pypi.test\n")
 
 
-def test_a_request_body_reaches_the_server_without_proxy_headers(site: int) -> None:
+def test_a_request_body_reaches_the_server_without_proxy_headers_for_the_urls_host(
+    site: int,
+) -> None:
     body = os.urandom(300_000).hex().encode()
     proxy = _proxy(site)
     try:
         answer = _ask(
             proxy,
-            f"POST http://pypi.test:{site}/echo HTTP/1.1\r\nHost: pypi.test\r\n"
+            f"POST http://pypi.test:{site}/echo HTTP/1.1\r\nHost: fronted.example\r\n"
             f"Proxy-Authorization: Basic eDp5\r\nContent-Length: {len(body)}\r\n\r\n".encode()
             + body,
         )
@@ -82,6 +84,8 @@ def test_a_request_body_reaches_the_server_without_proxy_headers(site: int) -> N
     head, _, echoed = answer.partition(b"\r\n\r\n")
     assert b" 200 " in head
     assert echoed.startswith(b"POST /echo HTTP/1.1\n")
+    assert f"Host: pypi.test:{site}\n".encode() in echoed
+    assert b"fronted.example" not in echoed
     assert b"Connection: close" in echoed
     assert b"Proxy-" not in echoed
     assert echoed.endswith(body)
