@@ -174,3 +174,28 @@ def test_git_clones_over_http_from_an_allowed_name(
     )
     assert result.exit_code == 0, result.output
     assert result.output.endswith("cloned through the proxy\n")
+
+
+FIND_BRIDGE = """
+import os
+for pid in os.listdir('/proc'):
+    if pid.isdigit() and pid != '1' and int(pid) != os.getpid():
+        try:
+            with open(f'/proc/{pid}/cmdline', 'rb') as cmdline:
+                if b'bridge.py' not in cmdline.read():
+                    continue
+            with open(f'/proc/{pid}/maps') as maps:
+                print('read', pid, maps.readline())
+        except PermissionError:
+            print('refused', pid)
+        except OSError:
+            pass
+"""
+
+
+def test_a_command_cannot_read_the_bridges_memory(workspace: Path) -> None:
+    (workspace / "find.py").write_text(FIND_BRIDGE)
+    result = _run(workspace, "python3 find.py; head -c 20 /proc/$$/maps", 80)
+    assert "refused" in result.output
+    assert "read " not in result.output
+    assert "-" in result.output.splitlines()[-1]  # the command's own memory map is readable

@@ -6,8 +6,8 @@ listens on `127.0.0.1:PORT`, starts a server (a grandchild, so the sandbox's ini
 adopts it and the command has no child it did not start), and goes on with the rest of
 the line (the confinement helper, then the command), which finds the port already
 listening: the helper, a script on this same interpreter with the same flags, runs in
-this process as it would after `exec` (same pid, fresh `__main__`), saving a second
-interpreter's start; anything else is `exec`uted. For each connection the server
+this process as it would after `exec` (same pid, a fresh `__main__` namespace), saving
+a second interpreter's start; anything else is `exec`uted. For each connection the server
 connects to the Unix socket `SOCKET` and passes the connection itself over it
 (`SCM_RIGHTS`); the host-side proxy (`shell.proxy`) then reads the request from it and
 decides what it may reach. The bytes of a download cross one relay, in the proxy.
@@ -15,7 +15,7 @@ decides what it may reach. The bytes of a download cross one relay, in the proxy
 The bridge starts before the helper installs its seccomp filter (which refuses the
 command Unix sockets) and connects to nothing but `SOCKET`, so it opens no other path
 out. The command cannot trace it or read its memory: Landlock keeps a sandboxed process
-from tracing one outside its domain, and the server makes itself non-dumpable (the
+from tracing one outside its domain, and the server is non-dumpable from its start (the
 command has no capability to override that). It dies with the sandbox's PID namespace.
 
 Standard library only, and the lightest modules (`_socket`, not `socket`): it starts
@@ -63,11 +63,18 @@ def serve(listener: _socket.socket, path: str) -> NoReturn:
         hand_over(connection, path)
 
 
-def _detach() -> None:
-    """Make this process non-dumpable and let go of the command's standard streams."""
-    import ctypes  # noqa: PLC0415 - only the serving grandchild needs it
+def _undumpable() -> None:
+    """Make this process, and what it forks, non-dumpable (`exec` makes it dumpable again).
+
+    `ctypes` costs nothing more here: the helper, run in this process next, imports it.
+    """
+    import ctypes  # noqa: PLC0415 - the helper's own import, made early
 
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def _detach() -> None:
+    """Let go of the command's standard streams."""
     null = os.open(os.devnull, os.O_RDWR)
     for stream in (0, 1, 2):
         os.dup2(null, stream)
@@ -93,6 +100,7 @@ def main(arguments: list[str]) -> NoReturn:
     except (ValueError, OSError) as exc:
         sys.stderr.write(f"sandbox: the proxy bridge cannot start: {exc or 'bad arguments'}\n")
         os._exit(_FAILED)
+    _undumpable()  # before the fork: the server is never dumpable, not even at its start
     child = os.fork()
     if child == 0:  # the server forks again and leaves: the command has no extra child
         try:
@@ -104,16 +112,26 @@ def main(arguments: list[str]) -> NoReturn:
     os.waitpid(child, 0)
     listener.close()
     if _same_interpreter(argv):  # the helper: run here, not in a second interpreter
-        import runpy  # noqa: PLC0415 - only on this path
-
         sys.argv = argv[3:]
-        runpy.run_path(argv[3], run_name="__main__")
+        code = compile(_read(argv[3]), argv[3], "exec")  # as `python SCRIPT` would
+        exec(code, {"__name__": "__main__", "__file__": argv[3], "__builtins__": __builtins__})  # noqa: S102
         os._exit(0)
     try:
         os.execvp(argv[0], argv)  # noqa: S606 - running the helper is the point
     except OSError as exc:
         sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
         os._exit(127)
+
+
+def _read(path: str) -> bytes:
+    descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(descriptor, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
 
 
 def _same_interpreter(argv: list[str]) -> bool:
