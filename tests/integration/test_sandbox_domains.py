@@ -8,13 +8,18 @@ and `git clone` over HTTP, both through an allowed name.
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+import langchain_fstools
 from langchain_fstools import LocalBackend
 from langchain_fstools.shell.domains import AllowedDomains
 from langchain_fstools.shell.sandbox import Sandbox
@@ -23,7 +28,6 @@ from tests.unit.shell.test_overlay import WHEEL, write_wheel
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path
 
     from langchain_fstools.core.results import ExecutionResult
 
@@ -199,3 +203,51 @@ def test_a_command_cannot_read_the_bridges_memory(workspace: Path) -> None:
     assert "refused" in result.output
     assert "read " not in result.output
     assert "-" in result.output.splitlines()[-1]  # the command's own memory map is readable
+
+
+AS_NOBODY = """
+import functools, http.server, sys, threading
+from langchain_fstools.shell.domains import AllowedDomains
+from langchain_fstools.shell.process import run_process
+from langchain_fstools.shell.sandbox import Confinement, Sandbox
+
+base = sys.argv[1]
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=base + "/site")
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+port = server.server_address[1]
+names = AllowedDomains(["pypi.test"], ports=[port], resolve={"pypi.test": "127.0.0.1"})
+confinement = Confinement.prepare(Sandbox(network=names, method="bwrap"), base + "/ws")
+command = f"id -u; curl -sS http://pypi.test:{port}/; curl -sS http://other.test:{port}/"
+wrapped = confinement.wrap(["/bin/bash", "-c", command])
+env = {"PATH": "/usr/bin:/bin", "HOME": base, **wrapped.env}
+print(run_process(wrapped.argv, cwd=base + "/ws", timeout=30, output_limit=5000, env=env).output)
+"""
+
+
+SETPRIV = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+
+
+def test_an_unprivileged_agent_reaches_the_allowed_names_only() -> None:
+    """The agent, its proxy and the bridge as `nobody` (on the system's python3)."""
+    assert os.geteuid() == 0, "this test switches to nobody, which needs root (as in CI)"
+    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="fstools-nobody-"))
+    try:
+        shutil.copytree(Path(langchain_fstools.__file__).parent, base / "langchain_fstools")
+        (base / "site").mkdir()
+        (base / "site" / "index.html").write_text("hello nobody\n")
+        (base / "ws").mkdir()
+        os.chown(base / "ws", 65534, 65534)
+        for path in [base, *base.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o755 if path.is_dir() else 0o644)
+        done = subprocess.run(
+            [*SETPRIV, "env", f"PYTHONPATH={base}", "/usr/bin/python3", "-c", AS_NOBODY, str(base)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert done.stdout.startswith("65534\nhello nobody\n"), done.stdout + done.stderr
+    assert "other.test is not an allowed host" in done.stdout

