@@ -251,3 +251,14 @@ def test_an_unprivileged_agent_reaches_the_allowed_names_only() -> None:
         shutil.rmtree(base, ignore_errors=True)
     assert done.stdout.startswith("65534\nhello nobody\n"), done.stdout + done.stderr
     assert "other.test is not an allowed host" in done.stdout
+
+
+def test_pip_says_why_a_name_is_refused(workspace: Path) -> None:
+    result = _run(
+        workspace,
+        f"{sys.executable} -m pip download --no-cache-dir --disable-pip-version-check"
+        " --retries 1 --index-url https://other.test/simple tinypkg",
+        443,
+    )
+    assert result.exit_code != 0
+    assert "other.test is not an allowed host" in result.output

@@ -391,13 +391,19 @@ def _copy(source: socket.socket, target: socket.socket) -> None:
 
 
 def _answer(client: socket.socket, status: str, reason: str) -> None:
-    body = f"fstools sandbox proxy: {reason}\n".encode()
+    """Send `status` with `reason` as the body and in the status line, then close.
+
+    In the status line too: HTTPS clients (pip's "Tunnel connection failed: 403 ...")
+    show it where they never read a refused CONNECT's body.
+    """
+    line = f"fstools sandbox proxy: {reason}"
+    body = f"{line}\n".encode()
     head = (
-        f"HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        f"HTTP/1.1 {status} - {line}\r\nContent-Type: text/plain; charset=utf-8\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     )
     with contextlib.suppress(OSError):
-        client.sendall(head.encode() + body)
+        client.sendall(head.encode("latin-1", "replace") + body)
     client.close()
 
 
