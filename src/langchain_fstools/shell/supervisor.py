@@ -69,6 +69,7 @@ _CLONE_NEWNS = 0x00020000
 _MS_RDONLY = 1
 _MS_NOSUID = 2
 _MS_NODEV = 4
+_PR_SET_DUMPABLE = 4
 _MS_REMOUNT = 32
 _MS_BIND = 4096
 _MS_REC = 0x4000
@@ -331,6 +332,9 @@ class Keeper:
                 os.chdir(str(self.message["cwd"]))
             except OSError:
                 os.chdir(str(self.message["fallback_cwd"]))
+            # an ordinary process again (the supervisor's capabilities made it one whose
+            # /proc files only root may write): the command sets its own OOM score
+            self.libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
             confine.restrict(self.spec)
         except (OSError, confine.ConfineError) as exc:
             os.write(2, f"sandbox: {exc}\n".encode())
