@@ -130,8 +130,14 @@ class ConfineError(Exception):
     """A confinement step could not be applied; the message says which and why."""
 
 
+_LIBC: list[ctypes.CDLL] = []
+
+
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+    """The C library, loaded once per process (forked processes inherit it)."""
+    if not _LIBC:
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
 
 
 def _check(result: int, what: str) -> int:
@@ -227,7 +233,9 @@ class _SockFprog(ctypes.Structure):
 
 def install_seccomp(families: tuple[int, ...], *, keyring: bool = False) -> None:
     """Install the filter of `seccomp_program` on this process (needs no_new_privs)."""
-    program = seccomp_program(families, keyring=keyring)
+    program = _PREPARED.get(("seccomp", keyring, *families))
+    if not isinstance(program, bytes):
+        program = seccomp_program(families, keyring=keyring)
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
     libc = _libc()
@@ -244,6 +252,17 @@ def drop_capabilities() -> None:
     `exec` only through the bounding set. Without privileges it is a no-op.
     """
     libc = _libc()
+    if not _PREPARED.get("bounding"):
+        _drop_bounding(libc)
+    header = struct.pack("=Ii", _CAPABILITY_V3, 0)
+    current = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable} words
+    _check(libc.capget(header, current), "reading capabilities")
+    current[2] = current[5] = 0
+    _check(libc.capset(header, current), "dropping inheritable capabilities")
+
+
+def _drop_bounding(libc: ctypes.CDLL) -> None:
+    """Empty the bounding set (what `exec` may grant): effective capabilities stay."""
     for capability in range(_CAP_LAST + 1):
         if libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0) < 0:
             code = ctypes.get_errno()
@@ -251,11 +270,6 @@ def drop_capabilities() -> None:
                 break  # past the kernel's last capability
             if code != errno.EPERM:
                 raise ConfineError(f"dropping capabilities failed: {os.strerror(code)}")
-    header = struct.pack("=Ii", _CAPABILITY_V3, 0)
-    current = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable} words
-    _check(libc.capget(header, current), "reading capabilities")
-    current[2] = current[5] = 0
-    _check(libc.capset(header, current), "dropping inheritable capabilities")
 
 
 def _readable(hidden: list[str]) -> list[str]:
@@ -309,7 +323,8 @@ def apply_landlock(spec: Spec) -> bool:
         for path in (*spec.lists["writable"], *spec.lists["writable_file"]):
             _add_path_rule(libc, ruleset, path, writes | reads)
         if reads:
-            for path in _readable(spec.lists["hide"]):
+            readable = _PREPARED.get(("readable", *spec.lists["hide"]))
+            for path in readable if isinstance(readable, list) else _readable(spec.lists["hide"]):
                 _add_path_rule(libc, ruleset, path, reads)
         _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
         _check(libc.syscall(_SYS_RESTRICT_SELF, ruleset, 0), "enforcing the Landlock ruleset")
@@ -577,6 +592,35 @@ def _in_user_namespace() -> bool:
         return uid_map.read().split() != [b"0", b"0", b"4294967295"]
 
 
+_PREPARED: dict[object, object] = {}
+"""What `prepare` did once for the processes this one forks (they inherit it)."""
+
+
+def prepare(spec: Spec) -> None:
+    """Do once what `restrict(spec)` would repeat in every process this one forks.
+
+    For a process that starts many commands (the session supervisor): the seccomp
+    program and the readable paths are computed, `resource` imported, and the
+    bounding set emptied here (its own effective capabilities stay, so it may still
+    mount); each `restrict` then finds them done.
+
+    Raises:
+        ConfineError: no seccomp filter for this architecture.
+    """
+    _libc()
+    if any(spec.lists[option.replace("-", "_")] for option in RLIMITS):
+        import resource  # noqa: F401, PLC0415 - imported now, found by `apply_rlimits`
+    families = tuple(int(family) for family in spec.lists["deny_family"])
+    keyring = spec.flags["deny_keyring"]
+    if families or keyring:
+        _PREPARED[("seccomp", keyring, *families)] = seccomp_program(families, keyring=keyring)
+    if spec.flags["landlock"] and spec.lists["hide"]:
+        _PREPARED[("readable", *spec.lists["hide"])] = _readable(spec.lists["hide"])
+    if spec.flags["drop_capabilities"]:
+        _drop_bounding(_libc())
+        _PREPARED["bounding"] = True
+
+
 def restrict(spec: Spec) -> None:
     """Apply steps 1 to 3 of `spec` to this process (every confinement but reaping).
 
@@ -616,6 +660,7 @@ __all__ = [
     "make_oom_first",
     "options",
     "parse",
+    "prepare",
     "read_only_ruleset",
     "restrict",
     "restrict_to",

@@ -2,9 +2,9 @@
 
 Each command runs in a fresh `bash -c` (on its own copy-on-write view), so nothing
 carries by itself. `remembering` prefixes the command with an `EXIT` trap that writes
-(with builtins only) the shell's final directory and exported variables to the state descriptor
-(`STATE_FD`, a memory file the session reads once the command ended); `ShellState.read`
-parses that record, and the next command of the session starts in that directory with
+(with builtins only: `printf` and `export -p`) the shell's final directory and exported
+variables to the state descriptor (`STATE_FD`, a memory file the session reads once the
+command ended); `ShellState.read` parses that record (undoing bash's quoting), and the next command of the session starts in that directory with
 those variables, as Claude Code's shell does. A command that replaces the shell
 (`exec prog`) or is killed records nothing: the state stays as it was.
 """
@@ -12,7 +12,7 @@ those variables, as Claude Code's shell does. A command that replaces the shell
 from __future__ import annotations
 
 import os
-import string
+import re
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -22,16 +22,26 @@ STATE_FD: Final = 1023
 NOT_CARRIED: Final = frozenset({"_", "SHLVL", "PWD", "OLDPWD"})
 """Variables the shell sets for itself: never carried to the next command."""
 
-_NAMES: Final = " ".join(f"${{!{c}*}}" for c in "_" + string.ascii_letters)
-"""Every variable's name, by first letter (builtins only: no process is started)."""
+_TRAP: Final = f'trap \'{{ printf "%s\\0" "$PWD"; export -p; }} 2>/dev/null >&{STATE_FD}\' EXIT\n'
+"""Records the directory (NUL-ended), then `export -p`'s declarations, when the shell exits."""
 
-_TRAP: Final = (
-    'trap \'{ printf "%s\\0" "$PWD"; for __fstools_n in '
-    + _NAMES
-    + '; do [[ ${!__fstools_n@a} == *x* ]] && printf "%s=%s\\0" "$__fstools_n" "${!__fstools_n}"; '
-    + f"done; }} 2>/dev/null >&{STATE_FD}' EXIT\n"
+_DECLARATION: Final = re.compile(rb"declare -[A-Za-z]+ ([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?")
+_DOUBLE_QUOTED: Final = re.compile(rb'\\(["\\$`])')
+_ANSI_C: Final = re.compile(
+    rb"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|c(.)|(.))",
+    re.DOTALL,
 )
-"""Records the directory, then each exported variable, NUL-separated, when the shell exits."""
+_ESCAPES: Final = {
+    b"a": b"\a",
+    b"b": b"\b",
+    b"e": b"\x1b",
+    b"E": b"\x1b",
+    b"f": b"\f",
+    b"n": b"\n",
+    b"r": b"\r",
+    b"t": b"\t",
+    b"v": b"\v",
+}
 
 
 def remembering(command: str) -> str:
@@ -54,15 +64,41 @@ class ShellState:
 
     def read(self, record: bytes) -> ShellState:
         """The state a command recorded (`record`), or this one when it recorded none."""
-        parts = record.split(b"\0")
-        if len(parts) < 2 or not parts[0].startswith(b"/"):  # noqa: PLR2004 - cwd, then end
+        cwd, ended, declarations = record.partition(b"\0")
+        if not ended or not cwd.startswith(b"/"):
             return self
         env: dict[str, str] = {}
-        for item in parts[1:]:
-            name, sep, value = item.partition(b"=")
-            if sep and name and name.decode(errors="replace") not in NOT_CARRIED:
-                env[os.fsdecode(name)] = os.fsdecode(value)
-        return ShellState(os.fsdecode(parts[0]), env)
+        for line in declarations.split(b"\n"):
+            found = _DECLARATION.fullmatch(line)
+            if found is None or found.group(2) is None:
+                continue  # an exported variable without a value has no place in env
+            name = os.fsdecode(found.group(1))
+            value = _unquoted(found.group(2))
+            if value is not None and name not in NOT_CARRIED:
+                env[name] = os.fsdecode(value)
+        return ShellState(os.fsdecode(cwd), env)
+
+
+def _unquoted(value: bytes) -> bytes | None:
+    """A value as `export -p` quotes it (`"..."` or `$'...'`), unquoted; None if neither."""
+    if len(value) >= 2 and value[:1] == b'"' and value[-1:] == b'"':  # noqa: PLR2004
+        return _DOUBLE_QUOTED.sub(rb"\1", value[1:-1])
+    if len(value) >= 3 and value[:2] == b"$'" and value[-1:] == b"'":  # noqa: PLR2004
+        return _ANSI_C.sub(_ansi_c_escape, value[2:-1])
+    return None
+
+
+def _ansi_c_escape(found: re.Match[bytes]) -> bytes:
+    octal, hexadecimal, short, long, control, other = found.groups()
+    if octal is not None:
+        return bytes([int(octal, 8) & 0xFF])
+    if hexadecimal is not None:
+        return bytes([int(hexadecimal, 16)])
+    if short is not None or long is not None:
+        return chr(int(short or long, 16)).encode("utf-8", "surrogateescape")
+    if control is not None:
+        return bytes([control[0] & 0x1F])
+    return _ESCAPES.get(other, other)
 
 
 __all__ = ["NOT_CARRIED", "STATE_FD", "ShellState", "remembering"]

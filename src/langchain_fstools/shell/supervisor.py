@@ -30,7 +30,8 @@ paths the request names over it, hides the session's folder, becomes a child sub
 and forks the command, which starts a session of its own, applies the confinement
 (`confine.restrict`) and runs `argv`. When the command exits, or the keeper is told to
 stop, the keeper kills every process the command started (also those that left through
-`setsid` or a double fork) and exits with the command's status (`128 + N` for signal N).
+`setsid` or a double fork), reports the command's status (`128 + N` for signal N) and
+exits; a keeper that ended otherwise is reported by the supervisor.
 A keeper that is killed all the same leaves its orphans to the supervisor, a subreaper
 too, which kills every process it did not start itself.
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import array
 import ctypes
+import gc
 import json
 import os
 import signal
@@ -69,6 +71,8 @@ _CLONE_NEWNS = 0x00020000
 _MS_RDONLY = 1
 _MS_NOSUID = 2
 _MS_NODEV = 4
+_REPORTED = 0
+"""A keeper's exit status once it reported its command's end itself."""
 _PR_SET_DUMPABLE = 4
 _MS_REMOUNT = 32
 _MS_BIND = 4096
@@ -107,7 +111,7 @@ class Supervisor:
         self.spec = spec
         self.hidden = hidden
         self.keepers: dict[int, int] = {}  # keeper pid -> request id
-        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc = confine._libc()  # noqa: SLF001 - the one its keepers inherit
 
     def serve(self) -> NoReturn:
         """Answer requests until the control socket closes, then end every command."""
@@ -191,7 +195,7 @@ class Supervisor:
             if pid == 0:
                 break
             ident = self.keepers.pop(pid, None)
-            if ident is not None:
+            if ident is not None and status != _REPORTED << 8:  # else it told the agent itself
                 send(self.channel, {"op": "exited", "id": ident, "status": _status(status)})
         for pid in _children():
             if pid not in self.keepers:
@@ -225,7 +229,7 @@ class Keeper:
         self.spec = spec
         self.hidden = hidden
         self.channel = channel
-        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc = confine._libc()  # noqa: SLF001 - loaded once, before the fork
 
     def run(self) -> NoReturn:
         """Mount the view, fork the command, wait for it, kill what it left, exit."""
@@ -251,9 +255,15 @@ class Keeper:
             pid, status = os.waitpid(-1, 0)
             if pid == child:
                 break
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2})
         confine.kill_descendants()
-        os._exit(_status(status))
+        try:  # told before this process ends: tearing down its mounts takes a while
+            send(
+                self.channel, {"op": "exited", "id": self.message["id"], "status": _status(status)}
+            )
+        except OSError:
+            os._exit(_status(status))
+        os._exit(_REPORTED)
 
     def handle_signals(self) -> None:
         """SIGTERM ends the command and all it started; SIGUSR1 pauses it, SIGUSR2 resumes."""
@@ -388,14 +398,15 @@ def main(arguments: list[str]) -> NoReturn:
         hidden, arguments = arguments[1], arguments[2:]
     try:
         spec, _rest = confine.parse(arguments)
+        confine.prepare(spec)
     except confine.ConfineError as exc:
         sys.stderr.write(f"sandbox: {exc}\n")
         os._exit(confine.FAILED)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: the owner's thread ended
+    confine._libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # noqa: SLF001 - PR_SET_PDEATHSIG
     control = int(os.environ[CONTROL_VARIABLE])
     os.set_inheritable(control, False)  # noqa: FBT003 - no command may inherit it
     channel = socket.socket(fileno=control)
+    gc.freeze()  # what is here now stays shared with every fork, never copied
     Supervisor(channel, spec, hidden).serve()
 
 

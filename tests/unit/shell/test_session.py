@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langchain_fstools import LocalBackend
 from langchain_fstools.shell.sandbox import Sandbox
@@ -187,6 +189,26 @@ def test_the_state_record_is_read_as_the_trap_writes_it() -> None:
     assert state.env is not None
     assert state.env["X"] == "a\nb"
     assert "PWD" not in state.env
+
+
+@pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
+@settings(max_examples=150, deadline=None)
+@given(
+    value=st.text(
+        st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), max_size=40
+    )
+)
+def test_any_exported_value_comes_back_as_bash_held_it(locale: str, value: str) -> None:
+    """Differential: bash's own quoting (`export -p`) against our reading of it."""
+    done = subprocess.run(
+        ["/bin/bash", "-c", "exec 1023>&1\n" + remembering('export V="$1"'), "bash", value],
+        capture_output=True,
+        check=True,
+        env={"PATH": "/usr/bin:/bin", "LANG": locale},
+    )
+    state = ShellState("/").read(done.stdout)
+    assert state.env is not None
+    assert state.env["V"] == value
 
 
 def test_a_record_without_a_directory_keeps_the_state() -> None:
