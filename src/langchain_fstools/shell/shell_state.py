@@ -4,9 +4,10 @@ Each command runs in a fresh `bash -c` (on its own copy-on-write view), so nothi
 carries by itself. `remembering` prefixes the command with an `EXIT` trap that writes
 (with builtins only: `printf` and `export -p`) the shell's final directory and exported
 variables to the state descriptor (`STATE_FD`, a memory file the session reads once the
-command ended); `ShellState.read` parses that record (undoing bash's quoting), and the next command of the session starts in that directory with
-those variables, as Claude Code's shell does. A command that replaces the shell
-(`exec prog`) or is killed records nothing: the state stays as it was.
+command ended); `ShellState.read` parses that record (undoing bash's quoting), and the
+next command of the session starts in that directory with those variables, as Claude
+Code's shell does. A command that replaces the shell (`exec prog`) or is killed records
+nothing: the state stays as it was.
 """
 
 from __future__ import annotations
