@@ -320,6 +320,7 @@ async def serve(config: dict[str, Any]) -> None:
             handle_key=config.get("handle_key"),
             listing_cache=cache_folder(),
             eviction=not config.get("stateless"),
+            processes=not config.get("stateless"),
             **config.get("settings", {}),
         )
         server = await anyio.to_thread.run_sync(build)  # reads the kept listing, or builds it

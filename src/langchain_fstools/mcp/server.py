@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import uuid
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from langchain_fstools.mcp.content import error_result, to_call_result
 from langchain_fstools.mcp.handles import HANDLE, InvalidHandle, ReadHandles
 from langchain_fstools.mcp.listing_cache import keep_listing, kept_listing, listing_key, wire
 from langchain_fstools.mcp.sdk import ToolRequest, new_server
+from langchain_fstools.shell.session import in_session
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -91,6 +93,7 @@ def create_server(
     permissions: Sequence[Permission] = (),
     protected_paths: Sequence[str] | None = None,
     eviction: LargeResultEviction | bool = True,
+    processes: bool = True,
     name: str = SERVER_NAME,
     handle_key: str | bytes | None = None,
     listing_cache: Path | None = None,
@@ -114,6 +117,11 @@ def create_server(
         eviction: True for the default `LargeResultEviction`, an instance to configure
             it, or False. Evicted results live in memory, per session (one for all
             sessionless calls). Default: True.
+        processes: Keep background processes for clients that keep a session (each
+            client gets a sandbox session of its own: `execute(background=true)`, the
+            `process` tool, `cd` carried over). False for a server whose requests each
+            stand alone (`--stateless`): such calls are refused. Sessionless
+            2026-07-28 calls are refused them either way. Default: True.
         name: The server's name in the handshake. Default: `"langchain-fstools"`.
         handle_key: The key signing read handles; servers that must accept each other's
             handles (behind a balancer, or one process per call) share it, e.g.
@@ -151,6 +159,7 @@ def create_server(
         permissions=permissions,
         protected_paths=protected_paths,
         eviction=eviction,
+        processes=processes,
         settings=settings,
         handle_key=handle_key.encode() if isinstance(handle_key, str) else handle_key,
         listing_cache=listing_cache,
@@ -169,6 +178,7 @@ class FileServer:
         permissions: Permission rules.
         protected_paths: Globs that always ask.
         eviction: Eviction setting (see `create_server`).
+        processes: Keep background processes (see `create_server`).
         settings: `ToolSettings` fields.
         handle_key: The key signing read handles (see `create_server`).
         listing_cache: Where listings are kept (see `create_server`).
@@ -185,6 +195,7 @@ class FileServer:
         protected_paths: Sequence[str] | None,
         eviction: LargeResultEviction | bool,
         settings: dict[str, Any],
+        processes: bool = True,
         handle_key: bytes | None = None,
         listing_cache: Path | None = None,
     ) -> None:
@@ -201,6 +212,7 @@ class FileServer:
         self.backend = backend
         self.settings = {"pdf_file_blocks": True, **settings}
         self.eviction = eviction
+        self.processes = processes
         self.handles = ReadHandles(handle_key or os.urandom(32))
         self._asked = (tools, execute, mode, permissions, protected_paths)
         self.names: list[str] = []
@@ -208,6 +220,8 @@ class FileServer:
         self._prepared = False
         self._preparing = anyio.Lock()
         self._sessions: weakref.WeakKeyDictionary[object, Session] = weakref.WeakKeyDictionary()
+        self._keys: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+        """Each client's sandbox session (its shell state and background processes)."""
         self._cache = listing_cache
         self._key = ""
         self.listing: list[types.Tool] = []
@@ -288,7 +302,10 @@ class FileServer:
                     f"Error: {HANDLE} is not one this server gave (or it was altered); "
                     f"read the file with read_file and pass the {HANDLE} its answer ends with."
                 )
-        ran = await session.execute(request, tool, arguments, reads)
+        if (sessionless or not self.processes) and _starts_a_process(tool, arguments):
+            return error_result(NO_PROCESSES)
+        with in_session(self._keys.setdefault(request.client, f"mcp-{uuid.uuid4().hex}")):
+            ran = await session.execute(request, tool, arguments, reads)
         if ran.message is None:
             return ran.reply
         if not sessionless:
@@ -384,6 +401,21 @@ def describe(tool: BaseTool) -> types.Tool:
 def takes_handle(tool: BaseTool) -> bool:
     """Whether `tool` takes a `read_handle`: it reads one file, or changes only files read."""
     return bool(getattr(tool, "records_reads", False) or getattr(tool, "needs_read", False))
+
+
+NO_PROCESSES = (
+    "Error: this server keeps no session between calls (MCP 2026-07-28, or --stateless),"
+    " so it cannot keep a process running; run the command to its end (no background or"
+    " yield_after)."
+)
+"""What a sessionless call that would start or use a background process gets."""
+
+
+def _starts_a_process(tool: BaseTool, arguments: dict[str, Any]) -> bool:
+    """Whether a call would start or use a background process (which needs a session)."""
+    if getattr(tool, "uses_processes", False):
+        return True
+    return bool(arguments.get("background")) or arguments.get("yield_after") is not None
 
 
 def _runs_commands(tool: object) -> bool:

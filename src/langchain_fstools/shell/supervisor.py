@@ -71,6 +71,8 @@ _CLONE_NEWNS = 0x00020000
 _MS_RDONLY = 1
 _MS_NOSUID = 2
 _MS_NODEV = 4
+_KEEPER_SIGNALS = frozenset({signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2})
+"""What a keeper is told by: end its command, pause it, resume it."""
 _REPORTED = 0
 """A keeper's exit status once it reported its command's end itself."""
 _PR_SET_DUMPABLE = 4
@@ -167,6 +169,8 @@ class Supervisor:
         """Fork the keeper of one command."""
         if len(fds) != FDS_PER_START:
             raise OSError(0, f"a command needs {FDS_PER_START} descriptors, got {len(fds)}")
+        # held until the keeper handles them: a pause or kill sent at once waits for it
+        signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)
         pid = os.fork()
         if pid == 0:
             try:
@@ -174,6 +178,7 @@ class Supervisor:
                 Keeper(message, fds, self.spec, self.hidden, self.channel).run()
             finally:
                 os._exit(confine.FAILED)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
         self.keepers[pid] = int(message["id"])  # type: ignore[call-overload]
 
     def signal(self, ident: object, signum: int) -> None:
@@ -237,6 +242,7 @@ class Keeper:
         self.libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG: the supervisor ended
 
         self.handle_signals()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
         try:
             self.mount()
         except OSError as exc:
@@ -245,8 +251,10 @@ class Keeper:
         self.libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
         child = os.fork()
         if child == 0:
-            for signum in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+            signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)  # until the defaults
+            for signum in _KEEPER_SIGNALS:
                 signal.signal(signum, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
             self.channel.close()
             self.command()
         for fd in self.fds:
@@ -255,7 +263,7 @@ class Keeper:
             pid, status = os.waitpid(-1, 0)
             if pid == child:
                 break
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2})
+        signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)
         confine.kill_descendants()
         try:  # told before this process ends: tearing down its mounts takes a while
             send(

@@ -192,6 +192,8 @@ class FileTool(BaseTool):
     read_only: bool = True
     requires_execute: ClassVar[bool] = False
     """Whether the tool needs a backend that can run commands (`supports_execute`)."""
+    uses_processes: ClassVar[bool] = False
+    """Whether every call works on background processes, which live in a session."""
     bounds_output: ClassVar[bool] = True
     """Whether the tool bounds its own output (so eviction leaves its results alone)."""
     needs_read: ClassVar[bool] = False

@@ -19,7 +19,7 @@ from langchain_fstools.errors import (
 )
 from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
 from langchain_fstools.shell.pending import keep, pending_key
-from langchain_fstools.shell.session import in_session
+from langchain_fstools.shell.session import in_session, session_key
 from langchain_fstools.tools.apply_patch import run_patch, write_targets
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.changes_shown import (
@@ -332,7 +332,7 @@ def _waiting(
 
 
 def session_of(runtime: Any) -> str:
-    """The sandbox session of a call: its thread and the graph it runs in ("" for none).
+    """The sandbox session of a call: its thread and the graph it runs in.
 
     The checkpoint namespace names each node with the id of its task; the last task
     (this tool node's, new at every step) is left out, the ones above it kept: parallel
@@ -342,8 +342,8 @@ def session_of(runtime: Any) -> str:
     config = getattr(runtime, "config", None) or {}
     configurable = config.get("configurable") or {}
     thread = configurable.get("thread_id")
-    if thread is None:
-        return ""
+    if thread is None:  # no graph: the caller's session (an MCP client's), if it set one
+        return session_key.get()
     *above, own = str(configurable.get("checkpoint_ns", "")).split("|")
     return "|".join([str(thread), *above, own.partition(":")[0]])
 

@@ -52,6 +52,7 @@ class ProcessTool(FileTool):
     args_schema: type[ProcessArgs] = ProcessArgs
     read_only: bool = False
     requires_execute: ClassVar[bool] = True
+    uses_processes: ClassVar[bool] = True
 
     def usable(self, state: Mapping[str, Any], messages: Sequence[BaseMessage]) -> bool:
         """Offered once an `execute` call of the thread started a background process."""

@@ -255,3 +255,20 @@ def test_a_background_process_gets_a_terminal_when_asked(tmp_path: Path) -> None
         backend.close()
     assert seen.splitlines()[0] == "True"
     assert "ada" in seen.splitlines()[-1]
+
+
+def test_a_pause_sent_as_the_process_starts_waits_for_its_keeper(tmp_path: Path) -> None:
+    """A review right after the start pauses and resumes it; nothing ends it by mistake."""
+    backend = LocalBackend(tmp_path, execute=True)
+    table = backend.processes()
+    assert table is not None
+    try:
+        started = []
+        for _ in range(8):
+            started.append(table.start("sleep 30", output_limit=1000))
+            table.review(started[-1])
+        time.sleep(0.2)
+        running = [process.running for process in started]
+    finally:
+        backend.close()
+    assert running == [True] * 8
