@@ -141,3 +141,24 @@ def test_an_unknown_process_id_is_an_error_that_says_where_processes_live(
         backend.close()
     assert message.status == "error"
     assert "worker process that started them" in str(message.content)
+
+
+def test_a_program_that_needs_a_terminal_gets_one_when_asked(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path, execute=True)
+    tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
+    program = "python3 -c 'import sys; print(sys.stdin.isatty(), sys.stdout.isatty())'"
+    try:
+        tools["execute"].invoke(_call("execute", command=program, background=True, tty=True))
+        tools["execute"].invoke(_call("execute", command=program, background=True))
+        seen = {"p1": "", "p2": ""}
+        deadline = time.monotonic() + 20
+        while not all("exited" in text for text in seen.values()):
+            assert time.monotonic() < deadline, seen
+            time.sleep(0.05)
+            for ident in seen:
+                message = tools["process"].invoke(_call("process", action="read", process_id=ident))
+                seen[ident] += str(message.content)
+    finally:
+        backend.close()
+    assert "True True\r\n" in seen["p1"]  # a terminal ends its lines with \r\n
+    assert "False False\n" in seen["p2"]

@@ -42,20 +42,20 @@ class ExecuteArgs(ToolArgs):
 
     command: str = Field(description="e.g. `pytest -q tests/`.")
     timeout: float | None = Field(default=None, description="Seconds before it is killed.")
-    background: bool = Field(default=False, description="Return at once: a process id.")
-    yield_after: float | None = Field(default=None, description="Background it after N s.")
+    background: bool = Field(default=False, description="For servers: return a process id.")
+    tty: bool = Field(default=False, description="Background with a terminal.")
+    yield_after: float | None = Field(default=None, description="Seconds, then background.")
 
 
-DESCRIPTION = """Run a bash command (first from the workspace root); returns output and exit code.
+DESCRIPTION = """Run a bash command; returns its output and exit code.
 
 -[read_file, grep, glob, edit_file] Not for files: use read_file, grep, glob, edit_file, not
   cat/head/tail, grep/rg, find, sed/awk/echo >.
 - Use relative paths: `/` in the shell is the machine's root.
--[command_root] The workspace (file tools' `/`) is `{command_root}` in the shell; `cd` and
-  exported variables carry over to the next command.
-- stdin is empty (pass `--yes`); processes left behind end with it (for servers:
-  background).
-- On timeout all is killed and the output so far returned. Output over
+-[command_root] The workspace (file tools' `/`) is `{command_root}` in the shell, where
+  the first command starts; `cd` and exports carry over.
+- stdin is empty (pass `--yes`); processes left behind end with it.
+- On timeout all is killed, the output so far returned. Output over
   {execute_output_limit:*byte} is cut in the middle; stderr lines start `[stderr] `.
 -[apply_patch] For patches use the apply_patch tool.
 - Dangerous commands (sudo, rm -rf /, ...) are refused."""
@@ -175,7 +175,7 @@ def _through_processes(
             )
         if args.background:
             started = yield from calls.blocking(
-                functools.partial(table.start, args.command, output_limit=limit)
+                functools.partial(table.start, args.command, output_limit=limit, terminal=args.tty)
             )
             return ToolOutcome(
                 f"Started process {started.ident} in the background. Read its output"

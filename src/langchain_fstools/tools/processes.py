@@ -34,8 +34,8 @@ class ProcessArgs(ToolArgs):
     input: str | None = Field(default=None, description="For write.")
 
 
-DESCRIPTION = """Act on execute's background processes: list; read new output; write
-stdin; kill. read and kill also review its file changes."""
+DESCRIPTION = """execute's background processes: list, read new output (and keep its file
+changes), write stdin, kill."""
 
 _ENDED_BY = {
     "kill": "killed",

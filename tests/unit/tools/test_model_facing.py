@@ -236,7 +236,7 @@ SCHEMA_BUDGETS = {
     "edit_file": 215,
     "glob": 145,
     "grep": 440,
-    "execute": 335,
+    "execute": 340,
     "process": 135,
     "apply_patch": 290,
     "notebook_edit": 255,
