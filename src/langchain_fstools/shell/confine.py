@@ -15,7 +15,8 @@ say what `restrict` applies, in this order:
    everywhere except the hidden paths; TCP `bind`/`connect` refused (ABI 4+) without
    `--network`; abstract Unix sockets (unless `--unix-sockets`) and signals limited to
    its own processes (ABI 6+). `--required` makes a kernel without Landlock an error
-   (exit 125) instead of a skipped layer.
+   (exit 125) instead of a skipped layer. Without `--landlock`, `--scope-signals`
+   limits only signals so (an unconfined command: `scope_signals`).
 3. With `--drop-capabilities`, the bounding and inheritable capability sets are
    emptied, so the command has no capability even as uid 0 (`drop_capabilities`).
    A seccomp filter (`--deny-family N`, repeated; `--deny-keyring`): `socket()` of
@@ -68,7 +69,8 @@ _FS_MAKE_ALL = sum(1 << bit for bit in range(6, 13))  # char, dir, reg, sock, fi
 _FS_REFER = 1 << 13  # ABI 2
 _FS_TRUNCATE = 1 << 14  # ABI 3
 _NET_ALL = (1 << 0) | (1 << 1)  # bind and connect TCP, ABI 4
-_SCOPE_ALL = (1 << 0) | (1 << 1)  # abstract Unix sockets and signals, ABI 6
+_SCOPE_SIGNAL = 1 << 1
+_SCOPE_ALL = (1 << 0) | _SCOPE_SIGNAL  # abstract Unix sockets and signals, ABI 6
 _FILE_RIGHTS = _FS_WRITE_FILE | _FS_READ_FILE | _FS_EXECUTE | _FS_TRUNCATE
 """The rights a rule on a file (not a folder) may carry."""
 
@@ -333,6 +335,30 @@ def apply_landlock(spec: Spec) -> bool:
     return True
 
 
+def scope_signals() -> bool:
+    """Let this process signal only its own Landlock domain (ABI 6+); False without it.
+
+    Nothing else is restricted: what an unconfined command (`sandbox=None`) gets, so
+    it cannot kill the keeper that ends what it leaves behind.
+
+    Raises:
+        ConfineError: the ruleset could not be enforced.
+    """
+    if landlock_abi() < 6:  # noqa: PLR2004 - scoping came with ABI 6
+        return False
+    attr = struct.pack("=QQQ", 0, 0, _SCOPE_SIGNAL)
+    libc = _libc()
+    ruleset = _check(
+        libc.syscall(_SYS_CREATE_RULESET, attr, len(attr), 0), "creating the Landlock ruleset"
+    )
+    try:
+        _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
+        _check(libc.syscall(_SYS_RESTRICT_SELF, ruleset, 0), "enforcing the Landlock ruleset")
+    finally:
+        os.close(ruleset)
+    return True
+
+
 def _add_path_rule(libc: ctypes.CDLL, ruleset: int, path: str, access: int) -> None:
     try:
         descriptor = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -477,6 +503,7 @@ def kill_descendants() -> None:
 
 FLAGS = (
     "drop-capabilities",
+    "scope-signals",
     "landlock",
     "required",
     "network",
@@ -636,6 +663,8 @@ def restrict(spec: Spec) -> None:
     _check(_libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
     if spec.flags["landlock"] and not apply_landlock(spec) and spec.flags["required"]:
         raise ConfineError("the kernel has no Landlock")
+    if spec.flags["scope_signals"] and not spec.flags["landlock"]:
+        scope_signals()
     if spec.flags["drop_capabilities"]:
         drop_capabilities()
     families = tuple(int(family) for family in spec.lists["deny_family"])
@@ -664,5 +693,6 @@ __all__ = [
     "read_only_ruleset",
     "restrict",
     "restrict_to",
+    "scope_signals",
     "seccomp_program",
 ]

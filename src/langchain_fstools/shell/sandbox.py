@@ -340,8 +340,9 @@ class Confinement:
         folder = tempfile.mkdtemp(prefix="fstools-session-")
         env = {"PATH": os.environ.get("PATH", os.defpath)}
         sandbox = self.sandbox
-        if sandbox is None:
-            return SessionPlan([*self.helper, "--"], env, folder, self.workspace)
+        if sandbox is None:  # unconfined, but its commands cannot signal their keepers
+            flags = confine.options(scope_signals=True)
+            return SessionPlan([*self.helper, *flags, "--"], env, folder, self.workspace)
         families = [] if sandbox.unix_sockets else [_AF_UNIX]
         families += [] if sandbox.network is True else [_AF_VSOCK]
         rlimits = sandbox.limits.confine_options() if sandbox.limits is not None else {}

@@ -272,3 +272,27 @@ def test_a_pause_sent_as_the_process_starts_waits_for_its_keeper(tmp_path: Path)
     finally:
         backend.close()
     assert running == [True] * 8
+
+
+@pytest.mark.parametrize("method", MODES)
+def test_a_command_cannot_kill_the_supervisor_to_leave_a_process_behind(
+    method: str, tmp_path: Path
+) -> None:
+    """Not its keeper, not the keeper's parent: in every mode, also without a sandbox."""
+    sandbox = None if method == "none" else Sandbox(method=method)
+    backend = LocalBackend(tmp_path, execute=True, sandbox=sandbox)
+    duration = _unique(6000)
+    try:
+        output = _run(
+            backend,
+            f"setsid sleep {duration} & keeper=$PPID;"
+            " supervisor=$(awk '{print $4}' /proc/$keeper/stat);"
+            " kill -9 $supervisor $keeper 2>&1; echo tried",
+        )
+        after = _run(backend, "echo alive")
+    finally:
+        backend.close()
+    assert "tried" in output
+    assert "Operation not permitted" in output
+    assert after == "alive\n"
+    assert not surviving_sleepers(duration)
