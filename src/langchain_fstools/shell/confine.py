@@ -305,9 +305,29 @@ def apply_landlock(spec: Spec) -> bool:
     Raises:
         ConfineError: a rule could not be added or the ruleset not enforced.
     """
+    prepared = _PREPARED.get("ruleset")
+    if isinstance(prepared, int):
+        restrict_to(prepared)
+        return True
+    ruleset = landlock_ruleset(spec)
+    if ruleset is None:
+        return False
+    try:
+        restrict_to(ruleset)
+    finally:
+        os.close(ruleset)
+    return True
+
+
+def landlock_ruleset(spec: Spec) -> int | None:
+    """The Landlock ruleset of `spec` (a close-on-exec descriptor), or None without Landlock.
+
+    Raises:
+        ConfineError: a rule could not be added.
+    """
     abi = landlock_abi()
     if abi < 1:
-        return False
+        return None
     writes = _FS_WRITE_FILE | _FS_REMOVE_DIR | _FS_REMOVE_FILE | _FS_MAKE_ALL
     writes |= (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)  # noqa: PLR2004
     reads = _FS_READ_FILE | _FS_READ_DIR | _FS_EXECUTE if spec.lists["hide"] else 0
@@ -325,14 +345,12 @@ def apply_landlock(spec: Spec) -> bool:
         for path in (*spec.lists["writable"], *spec.lists["writable_file"]):
             _add_path_rule(libc, ruleset, path, writes | reads)
         if reads:
-            readable = _PREPARED.get(("readable", *spec.lists["hide"]))
-            for path in readable if isinstance(readable, list) else _readable(spec.lists["hide"]):
+            for path in _readable(spec.lists["hide"]):
                 _add_path_rule(libc, ruleset, path, reads)
-        _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
-        _check(libc.syscall(_SYS_RESTRICT_SELF, ruleset, 0), "enforcing the Landlock ruleset")
-    finally:
+    except BaseException:
         os.close(ruleset)
-    return True
+        raise
+    return ruleset
 
 
 def scope_signals() -> bool:
@@ -627,9 +645,11 @@ def prepare(spec: Spec) -> None:
     """Do once what `restrict(spec)` would repeat in every process this one forks.
 
     For a process that starts many commands (the session supervisor): the seccomp
-    program and the readable paths are computed, `resource` imported, and the
-    bounding set emptied here (its own effective capabilities stay, so it may still
-    mount); each `restrict` then finds them done.
+    program is computed, `resource` imported, the Landlock ruleset built where no
+    command mounts a view of its own (with `--hide`: Landlock alone; a view must be
+    mounted before its rules are made), and the bounding set emptied here (its own
+    effective capabilities stay, so it may still mount); each `restrict` then finds
+    them done.
 
     Raises:
         ConfineError: no seccomp filter for this architecture.
@@ -641,8 +661,10 @@ def prepare(spec: Spec) -> None:
     keyring = spec.flags["deny_keyring"]
     if families or keyring:
         _PREPARED[("seccomp", keyring, *families)] = seccomp_program(families, keyring=keyring)
-    if spec.flags["landlock"] and spec.lists["hide"]:
-        _PREPARED[("readable", *spec.lists["hide"])] = _readable(spec.lists["hide"])
+    if spec.flags["landlock"] and spec.lists["hide"]:  # Landlock alone: no view per command
+        ruleset = landlock_ruleset(spec)
+        if ruleset is not None:
+            _PREPARED["ruleset"] = ruleset
     if spec.flags["drop_capabilities"]:
         _drop_bounding(_libc())
         _PREPARED["bounding"] = True
@@ -686,6 +708,7 @@ __all__ = [
     "install_seccomp",
     "kill_descendants",
     "landlock_abi",
+    "landlock_ruleset",
     "make_oom_first",
     "options",
     "parse",
