@@ -65,7 +65,7 @@ from langchain_fstools.shell import confine, supervisor
 from langchain_fstools.shell.domains import AllowedDomains, allowed_domains
 from langchain_fstools.shell.limits import DEFAULT_LIMITS, Limits
 from langchain_fstools.shell.proxy import DomainProxy, proxy_env
-from langchain_fstools.shell.session import SessionPlan
+from langchain_fstools.shell.session import SessionPlan, session_folder
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -337,7 +337,7 @@ class Confinement:
         session's folder is hidden from commands. Landlock alone and no sandbox run
         the supervisor beside the agent, with a private `TMPDIR` for Landlock.
         """
-        folder = tempfile.mkdtemp(prefix="fstools-session-")
+        folder = session_folder()
         env = {"PATH": os.environ.get("PATH", os.defpath)}
         sandbox = self.sandbox
         if sandbox is None:  # unconfined, but its commands cannot signal their keepers

@@ -33,6 +33,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from langchain_fstools.core.results import ExecutionResult, LimitHit
@@ -545,6 +546,33 @@ class Session:
             shutil.rmtree(self.plan.temporary, ignore_errors=True)
 
 
+_FOLDER_PREFIX: Final = "fstools-session-"
+
+
+def session_folder() -> str:
+    """A new private folder for a session, named after this process.
+
+    Folders that sessions of processes no longer running left behind (a process killed
+    before it could remove its own) are removed first.
+    """
+    with contextlib.suppress(OSError):
+        for left in Path(tempfile.gettempdir()).glob(f"{_FOLDER_PREFIX}*"):
+            owner = left.name.removeprefix(_FOLDER_PREFIX).partition("-")[0]
+            if owner.isdigit() and not _running(int(owner)):
+                shutil.rmtree(left, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-")
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class Sessions:
     """The sessions of one backend, by `session_key`; closed together.
 
@@ -619,5 +647,6 @@ __all__ = [
     "SessionPlan",
     "Sessions",
     "in_session",
+    "session_folder",
     "session_key",
 ]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -296,3 +298,21 @@ def test_a_command_cannot_kill_the_supervisor_to_leave_a_process_behind(
     assert "Operation not permitted" in output
     assert after == "alive\n"
     assert not surviving_sleepers(duration)
+
+
+def test_a_session_folder_left_by_a_dead_process_is_removed(tmp_path: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = Path(tempfile.gettempdir()) / f"fstools-session-{dead.pid}-left"
+    ours = Path(tempfile.gettempdir()) / f"fstools-session-{os.getpid()}-ours"
+    for folder in (left, ours):
+        folder.mkdir(exist_ok=True)
+    backend = LocalBackend(tmp_path, execute=True)
+    try:
+        _run(backend, "true")
+        kept = ours.exists()
+    finally:
+        backend.close()
+        shutil.rmtree(ours, ignore_errors=True)
+    assert not left.exists()
+    assert kept  # this process runs: its folders stay
