@@ -1,0 +1,556 @@
+"""A branch: a copy-on-write view of any backend, merged back with a three-way merge.
+
+`BranchBackend(base)` reads through to `base` until the branch first writes or deletes
+a path; from then on the path is the branch's, kept in memory with the base version
+(and bytes) it had at that moment: its merge base. Writes and deletions never reach
+`base` before `merge`. Listings, globs and greps see the base plus the branch, with
+the branch's deletions hidden; below a directory the branch changed, a search walks
+the view instead of using the base's native search (which cannot see the branch).
+Inside the branch, versions work as on any backend: a branch file's version is a hash
+of its bytes, so read-before-write and the staleness check hold within the branch.
+
+`merge` applies the branch to the base, file by file, by these rules (the base version
+compared is the one the branch recorded when it first touched the file):
+
+1. Only the branch changed the file (the base is still at the recorded version): the
+   branch's content, or its deletion, is applied as is, conditional on that version.
+2. Both changed it: a three-way, line-based merge (`formats.merge`) of the recorded
+   base bytes, the base's current bytes and the branch's. A file both created (absent
+   when the branch created it, present now) merges the same way from an empty base.
+   Text that is not UTF-8 cannot be merged and is a conflict.
+3. The branch deleted a file the base changed since, or changed a file the base
+   deleted since: a conflict. A file the branch created and deleted again is no change.
+4. Directories the branch created are created; one it deleted is deleted if the base
+   added nothing to it since (else a conflict).
+
+A merge with a conflict commits nothing and returns each conflicting file (with the
+conflicting hunks: base, the base's current text, the branch's); the branch keeps its
+changes, so the caller can resolve them and merge again. A clean merge commits every
+file through the base's multi-file write (`write_many`, each write conditional on the
+version planned from), then the deletions, each checked against its version; if any
+step fails, the steps already taken are undone and the error is raised, so the base
+holds all of the merge or none of it. After a clean merge the branch is empty again.
+
+A branch binds with its base: `bind(runtime)` binds the base for one tool call and
+shares the branch's changes, so a branch of `StateBackend` keeps its changes across
+calls and its merge writes into the bound state (`state_update` reports them).
+Commands do not run in a branch (`execute` is unsupported).
+"""
+
+from __future__ import annotations
+
+import errno
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langchain_fstools.backends.modes import os_error
+from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
+from langchain_fstools.core import calls, paths
+from langchain_fstools.core.records import DIRECTORY_VERSION, content_version
+from langchain_fstools.core.results import Write
+from langchain_fstools.errors import PartialWrite, VersionConflict
+from langchain_fstools.formats.merge import Hunk, merge
+from langchain_fstools.search.contract import SearchPart
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable
+
+    from langchain_fstools.core.calls import Effect
+    from langchain_fstools.search.contract import NativeSearch
+
+
+@dataclass(slots=True)
+class _Touched:
+    """A path the branch wrote, created or deleted.
+
+    Attributes:
+        data: The branch's bytes (empty for a directory); None: deleted in the branch.
+        kind: File or directory (what it was, when deleted).
+        version: The branch's version of it.
+        mtime: When the branch last changed it.
+        origin: The base's version when the branch first touched it (`ABSENT`: none).
+        origin_data: The base's bytes then (None: absent, or a directory).
+    """
+
+    data: bytes | None
+    kind: EntryKind
+    version: str
+    mtime: float
+    origin: str
+    origin_data: bytes | None
+
+
+@dataclass(slots=True)
+class _Changes:
+    """What a branch holds, shared by the branch and its bound views."""
+
+    touched: dict[str, _Touched] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FileConflict:
+    """One file a merge could not apply.
+
+    Attributes:
+        path: The virtual path.
+        reason: One sentence saying why.
+        hunks: The conflicting hunks of a line merge (`ours`: the base's current text,
+            `theirs`: the branch's); empty for a creation/deletion conflict.
+    """
+
+    path: str
+    reason: str
+    hunks: tuple[Hunk, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    """What `BranchBackend.merge` did.
+
+    Attributes:
+        merged: The paths committed to the base (empty when there are conflicts).
+        conflicts: The files that could not be merged; nothing was committed if any.
+    """
+
+    merged: tuple[str, ...] = ()
+    conflicts: tuple[FileConflict, ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        """Whether the merge committed (there was no conflict)."""
+        return not self.conflicts
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One planned change of the base: `data` at `path` (None: delete), from `before`."""
+
+    path: str
+    data: bytes | None
+    version: str
+    before: bytes | None
+
+
+class BranchBackend(Backend):
+    """A copy-on-write branch of `base`, kept in memory until `merge`.
+
+    Args:
+        base: The backend the branch reads through to and merges into.
+
+    Example:
+        ```python
+        branch = BranchBackend(LocalBackend("/srv/project"))
+        tools = FileToolkit(branch).get_tools()   # the agent edits the branch
+        result = branch.merge()                   # then the base, all or nothing
+        if not result.clean:
+            print([c.path for c in result.conflicts])
+        ```
+    """
+
+    kind = "branch"
+
+    def __init__(self, base: Backend) -> None:
+        """Branch `base` (nothing is copied)."""
+        self.base = base
+        self._changes = _Changes()
+
+    @property
+    def traced_kind(self) -> str:
+        """The base's kind: the backend the user chose."""
+        return self.base.traced_kind
+
+    def storage_key(self) -> Hashable:
+        """The branch's own changes (two branches of one base never share them)."""
+        return ("branch", id(self._changes))
+
+    def bind(self, runtime: Any) -> BranchBackend:
+        """This branch over the base bound for one call, sharing the branch's changes."""
+        bound = BranchBackend(self.base.bind(runtime))
+        bound._changes = self._changes
+        return bound
+
+    def state_update(self) -> dict[str, Any]:
+        """The base's graph-state writes: a merge's, as branch writes stay in the branch."""
+        return self.base.state_update()
+
+    @property
+    def changed(self) -> tuple[str, ...]:
+        """The paths the branch wrote, created or deleted, sorted."""
+        return tuple(sorted(self._changes.touched))
+
+    # ----- search ---------------------------------------------------------------------
+
+    def _touches_below(self, directory: str) -> bool:
+        return any(paths.is_within(path, directory) for path in self._changes.touched)
+
+    def native_search(self) -> NativeSearch | None:
+        """The base's native search while the branch is empty; else None (walk the view)."""
+        return None if self._changes.touched else self.base.native_search()
+
+    def search_parts(self, directory: str) -> list[SearchPart]:
+        """The base's parts below a directory the branch left alone; else walk the view."""
+        if self._touches_below(paths.normalize(directory)):
+            return [SearchPart(directory, None)]
+        return self.base.search_parts(directory)
+
+    def run_blocking(self, function: Callable[[], Any]) -> Any:
+        """Run a native search the way the base does."""
+        return self.base.run_blocking(function)
+
+    async def arun_blocking(self, function: Callable[[], Any]) -> Any:
+        """Async `run_blocking`, the way the base does."""
+        return await self.base.arun_blocking(function)
+
+    # ----- the view, one body for sync and async (effects over the base) -----------------
+
+    def _lookup(self, path: str) -> Effect[FileInfo | None]:
+        """What the view holds at a normalised path, or None."""
+        touched = self._changes.touched.get(path)
+        if touched is not None:
+            return None if touched.data is None else _info(path, touched)
+        try:
+            return (yield from calls.stat(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def _stat(self, path: str) -> Effect[FileInfo]:
+        path = paths.normalize(path)
+        info = yield from self._lookup(path)
+        if info is None:
+            raise (yield from self._missing(path))
+        return info
+
+    def _missing(self, path: str) -> Effect[OSError]:
+        """The error for a path missing from the view: below a file, or just not there."""
+        if (yield from self._missing_parents(path)) is None:
+            return os_error(NotADirectoryError, errno.ENOTDIR, path)
+        return os_error(FileNotFoundError, errno.ENOENT, path)
+
+    def _missing_parents(self, path: str) -> Effect[list[str] | None]:
+        """The parents of `path` missing from the view, nearest first; None below a file."""
+        missing: list[str] = []
+        parent = paths.parent(path)
+        while parent != paths.ROOT:
+            info = yield from self._lookup(parent)
+            if info is not None:
+                return missing if info.is_dir else None
+            missing.append(parent)
+            parent = paths.parent(parent)
+        return missing
+
+    def _read(self, path: str, start: int, size: int | None, version: str | None) -> Effect[bytes]:
+        path = paths.normalize(path)
+        touched = self._changes.touched.get(path)
+        if touched is None:
+            if version is None:
+                return (yield from calls.read_bytes(path, start, size))
+            return (yield from calls.read_checked(path, start, size, expected_version=version))
+        if touched.data is None:
+            raise (yield from self._missing(path))
+        if touched.kind is EntryKind.DIRECTORY:
+            raise os_error(IsADirectoryError, errno.EISDIR, path)
+        if version is not None and version != touched.version:
+            raise VersionConflict(path, version, touched.version)
+        return touched.data[start:] if size is None else touched.data[start : start + size]
+
+    def _touch(self, path: str, data: bytes | None, kind: EntryKind) -> Effect[None]:
+        """Record a change of `path`, with its merge base when it is the first."""
+        known = self._changes.touched.get(path)
+        if known is None:
+            info = yield from self._lookup(path)
+            origin_data = None
+            if info is not None and info.is_file:
+                origin_data = yield from calls.read_bytes(path)
+            origin = ABSENT if info is None else info.version
+            known = _Touched(None, kind, "", 0.0, origin, origin_data)
+        known.data, known.kind, known.mtime = data, kind, time.time()
+        known.version = DIRECTORY_VERSION if kind is EntryKind.DIRECTORY else _version(data)
+        self._changes.touched[path] = known
+
+    def _parents(self, path: str) -> Effect[None]:
+        """Create the missing parents of `path` in the branch.
+
+        Raises:
+            NotADirectoryError: a parent is a file.
+        """
+        missing = yield from self._missing_parents(path)
+        if missing is None:
+            raise os_error(NotADirectoryError, errno.ENOTDIR, path)
+        for directory in reversed(missing):
+            yield from self._touch(directory, b"", EntryKind.DIRECTORY)
+
+    def _write(self, path: str, data: bytes, expected_version: str | None) -> Effect[FileInfo]:
+        path = paths.normalize(path)
+        info = yield from self._lookup(path)
+        if info is not None and info.is_dir:
+            raise os_error(IsADirectoryError, errno.EISDIR, path)
+        actual = ABSENT if info is None else info.version
+        if expected_version is not None and expected_version != actual:
+            raise VersionConflict(path, expected_version, actual or None)
+        yield from self._parents(path)
+        yield from self._touch(path, data, EntryKind.FILE)
+        return _info(path, self._changes.touched[path])
+
+    def _delete(self, path: str) -> Effect[None]:
+        info = yield from self._stat(path)
+        if info.is_dir and (yield from self._list(info.path)):
+            raise os_error(OSError, errno.ENOTEMPTY, info.path)
+        yield from self._touch(info.path, None, info.kind)
+
+    def _mkdir(self, path: str) -> Effect[None]:
+        path = paths.normalize(path)
+        info = yield from self._lookup(path)
+        if info is not None:
+            if not info.is_dir:
+                raise os_error(FileExistsError, errno.EEXIST, path)
+            return
+        try:
+            yield from self._parents(path)
+        except NotADirectoryError:
+            raise os_error(FileExistsError, errno.EEXIST, path) from None
+        if path != paths.ROOT:
+            yield from self._touch(path, b"", EntryKind.DIRECTORY)
+
+    def _list(self, path: str) -> Effect[list[FileInfo]]:
+        path = paths.normalize(path)
+        info = yield from self._stat(path)
+        if not info.is_dir:
+            raise os_error(NotADirectoryError, errno.ENOTDIR, path)
+        try:
+            entries = {e.path: e for e in (yield from calls.list_dir(path))}
+        except (FileNotFoundError, NotADirectoryError):
+            entries = {}
+        for touched_path, touched in self._changes.touched.items():
+            if touched_path == path or paths.parent(touched_path) != path:
+                continue
+            if touched.data is None:
+                entries.pop(touched_path, None)
+            else:
+                entries[touched_path] = _info(touched_path, touched)
+        return sorted(entries.values(), key=lambda e: e.name)
+
+    def _resolve(self, path: str) -> Effect[str]:
+        path = paths.normalize(path)
+        if path in self._changes.touched:
+            return path
+        return (yield from calls.resolve(path))
+
+    # ----- the backend methods ----------------------------------------------------------
+
+    def stat(self, path: str) -> FileInfo:
+        """Metadata in the view: the branch's for a path it touched, else the base's."""
+        return calls.run(self._stat(path), self.base)
+
+    def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
+        """Bytes in the view."""
+        return calls.run(self._read(path, start, size, None), self.base)
+
+    def read_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """Bytes in the view, provided the file is at `expected_version`."""
+        return calls.run(self._read(path, start, size, expected_version), self.base)
+
+    def write_bytes(
+        self, path: str, data: bytes, *, expected_version: str | None = None
+    ) -> FileInfo:
+        """Write into the branch (the base is untouched until `merge`)."""
+        return calls.run(self._write(path, data, expected_version), self.base)
+
+    def delete(self, path: str) -> None:
+        """Delete in the branch: hidden from the view, deleted from the base at `merge`."""
+        calls.run(self._delete(path), self.base)
+
+    def mkdir(self, path: str) -> None:
+        """Create a directory in the branch."""
+        calls.run(self._mkdir(path), self.base)
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        """The base's entries with the branch's changes applied, sorted by name."""
+        return calls.run(self._list(path), self.base)
+
+    def resolve(self, path: str) -> str:
+        """A path the branch touched resolves to itself; others as the base resolves them."""
+        return calls.run(self._resolve(path), self.base)
+
+    async def astat(self, path: str) -> FileInfo:
+        """Async `stat`."""
+        return await calls.arun(self._stat(path), self.base)
+
+    async def aread_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
+        """Async `read_bytes`."""
+        return await calls.arun(self._read(path, start, size, None), self.base)
+
+    async def aread_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        """Async `read_checked`."""
+        return await calls.arun(self._read(path, start, size, expected_version), self.base)
+
+    async def awrite_bytes(
+        self, path: str, data: bytes, *, expected_version: str | None = None
+    ) -> FileInfo:
+        """Async `write_bytes`."""
+        return await calls.arun(self._write(path, data, expected_version), self.base)
+
+    async def adelete(self, path: str) -> None:
+        """Async `delete`."""
+        await calls.arun(self._delete(path), self.base)
+
+    async def amkdir(self, path: str) -> None:
+        """Async `mkdir`."""
+        await calls.arun(self._mkdir(path), self.base)
+
+    async def alist_dir(self, path: str) -> list[FileInfo]:
+        """Async `list_dir`."""
+        return await calls.arun(self._list(path), self.base)
+
+    async def aresolve(self, path: str) -> str:
+        """Async `resolve`."""
+        return await calls.arun(self._resolve(path), self.base)
+
+    async def aexists(self, path: str) -> bool:
+        """Async `exists`."""
+        return (await calls.arun(self._lookup(paths.normalize(path)), self.base)) is not None
+
+    # ----- merging ----------------------------------------------------------------------
+
+    def merge(self) -> MergeResult:
+        """Apply the branch to the base, all or nothing (rules in the module docstring).
+
+        Returns:
+            The committed paths, or the conflicts (and then nothing was committed).
+
+        Raises:
+            VersionConflict, OSError: the base changed while the merge was committed;
+                the steps already taken were undone.
+        """
+        return calls.run(self._merging(), self.base)
+
+    async def amerge(self) -> MergeResult:
+        """Async `merge`."""
+        return await calls.arun(self._merging(), self.base)
+
+    def _merging(self) -> Effect[MergeResult]:
+        steps: list[_Step] = []
+        conflicts: list[FileConflict] = []
+        directories: list[tuple[str, bool]] = []
+        for path in sorted(self._changes.touched):
+            touched = self._changes.touched[path]
+            if touched.kind is EntryKind.DIRECTORY:
+                conflict = yield from self._plan_directory(path, touched, directories)
+            else:
+                conflict = yield from _plan_file(path, touched, steps)
+            if conflict is not None:
+                conflicts.append(conflict)
+        if conflicts:
+            return MergeResult(conflicts=tuple(conflicts))
+        yield from _commit(steps, directories)
+        self._changes.touched.clear()
+        return MergeResult(merged=tuple(step.path for step in steps))
+
+    def _plan_directory(
+        self, path: str, touched: _Touched, directories: list[tuple[str, bool]]
+    ) -> Effect[FileConflict | None]:
+        """Plan a created (True) or deleted (False) directory; a conflict if it cannot be."""
+        if touched.data is not None:
+            directories.append((path, True))
+            return None
+        try:
+            left = yield from calls.list_dir(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        ours = {p for p, t in self._changes.touched.items() if t.data is None}
+        if any(entry.path not in ours for entry in left):
+            return FileConflict(path, _DIRECTORY_FILLED)
+        directories.append((path, False))
+        return None
+
+
+_DIRECTORY_FILLED = "The branch deleted this directory; the base has added files to it since."
+_DELETED_CHANGED = "The branch deleted this file; the base has changed it since."
+_CHANGED_DELETED = "The branch changed this file; the base has deleted it since."
+_BINARY = "Both the branch and the base changed this file, which is not UTF-8 text to merge."
+_LINES = "Both the branch and the base changed the same lines of this file."
+
+
+def _plan_file(path: str, touched: _Touched, steps: list[_Step]) -> Effect[FileConflict | None]:
+    """Plan one file's step by the merge rules; a conflict if it cannot be merged."""
+    try:
+        current: FileInfo | None = yield from calls.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        current = None
+    version = ABSENT if current is None else current.version
+    if version == touched.origin:
+        if touched.data is not None or touched.origin != ABSENT:
+            steps.append(_Step(path, touched.data, version, touched.origin_data))
+        return None
+    if touched.data is None:
+        return None if touched.origin == ABSENT else FileConflict(path, _DELETED_CHANGED)
+    if current is None or not current.is_file:
+        return FileConflict(path, _CHANGED_DELETED)
+    now = yield from calls.read_bytes(path)
+    try:
+        texts = [(b or b"").decode() for b in (touched.origin_data, now, touched.data)]
+    except UnicodeDecodeError:
+        return FileConflict(path, _BINARY)
+    merged = merge(*texts)
+    if merged.text is None:
+        return FileConflict(path, _LINES, merged.conflicts)
+    steps.append(_Step(path, merged.text.encode(), version, now))
+    return None
+
+
+def _commit(steps: list[_Step], directories: list[tuple[str, bool]]) -> Effect[None]:
+    """Commit the planned steps, or undo those taken and raise."""
+    writes = [
+        Write(s.path, s.data, expected_version=s.version) for s in steps if s.data is not None
+    ]
+    done: list[_Step] = []
+    try:
+        try:
+            yield from calls.write_many(writes)
+        except PartialWrite as partial:
+            done += [s for s in steps if s.path in set(partial.written)]
+            raise partial.cause from None
+        done += [s for s in steps if s.data is not None]
+        for step in steps:
+            if step.data is None:
+                yield from _delete_at(step.path, step.version)
+                done.append(step)
+        for path, created in directories:
+            yield from (calls.mkdir(path) if created else calls.delete(path))
+    except Exception:
+        yield from _undo(done)
+        raise
+
+
+def _delete_at(path: str, version: str) -> Effect[None]:
+    """Delete a file of the base, provided it is still at `version`."""
+    current = yield from calls.stat(path)
+    if current.version != version:
+        raise VersionConflict(path, version, current.version)
+    yield from calls.delete(path)
+
+
+def _undo(done: list[_Step]) -> Effect[None]:
+    """Put back what the base held before each step taken, newest first."""
+    for step in reversed(done):
+        if step.before is None:
+            yield from calls.delete(step.path)
+        else:
+            yield from calls.write_bytes(step.path, step.before)
+
+
+def _version(data: bytes | None) -> str:
+    """The branch's version of a file's bytes (a hash: equal bytes, equal version)."""
+    return content_version("file", data or b"")
+
+
+def _info(path: str, touched: _Touched) -> FileInfo:
+    size = 0 if touched.data is None or touched.kind is EntryKind.DIRECTORY else len(touched.data)
+    return FileInfo(path, touched.kind, size, touched.mtime, touched.version)
+
+
+__all__ = ["BranchBackend", "FileConflict", "MergeResult"]

@@ -1,0 +1,250 @@
+"""Branches: the file tools work in a branch, the base only changes at a merge.
+
+Each case runs on local disk (ripgrep), graph state and a store, with the tools called
+as a ToolNode calls them (`Harness`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langchain_fstools import FileToolkit
+from langchain_fstools.backends.branch import BranchBackend, MergeResult
+from langchain_fstools.backends.guarded import BackendView
+from langchain_fstools.backends.protocol import Backend
+from langchain_fstools.backends.state import merge_files
+from langchain_fstools.core import calls
+from langchain_fstools.formats.merge import Hunk
+from tests.unit.tools.harness import Harness
+
+SOURCE = b"def a():\n    return 1\n\n\ndef b():\n    return 2\n"
+
+
+class Workspace:
+    """A base seeded with `/m.py` and `/old.txt`, and the branches made of it."""
+
+    def __init__(self, kind: str, tmp_path: Path) -> None:
+        self.h = Harness(kind, tmp_path)
+        self.h.seed("/m.py", SOURCE)
+        self.h.seed("/old.txt", b"old\n")
+        self.base = self.h.toolkit.backend
+
+    def branch(self) -> BranchBackend:
+        return BranchBackend(self.base)
+
+    def call(self, branch: BranchBackend, name: str, **args: Any) -> Any:
+        """Call a tool of a toolkit over `branch`."""
+        self.h.toolkit = FileToolkit(branch)
+        self.h.tools = {tool.name: tool for tool in self.h.toolkit.get_tools()}
+        return self.h.call(name, **args)
+
+    def edit(self, branch: BranchBackend, old: str, new: str) -> None:
+        assert self.call(branch, "read_file", file_path="/m.py").status == "success"
+        message = self.call(branch, "edit_file", file_path="/m.py", old_string=old, new_string=new)
+        assert message.status == "success", message.content
+
+    def merge(self, branch: BranchBackend) -> MergeResult:
+        bound = branch.bind(self.h.runtime())
+        result = bound.merge()
+        self.keep(bound)
+        return result
+
+    def keep(self, bound: Backend) -> None:
+        update = bound.state_update()
+        if "files" in update:
+            self.h.state["files"] = merge_files(self.h.state["files"], [update["files"]])
+
+    def bound_base(self) -> Backend:
+        return self.base.bind(self.h.runtime())
+
+    def in_base(self, path: str) -> bytes | None:
+        base = self.bound_base()
+        if not calls.run(calls.exists(path), base):
+            return None
+        return calls.run(calls.read_bytes(path), base)
+
+    def in_branch(self, branch: BranchBackend, path: str) -> bytes:
+        return calls.run(calls.read_bytes(path), branch.bind(self.h.runtime()))
+
+    def change_base(self, path: str, data: bytes | None) -> None:
+        base = self.bound_base()
+        if data is None:
+            calls.run(calls.delete(path), base)
+        else:
+            calls.run(calls.write_bytes(path, data), base)
+        self.keep(base)
+
+
+@pytest.fixture(params=["local", "state", "store"])
+def ws(request: pytest.FixtureRequest, tmp_path: Path) -> Workspace:
+    return Workspace(request.param, tmp_path)
+
+
+def test_every_file_tool_works_in_a_branch_and_the_base_is_untouched(ws: Workspace) -> None:
+    branch = ws.branch()
+    ws.edit(branch, "return 1", "return 'branched'")
+    written = ws.call(branch, "write_file", file_path="/pkg/new.py", content="NEW = 'branched'\n")
+    assert written.status == "success"
+    calls.run(calls.delete("/old.txt"), branch.bind(ws.h.runtime()))
+
+    grep = ws.call(branch, "grep", pattern="branched")
+    assert (grep.status, "/m.py" in grep.content, "/pkg/new.py" in grep.content) == (
+        "success",
+        True,
+        True,
+    )
+    assert "/m.py" not in ws.call(branch, "grep", pattern="return 1").content
+    assert "/pkg/new.py" in ws.call(branch, "glob", pattern="**/*.py").content
+    listing = ws.call(branch, "ls", path="/").content
+    assert ("pkg" in listing, "old.txt" in listing) == (True, False)
+    assert "branched" in ws.call(branch, "read_file", file_path="/m.py").content
+
+    assert (ws.in_base("/m.py"), ws.in_base("/pkg/new.py"), ws.in_base("/old.txt")) == (
+        SOURCE,
+        None,
+        b"old\n",
+    )
+    assert branch.changed == ("/m.py", "/old.txt", "/pkg", "/pkg/new.py")
+
+    result = ws.merge(branch)
+    assert result.clean
+    assert ws.in_base("/m.py") == SOURCE.replace(b"return 1", b"return 'branched'")
+    assert ws.in_base("/pkg/new.py") == b"NEW = 'branched'\n"
+    assert ws.in_base("/old.txt") is None
+    assert not branch.changed
+
+
+def test_a_file_changed_in_the_branch_since_it_was_read_is_stale(ws: Workspace) -> None:
+    branch = ws.branch()
+    ws.edit(branch, "return 1", "return 10")
+    assert ws.call(branch, "read_file", file_path="/m.py").status == "success"
+    view = branch.bind(ws.h.runtime())
+    calls.run(calls.write_bytes("/m.py", b"def a():\n    return 99\n"), view)
+    message = ws.call(
+        branch, "edit_file", file_path="/m.py", old_string="return 99", new_string="return 3"
+    )
+    assert message.status == "error"
+    assert ws.in_branch(branch, "/m.py") == b"def a():\n    return 99\n"
+
+
+def test_two_branches_editing_different_functions_both_merge(ws: Workspace) -> None:
+    first, second = ws.branch(), ws.branch()
+    ws.edit(first, "return 1", "return 10")
+    ws.edit(second, "return 2", "return 20")
+    assert ws.merge(first) == MergeResult(merged=("/m.py",))
+    assert ws.merge(second) == MergeResult(merged=("/m.py",))
+    assert ws.in_base("/m.py") == b"def a():\n    return 10\n\n\ndef b():\n    return 20\n"
+
+
+def test_the_same_line_changed_in_two_branches_is_a_conflict_and_commits_nothing(
+    ws: Workspace,
+) -> None:
+    first, second = ws.branch(), ws.branch()
+    ws.edit(first, "return 1", "return 10")
+    ws.edit(second, "return 1", "return 11")
+    calls.run(calls.write_bytes("/also.txt", b"second\n"), second.bind(ws.h.runtime()))
+    assert ws.merge(first).clean
+    merged_first = ws.in_base("/m.py")
+
+    result = ws.merge(second)
+
+    assert (result.merged, [c.path for c in result.conflicts]) == ((), ["/m.py"])
+    assert result.conflicts[0].hunks == (
+        Hunk(2, ("    return 1\n",), ("    return 10\n",), ("    return 11\n",)),
+    )
+    assert (ws.in_base("/m.py"), ws.in_base("/also.txt")) == (merged_first, None)
+    assert second.changed == ("/also.txt", "/m.py")
+
+
+def test_a_file_the_branch_deleted_and_the_base_changed_since_is_a_conflict(
+    ws: Workspace,
+) -> None:
+    deleting, editing = ws.branch(), ws.branch()
+    calls.run(calls.delete("/m.py"), deleting.bind(ws.h.runtime()))
+    ws.edit(editing, "return 1", "return 10")
+    assert ws.merge(editing).clean
+
+    result = ws.merge(deleting)
+
+    assert [(c.path, c.hunks) for c in result.conflicts] == [("/m.py", ())]
+    assert "deleted" in result.conflicts[0].reason
+    assert ws.in_base("/m.py") == SOURCE.replace(b"return 1", b"return 10")
+
+
+def test_a_file_the_branch_changed_and_the_base_deleted_since_is_a_conflict(
+    ws: Workspace,
+) -> None:
+    branch = ws.branch()
+    ws.edit(branch, "return 1", "return 10")
+    ws.change_base("/m.py", None)
+    assert [c.path for c in ws.merge(branch).conflicts] == ["/m.py"]
+    assert ws.in_base("/m.py") is None
+
+
+def test_a_file_both_created_merges_from_an_empty_base(ws: Workspace) -> None:
+    same, other = ws.branch(), ws.branch()
+    for branch, text in ((same, b"x = 1\n"), (other, b"x = 2\n")):
+        calls.run(calls.write_bytes("/made.py", text), branch.bind(ws.h.runtime()))
+    ws.change_base("/made.py", b"x = 1\n")
+
+    assert ws.merge(same).clean
+    result = ws.merge(other)
+
+    assert [(c.path, c.hunks) for c in result.conflicts] == [
+        ("/made.py", (Hunk(1, (), ("x = 1\n",), ("x = 2\n",)),))
+    ]
+
+
+def test_a_file_the_branch_created_and_deleted_is_no_change(ws: Workspace) -> None:
+    branch = ws.branch()
+    view = branch.bind(ws.h.runtime())
+    calls.run(calls.write_bytes("/tmp.txt", b"scratch\n"), view)
+    calls.run(calls.delete("/tmp.txt"), view)
+    ws.change_base("/tmp.txt", b"the base's\n")
+    assert ws.merge(branch) == MergeResult()
+    assert ws.in_base("/tmp.txt") == b"the base's\n"
+
+
+def test_reads_fall_through_to_the_base_until_the_branch_touches_a_file(ws: Workspace) -> None:
+    branch = ws.branch()
+    ws.change_base("/old.txt", b"newer\n")
+    assert ws.in_branch(branch, "/old.txt") == b"newer\n"
+    calls.run(calls.write_bytes("/old.txt", b"mine\n"), branch.bind(ws.h.runtime()))
+    ws.change_base("/old.txt", b"newest\n")
+    assert ws.in_branch(branch, "/old.txt") == b"mine\n"
+
+
+def test_an_async_merge_commits_as_the_sync_one_does(ws: Workspace) -> None:
+    branch = ws.branch()
+    ws.edit(branch, "return 2", "return 20")
+    bound = branch.bind(ws.h.runtime())
+    assert asyncio.run(bound.amerge()) == MergeResult(merged=("/m.py",))
+    ws.keep(bound)
+    assert ws.in_base("/m.py") == SOURCE.replace(b"return 2", b"return 20")
+
+
+class _NoDeletes(BackendView):
+    """A base that refuses deletions, to fail a merge after its writes."""
+
+    def bind(self, runtime: Any) -> Backend:
+        return _NoDeletes(self.inner.bind(runtime))
+
+    def delete(self, path: str) -> None:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+
+
+def test_a_merge_that_fails_part_way_leaves_the_base_as_it_was(tmp_path: Path) -> None:
+    ws = Workspace("local", tmp_path)
+    branch = BranchBackend(_NoDeletes(ws.base))
+    ws.edit(branch, "return 1", "return 10")
+    calls.run(calls.delete("/old.txt"), branch)
+    with pytest.raises(PermissionError):
+        branch.merge()
+    assert (ws.in_base("/m.py"), ws.in_base("/old.txt")) == (SOURCE, b"old\n")
+    assert branch.changed == ("/m.py", "/old.txt")
