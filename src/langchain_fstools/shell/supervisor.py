@@ -23,7 +23,8 @@ The agent sends one message per request, JSON with file descriptors attached
 - `{"op": "pause", "id": N}`: every process of the command stops (`SIGSTOP`); answer
   `{"op": "paused", "id": N}`. `{"op": "resume", "id": N}` lets them go on.
 
-Each command gets a keeper: a child of the supervisor that is not confined, so no
+Each command gets a keeper (forked ahead, waiting for its command, so a start does not
+wait for a fork): a child of the supervisor that is not confined, so no
 command can signal or trace it (Landlock puts the command in a domain of its own). The
 keeper mounts the command's view in a mount namespace of its own, masks and protects the
 paths the request names over it, hides the session's folder, becomes a child subreaper
@@ -113,6 +114,8 @@ class Supervisor:
         self.spec = spec
         self.hidden = hidden
         self.keepers: dict[int, int] = {}  # keeper pid -> request id
+        self.spare: tuple[int, socket.socket] | None = None
+        """The keeper forked ahead for the next command, and the socket it waits on."""
         self.libc = confine._libc()  # noqa: SLF001 - the one its keepers inherit
 
     def serve(self) -> NoReturn:
@@ -124,6 +127,7 @@ class Supervisor:
         signal.set_wakeup_fd(writer)
         import selectors  # noqa: PLC0415 - only the supervisor needs it
 
+        self.fork_spare()
         with selectors.DefaultSelector() as selector:
             selector.register(self.channel, selectors.EVENT_READ, "control")
             selector.register(reader, selectors.EVENT_READ, "child")
@@ -163,23 +167,45 @@ class Supervisor:
         finally:
             for fd in fds:
                 os.close(fd)
+        if self.spare is None:  # after the descriptors closed: the next keeper holds none
+            self.fork_spare()
         return True
 
     def start(self, message: dict[str, object], fds: list[int]) -> None:
-        """Fork the keeper of one command."""
+        """Hand one command to the keeper forked ahead for it."""
         if len(fds) != FDS_PER_START:
             raise OSError(0, f"a command needs {FDS_PER_START} descriptors, got {len(fds)}")
+        if self.spare is None:
+            self.fork_spare()
+        assert self.spare is not None  # noqa: S101 - just forked
+        pid, handoff = self.spare
+        self.spare = None
+        try:
+            send(handoff, message, fds)
+        finally:
+            handoff.close()
+        self.keepers[pid] = int(message["id"])  # type: ignore[call-overload]
+
+    def fork_spare(self) -> None:
+        """Fork a keeper that waits for its command, so a start does not wait for a fork."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # held until the keeper handles them: a pause or kill sent at once waits for it
         signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)
         pid = os.fork()
         if pid == 0:
             try:
                 signal.set_wakeup_fd(-1)
-                Keeper(message, fds, self.spec, self.hidden, self.channel).run()
+                self.libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+                ours.close()
+                message, fds = receive(theirs)
+                theirs.close()
+                if message is not None:
+                    Keeper(message, fds, self.spec, self.hidden, self.channel).run()
             finally:
                 os._exit(confine.FAILED)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
-        self.keepers[pid] = int(message["id"])  # type: ignore[call-overload]
+        theirs.close()
+        self.spare = (pid, ours)
 
     def signal(self, ident: object, signum: int) -> None:
         """Signal the keeper of request `ident`: end (SIGTERM), pause or resume its command."""
@@ -199,11 +225,15 @@ class Supervisor:
                 return
             if pid == 0:
                 break
+            if self.spare is not None and pid == self.spare[0]:  # died waiting: fork anew
+                self.spare[1].close()
+                self.spare = None
             ident = self.keepers.pop(pid, None)
             if ident is not None and status != _REPORTED << 8:  # else it told the agent itself
                 send(self.channel, {"op": "exited", "id": ident, "status": _status(status)})
+        spare = {self.spare[0]} if self.spare is not None else set()
         for pid in _children():
-            if pid not in self.keepers:
+            if pid not in self.keepers and pid not in spare:
                 _kill_tree(pid)
 
     def end(self) -> NoReturn:
