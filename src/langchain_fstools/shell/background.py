@@ -153,13 +153,15 @@ class Background:
             written = os.write(self._stdin, view)
             view = view[written:]
 
-    def kill(self, reason: str = "kill") -> None:
-        """End it and everything it started; wait (briefly) until it has."""
+    def kill(self, reason: str = "kill", *, wait: bool = True) -> None:
+        """End it and everything it started; with `wait`, wait (briefly) until it has."""
         if self.running:
             self._ended_by = reason
             self._stop()
-            self._ended.wait(5.0)
-        self._reader.join(5.0)
+            if wait:
+                self._ended.wait(5.0)
+        if wait:
+            self._reader.join(5.0)
 
     def _read_all(self) -> None:
         """Read every output descriptor until each reaches its end; enforce the idle limit."""

@@ -403,21 +403,25 @@ class Session:
             self._jobs_of[ident] = job
         return background
 
-    def close(self) -> None:
-        """End every command and the supervisor; remove the session's folders."""
+    def close(self, *, wait: bool = True) -> None:
+        """End every command and the supervisor; remove the session's folders.
+
+        With `wait=False` (the garbage collector's call, maybe on an event loop) it
+        only tells the supervisor to end; the owner thread finishes the rest.
+        """
         for background in list(self.background.values()):
             if background.running:
-                background.kill("session")
+                background.kill("session", wait=wait)
         with self._lock:
             self._closed = True
             channel, owner = self._channel, self._owner
         if channel is not None:
             with contextlib.suppress(OSError):
                 channel.shutdown(socket.SHUT_RDWR)
-        if owner is not None and owner is not threading.current_thread():
-            owner.join(START_TIMEOUT)
-        else:
+        if owner is None:
             self._remove_folders()
+        elif wait and owner is not threading.current_thread():
+            owner.join(START_TIMEOUT)
 
     @property
     def alive(self) -> bool:
@@ -596,20 +600,20 @@ class Sessions:
             return found
 
     def close(self) -> None:
-        """Close every session."""
+        """Close every session, and wait until their processes ended."""
         with self._lock:
-            _close_all(self._sessions)
+            _close_all(self._sessions, wait=True)
 
     def __reduce__(self) -> tuple[type[Sessions], tuple[()]]:
         """A copy has sessions of its own (none yet)."""
         return (Sessions, ())
 
 
-def _close_all(sessions: dict[str, Session]) -> None:
+def _close_all(sessions: dict[str, Session], *, wait: bool = False) -> None:
     found = list(sessions.values())
     sessions.clear()
     for one in found:
-        one.close()
+        one.close(wait=wait)
 
 
 @contextlib.contextmanager

@@ -279,10 +279,20 @@ class Spawner:
 
 
 def _shut_down(channel: socket.socket, process: subprocess.Popen[bytes]) -> None:
-    """Close a spawner's socket and reap it (it exits on the closed socket)."""
+    """Close a spawner's socket (it exits on it); reap it in a thread, never blocking.
+
+    Also called by the garbage collector, which may run on an event loop.
+    """
     channel.close()
-    with contextlib.suppress(subprocess.TimeoutExpired):
+    threading.Thread(target=_reap, args=(process,), daemon=True).start()
+
+
+def _reap(process: subprocess.Popen[bytes]) -> None:
+    try:
         process.wait(_SHUTDOWN_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 _SCRIPT = os.path.realpath(__file__)
