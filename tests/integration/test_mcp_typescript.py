@@ -154,6 +154,8 @@ def test_tools_reads_edits_and_progress(client_dir: Path, workspace: Path, trans
     assert ticks == "tick1\ntick2\ntick3\n"
     assert seen["execute"]["text"].startswith("tick1\ntick2\ntick3")
     grep = [p["message"] for p in progress if p["tool"] == "grep"]
+    assert not seen["grep"]["isError"], seen["grep"]
+    assert grep, (seen["grep"], progress)
     assert grep[-1] == "5 matching lines in 5 files so far"
 
 
