@@ -42,7 +42,7 @@ from langchain_fstools.shell.output import reporter_if_listening
 from langchain_fstools.shell.overlay import Overlay, files_equal, upper_path
 from langchain_fstools.shell.protected import host_code_paths
 from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Confinement, Sandbox
-from langchain_fstools.shell.session import Session, Sessions
+from langchain_fstools.shell.session import Session, SessionEnded, Sessions
 from langchain_fstools.shell.spawner import SpawnedProcess, Spawner, available
 
 if TYPE_CHECKING:
@@ -739,6 +739,8 @@ class LocalBackend(Backend):
                 yield_after=yield_after,
                 **self._command_args(),  # type: ignore[arg-type]
             )
+        except SessionEnded as exc:  # the sandbox could not start, or ended: say why
+            raise SandboxUnavailable(str(exc.strerror or exc)) from None
         except OSError as exc:
             code = exc.errno if exc.errno is not None else errno.EIO
             raise type(exc)(code, str(exc.strerror or exc), paths.ROOT) from None

@@ -275,7 +275,11 @@ def _drop_bounding(libc: ctypes.CDLL) -> None:
 
 
 def _readable(hidden: list[str]) -> list[str]:
-    """Paths whose subtrees together cover the file system except `hidden`."""
+    """Paths whose subtrees together cover the file system except `hidden`.
+
+    Walked by real paths only: a link is left out (what it leads to is covered where
+    it is), so a link to `/` or to a parent cannot send the walk round in a loop.
+    """
     hidden_set = {os.path.realpath(path) for path in hidden}
     found: list[str] = []
 
@@ -286,6 +290,8 @@ def _readable(hidden: list[str]) -> list[str]:
             return
         for name in names:
             path = os.path.join(directory, name)
+            if os.path.islink(path):
+                continue  # its target is covered where it really is (a link to / loops)
             real = os.path.realpath(path)
             if real in hidden_set or any(real.startswith(h + "/") for h in hidden_set):
                 continue
@@ -662,7 +668,10 @@ def prepare(spec: Spec) -> None:
     if families or keyring:
         _PREPARED[("seccomp", keyring, *families)] = seccomp_program(families, keyring=keyring)
     if spec.flags["landlock"] and spec.lists["hide"]:  # Landlock alone: no view per command
-        ruleset = landlock_ruleset(spec)
+        try:
+            ruleset = landlock_ruleset(spec)
+        except ConfineError:  # a folder changed while it was walked: each command builds it
+            ruleset = None
         if ruleset is not None:
             _PREPARED["ruleset"] = ruleset
     if spec.flags["drop_capabilities"]:

@@ -186,3 +186,17 @@ def test_a_bad_limit_value_fails_the_helper_before_the_command() -> None:
     )
     assert done.returncode == confine.FAILED
     assert "sandbox:" in done.stderr
+
+
+def test_the_readable_walk_survives_a_link_to_the_root_beside_a_hidden_path(
+    tmp_path: Path,
+) -> None:
+    """Landlock alone walks down to each hidden path: a link to `/` there once looped."""
+    secret = tmp_path / "home" / ".ssh"
+    secret.mkdir(parents=True)
+    (tmp_path / "home" / "root-link").symlink_to("/")
+    (tmp_path / "home" / "notes.txt").write_text("n\n")
+    found = confine._readable([str(secret)])
+    assert str(tmp_path / "home" / "notes.txt") in found
+    assert str(secret) not in found
+    assert not any(path.startswith(str(secret) + "/") for path in found)
