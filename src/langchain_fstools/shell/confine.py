@@ -325,6 +325,12 @@ def apply_landlock(spec: Spec) -> bool:
     return True
 
 
+def _write_rights(abi: int) -> int:
+    """Every right to change the file system that Landlock ABI `abi` knows."""
+    writes = _FS_WRITE_FILE | _FS_REMOVE_DIR | _FS_REMOVE_FILE | _FS_MAKE_ALL
+    return writes | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)  # noqa: PLR2004
+
+
 def landlock_ruleset(spec: Spec) -> int | None:
     """The Landlock ruleset of `spec` (a close-on-exec descriptor), or None without Landlock.
 
@@ -334,8 +340,7 @@ def landlock_ruleset(spec: Spec) -> int | None:
     abi = landlock_abi()
     if abi < 1:
         return None
-    writes = _FS_WRITE_FILE | _FS_REMOVE_DIR | _FS_REMOVE_FILE | _FS_MAKE_ALL
-    writes |= (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)  # noqa: PLR2004
+    writes = _write_rights(abi)
     reads = _FS_READ_FILE | _FS_READ_DIR | _FS_EXECUTE if spec.lists["hide"] else 0
     net = _NET_ALL if abi >= 4 and not spec.flags["network"] else 0  # noqa: PLR2004
     scope = _SCOPE_ALL if abi >= 6 else 0  # noqa: PLR2004
@@ -376,8 +381,7 @@ def scope_signals() -> bool:
         libc.syscall(_SYS_CREATE_RULESET, attr, len(attr), 0), "creating the Landlock ruleset"
     )
     try:
-        _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
-        _check(libc.syscall(_SYS_RESTRICT_SELF, ruleset, 0), "enforcing the Landlock ruleset")
+        restrict_to(ruleset)
     finally:
         os.close(ruleset)
     return True
@@ -423,8 +427,7 @@ def read_only_ruleset(readable: int, runnable: list[str]) -> int | None:
     abi = landlock_abi()
     if abi < 1:
         return None
-    writes = _FS_WRITE_FILE | _FS_REMOVE_DIR | _FS_REMOVE_FILE | _FS_MAKE_ALL
-    writes |= (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)  # noqa: PLR2004
+    writes = _write_rights(abi)
     reads = _FS_READ_FILE | _FS_READ_DIR
     attr = struct.pack("=Q", writes | reads | _FS_EXECUTE)
     libc = _libc()
