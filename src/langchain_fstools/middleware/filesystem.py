@@ -9,6 +9,7 @@ and `tools.eviction` (large results).
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Self, cast
 
 from langchain.agents.middleware import AgentMiddleware, ModelResponse
@@ -24,6 +25,7 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.history.changes import MAX_RECORD_BYTES
 from langchain_fstools.history.recording import RecordingBackend
 from langchain_fstools.middleware import rewind as rewinding
+from langchain_fstools.middleware.branches import DEFAULT_BRANCHING, BranchedCalls, BranchSwitch
 from langchain_fstools.middleware.capabilities import adapted
 from langchain_fstools.middleware.offering import offered
 from langchain_fstools.middleware.prompt import SYSTEM_PROMPT, prompt_for, with_prompt
@@ -119,6 +121,9 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         history: Record file changes for `rewind` and `undo_edit`. Default: False.
         history_record_bytes: Largest earlier content kept per change.
             Default: `history.MAX_RECORD_BYTES` (1 MiB).
+        branches: Run each call of a subagent tool on a branch of the files, merged
+            back when it returns (`middleware.branches`): True for deepagents' `task`,
+            or the names of the tools whose calls branch. Default: False.
         name: The middleware's name; an agent's middleware names must be unique.
             Default: `DEFAULT_NAME` (`"FilesystemMiddleware"`).
         **settings: `ToolSettings` fields, e.g. `read_limit=500`.
@@ -160,6 +165,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         protected_paths: Sequence[str] = PROTECTED_PATHS,
         history: bool = False,
         history_record_bytes: int = MAX_RECORD_BYTES,
+        branches: bool | Sequence[str] = False,
         name: str = DEFAULT_NAME,
         **settings: Any,
     ) -> None:
@@ -173,6 +179,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         """
         super().__init__()
         _check_arguments(backend, name, eviction, history_record_bytes)
+        branching = _branching(branches)
+        key = backend.storage_key()
         self._name = name
         self.storage = backend = _with_results_folder(backend) if eviction else backend
         self.eviction = None if eviction is False else _evicting(eviction, backend=backend)
@@ -186,7 +194,9 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         self.history = history
         self.state_schema = _SCHEMAS[history, gate is not None]
         recording = history_record_bytes if history else None
-        self.toolkit = FileToolkit(_tools_view(backend, gate, recording), tools=tools, **settings)
+        view = functools.partial(_tools_view, gate=gate, recording=recording)
+        self.branches = BranchedCalls(branching, key, backend, view) if branching else None
+        self.toolkit = FileToolkit(BranchSwitch(view(backend), key), tools=tools, **settings)
         self.tools = self.toolkit.get_tools()
         if history and (tools is None or UndoEditTool.model_fields["name"].default in tools):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
@@ -252,7 +262,29 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        """Refuse a second change to one file in one turn; check permissions; evict."""
+        """Refuse a second change to one file in one turn; check permissions; evict.
+
+        A subagent's call runs on a branch of the files, merged when it returns.
+        """
+        if self.branches is not None and self.branches.branching(request):
+            return self.branches.run(request, lambda r: self._called(r, handler))
+        return self._called(request, handler)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Async `wrap_tool_call` (the same steps; only the handler is awaited)."""
+        if self.branches is not None and self.branches.branching(request):
+            return await self.branches.arun(request, lambda r: self._acalled(r, handler))
+        return await self._acalled(request, handler)
+
+    def _called(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
         blocked = calls.run(self._admitting(request), self.storage.bind(request.runtime))
         if blocked is not None:
             return blocked
@@ -266,12 +298,11 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             update = self._close(call_id)
         return with_state_update(result, update) if update else result
 
-    async def awrap_tool_call(
+    async def _acalled(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
-        """Async `wrap_tool_call` (the same steps; only the handler is awaited)."""
         blocked = await calls.arun(self._admitting(request), self.storage.bind(request.runtime))
         if blocked is not None:
             return blocked
@@ -437,7 +468,19 @@ def _evicting(eviction: LargeResultEviction | bool, *, backend: Backend) -> Larg
     return evicting
 
 
-def _tools_view(backend: Backend, gate: PermissionGate | None, recording: int | None) -> Backend:
+def _branching(branches: bool | Sequence[str]) -> tuple[str, ...]:  # noqa: FBT001
+    """The names of the tools whose calls branch."""
+    if branches is True:
+        return DEFAULT_BRANCHING
+    if branches is False:
+        return ()
+    names = (branches,) if isinstance(branches, str) else tuple(branches)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise ValueError(f"branches must be True, False or tool names, not {branches!r}")
+    return names
+
+
+def _tools_view(backend: Backend, *, gate: PermissionGate | None, recording: int | None) -> Backend:
     """What the tools work on: `backend`, recorded (`recording` bytes a change) and guarded."""
     if recording is not None:
         backend = RecordingBackend(backend, max_record_bytes=recording)

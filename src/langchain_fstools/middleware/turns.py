@@ -39,7 +39,7 @@ class OneChangePerTurn:
         if call["name"] not in self.mutating:
             return None
         targets = self._written(call)
-        turn = _turn_of(state, call["id"])
+        turn = turn_of(state, call["id"])
         if not targets or turn is None:
             return None
         for earlier in turn.tool_calls:
@@ -80,7 +80,7 @@ class OneChangePerTurn:
         return frozenset(found)
 
 
-def _turn_of(state: Any, call_id: str | None) -> AIMessage | None:
+def turn_of(state: Any, call_id: str | None) -> AIMessage | None:
     """The model message that asked for `call_id`."""
     messages = state.get("messages", []) if isinstance(state, dict) else []
     for message in reversed(messages):
@@ -89,4 +89,4 @@ def _turn_of(state: Any, call_id: str | None) -> AIMessage | None:
     return None
 
 
-__all__ = ["OneChangePerTurn"]
+__all__ = ["OneChangePerTurn", "turn_of"]

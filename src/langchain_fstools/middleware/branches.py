@@ -1,0 +1,372 @@
+"""Subagents on branches: a call that runs a subagent works on a branch of the files.
+
+With `FilesystemMiddleware(branches=True)`, each call of a branching tool (deepagents'
+`task`, or the names given) runs with a copy-on-write branch (`backends.branch`) of the
+middleware's files. While the call runs, every file tool over the same backend (this
+middleware's, or another instance's in the subagent) works on the branch: the subagent
+reads the files as they were and its writes stay in the branch, so parallel subagents
+never see or overwrite each other's work. A subagent's own branching calls branch the
+branch (nesting).
+
+When the call returns, its branch is merged into the files it branched from (three
+ways, file by file; rules in `backends.branch`), through the tools' own view: path rules
+and history apply to the merge once, as one change of the branching call, which the
+parent can rewind. Parallel calls of one turn merge when all of them have returned (no
+merge changes the files under a subagent still at work; the step waits for its slowest
+call anyway), one at a time in the order the model gave them, each onto what the earlier
+merges left; that is also the order LangGraph applies their state updates in, so files
+kept in graph state (`StateBackend`) end with every merge of the turn.
+
+A merge with conflicts commits nothing: the call's result says so, with each
+conflicting file's hunks (the base, the files now, the subagent's), for the parent to
+make the change itself. A call that raises is not merged; its branch is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import ToolMessage
+
+from langchain_fstools.backends.branch import BranchBackend, FileConflict, MergeResult
+from langchain_fstools.backends.guarded import BackendView
+from langchain_fstools.core.wording import plural
+from langchain_fstools.errors import FsToolsError
+from langchain_fstools.middleware.turns import turn_of
+from langchain_fstools.tools.updates import with_state_update
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
+
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.types import Command
+
+    from langchain_fstools.backends.protocol import Backend
+
+    Result = ToolMessage | Command[Any]
+
+DEFAULT_BRANCHING = ("task",)
+"""The tools whose calls get a branch with `branches=True`: deepagents' subagent tool."""
+
+_ACTIVE: ContextVar[Mapping[Hashable, BranchBackend] | None] = ContextVar(
+    "fstools_branches", default=None
+)
+"""The branches of the running call, by the storage they branch."""
+
+_POLL_SECONDS = 0.005
+"""How often an async call waiting to merge checks its turn."""
+
+JOIN_WAIT = 10.0
+"""Seconds a turn's merges wait for its branching calls to start."""
+
+_KEPT_TURNS = 64
+"""Turns kept whose branching calls did not all run."""
+
+_HUNK_LINES = 12
+"""Lines shown per side of a conflicting hunk; the rest is counted."""
+
+
+class BranchSwitch(BackendView):
+    """The tools' backend: the branch of the running call, if it branches this storage.
+
+    Args:
+        inner: The tools' view of the files.
+        key: The storage key of the backend the user gave (`Backend.storage_key`), so
+            every middleware over one backend sees one branch.
+    """
+
+    def __init__(self, inner: Backend, key: Hashable) -> None:
+        """Switch between `inner` and the active branch of `key`."""
+        super().__init__(inner)
+        self.key = key
+
+    def bind(self, runtime: Any) -> Backend:
+        """The active branch of this storage bound for one call, else the inner view."""
+        branch = _active().get(self.key)
+        return (self.inner if branch is None else branch).bind(runtime)
+
+
+class _Prebound(BackendView):
+    """A backend bound once, handed out as it is by `bind` (a turn's shared state view)."""
+
+    def bind(self, runtime: Any) -> Backend:  # noqa: ARG002  # bound already
+        return self.inner
+
+
+@dataclass
+class _Turn:
+    """The branching calls of one model turn: merged in their order, onto one view.
+
+    Attributes:
+        order: The ids of the turn's branching calls, in the order the model gave them
+            (the order LangGraph applies their state updates in).
+        joined: The calls that started (a call another middleware refused never does).
+        ran: The calls whose subagent has returned (or raised).
+        done: The calls merged, or ended without a merge.
+        shared: The view of the files the turn's merges go into, bound once.
+    """
+
+    order: tuple[str, ...]
+    joined: set[str] = field(default_factory=set)
+    ran: set[str] = field(default_factory=set)
+    done: set[str] = field(default_factory=set)
+    shared: Backend | None = None
+    started: float = field(default_factory=time.monotonic)
+    ready: threading.Condition = field(default_factory=threading.Condition)
+
+    def note(self, calls: set[str], call_id: str) -> None:
+        """Add `call_id` to `calls` (`ran` or `done`) and wake the calls waiting."""
+        with self.ready:
+            calls.add(call_id)
+            self.ready.notify_all()
+
+    def may_merge(self, call_id: str) -> bool:
+        """Whether every call of the turn has run, and the earlier ones ended.
+
+        No merge changes the files while a subagent of the turn still works on them. A
+        call not started `JOIN_WAIT` seconds into the turn is not waited for: another
+        middleware answered it.
+        """
+        late = time.monotonic() > self.started + JOIN_WAIT
+        waited = self.joined if late else self.joined.union(self.order)
+        earlier = self.order[: self.order.index(call_id)] if call_id in self.order else ()
+        return waited <= self.ran and all(c in self.done for c in earlier if c in waited)
+
+    def wait_time(self) -> float | None:
+        """How long to wait for a change before checking `may_merge` again."""
+        left = self.started + JOIN_WAIT - time.monotonic()
+        return max(left, 0.01) if left > 0 else None
+
+    @property
+    def over(self) -> bool:
+        """Whether every branching call of the turn has ended."""
+        return self.done.issuperset(self.order)
+
+
+class BranchedCalls:
+    """Runs branching calls on branches and merges them back.
+
+    Args:
+        names: The tools whose calls branch.
+        key: The storage key of the user's backend.
+        storage: The backend the tools' view wraps (unbound).
+        view: Builds the tools' view (rules, history) around a backend.
+    """
+
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        key: Hashable,
+        storage: Backend,
+        view: Callable[[Backend], Backend],
+    ) -> None:
+        """Keep what a merge needs."""
+        self.names = frozenset(names)
+        self.key = key
+        self.storage = storage
+        self.view = view
+        self._turns: dict[tuple[str, ...], _Turn] = {}
+        self._lock = threading.Lock()
+
+    def branching(self, request: ToolCallRequest) -> bool:
+        """Whether the call runs on a branch."""
+        return request.tool_call["name"] in self.names
+
+    # ----- running a call -----------------------------------------------------------------
+
+    def run(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Result]) -> Result:
+        """Run the call on a branch; merge the branch into the files it came from."""
+        call_id = request.tool_call["id"] or ""
+        turn_key, turn = self._join(request, call_id)
+        try:
+            branch = self._branch()
+            try:
+                with _activated(self.key, branch):
+                    result = handler(request)
+            finally:
+                turn.note(turn.ran, call_id)
+            with turn.ready:
+                while not turn.may_merge(call_id):
+                    turn.ready.wait(turn.wait_time())
+            target = self._target(branch, turn, request)
+            outcome = _merged(target.merge)
+        finally:
+            self._leave(turn_key, turn, call_id)
+        return _reported(result, outcome, target.state_update(), request)
+
+    async def arun(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[Result]]
+    ) -> Result:
+        """Async `run` (its wait polls: the turn's condition is a thread's)."""
+        call_id = request.tool_call["id"] or ""
+        turn_key, turn = self._join(request, call_id)
+        try:
+            branch = self._branch()
+            try:
+                with _activated(self.key, branch):
+                    result = await handler(request)
+            finally:
+                turn.note(turn.ran, call_id)
+            while not turn.may_merge(call_id):  # noqa: ASYNC110  # a thread's condition
+                await asyncio.sleep(_POLL_SECONDS)
+            target = self._target(branch, turn, request)
+            outcome = await _amerged(target.amerge)
+        finally:
+            self._leave(turn_key, turn, call_id)
+        return _reported(result, outcome, target.state_update(), request)
+
+    def _branch(self) -> BranchBackend:
+        """A new branch of what the tools see now (the enclosing call's branch, if any)."""
+        return BranchBackend(_active().get(self.key) or self.view(self.storage))
+
+    def _target(self, branch: BranchBackend, turn: _Turn, request: ToolCallRequest) -> Any:
+        """The branch bound to merge into the turn's shared view of the files."""
+        if isinstance(branch.base, BranchBackend):
+            return branch.bind(request.runtime)
+        if turn.shared is None:
+            turn.shared = self.storage.bind(request.runtime)
+        merged = BranchBackend(self.view(_Prebound(turn.shared)).bind(request.runtime))
+        merged._changes = branch._changes  # noqa: SLF001  # the same branch, rebound
+        return merged
+
+    # ----- the turn -----------------------------------------------------------------------
+
+    def _join(self, request: ToolCallRequest, call_id: str) -> tuple[tuple[str, ...], _Turn]:
+        """The turn of the call (its branching calls), joined."""
+        message = turn_of(request.state, call_id)
+        calls = [] if message is None else message.tool_calls
+        answered = _answered(request.state)
+        order = tuple(
+            c["id"] or "" for c in calls if c["name"] in self.names and c["id"] not in answered
+        ) or (call_id,)
+        key = tuple(c["id"] or "" for c in calls) or (call_id,)
+        with self._lock:
+            turn = self._turns.setdefault(key, _Turn(order))
+            turn.joined.add(call_id)
+        return key, turn
+
+    def _leave(self, key: tuple[str, ...], turn: _Turn, call_id: str) -> None:
+        """End the call's part in its turn; forget the turn once every call ended.
+
+        A turn some call of which never started (another middleware answered it) is
+        forgotten when `_KEPT_TURNS` later turns are kept.
+        """
+        turn.note(turn.ran, call_id)
+        turn.note(turn.done, call_id)
+        with self._lock:
+            if turn.over:
+                self._turns.pop(key, None)
+            while len(self._turns) > _KEPT_TURNS:
+                del self._turns[next(iter(self._turns))]
+
+
+def _answered(state: Any) -> set[str]:
+    """The calls of `state` answered already (before tools ran: by another middleware)."""
+    messages = state.get("messages", []) if isinstance(state, dict) else []
+    return {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+
+
+def _active() -> Mapping[Hashable, BranchBackend]:
+    """The running call's branches, by the storage they branch."""
+    return _ACTIVE.get() or {}
+
+
+@contextlib.contextmanager
+def _activated(key: Hashable, branch: BranchBackend) -> Iterator[None]:
+    """Make `branch` the active branch of `key` for the calls made inside."""
+    token = _ACTIVE.set({**_active(), key: branch})
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def _merged(merge: Callable[[], MergeResult]) -> MergeResult | FsToolsError | OSError:
+    try:
+        return merge()
+    except (FsToolsError, OSError) as exc:
+        return exc
+
+
+async def _amerged(
+    merge: Callable[[], Awaitable[MergeResult]],
+) -> MergeResult | FsToolsError | OSError:
+    try:
+        return await merge()
+    except (FsToolsError, OSError) as exc:
+        return exc
+
+
+# ----- the result -------------------------------------------------------------------------
+
+
+def _reported(
+    result: Result,
+    outcome: MergeResult | FsToolsError | OSError,
+    update: dict[str, Any],
+    request: ToolCallRequest,
+) -> Result:
+    """`result` with what the merge did said after the subagent's answer."""
+    message = _message_of(result, request.tool_call["id"])
+    if message is None:
+        return with_state_update(result, update) if update else result
+    if isinstance(outcome, MergeResult) and outcome.clean:
+        if not outcome.merged:
+            return with_state_update(result, update) if update else result
+        note = f"The subagent's changes were merged: {', '.join(outcome.merged)}."
+        status = message.status
+    else:
+        note = _refusal(outcome)
+        status = "error"
+    text = f"{message.text}\n\n{note}" if message.text else note
+    amended = message.model_copy(update={"content": text, "status": status})
+    return with_state_update(result, update, message=amended)
+
+
+def _message_of(result: Result, call_id: str | None) -> ToolMessage | None:
+    """The call's own message in `result`."""
+    if isinstance(result, ToolMessage):
+        return result
+    messages = result.update.get("messages", []) if isinstance(result.update, dict) else []
+    found = [m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == call_id]
+    return found[-1] if found else None
+
+
+def _refusal(outcome: MergeResult | FsToolsError | OSError) -> str:
+    """What the parent reads when the branch was not merged."""
+    if not isinstance(outcome, MergeResult):
+        return (
+            f"The subagent's changes were not merged ({outcome}); nothing of them was "
+            "applied. Make the changes yourself."
+        )
+    count = plural(len(outcome.conflicts), "file")
+    parts = [
+        (
+            f"The subagent's changes were not merged: {count} changed meanwhile in ways "
+            "that conflict, so nothing of them was applied. Read the files and make the "
+            "changes yourself:"
+        )
+    ]
+    parts += [_conflict(conflict) for conflict in outcome.conflicts]
+    return "\n".join(parts)
+
+
+def _conflict(conflict: FileConflict) -> str:
+    lines = [f"{conflict.path}: {conflict.reason}"]
+    for hunk in conflict.hunks:
+        lines.append(f"  at line {hunk.line}:")
+        for side, text in (("base", hunk.base), ("now", hunk.ours), ("subagent", hunk.theirs)):
+            lines.append(f"  {side}:")
+            lines += [f"    {line.rstrip(chr(10))}" for line in text[:_HUNK_LINES]]
+            if len(text) > _HUNK_LINES:
+                lines.append(f"    ({plural(len(text) - _HUNK_LINES, 'more line')})")
+    return "\n".join(lines)
+
+
+__all__ = ["DEFAULT_BRANCHING", "BranchSwitch", "BranchedCalls"]

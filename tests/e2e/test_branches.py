@@ -1,0 +1,183 @@
+"""Parallel subagents on branches: `FilesystemMiddleware(branches=True)` in deepagents.
+
+One model turn launches two declarative subagents with two `task` calls; each subagent
+has its own scripted model and this middleware. Each works on a branch of the files,
+merged when its call returns: different changes to one file both land, the same line
+changed differently comes back as a conflict with the base untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+
+from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
+from langchain_fstools.testing import ScriptedChatModel, parallel, tool_call
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from langchain_fstools.backends.protocol import Backend
+
+deepagents = pytest.importorskip("deepagents")
+
+SOURCE = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
+
+
+# Each call id is unique, as a provider's are: parallel subagents share the middleware.
+def subagent(name: str, files: FilesystemMiddleware, *turns: AIMessage | str) -> dict[str, Any]:
+    model = ScriptedChatModel(turns=list(turns), disable_streaming=True)
+    return {
+        "name": name,
+        "description": f"Subagent {name}.",
+        "system_prompt": "You edit files.",
+        "model": model,
+        "middleware": [files],
+    }
+
+
+def editing(name: str, files: FilesystemMiddleware, old: str, new: str) -> dict[str, Any]:
+    return subagent(
+        name,
+        files,
+        tool_call("read_file", call_id=f"{name}-1", file_path="/m.py"),
+        tool_call(
+            "edit_file", call_id=f"{name}-2", file_path="/m.py", old_string=old, new_string=new
+        ),
+        f"{name} edited /m.py.",
+    )
+
+
+def launching(*names: str) -> list[AIMessage | str]:
+    calls = [
+        tool_call("task", call_id=f"t-{n}", description="Edit /m.py.", subagent_type=n)
+        for n in names
+    ]
+    return [parallel(*calls), tool_call("read_file", call_id="p1", file_path="/m.py"), "done"]
+
+
+def build(backend: Backend, *specs: Any, files: FilesystemMiddleware) -> Any:
+    names = [spec["name"] for spec in specs]
+    model = ScriptedChatModel(turns=launching(*names), disable_streaming=True)
+    return deepagents.create_deep_agent(model=model, middleware=[files], subagents=list(specs))
+
+
+def results(state: dict[str, Any]) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+
+
+@pytest.fixture(params=["state", "local"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "state":
+        return StateBackend()
+    (tmp_path / "m.py").write_text(SOURCE)
+    return LocalBackend(tmp_path)
+
+
+def start(backend: Backend) -> dict[str, Any]:
+    initial: dict[str, Any] = {"messages": [{"role": "user", "content": "Edit /m.py."}]}
+    if isinstance(backend, StateBackend):
+        initial["files"] = StateBackend.seed({"/m.py": SOURCE})
+    return initial
+
+
+def final_text(backend: Backend, state: dict[str, Any]) -> str:
+    if isinstance(backend, StateBackend):
+        return str(state["files"]["/m.py"]["content"])
+    return backend.read_bytes("/m.py").decode()
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_two_subagents_editing_different_functions_both_land(backend: Backend, run: str) -> None:
+    files = FilesystemMiddleware(backend=backend, branches=True)
+    agent = build(
+        backend,
+        editing("a", files, "return 1", "return 10"),
+        editing("b", files, "return 2", "return 20"),
+        files=files,
+    )
+    if run == "sync":
+        state = agent.invoke(start(backend))
+    else:
+        state = asyncio.run(agent.ainvoke(start(backend)))
+    found = results(state)
+    for name in ("a", "b"):
+        assert found[f"t-{name}"].status == "success", found[f"t-{name}"].content
+        assert f"{name} edited /m.py." in found[f"t-{name}"].text
+        assert "merged: /m.py" in found[f"t-{name}"].text
+    expected = SOURCE.replace("return 1", "return 10").replace("return 2", "return 20")
+    assert final_text(backend, state) == expected
+    assert "return 10" in found["p1"].text
+    assert "return 20" in found["p1"].text
+
+
+def test_the_same_line_changed_differently_is_a_conflict_and_the_base_is_untouched(
+    backend: Backend,
+) -> None:
+    files = FilesystemMiddleware(backend=backend, branches=True)
+    agent = build(
+        backend,
+        editing("a", files, "return 1", "return 10"),
+        editing("b", files, "return 1", "return 11"),
+        files=files,
+    )
+    state = agent.invoke(start(backend))
+    found = results(state)
+    outcomes = sorted(found[f"t-{n}"].status for n in ("a", "b"))
+    assert outcomes == ["error", "success"]  # the first to merge lands, the second conflicts
+    loser = next(found[f"t-{n}"] for n in ("a", "b") if found[f"t-{n}"].status == "error")
+    winner = "10" if loser.tool_call_id == "t-b" else "11"
+    text = loser.text
+    assert "not merged" in text
+    assert "/m.py" in text
+    assert "base:\n        return 1" in text
+    assert f"now:\n        return {winner}" in text
+    other = "11" if winner == "10" else "10"
+    assert f"subagent:\n        return {other}" in text
+    assert final_text(backend, state) == SOURCE.replace("return 1", f"return {winner}")
+
+
+def test_a_deletion_against_a_rewrite_is_a_conflict(backend: Backend) -> None:
+    files = FilesystemMiddleware(backend=backend, branches=True)
+    deleting = subagent(
+        "a",
+        files,
+        tool_call(
+            "apply_patch",
+            call_id="a-1",
+            patch="*** Begin Patch\n*** Delete File: /m.py\n*** End Patch",
+        ),
+        "a deleted /m.py.",
+    )
+    rewriting = subagent(
+        "b",
+        files,
+        tool_call("read_file", call_id="b-1", file_path="/m.py"),
+        tool_call("write_file", call_id="b-2", file_path="/m.py", content="x = 1\n"),
+        "b rewrote /m.py.",
+    )
+    state = build(backend, deleting, rewriting, files=files).invoke(start(backend))
+    found = results(state)
+    assert sorted(found[f"t-{n}"].status for n in ("a", "b")) == ["error", "success"], found
+    loser = next(found[f"t-{n}"] for n in ("a", "b") if found[f"t-{n}"].status == "error")
+    assert "/m.py" in loser.text
+    assert "not merged" in loser.text
+
+
+def test_without_branches_a_subagent_writes_the_files_directly(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path)
+    (tmp_path / "m.py").write_text(SOURCE)
+    files = FilesystemMiddleware(backend=backend)
+    state = build(backend, editing("a", files, "return 1", "return 10"), files=files).invoke(
+        start(backend)
+    )
+    assert "merged" not in results(state)["t-a"].text
+    assert (tmp_path / "m.py").read_text() == SOURCE.replace("return 1", "return 10")
+
+
+def test_branches_must_name_tools() -> None:
+    with pytest.raises(ValueError, match="branches"):
+        FilesystemMiddleware(backend=StateBackend(), branches=[""])
