@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
-from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
+from langchain_fstools import FilesystemMiddleware, LocalBackend, Permission, StateBackend
 from langchain_fstools.testing import ScriptedChatModel, parallel, tool_call
 
 if TYPE_CHECKING:
@@ -181,3 +183,65 @@ def test_without_branches_a_subagent_writes_the_files_directly(tmp_path: Path) -
 def test_branches_must_name_tools() -> None:
     with pytest.raises(ValueError, match="branches"):
         FilesystemMiddleware(backend=StateBackend(), branches=[""])
+
+
+# ----- permissions and history: they apply once, to the merge --------------------------
+
+
+def one_editor(backend: Backend, **options: Any) -> tuple[Any, FilesystemMiddleware]:
+    files = FilesystemMiddleware(backend=backend, branches=True, **options)
+    agent = deepagents.create_deep_agent(
+        model=ScriptedChatModel(turns=launching("a"), disable_streaming=True),
+        middleware=[files],
+        subagents=[editing("a", files, "return 1", "return 10")],
+        checkpointer=InMemorySaver(),
+    )
+    return agent, files
+
+
+CONFIG: dict[str, Any] = {"configurable": {"thread_id": "branches"}}
+
+
+def test_accept_edits_merges_without_asking(backend: Backend) -> None:
+    agent, _ = one_editor(backend, mode="accept_edits")
+    state = agent.invoke(start(backend), CONFIG)
+    assert "__interrupt__" not in state
+    assert final_text(backend, state) == SOURCE.replace("return 1", "return 10")
+
+
+@pytest.mark.parametrize("answer", ["approve", "reject"])
+def test_the_default_mode_asks_once_about_the_merge(backend: Backend, answer: str) -> None:
+    agent, _ = one_editor(backend, mode="default")
+    asked = agent.invoke(start(backend), CONFIG)
+    (request,) = asked["__interrupt__"][0].value["action_requests"]
+    assert request["name"] == "merge"
+    assert request["tool_call_id"] == "t-a"
+    assert "-    return 1\n+    return 10" in request["diff"]
+    assert final_text(backend, asked) == SOURCE  # nothing merged before the answer
+    # the subagent does not run again on resume (its script would be used up)
+    state = agent.invoke(Command(resume={"type": answer, "message": "no"}), CONFIG)
+    message = results(state)["t-a"]
+    if answer == "approve":
+        assert message.status == "success"
+        assert final_text(backend, state) == SOURCE.replace("return 1", "return 10")
+    else:
+        assert message.status == "error"
+        assert "a person rejected them (no)" in message.text
+        assert final_text(backend, state) == SOURCE
+
+
+def test_a_denied_path_is_refused_inside_the_branch(backend: Backend) -> None:
+    rule = Permission(operations=["write"], paths=["/m.py"], action="deny")
+    agent, _ = one_editor(backend, mode="accept_edits", permissions=[rule])
+    state = agent.invoke(start(backend), CONFIG)
+    assert "merged" not in results(state)["t-a"].text
+    assert final_text(backend, state) == SOURCE
+
+
+def test_history_records_the_merge_as_one_change_the_parent_rewinds(backend: Backend) -> None:
+    agent, files = one_editor(backend, history=True)
+    state = agent.invoke(start(backend), CONFIG)
+    assert [r["tool_call_id"] for r in state["file_history"]] == ["t-a"]
+    assert files.rewind(agent, CONFIG, to="t-a") == ["/m.py"]
+    restored = agent.get_state(CONFIG).values
+    assert final_text(backend, restored) == SOURCE

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.core import calls, paths
+from langchain_fstools.core.changesets import ChangedEntry, ChangeKind
 from langchain_fstools.core.records import DIRECTORY_VERSION, content_version
 from langchain_fstools.core.results import Write
 from langchain_fstools.errors import PartialWrite, VersionConflict
@@ -102,6 +103,26 @@ class FileConflict:
     path: str
     reason: str
     hunks: tuple[Hunk, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Proposed:
+    """One change a branch holds (`BranchBackend.proposed`).
+
+    Attributes:
+        path: The virtual path.
+        kind: Added, modified or deleted, against the base the branch started from.
+        entry: A file or a directory.
+        before: The base's bytes when the branch first touched it (None: absent, or
+            a directory).
+        after: The branch's bytes (None: deleted).
+    """
+
+    path: str
+    kind: ChangeKind
+    entry: ChangedEntry
+    before: bytes | None
+    after: bytes | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,6 +437,21 @@ class BranchBackend(Backend):
 
     # ----- merging ----------------------------------------------------------------------
 
+    def proposed(self) -> tuple[Proposed, ...]:
+        """What a merge would apply, as the branch sees it, in path order."""
+        found: list[Proposed] = []
+        for path in self.changed:
+            touched = self._changes.touched[path]
+            if touched.data is None:
+                kind = ChangeKind.DELETED
+            elif touched.origin == ABSENT:
+                kind = ChangeKind.ADDED
+            else:
+                kind = ChangeKind.MODIFIED
+            entry: ChangedEntry = "directory" if touched.kind is EntryKind.DIRECTORY else "file"
+            found.append(Proposed(path, kind, entry, touched.origin_data, touched.data))
+        return tuple(found)
+
     def merge(self) -> MergeResult:
         """Apply the branch to the base, all or nothing (rules in the module docstring).
 
@@ -553,4 +589,4 @@ def _info(path: str, touched: _Touched) -> FileInfo:
     return FileInfo(path, touched.kind, size, touched.mtime, touched.version)
 
 
-__all__ = ["BranchBackend", "FileConflict", "MergeResult"]
+__all__ = ["BranchBackend", "FileConflict", "MergeResult", "Proposed"]

@@ -26,28 +26,39 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from langchain.agents.middleware.human_in_the_loop import ActionRequest, HITLRequest, ReviewConfig
 from langchain_core.messages import ToolMessage
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
+from langgraph.types import interrupt
 
-from langchain_fstools.backends.branch import BranchBackend, FileConflict, MergeResult
+from langchain_fstools.backends.branch import BranchBackend, FileConflict, MergeResult, Proposed
 from langchain_fstools.backends.guarded import BackendView
+from langchain_fstools.core import calls
+from langchain_fstools.core.changesets import Change, ChangeSet
 from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import FsToolsError
+from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.middleware.turns import turn_of
+from langchain_fstools.permissions.approval import Approval, FileActionRequest, decisions
+from langchain_fstools.tools.runtime import running_config
 from langchain_fstools.tools.updates import with_state_update
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
+    from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping, Sequence
 
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command
 
     from langchain_fstools.backends.protocol import Backend
+    from langchain_fstools.core.calls import Effect
+    from langchain_fstools.permissions.gate import PermissionGate
 
     Result = ToolMessage | Command[Any]
 
@@ -157,6 +168,7 @@ class BranchedCalls:
         key: The storage key of the user's backend.
         storage: The backend the tools' view wraps (unbound).
         view: Builds the tools' view (rules, history) around a backend.
+        gate: The permission gate, if any: a merge it asks about is put to a person.
     """
 
     def __init__(
@@ -165,14 +177,17 @@ class BranchedCalls:
         key: Hashable,
         storage: Backend,
         view: Callable[[Backend], Backend],
+        gate: PermissionGate | None = None,
     ) -> None:
         """Keep what a merge needs."""
         self.names = frozenset(names)
         self.key = key
         self.storage = storage
         self.view = view
+        self.gate = gate
         self._turns: dict[tuple[str, ...], _Turn] = {}
         self._lock = threading.Lock()
+        self._asking: dict[str, tuple[Result, BranchBackend]] = {}
 
     def branching(self, request: ToolCallRequest) -> bool:
         """Whether the call runs on a branch."""
@@ -185,17 +200,24 @@ class BranchedCalls:
         call_id = request.tool_call["id"] or ""
         turn_key, turn = self._join(request, call_id)
         try:
-            branch = self._branch()
-            try:
-                with _activated(self.key, branch):
-                    result = handler(request)
-            finally:
+            asked = self._asking.pop(call_id, None)
+            if asked is None:
+                branch = self._branch()
+                try:
+                    with _activated(self.key, branch):
+                        result = handler(request)
+                finally:
+                    turn.note(turn.ran, call_id)
+            else:  # resumed after a person was asked: the subagent ran already
+                result, branch = asked
                 turn.note(turn.ran, call_id)
             with turn.ready:
                 while not turn.may_merge(call_id):
                     turn.ready.wait(turn.wait_time())
-            target = self._target(branch, turn, request)
-            outcome = _merged(target.merge)
+            judged = self._target(branch, turn, request)
+            refused = calls.run(self._approving(judged, branch, result, request), judged)
+            target = self._target(branch, turn, request)  # bound after a grant
+            outcome = refused or _merged(target.merge)
         finally:
             self._leave(turn_key, turn, call_id)
         return _reported(result, outcome, target.state_update(), request)
@@ -207,19 +229,60 @@ class BranchedCalls:
         call_id = request.tool_call["id"] or ""
         turn_key, turn = self._join(request, call_id)
         try:
-            branch = self._branch()
-            try:
-                with _activated(self.key, branch):
-                    result = await handler(request)
-            finally:
+            asked = self._asking.pop(call_id, None)
+            if asked is None:
+                branch = self._branch()
+                try:
+                    with _activated(self.key, branch):
+                        result = await handler(request)
+                finally:
+                    turn.note(turn.ran, call_id)
+            else:
+                result, branch = asked
                 turn.note(turn.ran, call_id)
             while not turn.may_merge(call_id):  # noqa: ASYNC110  # a thread's condition
                 await asyncio.sleep(_POLL_SECONDS)
+            judged = self._target(branch, turn, request)
+            refused = await calls.arun(self._approving(judged, branch, result, request), judged)
             target = self._target(branch, turn, request)
-            outcome = await _amerged(target.amerge)
+            outcome = refused or await _amerged(target.amerge)
         finally:
             self._leave(turn_key, turn, call_id)
         return _reported(result, outcome, target.state_update(), request)
+
+    def _approving(
+        self, target: BranchBackend, branch: BranchBackend, result: Result, request: Any
+    ) -> Effect[str | None]:
+        """Why the merge may not go ahead, or None (what a person approved is granted).
+
+        The permission rules judge the branch's changes as they judge a command's; a
+        change they ask about is put to a person in one `interrupt()`, the subagent's
+        result kept meanwhile so the call resumes at its merge.
+        """
+        proposed = branch.proposed()
+        if self.gate is None or not proposed:
+            return None
+        changes = ChangeSet(tuple(Change(p.path, p.kind, p.entry) for p in proposed), "")
+        review = yield from calls.blocking(functools.partial(target.base.judge_changes, changes))
+        if review.refused is not None:
+            return f"a permission rule forbids changing {review.refused[1]}"
+        if not review.asks:
+            return None
+        config = running_config()
+        if not _resumable(config):
+            return (
+                "they need a person's approval, and this agent has no checkpointer to ask "
+                "with (compile it with one and pass a thread_id)"
+            )
+        call_id = request.tool_call["id"] or ""
+        self._asking[call_id] = (result, branch)
+        answer = decisions(interrupt(_merge_request(call_id, proposed, review.asks)), 1)[0]
+        self._asking.pop(call_id, None)
+        if answer["type"] != "approve":
+            reason = answer.get("message")
+            return "a person rejected them" + (f" ({reason})" if reason else "")
+        self.gate.grant(call_id, Approval(args={}, paths=list(review.asks), expect={}))
+        return None
 
     def _branch(self) -> BranchBackend:
         """A new branch of what the tools see now (the enclosing call's branch, if any)."""
@@ -257,6 +320,8 @@ class BranchedCalls:
         A turn some call of which never started (another middleware answered it) is
         forgotten when `_KEPT_TURNS` later turns are kept.
         """
+        if self.gate is not None:
+            self.gate.revoke(call_id)
         turn.note(turn.ran, call_id)
         turn.note(turn.done, call_id)
         with self._lock:
@@ -270,6 +335,11 @@ def _answered(state: Any) -> set[str]:
     """The calls of `state` answered already (before tools ran: by another middleware)."""
     messages = state.get("messages", []) if isinstance(state, dict) else []
     return {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+
+
+def on_branch(key: Hashable) -> bool:
+    """Whether the running call works on a branch of the storage `key`."""
+    return key in _active()
 
 
 def _active() -> Mapping[Hashable, BranchBackend]:
@@ -308,7 +378,7 @@ async def _amerged(
 
 def _reported(
     result: Result,
-    outcome: MergeResult | FsToolsError | OSError,
+    outcome: MergeResult | FsToolsError | OSError | str,
     update: dict[str, Any],
     request: ToolCallRequest,
 ) -> Result:
@@ -338,7 +408,7 @@ def _message_of(result: Result, call_id: str | None) -> ToolMessage | None:
     return found[-1] if found else None
 
 
-def _refusal(outcome: MergeResult | FsToolsError | OSError) -> str:
+def _refusal(outcome: MergeResult | FsToolsError | OSError | str) -> str:
     """What the parent reads when the branch was not merged."""
     if not isinstance(outcome, MergeResult):
         return (
@@ -357,6 +427,45 @@ def _refusal(outcome: MergeResult | FsToolsError | OSError) -> str:
     return "\n".join(parts)
 
 
+def _merge_request(call_id: str, proposed: Sequence[Proposed], asks: Sequence[str]) -> HITLRequest:
+    """The interrupt's request: the subagent's changes, with their diff."""
+    listed = "\n".join(f"{p.kind} {p.path}" for p in proposed)
+    patches = [
+        unified_patch(
+            p.path, (p.before or b"").decode(errors="replace"), p.after.decode(errors="replace")
+        )
+        for p in proposed
+        if p.after is not None and p.entry == "file"
+    ]
+    diff = "".join(patch for patch in patches if patch)
+    summary = (
+        f"Merge a subagent's changes ({plural(len(proposed), 'path')}; asks: {', '.join(asks)})"
+    )
+    description = f"{summary}\n\n{listed}"
+    if diff:
+        description += f"\n\n```diff\n{diff.rstrip()}\n```"
+    action = FileActionRequest(
+        name="merge",
+        args={"paths": [p.path for p in proposed]},
+        description=description,
+        tool_call_id=call_id,
+        summary=summary,
+        diff=diff,
+    )
+    config = ReviewConfig(action_name="merge", allowed_decisions=["approve", "reject"])
+    return HITLRequest(action_requests=[cast("ActionRequest", action)], review_configs=[config])
+
+
+def _text(data: bytes | None) -> str:
+    return (data or b"").decode(errors="replace")
+
+
+def _resumable(config: Any) -> bool:
+    """Whether the running graph can resume after an interrupt (it has a checkpointer)."""
+    configurable = config.get("configurable") or {} if isinstance(config, dict) else {}
+    return bool(configurable) and configurable.get(CONFIG_KEY_CHECKPOINTER) is not None
+
+
 def _conflict(conflict: FileConflict) -> str:
     lines = [f"{conflict.path}: {conflict.reason}"]
     for hunk in conflict.hunks:
@@ -369,4 +478,4 @@ def _conflict(conflict: FileConflict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["DEFAULT_BRANCHING", "BranchSwitch", "BranchedCalls"]
+__all__ = ["DEFAULT_BRANCHING", "BranchSwitch", "BranchedCalls", "on_branch"]

@@ -25,7 +25,12 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.history.changes import MAX_RECORD_BYTES
 from langchain_fstools.history.recording import RecordingBackend
 from langchain_fstools.middleware import rewind as rewinding
-from langchain_fstools.middleware.branches import DEFAULT_BRANCHING, BranchedCalls, BranchSwitch
+from langchain_fstools.middleware.branches import (
+    DEFAULT_BRANCHING,
+    BranchedCalls,
+    BranchSwitch,
+    on_branch,
+)
 from langchain_fstools.middleware.capabilities import adapted
 from langchain_fstools.middleware.offering import offered
 from langchain_fstools.middleware.prompt import SYSTEM_PROMPT, prompt_for, with_prompt
@@ -195,7 +200,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         self.state_schema = _SCHEMAS[history, gate is not None]
         recording = history_record_bytes if history else None
         view = functools.partial(_tools_view, gate=gate, recording=recording)
-        self.branches = BranchedCalls(branching, key, backend, view) if branching else None
+        self.branches = BranchedCalls(branching, key, backend, view, gate) if branching else None
+        self._key = key
         self.toolkit = FileToolkit(BranchSwitch(view(backend), key), tools=tools, **settings)
         self.tools = self.toolkit.get_tools()
         if history and (tools is None or UndoEditTool.model_fields["name"].default in tools):
@@ -246,7 +252,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def _pinning(
         self, request: ModelRequest, response: ModelResponse
     ) -> tuple[Effect[dict[str, Review] | None], Backend] | None:
-        if self.review is None:
+        if self.review is None or on_branch(self._key):
             return None
         return self.review.pinning(request.state, response.result, request.runtime, self.storage)
 
@@ -321,7 +327,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         refused = self.turns.refusal(request.tool_call, request.state)
         if refused is not None or self.review is None:
             return refused
-        return (yield from self.review.admitting(request.tool_call, request.state))
+        call, state = request.tool_call, request.state
+        return (yield from self.review.admitting(call, state, writes_ask=not on_branch(self._key)))
 
     def _open(self, request: ToolCallRequest) -> str:
         """Start a call: its state update is left for this middleware to return."""
@@ -394,13 +401,21 @@ class _ReviewingFilesystemMiddleware(FilesystemMiddleware):
         Each ask carries the tool's dry run (the exact diff, or the error the call would
         return); approvals are kept in state for the tool calls, rejections answered.
         """
-        review = None if self.review is None else self.review.of_turn(state, runtime, self.storage)
+        review = self._turn_review(state, runtime)
         return None if review is None else calls.run(*review)
 
     async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async `after_model`."""
-        review = None if self.review is None else self.review.of_turn(state, runtime, self.storage)
+        review = self._turn_review(state, runtime)
         return None if review is None else await calls.arun(*review)
+
+    def _turn_review(
+        self, state: Any, runtime: Runtime[Any]
+    ) -> tuple[Effect[dict[str, Any] | None], Backend] | None:
+        """The review of the model's turn; none on a branch (its merge is reviewed)."""
+        if self.review is None or on_branch(self._key):
+            return None
+        return self.review.of_turn(state, runtime, self.storage)
 
 
 _REVIEWING_CLASSES: dict[type[FilesystemMiddleware], type[FilesystemMiddleware]] = {}

@@ -205,13 +205,21 @@ class TurnReview:
 
     # ----- tool calls: admission ----------------------------------------------------------
 
-    def admitting(self, call: ToolCall, state: Any) -> Effect[ToolMessage | None]:
-        """The refusal of a call the gate does not let run, or None (its approval granted)."""
+    def admitting(
+        self, call: ToolCall, state: Any, *, writes_ask: bool = True
+    ) -> Effect[ToolMessage | None]:
+        """The refusal of a call the gate does not let run, or None (its approval granted).
+
+        With `writes_ask=False` (a call on a branch, whose merge is what a person is
+        asked about), a write the rules would ask about runs.
+        """
         found = yield from self.gate.assessing(call)
         if found is None or found.verdict.action == "allow":
             return None
         if found.verdict.action == "deny":
             return refusal(call, found.verdict)
+        if not writes_ask and found.verdict.operation == "write":
+            return None
         approval = ((state if isinstance(state, dict) else {}).get(APPROVALS_KEY) or {}).get(
             call["id"]
         )
