@@ -19,8 +19,15 @@ compared is the one the branch recorded when it first touched the file):
    when the branch created it, present now) merges the same way from an empty base.
    Text that is not UTF-8 cannot be merged and is a conflict.
 3. The branch deleted a file the base changed since, or changed a file the base
-   deleted since: a conflict. A file the branch created and deleted again is no change.
-4. Directories the branch created are created; one it deleted is deleted if the base
+   deleted since: a conflict. So when one branch writes a file anew (or edits it) and
+   another deletes it, whichever merges first wins and the second merge is a conflict
+   for that file, in either order. A file both deleted is deleted once; a file the
+   branch created and deleted again is no change; a file both left with the same
+   bytes is no change either.
+4. A rename (`move`) in a branch is a deletion of the old path and a creation of the
+   new one, each merged by the rules above: when the base changed the old file since,
+   the rename is a conflict (its deletion would lose the base's change).
+5. Directories the branch created are created; one it deleted is deleted if the base
    added nothing to it since (else a conflict).
 
 A merge with a conflict commits nothing and returns each conflicting file (with the
@@ -30,6 +37,12 @@ file through the base's multi-file write (`write_many`, each write conditional o
 version planned from), then the deletions, each checked against its version; if any
 step fails, the steps already taken are undone and the error is raised, so the base
 holds all of the merge or none of it. After a clean merge the branch is empty again.
+
+A branch is bounded, since it is kept in memory: at most `max_files` paths changed
+(files and directories written, created or deleted) and `max_bytes` bytes held (the
+branch's contents plus the base versions kept as merge bases). A change that would take
+the branch past either raises `BranchFull` and leaves the branch as it was; changes that
+do not grow it (rewriting a file no larger, deleting a file it created) are always taken.
 
 A branch binds with its base: `bind(runtime)` binds the base for one tool call and
 shares the branch's changes, so a branch of `StateBackend` keeps its changes across
@@ -49,7 +62,7 @@ from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, File
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.records import DIRECTORY_VERSION, content_version
 from langchain_fstools.core.results import Write
-from langchain_fstools.errors import PartialWrite, VersionConflict
+from langchain_fstools.errors import BranchFull, PartialWrite, VersionConflict
 from langchain_fstools.formats.merge import Hunk, merge
 from langchain_fstools.search.contract import SearchPart
 
@@ -58,6 +71,12 @@ if TYPE_CHECKING:
 
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.search.contract import NativeSearch
+
+
+DEFAULT_MAX_FILES = 10_000
+"""The most paths a branch changes unless told otherwise."""
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+"""The most bytes a branch holds unless told otherwise (256 MiB)."""
 
 
 @dataclass(slots=True)
@@ -86,6 +105,20 @@ class _Changes:
     """What a branch holds, shared by the branch and its bound views."""
 
     touched: dict[str, _Touched] = field(default_factory=dict)
+    held: int = 0
+    """The bytes held: every touched path's `data` and `origin_data`."""
+
+    def clear(self) -> None:
+        """Forget every change (after a merge)."""
+        self.touched.clear()
+        self.held = 0
+
+
+def _held(touched: _Touched | None) -> int:
+    """The bytes one touched path holds."""
+    if touched is None:
+        return 0
+    return len(touched.data or b"") + len(touched.origin_data or b"")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +170,13 @@ class BranchBackend(Backend):
 
     Args:
         base: The backend the branch reads through to and merges into.
+        max_files: The most paths the branch may change (written, created or deleted
+            files and directories). Default: 10,000.
+        max_bytes: The most bytes the branch may hold (its contents plus the base
+            versions it keeps as merge bases). Default: 256 MiB.
+
+    Raises:
+        ValueError: a limit that is not a positive integer.
 
     Example:
         ```python
@@ -150,9 +190,21 @@ class BranchBackend(Backend):
 
     kind = "branch"
 
-    def __init__(self, base: Backend) -> None:
+    def __init__(
+        self,
+        base: Backend,
+        *,
+        max_files: int = DEFAULT_MAX_FILES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
         """Branch `base` (nothing is copied)."""
+        for name, value in (("max_files", max_files), ("max_bytes", max_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                msg = f"{name} must be a positive integer, not {value!r}"
+                raise ValueError(msg)
         self.base = base
+        self.max_files = max_files
+        self.max_bytes = max_bytes
         self._changes = _Changes()
 
     @property
@@ -166,7 +218,9 @@ class BranchBackend(Backend):
 
     def bind(self, runtime: Any) -> BranchBackend:
         """This branch over the base bound for one call, sharing the branch's changes."""
-        bound = BranchBackend(self.base.bind(runtime))
+        bound = BranchBackend(
+            self.base.bind(runtime), max_files=self.max_files, max_bytes=self.max_bytes
+        )
         bound._changes = self._changes
         return bound
 
@@ -264,9 +318,22 @@ class BranchBackend(Backend):
                 origin_data = yield from calls.read_bytes(path)
             origin = ABSENT if info is None else info.version
             known = _Touched(None, kind, "", 0.0, origin, origin_data)
+        else:
+            origin_data = known.origin_data
+        growth = len(data or b"") + len(origin_data or b"") - _held(self._changes.touched.get(path))
+        self._check_room(path, growth)
         known.data, known.kind, known.mtime = data, kind, time.time()
         known.version = DIRECTORY_VERSION if kind is EntryKind.DIRECTORY else _version(data)
+        self._changes.held += growth
         self._changes.touched[path] = known
+
+    def _check_room(self, path: str, growth: int) -> None:
+        """Raise `BranchFull` if changing `path` would grow the branch past a limit."""
+        new = path not in self._changes.touched
+        if new and len(self._changes.touched) >= self.max_files:
+            raise BranchFull(path, "files", self.max_files)
+        if growth > 0 and self._changes.held + growth > self.max_bytes:
+            raise BranchFull(path, "bytes", self.max_bytes)
 
     def _parents(self, path: str) -> Effect[None]:
         """Create the missing parents of `path` in the branch.
@@ -447,7 +514,7 @@ class BranchBackend(Backend):
         if conflicts:
             return MergeResult(conflicts=tuple(conflicts))
         yield from _commit(steps, directories)
-        self._changes.touched.clear()
+        self._changes.clear()
         return MergeResult(merged=tuple(step.path for step in steps))
 
     def _plan_directory(
@@ -487,18 +554,29 @@ def _plan_file(path: str, touched: _Touched, steps: list[_Step]) -> Effect[FileC
             steps.append(_Step(path, touched.data, version, touched.origin_data))
         return None
     if touched.data is None:
-        return None if touched.origin == ABSENT else FileConflict(path, _DELETED_CHANGED)
+        if touched.origin == ABSENT or current is None:
+            return None
+        return FileConflict(path, _DELETED_CHANGED)
     if current is None or not current.is_file:
         return FileConflict(path, _CHANGED_DELETED)
     now = yield from calls.read_bytes(path)
+    if now == touched.data:
+        return None
+    return _plan_lines(path, touched, _Step(path, now, version, now), steps)
+
+
+def _plan_lines(
+    path: str, touched: _Touched, current: _Step, steps: list[_Step]
+) -> FileConflict | None:
+    """Plan the three-way merge of a file both changed (`current`: the base's now)."""
     try:
-        texts = [(b or b"").decode() for b in (touched.origin_data, now, touched.data)]
+        texts = [(b or b"").decode() for b in (touched.origin_data, current.data, touched.data)]
     except UnicodeDecodeError:
         return FileConflict(path, _BINARY)
     merged = merge(*texts)
     if merged.text is None:
         return FileConflict(path, _LINES, merged.conflicts)
-    steps.append(_Step(path, merged.text.encode(), version, now))
+    steps.append(_Step(path, merged.text.encode(), current.version, current.before))
     return None
 
 
@@ -553,4 +631,10 @@ def _info(path: str, touched: _Touched) -> FileInfo:
     return FileInfo(path, touched.kind, size, touched.mtime, touched.version)
 
 
-__all__ = ["BranchBackend", "FileConflict", "MergeResult"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_FILES",
+    "BranchBackend",
+    "FileConflict",
+    "MergeResult",
+]
