@@ -374,3 +374,58 @@ def test_a_full_branch_is_an_error_result_saying_what_to_do(ws: Workspace) -> No
 def test_a_bound_branch_keeps_the_limits_of_its_branch(ws: Workspace) -> None:
     bound = ws.branch(max_files=3, max_bytes=7).bind(ws.h.runtime())
     assert (bound.max_files, bound.max_bytes) == (3, 7)
+
+
+# ----- search ---------------------------------------------------------------------------
+
+
+def test_a_search_walks_only_the_folders_whose_files_the_branch_changed(tmp_path: Path) -> None:
+    ws = Workspace("local", tmp_path)
+    for path in ("/a/x.py", "/a/c/z.py", "/a-b/y.py", "/d/w.py", "/e/v.py"):
+        ws.h.seed(path, b"needle = 'base'\n")
+    branch = ws.branch()
+    view = branch.bind(ws.h.runtime())
+    for path in ("/a/x.py", "/a/c/z.py", "/a-b/y.py"):
+        calls.run(calls.write_bytes(path, b"needle = 'branch'\n"), view)
+    calls.run(calls.delete("/d/w.py"), view)
+
+    parts = branch.search_parts("/")
+
+    assert [(p.directory, p.native is None, p.excluded) for p in parts] == [
+        ("/", False, ("/a", "/a-b", "/d")),
+        ("/a", True, ()),
+        ("/a-b", True, ()),
+        ("/d", True, ()),
+    ]
+    found = ws.call(branch, "grep", pattern="needle", output_mode="content").content
+    assert sorted(line for line in found.splitlines() if "needle" in line) == sorted(
+        [
+            "/a/c/z.py:1:needle = 'branch'",
+            "/a/x.py:1:needle = 'branch'",
+            "/a-b/y.py:1:needle = 'branch'",
+            "/e/v.py:1:needle = 'base'",
+        ]
+    )
+
+
+def test_a_search_of_a_file_or_folder_the_branch_changed_sees_the_branch(ws: Workspace) -> None:
+    branch = ws.branch()
+    ws.edit(branch, "return 1", "return 'mine'")
+    for directory in ("/m.py", "/"):
+        assert [(p.directory, p.native) for p in branch.search_parts(directory)] == [
+            (directory, None)
+        ]
+    found = ws.call(branch, "grep", pattern="mine", path="/m.py", output_mode="content")
+    assert "return 'mine'" in found.content
+
+
+def test_a_path_missing_from_the_view_is_missing_by_the_views_account(ws: Workspace) -> None:
+    branch = ws.branch()
+    view = branch.bind(ws.h.runtime())
+    calls.run(calls.delete("/old.txt"), view)
+    calls.run(calls.mkdir("/old.txt"), view)  # a folder where the base has a file
+    for read in (view.stat, view.read_bytes, lambda p: asyncio.run(view.aread_bytes(p))):
+        with pytest.raises(FileNotFoundError):
+            read("/old.txt/inside")
+    with pytest.raises(NotADirectoryError):
+        view.read_bytes("/m.py/inside")
