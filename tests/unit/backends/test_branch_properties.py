@@ -60,7 +60,7 @@ def _edited(draw: st.DrawFn, text: str, name: str) -> tuple[str, list[str]]:
     out: list[str] = []
     added: list[str] = []
     for index in range(len(base) + 1):
-        operation = draw(st.sampled_from(["keep", "keep", "delete", "replace", "insert"]))
+        operation = draw(st.sampled_from([*["keep"] * 12, "delete", "replace", "insert"]))
         if operation in {"replace", "insert"}:
             added.append(_added_line(name))
             out.append(added[-1])
@@ -75,7 +75,7 @@ def _side(draw: st.DrawFn, base: Tree, name: str) -> Side:
     for path in BASE_PATHS:
         if path not in base:
             continue
-        action = draw(st.sampled_from(["keep", "edit", "edit", "delete"]))
+        action = draw(st.sampled_from(["keep", "edit", "edit", "edit", "delete"]))
         if action == "delete":
             del side.tree[path]
             side.touched.add(path)
@@ -84,7 +84,7 @@ def _side(draw: st.DrawFn, base: Tree, name: str) -> Side:
             if text != base[path]:
                 side.tree[path], side.added[path] = text, added
                 side.touched.add(path)
-    for path in draw(st.sets(st.sampled_from(NEW_PATHS), max_size=2)):
+    for path in draw(st.sets(st.sampled_from(NEW_PATHS), max_size=1)):
         added = [_added_line(name) for _ in range(draw(st.integers(1, 3)))]
         side.tree[path], side.added[path] = "".join(added), added
         side.touched.add(path)
@@ -93,8 +93,8 @@ def _side(draw: st.DrawFn, base: Tree, name: str) -> Side:
 
 @st.composite
 def _example(draw: st.DrawFn) -> tuple[Tree, Side, Side]:
-    texts = st.lists(st.sampled_from(WORDS), max_size=8).map("".join)
-    base = {path: draw(texts) for path in draw(st.sets(st.sampled_from(BASE_PATHS), min_size=1))}
+    texts = st.lists(st.sampled_from(WORDS), max_size=12).map("".join)
+    base = {path: draw(texts) for path in draw(st.sets(st.sampled_from(BASE_PATHS), min_size=1, max_size=3))}
     base[KEPT] = "kept\n"
     return base, draw(_side(base, "first")), draw(_side(base, "second"))
 
@@ -153,9 +153,8 @@ def _expected(base: Tree, first: Side, second: Side) -> tuple[Tree, dict[str, li
     return tree, conflicts
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
-@given(_example())
-def test_two_branches_merge_file_by_file_as_merge3_does(example: tuple[Tree, Side, Side]) -> None:
+def _first_merged(example: tuple[Tree, Side, Side]) -> tuple[Backend, BranchBackend]:
+    """Branch the base twice, play both scripts, merge the first; the base, the second."""
     base, first, second = example
     backend = StoreBackend(InMemoryStore(), namespace=("t", uuid.uuid4().hex)).bind(None)
     _write_tree(backend, base)
@@ -163,41 +162,41 @@ def test_two_branches_merge_file_by_file_as_merge3_does(example: tuple[Tree, Sid
     _play(branches[0], base, first)
     _play(branches[1], base, second)
     assert _read_tree(backend) == base
-
     assert branches[0].merge().clean
     assert _read_tree(backend) == first.tree
-    result = branches[1].merge()
+    return backend, branches[1]
 
-    tree, conflicts = _expected(base, first, second)
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(_example())
+def test_two_branches_merge_file_by_file_as_merge3_does(example: tuple[Tree, Side, Side]) -> None:
+    backend, second_branch = _first_merged(example)
+    result = second_branch.merge()
+
+    tree, conflicts = _expected(*example)
     assert {
         c.path: [(h.base, h.ours, h.theirs) for h in c.hunks] for c in result.conflicts
     } == conflicts
     if conflicts:
-        assert _read_tree(backend) == first.tree
-        assert branches[1].changed
+        assert _read_tree(backend) == example[1].tree
+        assert second_branch.changed
     else:
         assert _read_tree(backend) == tree
-        assert not branches[1].changed
+        assert not second_branch.changed
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=100, deadline=None, derandomize=True)
 @given(_example())
 def test_a_clean_merge_keeps_every_line_either_branch_added(
     example: tuple[Tree, Side, Side],
 ) -> None:
-    base, first, second = example
-    backend = StoreBackend(InMemoryStore(), namespace=("t", uuid.uuid4().hex)).bind(None)
-    _write_tree(backend, base)
-    branches = BranchBackend(backend), BranchBackend(backend)
-    _play(branches[0], base, first)
-    _play(branches[1], base, second)
-    assert branches[0].merge().clean
-    if not branches[1].merge().clean:
+    backend, second_branch = _first_merged(example)
+    if not second_branch.merge().clean:
         return
     merged = {path: lines(text) for path, text in _read_tree(backend).items()}
     lost = [
         line
-        for side in (first, second)
+        for side in example[1:]
         for path, added in side.added.items()
         for line in added
         if line not in merged.get(path, [])
