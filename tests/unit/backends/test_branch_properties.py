@@ -94,7 +94,10 @@ def _side(draw: st.DrawFn, base: Tree, name: str) -> Side:
 @st.composite
 def _example(draw: st.DrawFn) -> tuple[Tree, Side, Side]:
     texts = st.lists(st.sampled_from(WORDS), max_size=12).map("".join)
-    base = {path: draw(texts) for path in draw(st.sets(st.sampled_from(BASE_PATHS), min_size=1, max_size=3))}
+    base = {
+        path: draw(texts)
+        for path in draw(st.sets(st.sampled_from(BASE_PATHS), min_size=1, max_size=3))
+    }
     base[KEPT] = "kept\n"
     return base, draw(_side(base, "first")), draw(_side(base, "second"))
 
