@@ -4,8 +4,10 @@
 a path; from then on the path is the branch's, kept in memory with the base version
 (and bytes) it had at that moment: its merge base. Writes and deletions never reach
 `base` before `merge`. Listings, globs and greps see the base plus the branch, with
-the branch's deletions hidden; below a directory the branch changed, a search walks
-the view instead of using the base's native search (which cannot see the branch).
+the branch's deletions hidden: a folder whose files the branch changed is searched by
+walking the view, the rest with the base's native search (which cannot see the branch),
+those folders left out of it. Reads of paths the branch never touched go straight to
+the base, so they cost what reads outside the branch do.
 Inside the branch, versions work as on any backend: a branch file's version is a hash
 of its bytes, so read-before-write and the staleness check hold within the branch.
 
