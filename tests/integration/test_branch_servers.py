@@ -88,6 +88,8 @@ def test_edits_to_different_functions_in_two_branches_both_merge(base: Backend) 
     first.edit("return 1", "return 10")
     second.edit("return 2", "return 20")
     assert in_base(base, "/m.py") == SOURCE
+    assert "/m.py" in first.call("grep", pattern="return 10")
+    assert "/m.py" not in second.call("grep", pattern="return 10")
 
     assert first.branch.merge() == MergeResult(merged=("/m.py",))
     assert asyncio.run(second.branch.amerge()) == MergeResult(merged=("/m.py",))
