@@ -1,10 +1,11 @@
 """Branches merge file by file to what merge3 gives, with the tree rules on top.
 
 A random small tree is branched twice; each branch runs a random script (line edits,
-creations, deletions); then the first branch and the second are merged into the base.
+creations, deletions, renames with `move`); then the first branch and the second are merged into the base.
 The first merge is always clean and gives the first branch's tree. The second gives,
 per file, what `merge3` itself gives for the three texts (the base, the first branch's,
-the second's), with the tree rules of `backends.branch` for creations and deletions;
+the second's), with the tree rules of `backends.branch` for creations, deletions and
+renames (a deletion plus a creation);
 any conflict commits nothing. A clean merge keeps every line either branch added.
 """
 
@@ -28,6 +29,8 @@ from langchain_fstools.formats.merge import lines
 BASE_PATHS = ("/a.txt", "/b.txt", "/c.txt", "/d/e.txt", "/d/f.txt")
 NEW_PATHS = ("/n.txt", "/new/m.txt", "/d/g.txt")
 """Paths a branch may create (both may pick one, so creations collide)."""
+MOVED = {path: path.replace(".txt", ".moved.txt") for path in BASE_PATHS}
+"""Where a branch renames a base file to (both may rename one, to the same place)."""
 KEPT = "/d/keep.txt"
 """Never touched, so /d stays a directory in every tree."""
 WORDS = ["x\n", "y\n", "z\n", "w\n", "\n"]
@@ -47,6 +50,8 @@ class Side:
     """The paths its script wrote or deleted (never one left as it was)."""
     added: dict[str, list[str]] = field(default_factory=dict)
     """The lines it added, per path (each unique in the whole example)."""
+    moves: dict[str, str] = field(default_factory=dict)
+    """The files it renamed: old path, new path (`MOVED`)."""
 
 
 def _added_line(name: str) -> str:
@@ -75,10 +80,14 @@ def _side(draw: st.DrawFn, base: Tree, name: str) -> Side:
     for path in BASE_PATHS:
         if path not in base:
             continue
-        action = draw(st.sampled_from(["keep", "edit", "edit", "edit", "delete"]))
-        if action == "delete":
-            del side.tree[path]
+        action = draw(st.sampled_from(["keep", "edit", "edit", "edit", "delete", "move"]))
+        if action in {"delete", "move"}:
+            text = side.tree.pop(path)
             side.touched.add(path)
+        if action == "move":
+            side.tree[MOVED[path]] = text
+            side.touched.add(MOVED[path])
+            side.moves[path] = MOVED[path]
         elif action == "edit":
             text, added = draw(_edited(base[path], name))
             if text != base[path]:
@@ -108,7 +117,9 @@ def _write_tree(backend: Backend, tree: Tree) -> None:
 
 
 def _play(branch: BranchBackend, base: Tree, side: Side) -> None:
-    for path in sorted(side.touched):
+    for source, destination in side.moves.items():
+        calls.run(calls.move(source, destination), branch)
+    for path in sorted(side.touched - {*side.moves, *side.moves.values()}):
         if path in side.tree:
             calls.run(calls.write_bytes(path, side.tree[path].encode()), branch)
         else:
@@ -118,7 +129,7 @@ def _play(branch: BranchBackend, base: Tree, side: Side) -> None:
 
 def _read_tree(backend: Backend) -> Tree:
     tree: Tree = {}
-    for path in (*BASE_PATHS, *NEW_PATHS, KEPT):
+    for path in (*BASE_PATHS, *NEW_PATHS, *MOVED.values(), KEPT):
         if calls.run(calls.exists(path), backend):
             tree[path] = calls.run(calls.read_bytes(path), backend).decode()
     return tree
