@@ -309,6 +309,21 @@ class FileTooLarge(FsToolsError):
 
 
 @dataclass(eq=False)
+class BranchFull(FsToolsError):
+    """A change that would take a branch past one of its limits; nothing was changed.
+
+    Attributes:
+        path: The path the change was to.
+        limit: Which limit: `files` (paths changed) or `bytes` (bytes held).
+        maximum: The limit's value.
+    """
+
+    path: str
+    limit: str
+    maximum: int
+
+
+@dataclass(eq=False)
 class ExecutionUnsupported(FsToolsError):
     """The backend cannot run commands."""
 
@@ -494,6 +509,7 @@ class UnknownChange(FsToolsError):
 __all__ = [
     "AmbiguousMatch",
     "BinaryFile",
+    "BranchFull",
     "ChangeNotKept",
     "ChangedOutsideAgent",
     "ChangedSinceRead",

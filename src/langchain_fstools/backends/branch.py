@@ -4,8 +4,10 @@
 a path; from then on the path is the branch's, kept in memory with the base version
 (and bytes) it had at that moment: its merge base. Writes and deletions never reach
 `base` before `merge`. Listings, globs and greps see the base plus the branch, with
-the branch's deletions hidden; below a directory the branch changed, a search walks
-the view instead of using the base's native search (which cannot see the branch).
+the branch's deletions hidden: a folder whose files the branch changed is searched by
+walking the view, the rest with the base's native search (which cannot see the branch),
+those folders left out of it. Reads of paths the branch never touched go straight to
+the base, so they cost what reads outside the branch do.
 Inside the branch, versions work as on any backend: a branch file's version is a hash
 of its bytes, so read-before-write and the staleness check hold within the branch.
 
@@ -19,8 +21,15 @@ compared is the one the branch recorded when it first touched the file):
    when the branch created it, present now) merges the same way from an empty base.
    Text that is not UTF-8 cannot be merged and is a conflict.
 3. The branch deleted a file the base changed since, or changed a file the base
-   deleted since: a conflict. A file the branch created and deleted again is no change.
-4. Directories the branch created are created; one it deleted is deleted if the base
+   deleted since: a conflict. So when one branch writes a file anew (or edits it) and
+   another deletes it, whichever merges first wins and the second merge is a conflict
+   for that file, in either order. A file both deleted is deleted once; a file the
+   branch created and deleted again is no change; a file both left with the same
+   bytes is no change either.
+4. A rename (`move`) in a branch is a deletion of the old path and a creation of the
+   new one, each merged by the rules above: when the base changed the old file since,
+   the rename is a conflict (its deletion would lose the base's change).
+5. Directories the branch created are created; one it deleted is deleted if the base
    added nothing to it since (else a conflict).
 
 A merge with a conflict commits nothing and returns each conflicting file (with the
@@ -30,6 +39,12 @@ file through the base's multi-file write (`write_many`, each write conditional o
 version planned from), then the deletions, each checked against its version; if any
 step fails, the steps already taken are undone and the error is raised, so the base
 holds all of the merge or none of it. After a clean merge the branch is empty again.
+
+A branch is bounded, since it is kept in memory: at most `max_files` paths changed
+(files and directories written, created or deleted) and `max_bytes` bytes held (the
+branch's contents plus the base versions kept as merge bases). A change that would take
+the branch past either raises `BranchFull` and leaves the branch as it was; changes that
+do not grow it (rewriting a file no larger, deleting a file it created) are always taken.
 
 A branch binds with its base: `bind(runtime)` binds the base for one tool call and
 shares the branch's changes, so a branch of `StateBackend` keeps its changes across
@@ -41,7 +56,7 @@ from __future__ import annotations
 
 import errno
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_fstools.backends.modes import os_error
@@ -50,15 +65,25 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.core.changesets import ChangedEntry, ChangeKind
 from langchain_fstools.core.records import DIRECTORY_VERSION, content_version
 from langchain_fstools.core.results import Write
-from langchain_fstools.errors import PartialWrite, VersionConflict
+from langchain_fstools.errors import BranchFull, PartialWrite, VersionConflict
 from langchain_fstools.formats.merge import Hunk, merge
 from langchain_fstools.search.contract import SearchPart
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable
+    from collections.abc import Callable, Hashable, Iterable
 
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.search.contract import NativeSearch
+
+
+_MOST_WALKED = 64
+"""Above this many changed folders below a search, the search walks the whole view
+(the native searches' lists of left-out folders would grow past their use)."""
+
+DEFAULT_MAX_FILES = 10_000
+"""The most paths a branch changes unless told otherwise."""
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+"""The most bytes a branch holds unless told otherwise (256 MiB)."""
 
 
 @dataclass(slots=True)
@@ -87,6 +112,20 @@ class _Changes:
     """What a branch holds, shared by the branch and its bound views."""
 
     touched: dict[str, _Touched] = field(default_factory=dict)
+    held: int = 0
+    """The bytes held: every touched path's `data` and `origin_data`."""
+
+    def clear(self) -> None:
+        """Forget every change (after a merge)."""
+        self.touched.clear()
+        self.held = 0
+
+
+def _held(touched: _Touched | None) -> int:
+    """The bytes one touched path holds."""
+    if touched is None:
+        return 0
+    return len(touched.data or b"") + len(touched.origin_data or b"")
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +197,13 @@ class BranchBackend(Backend):
 
     Args:
         base: The backend the branch reads through to and merges into.
+        max_files: The most paths the branch may change (written, created or deleted
+            files and directories). Default: 10,000.
+        max_bytes: The most bytes the branch may hold (its contents plus the base
+            versions it keeps as merge bases). Default: 256 MiB.
+
+    Raises:
+        ValueError: a limit that is not a positive integer.
 
     Example:
         ```python
@@ -171,9 +217,21 @@ class BranchBackend(Backend):
 
     kind = "branch"
 
-    def __init__(self, base: Backend) -> None:
+    def __init__(
+        self,
+        base: Backend,
+        *,
+        max_files: int = DEFAULT_MAX_FILES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
         """Branch `base` (nothing is copied)."""
+        for name, value in (("max_files", max_files), ("max_bytes", max_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                msg = f"{name} must be a positive integer, not {value!r}"
+                raise ValueError(msg)
         self.base = base
+        self.max_files = max_files
+        self.max_bytes = max_bytes
         self._changes = _Changes()
 
     @property
@@ -187,7 +245,9 @@ class BranchBackend(Backend):
 
     def bind(self, runtime: Any) -> BranchBackend:
         """This branch over the base bound for one call, sharing the branch's changes."""
-        bound = BranchBackend(self.base.bind(runtime))
+        bound = BranchBackend(
+            self.base.bind(runtime), max_files=self.max_files, max_bytes=self.max_bytes
+        )
         bound._changes = self._changes
         return bound
 
@@ -202,18 +262,39 @@ class BranchBackend(Backend):
 
     # ----- search ---------------------------------------------------------------------
 
-    def _touches_below(self, directory: str) -> bool:
-        return any(paths.is_within(path, directory) for path in self._changes.touched)
+    def _dirty(self) -> set[str]:
+        """The directories whose own entries the branch changed (files, deleted folders)."""
+        return {
+            paths.parent(path)
+            for path, touched in self._changes.touched.items()
+            if touched.kind is EntryKind.FILE or touched.data is None
+        }
 
     def native_search(self) -> NativeSearch | None:
         """The base's native search while the branch is empty; else None (walk the view)."""
         return None if self._changes.touched else self.base.native_search()
 
     def search_parts(self, directory: str) -> list[SearchPart]:
-        """The base's parts below a directory the branch left alone; else walk the view."""
-        if self._touches_below(paths.normalize(directory)):
+        """The base's parts, less the folders the branch changed, which walk the view.
+
+        A folder whose own files the branch wrote or deleted is walked through the view
+        (the base's native search cannot see the branch), its subtree with it; the rest
+        keeps the base's parts and engines, so a branch that changed a few files searches
+        almost as fast as its base.
+        """
+        directory = paths.normalize(directory)
+        dirty = self._dirty()
+        if directory in dirty or directory in self._changes.touched:
             return [SearchPart(directory, None)]
-        return self.base.search_parts(directory)
+        walked = _outermost(d for d in dirty if paths.is_within(d, directory))
+        if len(walked) > _MOST_WALKED:
+            return [SearchPart(directory, None)]
+        parts = [
+            replace(part, excluded=(*part.excluded, *_inside(walked, part.directory)))
+            for part in self.base.search_parts(directory)
+            if not any(paths.is_within(part.directory, d) for d in walked)
+        ]
+        return parts + [SearchPart(d, None) for d in walked]
 
     def run_blocking(self, function: Callable[[], Any]) -> Any:
         """Run a native search the way the base does."""
@@ -264,9 +345,12 @@ class BranchBackend(Backend):
         path = paths.normalize(path)
         touched = self._changes.touched.get(path)
         if touched is None:
-            if version is None:
-                return (yield from calls.read_bytes(path, start, size))
-            return (yield from calls.read_checked(path, start, size, expected_version=version))
+            try:
+                if version is None:
+                    return (yield from calls.read_bytes(path, start, size))
+                return (yield from calls.read_checked(path, start, size, expected_version=version))
+            except (FileNotFoundError, NotADirectoryError):
+                raise (yield from self._missing(path)) from None
         if touched.data is None:
             raise (yield from self._missing(path))
         if touched.kind is EntryKind.DIRECTORY:
@@ -285,9 +369,22 @@ class BranchBackend(Backend):
                 origin_data = yield from calls.read_bytes(path)
             origin = ABSENT if info is None else info.version
             known = _Touched(None, kind, "", 0.0, origin, origin_data)
+        else:
+            origin_data = known.origin_data
+        growth = len(data or b"") + len(origin_data or b"") - _held(self._changes.touched.get(path))
+        self._check_room(path, growth)
         known.data, known.kind, known.mtime = data, kind, time.time()
         known.version = DIRECTORY_VERSION if kind is EntryKind.DIRECTORY else _version(data)
+        self._changes.held += growth
         self._changes.touched[path] = known
+
+    def _check_room(self, path: str, growth: int) -> None:
+        """Raise `BranchFull` if changing `path` would grow the branch past a limit."""
+        new = path not in self._changes.touched
+        if new and len(self._changes.touched) >= self.max_files:
+            raise BranchFull(path, "files", self.max_files)
+        if growth > 0 and self._changes.held + growth > self.max_bytes:
+            raise BranchFull(path, "bytes", self.max_bytes)
 
     def _parents(self, path: str) -> Effect[None]:
         """Create the missing parents of `path` in the branch.
@@ -359,12 +456,34 @@ class BranchBackend(Backend):
 
     # ----- the backend methods ----------------------------------------------------------
 
+    def _through(self, path: str) -> str | None:
+        """`path` normalised when the branch never touched it (the base answers), else None.
+
+        The sync reads ask the base directly for such a path, which is what the view's
+        effects do too, without driving them (reads in a branch cost what reads outside
+        it do); a path the base has not got takes the view's way, for the view's error.
+        """
+        path = paths.normalize(path)
+        return None if path in self._changes.touched else path
+
     def stat(self, path: str) -> FileInfo:
         """Metadata in the view: the branch's for a path it touched, else the base's."""
+        through = self._through(path)
+        if through is not None:
+            try:
+                return self.base.stat(through)
+            except (FileNotFoundError, NotADirectoryError):
+                pass
         return calls.run(self._stat(path), self.base)
 
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Bytes in the view."""
+        through = self._through(path)
+        if through is not None:
+            try:
+                return self.base.read_bytes(through, start, size)
+            except (FileNotFoundError, NotADirectoryError):
+                pass
         return calls.run(self._read(path, start, size, None), self.base)
 
     def read_checked(
@@ -393,6 +512,9 @@ class BranchBackend(Backend):
 
     def resolve(self, path: str) -> str:
         """A path the branch touched resolves to itself; others as the base resolves them."""
+        through = self._through(path)
+        if through is not None:
+            return self.base.resolve(through)
         return calls.run(self._resolve(path), self.base)
 
     async def astat(self, path: str) -> FileInfo:
@@ -483,7 +605,7 @@ class BranchBackend(Backend):
         if conflicts:
             return MergeResult(conflicts=tuple(conflicts))
         yield from _commit(steps, directories)
-        self._changes.touched.clear()
+        self._changes.clear()
         return MergeResult(merged=tuple(step.path for step in steps))
 
     def _plan_directory(
@@ -523,18 +645,29 @@ def _plan_file(path: str, touched: _Touched, steps: list[_Step]) -> Effect[FileC
             steps.append(_Step(path, touched.data, version, touched.origin_data))
         return None
     if touched.data is None:
-        return None if touched.origin == ABSENT else FileConflict(path, _DELETED_CHANGED)
+        if touched.origin == ABSENT or current is None:
+            return None
+        return FileConflict(path, _DELETED_CHANGED)
     if current is None or not current.is_file:
         return FileConflict(path, _CHANGED_DELETED)
     now = yield from calls.read_bytes(path)
+    if now == touched.data:
+        return None
+    return _plan_lines(path, touched, _Step(path, now, version, now), steps)
+
+
+def _plan_lines(
+    path: str, touched: _Touched, current: _Step, steps: list[_Step]
+) -> FileConflict | None:
+    """Plan the three-way merge of a file both changed (`current`: the base's now)."""
     try:
-        texts = [(b or b"").decode() for b in (touched.origin_data, now, touched.data)]
+        texts = [(b or b"").decode() for b in (touched.origin_data, current.data, touched.data)]
     except UnicodeDecodeError:
         return FileConflict(path, _BINARY)
     merged = merge(*texts)
     if merged.text is None:
         return FileConflict(path, _LINES, merged.conflicts)
-    steps.append(_Step(path, merged.text.encode(), version, now))
+    steps.append(_Step(path, merged.text.encode(), current.version, current.before))
     return None
 
 
@@ -579,6 +712,20 @@ def _undo(done: list[_Step]) -> Effect[None]:
             yield from calls.write_bytes(step.path, step.before)
 
 
+def _outermost(directories: Iterable[str]) -> list[str]:
+    """The directories not below another of them, sorted."""
+    kept: list[str] = []
+    for directory in sorted(directories):
+        if not any(paths.is_within(directory, outer) for outer in kept):
+            kept.append(directory)
+    return kept
+
+
+def _inside(directories: list[str], parent: str) -> tuple[str, ...]:
+    """The `directories` strictly below `parent`."""
+    return tuple(d for d in directories if d != parent and paths.is_within(d, parent))
+
+
 def _version(data: bytes | None) -> str:
     """The branch's version of a file's bytes (a hash: equal bytes, equal version)."""
     return content_version("file", data or b"")
@@ -589,4 +736,11 @@ def _info(path: str, touched: _Touched) -> FileInfo:
     return FileInfo(path, touched.kind, size, touched.mtime, touched.version)
 
 
-__all__ = ["BranchBackend", "FileConflict", "MergeResult", "Proposed"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_FILES",
+    "BranchBackend",
+    "FileConflict",
+    "MergeResult",
+    "Proposed",
+]

@@ -241,8 +241,15 @@ def _patch_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one retur
 
 
 def _write_error(exc: BaseException) -> str | None:
-    """Writes that waited for other writers too long."""
+    """Writes that waited for other writers too long, or found their branch full."""
     match exc:
+        case errors.BranchFull(path=path, limit=limit, maximum=maximum):
+            held = plural(maximum, "changed path") if limit == "files" else plural(maximum, "byte")
+            return (
+                f"Error: nothing was written to {path}: the branch this task works in is full"
+                f" (its limit is {held}). Finish with the changes made so far and return, so"
+                " they are merged, and leave the rest to another task."
+            )
         case errors.WriteLockTimeout(path=path, seconds=seconds):
             return (
                 f"Error: another writer kept the folder of {path} locked for {seconds:g} s;"

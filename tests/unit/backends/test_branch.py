@@ -20,6 +20,7 @@ from langchain_fstools.backends.guarded import BackendView
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import merge_files
 from langchain_fstools.core import calls
+from langchain_fstools.errors import BranchFull
 from langchain_fstools.formats.merge import Hunk
 from tests.unit.tools.harness import Harness
 
@@ -35,8 +36,8 @@ class Workspace:
         self.h.seed("/old.txt", b"old\n")
         self.base = self.h.toolkit.backend
 
-    def branch(self) -> BranchBackend:
-        return BranchBackend(self.base)
+    def branch(self, **limits: int) -> BranchBackend:
+        return BranchBackend(self.base, **limits)
 
     def call(self, branch: BranchBackend, name: str, **args: Any) -> Any:
         """Call a tool of a toolkit over `branch`."""
@@ -248,3 +249,183 @@ def test_a_merge_that_fails_part_way_leaves_the_base_as_it_was(tmp_path: Path) -
         branch.merge()
     assert (ws.in_base("/m.py"), ws.in_base("/old.txt")) == (SOURCE, b"old\n")
     assert branch.changed == ("/m.py", "/old.txt")
+
+
+def test_a_rename_merges_as_a_deletion_and_a_creation(ws: Workspace) -> None:
+    branch = ws.branch()
+    calls.run(calls.move("/old.txt", "/new/old.txt"), branch.bind(ws.h.runtime()))
+    assert ws.call(branch, "glob", pattern="**/*.txt").content.strip() == "/new/old.txt"
+
+    assert ws.merge(branch).merged == ("/new/old.txt", "/old.txt")
+    assert (ws.in_base("/old.txt"), ws.in_base("/new/old.txt")) == (None, b"old\n")
+
+
+def test_a_rename_of_a_file_the_base_changed_since_is_a_conflict(ws: Workspace) -> None:
+    branch = ws.branch()
+    calls.run(calls.move("/old.txt", "/moved.txt"), branch.bind(ws.h.runtime()))
+    ws.change_base("/old.txt", b"changed in the base\n")
+
+    result = ws.merge(branch)
+
+    assert [c.path for c in result.conflicts] == ["/old.txt"]
+    assert (ws.in_base("/old.txt"), ws.in_base("/moved.txt")) == (b"changed in the base\n", None)
+
+
+@pytest.mark.parametrize("deleter_first", [True, False])
+def test_a_file_one_branch_writes_anew_and_another_deletes_conflicts_at_the_second_merge(
+    ws: Workspace, *, deleter_first: bool
+) -> None:
+    deleting, writing = ws.branch(), ws.branch()
+    calls.run(calls.delete("/old.txt"), deleting.bind(ws.h.runtime()))
+    calls.run(calls.write_bytes("/old.txt", b"anew\n"), writing.bind(ws.h.runtime()))
+    first, second = (deleting, writing) if deleter_first else (writing, deleting)
+
+    assert ws.merge(first).clean
+    result = ws.merge(second)
+
+    assert [(c.path, c.hunks) for c in result.conflicts] == [("/old.txt", ())]
+    assert ws.in_base("/old.txt") == (None if deleter_first else b"anew\n")
+
+
+def test_a_file_both_branches_deleted_is_deleted_once(ws: Workspace) -> None:
+    first, second = ws.branch(), ws.branch()
+    for branch in (first, second):
+        calls.run(calls.delete("/old.txt"), branch.bind(ws.h.runtime()))
+    assert ws.merge(first).clean
+    assert ws.merge(second) == MergeResult()
+    assert ws.in_base("/old.txt") is None
+
+
+def test_identical_binary_changes_in_two_branches_merge(ws: Workspace) -> None:
+    first, second = ws.branch(), ws.branch()
+    for branch in (first, second):
+        calls.run(calls.write_bytes("/blob.bin", b"\xff\x00"), branch.bind(ws.h.runtime()))
+    assert ws.merge(first).clean
+    assert ws.merge(second) == MergeResult()
+    assert ws.in_base("/blob.bin") == b"\xff\x00"
+
+
+# ----- limits ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [{"max_files": 0}, {"max_bytes": -1}, {"max_files": True}, {"max_bytes": 1.5}],
+    ids=str,
+)
+def test_a_limit_that_is_not_a_positive_integer_is_refused(limits: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=next(iter(limits))):
+        BranchBackend(Harness("state", Path()).toolkit.backend, **limits)
+
+
+def test_a_branch_with_as_many_paths_as_it_may_change_refuses_another(ws: Workspace) -> None:
+    branch = ws.branch(max_files=2)
+    view = branch.bind(ws.h.runtime())
+    calls.run(calls.write_bytes("/a.txt", b"a\n"), view)
+    calls.run(calls.delete("/old.txt"), view)
+
+    with pytest.raises(BranchFull) as raised:
+        calls.run(calls.write_bytes("/c.txt", b"c\n"), view)
+
+    assert raised.value == BranchFull("/c.txt", "files", 2)
+    calls.run(calls.write_bytes("/a.txt", b"again\n"), view)  # a path it holds: no growth
+    assert branch.changed == ("/a.txt", "/old.txt")
+
+
+def test_a_branch_refuses_a_write_past_its_bytes_and_keeps_what_it_held(ws: Workspace) -> None:
+    branch = ws.branch(max_bytes=10)
+    view = branch.bind(ws.h.runtime())
+    calls.run(calls.write_bytes("/a.txt", b"12345"), view)
+
+    with pytest.raises(BranchFull) as raised:
+        calls.run(calls.write_bytes("/a.txt", b"12345678901"), view)
+
+    assert raised.value == BranchFull("/a.txt", "bytes", 10)
+    assert ws.in_branch(branch, "/a.txt") == b"12345"
+    calls.run(calls.write_bytes("/b.txt", b"12345"), view)  # exactly at the limit
+    calls.run(calls.delete("/a.txt"), view)  # frees what /a.txt held
+    calls.run(calls.write_bytes("/c.txt", b"1234"), view)
+    assert ws.merge(branch).merged == ("/b.txt", "/c.txt")
+
+
+def test_the_bytes_held_count_the_base_version_kept_as_merge_base(ws: Workspace) -> None:
+    for room, status in ((2 * len(SOURCE), "success"), (2 * len(SOURCE) - 1, "error")):
+        branch = ws.branch(max_bytes=room)
+        assert ws.call(branch, "read_file", file_path="/m.py").status == "success"
+        edit = ws.call(branch, "edit_file", file_path="/m.py", old_string="1", new_string="9")
+        assert edit.status == status, edit.content
+
+
+def test_a_full_branch_is_an_error_result_saying_what_to_do(ws: Workspace) -> None:
+    branch = ws.branch(max_files=1)
+    assert ws.call(branch, "write_file", file_path="/a.txt", content="a\n").status == "success"
+
+    message = ws.call(branch, "write_file", file_path="/b.txt", content="b\n")
+
+    assert message.status == "error"
+    assert message.content == (
+        "Error: nothing was written to /b.txt: the branch this task works in is full (its"
+        " limit is 1 changed path). Finish with the changes made so far and return, so they"
+        " are merged, and leave the rest to another task."
+    )
+    assert branch.changed == ("/a.txt",)
+
+
+def test_a_bound_branch_keeps_the_limits_of_its_branch(ws: Workspace) -> None:
+    bound = ws.branch(max_files=3, max_bytes=7).bind(ws.h.runtime())
+    assert (bound.max_files, bound.max_bytes) == (3, 7)
+
+
+# ----- search ---------------------------------------------------------------------------
+
+
+def test_a_search_walks_only_the_folders_whose_files_the_branch_changed(tmp_path: Path) -> None:
+    ws = Workspace("local", tmp_path)
+    for path in ("/a/x.py", "/a/c/z.py", "/a-b/y.py", "/d/w.py", "/e/v.py"):
+        ws.h.seed(path, b"needle = 'base'\n")
+    branch = ws.branch()
+    view = branch.bind(ws.h.runtime())
+    for path in ("/a/x.py", "/a/c/z.py", "/a-b/y.py"):
+        calls.run(calls.write_bytes(path, b"needle = 'branch'\n"), view)
+    calls.run(calls.delete("/d/w.py"), view)
+
+    parts = branch.search_parts("/")
+
+    assert [(p.directory, p.native is None, p.excluded) for p in parts] == [
+        ("/", False, ("/a", "/a-b", "/d")),
+        ("/a", True, ()),
+        ("/a-b", True, ()),
+        ("/d", True, ()),
+    ]
+    found = ws.call(branch, "grep", pattern="needle", output_mode="content").content
+    assert sorted(line for line in found.splitlines() if "needle" in line) == sorted(
+        [
+            "/a/c/z.py:1:needle = 'branch'",
+            "/a/x.py:1:needle = 'branch'",
+            "/a-b/y.py:1:needle = 'branch'",
+            "/e/v.py:1:needle = 'base'",
+        ]
+    )
+
+
+def test_a_search_of_a_file_or_folder_the_branch_changed_sees_the_branch(ws: Workspace) -> None:
+    branch = ws.branch()
+    ws.edit(branch, "return 1", "return 'mine'")
+    for directory in ("/m.py", "/"):
+        assert [(p.directory, p.native) for p in branch.search_parts(directory)] == [
+            (directory, None)
+        ]
+    found = ws.call(branch, "grep", pattern="mine", path="/m.py", output_mode="content")
+    assert "return 'mine'" in found.content
+
+
+def test_a_path_missing_from_the_view_is_missing_by_the_views_account(ws: Workspace) -> None:
+    branch = ws.branch()
+    view = branch.bind(ws.h.runtime())
+    calls.run(calls.delete("/old.txt"), view)
+    calls.run(calls.mkdir("/old.txt"), view)  # a folder where the base has a file
+    for read in (view.stat, view.read_bytes, lambda p: asyncio.run(view.aread_bytes(p))):
+        with pytest.raises(FileNotFoundError):
+            read("/old.txt/inside")
+    with pytest.raises(NotADirectoryError):
+        view.read_bytes("/m.py/inside")
