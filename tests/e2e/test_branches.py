@@ -61,10 +61,12 @@ def launching(*names: str) -> list[AIMessage | str]:
     return [parallel(*calls), tool_call("read_file", call_id="p1", file_path="/m.py"), "done"]
 
 
-def build(backend: Backend, *specs: Any, files: FilesystemMiddleware) -> Any:
+def build(backend: Backend, *specs: Any, files: FilesystemMiddleware, store: Any = None) -> Any:
     names = [spec["name"] for spec in specs]
     model = ScriptedChatModel(turns=launching(*names), disable_streaming=True)
-    return deepagents.create_deep_agent(model=model, middleware=[files], subagents=list(specs))
+    return deepagents.create_deep_agent(
+        model=model, middleware=[files], subagents=list(specs), store=store
+    )
 
 
 def results(state: dict[str, Any]) -> dict[str, ToolMessage]:

@@ -564,6 +564,8 @@ class BranchBackend(Backend):
         found: list[Proposed] = []
         for path in self.changed:
             touched = self._changes.touched[path]
+            if touched.data is None and touched.origin == ABSENT:
+                continue  # created and deleted again: no change
             if touched.data is None:
                 kind = ChangeKind.DELETED
             elif touched.origin == ABSENT:
