@@ -247,3 +247,18 @@ def test_history_records_the_merge_as_one_change_the_parent_rewinds(backend: Bac
     assert files.rewind(agent, CONFIG, to="t-a") == ["/m.py"]
     restored = agent.get_state(CONFIG).values
     assert final_text(backend, restored) == SOURCE
+
+
+def test_a_subagent_with_its_own_middleware_over_the_backend_works_on_the_branch(
+    backend: Backend,
+) -> None:
+    parent = FilesystemMiddleware(backend=backend, branches=True)
+    own = FilesystemMiddleware(backend=backend)  # another instance, the same files
+    agent = build(
+        backend,
+        editing("a", own, "return 1", "return 10"),
+        editing("b", own, "return 2", "return 20"),
+        files=parent,
+    )
+    found = results(agent.invoke(start(backend)))
+    assert all("merged: /m.py" in found[f"t-{n}"].text for n in ("a", "b")), found

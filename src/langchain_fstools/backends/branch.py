@@ -49,31 +49,43 @@ do not grow it (rewriting a file no larger, deleting a file it created) are alwa
 A branch binds with its base: `bind(runtime)` binds the base for one tool call and
 shares the branch's changes, so a branch of `StateBackend` keeps its changes across
 calls and its merge writes into the bound state (`state_update` reports them).
-Commands do not run in a branch (`execute` is unsupported).
+
+Commands run in a branch where the base runs them on a copy-on-write view (`LocalBackend`
+in its sandbox): the branch's changes are laid over the workspace under the command's
+view (`backends.branch_layer`), and what the command changed is taken into the branch
+(`commit`), not the workspace: it reaches the base with the merge. Elsewhere `execute`
+in a branch is unsupported. Background processes do not run in a branch.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_fstools.backends.branch_layer import BranchLayer, Proposed
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.changesets import ChangedEntry, ChangeKind
 from langchain_fstools.core.records import DIRECTORY_VERSION, content_version
 from langchain_fstools.core.results import Write
-from langchain_fstools.errors import BranchFull, PartialWrite, VersionConflict
+from langchain_fstools.errors import BranchFull, ExecutionUnsupported, PartialWrite, VersionConflict
 from langchain_fstools.formats.merge import Hunk, merge
 from langchain_fstools.search.contract import SearchPart
+from langchain_fstools.shell.overlay import upper_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable
 
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.core.changesets import ChangeSet
+    from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.search.contract import NativeSearch
+    from langchain_fstools.shell.overlay import Layer
 
 
 _MOST_WALKED = 64
@@ -145,26 +157,6 @@ class FileConflict:
 
 
 @dataclass(frozen=True, slots=True)
-class Proposed:
-    """One change a branch holds (`BranchBackend.proposed`).
-
-    Attributes:
-        path: The virtual path.
-        kind: Added, modified or deleted, against the base the branch started from.
-        entry: A file or a directory.
-        before: The base's bytes when the branch first touched it (None: absent, or
-            a directory).
-        after: The branch's bytes (None: deleted).
-    """
-
-    path: str
-    kind: ChangeKind
-    entry: ChangedEntry
-    before: bytes | None
-    after: bytes | None
-
-
-@dataclass(frozen=True, slots=True)
 class MergeResult:
     """What `BranchBackend.merge` did.
 
@@ -232,6 +224,7 @@ class BranchBackend(Backend):
         self.base = base
         self.max_files = max_files
         self.max_bytes = max_bytes
+        self.supports_execute = base.supports_execute
         self._changes = _Changes()
 
     @property
@@ -557,6 +550,72 @@ class BranchBackend(Backend):
         """Async `exists`."""
         return (await calls.arun(self._lookup(paths.normalize(path)), self.base)) is not None
 
+    # ----- commands ---------------------------------------------------------------------
+
+    def execute_changes(
+        self, command: str, *, timeout: float, output_limit: int, layer: Layer | None = None
+    ) -> ExecutionResult:
+        """Run `command` on the base's view with the branch laid over the workspace.
+
+        Raises:
+            ExecutionUnsupported: the base gives commands no copy-on-write view.
+        """
+        if layer is not None:
+            raise ExecutionUnsupported(self.kind)
+        layered = BranchLayer(self.proposed())
+        return self.base.execute_changes(
+            command, timeout=timeout, output_limit=output_limit, layer=layered
+        )
+
+    async def aexecute_changes(
+        self,
+        command: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced by the backend
+        output_limit: int,
+        layer: Layer | None = None,
+    ) -> ExecutionResult:
+        """Async `execute_changes`."""
+        if layer is not None:
+            raise ExecutionUnsupported(self.kind)
+        layered = BranchLayer(self.proposed())
+        return await self.base.aexecute_changes(
+            command, timeout=timeout, output_limit=output_limit, layer=layered
+        )
+
+    def commit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Take a command's change set into the branch (the workspace is not touched)."""
+        return calls.run(self._taking(changes), self.base)
+
+    async def acommit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Async `commit`."""
+        return await calls.arun(self._taking(changes), self.base)
+
+    def _taking(self, changes: ChangeSet) -> Effect[list[FileInfo]]:
+        """Apply a change set to the branch: new content, new folders, then deletions.
+
+        Raises:
+            OSError: the command made a link, which a branch cannot hold (nothing of
+                the set was taken).
+        """
+        link = next((c for c in changes.changes if c.entry == "link"), None)
+        if link is not None and link.kind is not ChangeKind.DELETED:
+            raise os_error(OSError, errno.EPERM, link.path)
+        taken: list[FileInfo] = []
+        for change in changes.changes:
+            if change.kind is ChangeKind.DELETED:
+                continue
+            if change.entry == "directory":
+                yield from self._mkdir(change.path)
+                continue
+            host = upper_path(changes, change.path)
+            data = yield from calls.blocking(functools.partial(_host_bytes, host))
+            taken.append((yield from self._write(change.path, data, None)))
+        for change in reversed(changes.changes):
+            if change.kind is ChangeKind.DELETED and (yield from self._lookup(change.path)):
+                yield from self._delete(change.path)
+        return taken
+
     # ----- merging ----------------------------------------------------------------------
 
     def proposed(self) -> tuple[Proposed, ...]:
@@ -726,6 +785,11 @@ def _outermost(directories: Iterable[str]) -> list[str]:
 def _inside(directories: list[str], parent: str) -> tuple[str, ...]:
     """The `directories` strictly below `parent`."""
     return tuple(d for d in directories if d != parent and paths.is_within(d, parent))
+
+
+def _host_bytes(host: str) -> bytes:
+    """A new content waiting in a change set's upper layer."""
+    return Path(host).read_bytes()
 
 
 def _version(data: bytes | None) -> str:

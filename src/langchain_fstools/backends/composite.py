@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from langchain_fstools.core.results import ExecutionResult, Write
     from langchain_fstools.search.contract import SearchPart
     from langchain_fstools.shell.background import Processes
+    from langchain_fstools.shell.overlay import Layer
 
 MOUNT_VERSION = "mount"
 
@@ -440,10 +441,12 @@ class CompositeBackend(Backend):
         return await self.default.aexecute(command, timeout=timeout, output_limit=output_limit)
 
     def execute_changes(
-        self, command: str, *, timeout: float, output_limit: int
+        self, command: str, *, timeout: float, output_limit: int, layer: Layer | None = None
     ) -> ExecutionResult:
         """Commands run on the default backend."""
-        return self.default.execute_changes(command, timeout=timeout, output_limit=output_limit)
+        return self.default.execute_changes(
+            command, timeout=timeout, output_limit=output_limit, layer=layer
+        )
 
     def commit(self, changes: ChangeSet) -> list[FileInfo]:
         """A command's changes are the default backend's (its commands ran there)."""
@@ -471,10 +474,11 @@ class CompositeBackend(Backend):
         *,
         timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced by the backend
         output_limit: int,
+        layer: Layer | None = None,
     ) -> ExecutionResult:
         """Async `execute_changes`, on the default backend."""
         return await self.default.aexecute_changes(
-            command, timeout=timeout, output_limit=output_limit
+            command, timeout=timeout, output_limit=output_limit, layer=layer
         )
 
     async def acommit(self, changes: ChangeSet) -> list[FileInfo]:

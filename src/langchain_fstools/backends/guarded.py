@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         SearchPart,
     )
     from langchain_fstools.shell.background import Processes
+    from langchain_fstools.shell.overlay import Layer
 
 T = TypeVar("T")
 
@@ -152,10 +153,12 @@ class BackendView(Backend):
         return self.inner.execute(command, timeout=timeout, output_limit=output_limit)
 
     def execute_changes(
-        self, command: str, *, timeout: float, output_limit: int
+        self, command: str, *, timeout: float, output_limit: int, layer: Layer | None = None
     ) -> ExecutionResult:
         """Forwarded."""
-        return self.inner.execute_changes(command, timeout=timeout, output_limit=output_limit)
+        return self.inner.execute_changes(
+            command, timeout=timeout, output_limit=output_limit, layer=layer
+        )
 
     def commit(self, changes: ChangeSet) -> list[FileInfo]:
         """Forwarded."""
@@ -247,10 +250,11 @@ class BackendView(Backend):
         *,
         timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced by the backend
         output_limit: int,
+        layer: Layer | None = None,
     ) -> ExecutionResult:
         """Forwarded."""
         return await self.inner.aexecute_changes(
-            command, timeout=timeout, output_limit=output_limit
+            command, timeout=timeout, output_limit=output_limit, layer=layer
         )
 
     async def acommit(self, changes: ChangeSet) -> list[FileInfo]:

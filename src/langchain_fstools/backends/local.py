@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.search.contract import NativeSearch
     from langchain_fstools.shell.background import Background
+    from langchain_fstools.shell.overlay import Layer, LowerTree
 
 logger = logging.getLogger(__name__)
 
@@ -619,6 +620,7 @@ class LocalBackend(Backend):
         timeout: float,
         output_limit: int,
         yield_after: float | None = None,
+        layer: Layer | None = None,
     ) -> ExecutionResult:
         """Run `command` as `execute` does, on a copy-on-write view where the sandbox has one.
 
@@ -626,18 +628,31 @@ class LocalBackend(Backend):
         `commit` applies it, `ChangeSet.discard` drops it. Without a view (Landlock
         alone, `workspace="direct"`, `sandbox=None`) the command wrote in place and
         `changes` is None. A command still running after `yield_after` seconds moves
-        to the background (`process_id`; see `processes`).
+        to the background (`process_id`; see `processes`). `layer` (a branch's
+        changes) is laid over the workspace under the command's view; the change set
+        is then what the command changed over the layer.
+
+        Raises:
+            ExecutionUnsupported: no commands here, or a layer without a view.
         """
         if not self.supports_execute:
             raise ExecutionUnsupported(self.kind)
         confinement = self._confinement_prepared()
         session = self._sessions.current(confinement.session)
         overlay = self._view(session)
+        if layer is not None and overlay is None:
+            raise ExecutionUnsupported("branch")  # commands would write in place
         try:
+            layered = None
+            if layer is not None and overlay is not None:
+                layered = os.path.join(overlay.folder, "layer")
+                os.mkdir(layered, 0o700)
+                layer.build(layered)
             result, background = self._run(
                 session,
                 command,
                 overlay,
+                layered,
                 timeout=timeout,
                 output_limit=output_limit,
                 yield_after=yield_after,
@@ -647,7 +662,10 @@ class LocalBackend(Backend):
                 return result
             if overlay is None:
                 return result
-            changes = overlay.read_changes(_Lower(self._beneath), self._host_code)
+            lower: LowerTree = _Lower(self._beneath)
+            if layer is not None:
+                lower = layer.lower(lower)
+            changes = overlay.read_changes(lower, self._host_code)
             return replace(result, changes=changes)
         except BaseException:
             if overlay is not None:
@@ -721,12 +739,15 @@ class LocalBackend(Backend):
         session: Session,
         command: str,
         overlay: Overlay | None,
+        layered: str | None = None,
         *,
         timeout: float,
         output_limit: int,
         yield_after: float | None,
     ) -> tuple[ExecutionResult, Background | None]:
         view = None if overlay is None else [self._root, overlay.upper, overlay.work]
+        if view is not None and layered is not None:
+            view.append(layered)
         reporter = reporter_if_listening()
         try:
             before = session.state.cwd

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.search.contract import NativeSearch
     from langchain_fstools.shell.background import Processes
+    from langchain_fstools.shell.overlay import Layer
 
 from langchain_fstools.search.contract import SearchPart
 
@@ -337,14 +338,18 @@ class Backend(ABC):
         raise ExecutionUnsupported(self.kind)
 
     def execute_changes(
-        self, command: str, *, timeout: float, output_limit: int
+        self, command: str, *, timeout: float, output_limit: int, layer: Layer | None = None
     ) -> ExecutionResult:
         """Run a command as `execute` does, returning what it changed uncommitted.
 
         A backend that runs commands on a copy-on-write view returns the command's
         change set as `ExecutionResult.changes`; the caller commits it (`commit`) or
-        discards it. Default: `execute` (the command wrote in place; `changes` is None).
+        discards it. `layer`: changes the command sees laid over the workspace (a
+        branch's). Default: `execute` (the command wrote in place; `changes` is None),
+        and no layer (`ExecutionUnsupported`).
         """
+        if layer is not None:
+            raise ExecutionUnsupported("branch")
         return self.execute(command, timeout=timeout, output_limit=output_limit)
 
     def command_root(self) -> str | None:
@@ -470,10 +475,13 @@ class Backend(ABC):
         *,
         timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced by the backend
         output_limit: int,
+        layer: Layer | None = None,
     ) -> ExecutionResult:
         """Async `execute_changes`."""
         return await asyncio.to_thread(
-            lambda: self.execute_changes(command, timeout=timeout, output_limit=output_limit)
+            lambda: self.execute_changes(
+                command, timeout=timeout, output_limit=output_limit, layer=layer
+            )
         )
 
     async def acommit(self, changes: ChangeSet) -> list[FileInfo]:

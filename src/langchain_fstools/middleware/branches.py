@@ -188,10 +188,50 @@ class BranchedCalls:
         self._turns: dict[tuple[str, ...], _Turn] = {}
         self._lock = threading.Lock()
         self._asking: dict[str, tuple[Result, BranchBackend]] = {}
+        self.switch = BranchSwitch(view(storage), key)
+        """The tools' backend: the running call's branch of the files, if any."""
+
+    @classmethod
+    def given(
+        cls,
+        branches: bool | Sequence[str],  # noqa: FBT001
+        key: Hashable,
+        storage: Backend,
+        view: Callable[[Backend], Backend],
+        gate: PermissionGate | None,
+    ) -> BranchedCalls:
+        """The branching of `FilesystemMiddleware(branches=...)` (none for False).
+
+        Raises:
+            ValueError: `branches` is neither a bool nor tool names.
+        """
+        if branches is False:
+            return cls((), key, storage, view, gate)
+        names = DEFAULT_BRANCHING if branches is True else branches
+        names = (names,) if isinstance(names, str) else tuple(names)
+        if not names or not all(isinstance(n, str) and n for n in names):
+            raise ValueError(f"branches must be True, False or tool names, not {branches!r}")
+        return cls(names, key, storage, view, gate)
+
+    def on_branch(self) -> bool:
+        """Whether the running call works on a branch of these files."""
+        return on_branch(self.key)
 
     def branching(self, request: ToolCallRequest) -> bool:
         """Whether the call runs on a branch."""
         return request.tool_call["name"] in self.names
+
+    def wrapping(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Result]
+    ) -> Callable[[ToolCallRequest], Result]:
+        """`handler`, run on a branch when the call branches."""
+        return functools.partial(self.run, handler=handler) if self.branching(request) else handler
+
+    def awrapping(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[Result]]
+    ) -> Callable[[ToolCallRequest], Awaitable[Result]]:
+        """Async `wrapping`."""
+        return functools.partial(self.arun, handler=handler) if self.branching(request) else handler
 
     # ----- running a call -----------------------------------------------------------------
 

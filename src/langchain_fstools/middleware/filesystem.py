@@ -25,12 +25,7 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.history.changes import MAX_RECORD_BYTES
 from langchain_fstools.history.recording import RecordingBackend
 from langchain_fstools.middleware import rewind as rewinding
-from langchain_fstools.middleware.branches import (
-    DEFAULT_BRANCHING,
-    BranchedCalls,
-    BranchSwitch,
-    on_branch,
-)
+from langchain_fstools.middleware.branches import BranchedCalls
 from langchain_fstools.middleware.capabilities import adapted
 from langchain_fstools.middleware.offering import offered
 from langchain_fstools.middleware.prompt import SYSTEM_PROMPT, prompt_for, with_prompt
@@ -126,9 +121,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         history: Record file changes for `rewind` and `undo_edit`. Default: False.
         history_record_bytes: Largest earlier content kept per change.
             Default: `history.MAX_RECORD_BYTES` (1 MiB).
-        branches: Run each call of a subagent tool on a branch of the files, merged
-            back when it returns (`middleware.branches`): True for deepagents' `task`,
-            or the names of the tools whose calls branch. Default: False.
+        branches: Run each subagent call on a branch of the files, merged when it returns
+            (`middleware.branches`): True for deepagents' `task`, or tool names. Default: False.
         name: The middleware's name; an agent's middleware names must be unique.
             Default: `DEFAULT_NAME` (`"FilesystemMiddleware"`).
         **settings: `ToolSettings` fields, e.g. `read_limit=500`.
@@ -184,9 +178,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         """
         super().__init__()
         _check_arguments(backend, name, eviction, history_record_bytes)
-        branching = _branching(branches)
-        key = backend.storage_key()
         self._name = name
+        key = backend.storage_key()  # of the backend given: every middleware over it branches it
         self.storage = backend = _with_results_folder(backend) if eviction else backend
         self.eviction = None if eviction is False else _evicting(eviction, backend=backend)
         self.gate = gate = (
@@ -200,9 +193,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         self.state_schema = _SCHEMAS[history, gate is not None]
         recording = history_record_bytes if history else None
         view = functools.partial(_tools_view, gate=gate, recording=recording)
-        self.branches = BranchedCalls(branching, key, backend, view, gate) if branching else None
-        self._key = key
-        self.toolkit = FileToolkit(BranchSwitch(view(backend), key), tools=tools, **settings)
+        self.branches = BranchedCalls.given(branches, key, backend, view, gate)
+        self.toolkit = FileToolkit(self.branches.switch, tools=tools, **settings)
         self.tools = self.toolkit.get_tools()
         if history and (tools is None or UndoEditTool.model_fields["name"].default in tools):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
@@ -217,7 +209,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         self.command_review: CommandReview | None = None
         if gate is not None:
             gate.tools = file_tools
-            self.review = TurnReview(gate, self.turns.refused)
+            self.review = TurnReview(gate, self.turns.refused, self.branches.on_branch)
             self.command_review = CommandReview(gate, self.toolkit.context.backend)
 
     @property
@@ -252,7 +244,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def _pinning(
         self, request: ModelRequest, response: ModelResponse
     ) -> tuple[Effect[dict[str, Review] | None], Backend] | None:
-        if self.review is None or on_branch(self._key):
+        if self.review is None:
             return None
         return self.review.pinning(request.state, response.result, request.runtime, self.storage)
 
@@ -268,32 +260,11 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        """Refuse a second change to one file in one turn; check permissions; evict.
-
-        A subagent's call runs on a branch of the files, merged when it returns.
-        """
-        if self.branches is not None and self.branches.branching(request):
-            return self.branches.run(request, lambda r: self._called(r, handler))
-        return self._called(request, handler)
-
-    async def awrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
-    ) -> ToolMessage | Command[Any]:
-        """Async `wrap_tool_call` (the same steps; only the handler is awaited)."""
-        if self.branches is not None and self.branches.branching(request):
-            return await self.branches.arun(request, lambda r: self._acalled(r, handler))
-        return await self._acalled(request, handler)
-
-    def _called(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
-    ) -> ToolMessage | Command[Any]:
+        """Refuse a second change to one file in one turn; check permissions; evict; branch."""
         blocked = calls.run(self._admitting(request), self.storage.bind(request.runtime))
         if blocked is not None:
             return blocked
+        handler = self.branches.wrapping(request, handler)
         call_id = self._open(request)
         try:
             evicting = self.eviction
@@ -304,14 +275,16 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             update = self._close(call_id)
         return with_state_update(result, update) if update else result
 
-    async def _acalled(
+    async def awrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
+        """Async `wrap_tool_call` (the same steps; only the handler is awaited)."""
         blocked = await calls.arun(self._admitting(request), self.storage.bind(request.runtime))
         if blocked is not None:
             return blocked
+        handler = self.branches.awrapping(request, handler)
         call_id = self._open(request)
         try:
             evicting = self.eviction
@@ -327,8 +300,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         refused = self.turns.refusal(request.tool_call, request.state)
         if refused is not None or self.review is None:
             return refused
-        call, state = request.tool_call, request.state
-        return (yield from self.review.admitting(call, state, writes_ask=not on_branch(self._key)))
+        return (yield from self.review.admitting(request.tool_call, request.state))
 
     def _open(self, request: ToolCallRequest) -> str:
         """Start a call: its state update is left for this middleware to return."""
@@ -401,21 +373,13 @@ class _ReviewingFilesystemMiddleware(FilesystemMiddleware):
         Each ask carries the tool's dry run (the exact diff, or the error the call would
         return); approvals are kept in state for the tool calls, rejections answered.
         """
-        review = self._turn_review(state, runtime)
+        review = None if self.review is None else self.review.of_turn(state, runtime, self.storage)
         return None if review is None else calls.run(*review)
 
     async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async `after_model`."""
-        review = self._turn_review(state, runtime)
+        review = None if self.review is None else self.review.of_turn(state, runtime, self.storage)
         return None if review is None else await calls.arun(*review)
-
-    def _turn_review(
-        self, state: Any, runtime: Runtime[Any]
-    ) -> tuple[Effect[dict[str, Any] | None], Backend] | None:
-        """The review of the model's turn; none on a branch (its merge is reviewed)."""
-        if self.review is None or on_branch(self._key):
-            return None
-        return self.review.of_turn(state, runtime, self.storage)
 
 
 _REVIEWING_CLASSES: dict[type[FilesystemMiddleware], type[FilesystemMiddleware]] = {}
@@ -481,18 +445,6 @@ def _evicting(eviction: LargeResultEviction | bool, *, backend: Backend) -> Larg
     evicting = LargeResultEviction() if eviction is True else cast("LargeResultEviction", eviction)
     evicting.backend = backend
     return evicting
-
-
-def _branching(branches: bool | Sequence[str]) -> tuple[str, ...]:  # noqa: FBT001
-    """The names of the tools whose calls branch."""
-    if branches is True:
-        return DEFAULT_BRANCHING
-    if branches is False:
-        return ()
-    names = (branches,) if isinstance(branches, str) else tuple(branches)
-    if not names or not all(isinstance(n, str) and n for n in names):
-        raise ValueError(f"branches must be True, False or tool names, not {branches!r}")
-    return names
 
 
 def _tools_view(backend: Backend, *, gate: PermissionGate | None, recording: int | None) -> Backend:

@@ -57,12 +57,20 @@ class TurnReview:
         gate: The permission gate deciding each call.
         skipped: Whether a call of the turn is refused before any review (a second
             change to one file in a turn, say): it is neither asked about nor admitted.
+        on_branch: Whether the running call works on a branch, whose merge a person is
+            asked about instead: nothing of its turns is asked, and its writes run.
     """
 
-    def __init__(self, gate: PermissionGate, skipped: Callable[[ToolCall, Any], bool]) -> None:
+    def __init__(
+        self,
+        gate: PermissionGate,
+        skipped: Callable[[ToolCall, Any], bool],
+        on_branch: Callable[[], bool] = lambda: False,
+    ) -> None:
         """Keep the gate."""
         self.gate = gate
         self.skipped = skipped
+        self.on_branch = on_branch
 
     # ----- the model's answer: the reviews of its asks, kept in state -----------------------
 
@@ -75,7 +83,7 @@ class TurnReview:
         tool call; the effect returns None when no call asks a person.
         """
         turn = next((m for m in reversed(answer) if isinstance(m, AIMessage)), None)
-        if turn is None or not turn.tool_calls:
+        if turn is None or not turn.tool_calls or self.on_branch():
             return None
         state = {**(state if isinstance(state, dict) else {})}
         state["messages"] = [*list(state.get("messages") or []), turn]
@@ -127,7 +135,7 @@ class TurnReview:
         None when the state's last message asks for no tool call.
         """
         turn = last_turn(state)
-        if turn is None:
+        if turn is None or self.on_branch():
             return None
         call_runtime = StateRuntime(state, running_config(), getattr(runtime, "store", None))
         backend = storage.bind(call_runtime)
@@ -205,20 +213,17 @@ class TurnReview:
 
     # ----- tool calls: admission ----------------------------------------------------------
 
-    def admitting(
-        self, call: ToolCall, state: Any, *, writes_ask: bool = True
-    ) -> Effect[ToolMessage | None]:
+    def admitting(self, call: ToolCall, state: Any) -> Effect[ToolMessage | None]:
         """The refusal of a call the gate does not let run, or None (its approval granted).
 
-        With `writes_ask=False` (a call on a branch, whose merge is what a person is
-        asked about), a write the rules would ask about runs.
+        On a branch, a write the rules would ask about runs (its merge is asked about).
         """
         found = yield from self.gate.assessing(call)
         if found is None or found.verdict.action == "allow":
             return None
         if found.verdict.action == "deny":
             return refusal(call, found.verdict)
-        if not writes_ask and found.verdict.operation == "write":
+        if found.verdict.operation == "write" and self.on_branch():
             return None
         approval = ((state if isinstance(state, dict) else {}).get(APPROVALS_KEY) or {}).get(
             call["id"]

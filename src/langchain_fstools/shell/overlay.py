@@ -70,6 +70,20 @@ class LowerTree(Protocol):
         """The version token the backend gives an entry with this `lstat`."""
 
 
+class Layer(Protocol):
+    """Changes laid over the workspace under a command's view (a branch's, say)."""
+
+    def build(self, folder: str) -> None:
+        """Write the layer into the empty host `folder` as an overlay layer.
+
+        Files and directories as they are; a deletion as a whiteout (a character
+        device 0/0), which hides the workspace's entry.
+        """
+
+    def lower(self, workspace: LowerTree) -> LowerTree:
+        """What the command saw below its upper layer: this layer over `workspace`."""
+
+
 @dataclass(frozen=True)
 class Overlay:
     """The private upper and work folders of one command's copy-on-write view.
@@ -264,4 +278,4 @@ def files_equal(first: int, second: int) -> bool:
         offset += len(one)
 
 
-__all__ = ["LowerTree", "Overlay", "files_equal", "upper_path"]
+__all__ = ["Layer", "LowerTree", "Overlay", "files_equal", "upper_path"]

@@ -177,7 +177,8 @@ class Session:
             env: The environment, unless the shell state carries one.
             timeout: Seconds before the command and everything it started are killed.
             output_limit: Most bytes of output kept (see `OutputBuffer`).
-            view: `[workspace, upper, work]` (paths as the sandbox shows them) for a
+            view: `[workspace, upper, work, *layers]` (paths as the sandbox shows them,
+                layers laid over the workspace topmost first) for a
                 copy-on-write view of its own; None for the workspace as mounted.
             masks: Paths made to look empty over the view.
             read_only: Paths the command may not change.

@@ -331,8 +331,9 @@ class Keeper:
             self.libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private"
         )
         if isinstance(view, list):
-            workspace, upper, work = (str(part) for part in view)
-            options = f"lowerdir={workspace},upperdir={upper},workdir={work},userxattr"
+            workspace, upper, work, *layers = (str(part) for part in view)
+            lower = ":".join([*layers, workspace])
+            options = f"lowerdir={lower},upperdir={upper},workdir={work},userxattr"
             self._call(
                 self.libc.mount(b"overlay", workspace.encode(), b"overlay", 0, options.encode()),
                 "mounting the copy-on-write view",
