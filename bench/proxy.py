@@ -239,7 +239,7 @@ def measure(
         f" | {ours / theirs:.2f}x | - |"
     )
     a, b = statistics.median(start_proxied) * 1000, statistics.median(start_closed) * 1000
-    print(f'| `execute("true")` | {a:.2f} ms | {b:.2f} ms (no network) | +{a - b:.2f} ms | - |')
+    print(f'| `execute("true")` | {a:.2f} ms | {b:.2f} ms (no network) | {a - b:+.2f} ms | - |')
 
 
 if __name__ == "__main__":
