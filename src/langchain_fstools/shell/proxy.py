@@ -234,7 +234,8 @@ class _Workers:
                 self._idle -= 1  # that thread takes this task (or an earlier one)
         self._tasks.put((task, args))
         if not waiting:
-            threading.Thread(target=self._work, daemon=True).start()
+            with contextlib.suppress(RuntimeError):  # no thread to spare: the next free one
+                threading.Thread(target=self._work, daemon=True).start()
 
     def _work(self) -> None:
         while True:
