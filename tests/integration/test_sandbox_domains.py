@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from langchain_fstools.core.results import ExecutionResult
+    from langchain_fstools.shell.proxy import DomainProxy
 
 pytestmark = [
     pytest.mark.integration,
@@ -290,26 +291,34 @@ def _proxy_pid() -> int:
     raise AssertionError("the proxy's process was not found")
 
 
+def _confined(workspace: Path, port: int) -> tuple[Confinement, DomainProxy]:
+    """Bubblewrap with pypi.test allowed on `port`, and its proxy (not started yet)."""
+    domains = AllowedDomains(["pypi.test"], ports=[port], resolve=NAMES)
+    confinement = Confinement.prepare(Sandbox(network=domains, method="bwrap"), str(workspace))
+    assert confinement.proxy is not None
+    return confinement, confinement.proxy
+
+
+def _output(session: Session, command: str) -> str:
+    env = {"PATH": os.environ["PATH"]}
+    result, _, _ = session.run(
+        command, interpreter="/bin/bash", env=env, timeout=60, output_limit=5000
+    )
+    return result.output
+
+
 def test_the_proxy_lets_go_of_a_sessions_listener_when_the_session_ends(
     workspace: Path, site: tuple[Path, int]
 ) -> None:
     _, port = site
-    domains = AllowedDomains(["pypi.test"], ports=[port], resolve=NAMES)
-    confinement = Confinement.prepare(Sandbox(network=domains, method="bwrap"), str(workspace))
-    assert confinement.proxy is not None
-    confinement.proxy.socket_path  # noqa: B018 - starts the proxy
+    confinement, proxy = _confined(workspace, port)
+    proxy.socket_path  # noqa: B018 - starts the proxy
     try:
         pid = _proxy_pid()
         before = _sockets(pid)
         session = Session(confinement.session())
         try:
-            result, _, _ = session.run(
-                f"curl -sS http://pypi.test:{port}/",
-                interpreter="/bin/bash",
-                env={"PATH": os.environ["PATH"]},
-                timeout=60,
-                output_limit=5000,
-            )
+            output = _output(session, f"curl -sS http://pypi.test:{port}/")
             during = _sockets(pid)  # the session's listener and its bridge's connection
         finally:
             session.close()
@@ -318,7 +327,24 @@ def test_the_proxy_lets_go_of_a_sessions_listener_when_the_session_ends(
             time.sleep(0.05)
         after = _sockets(pid)
     finally:
-        confinement.proxy.close()
-    assert result.output == "hello from pypi.test\n"
+        proxy.close()
+    assert output == "hello from pypi.test\n"
     assert during >= before + 2
     assert after == before
+
+
+def test_once_the_proxy_has_ended_a_commands_connection_is_refused_at_once(
+    workspace: Path, site: tuple[Path, int]
+) -> None:
+    _, port = site
+    confinement, proxy = _confined(workspace, port)
+    session = Session(confinement.session())
+    command = f"curl -sS --max-time 20 http://pypi.test:{port}/; echo exit=$?"
+    try:
+        reached = _output(session, command)
+        proxy.close()  # the proxy's process ends: nothing holds the listener
+        refused = _output(session, command)
+    finally:
+        session.close()
+    assert reached == "hello from pypi.test\nexit=0\n"
+    assert refused.endswith("exit=7\n"), refused  # could not connect
