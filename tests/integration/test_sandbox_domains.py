@@ -8,12 +8,14 @@ and `git clone` over HTTP, both through an allowed name.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +24,8 @@ import pytest
 import langchain_fstools
 from langchain_fstools import LocalBackend
 from langchain_fstools.shell.domains import AllowedDomains
-from langchain_fstools.shell.sandbox import Sandbox
+from langchain_fstools.shell.sandbox import Confinement, Sandbox
+from langchain_fstools.shell.session import Session
 from tests.loopback import http_server, self_signed, tcp_recorder
 from tests.unit.shell.test_overlay import WHEEL, write_wheel
 
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from langchain_fstools.core.results import ExecutionResult
+    from langchain_fstools.shell.proxy import DomainProxy
 
 pytestmark = [
     pytest.mark.integration,
@@ -267,3 +271,80 @@ def test_pip_says_why_a_name_is_refused(workspace: Path) -> None:
     )
     assert result.exit_code != 0
     assert "other.test is not an allowed host" in result.output
+
+
+def _sockets(pid: int) -> int:
+    count = 0
+    for descriptor in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):  # closed meanwhile
+            count += str(descriptor.readlink()).startswith("socket:")
+    return count
+
+
+def _proxy_pid() -> int:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+                if parent == os.getpid() and b"shell.proxy" in (entry / "cmdline").read_bytes():
+                    return int(entry.name)
+    raise AssertionError("the proxy's process was not found")
+
+
+def _confined(workspace: Path, port: int) -> tuple[Confinement, DomainProxy]:
+    """Bubblewrap with pypi.test allowed on `port`, and its proxy (not started yet)."""
+    domains = AllowedDomains(["pypi.test"], ports=[port], resolve=NAMES)
+    confinement = Confinement.prepare(Sandbox(network=domains, method="bwrap"), str(workspace))
+    assert confinement.proxy is not None
+    return confinement, confinement.proxy
+
+
+def _output(session: Session, command: str) -> str:
+    env = {"PATH": os.environ["PATH"]}
+    result, _, _ = session.run(
+        command, interpreter="/bin/bash", env=env, timeout=60, output_limit=5000
+    )
+    return result.output
+
+
+def test_the_proxy_lets_go_of_a_sessions_listener_when_the_session_ends(
+    workspace: Path, site: tuple[Path, int]
+) -> None:
+    _, port = site
+    confinement, proxy = _confined(workspace, port)
+    proxy.socket_path  # noqa: B018 - starts the proxy
+    try:
+        pid = _proxy_pid()
+        before = _sockets(pid)
+        session = Session(confinement.session())
+        try:
+            output = _output(session, f"curl -sS http://pypi.test:{port}/")
+            during = _sockets(pid)  # the session's listener and its bridge's connection
+        finally:
+            session.close()
+        deadline = time.monotonic() + 30
+        while _sockets(pid) > before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        after = _sockets(pid)
+    finally:
+        proxy.close()
+    assert output == "hello from pypi.test\n"
+    assert during >= before + 2
+    assert after == before
+
+
+def test_once_the_proxy_has_ended_a_commands_connection_is_refused_at_once(
+    workspace: Path, site: tuple[Path, int]
+) -> None:
+    _, port = site
+    confinement, proxy = _confined(workspace, port)
+    session = Session(confinement.session())
+    command = f"curl -sS --max-time 20 http://pypi.test:{port}/; echo exit=$?"
+    try:
+        reached = _output(session, command)
+        proxy.close()  # the proxy's process ends: nothing holds the listener
+        refused = _output(session, command)
+    finally:
+        session.close()
+    assert reached == "hello from pypi.test\nexit=0\n"
+    assert refused.endswith("exit=7\n"), refused  # could not connect

@@ -7,10 +7,14 @@ adopts it and the command has no child it did not start), and goes on with the r
 the line (the confinement helper, then the command), which finds the port already
 listening: the helper, a script on this same interpreter with the same flags, runs in
 this process as it would after `exec` (same pid, a fresh `__main__` namespace), saving
-a second interpreter's start; anything else is `exec`uted. For each connection the server
-connects to the Unix socket `SOCKET` and passes the connection itself over it
-(`SCM_RIGHTS`); the host-side proxy (`shell.proxy`) then reads the request from it and
-decides what it may reach. The bytes of a download cross one relay, in the proxy.
+a second interpreter's start; anything else is `exec`uted. The server connects to the
+Unix socket `SOCKET` once and passes the listening socket itself over it
+(`SCM_RIGHTS`), keeping no copy: the host-side proxy (`shell.proxy`) accepts each
+connection in the sandbox's namespace, reads its request and decides what it may reach,
+and a connection made before it accepts waits in the backlog. The server then holds the
+Unix connection open until the sandbox ends (its PID namespace with it), which tells the
+proxy to close the listener; if the proxy ends first, connections are refused. No byte
+of a connection crosses the bridge: a download crosses one relay, in the proxy.
 
 The bridge starts before the helper installs its seccomp filter (which refuses the
 command Unix sockets) and connects to nothing but `SOCKET`, so it opens no other path
@@ -32,35 +36,30 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the bridge starts with ever
 if TYPE_CHECKING:
     from typing import NoReturn
 
-MARKER = b"fd"
-"""The bytes sent with a passed connection (a message carries at least one byte)."""
+MARKER = b"listener"
+"""The bytes sent with the passed listener (a message carries at least one byte)."""
 
 _PR_SET_DUMPABLE = 4
 _FAILED = 125
 
 
-def hand_over(connection: int, path: str) -> None:
-    """Pass the connected socket `connection` to the proxy at `path`, then close it here."""
+def serve(listener: _socket.socket, path: str) -> NoReturn:
+    """Give `listener` to the proxy at `path`, then wait until the proxy or the sandbox ends.
+
+    This process keeps no copy of `listener`; its Unix connection stays open as long as
+    it lives (the proxy closes the listener when it closes).
+    """
     upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         upstream.connect(path)
-        rights = connection.to_bytes(4, sys.byteorder, signed=True)
+        rights = listener.fileno().to_bytes(4, sys.byteorder, signed=True)
         upstream.sendmsg([MARKER], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)])
+        listener.close()
+        while upstream.recv(1):  # the proxy sends nothing: this returns when it ends
+            pass
     except OSError:
-        pass  # the proxy is gone: the connection ends unanswered
-    finally:
-        upstream.close()
-        os.close(connection)
-
-
-def serve(listener: _socket.socket, path: str) -> NoReturn:
-    """Hand every connection `listener` accepts to the proxy at `path`, forever."""
-    while True:
-        try:
-            connection, _ = listener._accept()  # type: ignore[attr-defined]  # noqa: SLF001
-        except OSError:
-            continue
-        hand_over(connection, path)
+        pass  # the proxy is gone: the listener closes with this process, connections fail
+    os._exit(0)
 
 
 def _undumpable() -> None:
@@ -148,4 +147,4 @@ if __name__ == "__main__":
     main(sys.argv[1:])
 
 
-__all__ = ["MARKER", "hand_over", "listen", "main", "serve"]
+__all__ = ["MARKER", "listen", "main", "serve"]

@@ -6,6 +6,7 @@ The same proxy behind the bridge, from inside the sandbox: test_sandbox_domains.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import ssl
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from langchain_fstools.shell.bridge import MARKER
 from langchain_fstools.shell.domains import AllowedDomains
 from langchain_fstools.shell.proxy import PORT, DomainProxy, proxy_env
 from tests.loopback import http_server, self_signed, tcp_recorder
@@ -51,6 +53,94 @@ def _ask(proxy: DomainProxy, request: bytes) -> bytes:
         while chunk := client.recv(65536):
             answer += chunk
         return answer
+
+
+@contextlib.contextmanager
+def _tunnel(proxy: DomainProxy, port: int) -> Iterator[socket.socket]:
+    """A CONNECT tunnel to pypi.test:`port`, established, through the proxy's Unix socket."""
+    with socket.socket(socket.AF_UNIX) as raw:
+        raw.settimeout(10)
+        raw.connect(proxy.socket_path)
+        raw.sendall(f"CONNECT pypi.test:{port} HTTP/1.1\r\n\r\n".encode())
+        assert raw.recv(100) == b"HTTP/1.1 200 Connection established\r\n\r\n"
+        yield raw
+
+
+def _pass(proxy: DomainProxy, descriptor: int) -> socket.socket:
+    """Pass `descriptor` to the proxy as the bridge passes its listener; the connection."""
+    bridge = socket.socket(socket.AF_UNIX)
+    bridge.settimeout(10)
+    bridge.connect(proxy.socket_path)
+    socket.send_fds(bridge, [MARKER], [descriptor])
+    return bridge
+
+
+def _get(port: int, site: int) -> bytes:
+    """A GET for pypi.test's index through the proxy listening on `port`."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        client.sendall(f"GET http://pypi.test:{site}/index.html HTTP/1.1\r\n\r\n".encode())
+        answer = b""
+        while chunk := client.recv(65536):
+            answer += chunk
+        return answer
+
+
+def test_the_proxy_serves_a_passed_listener_until_its_bridge_ends(site: int) -> None:
+    proxy = _proxy(site)
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            port = listener.getsockname()[1]
+            bridge = _pass(proxy, listener.fileno())
+        # the proxy holds the only listener now: it accepts every connection to it
+        answers = [_get(port, site) for _ in range(3)]
+        bridge.close()  # the sandbox ended: the proxy closes the listener
+        deadline = time.monotonic() + 30
+        refused = False
+        while not refused and time.monotonic() < deadline:
+            with socket.socket() as late:
+                refused = late.connect_ex(("127.0.0.1", port)) != 0
+    finally:
+        proxy.close()
+    assert all(a.endswith(b"hello from pypi.test\n") for a in answers), answers
+    assert refused
+
+
+@pytest.mark.parametrize("kind", ["a connected socket", "a pipe"])
+def test_a_passed_descriptor_that_is_not_a_tcp_listener_is_closed_unserved(
+    site: int, kind: str
+) -> None:
+    proxy = _proxy(site)
+    mine, passed = socket.socketpair()
+    read_end, write_end = os.pipe()
+    try:
+        bridge = _pass(proxy, passed.fileno() if kind == "a connected socket" else read_end)
+        passed.close()
+        os.close(read_end)
+        with bridge:
+            assert bridge.recv(100) == b""  # closed without an answer
+        if kind == "a connected socket":
+            mine.settimeout(10)
+            assert mine.recv(100) == b""  # the proxy closed its end, unread and unanswered
+        else:
+            with pytest.raises(BrokenPipeError):  # the proxy closed the read end
+                os.write(write_end, b"GET http://pypi.test/ HTTP/1.1\r\n\r\n")
+    finally:
+        mine.close()
+        os.close(write_end)
+        proxy.close()
+
+
+def test_a_tunnel_held_open_does_not_hold_up_other_requests(site: int) -> None:
+    proxy = _proxy(site)
+    try:
+        with _tunnel(proxy, site):  # idle: its relay waits in two threads
+            answers = [
+                _ask(proxy, f"GET http://pypi.test:{site}/index.html HTTP/1.1\r\n\r\n".encode())
+                for _ in range(3)
+            ]
+    finally:
+        proxy.close()
+    assert all(a.endswith(b"hello from pypi.test\n") for a in answers), answers
 
 
 def test_an_allowed_name_is_forwarded_in_origin_form(site: int) -> None:
@@ -98,11 +188,7 @@ def test_connect_tunnels_tls_to_an_allowed_name(tmp_path: Path) -> None:
     with http_server(tmp_path, tls=context) as port:
         proxy = _proxy(port)
         try:
-            with socket.socket(socket.AF_UNIX) as raw:
-                raw.settimeout(10)
-                raw.connect(proxy.socket_path)
-                raw.sendall(f"CONNECT pypi.test:{port} HTTP/1.1\r\n\r\n".encode())
-                assert raw.recv(100) == b"HTTP/1.1 200 Connection established\r\n\r\n"
+            with _tunnel(proxy, port) as raw:
                 client = ssl.create_default_context(cafile=pem)
                 with client.wrap_socket(raw, server_hostname="pypi.test") as tls:
                     tls.sendall(b"GET /index.html HTTP/1.0\r\nHost: pypi.test\r\n\r\n")
