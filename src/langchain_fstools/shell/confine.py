@@ -1,9 +1,10 @@
 """The confinement of one local command: what the session supervisor applies before `exec`.
 
 The session supervisor (`shell.supervisor`, a script) imports this file as a sibling and
-calls `restrict` in each command's process between fork and exec, so it imports only
-light standard-library modules. The options (`options` builds them, `parse` reads them)
-say what `restrict` applies, in this order:
+confines each command's process before exec (`restrict_ahead` before its request, while
+it waits for it, and `restrict_after` once its view is mounted; `restrict` is both at
+once), so it imports only light standard-library modules. The options (`options`
+builds them, `parse` reads them) say what `restrict` applies, in this order:
 
 0. Limits (`restrict` applies them first): with `--oom-first`, `oom_score_adj` 1000
    (the command is the OOM killer's first choice, never the agent); `--memory`,
@@ -126,6 +127,10 @@ _AND = 0x54  # BPF_ALU | BPF_AND | BPF_K
 _ARG0, _ARG1 = 16, 24  # low words of the first two arguments (little-endian)
 _Instruction = tuple[int, "int | str", "int | str", "int | str"]
 """One BPF instruction: op, jump if true, jump if false, k; a string jump names a label."""
+
+
+Rlimit = tuple[str, int, int, int]
+"""An rlimit to set: its name, its `resource` constant, the soft and hard values."""
 
 
 class ConfineError(Exception):
@@ -331,8 +336,10 @@ def _write_rights(abi: int) -> int:
     return writes | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)  # noqa: PLR2004
 
 
-def landlock_ruleset(spec: Spec) -> int | None:
+def landlock_ruleset(spec: Spec, skip: list[str] | None = None) -> int | None:
     """The Landlock ruleset of `spec` (a close-on-exec descriptor), or None without Landlock.
+
+    `skip`: writable paths whose rules are left out (`add_writable` adds them later).
 
     Raises:
         ConfineError: a rule could not be added.
@@ -353,8 +360,8 @@ def landlock_ruleset(spec: Spec) -> int | None:
         libc.syscall(_SYS_CREATE_RULESET, attr[:size], size, 0), "creating the Landlock ruleset"
     )
     try:
-        for path in (*spec.lists["writable"], *spec.lists["writable_file"]):
-            _add_path_rule(libc, ruleset, path, writes | reads)
+        skipped = set(skip or ())
+        add_writable(spec, ruleset, [path for path in _writable(spec) if path not in skipped])
         if reads:
             for path in _readable(spec.lists["hide"]):
                 _add_path_rule(libc, ruleset, path, reads)
@@ -362,6 +369,24 @@ def landlock_ruleset(spec: Spec) -> int | None:
         os.close(ruleset)
         raise
     return ruleset
+
+
+def _writable(spec: Spec) -> list[str]:
+    return [*spec.lists["writable"], *spec.lists["writable_file"]]
+
+
+def add_writable(spec: Spec, ruleset: int, paths: list[str]) -> None:
+    """Add `spec`'s rules for the writable `paths` to `ruleset`, as they resolve now.
+
+    Raises:
+        ConfineError: a rule could not be added.
+    """
+    rights = _write_rights(landlock_abi())
+    if spec.lists["hide"]:
+        rights |= _FS_READ_FILE | _FS_READ_DIR | _FS_EXECUTE
+    libc = _libc()
+    for path in paths:
+        _add_path_rule(libc, ruleset, path, rights)
 
 
 def scope_signals() -> bool:
@@ -621,11 +646,21 @@ def apply_rlimits(spec: Spec) -> None:
     namespace: in the host's namespace the kernel ignores it for root, and for
     another user it would count every process that user runs on the machine.
     """
+    _set_rlimits(rlimit_values(spec))
+
+
+def rlimit_values(spec: Spec) -> list[Rlimit]:
+    """The rlimits `apply_rlimits` sets: (name, `resource` constant, soft, hard) each.
+
+    Raises:
+        ConfineError: a value is not a number.
+    """
     given = {name: spec.lists[option.replace("-", "_")] for option, name in RLIMITS.items()}
     if not any(given.values()):
-        return
+        return []
     import resource  # noqa: PLC0415 - only when a limit is given
 
+    found: list[Rlimit] = []
     for name, values in given.items():
         if not values or (name == "RLIMIT_NPROC" and not _in_user_namespace()):
             continue
@@ -633,11 +668,24 @@ def apply_rlimits(spec: Spec) -> None:
         try:
             value = int(values[-1])
             hard = resource.getrlimit(which)[1]
-            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-            grace = name == "RLIMIT_CPU" and (hard == resource.RLIM_INFINITY or value < hard)
-            resource.setrlimit(which, (value, value + 1 if grace else value))
         except (OSError, ValueError) as exc:
             raise ConfineError(f"setting {name} to {values[-1]!r} failed: {exc}") from None
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        grace = name == "RLIMIT_CPU" and (hard == resource.RLIM_INFINITY or value < hard)
+        found.append((name, which, value, value + 1 if grace else value))
+    return found
+
+
+def _set_rlimits(limits: list[Rlimit]) -> None:
+    if not limits:
+        return
+    import resource  # noqa: PLC0415 - imported already by `rlimit_values`
+
+    for name, which, soft, hard in limits:
+        try:
+            resource.setrlimit(which, (soft, hard))
+        except (OSError, ValueError) as exc:
+            raise ConfineError(f"setting {name} to {soft} failed: {exc}") from None
 
 
 def _in_user_namespace() -> bool:
@@ -687,23 +735,93 @@ def restrict(spec: Spec) -> None:
 
     Before them: with `--oom-first`, the process becomes the OOM killer's first
     choice (`make_oom_first`), and the limit options set rlimits (`apply_rlimits`).
+    The same as `restrict_ahead`, then `restrict_after` with nothing mounted between.
+
+    Raises:
+        ConfineError: a step could not be applied.
+    """
+    restrict_after(spec, restrict_ahead(spec))
+
+
+class Ahead:
+    """What `restrict_ahead` did, for `restrict_after` to finish.
+
+    Attributes:
+        ruleset: The Landlock ruleset begun, or None (no Landlock, or not begun).
+        added: The writable paths whose rules it holds (as they resolved then).
+        rlimits: The rlimits to set (`rlimit_values`).
+    """
+
+    def __init__(self, ruleset: int | None, added: list[str], rlimits: list[Rlimit]) -> None:
+        """Hold what was done ahead."""
+        self.ruleset = ruleset
+        self.added = added
+        self.rlimits = rlimits
+
+
+def restrict_ahead(spec: Spec, later: list[str] = ()) -> Ahead:  # type: ignore[assignment]
+    """Apply the part of `restrict(spec)` that no mount made afterwards changes.
+
+    For a command's process forked before its request (`shell.supervisor`), which then
+    mounts the command's view: no_new_privs and the seccomp filter are applied now, the
+    rlimits computed, and the Landlock ruleset begun with the rules
+    of the writable paths not at or beneath a path in `later` (where mounts may come).
+
+    Raises:
+        ConfineError: a step could not be applied.
+    """
+    rlimits = rlimit_values(spec)
+    _check(_libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
+    families = tuple(int(family) for family in spec.lists["deny_family"])
+    if families or spec.flags["deny_keyring"]:
+        install_seccomp(families, keyring=spec.flags["deny_keyring"])
+    if not spec.flags["landlock"] or isinstance(_PREPARED.get("ruleset"), int):
+        return Ahead(None, [], rlimits)
+    added = [path for path in _writable(spec) if not any(_beneath(path, top) for top in later)]
+    ruleset = landlock_ruleset(spec, skip=[path for path in _writable(spec) if path not in added])
+    if ruleset is None and spec.flags["required"]:
+        raise ConfineError("the kernel has no Landlock")
+    return Ahead(ruleset, added if ruleset is not None else [], rlimits)
+
+
+def restrict_after(spec: Spec, ahead: Ahead, mounted: list[str] = ()) -> None:  # type: ignore[assignment]
+    """Finish what `restrict_ahead` began, after mounts at the paths `mounted`.
+
+    The OOM score is set (once the process is dumpable: an unprivileged one may then
+    write its own `/proc` files), the Landlock rules left out are added and the ruleset
+    enforced (built anew when a
+    rule added ahead lies at or beneath a path mounted since), the capabilities
+    dropped and the rlimits set.
 
     Raises:
         ConfineError: a step could not be applied.
     """
     if spec.flags["oom_first"]:
         make_oom_first()
-    apply_rlimits(spec)
-    _check(_libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
-    if spec.flags["landlock"] and not apply_landlock(spec) and spec.flags["required"]:
-        raise ConfineError("the kernel has no Landlock")
-    if spec.flags["scope_signals"] and not spec.flags["landlock"]:
+    if spec.flags["landlock"]:
+        ruleset = ahead.ruleset
+        if ruleset is not None and any(
+            _beneath(path, top) for path in ahead.added for top in mounted
+        ):
+            os.close(ruleset)  # a rule on what the mount now covers: all of them again
+            ruleset = landlock_ruleset(spec)
+        elif ruleset is not None:
+            add_writable(spec, ruleset, [p for p in _writable(spec) if p not in ahead.added])
+        if ruleset is not None:
+            restrict_to(ruleset)
+        elif not apply_landlock(spec) and spec.flags["required"]:
+            raise ConfineError("the kernel has no Landlock")
+    elif spec.flags["scope_signals"]:
         scope_signals()
     if spec.flags["drop_capabilities"]:
         drop_capabilities()
-    families = tuple(int(family) for family in spec.lists["deny_family"])
-    if families or spec.flags["deny_keyring"]:
-        install_seccomp(families, keyring=spec.flags["deny_keyring"])
+    _set_rlimits(ahead.rlimits)
+
+
+def _beneath(path: str, top: str) -> bool:
+    """Whether `path` is `top` or lies beneath it (by name)."""
+    top = top.rstrip("/")
+    return path.rstrip("/") == top or path.startswith(top + "/")
 
 
 __all__ = [
@@ -711,8 +829,10 @@ __all__ = [
     "FLAGS",
     "LISTS",
     "RLIMITS",
+    "Ahead",
     "ConfineError",
     "Spec",
+    "add_writable",
     "apply_landlock",
     "apply_rlimits",
     "descendants",
@@ -727,7 +847,10 @@ __all__ = [
     "prepare",
     "read_only_ruleset",
     "restrict",
+    "restrict_after",
+    "restrict_ahead",
     "restrict_to",
+    "rlimit_values",
     "scope_signals",
     "seccomp_program",
 ]

@@ -23,16 +23,21 @@ The agent sends one message per request, JSON with file descriptors attached
 - `{"op": "pause", "id": N}`: every process of the command stops (`SIGSTOP`); answer
   `{"op": "paused", "id": N}`. `{"op": "resume", "id": N}` lets them go on.
 
-Each command gets a keeper (forked ahead, waiting for its command, so a start does not
-wait for a fork): a child of the supervisor that is not confined, so no
+Each command gets a keeper: a child of the supervisor that is not confined, so no
 command can signal or trace it (Landlock puts the command in a domain of its own). The
-keeper mounts the command's view in a mount namespace of its own, masks and protects the
-paths the request names over it, hides the session's folder, becomes a child subreaper
-and forks the command, which starts a session of its own, applies the confinement
-(`confine.restrict`) and runs `argv`. When the command exits, or the keeper is told to
-stop, the keeper kills every process the command started (also those that left through
-`setsid` or a double fork), reports the command's status (`128 + N` for signal N) and
-exits; a keeper that ended otherwise is reported by the supervisor.
+keeper, and the command's process below it, are forked ahead of the request they will
+serve, so a start waits for no fork: the keeper makes a mount namespace of its own
+(with a sandbox), becomes a child subreaper and forks the command's process, which
+starts a session of its own and applies ahead what of the confinement no mount changes
+(`confine.restrict_ahead`: no_new_privs, the seccomp filter, part of the Landlock
+ruleset). Given its request, the command's process mounts its view in that namespace,
+masks and protects the paths the request names over it, hides the session's folder,
+takes its descriptors, finishes the confinement (`confine.restrict_after`) and runs
+`argv`. The keeper, which also holds the namespace (so its teardown waits until after
+the report), reads its request's id when it needs it. When the command exits, or the
+keeper is told to stop, the keeper kills every process the command started (also those
+that left through `setsid` or a double fork), reports the command's status (`128 + N`
+for signal N) and exits; a keeper that ended otherwise is reported by the supervisor.
 A keeper that is killed all the same leaves its orphans to the supervisor, a subreaper
 too, which kills every process it did not start itself.
 
@@ -114,8 +119,11 @@ class Supervisor:
         self.spec = spec
         self.hidden = hidden
         self.keepers: dict[int, int] = {}  # keeper pid -> request id
-        self.spare: tuple[int, socket.socket] | None = None
-        """The keeper forked ahead for the next command, and the socket it waits on."""
+        self.spare: tuple[int, socket.socket, socket.socket] | None = None
+        """The keeper forked ahead for the next command, and the sockets to it and to
+        its command's process."""
+        self.later: list[str] = []
+        """Where the last request mounted (the next likely mounts there too)."""
         self.libc = confine._libc()  # noqa: SLF001 - the one its keepers inherit
 
     def serve(self) -> NoReturn:
@@ -172,23 +180,31 @@ class Supervisor:
         return True
 
     def start(self, message: dict[str, object], fds: list[int]) -> None:
-        """Hand one command to the keeper forked ahead for it."""
+        """Hand one command to the keeper and command process forked ahead for it."""
         if len(fds) != FDS_PER_START:
             raise OSError(0, f"a command needs {FDS_PER_START} descriptors, got {len(fds)}")
         if self.spare is None:
             self.fork_spare()
         assert self.spare is not None  # noqa: S101 - just forked
-        pid, handoff = self.spare
+        pid, keeper, command = self.spare
         self.spare = None
-        try:
-            send(handoff, message, fds)
+        try:  # the keeper reads its request's id when it needs it: sent first
+            send(keeper, {"id": message["id"]})
+            send(command, message, fds)
         finally:
-            handoff.close()
+            keeper.close()
+            command.close()
         self.keepers[pid] = int(message["id"])  # type: ignore[call-overload]
+        self.later = _mounted(message)
 
     def fork_spare(self) -> None:
-        """Fork a keeper that waits for its command, so a start does not wait for a fork."""
+        """Fork a keeper, and its command's process, that wait for the next request.
+
+        So a start waits for no fork, and the command's process has done ahead what
+        does not depend on its request (`Command.prepare`).
+        """
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        to_command, for_command = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # held until the keeper handles them: a pause or kill sent at once waits for it
         signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)
         pid = os.fork()
@@ -197,15 +213,16 @@ class Supervisor:
                 signal.set_wakeup_fd(-1)
                 self.libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
                 ours.close()
-                message, fds = receive(theirs)
-                theirs.close()
-                if message is not None:
-                    Keeper(message, fds, self.spec, self.hidden, self.channel).run()
+                to_command.close()
+                later = [*self.later, *([self.hidden] if self.hidden is not None else [])]
+                keeper = Keeper(theirs, self.spec, self.hidden, self.channel)
+                keeper.run(Command(for_command, self.spec, self.hidden, later))
             finally:
                 os._exit(confine.FAILED)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
         theirs.close()
-        self.spare = (pid, ours)
+        for_command.close()
+        self.spare = (pid, ours, to_command)
 
     def signal(self, ident: object, signum: int) -> None:
         """Signal the keeper of request `ident`: end (SIGTERM), pause or resume its command."""
@@ -227,6 +244,7 @@ class Supervisor:
                 break
             if self.spare is not None and pid == self.spare[0]:  # died waiting: fork anew
                 self.spare[1].close()
+                self.spare[2].close()
                 self.spare = None
             ident = self.keepers.pop(pid, None)
             if ident is not None and status != _REPORTED << 8:  # else it told the agent itself
@@ -248,36 +266,41 @@ class Keeper:
     """One command's keeper (see the module docstring)."""
 
     def __init__(
-        self,
-        message: dict[str, object],
-        fds: list[int],
-        spec: confine.Spec,
-        hidden: str | None,
-        channel: socket.socket,
+        self, handoff: socket.socket, spec: confine.Spec, hidden: str | None, channel: socket.socket
     ) -> None:
-        """Keep the command `message` asks for, with its descriptors `fds`.
+        """A keeper told its request's id on `handoff`.
 
-        `channel` (the control socket) carries the keeper's answer to a pause.
+        `channel` (the control socket) carries the keeper's answers: the command's end,
+        a pause.
         """
-        self.message = message
-        self.fds = fds
+        self.handoff = handoff
         self.spec = spec
         self.hidden = hidden
         self.channel = channel
         self.libc = confine._libc()  # noqa: SLF001 - loaded once, before the fork
+        self._ident: object = None
 
-    def run(self) -> NoReturn:
-        """Mount the view, fork the command, wait for it, kill what it left, exit."""
+    @property
+    def ident(self) -> object:
+        """The id of the request this keeper serves (read once it is needed)."""
+        if self._ident is None:
+            message, fds = receive(self.handoff)
+            for fd in fds:
+                os.close(fd)
+            self._ident = None if message is None else message.get("id")
+        return self._ident
+
+    def run(self, command: Command) -> NoReturn:
+        """Fork `command`'s process, wait for it, kill what it left, report, exit."""
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         self.libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG: the supervisor ended
-
         self.handle_signals()
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
-        try:
-            self.mount()
-        except OSError as exc:
-            os.write(self.fds[2], f"sandbox: {exc}\n".encode())
-            os._exit(confine.FAILED)
+        if self.hidden is not None:  # the command's mount namespace, shared with its keeper,
+            try:  # which holds it: tearing it down waits until after the report
+                _unshare_mounts(self.libc)
+            except OSError as exc:
+                command.fault = f"sandbox: {exc}\n"
         self.libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
         child = os.fork()
         if child == 0:
@@ -286,19 +309,24 @@ class Keeper:
                 signal.signal(signum, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
             self.channel.close()
-            self.command()
-        for fd in self.fds:
-            os.close(fd)
+            self.handoff.close()
+            command.run(unshared=self.hidden is not None)
+        command.channel.close()
         while True:
             pid, status = os.waitpid(-1, 0)
             if pid == child:
                 break
         signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)
         confine.kill_descendants()
+        self.handoff.setblocking(False)  # noqa: FBT003 - no request came: nothing to report
+        try:
+            ident = self.ident
+        except OSError:
+            ident = None
+        if ident is None:
+            os._exit(_status(status))
         try:  # told before this process ends: tearing down its mounts takes a while
-            send(
-                self.channel, {"op": "exited", "id": self.message["id"], "status": _status(status)}
-            )
+            send(self.channel, {"op": "exited", "id": ident, "status": _status(status)})
         except OSError:
             os._exit(_status(status))
         os._exit(_REPORTED)
@@ -312,37 +340,83 @@ class Keeper:
 
         def pause(_signum: int, _frame: object) -> None:
             _signal_all(confine.descendants(), signal.SIGSTOP)
-            send(self.channel, {"op": "paused", "id": self.message["id"]})
+            send(self.channel, {"op": "paused", "id": self.ident})
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGUSR1, pause)
         signal.signal(signal.SIGUSR2, lambda *_: _signal_all(confine.descendants(), signal.SIGCONT))
 
-    def mount(self) -> None:
-        """The command's own mount namespace: its view, and the session's folder hidden."""
-        view = self.message.get("view")
-        read_only = [str(path) for path in self.message.get("read_only") or ()]  # type: ignore[attr-defined]
-        masks = [str(path) for path in self.message.get("masks") or ()]  # type: ignore[attr-defined]
+
+class Command:
+    """A command's process, forked ahead of its request by its keeper.
+
+    Ahead, it starts a session of its own and applies what of the confinement no
+    mount changes (`confine.restrict_ahead`); given its request, it mounts its view,
+    masks and protects the paths the request names over it, hides the session's
+    folder, takes its descriptors, finishes the confinement and runs `argv`.
+    """
+
+    def __init__(
+        self, channel: socket.socket, spec: confine.Spec, hidden: str | None, later: list[str]
+    ) -> None:
+        """A command that reads its request on `channel`; `later`: where mounts may come."""
+        self.channel = channel
+        self.spec = spec
+        self.hidden = hidden
+        self.later = later
+        self.libc = confine._libc()  # noqa: SLF001 - loaded once, before the fork
+        self.fault: str | None = None
+        """Why the command cannot run (said on its standard error once it has one)."""
+
+    def run(self, *, unshared: bool) -> NoReturn:
+        """Prepare, wait for the request, then run it (`unshared`: in a mount namespace)."""
+        ahead = None
+        try:
+            os.setsid()
+            if self.fault is None:
+                ahead = confine.restrict_ahead(self.spec, self.later)
+        except (OSError, confine.ConfineError) as exc:
+            self.fault = f"sandbox: {exc}\n"
+        message, fds = receive(self.channel)
+        self.channel.close()
+        if message is None:
+            os._exit(confine.FAILED)
+        if self.fault is not None or ahead is None:
+            os.write(fds[2], (self.fault or "sandbox: not prepared\n").encode())
+            os._exit(confine.FAILED)
+        try:
+            mounted = self.mount(message, unshared=unshared)
+        except OSError as exc:
+            os.write(fds[2], f"sandbox: {exc}\n".encode())
+            os._exit(confine.FAILED)
+        self.start(message, fds, ahead, mounted)
+
+    def mount(self, message: dict[str, object], *, unshared: bool) -> list[str]:
+        """The command's view, and the session's folder hidden; the paths mounted over."""
+        view = message.get("view")
+        read_only = [str(path) for path in message.get("read_only") or ()]  # type: ignore[attr-defined]
+        masks = [str(path) for path in message.get("masks") or ()]  # type: ignore[attr-defined]
         if view is None and not read_only and not masks and self.hidden is None:
-            return  # nothing to mount (Landlock alone, or no sandbox: no mount namespace)
+            return []  # nothing to mount (Landlock alone, or no sandbox: no mount namespace)
         originals = [os.open(path, os.O_PATH | os.O_CLOEXEC) for path in read_only]
-        self._call(self.libc.unshare(_CLONE_NEWNS), "unsharing the mount namespace")
-        self._call(
-            self.libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private"
-        )
+        if not unshared:
+            _unshare_mounts(self.libc)
+        mounted: list[str] = []
         if isinstance(view, list):
             workspace, upper, work, *layers = (str(part) for part in view)
             lower = ":".join([*layers, workspace])
             options = f"lowerdir={lower},upperdir={upper},workdir={work},userxattr"
-            self._call(
+            _call(
                 self.libc.mount(b"overlay", workspace.encode(), b"overlay", 0, options.encode()),
                 "mounting the copy-on-write view",
             )
+            mounted.append(workspace)
         for path, original in zip(read_only, originals, strict=True):
             self.bind(f"/proc/self/fd/{original}", path)
             os.close(original)
         for path in [*masks, *([self.hidden] if self.hidden is not None else [])]:
             self.mask(path)
+        return [*mounted, *read_only, *masks, *([self.hidden] if self.hidden is not None else [])]
 
     def bind(self, source: str, path: str) -> None:
         """Mount `source` read-only at `path`."""
@@ -350,51 +424,68 @@ class Keeper:
         if result == 0:
             remount = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
             result = self.libc.mount(None, path.encode(), None, remount, None)
-        self._call(result, f"making {path} read-only")
+        _call(result, f"making {path} read-only")
 
     def mask(self, path: str) -> None:
         """Make `path` look empty: an empty read-only folder, or `/dev/null` over a file."""
         if os.path.isdir(path):
             flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV
             result = self.libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, b"size=4k")
-            self._call(result, f"masking {path}")
+            _call(result, f"masking {path}")
         elif os.path.lexists(path):
             self.bind("/dev/null", path)
 
-    def _call(self, result: int, what: str) -> None:
-        if result < 0:
-            code = ctypes.get_errno()
-            raise OSError(code, f"{what} failed: {os.strerror(code)}")
-
-    def command(self) -> NoReturn:
-        """In the command's process: its descriptors, its confinement, then `argv`."""
+    def start(
+        self, message: dict[str, object], fds: list[int], ahead: confine.Ahead, mounted: list[str]
+    ) -> NoReturn:
+        """Its descriptors, the rest of its confinement, then `argv`."""
         try:
-            os.setsid()
-            targets = [int(n) for n in self.message["targets"]]  # type: ignore[attr-defined]
-            moved = [os.dup(fd) for fd in self.fds]  # none of them on a target number
-            for fd in self.fds:
+            targets = [int(n) for n in message["targets"]]  # type: ignore[attr-defined]
+            moved = [os.dup(fd) for fd in fds]  # none of them on a target number
+            for fd in fds:
                 os.close(fd)
             for fd, target in zip(moved, targets, strict=True):
                 os.dup2(fd, target)
                 os.close(fd)
             try:
-                os.chdir(str(self.message["cwd"]))
+                os.chdir(str(message["cwd"]))
             except OSError:
-                os.chdir(str(self.message["fallback_cwd"]))
+                os.chdir(str(message["fallback_cwd"]))
             # an ordinary process again (the supervisor's capabilities made it one whose
             # /proc files only root may write): the command sets its own OOM score
             self.libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
-            confine.restrict(self.spec)
+            confine.restrict_after(self.spec, ahead, mounted)
         except (OSError, confine.ConfineError) as exc:
             os.write(2, f"sandbox: {exc}\n".encode())
             os._exit(confine.FAILED)
-        argv = [str(part) for part in self.message["argv"]]  # type: ignore[attr-defined]
-        env = {str(k): str(v) for k, v in self.message["env"].items()}  # type: ignore[attr-defined]
+        argv = [str(part) for part in message["argv"]]  # type: ignore[attr-defined]
+        env = {str(k): str(v) for k, v in message["env"].items()}  # type: ignore[attr-defined]
         try:
             os.execvpe(argv[0], argv, env)  # noqa: S606 - running the command is the point
         except OSError as exc:
             os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
             os._exit(127)
+
+
+def _unshare_mounts(libc: ctypes.CDLL) -> None:
+    """A mount namespace of this process's own, its mounts private to it."""
+    _call(libc.unshare(_CLONE_NEWNS), "unsharing the mount namespace")
+    _call(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
+
+
+def _call(result: int, what: str) -> None:
+    if result < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what} failed: {os.strerror(code)}")
+
+
+def _mounted(message: dict[str, object]) -> list[str]:
+    """Where a request's command mounts: its view's workspace, protected and masked paths."""
+    view = message.get("view")
+    found = [str(view[0])] if isinstance(view, list) and view else []
+    for key in ("read_only", "masks"):
+        found += [str(path) for path in message.get(key) or ()]  # type: ignore[attr-defined]
+    return found
 
 
 def _status(status: int) -> int:

@@ -18,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.shell.sandbox import Sandbox
-from langchain_fstools.shell.session import in_session
+from langchain_fstools.shell import confine
+from langchain_fstools.shell.sandbox import Sandbox, helper_command
+from langchain_fstools.shell.session import Session, SessionPlan, in_session, session_folder
 from langchain_fstools.shell.shell_state import ShellState, remembering
 from tests.e2e.agent_runs import surviving_sleepers
 
@@ -316,3 +317,27 @@ def test_a_session_folder_left_by_a_dead_process_is_removed(tmp_path: Path) -> N
         shutil.rmtree(ours, ignore_errors=True)
     assert not left.exists()
     assert kept  # this process runs: its folders stay
+
+
+def test_a_confinement_that_fails_before_the_request_is_said_on_the_commands_stderr(
+    tmp_path: Path,
+) -> None:
+    """A command's process confines itself ahead of its request; a failure then is told."""
+    plan = SessionPlan(
+        [*helper_command(), *confine.options(memory=["lots"]), "--"],
+        {"PATH": os.defpath},
+        session_folder(),
+        str(tmp_path),
+    )
+    session = Session(plan)
+    try:
+        results = [
+            session.run("echo ran", interpreter="bash", env={}, timeout=20, output_limit=1000)[0]
+            for _ in range(2)
+        ]
+    finally:
+        session.close()
+    for result in results:
+        assert result.exit_code == confine.FAILED
+        assert "sandbox: setting RLIMIT_DATA to 'lots' failed" in result.output
+        assert "ran" not in result.output
