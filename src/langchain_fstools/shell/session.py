@@ -119,16 +119,24 @@ class _Job:
     error: str | None = None
     status: int | None = None
     wake: tuple[int, int] = field(default_factory=lambda: os.pipe2(os.O_CLOEXEC))
+    closed: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def finish(self, status: int | None, error: str | None = None) -> None:
         self.status, self.error = status, error
-        self.ended.set()
-        with contextlib.suppress(OSError):
-            os.write(self.wake[1], b"x")
+        # one lock with `close`: the waiter, woken by `ended`, may close the pipe at once,
+        # and a write after that would land in whatever took the descriptor's number
+        with self._lock:
+            self.ended.set()
+            if not self.closed:
+                with contextlib.suppress(OSError):
+                    os.write(self.wake[1], b"x")
 
     def close(self) -> None:
-        for fd in self.wake:
-            os.close(fd)
+        with self._lock:
+            self.closed = True
+            for fd in self.wake:
+                os.close(fd)
 
 
 class Session:
@@ -140,6 +148,9 @@ class Session:
         self.state = ShellState(plan.cwd)
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
+        self._spares: list[tuple[int, socket.socket]] = []
+        """Sockets to command processes the supervisor forked ahead, by spare number."""
+        self._spared = threading.Condition(self._lock)
         self._channel: socket.socket | None = None
         self._owner: threading.Thread | None = None
         self.process: subprocess.Popen[bytes] | None = None
@@ -369,8 +380,9 @@ class Session:
             "read_only": list(read_only),
         }
         sent = [stdin, out_w if output is None else output, err_w if output is None else output]
+        mounts = [*([view[0]] if view else []), *read_only, *masks]
         try:
-            job = self._start(request, [*sent, record])
+            job = self._start(request, [*sent, record], mounts)
         finally:
             for fd in (out_w, err_w):
                 os.close(fd)
@@ -413,8 +425,9 @@ class Session:
         for background in list(self.background.values()):
             if background.running:
                 background.kill("session", wait=wait)
-        with self._lock:
+        with self._spared:
             self._closed = True
+            self._spared.notify_all()
             channel, owner = self._channel, self._owner
         if channel is not None:
             with contextlib.suppress(OSError):
@@ -431,19 +444,41 @@ class Session:
 
     # ----- the supervisor ------------------------------------------------------------
 
-    def _start(self, request: Mapping[str, object], fds: list[int]) -> _Job:
+    def _start(self, request: Mapping[str, object], fds: list[int], mounts: list[str]) -> _Job:
+        """Send `request` to a spare command process, then tell the supervisor."""
         channel = self._running()
         with self._lock:
             self._next += 1
             job = _Job(self._next)
             self._jobs[job.ident] = job
         try:
+            while True:
+                number, spare = self._spare()
+                try:
+                    supervisor.send(spare, {"id": job.ident, **request}, fds)
+                    break
+                except OSError:  # its process ended meanwhile: the supervisor forks another
+                    continue
+                finally:
+                    spare.close()
+            started = {"op": "start", "id": job.ident, "spare": number, "mounts": mounts}
             with self._send_lock:
-                supervisor.send(channel, {"op": "start", "id": job.ident, **request}, fds)
+                supervisor.send(channel, started)
         except OSError as exc:
             self._forget(job)
             raise SessionEnded(f"the sandbox session ended ({exc.strerror})") from None
         return job
+
+    def _spare(self) -> tuple[int, socket.socket]:
+        """The next spare command process the supervisor handed out (waits for one)."""
+        with self._spared:
+            if not self._spared.wait_for(
+                lambda: self._spares or self._ended is not None or self._closed, START_TIMEOUT
+            ):
+                raise SessionEnded("the sandbox session did not answer in time")
+            if not self._spares:
+                raise SessionEnded(self._ended or "the sandbox session was closed")
+            return self._spares.pop(0)
 
     def _kill(self, job: _Job) -> None:
         channel = self._channel
@@ -515,8 +550,12 @@ class Session:
             errors.close()
             reason = said[-1] if said else f"exit status {process.returncode}"
             self._ended = f"the sandbox session ended ({reason})"
-            with self._lock:
+            with self._spared:
                 jobs = list(self._jobs.values())
+                for _number, spare in self._spares:
+                    spare.close()
+                self._spares.clear()
+                self._spared.notify_all()
             for job in jobs:
                 job.finish(None, self._ended)
             channel.close()
@@ -530,6 +569,12 @@ class Session:
                 message, fds = supervisor.receive(channel)
             except OSError:
                 return
+            if message is not None and message.get("op") == "spare" and len(fds) == 1:
+                with self._spared:
+                    spare = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=fds[0])
+                    self._spares.append((int(message["spare"]), spare))  # type: ignore[call-overload]
+                    self._spared.notify_all()
+                continue
             for fd in fds:
                 os.close(fd)
             if message is None:

@@ -10,15 +10,20 @@ modules.
 The agent sends one message per request, JSON with file descriptors attached
 (`SCM_RIGHTS`); the supervisor answers the same way:
 
-- `{"op": "start", "id": N, "argv": [...], "cwd": ..., "fallback_cwd": ..., "env":
-  {...}, "targets": [0, 1, 2, T], "view": V, "masks": [...], "read_only": [...]}` with
-  four descriptors, which the command gets as the numbers in `targets` (its standard
-  streams and its state file). `V` is None (the workspace as the session mounts it) or
-  `[workspace, upper, work]`: a copy-on-write view of `workspace` over that upper
-  layer, mounted for this command alone; `masks` are paths made to look empty over it,
-  `read_only` paths the command may not change. Answer, once it ended: `{"op":
-  "exited", "id": N, "status": S}`, or `{"op": "failed", "id": N, "error": ...}` when it
-  could not start.
+- The supervisor sends `{"op": "spare", "spare": K}` with one descriptor: a socket to a
+  command's process forked ahead (see below), one at a time. The agent starts a
+  command on it, with no round trip through the supervisor: it sends there `{"id": N,
+  "argv": [...], "cwd": ..., "fallback_cwd": ..., "env": {...}, "targets": [0, 1, 2,
+  T], "view": V, "masks": [...], "read_only": [...]}` with four descriptors, which the
+  command gets as the numbers in `targets` (its standard streams and its state file).
+  `V` is None (the workspace as the session mounts it) or `[workspace, upper, work]`:
+  a copy-on-write view of `workspace` over that upper layer, mounted for this command
+  alone; `masks` are paths made to look empty over it, `read_only` paths the command
+  may not change. A spare whose process has ended refuses the message (the next
+  spare comes). Then the agent sends the supervisor `{"op": "start", "id": N, "spare":
+  K, "mounts": [...]}` (the paths the command mounts over: its view's workspace, masks
+  and read-only paths). Answer, once it ended: `{"op": "exited", "id": N, "status":
+  S}`, or `{"op": "failed", "id": N, "error": ...}` when it could not start.
 - `{"op": "kill", "id": N}`: the command and everything it started end.
 - `{"op": "pause", "id": N}`: every process of the command stops (`SIGSTOP`); answer
   `{"op": "paused", "id": N}`. `{"op": "resume", "id": N}` lets them go on.
@@ -119,9 +124,12 @@ class Supervisor:
         self.spec = spec
         self.hidden = hidden
         self.keepers: dict[int, int] = {}  # keeper pid -> request id
-        self.spare: tuple[int, socket.socket, socket.socket] | None = None
-        """The keeper forked ahead for the next command, and the sockets to it and to
-        its command's process."""
+        self.spares: dict[int, int] = {}
+        """The keepers forked ahead and handed to the agent: spare number -> pid."""
+        self.numbered = 0
+        self.gone: dict[int, int | None] = {}
+        """Spares whose keeper ended before the agent said it started them: the status
+        to report, or None when the keeper reported its command's end itself."""
         self.later: list[str] = []
         """Where the last request mounted (the next likely mounts there too)."""
         self.libc = confine._libc()  # noqa: SLF001 - the one its keepers inherit
@@ -160,10 +168,12 @@ class Supervisor:
             return False
         if message is None:
             return False
+        for fd in fds:  # no request hands the supervisor a descriptor
+            os.close(fd)
         ident = message.get("id")
         try:
             if message.get("op") == "start":
-                self.start(message, fds)
+                self.start(message)
             elif message.get("op") == "kill":
                 self.signal(ident, signal.SIGTERM)
             elif message.get("op") == "pause":
@@ -172,38 +182,30 @@ class Supervisor:
                 self.signal(ident, signal.SIGUSR2)
         except OSError as exc:
             send(self.channel, {"op": "failed", "id": ident, "error": str(exc)})
-        finally:
-            for fd in fds:
-                os.close(fd)
-        if self.spare is None:  # after the descriptors closed: the next keeper holds none
+        if not self.spares:
             self.fork_spare()
         return True
 
-    def start(self, message: dict[str, object], fds: list[int]) -> None:
-        """Hand one command to the keeper and command process forked ahead for it."""
-        if len(fds) != FDS_PER_START:
-            raise OSError(0, f"a command needs {FDS_PER_START} descriptors, got {len(fds)}")
-        if self.spare is None:
-            self.fork_spare()
-        assert self.spare is not None  # noqa: S101 - just forked
-        pid, keeper, command = self.spare
-        self.spare = None
-        try:  # the keeper reads its request's id when it needs it: sent first
-            send(keeper, {"id": message["id"]})
-            send(command, message, fds)
-        finally:
-            keeper.close()
-            command.close()
-        self.keepers[pid] = int(message["id"])  # type: ignore[call-overload]
-        self.later = _mounted(message)
+    def start(self, message: dict[str, object]) -> None:
+        """Note whose keeper keeps the command the agent started on a spare."""
+        number, ident = message.get("spare"), int(message["id"])  # type: ignore[call-overload]
+        self.later = [str(path) for path in message.get("mounts") or ()]  # type: ignore[attr-defined]
+        if number in self.spares:
+            self.keepers[self.spares.pop(number)] = ident
+        elif number in self.gone:  # it ran and ended before this message came
+            status = self.gone.pop(number)
+            if status is not None:
+                send(self.channel, {"op": "exited", "id": ident, "status": status})
+        else:
+            raise OSError(0, f"no spare numbered {number}")
 
     def fork_spare(self) -> None:
-        """Fork a keeper, and its command's process, that wait for the next request.
+        """Fork a keeper, and its command's process, that wait for a request; hand it out.
 
         So a start waits for no fork, and the command's process has done ahead what
-        does not depend on its request (`Command.prepare`).
+        does not depend on its request (`confine.restrict_ahead`). The agent gets a
+        socket to the command's process (`{"op": "spare"}`).
         """
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         to_command, for_command = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # held until the keeper handles them: a pause or kill sent at once waits for it
         signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)
@@ -212,17 +214,21 @@ class Supervisor:
             try:
                 signal.set_wakeup_fd(-1)
                 self.libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-                ours.close()
                 to_command.close()
                 later = [*self.later, *([self.hidden] if self.hidden is not None else [])]
-                keeper = Keeper(theirs, self.spec, self.hidden, self.channel)
+                keeper = Keeper(self.spec, self.hidden, self.channel)
                 keeper.run(Command(for_command, self.spec, self.hidden, later))
             finally:
                 os._exit(confine.FAILED)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
-        theirs.close()
         for_command.close()
-        self.spare = (pid, ours, to_command)
+        self.numbered += 1
+        self.spares[self.numbered] = pid
+        try:  # noqa: SIM105 - contextlib costs start-up time
+            send(self.channel, {"op": "spare", "spare": self.numbered}, [to_command.fileno()])
+        except OSError:
+            pass  # the agent is gone: the control socket's end of file ends this process
+        to_command.close()
 
     def signal(self, ident: object, signum: int) -> None:
         """Signal the keeper of request `ident`: end (SIGTERM), pause or resume its command."""
@@ -239,20 +245,22 @@ class Supervisor:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                break
             if pid == 0:
                 break
-            if self.spare is not None and pid == self.spare[0]:  # died waiting: fork anew
-                self.spare[1].close()
-                self.spare[2].close()
-                self.spare = None
+            for number, waiting in list(self.spares.items()):
+                if waiting == pid:  # ended before the agent's start came: its status kept
+                    del self.spares[number]
+                    self.gone[number] = None if status == _REPORTED << 8 else _status(status)
             ident = self.keepers.pop(pid, None)
             if ident is not None and status != _REPORTED << 8:  # else it told the agent itself
                 send(self.channel, {"op": "exited", "id": ident, "status": _status(status)})
-        spare = {self.spare[0]} if self.spare is not None else set()
+        spare = set(self.spares.values())
         for pid in _children():
             if pid not in self.keepers and pid not in spare:
                 _kill_tree(pid)
+        if not self.spares:
+            self.fork_spare()
 
     def end(self) -> NoReturn:
         """Kill every command and every process left, then exit."""
@@ -265,29 +273,30 @@ class Supervisor:
 class Keeper:
     """One command's keeper (see the module docstring)."""
 
-    def __init__(
-        self, handoff: socket.socket, spec: confine.Spec, hidden: str | None, channel: socket.socket
-    ) -> None:
-        """A keeper told its request's id on `handoff`.
-
-        `channel` (the control socket) carries the keeper's answers: the command's end,
-        a pause.
-        """
-        self.handoff = handoff
+    def __init__(self, spec: confine.Spec, hidden: str | None, channel: socket.socket) -> None:
+        """A keeper whose answers (the command's end, a pause) go on `channel`."""
         self.spec = spec
         self.hidden = hidden
         self.channel = channel
         self.libc = confine._libc()  # noqa: SLF001 - loaded once, before the fork
-        self._ident: object = None
+        self.told = -1
+        """The pipe on which the command's process tells its request's id."""
+        self._ident: int | None = None
 
     @property
-    def ident(self) -> object:
-        """The id of the request this keeper serves (read once it is needed)."""
-        if self._ident is None:
-            message, fds = receive(self.handoff)
-            for fd in fds:
-                os.close(fd)
-            self._ident = None if message is None else message.get("id")
+    def ident(self) -> int | None:
+        """The id of the request this keeper serves; None if its command got none.
+
+        Read once it is needed: written as soon as the request came, so this waits
+        only for a command's process still reading its request.
+        """
+        if self._ident is None and self.told >= 0:
+            said = b""
+            while chunk := os.read(self.told, 64):
+                said += chunk
+            os.close(self.told)
+            self.told = -1
+            self._ident = int(said) if said.isdigit() else None
         return self._ident
 
     def run(self, command: Command) -> NoReturn:
@@ -302,6 +311,7 @@ class Keeper:
             except OSError as exc:
                 command.fault = f"sandbox: {exc}\n"
         self.libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        self.told, command.tell = os.pipe2(os.O_CLOEXEC)
         child = os.fork()
         if child == 0:
             signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)  # until the defaults
@@ -309,21 +319,18 @@ class Keeper:
                 signal.signal(signum, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
             self.channel.close()
-            self.handoff.close()
+            os.close(self.told)
             command.run(unshared=self.hidden is not None)
         command.channel.close()
+        os.close(command.tell)
         while True:
             pid, status = os.waitpid(-1, 0)
             if pid == child:
                 break
         signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)
         confine.kill_descendants()
-        self.handoff.setblocking(False)  # noqa: FBT003 - no request came: nothing to report
-        try:
-            ident = self.ident
-        except OSError:
-            ident = None
-        if ident is None:
+        ident = self.ident  # its process is gone: said, or never will be
+        if ident is None:  # no request came (or it could not be read)
             os._exit(_status(status))
         try:  # told before this process ends: tearing down its mounts takes a while
             send(self.channel, {"op": "exited", "id": ident, "status": _status(status)})
@@ -339,8 +346,9 @@ class Keeper:
             os._exit(128 + signal.SIGTERM)
 
         def pause(_signum: int, _frame: object) -> None:
+            ident = self.ident  # before it stops: its process may be telling it
             _signal_all(confine.descendants(), signal.SIGSTOP)
-            send(self.channel, {"op": "paused", "id": self.ident})
+            send(self.channel, {"op": "paused", "id": ident})
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGUSR1, pause)
@@ -367,6 +375,8 @@ class Command:
         self.libc = confine._libc()  # noqa: SLF001 - loaded once, before the fork
         self.fault: str | None = None
         """Why the command cannot run (said on its standard error once it has one)."""
+        self.tell = -1
+        """Where it tells its keeper its request's id (a pipe)."""
 
     def run(self, *, unshared: bool) -> NoReturn:
         """Prepare, wait for the request, then run it (`unshared`: in a mount namespace)."""
@@ -381,6 +391,8 @@ class Command:
         self.channel.close()
         if message is None:
             os._exit(confine.FAILED)
+        os.write(self.tell, str(int(message["id"])).encode())  # type: ignore[call-overload]
+        os.close(self.tell)
         if self.fault is not None or ahead is None:
             os.write(fds[2], (self.fault or "sandbox: not prepared\n").encode())
             os._exit(confine.FAILED)
@@ -477,15 +489,6 @@ def _call(result: int, what: str) -> None:
     if result < 0:
         code = ctypes.get_errno()
         raise OSError(code, f"{what} failed: {os.strerror(code)}")
-
-
-def _mounted(message: dict[str, object]) -> list[str]:
-    """Where a request's command mounts: its view's workspace, protected and masked paths."""
-    view = message.get("view")
-    found = [str(view[0])] if isinstance(view, list) and view else []
-    for key in ("read_only", "masks"):
-        found += [str(path) for path in message.get(key) or ()]  # type: ignore[attr-defined]
-    return found
 
 
 def _status(status: int) -> int:

@@ -20,7 +20,13 @@ from hypothesis import strategies as st
 from langchain_fstools import LocalBackend
 from langchain_fstools.shell import confine
 from langchain_fstools.shell.sandbox import Sandbox, helper_command
-from langchain_fstools.shell.session import Session, SessionPlan, in_session, session_folder
+from langchain_fstools.shell.session import (
+    Session,
+    SessionPlan,
+    _Job,
+    in_session,
+    session_folder,
+)
 from langchain_fstools.shell.shell_state import ShellState, remembering
 from tests.e2e.agent_runs import surviving_sleepers
 
@@ -341,3 +347,20 @@ def test_a_confinement_that_fails_before_the_request_is_said_on_the_commands_std
         assert result.exit_code == confine.FAILED
         assert "sandbox: setting RLIMIT_DATA to 'lots' failed" in result.output
         assert "ran" not in result.output
+
+
+def test_a_job_told_its_end_after_it_closed_writes_nowhere() -> None:
+    """The end may come just after the waiter closed the job: its descriptors are not reused."""
+    job = _Job(1)
+    job.close()
+    reused = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # takes the numbers the job had
+    try:
+        assert sorted(reused) == sorted(job.wake)
+        job.finish(0)
+        with pytest.raises(BlockingIOError):
+            os.read(reused[0], 1)
+    finally:
+        for fd in reused:
+            os.close(fd)
+    assert job.ended.is_set()
+    assert job.status == 0
