@@ -539,18 +539,27 @@ def _scanned() -> list[int]:
 
 
 def kill_descendants() -> None:
-    """SIGKILL every process below this one, and reap them, until none is left."""
+    """SIGKILL every process below this one, and reap them, until none is left.
+
+    A process with no child has nothing below it (what a child leaves behind becomes
+    its child, for a subreaper, before that child can be reaped; else it is no
+    longer below), so that is asked first, without reading /proc.
+    """
     while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0]:
+                continue  # one reaped: ask again
+        except ChildProcessError:
+            return
         for pid in descendants():
             try:  # noqa: SIM105 - contextlib costs the helper's start-up time
                 os.kill(pid, _SIGKILL)
             except ProcessLookupError:
                 pass
-        try:
+        try:  # noqa: SIM105 - contextlib costs the helper's start-up time
             os.waitpid(-1, 0)
         except ChildProcessError:
-            if not descendants():
-                return
+            pass
 
 
 FLAGS = (

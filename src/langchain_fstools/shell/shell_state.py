@@ -64,20 +64,38 @@ class ShellState:
     env: dict[str, str] | None = field(default=None, hash=False)
 
     def read(self, record: bytes) -> ShellState:
-        """The state a command recorded (`record`), or this one when it recorded none."""
+        """The state a command recorded (`record`), or this one when it recorded none.
+
+        Declarations the same as the last ones read give the same variables, found
+        once (most commands change none).
+        """
         cwd, ended, declarations = record.partition(b"\0")
         if not ended or not cwd.startswith(b"/"):
             return self
-        env: dict[str, str] = {}
-        for line in declarations.split(b"\n"):
-            found = _DECLARATION.fullmatch(line)
-            if found is None or found.group(2) is None:
-                continue  # an exported variable without a value has no place in env
-            name = os.fsdecode(found.group(1))
-            value = _unquoted(found.group(2))
-            if value is not None and name not in NOT_CARRIED:
-                env[name] = os.fsdecode(value)
+        last = _LAST_READ[0] if _LAST_READ else None
+        if last is not None and last[0] == declarations:
+            return ShellState(os.fsdecode(cwd), dict(last[1]))
+        env = _variables(declarations)
+        _LAST_READ[:] = [(declarations, dict(env))]
         return ShellState(os.fsdecode(cwd), env)
+
+
+_LAST_READ: list[tuple[bytes, dict[str, str]]] = []
+"""The last declarations `ShellState.read` parsed, and their variables."""
+
+
+def _variables(declarations: bytes) -> dict[str, str]:
+    """The exported variables `export -p`'s `declarations` set (with a value)."""
+    env: dict[str, str] = {}
+    for line in declarations.split(b"\n"):
+        found = _DECLARATION.fullmatch(line)
+        if found is None or found.group(2) is None:
+            continue  # an exported variable without a value has no place in env
+        name = os.fsdecode(found.group(1))
+        value = _unquoted(found.group(2))
+        if value is not None and name not in NOT_CARRIED:
+            env[name] = os.fsdecode(value)
+    return env
 
 
 def _unquoted(value: bytes) -> bytes | None:
