@@ -118,7 +118,9 @@ class _Job:
     paused: threading.Event = field(default_factory=threading.Event)
     error: str | None = None
     status: int | None = None
-    wake: tuple[int, int] = field(default_factory=lambda: os.pipe2(os.O_CLOEXEC))
+    wake: tuple[int, int] = field(default_factory=lambda: os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK))
+    """Readable once the command ended: its keeper writes the status there (`N\\n`) as
+    soon as it knows it, and `finish` a mark once the supervisor's message came."""
     closed: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -131,6 +133,23 @@ class _Job:
             if not self.closed:
                 with contextlib.suppress(OSError):
                     os.write(self.wake[1], b"x")
+
+    def exited(self) -> bool:
+        """Whether the command has ended, as its keeper or the supervisor said."""
+        if self.ended.is_set():
+            return True
+        with self._lock:
+            if self.closed:
+                return self.ended.is_set()
+            try:
+                said = os.read(self.wake[0], 64)
+            except BlockingIOError:
+                said = b""
+            told = [int(line) for line in said.split(b"\n") if line.isdigit()]
+            if told and not self.ended.is_set():
+                self.status = told[0]
+                self.ended.set()
+        return self.ended.is_set()
 
     def close(self) -> None:
         with self._lock:
@@ -217,7 +236,7 @@ class Session:
             yield_after if yield_after is not None and yielding else timeout
         )
         watch = Watch(
-            job.ended.is_set, (lambda: None) if yielding else (lambda: self._kill(job)), job.wake[0]
+            job.exited, (lambda: None) if yielding else (lambda: self._kill(job)), job.wake[0]
         )
         try:
             timed_out = pump([out_r, err_r], sink, until, grace, watch) and not (
@@ -455,7 +474,7 @@ class Session:
             while True:
                 number, spare = self._spare()
                 try:
-                    supervisor.send(spare, {"id": job.ident, **request}, fds)
+                    supervisor.send(spare, {"id": job.ident, **request}, [*fds, job.wake[1]])
                     break
                 except OSError:  # its process ended meanwhile: the supervisor forks another
                     continue

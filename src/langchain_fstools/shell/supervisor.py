@@ -14,8 +14,10 @@ The agent sends one message per request, JSON with file descriptors attached
   command's process forked ahead (see below), one at a time. The agent starts a
   command on it, with no round trip through the supervisor: it sends there `{"id": N,
   "argv": [...], "cwd": ..., "fallback_cwd": ..., "env": {...}, "targets": [0, 1, 2,
-  T], "view": V, "masks": [...], "read_only": [...]}` with four descriptors, which the
-  command gets as the numbers in `targets` (its standard streams and its state file).
+  T], "view": V, "masks": [...], "read_only": [...]}` with five descriptors: four the
+  command gets as the numbers in `targets` (its standard streams and its state file),
+  and a pipe its keeper writes the command's status to (`S\n`) as soon as it ended,
+  before the supervisor's message, so the agent's waiting thread wakes at once.
   `V` is None (the workspace as the session mounts it) or `[workspace, upper, work]`:
   a copy-on-write view of `workspace` over that upper layer, mounted for this command
   alone; `masks` are paths made to look empty over it, `read_only` paths the command
@@ -75,8 +77,8 @@ CONTROL_VARIABLE = "FSTOOLS_SUPERVISOR_CONTROL"
 """The environment variable holding the control socket's descriptor number."""
 MESSAGE_SIZE = 1 << 20
 """The largest message either side sends (a command's environment included)."""
-FDS_PER_START = 4
-"""Standard input, output, error and the state file."""
+FDS_PER_START = 5
+"""Standard input, output, error, the state file, and where the end is told at once."""
 
 _CLONE_NEWNS = 0x00020000
 _MS_RDONLY = 1
@@ -279,9 +281,11 @@ class Keeper:
         self.hidden = hidden
         self.channel = channel
         self.libc = confine._libc()  # noqa: SLF001 - loaded once, before the fork
-        self.told = -1
-        """The pipe on which the command's process tells its request's id."""
+        self.told: socket.socket | None = None
+        """Where the command's process tells its request's id (and where its end goes)."""
         self._ident: int | None = None
+        self.ender = -1
+        """The agent's pipe told the command's status as soon as it is known."""
 
     @property
     def ident(self) -> int | None:
@@ -290,13 +294,18 @@ class Keeper:
         Read once it is needed: written as soon as the request came, so this waits
         only for a command's process still reading its request.
         """
-        if self._ident is None and self.told >= 0:
-            said = b""
-            while chunk := os.read(self.told, 64):
-                said += chunk
-            os.close(self.told)
-            self.told = -1
-            self._ident = int(said) if said.isdigit() else None
+        if self._ident is None and self.told is not None:
+            try:
+                said, fds = receive(self.told)
+            except (OSError, ValueError):
+                said, fds = None, []
+            self.told.close()
+            self.told = None
+            self.ender = fds[0] if fds else -1
+            for fd in fds[1:]:
+                os.close(fd)
+            ident = said.get("id") if said is not None else None
+            self._ident = ident if isinstance(ident, int) else None
         return self._ident
 
     def run(self, command: Command) -> NoReturn:
@@ -311,7 +320,7 @@ class Keeper:
             except OSError as exc:
                 command.fault = f"sandbox: {exc}\n"
         self.libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-        self.told, command.tell = os.pipe2(os.O_CLOEXEC)
+        self.told, command.tell = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         child = os.fork()
         if child == 0:
             signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)  # until the defaults
@@ -319,19 +328,28 @@ class Keeper:
                 signal.signal(signum, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
             self.channel.close()
-            os.close(self.told)
+            self.told.close()
             command.run(unshared=self.hidden is not None)
         command.channel.close()
-        os.close(command.tell)
+        command.tell.close()
         while True:
             pid, status = os.waitpid(-1, 0)
             if pid == child:
                 break
         signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)
         confine.kill_descendants()
+        self.report(status)
+
+    def report(self, status: int) -> NoReturn:
+        """Tell the agent the command's end (wait status `status`), then exit."""
         ident = self.ident  # its process is gone: said, or never will be
         if ident is None:  # no request came (or it could not be read)
             os._exit(_status(status))
+        if self.ender >= 0:  # the agent's waiting thread learns it first, from its own pipe
+            try:  # noqa: SIM105 - contextlib costs start-up time
+                os.write(self.ender, b"%d\n" % _status(status))
+            except OSError:
+                pass
         try:  # told before this process ends: tearing down its mounts takes a while
             send(self.channel, {"op": "exited", "id": ident, "status": _status(status)})
         except OSError:
@@ -375,8 +393,8 @@ class Command:
         self.libc = confine._libc()  # noqa: SLF001 - loaded once, before the fork
         self.fault: str | None = None
         """Why the command cannot run (said on its standard error once it has one)."""
-        self.tell = -1
-        """Where it tells its keeper its request's id (a pipe)."""
+        self.tell: socket.socket | None = None
+        """Where it tells its keeper its request's id."""
 
     def run(self, *, unshared: bool) -> NoReturn:
         """Prepare, wait for the request, then run it (`unshared`: in a mount namespace)."""
@@ -391,8 +409,15 @@ class Command:
         self.channel.close()
         if message is None:
             os._exit(confine.FAILED)
-        os.write(self.tell, str(int(message["id"])).encode())  # type: ignore[call-overload]
-        os.close(self.tell)
+        ender = fds[FDS_PER_START - 1 :]  # the pipe its keeper tells its end on
+        assert self.tell is not None  # noqa: S101 - set by the keeper before the fork
+        send(self.tell, {"id": int(message["id"])}, ender)  # type: ignore[call-overload]
+        self.tell.close()
+        for fd in ender:
+            os.close(fd)
+        fds = fds[: FDS_PER_START - 1]
+        if len(fds) < FDS_PER_START - 1:
+            os._exit(confine.FAILED)
         if self.fault is not None or ahead is None:
             os.write(fds[2], (self.fault or "sandbox: not prepared\n").encode())
             os._exit(confine.FAILED)
