@@ -364,3 +364,15 @@ def test_a_job_told_its_end_after_it_closed_writes_nowhere() -> None:
             os.close(fd)
     assert job.ended.is_set()
     assert job.status == 0
+
+
+def test_a_job_ends_when_its_keeper_writes_the_status_to_its_pipe() -> None:
+    """The waiting thread learns the end from the keeper's pipe, before the supervisor says it."""
+    job = _Job(1)
+    try:
+        assert not job.exited()
+        os.write(job.wake[1], b"3\n")
+        assert job.exited()
+    finally:
+        job.close()
+    assert job.status == 3
