@@ -170,6 +170,8 @@ class Session:
         self._spares: list[tuple[int, socket.socket]] = []
         """Sockets to command processes the supervisor forked ahead, by spare number."""
         self._spared = threading.Condition(self._lock)
+        self._no_spare: str | None = None
+        """Why the supervisor could fork no spare (until it is asked again)."""
         self._channel: socket.socket | None = None
         self._owner: threading.Thread | None = None
         self.process: subprocess.Popen[bytes] | None = None
@@ -483,21 +485,35 @@ class Session:
             started = {"op": "start", "id": job.ident, "spare": number, "mounts": mounts}
             with self._send_lock:
                 supervisor.send(channel, started)
+        except SessionEnded:
+            self._forget(job)
+            raise
         except OSError as exc:
             self._forget(job)
             raise SessionEnded(f"the sandbox session ended ({exc.strerror})") from None
         return job
 
     def _spare(self) -> tuple[int, socket.socket]:
-        """The next spare command process the supervisor handed out (waits for one)."""
+        """The next spare command process the supervisor handed out (waits for one).
+
+        Raises:
+            SessionEnded: the session ended, or no spare could be forked (one is asked
+                for again, for the next command).
+        """
         with self._spared:
             if not self._spared.wait_for(
-                lambda: self._spares or self._ended is not None or self._closed, START_TIMEOUT
+                lambda: self._spares or self._no_spare or self._ended or self._closed,
+                START_TIMEOUT,
             ):
                 raise SessionEnded("the sandbox session did not answer in time")
-            if not self._spares:
-                raise SessionEnded(self._ended or "the sandbox session was closed")
-            return self._spares.pop(0)
+            if self._spares:
+                return self._spares.pop(0)
+            refused, self._no_spare = self._no_spare, None
+        if refused is None:
+            raise SessionEnded(self._ended or "the sandbox session was closed")
+        with contextlib.suppress(OSError), self._send_lock:
+            supervisor.send(self._running(), {"op": "spare"})
+        raise SessionEnded(f"the command could not start ({refused})")
 
     def _kill(self, job: _Job) -> None:
         channel = self._channel
@@ -588,11 +604,8 @@ class Session:
                 message, fds = supervisor.receive(channel)
             except OSError:
                 return
-            if message is not None and message.get("op") == "spare" and len(fds) == 1:
-                with self._spared:
-                    spare = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=fds[0])
-                    self._spares.append((int(message["spare"]), spare))  # type: ignore[call-overload]
-                    self._spared.notify_all()
+            if message is not None and message.get("op") == "spare":
+                self._keep_spare(message, fds)
                 continue
             for fd in fds:
                 os.close(fd)
@@ -608,6 +621,18 @@ class Session:
                 job.finish(int(message["status"]))  # type: ignore[call-overload]
             elif message.get("op") == "failed":
                 job.finish(None, f"the command could not start ({message.get('error')})")
+
+    def _keep_spare(self, message: Mapping[str, object], fds: list[int]) -> None:
+        """Keep the spare the supervisor handed out, or why it could fork none."""
+        with self._spared:
+            if len(fds) == 1:
+                spare = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=fds[0])
+                self._spares.append((int(message["spare"]), spare))  # type: ignore[call-overload]
+            else:
+                self._no_spare = str(message.get("error"))
+                for fd in fds:
+                    os.close(fd)
+            self._spared.notify_all()
 
     def _remove_folders(self) -> None:
         shutil.rmtree(self.plan.folder, ignore_errors=True)

@@ -25,7 +25,9 @@ The agent sends one message per request, JSON with file descriptors attached
   spare comes). Then the agent sends the supervisor `{"op": "start", "id": N, "spare":
   K, "mounts": [...]}` (the paths the command mounts over: its view's workspace, masks
   and read-only paths). Answer, once it ended: `{"op": "exited", "id": N, "status":
-  S}`, or `{"op": "failed", "id": N, "error": ...}` when it could not start.
+  S}`, or `{"op": "failed", "id": N, "error": ...}` when it could not start. Where no
+  spare could be forked (the process limit), the supervisor sends `{"op": "spare",
+  "error": ...}` instead, and forks again when the agent asks with `{"op": "spare"}`.
 - `{"op": "kill", "id": N}`: the command and everything it started end.
 - `{"op": "pause", "id": N}`: every process of the command stops (`SIGSTOP`); answer
   `{"op": "paused", "id": N}`. `{"op": "resume", "id": N}` lets them go on.
@@ -206,12 +208,24 @@ class Supervisor:
 
         So a start waits for no fork, and the command's process has done ahead what
         does not depend on its request (`confine.restrict_ahead`). The agent gets a
-        socket to the command's process (`{"op": "spare"}`).
+        socket to the command's process (`{"op": "spare"}`), or why there is none (a
+        fork refused at the process limit: `{"op": "spare", "error": ...}`; it asks
+        again with `{"op": "spare"}`).
         """
         to_command, for_command = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # held until the keeper handles them: a pause or kill sent at once waits for it
         signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
+            to_command.close()
+            for_command.close()
+            try:  # noqa: SIM105 - contextlib costs start-up time
+                send(self.channel, {"op": "spare", "error": f"fork: {exc.strerror}"})
+            except OSError:
+                pass
+            return
         if pid == 0:
             try:
                 signal.set_wakeup_fd(-1)

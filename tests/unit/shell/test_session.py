@@ -22,6 +22,7 @@ from langchain_fstools.shell import confine
 from langchain_fstools.shell.sandbox import Sandbox, helper_command
 from langchain_fstools.shell.session import (
     Session,
+    SessionEnded,
     SessionPlan,
     _Job,
     in_session,
@@ -376,3 +377,35 @@ def test_a_job_ends_when_its_keeper_writes_the_status_to_its_pipe() -> None:
     finally:
         job.close()
     assert job.status == 3
+
+
+FORK_REFUSED = """
+import json, os, socket
+channel = socket.socket(
+    socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=int(os.environ["FSTOOLS_SUPERVISOR_CONTROL"])
+)
+channel.send(json.dumps({"op": "spare", "error": "fork: Resource temporarily unavailable"}).encode())
+while data := channel.recv(1 << 20):
+    with open(os.environ["SEEN"], "a") as seen:
+        seen.write(data.decode() + "\\n")
+"""
+"""A supervisor that could fork no spare: it says so, and notes what it is asked."""
+
+
+def test_a_supervisor_that_could_fork_no_spare_fails_the_command_and_is_asked_again(
+    tmp_path: Path,
+) -> None:
+    seen = tmp_path / "seen"
+    plan = SessionPlan(
+        [sys.executable, "-I", "-c", FORK_REFUSED],
+        {"PATH": os.defpath, "SEEN": str(seen)},
+        session_folder(),
+        str(tmp_path),
+    )
+    session = Session(plan)
+    try:
+        with pytest.raises(SessionEnded, match=r"could not start \(fork: Resource temporarily"):
+            session.run("true", interpreter="bash", env={}, timeout=20, output_limit=1000)
+    finally:
+        session.close()
+    assert seen.read_text().splitlines() == ['{"op": "spare"}']
