@@ -474,7 +474,7 @@ class Session:
             self._jobs[job.ident] = job
         try:
             while True:
-                number, spare = self._spare()
+                number, spare = self._spare(channel)
                 try:
                     supervisor.send(spare, {"id": job.ident, **request}, [*fds, job.wake[1]])
                     break
@@ -493,13 +493,17 @@ class Session:
             raise SessionEnded(f"the sandbox session ended ({exc.strerror})") from None
         return job
 
-    def _spare(self) -> tuple[int, socket.socket]:
-        """The next spare command process the supervisor handed out (waits for one).
+    def _spare(self, channel: socket.socket) -> tuple[int, socket.socket]:
+        """The next spare command process the supervisor handed out (asks, waits for one).
 
         Raises:
-            SessionEnded: the session ended, or no spare could be forked (one is asked
-                for again, for the next command).
+            SessionEnded: the session ended, or no spare could be forked.
         """
+        with self._spared:
+            missing = not self._spares
+        if missing:  # the supervisor forks one when its last command ended, or when asked
+            with contextlib.suppress(OSError), self._send_lock:
+                supervisor.send(channel, {"op": "spare"})
         with self._spared:
             if not self._spared.wait_for(
                 lambda: self._spares or self._no_spare or self._ended or self._closed,
@@ -511,8 +515,6 @@ class Session:
             refused, self._no_spare = self._no_spare, None
         if refused is None:
             raise SessionEnded(self._ended or "the sandbox session was closed")
-        with contextlib.suppress(OSError), self._send_lock:
-            supervisor.send(self._running(), {"op": "spare"})
         raise SessionEnded(f"the command could not start ({refused})")
 
     def _kill(self, job: _Job) -> None:
@@ -612,7 +614,8 @@ class Session:
             if message is None:
                 return
             with self._lock:
-                job = self._jobs.get(int(message.get("id", 0)))  # type: ignore[call-overload]
+                ident = message.get("id")
+                job = self._jobs.get(ident) if isinstance(ident, int) else None
             if job is None:
                 continue
             if message.get("op") == "paused":

@@ -25,9 +25,11 @@ The agent sends one message per request, JSON with file descriptors attached
   spare comes). Then the agent sends the supervisor `{"op": "start", "id": N, "spare":
   K, "mounts": [...]}` (the paths the command mounts over: its view's workspace, masks
   and read-only paths). Answer, once it ended: `{"op": "exited", "id": N, "status":
-  S}`, or `{"op": "failed", "id": N, "error": ...}` when it could not start. Where no
-  spare could be forked (the process limit), the supervisor sends `{"op": "spare",
-  "error": ...}` instead, and forks again when the agent asks with `{"op": "spare"}`.
+  S}`, or `{"op": "failed", "id": N, "error": ...}` when it could not start. The next
+  spare is forked when that command ends, or `SPARE_DELAY` seconds after its start,
+  or at once when the agent, holding none, asks with `{"op": "spare"}`; where none
+  could be forked (the process limit), the supervisor sends `{"op": "spare", "error":
+  ...}` instead.
 - `{"op": "kill", "id": N}`: the command and everything it started end.
 - `{"op": "pause", "id": N}`: every process of the command stops (`SIGSTOP`); answer
   `{"op": "paused", "id": N}`. `{"op": "resume", "id": N}` lets them go on.
@@ -64,6 +66,7 @@ import os
 import signal
 import socket
 import sys
+import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,6 +91,12 @@ _MS_NOSUID = 2
 _MS_NODEV = 4
 _KEEPER_SIGNALS = frozenset({signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2})
 """What a keeper is told by: end its command, pause it, resume it."""
+SPARE_DELAY = 0.05
+"""Seconds after a start before the next spare is forked if the command still runs; one
+that ended sooner gets it forked at its end (not beside it, on a busy machine's cores),
+and the agent asks for one at once when it has none (`{"op": "spare"}`)."""
+_SIGNALS = {"kill": signal.SIGTERM, "pause": signal.SIGUSR1, "resume": signal.SIGUSR2}
+"""What the keeper of a request's command is sent for each of these requests."""
 _REPORTED = 0
 """A keeper's exit status once it reported its command's end itself."""
 _PR_SET_DUMPABLE = 4
@@ -134,6 +143,10 @@ class Supervisor:
         self.gone: dict[int, int | None] = {}
         """Spares whose keeper ended before the agent said it started them: the status
         to report, or None when the keeper reported its command's end itself."""
+        self.wanted = 0
+        """Spares the agent asked for while one was out (parallel commands)."""
+        self.due: float | None = None
+        """When to fork the next spare if no command ended before (`SPARE_DELAY`)."""
         self.later: list[str] = []
         """Where the last request mounted (the next likely mounts there too)."""
         self.libc = confine._libc()  # noqa: SLF001 - the one its keepers inherit
@@ -152,7 +165,8 @@ class Supervisor:
             selector.register(self.channel, selectors.EVENT_READ, "control")
             selector.register(reader, selectors.EVENT_READ, "child")
             while True:
-                for key, _events in selector.select():
+                wait = None if self.due is None else max(self.due - time.monotonic(), 0)
+                for key, _events in selector.select(wait):
                     if key.data == "child":
                         while True:
                             try:
@@ -163,6 +177,8 @@ class Supervisor:
                         self.reap()
                     elif not self.handle():
                         self.end()
+                if self.due is not None and time.monotonic() >= self.due:
+                    self.fork_spare()
 
     def handle(self) -> bool:
         """Answer one request; False once the control socket has closed."""
@@ -174,19 +190,20 @@ class Supervisor:
             return False
         for fd in fds:  # no request hands the supervisor a descriptor
             os.close(fd)
-        ident = message.get("id")
+        ident, op = message.get("id"), message.get("op")
         try:
-            if message.get("op") == "start":
+            if op == "start":
                 self.start(message)
-            elif message.get("op") == "kill":
-                self.signal(ident, signal.SIGTERM)
-            elif message.get("op") == "pause":
-                self.signal(ident, signal.SIGUSR1)
-            elif message.get("op") == "resume":
-                self.signal(ident, signal.SIGUSR2)
+            elif op in _SIGNALS:
+                self.signal(ident, _SIGNALS[op])
         except OSError as exc:
             send(self.channel, {"op": "failed", "id": ident, "error": str(exc)})
-        if not self.spares:
+        if op == "spare" and self.spares:  # one is on its way; another is wanted after it
+            self.wanted += 1
+        elif op == "start" and not self.wanted:
+            self.due = time.monotonic() + SPARE_DELAY
+        else:  # asked for one (or any other request), when none is out
+            self.wanted = max(self.wanted - (op == "start"), 0)
             self.fork_spare()
         return True
 
@@ -210,8 +227,11 @@ class Supervisor:
         does not depend on its request (`confine.restrict_ahead`). The agent gets a
         socket to the command's process (`{"op": "spare"}`), or why there is none (a
         fork refused at the process limit: `{"op": "spare", "error": ...}`; it asks
-        again with `{"op": "spare"}`).
+        again with `{"op": "spare"}`). Nothing while one is out.
         """
+        self.due = None
+        if self.spares:
+            return  # one is out: the agent gets it
         to_command, for_command = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # held until the keeper handles them: a pause or kill sent at once waits for it
         signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)
@@ -326,8 +346,7 @@ class Keeper:
         """Fork `command`'s process, wait for it, kill what it left, report, exit."""
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         self.libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG: the supervisor ended
-        self.handle_signals()
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
+        self.handle_signals()  # held until the command's process exists to tell its id
         if self.hidden is not None:  # the command's mount namespace, shared with its keeper,
             try:  # which holds it: tearing it down waits until after the report
                 _unshare_mounts(self.libc)
@@ -337,8 +356,7 @@ class Keeper:
         self.told, command.tell = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         child = os.fork()
         if child == 0:
-            signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)  # until the defaults
-            for signum in _KEEPER_SIGNALS:
+            for signum in _KEEPER_SIGNALS:  # still held: the defaults first
                 signal.signal(signum, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
             self.channel.close()
@@ -346,6 +364,7 @@ class Keeper:
             command.run(unshared=self.hidden is not None)
         command.channel.close()
         command.tell.close()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _KEEPER_SIGNALS)
         while True:
             pid, status = os.waitpid(-1, 0)
             if pid == child:

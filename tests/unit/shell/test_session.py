@@ -151,8 +151,8 @@ def test_parallel_commands_start_from_the_same_state(tmp_path: Path) -> None:
     _run(backend, "cd x")
     seen: list[str] = []
 
-    def one(name: str) -> None:
-        seen.append(_run(backend, f"pwd; cd /; export {name}=1").strip())
+    def one(name: str) -> None:  # running a while, so all four have started before one ends
+        seen.append(_run(backend, f"pwd; cd /; export {name}=1; sleep 0.5").strip())
 
     threads = [threading.Thread(target=one, args=(f"V{i}",)) for i in range(4)]
     for thread in threads:
