@@ -1,8 +1,10 @@
 """What one command costs in a warm sandbox session, against bash alone and deepagents.
 
-    python bench/session_latency.py [--repeat 30]
+    python bench/session_latency.py [--repeat 30] [--settle 0.01]
 
-Four rows, timed interleaved in one run (medians of `--repeat` calls each):
+Four rows, timed interleaved in one run (medians of `--repeat` calls each), each call
+after `--settle` seconds idle, so what a row leaves running (a session forks its next
+command's process once a command ended) lands on no other row's time:
 
 - `bash -c true` started with `subprocess.run` (the floor);
 - deepagents' `LocalShellBackend.execute("true")` (no sandbox);
@@ -58,7 +60,9 @@ def main() -> None:
     """Print the four medians side by side, and the default sandbox's margin over bash."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30)
-    repeat = parser.parse_args().repeat
+    parser.add_argument("--settle", type=float, default=0.01)
+    arguments = parser.parse_args()
+    repeat, settle = arguments.repeat, arguments.settle
     sandboxed = LocalBackend(tempfile.mkdtemp(), execute=True)
     unconfined = LocalBackend(tempfile.mkdtemp(), execute=True, sandbox=None)
     rows: dict[str, Callable[[], None]] = {
@@ -74,6 +78,7 @@ def main() -> None:
     samples: dict[str, list[float]] = {name: [] for name in rows}
     for _ in range(repeat):
         for name, run in rows.items():
+            time.sleep(settle)
             started = time.perf_counter()
             run()
             samples[name].append(time.perf_counter() - started)
