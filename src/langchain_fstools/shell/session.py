@@ -478,7 +478,7 @@ class Session:
                 try:
                     supervisor.send(spare, {"id": job.ident, **request}, [*fds, job.wake[1]])
                     break
-                except OSError:  # its process ended meanwhile: the supervisor forks another
+                except (BrokenPipeError, ConnectionError):  # its process ended: another comes
                     continue
                 finally:
                     spare.close()
