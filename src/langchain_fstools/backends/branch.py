@@ -64,7 +64,7 @@ import functools
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_fstools.backends.branch_layer import BranchLayer, Proposed
 from langchain_fstools.backends.modes import os_error
@@ -79,7 +79,7 @@ from langchain_fstools.search.contract import SearchPart
 from langchain_fstools.shell.overlay import upper_path
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterable
+    from collections.abc import Callable, Hashable, Iterable, Mapping
 
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import ChangeSet
@@ -182,6 +182,10 @@ class _Step:
     data: bytes | None
     version: str
     before: bytes | None
+
+
+Side = Literal["branch", "base"]
+"""Which side of a conflicting file a merge takes whole."""
 
 
 class BranchBackend(Backend):
@@ -645,18 +649,38 @@ class BranchBackend(Backend):
             VersionConflict, OSError: the base changed while the merge was committed;
                 the steps already taken were undone.
         """
-        return calls.run(self._merging(), self.base)
+        return calls.run(self.merging(), self.base)
 
     async def amerge(self) -> MergeResult:
         """Async `merge`."""
-        return await calls.arun(self._merging(), self.base)
+        return await calls.arun(self.merging(), self.base)
 
-    def _merging(self) -> Effect[MergeResult]:
+    def over(self, base: Backend) -> BranchBackend:
+        """This branch (its changes shared) over another view or binding of its base."""
+        moved = BranchBackend(base, max_files=self.max_files, max_bytes=self.max_bytes)
+        moved._changes = self._changes
+        return moved
+
+    def merging(self, sides: Mapping[str, Side] | None = None) -> Effect[MergeResult]:
+        """`merge` as an effect over the base; `sides` settles files by hand.
+
+        Args:
+            sides: For a file a merge found in conflict, which side to take whole:
+                `"branch"` (the branch's content, or its deletion, over whatever the
+                base holds now) or `"base"` (the branch's change of it is dropped).
+        """
+        sides = sides or {}
         steps: list[_Step] = []
         conflicts: list[FileConflict] = []
         directories: list[tuple[str, bool]] = []
         for path in sorted(self._changes.touched):
             touched = self._changes.touched[path]
+            side = sides.get(path)
+            if side == "base":
+                continue
+            if side == "branch" and touched.kind is EntryKind.FILE:
+                yield from _plan_taken(path, touched, steps)
+                continue
             if touched.kind is EntryKind.DIRECTORY:
                 conflict = yield from self._plan_directory(path, touched, directories)
             else:
@@ -715,6 +739,19 @@ def _plan_file(path: str, touched: _Touched, steps: list[_Step]) -> Effect[FileC
     if now == touched.data:
         return None
     return _plan_lines(path, touched, _Step(path, now, version, now), steps)
+
+
+def _plan_taken(path: str, touched: _Touched, steps: list[_Step]) -> Effect[None]:
+    """Plan the branch's side of a file whole, over what the base holds now."""
+    try:
+        current: FileInfo | None = yield from calls.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        current = None
+    if current is None and touched.data is None:
+        return
+    before = (yield from calls.read_bytes(path)) if current is not None else None
+    version = ABSENT if current is None else current.version
+    steps.append(_Step(path, touched.data, version, before))
 
 
 def _plan_lines(
@@ -809,4 +846,5 @@ __all__ = [
     "FileConflict",
     "MergeResult",
     "Proposed",
+    "Side",
 ]

@@ -38,7 +38,7 @@ from langchain_core.messages import ToolMessage
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.types import interrupt
 
-from langchain_fstools.backends.branch import BranchBackend, FileConflict, MergeResult, Proposed
+from langchain_fstools.backends.branch import BranchBackend, MergeResult, Proposed
 from langchain_fstools.backends.guarded import BackendView
 from langchain_fstools.core import calls
 from langchain_fstools.core.changesets import Change, ChangeSet
@@ -47,6 +47,12 @@ from langchain_fstools.errors import FsToolsError
 from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.middleware.turns import turn_of
 from langchain_fstools.permissions.approval import Approval, FileActionRequest, decisions
+from langchain_fstools.tools.merge_branch import (
+    BRANCH_KEY,
+    KeptBranches,
+    MergeTool,
+    conflicts_report,
+)
 from langchain_fstools.tools.runtime import running_config
 from langchain_fstools.tools.updates import with_state_update
 
@@ -59,6 +65,7 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.permissions.gate import PermissionGate
+    from langchain_fstools.tools.base import ToolContext
 
     Result = ToolMessage | Command[Any]
 
@@ -78,9 +85,6 @@ JOIN_WAIT = 10.0
 
 _KEPT_TURNS = 64
 """Turns kept whose branching calls did not all run."""
-
-_HUNK_LINES = 12
-"""Lines shown per side of a conflicting hunk; the rest is counted."""
 
 
 class BranchSwitch(BackendView):
@@ -190,6 +194,8 @@ class BranchedCalls:
         self._asking: dict[str, tuple[Result, BranchBackend]] = {}
         self.switch = BranchSwitch(view(storage), key)
         """The tools' backend: the running call's branch of the files, if any."""
+        self.kept = KeptBranches()
+        """Branches whose merge conflicted, for the `merge` tool."""
 
     @classmethod
     def given(
@@ -212,6 +218,10 @@ class BranchedCalls:
         if not names or not all(isinstance(n, str) and n for n in names):
             raise ValueError(f"branches must be True, False or tool names, not {branches!r}")
         return cls(names, key, storage, view, gate)
+
+    def tools(self, context: ToolContext) -> list[MergeTool]:
+        """The tools branching adds: `merge`, for a branch that came back in conflict."""
+        return [MergeTool(context=context, kept=self.kept)] if self.names else []
 
     def on_branch(self) -> bool:
         """Whether the running call works on a branch of these files."""
@@ -258,6 +268,7 @@ class BranchedCalls:
             refused = calls.run(self._approving(judged, branch, result, request), judged)
             target = self._target(branch, turn, request)  # bound after a grant
             outcome = refused or _merged(target.merge)
+            self._keep(call_id, branch, outcome)
         finally:
             self._leave(turn_key, turn, call_id)
         return _reported(result, outcome, target.state_update(), request)
@@ -286,6 +297,7 @@ class BranchedCalls:
             refused = await calls.arun(self._approving(judged, branch, result, request), judged)
             target = self._target(branch, turn, request)
             outcome = refused or await _amerged(target.amerge)
+            self._keep(call_id, branch, outcome)
         finally:
             self._leave(turn_key, turn, call_id)
         return _reported(result, outcome, target.state_update(), request)
@@ -324,6 +336,11 @@ class BranchedCalls:
         self.gate.grant(call_id, Approval(args={}, paths=list(review.asks), expect={}))
         return None
 
+    def _keep(self, call_id: str, branch: BranchBackend, outcome: object) -> None:
+        """Keep a branch whose merge conflicted, for the `merge` tool."""
+        if isinstance(outcome, MergeResult) and not outcome.clean:
+            self.kept.keep(call_id, branch)
+
     def _branch(self) -> BranchBackend:
         """A new branch of what the tools see now (the enclosing call's branch, if any)."""
         return BranchBackend(_active().get(self.key) or self.view(self.storage))
@@ -334,9 +351,7 @@ class BranchedCalls:
             return branch.bind(request.runtime)
         if turn.shared is None:
             turn.shared = self.storage.bind(request.runtime)
-        merged = BranchBackend(self.view(_Prebound(turn.shared)).bind(request.runtime))
-        merged._changes = branch._changes  # noqa: SLF001  # the same branch, rebound
-        return merged
+        return branch.over(self.view(_Prebound(turn.shared)).bind(request.runtime))
 
     # ----- the turn -----------------------------------------------------------------------
 
@@ -423,7 +438,8 @@ def _reported(
     request: ToolCallRequest,
 ) -> Result:
     """`result` with what the merge did said after the subagent's answer."""
-    message = _message_of(result, request.tool_call["id"])
+    ident = request.tool_call["id"] or ""
+    message = _message_of(result, ident)
     if message is None:
         return with_state_update(result, update) if update else result
     if isinstance(outcome, MergeResult) and outcome.clean:
@@ -432,10 +448,13 @@ def _reported(
         note = f"The subagent's changes were merged: {', '.join(outcome.merged)}."
         status = message.status
     else:
-        note = _refusal(outcome)
+        note = _refusal(outcome, ident)
         status = "error"
     text = f"{message.text}\n\n{note}" if message.text else note
-    amended = message.model_copy(update={"content": text, "status": status})
+    changes: dict[str, Any] = {"content": text, "status": status}
+    if isinstance(outcome, MergeResult) and not outcome.clean:
+        changes["artifact"] = {BRANCH_KEY: ident, "conflicts": [c.path for c in outcome.conflicts]}
+    amended = message.model_copy(update=changes)
     return with_state_update(result, update, message=amended)
 
 
@@ -448,23 +467,14 @@ def _message_of(result: Result, call_id: str | None) -> ToolMessage | None:
     return found[-1] if found else None
 
 
-def _refusal(outcome: MergeResult | FsToolsError | OSError | str) -> str:
+def _refusal(outcome: MergeResult | FsToolsError | OSError | str, ident: str) -> str:
     """What the parent reads when the branch was not merged."""
-    if not isinstance(outcome, MergeResult):
-        return (
-            f"The subagent's changes were not merged ({outcome}); nothing of them was "
-            "applied. Make the changes yourself."
-        )
-    count = plural(len(outcome.conflicts), "file")
-    parts = [
-        (
-            f"The subagent's changes were not merged: {count} changed meanwhile in ways "
-            "that conflict, so nothing of them was applied. Read the files and make the "
-            "changes yourself:"
-        )
-    ]
-    parts += [_conflict(conflict) for conflict in outcome.conflicts]
-    return "\n".join(parts)
+    if isinstance(outcome, MergeResult):
+        return conflicts_report(outcome, ident)
+    return (
+        f"The subagent's changes were not merged ({outcome}); nothing of them was applied."
+        " Make the changes yourself."
+    )
 
 
 def _merge_request(call_id: str, proposed: Sequence[Proposed], asks: Sequence[str]) -> HITLRequest:
@@ -504,18 +514,6 @@ def _resumable(config: Any) -> bool:
     """Whether the running graph can resume after an interrupt (it has a checkpointer)."""
     configurable = config.get("configurable") or {} if isinstance(config, dict) else {}
     return bool(configurable) and configurable.get(CONFIG_KEY_CHECKPOINTER) is not None
-
-
-def _conflict(conflict: FileConflict) -> str:
-    lines = [f"{conflict.path}: {conflict.reason}"]
-    for hunk in conflict.hunks:
-        lines.append(f"  at line {hunk.line}:")
-        for side, text in (("base", hunk.base), ("now", hunk.ours), ("subagent", hunk.theirs)):
-            lines.append(f"  {side}:")
-            lines += [f"    {line.rstrip(chr(10))}" for line in text[:_HUNK_LINES]]
-            if len(text) > _HUNK_LINES:
-                lines.append(f"    ({plural(len(text) - _HUNK_LINES, 'more line')})")
-    return "\n".join(lines)
 
 
 __all__ = ["DEFAULT_BRANCHING", "BranchSwitch", "BranchedCalls", "on_branch"]

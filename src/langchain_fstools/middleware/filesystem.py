@@ -195,7 +195,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         view = functools.partial(_tools_view, gate=gate, recording=recording)
         self.branches = BranchedCalls.given(branches, key, backend, view, gate)
         self.toolkit = FileToolkit(self.branches.switch, tools=tools, **settings)
-        self.tools = self.toolkit.get_tools()
+        self.tools = [*self.toolkit.get_tools(), *self.branches.tools(self.toolkit.context)]
         if history and (tools is None or UndoEditTool.model_fields["name"].default in tools):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
         if system_prompt == SYSTEM_PROMPT:
