@@ -19,9 +19,8 @@ from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_fstools import FilesystemMiddleware
-from langchain_fstools.backends.ssh import SSHBackend
-from langchain_fstools.backends.ssh import processes as ssh_processes
-from langchain_fstools.backends.ssh.processes import RemoteProcess, SSHProcesses
+from langchain_fstools.backends.ssh import SSHBackend, remote_processes
+from langchain_fstools.backends.ssh.remote_processes import RemoteProcess, SSHProcesses
 from langchain_fstools.errors import InvalidArgument
 from langchain_fstools.shell.session import MAX_PROCESSES, ProcessLimit, in_session
 from langchain_fstools.testing import ScriptedChatModel, tool_call
@@ -54,7 +53,7 @@ def _until_output(process: RemoteProcess, wanted: str, seconds: float = 20) -> s
     return seen
 
 
-def _remote_processes(sshd: Sshd, root: Path) -> str:
+def _host_process_table(sshd: Sshd, root: Path) -> str:
     """The host's process table, as seen over a fresh connection."""
     with connect(sshd, root) as fresh:
         return fresh.execute("ps -eww -o args=", timeout=20, output_limit=1_000_000).output
@@ -187,7 +186,7 @@ def test_sessions_have_tables_of_their_own_and_a_limit(ssh_backend: SSHBackend) 
 def test_an_unread_process_ends_at_the_idle_limit(
     sshd: Sshd, ssh_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ssh_processes, "IDLE_LIMIT", 0.5)
+    monkeypatch.setattr(remote_processes, "IDLE_LIMIT", 0.5)
     with connect(sshd, ssh_root) as backend:
         sleeper = _started(_table(backend), "sleep 600")
         assert sleeper.wait(30)
@@ -201,11 +200,11 @@ def test_closing_the_backend_leaves_no_process_on_the_host(sshd: Sshd, ssh_root:
     _started(table, f"sleep {mark}1 & sleep {mark}2")
     with in_session("another thread"):
         _started(_table(backend), f"sleep {mark}3", terminal=True)
-    before = _remote_processes(sshd, ssh_root)
+    before = _host_process_table(sshd, ssh_root)
     assert all(f"sleep {mark}{n}" in before for n in (1, 2, 3)), before
     assert "The supervisor an SSH session runs on the host" in before
     backend.close()
-    after = _remote_processes(sshd, ssh_root)
+    after = _host_process_table(sshd, ssh_root)
     assert f"sleep {mark}" not in after
     assert "The supervisor an SSH session runs on the host" not in after
     assert all(not p.running and p.ended_by == "session" for p in table.all())

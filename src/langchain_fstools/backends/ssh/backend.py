@@ -13,7 +13,7 @@ import asyncssh
 from langchain_fstools.backends.loop import LoopThread
 from langchain_fstools.backends.ssh.connection import DEFAULT_KNOWN_HOSTS
 from langchain_fstools.backends.ssh.files import _Files
-from langchain_fstools.backends.ssh.processes import SSHProcesses, _Processes
+from langchain_fstools.backends.ssh.remote_processes import SSHProcesses, _Processes
 from langchain_fstools.backends.ssh.search import _Search
 from langchain_fstools.core import paths
 from langchain_fstools.shell.environment import CommandEnv
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
     from langchain_fstools.backends.protocol import FileInfo
-    from langchain_fstools.backends.ssh.processes import RemoteProcess
+    from langchain_fstools.backends.ssh.remote_processes import RemoteProcess
     from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.shell.environment import InheritEnv
     from langchain_fstools.shell.shell_state import ShellState
@@ -83,8 +83,8 @@ class SSHBackend(_Processes, _Search, _Files):
     channels); a server without Python 3 refuses them with a sentence saying so. Every
     process ends with its session: on `kill`, after `IDLE_LIMIT` seconds unread and
     unwritten, on `close()`, and when the connection drops (see
-    `backends.ssh.processes`). SSH commands write straight to the server's disk, with
-    no copy-on-write view: what a command or a background process changes is not
+    `backends.ssh.remote_processes`). SSH commands write straight to the server's disk,
+    with no copy-on-write view: what a command or a background process changes is not
     reviewed before it lands.
 
     Host keys are checked against `known_hosts` (default `~/.ssh/known_hosts`);

@@ -1,6 +1,6 @@
 """The supervisor an SSH session runs on the host: its background processes, over one channel.
 
-`backends.ssh.processes` sends this file's source to the host's Python 3 as
+`backends.ssh.remote_processes` sends this file's source to the host's Python 3 as
 `python3 -I -S -c SOURCE IDLE_LIMIT` over one exec channel per session; nothing is
 installed there. It imports only the standard library and runs on Python 3.7 or newer.
 It speaks JSON lines: requests on its standard input, answers and events on its
