@@ -9,6 +9,8 @@ closing the backend leaves no process on the host; a host without Python 3 refus
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+import langchain_fstools
 from langchain_fstools import FilesystemMiddleware
 from langchain_fstools.backends.ssh import SSHBackend, remote_processes
 from langchain_fstools.backends.ssh.remote_processes import RemoteProcess, SSHProcesses
@@ -208,6 +211,39 @@ def test_closing_the_backend_leaves_no_process_on_the_host(sshd: Sshd, ssh_root:
     assert f"sleep {mark}" not in after
     assert "The supervisor an SSH session runs on the host" not in after
     assert all(not p.running and p.ended_by == "session" for p in table.all())
+
+
+def test_an_agent_process_that_exits_leaves_no_process_on_the_host(
+    sshd: Sshd, ssh_root: Path
+) -> None:
+    mark = f"{os.getpid() % 1000 + 8000}.25"
+    agent = f"""
+import os
+from langchain_fstools.backends.ssh import SSHBackend
+backend = SSHBackend(
+    "127.0.0.1", root_dir={str(ssh_root)!r}, port={sshd.port}, username={sshd.username!r},
+    client_keys=[{str(sshd.client_key)!r}], use_agent=False, known_hosts={str(sshd.known_hosts)!r},
+)
+backend.processes().start("sleep {mark}1 & sleep {mark}2", output_limit=1000)
+print(backend.execute("ps -eww -o args=", timeout=20, output_limit=1_000_000).output, flush=True)
+os._exit(0)  # no close(): the connection just ends with the process
+"""
+    source = str(Path(langchain_fstools.__file__).parents[1])
+    ran = subprocess.run(
+        [sys.executable, "-c", agent],
+        env={**os.environ, "PYTHONPATH": source},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert f"sleep {mark}1" in ran.stdout, ran.stderr
+    for _ in range(100):  # sshd sees the connection close; the supervisor then kills all
+        table = _host_process_table(sshd, ssh_root)
+        if f"sleep {mark}" not in table:
+            break
+        time.sleep(0.2)
+    assert f"sleep {mark}" not in table
 
 
 def test_a_host_without_python_refuses_background_processes(sshd: Sshd, ssh_root: Path) -> None:

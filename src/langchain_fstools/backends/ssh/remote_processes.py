@@ -182,8 +182,14 @@ class _Channel:
         future = asyncio.get_running_loop().create_future()
         self._pending[self._next] = future
         line = json.dumps({"id": self._next, "op": op, **fields}) + "\n"
-        self.process.stdin.write(line.encode())
-        answer: dict[str, Any] = await future
+        try:
+            self.process.stdin.write(line.encode())
+            answer: dict[str, Any] = await asyncio.wait_for(future, START_TIMEOUT)
+        except (asyncssh.Error, OSError, TimeoutError):  # this channel only: keep the rest
+            self._pending.pop(self._next, None)
+            raise SSHConnectionFailed(
+                self.host, "the session's supervisor did not answer"
+            ) from None
         return answer
 
     async def serve(self) -> None:
@@ -400,9 +406,13 @@ class _Processes(_Commands):
         return channel
 
     async def _end_sessions(self) -> None:
-        """Close every session's supervisor (each kills its processes); wait for them."""
+        """Close every session's supervisor (each kills its processes); wait for them.
+
+        The sessions' shell states are forgotten too: the next command starts in the root.
+        """
         tables = list(self._tables.values())
         self._tables.clear()
+        self._states.clear()  # the shell state ends with its session, as on local disk
         channels = [table.channel for table in tables if table.channel is not None]
         await asyncio.gather(*(channel.close() for channel in channels))
         for table in tables:
