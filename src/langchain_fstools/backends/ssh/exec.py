@@ -18,7 +18,6 @@ import contextlib
 import secrets
 import shlex
 import signal
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import asyncssh
@@ -110,8 +109,13 @@ class _Commands(_Connection):
         recorded = await self._take_record(record)
         after = before if timed_out else before.read(recorded)
         self._states[key] = after
-        result = ExecutionResult(buffer.text(), code, timed_out, buffer.dropped_bytes)
-        return replace(result, directory=after.cwd if after.cwd != before.cwd else None)
+        return ExecutionResult(
+            buffer.text(),
+            code,
+            timed_out,
+            buffer.dropped_bytes,
+            directory=after.cwd if after.cwd != before.cwd else None,
+        )
 
     async def _take_record(self, record: str) -> bytes:
         """The shell state a command wrote to `record` on the host (removed); b"" if none."""
@@ -119,7 +123,9 @@ class _Commands(_Connection):
         try:
             async with sftp.open(record, "rb") as handle:
                 data: bytes = await handle.read()
-        except asyncssh.SFTPNoSuchFile:
+        except asyncssh.SFTPError as exc:  # none was written (no bash), or it is unreadable
+            if isinstance(exc, _LOST):
+                raise
             return b""
         with contextlib.suppress(asyncssh.SFTPError):
             await sftp.remove(record)
