@@ -191,9 +191,14 @@ def test_an_unread_process_ends_at_the_idle_limit(
 ) -> None:
     monkeypatch.setattr(remote_processes, "IDLE_LIMIT", 0.5)
     with connect(sshd, ssh_root) as backend:
-        sleeper = _started(_table(backend), "sleep 600")
+        table = _table(backend)
+        sleeper = _started(table, "sleep 600")
         assert sleeper.wait(30)
         assert (sleeper.ended_by, sleeper.exit_code) == ("idle", None)
+        time.sleep(2)  # the supervisor, idle too, gives its channel back; a start opens one
+        again = _started(table, "echo again")
+        assert again.wait(30)
+        assert (again.ident, again.read().text) == ("p2", "again\n")
 
 
 def test_closing_the_backend_leaves_no_process_on_the_host(sshd: Sshd, ssh_root: Path) -> None:

@@ -165,3 +165,13 @@ def test_an_idle_process_is_ended_and_says_why() -> None:
     finally:
         idle.process.kill()
         idle.process.wait()
+
+
+def test_an_idle_supervisor_with_nothing_running_exits() -> None:
+    idle = Host(idle=0.2)
+    try:
+        assert idle.process.wait(30) == 0
+    finally:
+        if idle.process.poll() is None:
+            idle.process.kill()
+            idle.process.wait()

@@ -54,14 +54,17 @@ _WRAPPER = (
 _WRAPPER_WITH_INPUT = _WRAPPER.replace("&\n", "<&3 3<&- &\n").replace("\n", "\nexec 3<&0\n", 1)
 # A command that remembers its shell state: with bash, descriptor 1023 is the state file
 # (`$2`, or nothing if it cannot be made) and the trap (`$3`) goes before the command.
+# `--norc`: bash started under sshd reads `~/.bashrc` unless told not to (its SHLVL test
+# misses a restored environment, which carries no SHLVL), and a command killed in the
+# middle of it may leave what it started half done (a tool's lock file, say).
 _INNER_REMEMBERING = (
     'printf "%s\\n" "$$"; { exec 1023>"$2"; } 2>/dev/null || exec 1023>/dev/null;'
-    ' exec bash -c "$3$1"'
+    ' exec bash --norc -c "$3$1"'
 )
 _WRAPPER_REMEMBERING = (
     "cd -- {cwd} 2>/dev/null || cd -- {fallback} || exit 1\n"
     "if command -v bash >/dev/null 2>&1; then\n"
-    "setsid bash -c {remembering} fstools {command} {record} {trap} &\n"
+    "setsid bash --norc -c {remembering} fstools {command} {record} {trap} &\n"
     "else\nsetsid sh -c {inner} fstools {command} &\nfi\n"
     'wait "$!" 2>/dev/null\n'
 )

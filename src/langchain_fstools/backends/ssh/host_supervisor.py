@@ -23,9 +23,10 @@ Errors answer `{"id": I, "error": why}`. When a process ends, the event `{"event
 "exit", "proc": K, "status": S, "ended_by": W, "record": B64}` follows its last output
 (`S` is `128 + N` for signal N; `W` is "kill", "idle" or None). When the process that
 led a group ends, the rest of the group is killed too. A process nobody read or wrote
-for `IDLE_LIMIT` seconds is killed (`ended_by` "idle"). When the standard input ends
-(the channel or the connection closed) or a hang-up or termination signal arrives,
-every group is killed and the supervisor exits.
+for `IDLE_LIMIT` seconds is killed (`ended_by` "idle"), and a supervisor with nothing
+running and no request for as long exits (the next start opens another). When the
+standard input ends (the channel or the connection closed) or a hang-up or termination
+signal arrives, every group is killed and the supervisor exits.
 """
 
 from __future__ import annotations
@@ -148,9 +149,11 @@ class Supervisor:
         self.selector = selectors.DefaultSelector()
         self.processes: dict[str, Process] = {}
         self.requests = b""
+        self.active = time.monotonic()
         self.ending = False
         self.bash = shutil.which("bash")
-        self.shell = self.bash or "/bin/sh"
+        # bash reads ~/.bashrc under sshd unless told not to (`backends.ssh.exec`)
+        self.shell = [self.bash, "--norc"] if self.bash else ["/bin/sh"]
         wake_r, wake_w = os.pipe()
         for fd in (wake_r, wake_w):
             os.set_blocking(fd, False)
@@ -201,6 +204,7 @@ class Supervisor:
 
     def _requests(self) -> None:
         chunk = os.read(0, _READ_SIZE)
+        self.active = time.monotonic()
         if not chunk:
             self.ending = True
             return
@@ -262,7 +266,7 @@ class Supervisor:
         )
         try:
             popen = subprocess.Popen(  # noqa: S603 - the shell runs the agent's command
-                [self.shell, "-c", str(request["command"])],
+                [*self.shell, "-c", str(request["command"])],
                 cwd=cwd,
                 env=dict(env) if isinstance(env, dict) else None,
                 start_new_session=True,
@@ -377,6 +381,9 @@ class Supervisor:
         for process in self.processes.values():
             if process.running and now - process.active > self.idle_limit:
                 process.kill("idle")
+        running = any(process.running for process in self.processes.values())
+        if not running and now - self.active > self.idle_limit:
+            self.ending = True  # a session with nothing running gives its channel back
 
 
 def _standing(process: Process) -> dict[str, object]:

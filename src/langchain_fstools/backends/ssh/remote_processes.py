@@ -343,24 +343,28 @@ class _Processes(_Commands):
         table = self._tables.setdefault(key, _Table())
         if sum(1 for one in table.processes.values() if one.running) >= MAX_PROCESSES:
             raise ProcessLimit(MAX_PROCESSES)
-        channel = table.channel
-        if channel is None or channel.closed:
-            channel = table.channel = await self._supervisor(table, argument)
         before = self._state(key)
-        remembers = remember and channel.bash
         table.numbered += 1
         ident = f"p{table.numbered}"
-        reply = await channel.request(
-            "start",
-            proc=ident,
-            command=remembering(command) if remembers else command,
-            cwd=before.cwd,
-            fallback_cwd=self._root,
-            env=before.env,
-            terminal=terminal,
-            limit=output_limit,
-            remember=remembers,
-        )
+        for attempt in range(2):  # once more if the supervisor ended (idle) as it was asked
+            channel = await self._supervisor(table, argument)
+            remembers = remember and channel.bash
+            try:
+                reply = await channel.request(
+                    "start",
+                    proc=ident,
+                    command=remembering(command) if remembers else command,
+                    cwd=before.cwd,
+                    fallback_cwd=self._root,
+                    env=before.env,
+                    terminal=terminal,
+                    limit=output_limit,
+                    remember=remembers,
+                )
+                break
+            except SSHConnectionFailed:
+                if attempt or not channel.closed:
+                    raise
         if "error" in reply:
             raise InvalidArgument("command", f"it could not start on the host ({reply['error']})")
         process = RemoteProcess(
@@ -375,6 +379,13 @@ class _Processes(_Commands):
         return process
 
     async def _supervisor(self, table: _Table, argument: str) -> _Channel:
+        """The session's supervisor: the one running, else a new one, ready to serve."""
+        if table.channel is not None and not table.channel.closed:
+            return table.channel
+        table.channel = await self._opened(table, argument)
+        return table.channel
+
+    async def _opened(self, table: _Table, argument: str) -> _Channel:
         """Open a channel running the supervisor with the host's Python; ready to serve."""
         connection = self._connection
         if connection is None:
