@@ -19,7 +19,8 @@ compared is the one the branch recorded when it first touched the file):
 2. Both changed it: a three-way, line-based merge (`formats.merge`) of the recorded
    base bytes, the base's current bytes and the branch's. A file both created (absent
    when the branch created it, present now) merges the same way from an empty base.
-   Text that is not UTF-8 cannot be merged and is a conflict.
+   Text that is not UTF-8 cannot be merged and is a conflict; so is a clean line merge
+   whose result has a syntax error neither side has (with the `syntax` extra).
 3. The branch deleted a file the base changed since, or changed a file the base
    deleted since: a conflict. So when one branch writes a file anew (or edits it) and
    another deletes it, whichever merges first wins and the second merge is a conflict
@@ -74,6 +75,7 @@ from langchain_fstools.core.changesets import ChangedEntry, ChangeKind
 from langchain_fstools.core.records import DIRECTORY_VERSION, content_version
 from langchain_fstools.core.results import Write
 from langchain_fstools.errors import BranchFull, ExecutionUnsupported, PartialWrite, VersionConflict
+from langchain_fstools.formats import syntax
 from langchain_fstools.formats.merge import Hunk, merge
 from langchain_fstools.search.contract import SearchPart
 from langchain_fstools.shell.overlay import upper_path
@@ -741,6 +743,23 @@ def _plan_file(path: str, touched: _Touched, steps: list[_Step]) -> Effect[FileC
     return _plan_lines(path, touched, _Step(path, now, version, now), steps)
 
 
+def _broken_by_merge(path: str, ours: str, theirs: str, merged: str) -> str | None:
+    """Why a clean line merge cannot stand: a syntax error neither side has (or None).
+
+    Checked with the `syntax` extra only, for the languages it knows.
+    """
+    language = syntax.language_for(path, merged) if syntax.available() else None
+    if language is None:
+        return None
+    new = syntax.introduced_errors(ours, merged, language)
+    if not new or not syntax.introduced_errors(theirs, merged, language):
+        return None
+    return (
+        "Both changed this file and the lines merged, but the result has a syntax error"
+        f" at line {new[0].line} that neither side has."
+    )
+
+
 def _plan_taken(path: str, touched: _Touched, steps: list[_Step]) -> Effect[None]:
     """Plan the branch's side of a file whole, over what the base holds now."""
     try:
@@ -765,6 +784,9 @@ def _plan_lines(
     merged = merge(*texts)
     if merged.text is None:
         return FileConflict(path, _LINES, merged.conflicts)
+    broken = _broken_by_merge(path, texts[1], texts[2], merged.text)
+    if broken is not None:
+        return FileConflict(path, broken)
     steps.append(_Step(path, merged.text.encode(), current.version, current.before))
     return None
 
