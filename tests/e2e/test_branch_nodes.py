@@ -24,6 +24,8 @@ from langchain_fstools.testing import ScriptedChatModel, tool_call
 from tests.e2e.test_branches import SOURCE, backend, final_text
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from langchain_fstools.backends.protocol import Backend
 
 __all__ = ["backend"]  # the fixture, shared with test_branches
@@ -110,3 +112,48 @@ def test_a_conflicting_task_raises_by_default_and_reports_when_asked(backend: Ba
     assert "now:\n        return 10" in report
     assert "subagent:\n        return 11" in report
     assert final_text(backend, state) == SOURCE.replace("return 1", "return 10")
+
+
+def test_branches_nest_a_task_of_a_task_merges_into_its_parents_branch(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(SOURCE)
+    files = FilesystemMiddleware(backend=LocalBackend(tmp_path))
+    seen: dict[str, str] = {}
+
+    def inner(_: dict[str, Any]) -> dict[str, Any]:
+        model = ScriptedChatModel(
+            turns=[
+                tool_call("read_file", call_id="r-in", file_path="/m.py"),
+                tool_call(
+                    "edit_file", call_id="e-in", file_path="/m.py", old_string="1", new_string="10"
+                ),
+                "Edited.",
+            ]
+        )
+        create_agent(model, middleware=[files]).invoke({"messages": [("user", "Edit.")]})
+        return {}
+
+    inner_graph = StateGraph(dict)
+    inner_graph.add_node("inner", files.branches.node(inner))
+    inner_graph.add_edge(START, "inner")
+    inner_graph.add_edge("inner", END)
+    nested = inner_graph.compile()
+
+    def outer(_: dict[str, Any]) -> dict[str, Any]:
+        nested.invoke({})
+        # the inner task merged into this task's branch, not into the workspace
+        seen["workspace"] = (tmp_path / "m.py").read_text()
+        model = ScriptedChatModel(
+            turns=[tool_call("read_file", call_id="r-out", file_path="/m.py"), "Read."]
+        )
+        result = create_agent(model, middleware=[files]).invoke({"messages": [("user", "Read.")]})
+        seen["branch"] = result["messages"][-2].text
+        return {}
+
+    outer_graph = StateGraph(dict)
+    outer_graph.add_node("outer", files.branches.node(outer))
+    outer_graph.add_edge(START, "outer")
+    outer_graph.add_edge("outer", END)
+    outer_graph.compile().invoke({})
+    assert seen["workspace"] == SOURCE
+    assert "return 10" in seen["branch"]
+    assert (tmp_path / "m.py").read_text() == SOURCE.replace("return 1", "return 10")
