@@ -1,7 +1,7 @@
 """The server driven by MCP Inspector's CLI: a new process (and connection) for every call.
 
 `tests/integration/mcp_inspector` pins `@modelcontextprotocol/inspector` 2.x (installed by
-`node_clients`); each call here runs `mcp-inspector --cli` once, against a server it starts
+`npm_packages`); each call here runs `mcp-inspector --cli` once, against a server it starts
 over stdio or against one server over streamable HTTP (with a bearer token). Nothing of a
 read outlives its process but the `read_handle`, so an edit is applied only when it is
 passed back. Both protocol eras: `--protocol-era legacy` (initialize, a session per
@@ -24,7 +24,7 @@ import pytest
 from langchain_fstools.mcp.handles import HANDLE_KEY_ENV
 from langchain_fstools.mcp.sdk import GENERATION
 from tests.integration.mcp_servers import HANDLE_KEY, SRC, command, http_server, make_workspace
-from tests.integration.node_clients import installed
+from tests.integration.npm_packages import installed
 
 pytestmark = [
     pytest.mark.integration,

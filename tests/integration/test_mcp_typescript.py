@@ -1,7 +1,7 @@
 """The server driven by a client we did not write: the official MCP TypeScript SDK.
 
 `tests/integration/mcp_ts/client.mjs` (the SDK v1, pinned by its package.json and
-lockfile, installed with `npm ci` into a cache folder on first use: `node_clients`) and
+lockfile, installed with `npm ci` into a cache folder on first use: `npm_packages`) and
 `tests/integration/mcp_ts2/client.mjs` (the SDK v2, which speaks 2026-07-28 to an mcp 2.x
 server) run a scenario against the server over stdio and over streamable HTTP and print
 what they saw as JSON. Skipped,
@@ -20,7 +20,7 @@ import pytest
 
 from langchain_fstools.mcp.sdk import GENERATION
 from tests.integration.mcp_servers import command, http_server, make_workspace, server_env
-from tests.integration.node_clients import installed
+from tests.integration.npm_packages import installed
 
 pytestmark = [
     pytest.mark.integration,
