@@ -18,8 +18,15 @@ merges left; that is also the order LangGraph applies their state updates in, so
 kept in graph state (`StateBackend`) end with every merge of the turn.
 
 A merge with conflicts commits nothing: the call's result says so, with each
-conflicting file's hunks (the base, the files now, the subagent's), for the parent to
-make the change itself. A call that raises is not merged; its branch is dropped.
+conflicting file's hunks (the base, the files now, the subagent's); the branch is kept
+for the `merge` tool (`tools.merge_branch`), with which the parent merges it again once
+resolved, or takes one side of a file whole. A call that raises is not merged; its
+branch is dropped. Permission rules judge the merge as they judge a command's changes
+(inside the branch, writes do not ask): a change they ask about is put to a person in
+one interrupt, and the call resumes at its merge.
+
+The tasks of a `Send` fan-out in a hand-built graph branch the same way through
+`BranchedCalls.node`, merged in the order of their `Send`s.
 """
 
 from __future__ import annotations
