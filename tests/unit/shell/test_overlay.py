@@ -231,7 +231,7 @@ def test_a_file_written_just_before_the_command_is_not_stale(tmp_path: Path) -> 
     backend.execute("true", timeout=30, output_limit=10)  # a warm session: no delay
     for attempt in range(20):
         (root / "a.txt").write_text(f"written {attempt}\n")
-        os.stat(root / "a.txt")  # a queried inode gets a fine-grained stamp next
+        (root / "a.txt").stat()  # a queried inode gets a fine-grained stamp next
         (root / "a.txt").write_text(f"again {attempt}\n")
         result = backend.execute_changes("echo mine >> a.txt", timeout=30, output_limit=10)
         assert result.changes is not None
