@@ -302,3 +302,34 @@ def test_a_conflicted_branch_is_kept_and_merged_with_a_side(backend: Backend, si
     assert final_text(backend, state) == SOURCE.replace("return 1", f"return {winner}")
     assert found["m2"].status == "error"  # merged: no longer kept
     assert "no branch t-b is kept" in found["m2"].text
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_parallel_subagents_whose_models_reuse_call_ids_keep_their_reads_apart(
+    backend: Backend, run: str
+) -> None:
+    files = FilesystemMiddleware(backend=backend, branches=True)
+
+    def numbered(name: str, old: str, new: str) -> dict[str, Any]:
+        # no call ids given: each scripted model numbers its calls call_1, call_2, ...
+        return subagent(
+            name,
+            files,
+            tool_call("read_file", file_path="/m.py"),
+            tool_call("edit_file", file_path="/m.py", old_string=old, new_string=new),
+            f"{name} edited /m.py.",
+        )
+
+    agent = build(
+        backend,
+        numbered("a", "return 1", "return 10"),
+        numbered("b", "return 2", "return 20"),
+        files=files,
+    )
+    state = (
+        agent.invoke(start(backend))
+        if run == "sync"
+        else asyncio.run(agent.ainvoke(start(backend)))
+    )
+    expected = SOURCE.replace("return 1", "return 10").replace("return 2", "return 20")
+    assert final_text(backend, state) == expected
