@@ -309,6 +309,19 @@ class FileTooLarge(FsToolsError):
 
 
 @dataclass(eq=False)
+class BranchNotMerged(FsToolsError):
+    """A graph node's branch did not merge (a conflict, a refusal); nothing was applied.
+
+    Attributes:
+        branch: The id the branch is kept under (`MergeTool`'s `branch`).
+        report: What did not merge, and why.
+    """
+
+    branch: str
+    report: str
+
+
+@dataclass(eq=False)
 class BranchFull(FsToolsError):
     """A change that would take a branch past one of its limits; nothing was changed.
 

@@ -262,3 +262,74 @@ def test_a_subagent_with_its_own_middleware_over_the_backend_works_on_the_branch
     )
     found = results(agent.invoke(start(backend)))
     assert all("merged: /m.py" in found[f"t-{n}"].text for n in ("a", "b")), found
+
+
+# ----- a conflict kept: merge again, taking a side ------------------------------------
+
+
+@pytest.mark.parametrize("side", ["subagent", "now"])
+def test_a_conflicted_branch_is_kept_and_merged_with_a_side(backend: Backend, side: str) -> None:
+    files = FilesystemMiddleware(backend=backend, branches=True)
+    model = ScriptedChatModel(
+        turns=[
+            parallel(
+                tool_call("task", call_id="t-a", description="Edit.", subagent_type="a"),
+                tool_call("task", call_id="t-b", description="Edit.", subagent_type="b"),
+            ),
+            tool_call("merge", call_id="m1", branch="t-b", sides={"/m.py": side}),
+            tool_call("merge", call_id="m2", branch="t-b"),
+            "done",
+        ],
+        disable_streaming=True,
+    )
+    agent = deepagents.create_deep_agent(
+        model=model,
+        middleware=[files],
+        subagents=[
+            editing("a", files, "return 1", "return 10"),
+            editing("b", files, "return 1", "return 11"),
+        ],
+    )
+    assert "merge" in {t.name for t in files.tools}
+    state = agent.invoke(start(backend))
+    found = results(state)
+    assert found["t-b"].status == "error"
+    assert found["t-b"].artifact == {"branch": "t-b", "conflicts": ["/m.py"]}
+    assert 'merge(branch="t-b")' in found["t-b"].text
+    assert found["m1"].status == "success", found["m1"].text
+    assert "Merged branch t-b" in found["m1"].text
+    winner = "11" if side == "subagent" else "10"
+    assert final_text(backend, state) == SOURCE.replace("return 1", f"return {winner}")
+    assert found["m2"].status == "error"  # merged: no longer kept
+    assert "no branch t-b is kept" in found["m2"].text
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_parallel_subagents_whose_models_reuse_call_ids_keep_their_reads_apart(
+    backend: Backend, run: str
+) -> None:
+    files = FilesystemMiddleware(backend=backend, branches=True)
+
+    def numbered(name: str, old: str, new: str) -> dict[str, Any]:
+        # no call ids given: each scripted model numbers its calls call_1, call_2, ...
+        return subagent(
+            name,
+            files,
+            tool_call("read_file", file_path="/m.py"),
+            tool_call("edit_file", file_path="/m.py", old_string=old, new_string=new),
+            f"{name} edited /m.py.",
+        )
+
+    agent = build(
+        backend,
+        numbered("a", "return 1", "return 10"),
+        numbered("b", "return 2", "return 20"),
+        files=files,
+    )
+    state = (
+        agent.invoke(start(backend))
+        if run == "sync"
+        else asyncio.run(agent.ainvoke(start(backend)))
+    )
+    expected = SOURCE.replace("return 1", "return 10").replace("return 2", "return 20")
+    assert final_text(backend, state) == expected

@@ -143,6 +143,8 @@ def text_of(result: types.CallToolResult) -> str:
 
 
 def make_workspace(root: Path) -> Path:
+    """`root` (made if missing) with src/app.py, notes.txt and logo.png."""
+    root.mkdir(parents=True, exist_ok=True)
     (root / "src").mkdir()
     (root / "src" / "app.py").write_text('def greet(name):\n    return f"Helo, {name}!"\n')
     (root / "notes.txt").write_text("alpha\nbeta\n")

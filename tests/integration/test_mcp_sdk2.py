@@ -4,8 +4,9 @@ The `test` extra pins mcp 1.x (langchain-mcp-adapters requires mcp<2), so this t
 second venv, `.venv-mcp2`, with mcp 2.x (`scripts/venv`: the first run installs it, later
 runs reuse it while `pyproject.toml` is unchanged; `scripts/setup` does not make it), and
 runs there the server's unit tests and its integration tests over stdio and HTTP (our
-Python client, the HTTP door, the official TypeScript client), and mcp 2.x's own `Client`
-on the 2026-07-28 protocol (also against two instances behind a round-robin).
+Python client, the HTTP door, the official TypeScript client, MCP Inspector's CLI), and
+mcp 2.x's own `Client` on the 2026-07-28 protocol (also against two instances behind a
+round-robin).
 Left out: the two modules that need langchain-mcp-adapters.
 """
 
@@ -36,6 +37,7 @@ MODULES = [
     "tests/integration/test_mcp_server.py",
     "tests/integration/test_mcp_http_door.py",
     "tests/integration/test_mcp_typescript.py",
+    "tests/integration/test_mcp_inspector.py",
     "tests/integration/test_mcp_client_modern.py",
     "tests/integration/test_mcp_round_robin.py",
 ]

@@ -1,7 +1,7 @@
 """The server driven by a client we did not write: the official MCP TypeScript SDK.
 
 `tests/integration/mcp_ts/client.mjs` (the SDK v1, pinned by its package.json and
-lockfile, installed with `npm ci` into a cache folder on first use) and
+lockfile, installed with `npm ci` into a cache folder on first use: `npm_packages`) and
 `tests/integration/mcp_ts2/client.mjs` (the SDK v2, which speaks 2026-07-28 to an mcp 2.x
 server) run a scenario against the server over stdio and over streamable HTTP and print
 what they saw as JSON. Skipped,
@@ -10,10 +10,7 @@ with the reason, only when Node.js or npm is not installed.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +20,7 @@ import pytest
 
 from langchain_fstools.mcp.sdk import GENERATION
 from tests.integration.mcp_servers import command, http_server, make_workspace, server_env
+from tests.integration.npm_packages import installed
 
 pytestmark = [
     pytest.mark.integration,
@@ -33,27 +31,6 @@ pytestmark = [
 PACKAGE = Path(__file__).parent / "mcp_ts"
 PACKAGE_2 = Path(__file__).parent / "mcp_ts2"
 NODE_TIMEOUT = 180
-
-
-def installed(package: Path, sdk: str) -> Path:
-    """A folder with `package`'s client.mjs and its SDK installed by `npm ci` (kept)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("Node.js and npm are needed to run the TypeScript SDK client")
-    lock = (package / "package-lock.json").read_bytes()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    folder = cache / "langchain-fstools" / f"{package.name}-{hashlib.sha256(lock).hexdigest()[:16]}"
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in ("package.json", "package-lock.json", "client.mjs"):
-        shutil.copyfile(package / name, folder / name)
-    if not (folder / "node_modules" / sdk).is_dir():
-        subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=folder,
-            check=True,
-            timeout=600,
-        )
-    return folder
 
 
 @pytest.fixture(scope="module")

@@ -5,15 +5,12 @@ accepts the risk; with `conditional_writes="none"` it is written to, as the user
 (SeaweedFS, which checks them, has one winner: tests/integration/test_objectstore_seaweedfs.py.)
 
 s3rver is installed with `npm ci` from tests/integration/s3rver/ into a cache folder on
-first use and runs on 127.0.0.1. Skipped, with the reason, only when Node.js or npm is
+first use (`npm_packages`) and runs on 127.0.0.1. Skipped, with the reason, only when Node.js or npm is
 not installed.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
 import socket
 import subprocess
 import time
@@ -28,6 +25,7 @@ from obstore.store import S3Store
 from langchain_fstools import FileToolkit, ObjectStoreBackend
 from langchain_fstools.backends import ABSENT
 from langchain_fstools.errors import ConditionalWritesIgnored
+from tests.integration.npm_packages import installed
 
 pytestmark = [
     pytest.mark.integration,
@@ -48,23 +46,7 @@ REFUSED = (
 @pytest.fixture(scope="module")
 def s3rver_dir() -> Path:
     """A folder with s3rver installed by `npm ci` (kept across runs)."""
-    npm = shutil.which("npm")
-    if shutil.which("node") is None or npm is None:
-        pytest.skip("Node.js and npm are needed to run s3rver")
-    lock = (PACKAGE / "package-lock.json").read_bytes()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    folder = cache / "langchain-fstools" / f"s3rver-{hashlib.sha256(lock).hexdigest()[:16]}"
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in ("package.json", "package-lock.json"):
-        shutil.copyfile(PACKAGE / name, folder / name)
-    if not (folder / "node_modules" / "s3rver" / "bin" / "s3rver.js").is_file():
-        subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=folder,
-            check=True,
-            timeout=600,
-        )
-    return folder
+    return installed(PACKAGE, "s3rver")
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,8 @@ def test_what_a_command_changes_over_the_branch_is_taken_into_it(
 ) -> None:
     branch = BranchBackend(base)
     branch.write_bytes("/new.txt", b"new\n")
-    run(branch, "rm new.txt && sed -i s/1/3/ m.py && rm old.txt")
+    said = run(branch, "rm new.txt && sed -i s/1/3/ m.py && rm old.txt")
+    assert "D /new.txt" in said, said
     assert not branch.exists("/new.txt")
     assert not branch.exists("/old.txt")
     assert branch.read_bytes("/m.py") == b"x = 3\n"

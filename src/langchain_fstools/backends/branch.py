@@ -19,7 +19,8 @@ compared is the one the branch recorded when it first touched the file):
 2. Both changed it: a three-way, line-based merge (`formats.merge`) of the recorded
    base bytes, the base's current bytes and the branch's. A file both created (absent
    when the branch created it, present now) merges the same way from an empty base.
-   Text that is not UTF-8 cannot be merged and is a conflict.
+   Text that is not UTF-8 cannot be merged and is a conflict; so is a clean line merge
+   whose result has a syntax error neither side has (with the `syntax` extra).
 3. The branch deleted a file the base changed since, or changed a file the base
    deleted since: a conflict. So when one branch writes a file anew (or edits it) and
    another deletes it, whichever merges first wins and the second merge is a conflict
@@ -64,7 +65,7 @@ import functools
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_fstools.backends.branch_layer import BranchLayer, Proposed
 from langchain_fstools.backends.modes import os_error
@@ -74,12 +75,13 @@ from langchain_fstools.core.changesets import ChangedEntry, ChangeKind
 from langchain_fstools.core.records import DIRECTORY_VERSION, content_version
 from langchain_fstools.core.results import Write
 from langchain_fstools.errors import BranchFull, ExecutionUnsupported, PartialWrite, VersionConflict
+from langchain_fstools.formats import syntax
 from langchain_fstools.formats.merge import Hunk, merge
 from langchain_fstools.search.contract import SearchPart
 from langchain_fstools.shell.overlay import upper_path
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterable
+    from collections.abc import Callable, Hashable, Iterable, Mapping
 
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import ChangeSet
@@ -182,6 +184,10 @@ class _Step:
     data: bytes | None
     version: str
     before: bytes | None
+
+
+Side = Literal["branch", "base"]
+"""Which side of a conflicting file a merge takes whole."""
 
 
 class BranchBackend(Backend):
@@ -645,18 +651,38 @@ class BranchBackend(Backend):
             VersionConflict, OSError: the base changed while the merge was committed;
                 the steps already taken were undone.
         """
-        return calls.run(self._merging(), self.base)
+        return calls.run(self.merging(), self.base)
 
     async def amerge(self) -> MergeResult:
         """Async `merge`."""
-        return await calls.arun(self._merging(), self.base)
+        return await calls.arun(self.merging(), self.base)
 
-    def _merging(self) -> Effect[MergeResult]:
+    def over(self, base: Backend) -> BranchBackend:
+        """This branch (its changes shared) over another view or binding of its base."""
+        moved = BranchBackend(base, max_files=self.max_files, max_bytes=self.max_bytes)
+        moved._changes = self._changes
+        return moved
+
+    def merging(self, sides: Mapping[str, Side] | None = None) -> Effect[MergeResult]:
+        """`merge` as an effect over the base; `sides` settles files by hand.
+
+        Args:
+            sides: For a file a merge found in conflict, which side to take whole:
+                `"branch"` (the branch's content, or its deletion, over whatever the
+                base holds now) or `"base"` (the branch's change of it is dropped).
+        """
+        sides = sides or {}
         steps: list[_Step] = []
         conflicts: list[FileConflict] = []
         directories: list[tuple[str, bool]] = []
         for path in sorted(self._changes.touched):
             touched = self._changes.touched[path]
+            side = sides.get(path)
+            if side == "base":
+                continue
+            if side == "branch" and touched.kind is EntryKind.FILE:
+                yield from _plan_taken(path, touched, steps)
+                continue
             if touched.kind is EntryKind.DIRECTORY:
                 conflict = yield from self._plan_directory(path, touched, directories)
             else:
@@ -717,6 +743,36 @@ def _plan_file(path: str, touched: _Touched, steps: list[_Step]) -> Effect[FileC
     return _plan_lines(path, touched, _Step(path, now, version, now), steps)
 
 
+def _broken_by_merge(path: str, ours: str, theirs: str, merged: str) -> str | None:
+    """Why a clean line merge cannot stand: a syntax error neither side has (or None).
+
+    Checked with the `syntax` extra only, for the languages it knows.
+    """
+    language = syntax.language_for(path, merged) if syntax.available() else None
+    if language is None:
+        return None
+    new = syntax.introduced_errors(ours, merged, language)
+    if not new or not syntax.introduced_errors(theirs, merged, language):
+        return None
+    return (
+        "Both changed this file and the lines merged, but the result has a syntax error"
+        f" at line {new[0].line} that neither side has."
+    )
+
+
+def _plan_taken(path: str, touched: _Touched, steps: list[_Step]) -> Effect[None]:
+    """Plan the branch's side of a file whole, over what the base holds now."""
+    try:
+        current: FileInfo | None = yield from calls.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        current = None
+    if current is None and touched.data is None:
+        return
+    before = (yield from calls.read_bytes(path)) if current is not None else None
+    version = ABSENT if current is None else current.version
+    steps.append(_Step(path, touched.data, version, before))
+
+
 def _plan_lines(
     path: str, touched: _Touched, current: _Step, steps: list[_Step]
 ) -> FileConflict | None:
@@ -728,6 +784,9 @@ def _plan_lines(
     merged = merge(*texts)
     if merged.text is None:
         return FileConflict(path, _LINES, merged.conflicts)
+    broken = _broken_by_merge(path, texts[1], texts[2], merged.text)
+    if broken is not None:
+        return FileConflict(path, broken)
     steps.append(_Step(path, merged.text.encode(), current.version, current.before))
     return None
 
@@ -809,4 +868,5 @@ __all__ = [
     "FileConflict",
     "MergeResult",
     "Proposed",
+    "Side",
 ]

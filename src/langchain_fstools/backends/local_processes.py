@@ -14,14 +14,13 @@ from __future__ import annotations
 import shutil
 import stat as stat_module
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_fstools.core.changesets import ChangeKind, ChangeSet
 from langchain_fstools.errors import InvalidArgument
-from langchain_fstools.shell.overlay import Overlay, upper_path
+from langchain_fstools.shell.overlay import Overlay, stamp, upper_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -145,7 +144,7 @@ class LocalProcesses:
         overlay = background.view
         if isinstance(overlay, Overlay):
             # the fine clock: never behind the inode times the commit (and its clean-up) set
-            background.view = replace(overlay, started_ns=time.time_ns())
+            background.view = replace(overlay, started_ns=stamp(overlay.folder))
             if not background.running:
                 shutil.rmtree(overlay.folder, ignore_errors=True)
                 background.view = None

@@ -29,7 +29,7 @@ from langchain_fstools.mcp.content import error_result
 from langchain_fstools.mcp.notifications import Progress
 from langchain_fstools.permissions.approval import approval_request
 from langchain_fstools.permissions.gate import PermissionGate
-from langchain_fstools.tools.base import FileTool
+from langchain_fstools.tools.base import FileTool, call_key
 from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
 from langchain_fstools.tools.reads import READS_KEY
 from langchain_fstools.tools.render import render_error
@@ -152,13 +152,14 @@ class Session:
         if refusal is not None:
             return Ran(None, reply=refusal)
         deferred = self.toolkit.context.deferred_updates
-        deferred[call_id] = {}  # no graph state: the tool leaves its read records here
+        key = call_key(CallRuntime(call_id))
+        deferred[key] = {}  # no graph state: the tool leaves its read records here
         try:
             async with Progress(request) as progress:
                 runtime = CallRuntime(call_id, stream_writer=progress.writer, state=seen)
                 message = await self.run(tool, call, runtime)
         finally:
-            added: dict[str, ReadRecord] = deferred.pop(call_id, {}).get(READS_KEY, {})
+            added: dict[str, ReadRecord] = deferred.pop(key, {}).get(READS_KEY, {})
             if self.gate is not None:
                 self.gate.revoke(call_id)
         return Ran(message, added)

@@ -18,8 +18,15 @@ merges left; that is also the order LangGraph applies their state updates in, so
 kept in graph state (`StateBackend`) end with every merge of the turn.
 
 A merge with conflicts commits nothing: the call's result says so, with each
-conflicting file's hunks (the base, the files now, the subagent's), for the parent to
-make the change itself. A call that raises is not merged; its branch is dropped.
+conflicting file's hunks (the base, the files now, the subagent's); the branch is kept
+for the `merge` tool (`tools.merge_branch`), with which the parent merges it again once
+resolved, or takes one side of a file whole. A call that raises is not merged; its
+branch is dropped. Permission rules judge the merge as they judge a command's changes
+(inside the branch, writes do not ask): a change they ask about is put to a person in
+one interrupt, and the call resumes at its merge.
+
+The tasks of a `Send` fan-out in a hand-built graph branch the same way through
+`BranchedCalls.node`, merged in the order of their `Send`s.
 """
 
 from __future__ import annotations
@@ -27,40 +34,55 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import inspect
 import threading
 import time
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langchain.agents.middleware.human_in_the_loop import ActionRequest, HITLRequest, ReviewConfig
 from langchain_core.messages import ToolMessage
+from langgraph.config import get_store
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.types import interrupt
 
-from langchain_fstools.backends.branch import BranchBackend, FileConflict, MergeResult, Proposed
+from langchain_fstools.backends.branch import BranchBackend, MergeResult, Proposed
 from langchain_fstools.backends.guarded import BackendView
 from langchain_fstools.core import calls
 from langchain_fstools.core.changesets import Change, ChangeSet
 from langchain_fstools.core.wording import plural
-from langchain_fstools.errors import FsToolsError
+from langchain_fstools.errors import BranchNotMerged, FsToolsError
 from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.middleware.turns import turn_of
 from langchain_fstools.permissions.approval import Approval, FileActionRequest, decisions
-from langchain_fstools.tools.runtime import running_config
+from langchain_fstools.tools.merge_branch import (
+    BRANCH_KEY,
+    KeptBranches,
+    MergeTool,
+    conflicts_report,
+)
+from langchain_fstools.tools.runtime import StateRuntime, running_config
 from langchain_fstools.tools.updates import with_state_update
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
 
+    from langchain_core.runnables import RunnableConfig
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command
 
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.permissions.gate import PermissionGate
+    from langchain_fstools.tools.base import ToolContext
 
     Result = ToolMessage | Command[Any]
+    Outcome = MergeResult | FsToolsError | OSError | str
+    """What a merge did: its result, the error that stopped it, or why it did not run."""
+
+R = TypeVar("R")
 
 DEFAULT_BRANCHING = ("task",)
 """The tools whose calls get a branch with `branches=True`: deepagents' subagent tool."""
@@ -78,9 +100,6 @@ JOIN_WAIT = 10.0
 
 _KEPT_TURNS = 64
 """Turns kept whose branching calls did not all run."""
-
-_HUNK_LINES = 12
-"""Lines shown per side of a conflicting hunk; the rest is counted."""
 
 
 class BranchSwitch(BackendView):
@@ -116,7 +135,9 @@ class _Turn:
 
     Attributes:
         order: The ids of the turn's branching calls, in the order the model gave them
-            (the order LangGraph applies their state updates in).
+            (the order LangGraph applies their state updates in); empty for the tasks
+            of a `Send` fan-out, whose number is not known.
+        position: Each call's place in that order (a `Send` task's index).
         joined: The calls that started (a call another middleware refused never does).
         ran: The calls whose subagent has returned (or raised).
         done: The calls merged, or ended without a merge.
@@ -124,6 +145,7 @@ class _Turn:
     """
 
     order: tuple[str, ...]
+    position: dict[str, int] = field(default_factory=dict)
     joined: set[str] = field(default_factory=set)
     ran: set[str] = field(default_factory=set)
     done: set[str] = field(default_factory=set)
@@ -146,8 +168,9 @@ class _Turn:
         """
         late = time.monotonic() > self.started + JOIN_WAIT
         waited = self.joined if late else self.joined.union(self.order)
-        earlier = self.order[: self.order.index(call_id)] if call_id in self.order else ()
-        return waited <= self.ran and all(c in self.done for c in earlier if c in waited)
+        mine = self.position.get(call_id, 0)
+        earlier = [c for c in waited if self.position.get(c, 0) < mine]
+        return waited <= self.ran and all(c in self.done for c in earlier)
 
     def wait_time(self) -> float | None:
         """How long to wait for a change before checking `may_merge` again."""
@@ -156,8 +179,8 @@ class _Turn:
 
     @property
     def over(self) -> bool:
-        """Whether every branching call of the turn has ended."""
-        return self.done.issuperset(self.order)
+        """Whether every branching call of the turn has ended (never known for `Send`)."""
+        return bool(self.order) and self.done.issuperset(self.order)
 
 
 class BranchedCalls:
@@ -185,11 +208,13 @@ class BranchedCalls:
         self.storage = storage
         self.view = view
         self.gate = gate
-        self._turns: dict[tuple[str, ...], _Turn] = {}
+        self._turns: dict[tuple[Hashable, ...], _Turn] = {}
         self._lock = threading.Lock()
-        self._asking: dict[str, tuple[Result, BranchBackend]] = {}
+        self._asking: dict[str, tuple[Any, BranchBackend]] = {}
         self.switch = BranchSwitch(view(storage), key)
         """The tools' backend: the running call's branch of the files, if any."""
+        self.kept = KeptBranches()
+        """Branches whose merge conflicted, for the `merge` tool."""
 
     @classmethod
     def given(
@@ -212,6 +237,10 @@ class BranchedCalls:
         if not names or not all(isinstance(n, str) and n for n in names):
             raise ValueError(f"branches must be True, False or tool names, not {branches!r}")
         return cls(names, key, storage, view, gate)
+
+    def tools(self, context: ToolContext) -> list[MergeTool]:
+        """The tools branching adds: `merge`, for a branch that came back in conflict."""
+        return [MergeTool(context=context, kept=self.kept)] if self.names else []
 
     def on_branch(self) -> bool:
         """Whether the running call works on a branch of these files."""
@@ -238,60 +267,145 @@ class BranchedCalls:
     def run(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Result]) -> Result:
         """Run the call on a branch; merge the branch into the files it came from."""
         call_id = request.tool_call["id"] or ""
-        turn_key, turn = self._join(request, call_id)
-        try:
-            asked = self._asking.pop(call_id, None)
-            if asked is None:
-                branch = self._branch()
-                try:
-                    with _activated(self.key, branch):
-                        result = handler(request)
-                finally:
-                    turn.note(turn.ran, call_id)
-            else:  # resumed after a person was asked: the subagent ran already
-                result, branch = asked
-                turn.note(turn.ran, call_id)
-            with turn.ready:
-                while not turn.may_merge(call_id):
-                    turn.ready.wait(turn.wait_time())
-            judged = self._target(branch, turn, request)
-            refused = calls.run(self._approving(judged, branch, result, request), judged)
-            target = self._target(branch, turn, request)  # bound after a grant
-            outcome = refused or _merged(target.merge)
-        finally:
-            self._leave(turn_key, turn, call_id)
-        return _reported(result, outcome, target.state_update(), request)
+        joined = self._join(request, call_id)
+        ran = self._running(joined, call_id, request.runtime, lambda: handler(request))
+        return _reported(*ran, request)
 
     async def arun(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[Result]]
     ) -> Result:
-        """Async `run` (its wait polls: the turn's condition is a thread's)."""
+        """Async `run`."""
         call_id = request.tool_call["id"] or ""
-        turn_key, turn = self._join(request, call_id)
+        joined = self._join(request, call_id)
+        ran = await self._arunning(joined, call_id, request.runtime, lambda: handler(request))
+        return _reported(*ran, request)
+
+    def _running(
+        self,
+        joined: tuple[tuple[Hashable, ...], _Turn],
+        ident: str,
+        runtime: Any,
+        work: Callable[[], R],
+    ) -> tuple[R, Outcome, dict[str, Any]]:
+        """Do `work` on a new branch; merge it in its turn. Its result, the merge's, the update."""
+        turn_key, turn = joined
         try:
-            asked = self._asking.pop(call_id, None)
+            asked = self._asking.pop(ident, None)
             if asked is None:
                 branch = self._branch()
                 try:
                     with _activated(self.key, branch):
-                        result = await handler(request)
+                        result = work()
                 finally:
-                    turn.note(turn.ran, call_id)
+                    turn.note(turn.ran, ident)
+            else:  # resumed after a person was asked: the work was done already
+                result, branch = asked
+                turn.note(turn.ran, ident)
+            with turn.ready:
+                while not turn.may_merge(ident):
+                    turn.ready.wait(turn.wait_time())
+            judged = self._target(branch, turn, runtime)
+            refused = calls.run(self._approving(judged, branch, result, ident), judged)
+            target = self._target(branch, turn, runtime)  # bound after a grant
+            outcome = refused or _merged(target.merge)
+            self._keep(ident, branch, outcome)
+        finally:
+            self._leave(turn_key, turn, ident)
+        return result, outcome, target.state_update()
+
+    async def _arunning(
+        self,
+        joined: tuple[tuple[Hashable, ...], _Turn],
+        ident: str,
+        runtime: Any,
+        work: Callable[[], Awaitable[R]],
+    ) -> tuple[R, Outcome, dict[str, Any]]:
+        """Async `_running` (its wait polls: the turn's condition is a thread's)."""
+        turn_key, turn = joined
+        try:
+            asked = self._asking.pop(ident, None)
+            if asked is None:
+                branch = self._branch()
+                try:
+                    with _activated(self.key, branch):
+                        result = await work()
+                finally:
+                    turn.note(turn.ran, ident)
             else:
                 result, branch = asked
-                turn.note(turn.ran, call_id)
-            while not turn.may_merge(call_id):  # noqa: ASYNC110  # a thread's condition
+                turn.note(turn.ran, ident)
+            while not turn.may_merge(ident):  # noqa: ASYNC110  # a thread's condition
                 await asyncio.sleep(_POLL_SECONDS)
-            judged = self._target(branch, turn, request)
-            refused = await calls.arun(self._approving(judged, branch, result, request), judged)
-            target = self._target(branch, turn, request)
+            judged = self._target(branch, turn, runtime)
+            refused = await calls.arun(self._approving(judged, branch, result, ident), judged)
+            target = self._target(branch, turn, runtime)
             outcome = refused or await _amerged(target.amerge)
+            self._keep(ident, branch, outcome)
         finally:
-            self._leave(turn_key, turn, call_id)
-        return _reported(result, outcome, target.state_update(), request)
+            self._leave(turn_key, turn, ident)
+        return result, outcome, target.state_update()
+
+    # ----- graph nodes: the tasks of a `Send` fan-out ------------------------------------
+
+    def node(
+        self,
+        work: Callable[..., Any],
+        *,
+        on_conflict: Callable[[str], dict[str, Any]] | None = None,
+    ) -> Callable[..., Any]:
+        """A graph node that does `work` on a branch of the files, merged when it returns.
+
+        For the tasks of a `Send` fan-out: each task works on a branch of its own (its
+        file tools, and those of an agent it runs, over the same backend), and the
+        tasks of one step merge once all have returned, in the order of their `Send`s.
+        The node returns `work`'s update with the merge's (files kept in graph state:
+        the `Send` payload must carry the `files` channel). `work` takes the state, and
+        the config if it has a second parameter; it may be a coroutine function.
+
+        Args:
+            work: The node's body.
+            on_conflict: Turns the report of a branch that did not merge (kept for the
+                `merge` tool under the task's id) into a state update. Default: raise
+                `BranchNotMerged` with it.
+        """
+        takes_config = len(inspect.signature(work).parameters) > 1
+
+        def call(state: Any, config: RunnableConfig) -> Any:
+            return work(state, config) if takes_config else work(state)
+
+        if inspect.iscoroutinefunction(work):
+
+            async def anode(state: Any, config: RunnableConfig) -> dict[str, Any]:
+                joined, ident, runtime = self._task(state, config)
+                ran = await self._arunning(joined, ident, runtime, lambda: call(state, config))
+                return _node_update(*ran, ident, on_conflict)
+
+            return anode
+
+        def node(state: Any, config: RunnableConfig) -> dict[str, Any]:
+            joined, ident, runtime = self._task(state, config)
+            ran = self._running(joined, ident, runtime, lambda: call(state, config))
+            return _node_update(*ran, ident, on_conflict)
+
+        return node
+
+    def _task(
+        self, state: Any, config: RunnableConfig
+    ) -> tuple[tuple[tuple[Hashable, ...], _Turn], str, StateRuntime]:
+        """The fan-out a node's task belongs to (joined), its id, and its runtime."""
+        metadata = config.get("metadata") or {}
+        namespace = str((config.get("configurable") or {}).get("checkpoint_ns") or "")
+        parent, _, own = namespace.rpartition("|")
+        ident = own or namespace or "task"
+        path: Sequence[Any] = metadata.get("langgraph_path") or ()
+        position = path[1] if len(path) > 1 and isinstance(path[1], int) else 0
+        thread = (config.get("configurable") or {}).get("thread_id")
+        key = (thread, parent, metadata.get("langgraph_step"), metadata.get("langgraph_node"))
+        joined = self._joined(key, lambda: _Turn(()), ident, position)
+        return joined, ident, StateRuntime(state, config, _store(), ident)
 
     def _approving(
-        self, target: BranchBackend, branch: BranchBackend, result: Result, request: Any
+        self, target: BranchBackend, branch: BranchBackend, result: Any, call_id: str
     ) -> Effect[str | None]:
         """Why the merge may not go ahead, or None (what a person approved is granted).
 
@@ -314,7 +428,6 @@ class BranchedCalls:
                 "they need a person's approval, and this agent has no checkpointer to ask "
                 "with (compile it with one and pass a thread_id)"
             )
-        call_id = request.tool_call["id"] or ""
         self._asking[call_id] = (result, branch)
         answer = decisions(interrupt(_merge_request(call_id, proposed, review.asks)), 1)[0]
         self._asking.pop(call_id, None)
@@ -324,23 +437,26 @@ class BranchedCalls:
         self.gate.grant(call_id, Approval(args={}, paths=list(review.asks), expect={}))
         return None
 
+    def _keep(self, call_id: str, branch: BranchBackend, outcome: object) -> None:
+        """Keep a branch whose merge conflicted, for the `merge` tool."""
+        if isinstance(outcome, MergeResult) and not outcome.clean:
+            self.kept.keep(call_id, branch)
+
     def _branch(self) -> BranchBackend:
         """A new branch of what the tools see now (the enclosing call's branch, if any)."""
         return BranchBackend(_active().get(self.key) or self.view(self.storage))
 
-    def _target(self, branch: BranchBackend, turn: _Turn, request: ToolCallRequest) -> Any:
+    def _target(self, branch: BranchBackend, turn: _Turn, runtime: Any) -> Any:
         """The branch bound to merge into the turn's shared view of the files."""
         if isinstance(branch.base, BranchBackend):
-            return branch.bind(request.runtime)
+            return branch.bind(runtime)
         if turn.shared is None:
-            turn.shared = self.storage.bind(request.runtime)
-        merged = BranchBackend(self.view(_Prebound(turn.shared)).bind(request.runtime))
-        merged._changes = branch._changes  # noqa: SLF001  # the same branch, rebound
-        return merged
+            turn.shared = self.storage.bind(runtime)
+        return branch.over(self.view(_Prebound(turn.shared)).bind(runtime))
 
     # ----- the turn -----------------------------------------------------------------------
 
-    def _join(self, request: ToolCallRequest, call_id: str) -> tuple[tuple[str, ...], _Turn]:
+    def _join(self, request: ToolCallRequest, call_id: str) -> tuple[tuple[Hashable, ...], _Turn]:
         """The turn of the call (its branching calls), joined."""
         message = turn_of(request.state, call_id)
         calls = [] if message is None else message.tool_calls
@@ -349,12 +465,22 @@ class BranchedCalls:
             c["id"] or "" for c in calls if c["name"] in self.names and c["id"] not in answered
         ) or (call_id,)
         key = tuple(c["id"] or "" for c in calls) or (call_id,)
-        with self._lock:
-            turn = self._turns.setdefault(key, _Turn(order))
-            turn.joined.add(call_id)
-        return key, turn
+        position = {c: i for i, c in enumerate(order)}
+        return self._joined(key, lambda: _Turn(order, position), call_id, position.get(call_id, 0))
 
-    def _leave(self, key: tuple[str, ...], turn: _Turn, call_id: str) -> None:
+    def _joined(
+        self, key: tuple[Hashable, ...], turn: Callable[[], _Turn], ident: str, position: int
+    ) -> tuple[tuple[Hashable, ...], _Turn]:
+        """Join the turn (or fan-out) under `key`, made by `turn` if it is the first."""
+        with self._lock:
+            found = self._turns.get(key)
+            if found is None:
+                found = self._turns[key] = turn()
+            found.position.setdefault(ident, position)
+            found.joined.add(ident)
+        return key, found
+
+    def _leave(self, key: tuple[Hashable, ...], turn: _Turn, call_id: str) -> None:
         """End the call's part in its turn; forget the turn once every call ended.
 
         A turn some call of which never started (another middleware answered it) is
@@ -418,12 +544,13 @@ async def _amerged(
 
 def _reported(
     result: Result,
-    outcome: MergeResult | FsToolsError | OSError | str,
+    outcome: Outcome,
     update: dict[str, Any],
     request: ToolCallRequest,
 ) -> Result:
     """`result` with what the merge did said after the subagent's answer."""
-    message = _message_of(result, request.tool_call["id"])
+    ident = request.tool_call["id"] or ""
+    message = _message_of(result, ident)
     if message is None:
         return with_state_update(result, update) if update else result
     if isinstance(outcome, MergeResult) and outcome.clean:
@@ -432,11 +559,43 @@ def _reported(
         note = f"The subagent's changes were merged: {', '.join(outcome.merged)}."
         status = message.status
     else:
-        note = _refusal(outcome)
+        note = _refusal(outcome, ident)
         status = "error"
     text = f"{message.text}\n\n{note}" if message.text else note
-    amended = message.model_copy(update={"content": text, "status": status})
+    changes: dict[str, Any] = {"content": text, "status": status}
+    if isinstance(outcome, MergeResult) and not outcome.clean:
+        changes["artifact"] = {BRANCH_KEY: ident, "conflicts": [c.path for c in outcome.conflicts]}
+    amended = message.model_copy(update=changes)
     return with_state_update(result, update, message=amended)
+
+
+def _node_update(
+    result: Any,
+    outcome: Outcome,
+    update: dict[str, Any],
+    ident: str,
+    on_conflict: Callable[[str], dict[str, Any]] | None,
+) -> dict[str, Any]:
+    """A node's update: its work's, with the merge's; a branch not merged reported."""
+    merged = dict(result) if isinstance(result, Mapping) else {}
+    for channel, values in update.items():
+        mine = merged.get(channel)
+        both = isinstance(mine, Mapping) and isinstance(values, Mapping)
+        merged[channel] = {**mine, **values} if both else values  # type: ignore[dict-item]
+    if isinstance(outcome, MergeResult) and outcome.clean:
+        return merged
+    report = _refusal(outcome, ident)
+    if on_conflict is None:
+        raise BranchNotMerged(ident, report)
+    return {**merged, **on_conflict(report)}
+
+
+def _store() -> Any:
+    """The running graph's store, if it has one."""
+    try:
+        return get_store()
+    except RuntimeError:
+        return None
 
 
 def _message_of(result: Result, call_id: str | None) -> ToolMessage | None:
@@ -448,23 +607,14 @@ def _message_of(result: Result, call_id: str | None) -> ToolMessage | None:
     return found[-1] if found else None
 
 
-def _refusal(outcome: MergeResult | FsToolsError | OSError | str) -> str:
+def _refusal(outcome: Outcome, ident: str) -> str:
     """What the parent reads when the branch was not merged."""
-    if not isinstance(outcome, MergeResult):
-        return (
-            f"The subagent's changes were not merged ({outcome}); nothing of them was "
-            "applied. Make the changes yourself."
-        )
-    count = plural(len(outcome.conflicts), "file")
-    parts = [
-        (
-            f"The subagent's changes were not merged: {count} changed meanwhile in ways "
-            "that conflict, so nothing of them was applied. Read the files and make the "
-            "changes yourself:"
-        )
-    ]
-    parts += [_conflict(conflict) for conflict in outcome.conflicts]
-    return "\n".join(parts)
+    if isinstance(outcome, MergeResult):
+        return conflicts_report(outcome, ident)
+    return (
+        f"The subagent's changes were not merged ({outcome}); nothing of them was applied."
+        " Make the changes yourself."
+    )
 
 
 def _merge_request(call_id: str, proposed: Sequence[Proposed], asks: Sequence[str]) -> HITLRequest:
@@ -504,18 +654,6 @@ def _resumable(config: Any) -> bool:
     """Whether the running graph can resume after an interrupt (it has a checkpointer)."""
     configurable = config.get("configurable") or {} if isinstance(config, dict) else {}
     return bool(configurable) and configurable.get(CONFIG_KEY_CHECKPOINTER) is not None
-
-
-def _conflict(conflict: FileConflict) -> str:
-    lines = [f"{conflict.path}: {conflict.reason}"]
-    for hunk in conflict.hunks:
-        lines.append(f"  at line {hunk.line}:")
-        for side, text in (("base", hunk.base), ("now", hunk.ours), ("subagent", hunk.theirs)):
-            lines.append(f"  {side}:")
-            lines += [f"    {line.rstrip(chr(10))}" for line in text[:_HUNK_LINES]]
-            if len(text) > _HUNK_LINES:
-                lines.append(f"    ({plural(len(text) - _HUNK_LINES, 'more line')})")
-    return "\n".join(lines)
 
 
 __all__ = ["DEFAULT_BRANCHING", "BranchSwitch", "BranchedCalls", "on_branch"]

@@ -36,7 +36,7 @@ from langchain_fstools.permissions.command_review import CommandReview
 from langchain_fstools.permissions.gate import PermissionGate
 from langchain_fstools.permissions.review import TurnReview
 from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
-from langchain_fstools.tools.base import FileTool
+from langchain_fstools.tools.base import FileTool, call_key
 from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
 from langchain_fstools.tools.toolkit import FileToolkit
 from langchain_fstools.tools.undo_edit import UndoEditTool
@@ -195,7 +195,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         view = functools.partial(_tools_view, gate=gate, recording=recording)
         self.branches = BranchedCalls.given(branches, key, backend, view, gate)
         self.toolkit = FileToolkit(self.branches.switch, tools=tools, **settings)
-        self.tools = self.toolkit.get_tools()
+        self.tools = [*self.toolkit.get_tools(), *self.branches.tools(self.toolkit.context)]
         if history and (tools is None or UndoEditTool.model_fields["name"].default in tools):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
         if system_prompt == SYSTEM_PROMPT:
@@ -265,14 +265,14 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         if blocked is not None:
             return blocked
         handler = self.branches.wrapping(request, handler)
-        call_id = self._open(request)
+        key = self._open(request)
         try:
             evicting = self.eviction
             result = (
                 handler(request) if evicting is None else evicting.wrap_tool_call(request, handler)
             )
         finally:
-            update = self._close(call_id)
+            update = self._close(key)
         return with_state_update(result, update) if update else result
 
     async def awrap_tool_call(
@@ -285,14 +285,14 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         if blocked is not None:
             return blocked
         handler = self.branches.awrapping(request, handler)
-        call_id = self._open(request)
+        key = self._open(request)
         try:
             evicting = self.eviction
             result = await (
                 handler(request) if evicting is None else evicting.awrap_tool_call(request, handler)
             )
         finally:
-            update = self._close(call_id)
+            update = self._close(key)
         return with_state_update(result, update) if update else result
 
     def _admitting(self, request: ToolCallRequest) -> Effect[ToolMessage | None]:
@@ -302,17 +302,17 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             return refused
         return (yield from self.review.admitting(request.tool_call, request.state))
 
-    def _open(self, request: ToolCallRequest) -> str:
+    def _open(self, request: ToolCallRequest) -> tuple[str, str]:
         """Start a call: its state update is left for this middleware to return."""
-        call_id = request.tool_call["id"] or ""
-        self.toolkit.context.deferred_updates[call_id] = {}
-        return call_id
+        key = call_key(request.runtime)
+        self.toolkit.context.deferred_updates[key] = {}
+        return key
 
-    def _close(self, call_id: str) -> dict[str, Any]:
+    def _close(self, key: tuple[str, str]) -> dict[str, Any]:
         """End a call: its approval ends; its state update, to return with the message."""
         if self.review is not None:
-            self.review.finished(call_id)
-        return self.toolkit.context.deferred_updates.pop(call_id, {})
+            self.review.finished(key[1])
+        return self.toolkit.context.deferred_updates.pop(key, {})
 
     # ----- file history: rewind ------------------------------------------------------------
 

@@ -85,6 +85,15 @@ class OutputBuffer:
             first = STDERR_MARK + first
         return b"\n".join([first, *marked])
 
+    def skip(self, count: int) -> None:
+        """Count `count` bytes as cut here, where a window kept elsewhere dropped them.
+
+        What is added after is kept as the tail (a remote host's head and tail, replayed).
+        """
+        if count > 0:
+            self._head_limit = len(self._head)
+            self._dropped += count
+
     @property
     def dropped_bytes(self) -> int:
         """Bytes cut from the middle so far."""

@@ -23,7 +23,12 @@ breaks hard links (each name is committed as a file of its own); FIFOs, sockets 
 devices a command creates are not committed.
 
 Whether a path also changed in the workspace while the command ran is told by its
-inode change time (`st_ctime`, which no program can set) against the command's start.
+inode change time (`st_ctime`, which no program can set) against the command's start,
+as the file systems stamp it (`stamp`): kernels with multigrain timestamps (6.13 and
+later) may stamp a change ahead of the coarse clock, so a file written just before the
+command would otherwise look changed while it ran. A change in the same clock tick as
+the start is not told apart from one before it; the commit's version check still
+catches a change made after the set was read.
 """
 
 from __future__ import annotations
@@ -84,13 +89,27 @@ class Layer(Protocol):
         """What the command saw below its upper layer: this layer over `workspace`."""
 
 
+def stamp(folder: str) -> int:
+    """Now, as a file system stamps a change (`st_ctime`) made here: in ns.
+
+    Never before the coarse clock, and, with multigrain timestamps (whose stamps are
+    ordered across files), never before the ctime of any change made earlier.
+    """
+    marker = tempfile.mkdtemp(prefix=".stamp-", dir=folder)
+    try:
+        stamped = os.stat(marker).st_ctime_ns
+    finally:
+        os.rmdir(marker)
+    return max(stamped, time.clock_gettime_ns(_CLOCK_REALTIME_COARSE))
+
+
 @dataclass(frozen=True)
 class Overlay:
     """The private upper and work folders of one command's copy-on-write view.
 
     Attributes:
         folder: The private host folder holding `upper/` and `work/`.
-        started_ns: When the command started (the coarse clock ctime uses), in ns.
+        started_ns: When the command started, as the file systems stamp it (`stamp`).
     """
 
     folder: str
@@ -102,7 +121,7 @@ class Overlay:
         folder = tempfile.mkdtemp(prefix="fstools-cow-", dir=parent)
         os.mkdir(os.path.join(folder, "upper"), 0o755)
         os.mkdir(os.path.join(folder, "work"), 0o700)
-        return cls(folder, time.clock_gettime_ns(_CLOCK_REALTIME_COARSE))
+        return cls(folder, stamp(folder))
 
     @property
     def upper(self) -> str:
@@ -278,4 +297,4 @@ def files_equal(first: int, second: int) -> bool:
         offset += len(one)
 
 
-__all__ = ["Layer", "LowerTree", "Overlay", "files_equal", "upper_path"]
+__all__ = ["Layer", "LowerTree", "Overlay", "files_equal", "stamp", "upper_path"]

@@ -112,6 +112,17 @@ def _compact(schema: dict[str, Any]) -> None:
                 spec.update(kept[0] if len(kept) == 1 else {"anyOf": kept})
 
 
+def call_key(runtime: Any) -> tuple[str, str]:
+    """Which tool call a runtime is of: its namespace in the graph and its id.
+
+    Models may reuse call ids (a scripted model, some local servers) and parallel
+    subagents share the middleware that runs their calls: the namespace tells them apart.
+    """
+    config = getattr(runtime, "config", None) or {}
+    namespace = (config.get("configurable") or {}).get("checkpoint_ns") or ""
+    return str(namespace), str(getattr(runtime, "tool_call_id", None) or "")
+
+
 class ToolContext:
     """State shared by the tools of one toolkit: backend, settings, caches, reads.
 
@@ -144,7 +155,7 @@ class ToolContext:
         """Parse trees of recently read or changed files, for incremental syntax checks."""
         self._background: ThreadPoolExecutor | None = None
         self._background_lock = threading.Lock()
-        self.deferred_updates: dict[str, dict[str, Any]] = {}
+        self.deferred_updates: dict[tuple[str, str], dict[str, Any]] = {}
         """Tool call ids whose wrapper (`FilesystemMiddleware`) sends the state update
         with the message: the tool leaves its update here under the id and returns a
         plain message, since LangGraph deep-copies every `Command` a tool returns, but
@@ -460,8 +471,9 @@ class FileTool(BaseTool):
         tool_call_id = getattr(scope.runtime, "tool_call_id", None)
         if not update or tool_call_id is None:
             return outcome.content, outcome.artifact
-        if tool_call_id in self.context.deferred_updates:
-            self.context.deferred_updates[tool_call_id] = update
+        key = call_key(scope.runtime)
+        if key in self.context.deferred_updates:
+            self.context.deferred_updates[key] = update
             return outcome.content, outcome.artifact
         message = ToolMessage(
             content=outcome.content,

@@ -243,6 +243,9 @@ def _patch_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one retur
 def _write_error(exc: BaseException) -> str | None:
     """Writes that waited for other writers too long, or found their branch full."""
     match exc:
+        case errors.BranchNotMerged(report=report):
+            said = report.rstrip()
+            return f"Error: {said}" if said.endswith((".", "?", ":")) else f"Error: {said}."
         case errors.BranchFull(path=path, limit=limit, maximum=maximum):
             held = plural(maximum, "changed path") if limit == "files" else plural(maximum, "byte")
             return (

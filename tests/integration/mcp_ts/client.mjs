@@ -12,7 +12,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, ProgressNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [scenario, target, answer] = process.argv.slice(2);
 
@@ -59,6 +59,22 @@ function summary(result) {
 async function tools() {
   const out = {};
   const first = await open([]);
+  // The SDK hands a progress notification to `onprogress` in a microtask, after a
+  // response that arrived in the same chunk has dropped the call's progress handler: a
+  // call's last notification, sent just before its result, is then lost ("unknown
+  // token"). So every notification is kept here as it arrives, and each call takes the
+  // ones that came while it ran (the calls are one after another).
+  const notified = [];
+  const progress = [];
+  first.setNotificationHandler(ProgressNotificationSchema, (n) => notified.push(n.params));
+  const during = async (tool, call) => {
+    const before = notified.length;
+    const result = await call({ onprogress: () => {} }); // asks the server for progress
+    for (const p of notified.slice(before)) {
+      progress.push({ tool, progress: p.progress, message: p.message });
+    }
+    return result;
+  };
   out.server = first.getServerVersion();
   out.tools = Object.fromEntries(
     (await first.listTools()).tools.map((t) => [
@@ -95,21 +111,16 @@ async function tools() {
   );
   await another.close();
 
-  const progress = [];
   out.grep = summary(
-    await first.callTool({ name: "grep", arguments: { pattern: "needle" } }, undefined, {
-      onprogress: (p) => progress.push({ tool: "grep", progress: p.progress, message: p.message }),
-    }),
+    await during("grep", (options) =>
+      first.callTool({ name: "grep", arguments: { pattern: "needle" } }, undefined, options),
+    ),
   );
   if (out.tools.execute) {
+    const command = "for i in 1 2 3; do echo tick$i; sleep 0.3; done";
     out.execute = summary(
-      await first.callTool(
-        { name: "execute", arguments: { command: "for i in 1 2 3; do echo tick$i; sleep 0.3; done" } },
-        undefined,
-        {
-          onprogress: (p) =>
-            progress.push({ tool: "execute", progress: p.progress, message: p.message }),
-        },
+      await during("execute", (options) =>
+        first.callTool({ name: "execute", arguments: { command } }, undefined, options),
       ),
     );
   }

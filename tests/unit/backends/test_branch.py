@@ -429,3 +429,20 @@ def test_a_path_missing_from_the_view_is_missing_by_the_views_account(ws: Worksp
             read("/old.txt/inside")
     with pytest.raises(NotADirectoryError):
         view.read_bytes("/m.py/inside")
+
+
+def test_a_clean_line_merge_that_breaks_the_syntax_is_a_conflict(ws: Workspace) -> None:
+    pytest.importorskip("tree_sitter_language_pack")
+    base = b"s = 1\na = 0\nt = 2\nb = 0\nu = 3\n"
+    ws.change_base("/q.py", base)
+    first, second = ws.branch(), ws.branch()
+    # each side is valid Python; together the string the first opens swallows the second's
+    quoted = base.replace(b"s = 1", b's = """').replace(b"u = 3", b'"""')
+    calls.run(calls.write_bytes("/q.py", quoted), first.bind(ws.h.runtime()))
+    added = base.replace(b"t = 2", b't = 2 + """x"""')
+    calls.run(calls.write_bytes("/q.py", added), second.bind(ws.h.runtime()))
+    assert ws.merge(first) == MergeResult(merged=("/q.py",))
+    result = ws.merge(second)
+    assert [c.path for c in result.conflicts] == ["/q.py"]
+    assert "syntax error at line" in result.conflicts[0].reason
+    assert ws.in_base("/q.py") == quoted  # nothing of the second branch committed

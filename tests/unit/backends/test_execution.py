@@ -74,3 +74,20 @@ def test_bytes_that_are_not_utf8_are_replaced_not_raised() -> None:
 def test_a_cap_below_two_bytes_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 2"):
         OutputBuffer(1)
+
+
+def test_a_window_replayed_with_skip_keeps_its_gap_where_it_was() -> None:
+    buffer = OutputBuffer(100)
+    buffer.add(b"head\n")
+    buffer.skip(1234)
+    buffer.add(b"tail\n")
+    assert buffer.dropped_bytes == 1234
+    assert buffer.text() == "head\n\n[... 1,234 bytes of output omitted ...]\ntail\n"
+
+
+def test_skipping_nothing_leaves_the_buffer_whole() -> None:
+    buffer = OutputBuffer(100)
+    buffer.add(b"one\n")
+    buffer.skip(0)
+    buffer.add(b"two\n")
+    assert (buffer.text(), buffer.dropped_bytes) == ("one\ntwo\n", 0)

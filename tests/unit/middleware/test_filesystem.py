@@ -187,12 +187,12 @@ def test_a_tool_under_the_middleware_returns_a_plain_message() -> None:
     alone = read.invoke({**call, "args": {"file_path": "/a.py", "runtime": runtime}})
     assert isinstance(alone, Command)  # outside the middleware's call: its own update
     assert not deferred
-    deferred["r1"] = {}  # what the middleware does around the calls it wraps
+    deferred["", "r1"] = {}  # what the middleware does around the calls it wraps
     message = read.invoke({**call, "args": {"file_path": "/a.py", "runtime": runtime}})
     assert isinstance(message, ToolMessage)
     assert message.content == "1\tx"
-    assert list(deferred) == ["r1"]
-    assert list(deferred["r1"]["file_reads"]) == ["/a.py"]
+    assert list(deferred) == [("", "r1")]
+    assert list(deferred["", "r1"]["file_reads"]) == ["/a.py"]
 
 
 class _Mine(FilesystemMiddleware):

@@ -223,6 +223,22 @@ def test_a_path_changed_in_the_workspace_while_the_command_ran_is_stale(tmp_path
     result.changes.discard()
 
 
+def test_a_file_written_just_before_the_command_is_not_stale(tmp_path: Path) -> None:
+    # Kernels with multigrain timestamps stamp a change ahead of the coarse clock: a
+    # write a millisecond before the command must not look like one made while it ran.
+    root = workspace(tmp_path / "root")
+    backend = LocalBackend(root, execute=True)
+    backend.execute("true", timeout=30, output_limit=10)  # a warm session: no delay
+    for attempt in range(20):
+        (root / "a.txt").write_text(f"written {attempt}\n")
+        (root / "a.txt").stat()  # a queried inode gets a fine-grained stamp next
+        (root / "a.txt").write_text(f"again {attempt}\n")
+        result = backend.execute_changes("echo mine >> a.txt", timeout=30, output_limit=10)
+        assert result.changes is not None
+        assert [c.stale for c in result.changes.changes] == [False], attempt
+        result.changes.discard()
+
+
 def test_a_commit_after_the_workspace_changed_commits_nothing(tmp_path: Path) -> None:
     root = workspace(tmp_path / "root")
     backend = LocalBackend(root, execute=True)

@@ -12,22 +12,25 @@ import asyncssh
 
 from langchain_fstools.backends.loop import LoopThread
 from langchain_fstools.backends.ssh.connection import DEFAULT_KNOWN_HOSTS
-from langchain_fstools.backends.ssh.exec import _Commands
 from langchain_fstools.backends.ssh.files import _Files
+from langchain_fstools.backends.ssh.remote_processes import SSHProcesses, _Processes
 from langchain_fstools.backends.ssh.search import _Search
 from langchain_fstools.core import paths
 from langchain_fstools.shell.environment import CommandEnv
+from langchain_fstools.shell.session import session_key
 
 if TYPE_CHECKING:
     import os
     from collections.abc import Iterator, Mapping, Sequence
 
     from langchain_fstools.backends.protocol import FileInfo
+    from langchain_fstools.backends.ssh.remote_processes import RemoteProcess
     from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.shell.environment import InheritEnv
+    from langchain_fstools.shell.shell_state import ShellState
 
 
-class SSHBackend(_Search, _Files, _Commands):
+class SSHBackend(_Processes, _Search, _Files):
     """Files under `root_dir` on a remote host, which the model sees as `/`, over SSH.
 
     Files travel over one SFTP session; `execute` and the ripgrep fast path run over
@@ -67,6 +70,22 @@ class SSHBackend(_Search, _Files, _Commands):
     process group is killed over a second channel. Commands get the environment the
     server gives the session (e.g. what sshd and `~/.ssh/environment` set), plus
     `env`; `inherit_env` narrows what passes through (see `shell.environment`).
+
+    A shell that remembers: where the server has bash, commands run with it, and `cd`
+    and `export` carry from one command to the next of the same session (the thread
+    the tools' call belongs to; `shell.session.session_key`); the result says the
+    directory when it changed (see `backends.ssh.exec`). Without bash they run with
+    `sh` and nothing carries.
+
+    Background processes (`processes`, `execute(background=True)`, `yield_after`): each
+    session runs a small supervisor with the server's Python 3 (`python_path`) over one
+    exec channel of its own (so each session holds one of the server's `MaxSessions`
+    channels); a server without Python 3 refuses them with a sentence saying so. Every
+    process ends with its session: on `kill`, after `IDLE_LIMIT` seconds unread and
+    unwritten, on `close()`, and when the connection drops (see
+    `backends.ssh.remote_processes`). SSH commands write straight to the server's disk,
+    with no copy-on-write view: what a command or a background process changes is not
+    reviewed before it lands.
 
     Host keys are checked against `known_hosts` (default `~/.ssh/known_hosts`);
     `known_hosts=None` turns checking off and must be chosen explicitly.
@@ -165,12 +184,18 @@ class SSHBackend(_Search, _Files, _Commands):
         self._python = python_path  # the interpreter the probe found
         self._python_compiled = False  # whether it runs our bytecode (the probe says)
         self._command_slots: asyncio.Semaphore | None = None
+        self._states = {}
+        self._tables = {}
 
     # ----- lifecycle ---------------------------------------------------------------------
 
     def close(self) -> None:
-        """Disconnect and stop the backend's event-loop thread (reopened on next use)."""
+        """End the sessions' processes, disconnect, and stop the event-loop thread.
+
+        Everything is reopened on next use.
+        """
         with contextlib.suppress(RuntimeError):
+            self._loop.run(self._end_sessions())
             self._loop.run(self._drop())
         self._loop.close()
         self._connecting = self._command_slots = None  # bound to the stopped loop
@@ -279,8 +304,8 @@ class SSHBackend(_Search, _Files, _Commands):
                 yield from self.walk(entry.path)
 
     def execute(self, command: str, *, timeout: float, output_limit: int) -> ExecutionResult:
-        """Run `command` on the server in the workspace root (see the class docstring)."""
-        return self._call(self._execute(command, timeout, output_limit))
+        """Run `command` on the server where the session's shell is (see the class docstring)."""
+        return self._call(self._execute(command, timeout, output_limit, session_key.get()))
 
     async def aexecute(
         self,
@@ -290,7 +315,19 @@ class SSHBackend(_Search, _Files, _Commands):
         output_limit: int,
     ) -> ExecutionResult:
         """Async `execute`."""
-        return await self._acall(self._execute(command, timeout, output_limit))
+        return await self._acall(self._execute(command, timeout, output_limit, session_key.get()))
+
+    def processes(self) -> SSHProcesses:
+        """The background processes of the current session, run on the server."""
+        key = session_key.get()
+
+        def start(command: str, **options: object) -> RemoteProcess:
+            return self._call(self._start_process(key, command, **options))  # type: ignore[arg-type]
+
+        def update(state: ShellState) -> None:
+            self._states[key] = state
+
+        return SSHProcesses(lambda: self._tables.get(key), start, update)
 
 
 __all__ = ["SSHBackend"]
