@@ -49,6 +49,21 @@ def test_a_tmpfs_fill_stops_at_its_size(workspace: Path) -> None:
     assert "/dev/shm 1 64 /dev/shm/fill" in outcome.text
 
 
+def test_writing_past_what_a_command_may_change_stops_it_and_keeps_nothing(
+    workspace: Path,
+) -> None:
+    # files of 1 MiB, one after another, into the workspace (the command's view): the
+    # third takes the upper layer past 2 MiB; the loop would run until the deadline.
+    # (Landlock alone gives commands no view: they write in place, bounded by file_size.)
+    fill = "i=0; while true; do i=$((i+1)); head -c 1M /dev/urandom > f$i; sleep 0.05; done"
+    outcome = _run(workspace, fill, timeout=30, limits=Limits(changed_bytes=2 * MiB))
+    assert outcome.ran, outcome.text
+    assert "nothing it changed was kept" in outcome.text
+    assert "limit on what one command may write (2 MiB)" in outcome.text
+    assert "Limits(changed_bytes=...)" in outcome.text
+    assert list(workspace.iterdir()) == []
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_a_memory_bomb_is_stopped_and_named(workspace: Path, method: str) -> None:
     """Several processes under the per-process limit still meet the command's own."""

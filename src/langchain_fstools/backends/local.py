@@ -662,6 +662,9 @@ class LocalBackend(Backend):
                 return result
             if overlay is None:
                 return result
+            if result.limit is not None and result.limit.name == "changed_bytes":
+                shutil.rmtree(overlay.folder, ignore_errors=True)  # nothing of it is kept
+                return result
             lower: LowerTree = _Lower(self._beneath)
             if layer is not None:
                 lower = layer.lower(lower)

@@ -81,7 +81,8 @@ class LimitHit:
     """A sandbox limit a command hit.
 
     Attributes:
-        name: The `Limits` field: `memory`, `processes`, `cpu_seconds` or `file_size`.
+        name: The `Limits` field: `memory`, `processes`, `cpu_seconds`, `file_size` or
+            `changed_bytes`.
         value: What it was set to (bytes, a count or seconds).
     """
 

@@ -46,8 +46,12 @@ MINIMUMS: Final = {
     "open_files": 32,
     "tmp_size": MiB,
     "file_size": 1,
+    "changed_bytes": 64 * 1024,
 }
 """The least each limit may be set to: below it the sandbox's helper cannot start."""
+
+CHANGED_EVERY: Final = 0.25
+"""Least seconds between two checks of a command's upper layer (`ChangedBytes`)."""
 
 _REMOVE_GRACE = 2.0
 """Seconds `CgroupSet.remove` waits for the cgroup's last processes to be reaped."""
@@ -84,6 +88,9 @@ class Limits:
             masks), with bubblewrap. Default: 1 GiB.
         file_size: Bytes of any one file a command writes (SIGXFSZ beyond).
             Default: None.
+        changed_bytes: Bytes of disk all that a command writes into its copy-on-write
+            view of the workspace may take (its upper layer, on the host's disk): the
+            command is stopped past it and nothing it changed is kept. Default: 4 GiB.
 
     Raises:
         ValueError: a limit is not a whole number, or below its minimum (`MINIMUMS`).
@@ -98,6 +105,7 @@ class Limits:
     open_files: int | None = 4096
     tmp_size: int | None = GiB
     file_size: int | None = None
+    changed_bytes: int | None = 4 * GiB
 
     def __post_init__(self) -> None:
         """Refuse values that are not whole numbers at least their minimum."""
@@ -341,6 +349,57 @@ def cgroup_support() -> str:
     if probe.kind == "v2":
         return "cgroup v2"
     return f"cgroup v1 ({', '.join(probe.folders)})"
+
+
+class ChangedBytes:
+    """Watches a command's upper layer against `Limits.changed_bytes` (a `Watch.over`).
+
+    The layer's disk use is summed at most every `CHANGED_EVERY` seconds, and more
+    seldom when a walk itself takes long, so the check costs a small share of a core.
+
+    Args:
+        upper: The upper layer's host folder.
+        limit: The bytes it may take.
+    """
+
+    def __init__(self, upper: str, limit: int) -> None:
+        """Watch `upper`."""
+        self.upper = upper
+        self.limit = limit
+        self.hit: LimitHit | None = None
+        """The limit, once the layer went past it."""
+        self._next = 0.0
+
+    def __call__(self) -> bool:
+        """Whether the layer went past the limit (checked when it is time)."""
+        started = time.monotonic()
+        if self.hit is not None or started < self._next:
+            return self.hit is not None
+        used = disk_use(self.upper)
+        took = time.monotonic() - started
+        self._next = started + max(CHANGED_EVERY, 20 * took)
+        if used > self.limit:
+            self.hit = LimitHit("changed_bytes", self.limit)
+        return self.hit is not None
+
+
+def disk_use(folder: str) -> int:
+    """Bytes of disk the entries below `folder` take (blocks, links not followed)."""
+    total, pending = 0, [folder]
+    while pending:
+        try:
+            entries = os.scandir(pending.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+                except OSError:
+                    continue
+    return total
 
 
 def limit_hit(limits: Limits, events: list[str], exit_code: int | None) -> LimitHit | None:

@@ -137,6 +137,8 @@ class Watch:
     exited: Callable[[], bool]
     stop: Callable[[], None]
     exit_fd: int | None = None
+    over: Callable[[], bool] | None = None
+    """Whether the command went past a limit `pump` checks as it waits (it is stopped)."""
 
 
 def pump(
@@ -161,6 +163,9 @@ def pump(
                 elif now >= deadline:
                     watch.stop()
                     timed_out = True
+                    drain_until = now + grace
+                elif watch.over is not None and watch.over():
+                    watch.stop()
                     drain_until = now + grace
             if drain_until is not None and (now >= drain_until or not selector.get_map()):
                 return timed_out

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Final
 from langchain_fstools.core.results import ExecutionResult, LimitHit
 from langchain_fstools.shell import supervisor
 from langchain_fstools.shell.background import Background
-from langchain_fstools.shell.limits import CgroupSet, Limits, limit_hit
+from langchain_fstools.shell.limits import CgroupSet, ChangedBytes, Limits, limit_hit
 from langchain_fstools.shell.output import OutputBuffer
 from langchain_fstools.shell.process import DRAIN_GRACE, Watch, pump
 from langchain_fstools.shell.shell_state import STATE_FD, ShellState, remembering
@@ -237,8 +237,12 @@ class Session:
         until = time.monotonic() + (
             yield_after if yield_after is not None and yielding else timeout
         )
+        over = None if yielding else self._over_changed_bytes(view)  # background: unchecked
         watch = Watch(
-            job.exited, (lambda: None) if yielding else (lambda: self._kill(job)), job.wake[0]
+            job.exited,
+            (lambda: None) if yielding else (lambda: self._kill(job)),
+            job.wake[0],
+            over,
         )
         try:
             timed_out = pump([out_r, err_r], sink, until, grace, watch) and not (
@@ -272,9 +276,16 @@ class Session:
             status,
             timed_out=timed_out,
             dropped_bytes=buffer.dropped_bytes,
-            limit=self._limit_hit(counted, status),
+            limit=over.hit if over is not None and over.hit else self._limit_hit(counted, status),
         )
         return result, after, None
+
+    def _over_changed_bytes(self, view: Sequence[str] | None) -> ChangedBytes | None:
+        """The check of `Limits.changed_bytes` on the command's upper layer, if both are set."""
+        limit = None if self.plan.limits is None else self.plan.limits.changed_bytes
+        if view is None or limit is None:
+            return None
+        return ChangedBytes(view[1], limit)
 
     def _limit_counts(self) -> dict[str, int]:
         """How often the session's cgroup has refused or killed so far, by limit."""

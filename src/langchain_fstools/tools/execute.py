@@ -242,6 +242,10 @@ _LIMIT_WORDS = {
     "processes": ("A new process was refused at", "process limit"),
     "cpu_seconds": ("A process was killed at", "CPU time limit"),
     "file_size": ("A write was stopped at", "file size limit"),
+    "changed_bytes": (
+        "The command was stopped, and nothing it changed was kept, at",
+        "limit on what one command may write",
+    ),
 }
 
 
