@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from langchain.agents.middleware.human_in_the_loop import ActionRequest, HITLRequest, ReviewConfig
 from langchain_core.messages import ToolMessage
 from langgraph.config import get_store
-from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.types import interrupt
 
 from langchain_fstools.backends.branch import BranchBackend, MergeResult, Proposed
@@ -57,6 +56,7 @@ from langchain_fstools.errors import BranchNotMerged, FsToolsError
 from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.middleware.turns import turn_of
 from langchain_fstools.permissions.approval import Approval, FileActionRequest, decisions
+from langchain_fstools.permissions.review import resumable
 from langchain_fstools.tools.merge_branch import (
     BRANCH_KEY,
     KeptBranches,
@@ -64,7 +64,7 @@ from langchain_fstools.tools.merge_branch import (
     conflicts_report,
 )
 from langchain_fstools.tools.runtime import StateRuntime, running_config
-from langchain_fstools.tools.updates import with_state_update
+from langchain_fstools.tools.updates import merged_channels, with_state_update
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
@@ -305,7 +305,7 @@ class BranchedCalls:
                 while not turn.may_merge(ident):
                     turn.ready.wait(turn.wait_time())
             judged = self._target(branch, turn, runtime)
-            refused = calls.run(self._approving(judged, branch, result, ident), judged)
+            refused = calls.run(self._approving(branch, result, ident), judged.base)
             target = self._target(branch, turn, runtime)  # bound after a grant
             outcome = refused or _merged(target.merge)
             self._keep(ident, branch, outcome)
@@ -337,7 +337,7 @@ class BranchedCalls:
             while not turn.may_merge(ident):  # noqa: ASYNC110  # a thread's condition
                 await asyncio.sleep(_POLL_SECONDS)
             judged = self._target(branch, turn, runtime)
-            refused = await calls.arun(self._approving(judged, branch, result, ident), judged)
+            refused = await calls.arun(self._approving(branch, result, ident), judged.base)
             target = self._target(branch, turn, runtime)
             outcome = refused or await _amerged(target.amerge)
             self._keep(ident, branch, outcome)
@@ -404,10 +404,10 @@ class BranchedCalls:
         joined = self._joined(key, lambda: _Turn(()), ident, position)
         return joined, ident, StateRuntime(state, config, _store(), ident)
 
-    def _approving(
-        self, target: BranchBackend, branch: BranchBackend, result: Any, call_id: str
-    ) -> Effect[str | None]:
+    def _approving(self, branch: BranchBackend, result: Any, call_id: str) -> Effect[str | None]:
         """Why the merge may not go ahead, or None (what a person approved is granted).
+
+        Runs over the view the merge goes through (its rules judge the changes).
 
         The permission rules judge the branch's changes as they judge a command's; a
         change they ask about is put to a person in one `interrupt()`, the subagent's
@@ -417,13 +417,13 @@ class BranchedCalls:
         if self.gate is None or not proposed:
             return None
         changes = ChangeSet(tuple(Change(p.path, p.kind, p.entry) for p in proposed), "")
-        review = yield from calls.blocking(functools.partial(target.base.judge_changes, changes))
+        review = yield from calls.judge_changes(changes)
         if review.refused is not None:
             return f"a permission rule forbids changing {review.refused[1]}"
         if not review.asks:
             return None
         config = running_config()
-        if not _resumable(config):
+        if not resumable(config):
             return (
                 "they need a person's approval, and this agent has no checkpointer to ask "
                 "with (compile it with one and pass a thread_id)"
@@ -577,11 +577,7 @@ def _node_update(
     on_conflict: Callable[[str], dict[str, Any]] | None,
 ) -> dict[str, Any]:
     """A node's update: its work's, with the merge's; a branch not merged reported."""
-    merged = dict(result) if isinstance(result, Mapping) else {}
-    for channel, values in update.items():
-        mine = merged.get(channel)
-        both = isinstance(mine, Mapping) and isinstance(values, Mapping)
-        merged[channel] = {**mine, **values} if both else values  # type: ignore[dict-item]
+    merged = merged_channels(result if isinstance(result, Mapping) else {}, update)
     if isinstance(outcome, MergeResult) and outcome.clean:
         return merged
     report = _refusal(outcome, ident)
@@ -648,12 +644,6 @@ def _merge_request(call_id: str, proposed: Sequence[Proposed], asks: Sequence[st
 
 def _text(data: bytes | None) -> str:
     return (data or b"").decode(errors="replace")
-
-
-def _resumable(config: Any) -> bool:
-    """Whether the running graph can resume after an interrupt (it has a checkpointer)."""
-    configurable = config.get("configurable") or {} if isinstance(config, dict) else {}
-    return bool(configurable) and configurable.get(CONFIG_KEY_CHECKPOINTER) is not None
 
 
 __all__ = ["DEFAULT_BRANCHING", "BranchSwitch", "BranchedCalls", "on_branch"]

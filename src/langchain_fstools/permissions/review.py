@@ -252,6 +252,15 @@ def last_turn(state: Any) -> AIMessage | None:
     return last if isinstance(last, AIMessage) and last.tool_calls else None
 
 
+def resumable(config: Any) -> bool:
+    """Whether a graph running with `config` can resume after an `interrupt()`.
+
+    False when it runs without a checkpointer; True outside a graph (nothing to say).
+    """
+    configurable = config.get("configurable") or {} if isinstance(config, dict) else {}
+    return not configurable or configurable.get(CONFIG_KEY_CHECKPOINTER) is not None
+
+
 def _require_checkpointer(config: Any) -> None:
     """Refuse to ask a person when the graph could not resume after the answer.
 
@@ -261,8 +270,7 @@ def _require_checkpointer(config: Any) -> None:
     Raises:
         RuntimeError: the running graph has no checkpointer.
     """
-    configurable = config.get("configurable") or {} if isinstance(config, dict) else {}
-    if configurable and configurable.get(CONFIG_KEY_CHECKPOINTER) is None:
+    if not resumable(config):
         msg = (
             "A tool call needs a person's approval, but the graph has no checkpointer to"
             " resume from: compile the agent with one (create_agent(...,"
@@ -280,4 +288,4 @@ def _previewing(found: Assessment, backend: Backend, call_runtime: Any) -> Effec
     return preview
 
 
-__all__ = ["TurnReview", "last_turn"]
+__all__ = ["TurnReview", "last_turn", "resumable"]

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
 
 
 def with_state_update(
@@ -32,14 +30,23 @@ def with_state_update(
         if isinstance(result, Command) and isinstance(result.update, dict)
         else {}
     )
-    for channel, values in update.items():
-        merged[channel] = {**merged[channel], **values} if channel in merged else values
+    merged = merged_channels(merged, update)
     if isinstance(result, ToolMessage):
         merged["messages"] = [message or result]
         return Command(update=merged)
     if message is not None:
         merged["messages"] = _replaced(merged.get("messages"), message)
     return dataclasses.replace(result, update=merged)
+
+
+def merged_channels(first: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, Any]:
+    """Two state updates as one: a channel both carry gets its mappings merged (`then` wins)."""
+    merged = dict(first)
+    for channel, values in then.items():
+        mine = merged.get(channel)
+        both = isinstance(mine, Mapping) and isinstance(values, Mapping)
+        merged[channel] = {**mine, **values} if both else values  # type: ignore[dict-item]
+    return merged
 
 
 def _replaced(messages: Any, message: ToolMessage) -> list[Any]:
@@ -52,4 +59,4 @@ def _replaced(messages: Any, message: ToolMessage) -> list[Any]:
     return [*kept, message]
 
 
-__all__ = ["with_state_update"]
+__all__ = ["merged_channels", "with_state_update"]
