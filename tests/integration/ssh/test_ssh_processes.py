@@ -186,6 +186,16 @@ def test_sessions_have_tables_of_their_own_and_a_limit(ssh_backend: SSHBackend) 
     assert ones.get("p1") is first
 
 
+def test_a_process_that_ends_as_it_starts_is_seen_to_end(sshd: Sshd, ssh_root: Path) -> None:
+    # its end can reach the agent in the same chunk as the answer to its start
+    with connect(sshd, ssh_root) as backend:
+        table = _table(backend)
+        for _ in range(3):
+            quick = [_started(table, "true") for _ in range(MAX_PROCESSES)]
+            assert all(process.wait(10) for process in quick), [p.ident for p in quick]
+            assert {process.exit_code for process in quick} == {0}
+
+
 def test_an_unread_process_ends_at_the_idle_limit(
     sshd: Sshd, ssh_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -82,7 +82,8 @@ class RemoteProcess(Background):
         before: ShellState,
     ) -> None:
         """Follow the process the supervisor started as `ident`."""
-        self._channel = channel
+        self.channel = channel
+        """The supervisor that started it."""
         self._call = call
         self._code: int | None = None
         self.before = before
@@ -102,7 +103,7 @@ class RemoteProcess(Background):
     def read(self) -> ProcessOutput:
         """The output since the last read, from the host's window (emptied)."""
         try:
-            reply = self._call(self._channel.request("read", proc=self.ident))
+            reply = self._call(self.channel.request("read", proc=self.ident))
         except SSHConnectionFailed:
             if self.running:
                 raise
@@ -126,7 +127,7 @@ class RemoteProcess(Background):
         if not self.running:
             raise BrokenPipeError(0, "the process has ended")
         encoded = base64.b64encode(data).decode("ascii")
-        reply = self._call(self._channel.request("write", proc=self.ident, data=encoded))
+        reply = self._call(self.channel.request("write", proc=self.ident, data=encoded))
         if "error" in reply:
             raise BrokenPipeError(0, "the process has ended")
 
@@ -144,7 +145,7 @@ class RemoteProcess(Background):
 
     def _stop_remote(self) -> None:
         with contextlib.suppress(SSHConnectionFailed):
-            self._call(self._channel.request("kill", proc=self.ident))
+            self._call(self.channel.request("kill", proc=self.ident))
 
 
 @dataclass
@@ -155,9 +156,10 @@ class _Table:
     numbered: int = 0
     channel: _Channel | None = None
 
-    def end_all(self, reason: str) -> None:
+    def end_all(self, reason: str, channel: _Channel | None = None) -> None:
+        """End the running processes (of `channel` only, when given), saying why."""
         for process in self.processes.values():
-            if process.running:
+            if process.running and (channel is None or process.channel is channel):
                 process.finish(None, reason)
 
 
@@ -216,7 +218,7 @@ class _Channel:
                         SSHConnectionFailed(self.host, "the session's supervisor ended")
                     )
             self._pending.clear()
-            self.table.end_all("session")
+            self.table.end_all("session", self)
 
     async def close(self) -> None:
         """End the supervisor's input: it kills every process and exits; wait for that."""
@@ -349,6 +351,16 @@ class _Processes(_Commands):
         for attempt in range(2):  # once more if the supervisor ended (idle) as it was asked
             channel = await self._supervisor(table, argument)
             remembers = remember and channel.bash
+            # in the table before it is asked for: its end can come in the answer's chunk
+            process = RemoteProcess(
+                ident,
+                command,
+                channel=channel,
+                call=self._call,
+                output_limit=output_limit,
+                before=before,
+            )
+            table.processes[ident] = process
             try:
                 reply = await channel.request(
                     "start",
@@ -363,19 +375,12 @@ class _Processes(_Commands):
                 )
                 break
             except SSHConnectionFailed:
+                del table.processes[ident]
                 if attempt or not channel.closed:
                     raise
         if "error" in reply:
+            del table.processes[ident]
             raise InvalidArgument("command", f"it could not start on the host ({reply['error']})")
-        process = RemoteProcess(
-            ident,
-            command,
-            channel=channel,
-            call=self._call,
-            output_limit=output_limit,
-            before=before,
-        )
-        table.processes[ident] = process
         return process
 
     async def _supervisor(self, table: _Table, argument: str) -> _Channel:
