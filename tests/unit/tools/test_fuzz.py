@@ -150,6 +150,14 @@ def host_paths(h: Harness, scratch: Path) -> list[str]:
     return [str(h.root), str(scratch), str(Path.home()), sys.prefix, tempfile.gettempdir() + "/"]
 
 
+def without_echoes(text: str, args: dict[str, Any]) -> str:
+    """`text` (JSON) less the model's own strings it repeats: a pattern `/tmp/` is no leak."""
+    for value in args.values():
+        if isinstance(value, str) and value:
+            text = text.replace(json.dumps(value, ensure_ascii=False)[1:-1], "")
+    return text
+
+
 @pytest.mark.parametrize("kind", ["local", "state", "store", "composite"])
 def test_fuzz_every_tool(kind: str) -> None:
     @settings(
@@ -174,7 +182,8 @@ def test_fuzz_every_tool(kind: str) -> None:
                 where = f"{name}({args!r}) -> {text[:300]}"
                 assert elapsed < DEADLINE, where
                 assert "unexpectedly" not in text, where
-                assert not [leak for leak in leaks if leak in text], where
+                told = without_echoes(text, args)
+                assert not [leak for leak in leaks if leak in told], where
                 after = tree(h)
                 changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
                 if message.status == "error" or name in READ_ONLY:
