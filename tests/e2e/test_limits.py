@@ -14,15 +14,22 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from langchain_fstools import Limits, LocalBackend, Sandbox
+from langchain_fstools import FileToolkit, Limits, LocalBackend, Sandbox
 from langchain_fstools.search.ripgrep import find_ripgrep
 from langchain_fstools.shell.limits import MiB, cgroup_support
+from langchain_fstools.testing import tool_call
 from tests.e2e.agent_runs import Outcome, run_command
 
 METHODS = ["bwrap", "landlock"]
+
+
+def _call(name: str, **args: object) -> Any:
+    """The tool call a model would make (for invoking a tool of a toolkit)."""
+    return tool_call(name, **args).tool_calls[0]
 
 
 @pytest.fixture
@@ -62,6 +69,38 @@ def test_writing_past_what_a_command_may_change_stops_it_and_keeps_nothing(
     assert "limit on what one command may write (2 MiB)" in outcome.text
     assert "Limits(changed_bytes=...)" in outcome.text
     assert list(workspace.iterdir()) == []
+
+
+def test_a_background_process_past_what_it_may_change_is_stopped_and_keeps_nothing(
+    workspace: Path,
+) -> None:
+    # the same loop, started in the background: its reader checks its view, and the read
+    # that follows keeps what an earlier read committed, and nothing the limit stopped
+    fill = "i=0; while true; do i=$((i+1)); head -c 1M /dev/urandom > f$i; sleep 0.05; done"
+    sandbox = Sandbox(limits=Limits(changed_bytes=2 * MiB))
+    backend = LocalBackend(workspace, execute=True, sandbox=sandbox)
+    tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
+    try:
+        first = tools["execute"].invoke(
+            _call("execute", command="echo kept > kept.txt; sleep 1; " + fill, background=True)
+        )
+        assert first.artifact["process_id"] == "p1"
+        time.sleep(0.5)
+        early = tools["process"].invoke(_call("process", action="read", process_id="p1"))
+        assert "A /kept.txt" in str(early.content), early.content
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            listed = tools["process"].invoke(_call("process", action="list"))
+            if "is running" not in str(listed.content):
+                break
+            time.sleep(0.1)
+        late = tools["process"].invoke(_call("process", action="read", process_id="p1"))
+    finally:
+        backend.close()
+    text = str(late.content)
+    assert "limit on what one command may write (2 MiB)" in text, text
+    assert "Limits(changed_bytes=...)" in text
+    assert sorted(path.name for path in workspace.iterdir()) == ["kept.txt"]
 
 
 @pytest.mark.parametrize("method", METHODS)

@@ -125,11 +125,16 @@ class LocalProcesses:
     def review(self, background: Background) -> ChangeSet | None:
         """What `background` changed since its last review (None without a view).
 
-        The process is paused while its upper layer is read; the changed entries are
-        copied out, so the set stays as read while the process goes on.
+        None too, and the view dropped, once it was stopped at a limit. The process is
+        paused while its upper layer is read; the changed entries are copied out, so the
+        set stays as read while the process goes on.
         """
         overlay = background.view
         if not isinstance(overlay, Overlay):
+            return None
+        if background.limit is not None:  # stopped at changed_bytes: nothing more is kept
+            shutil.rmtree(overlay.folder, ignore_errors=True)
+            background.view = None
             return None
         paused = background.running and self._session.pause(background)
         try:

@@ -7,7 +7,8 @@ ran past its `yield_after`. A thread of its own reads its output into a window
 counted as skipped), so a chatty server never grows memory past that bound. `write`
 feeds its standard input (a pipe, or a pseudo-terminal when asked), `kill` ends it and
 everything it started. A process that nobody reads or writes for `idle_limit` seconds
-is ended, and says so.
+is ended, and says so; so is one whose copy-on-write view takes more disk than
+`Limits.changed_bytes` (`ended_by` "limit", `limit` names it).
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
+from langchain_fstools.shell.limits import CHANGED_EVERY
 from langchain_fstools.shell.output import OutputBuffer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from langchain_fstools.core.changesets import ChangeSet
-    from langchain_fstools.core.results import ExecutionResult
+    from langchain_fstools.core.results import ExecutionResult, LimitHit
+    from langchain_fstools.shell.limits import ChangedBytes
 
 IDLE_LIMIT: Final = 1800.0
 """Seconds a background process may go unread and unwritten before it is ended."""
@@ -70,6 +73,7 @@ class Background:
         output_limit: Bytes of output kept per window.
         buffer: The output read so far (a command moved to the background keeps its own).
         idle_limit: Seconds without a read or write before it is ended.
+        over: The check of its view's disk use, if it has a view and the limit is set.
     """
 
     def __init__(
@@ -85,6 +89,7 @@ class Background:
         output_limit: int,
         buffer: OutputBuffer | None = None,
         idle_limit: float = IDLE_LIMIT,
+        over: ChangedBytes | None = None,
     ) -> None:
         """Start reading its output."""
         self.ident = ident
@@ -101,6 +106,7 @@ class Background:
         self._buffer = buffer if buffer is not None else OutputBuffer(output_limit)
         self._lock = threading.Lock()
         self._idle_limit = idle_limit
+        self._over = over
         self._active = time.monotonic()
         self._ended_by: str | None = None
         self._finished_at: float | None = None
@@ -125,8 +131,13 @@ class Background:
 
     @property
     def ended_by(self) -> str | None:
-        """Why this package ended it ("kill", "idle", "session"), else None."""
+        """Why this package ended it ("kill", "idle", "session", "limit"), else None."""
         return self._ended_by
+
+    @property
+    def limit(self) -> LimitHit | None:
+        """The sandbox limit it was ended at (`ended_by` "limit"), else None."""
+        return None if self._over is None else self._over.hit
 
     def read(self) -> ProcessOutput:
         """The output since the last read; the window starts again empty."""
@@ -168,8 +179,9 @@ class Background:
         with selectors.DefaultSelector() as selector:
             for index, fd in enumerate(self._fds):
                 selector.register(fd, selectors.EVENT_READ, index == 1)
+            tick = _TICK if self._over is None else CHANGED_EVERY
             while selector.get_map():
-                for key, _ in selector.select(_TICK):
+                for key, _ in selector.select(tick):
                     try:
                         data = os.read(key.fd, _READ_SIZE)
                     except OSError:  # a pseudo-terminal whose other end closed: EIO
@@ -179,8 +191,13 @@ class Background:
                         continue
                     with self._lock:
                         self._buffer.add(data, stderr=bool(key.data))
-                if self.running and time.monotonic() - self._active > self._idle_limit:
+                if not self.running:
+                    continue
+                if time.monotonic() - self._active > self._idle_limit:
                     self._ended_by = "idle"
+                    self._stop()
+                elif self._over is not None and self._over():
+                    self._ended_by = "limit"
                     self._stop()
         self._ended.wait()
         self._finished_at = time.time()

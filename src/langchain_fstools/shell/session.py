@@ -237,19 +237,19 @@ class Session:
         until = time.monotonic() + (
             yield_after if yield_after is not None and yielding else timeout
         )
-        over = None if yielding else self._over_changed_bytes(view)  # background: unchecked
+        over = self._over_changed_bytes(view)
         watch = Watch(
             job.exited,
             (lambda: None) if yielding else (lambda: self._kill(job)),
             job.wake[0],
-            over,
+            None if yielding else over,  # moved to the background, its reader checks
         )
         try:
             timed_out = pump([out_r, err_r], sink, until, grace, watch) and not (
                 yielding and job.ended.is_set()
             )
             if timed_out and yielding:
-                background = self._adopt(launched, command, buffer, output_limit)
+                background = self._adopt(launched, command, buffer, output_limit, over)
                 result = ExecutionResult(
                     buffer.text(),
                     None,
@@ -359,7 +359,8 @@ class Session:
             os.close(launched.fds[1])
             launched = replace(launched, fds=(ours, -1, launched.fds[2]))
         launched = replace(launched, stdin=ours)
-        return self._adopt(launched, command, OutputBuffer(output_limit), output_limit)
+        over = self._over_changed_bytes(view)
+        return self._adopt(launched, command, OutputBuffer(output_limit), output_limit, over)
 
     def pause(self, background: Background) -> bool:
         """Stop every process of `background` until `resume` (False if it has ended)."""
@@ -423,7 +424,12 @@ class Session:
         return _Launched(job, (out_r, err_r, record), before)
 
     def _adopt(
-        self, launched: _Launched, command: str, buffer: OutputBuffer, output_limit: int
+        self,
+        launched: _Launched,
+        command: str,
+        buffer: OutputBuffer,
+        output_limit: int,
+        over: ChangedBytes | None,
     ) -> Background:
         """Keep a launched command as a background process of this session."""
         job = launched.job
@@ -442,6 +448,7 @@ class Session:
             stop=lambda: self._kill(job),
             output_limit=output_limit,
             buffer=buffer,
+            over=over,
         )
         with self._lock:
             self.background[ident] = background

@@ -12,7 +12,7 @@ from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import InvalidArgument
 from langchain_fstools.shell.session import in_session
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
-from langchain_fstools.tools.execute import session_of, settle
+from langchain_fstools.tools.execute import limit_note, session_of, settle
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
@@ -130,6 +130,11 @@ def _standing(process: Background) -> str:
     seconds = f"{process.runtime:.0f} s"
     if process.running:
         return f"{process.ident} is running ({seconds})."
+    if process.limit is not None:
+        return (
+            f"{process.ident} ended after {seconds} (what earlier reads kept stays)."
+            f" {limit_note(process.limit)}"
+        )
     if process.ended_by is not None:
         return f"{process.ident} {_ENDED_BY[process.ended_by]} after {seconds}."
     return f"{process.ident} exited with code {process.exit_code} after {seconds}."
