@@ -313,7 +313,7 @@ class BranchNotMerged(FsToolsError):
     """A graph node's branch did not merge (a conflict, a refusal); nothing was applied.
 
     Attributes:
-        branch: The id the branch is kept under (`MergeTool`'s `branch`).
+        branch: The task's id (a branch would be kept under it; a raise keeps none).
         report: What did not merge, and why.
     """
 

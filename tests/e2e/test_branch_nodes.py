@@ -21,6 +21,7 @@ from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.backends.state import FilesChannel
 from langchain_fstools.errors import BranchNotMerged
 from langchain_fstools.testing import ScriptedChatModel, tool_call
+from langchain_fstools.tools.merge_branch import KeptBranchesChannel
 from tests.e2e.test_branches import SOURCE, backend, final_text
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class Fan(TypedDict):
     edits: list[tuple[str, str]]
     files: NotRequired[FilesChannel]
     notes: Annotated[list[str], operator.add]
+    kept_branches: NotRequired[KeptBranchesChannel]
 
 
 class Task(TypedDict):
@@ -101,8 +103,9 @@ def test_send_tasks_editing_different_functions_both_land(backend: Backend, run:
 def test_a_conflicting_task_raises_by_default_and_reports_when_asked(backend: Backend) -> None:
     files = FilesystemMiddleware(backend=backend)
     edits = (("return 1", "return 10"), ("return 1", "return 11"))
-    with pytest.raises(BranchNotMerged, match="not merged"):
+    with pytest.raises(BranchNotMerged, match="not merged") as raised:
         graph(files).invoke(start(backend, *edits))
+    assert "The branch is not kept: make the changes yourself." in str(raised.value)
     if isinstance(backend, LocalBackend):  # the first task's merge landed: start again
         backend.write_bytes("/m.py", SOURCE.encode())
     files = FilesystemMiddleware(backend=backend)
@@ -111,6 +114,8 @@ def test_a_conflicting_task_raises_by_default_and_reports_when_asked(backend: Ba
     (report,) = [n for n in state["notes"] if "not merged" in n]
     assert "now:\n        return 10" in report
     assert "subagent:\n        return 11" in report
+    assert "The branch is kept" in report
+    assert len(state["kept_branches"]) == 1  # for a merge tool over this state
     assert final_text(backend, state) == SOURCE.replace("return 1", "return 10")
 
 

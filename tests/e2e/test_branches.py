@@ -304,6 +304,61 @@ def test_a_conflicted_branch_is_kept_and_merged_with_a_side(backend: Backend, si
     assert "no branch t-b is kept" in found["m2"].text
 
 
+def worker(backend: Backend, saver: InMemorySaver, *turns: AIMessage | str) -> Any:
+    """An agent as another worker process would build it: a middleware of its own."""
+    files = FilesystemMiddleware(backend=backend, branches=True)
+    return deepagents.create_deep_agent(
+        model=ScriptedChatModel(turns=list(turns), disable_streaming=True),
+        middleware=[files],
+        subagents=[
+            editing("a", files, "return 1", "return 10"),
+            editing("b", files, "return 1", "return 11"),
+        ],
+        checkpointer=saver,
+    )
+
+
+def conflicted(backend: Backend, saver: InMemorySaver, config: Any) -> None:
+    """Run the two subagents that conflict on /m.py in the thread of `config`."""
+    launch = parallel(
+        tool_call("task", call_id="t-a", description="Edit.", subagent_type="a"),
+        tool_call("task", call_id="t-b", description="Edit.", subagent_type="b"),
+    )
+    state = worker(backend, saver, launch, "conflict").invoke(start(backend), config)
+    assert results(state)["t-b"].status == "error"
+    assert set(state["kept_branches"]) == {"t-b"}
+
+
+def test_a_kept_branch_is_merged_by_another_worker_from_the_checkpoint(backend: Backend) -> None:
+    saver = InMemorySaver()
+    config: Any = {"configurable": {"thread_id": "kept"}}
+    conflicted(backend, saver, config)
+    merging = tool_call("merge", call_id="m1", branch="t-b", sides={"/m.py": "subagent"})
+    later = worker(backend, saver, merging, "done")  # nothing of the first worker's memory
+    state = later.invoke({"messages": [{"role": "user", "content": "Merge it."}]}, config)
+    assert results(state)["m1"].status == "success", results(state)["m1"].text
+    assert final_text(backend, state) == SOURCE.replace("return 1", "return 11")
+    assert state["kept_branches"] == {}
+
+
+def test_each_fork_of_the_thread_keeps_the_branch() -> None:
+    backend = StateBackend()
+    saver = InMemorySaver()
+    config: Any = {"configurable": {"thread_id": "forked"}}
+    conflicted(backend, saver, config)
+    fork: Any = {"configurable": {**config["configurable"]}}
+    fork["configurable"]["checkpoint_id"] = saver.get_tuple(config).config["configurable"][
+        "checkpoint_id"
+    ]
+    for side, winner in (("subagent", "11"), ("now", "10")):
+        merging = tool_call("merge", call_id=f"m-{side}", branch="t-b", sides={"/m.py": side})
+        state = worker(backend, saver, merging, "done").invoke(
+            {"messages": [{"role": "user", "content": "Merge it."}]}, fork
+        )
+        assert results(state)[f"m-{side}"].status == "success"
+        assert final_text(backend, state) == SOURCE.replace("return 1", f"return {winner}")
+
+
 @pytest.mark.parametrize("run", ["sync", "async"])
 def test_parallel_subagents_whose_models_reuse_call_ids_keep_their_reads_apart(
     backend: Backend, run: str

@@ -663,6 +663,39 @@ class BranchBackend(Backend):
         moved._changes = self._changes
         return moved
 
+    def snapshot(self) -> dict[str, Any]:
+        """The branch's changes as plain data (bytes, strings, numbers), for graph state.
+
+        `restored` makes the branch again, over a base, from what this returns.
+        """
+        return {
+            "max_files": self.max_files,
+            "max_bytes": self.max_bytes,
+            "touched": {
+                path: [t.data, t.kind.value, t.version, t.mtime, t.origin, t.origin_data]
+                for path, t in self._changes.touched.items()
+            },
+        }
+
+    @classmethod
+    def restored(cls, base: Backend, snapshot: Mapping[str, Any]) -> BranchBackend:
+        """The branch `snapshot` holds, over `base`.
+
+        Raises:
+            ValueError: `snapshot` is not what `snapshot()` returns.
+        """
+        try:
+            branch = cls(base, max_files=snapshot["max_files"], max_bytes=snapshot["max_bytes"])
+            for path, (data, kind, version, mtime, origin, origin_data) in snapshot[
+                "touched"
+            ].items():
+                touched = _Touched(data, EntryKind(kind), version, mtime, origin, origin_data)
+                branch._changes.touched[path] = touched
+                branch._changes.held += _held(touched)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a branch snapshot: {exc!r}") from None
+        return branch
+
     def merging(self, sides: Mapping[str, Side] | None = None) -> Effect[MergeResult]:
         """`merge` as an effect over the base; `sides` settles files by hand.
 

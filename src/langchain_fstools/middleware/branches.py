@@ -19,8 +19,9 @@ kept in graph state (`StateBackend`) end with every merge of the turn.
 
 A merge with conflicts commits nothing: the call's result says so, with each
 conflicting file's hunks (the base, the files now, the subagent's); the branch is kept
-for the `merge` tool (`tools.merge_branch`), with which the parent merges it again once
-resolved, or takes one side of a file whole. A call that raises is not merged; its
+in the thread's state (the `kept_branches` channel) for the `merge` tool
+(`tools.merge_branch`), with which the parent merges it again once resolved, or takes
+one side of a file whole. A call that raises is not merged; its
 branch is dropped. Permission rules judge the merge as they judge a command's changes
 (inside the branch, writes do not ask): a change they ask about is put to a person in
 one interrupt, and the call resumes at its merge.
@@ -59,9 +60,10 @@ from langchain_fstools.permissions.approval import Approval, FileActionRequest, 
 from langchain_fstools.permissions.review import resumable
 from langchain_fstools.tools.merge_branch import (
     BRANCH_KEY,
-    KeptBranches,
+    KEPT_KEY,
     MergeTool,
     conflicts_report,
+    kept_entry,
 )
 from langchain_fstools.tools.runtime import StateRuntime, running_config
 from langchain_fstools.tools.updates import merged_channels, with_state_update
@@ -213,8 +215,6 @@ class BranchedCalls:
         self._asking: dict[str, tuple[Any, BranchBackend]] = {}
         self.switch = BranchSwitch(view(storage), key)
         """The tools' backend: the running call's branch of the files, if any."""
-        self.kept = KeptBranches()
-        """Branches whose merge conflicted, for the `merge` tool."""
 
     @classmethod
     def given(
@@ -240,7 +240,7 @@ class BranchedCalls:
 
     def tools(self, context: ToolContext) -> list[MergeTool]:
         """The tools branching adds: `merge`, for a branch that came back in conflict."""
-        return [MergeTool(context=context, kept=self.kept)] if self.names else []
+        return [MergeTool(context=context)] if self.names else []
 
     def on_branch(self) -> bool:
         """Whether the running call works on a branch of these files."""
@@ -308,10 +308,9 @@ class BranchedCalls:
             refused = calls.run(self._approving(branch, result, ident), judged.base)
             target = self._target(branch, turn, runtime)  # bound after a grant
             outcome = refused or _merged(target.merge)
-            self._keep(ident, branch, outcome)
         finally:
             self._leave(turn_key, turn, ident)
-        return result, outcome, target.state_update()
+        return result, outcome, {**target.state_update(), **_kept(ident, branch, outcome)}
 
     async def _arunning(
         self,
@@ -340,10 +339,9 @@ class BranchedCalls:
             refused = await calls.arun(self._approving(branch, result, ident), judged.base)
             target = self._target(branch, turn, runtime)
             outcome = refused or await _amerged(target.amerge)
-            self._keep(ident, branch, outcome)
         finally:
             self._leave(turn_key, turn, ident)
-        return result, outcome, target.state_update()
+        return result, outcome, {**target.state_update(), **_kept(ident, branch, outcome)}
 
     # ----- graph nodes: the tasks of a `Send` fan-out ------------------------------------
 
@@ -437,11 +435,6 @@ class BranchedCalls:
         self.gate.grant(call_id, Approval(args={}, paths=list(review.asks), expect={}))
         return None
 
-    def _keep(self, call_id: str, branch: BranchBackend, outcome: object) -> None:
-        """Keep a branch whose merge conflicted, for the `merge` tool."""
-        if isinstance(outcome, MergeResult) and not outcome.clean:
-            self.kept.keep(call_id, branch)
-
     def _branch(self) -> BranchBackend:
         """A new branch of what the tools see now (the enclosing call's branch, if any)."""
         return BranchBackend(_active().get(self.key) or self.view(self.storage))
@@ -495,6 +488,13 @@ class BranchedCalls:
                 self._turns.pop(key, None)
             while len(self._turns) > _KEPT_TURNS:
                 del self._turns[next(iter(self._turns))]
+
+
+def _kept(call_id: str, branch: BranchBackend, outcome: object) -> dict[str, Any]:
+    """The state update keeping a branch whose merge conflicted, for the `merge` tool."""
+    if isinstance(outcome, MergeResult) and not outcome.clean:
+        return {KEPT_KEY: {call_id: kept_entry(branch)}}
+    return {}
 
 
 def _answered(state: Any) -> set[str]:
@@ -580,10 +580,9 @@ def _node_update(
     merged = merged_channels(result if isinstance(result, Mapping) else {}, update)
     if isinstance(outcome, MergeResult) and outcome.clean:
         return merged
-    report = _refusal(outcome, ident)
     if on_conflict is None:
-        raise BranchNotMerged(ident, report)
-    return {**merged, **on_conflict(report)}
+        raise BranchNotMerged(ident, _refusal(outcome, ident, kept=False))
+    return {**merged, **on_conflict(_refusal(outcome, ident))}
 
 
 def _store() -> Any:
@@ -603,10 +602,10 @@ def _message_of(result: Result, call_id: str | None) -> ToolMessage | None:
     return found[-1] if found else None
 
 
-def _refusal(outcome: Outcome, ident: str) -> str:
-    """What the parent reads when the branch was not merged."""
+def _refusal(outcome: Outcome, ident: str, *, kept: bool = True) -> str:
+    """What the parent reads when the branch was not merged (`kept`: and was kept)."""
     if isinstance(outcome, MergeResult):
-        return conflicts_report(outcome, ident)
+        return conflicts_report(outcome, ident, kept=kept)
     return (
         f"The subagent's changes were not merged ({outcome}); nothing of them was applied."
         " Make the changes yourself."

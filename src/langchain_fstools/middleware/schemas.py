@@ -9,6 +9,7 @@ from langchain.agents import AgentState
 from langchain_fstools.backends.state import FilesChannel
 from langchain_fstools.channels.messages import MessagesChannel
 from langchain_fstools.history.changes import HistoryChannel
+from langchain_fstools.tools.merge_branch import KeptBranchesChannel
 from langchain_fstools.tools.reads import ReadsChannel
 
 
@@ -42,6 +43,9 @@ class FilesystemState(AgentState[Any]):
     Not marked private: LangGraph hands tools only the fields of a node's input
     schema, and the tools must see this one.
     """
+
+    kept_branches: NotRequired[KeptBranchesChannel]
+    """Subagents' branches whose merge conflicted, for the `merge` tool (branches=True)."""
 
 
 class FilesystemHistoryState(FilesystemState):

@@ -1,20 +1,22 @@
 """merge: apply a subagent's branch that came back in conflict, once resolved.
 
 A subagent's branch (`FilesystemMiddleware(branches=True)`) whose merge conflicted is
-kept here (`KeptBranches`), under the id of the call that ran the subagent, for an hour.
-The model can resolve the conflicting files itself and call `merge` again, or settle a
-file by taking a side whole: the subagent's version, or the file as it is now. The
-merge goes through the tools' own view (rules, history), as the first one did.
+kept in graph state (the `kept_branches` channel: `KeptBranchesChannel`), under the id
+of the call that ran the subagent, for an hour: so it is checkpointed with the thread,
+travels with a fork of it, and is there for a worker other than the one that ran the
+subagent. The model can resolve the conflicting files itself and call `merge` again,
+or settle a file by taking a side whole: the subagent's version, or the file as it is
+now. The merge goes through the tools' own view (rules, history), as the first one did.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
+from langchain_fstools.backends.branch import BranchBackend
 from langchain_fstools.core import paths
 from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import InvalidArgument
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 
     from langchain_core.messages import BaseMessage
 
-    from langchain_fstools.backends.branch import BranchBackend, FileConflict, MergeResult, Side
+    from langchain_fstools.backends.branch import FileConflict, MergeResult, Side
     from langchain_fstools.core.calls import Effect
 
 KEEP_SECONDS = 3600.0
@@ -38,46 +40,45 @@ MOST_KEPT = 32
 BRANCH_KEY = "branch"
 """The artifact key of a result whose branch was kept: the id `merge` takes."""
 
+KEPT_KEY = "kept_branches"
+"""The graph-state channel of the kept branches."""
+
 _HUNK_LINES = 12
 """Lines shown per side of a conflicting hunk; the rest is counted."""
 
 
-class KeptBranches:
-    """Branches whose merge conflicted, by the id of the call that made them.
+def merge_kept(
+    current: Mapping[str, Any] | None, update: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The `kept_branches` reducer: `update`'s entries over `current`'s (None drops one).
 
-    Args:
-        keep_seconds: How long one is kept.
-        most: How many are kept at once.
+    At most `MOST_KEPT` are kept: the oldest go first.
     """
+    kept = {**(current or {}), **(update or {})}
+    live = {ident: entry for ident, entry in kept.items() if entry is not None}
+    newest = sorted(live, key=lambda ident: live[ident]["at"])[-MOST_KEPT:]
+    return {ident: live[ident] for ident in newest}
 
-    def __init__(self, *, keep_seconds: float = KEEP_SECONDS, most: int = MOST_KEPT) -> None:
-        """An empty shelf."""
-        self.keep_seconds = keep_seconds
-        self.most = most
-        self._kept: dict[str, tuple[BranchBackend, float]] = {}
-        self._lock = threading.Lock()
 
-    def keep(self, ident: str, branch: BranchBackend) -> None:
-        """Keep `branch` under `ident` (the oldest dropped past `most`)."""
-        with self._lock:
-            self._kept.pop(ident, None)
-            self._kept[ident] = (branch, time.monotonic())
-            while len(self._kept) > self.most:
-                del self._kept[next(iter(self._kept))]
+KeptBranchesChannel = Annotated[dict[str, Any], merge_kept]
+"""State annotation of the `kept_branches` channel; declare it `NotRequired[...]`.
 
-    def get(self, ident: str) -> BranchBackend | None:
-        """The branch kept under `ident`, if it is still kept."""
-        with self._lock:
-            now = time.monotonic()
-            for old in [k for k, (_, at) in self._kept.items() if now - at > self.keep_seconds]:
-                del self._kept[old]
-            found = self._kept.get(ident)
-        return None if found is None else found[0]
+Each entry: `{"at": seconds since the epoch, "branch": BranchBackend.snapshot()}`.
+"""
 
-    def drop(self, ident: str) -> None:
-        """Forget the branch kept under `ident`."""
-        with self._lock:
-            self._kept.pop(ident, None)
+
+def kept_entry(branch: BranchBackend) -> dict[str, Any]:
+    """The channel's entry for `branch`, kept now."""
+    return {"at": time.time(), "branch": branch.snapshot()}
+
+
+def kept_snapshot(state: Mapping[str, Any], ident: str) -> Mapping[str, Any] | None:
+    """The snapshot of the branch kept under `ident` in `state`, unless it is too old."""
+    entry = (state.get(KEPT_KEY) or {}).get(ident)
+    if not isinstance(entry, dict) or time.time() - entry.get("at", 0) > KEEP_SECONDS:
+        return None
+    snapshot: Mapping[str, Any] = entry["branch"]
+    return snapshot
 
 
 class MergeArgs(ToolArgs):
@@ -102,45 +103,55 @@ class MergeTool(FileTool):
     description: str = DESCRIPTION
     args_schema: type[MergeArgs] = MergeArgs
     read_only: bool = False
-    kept: KeptBranches
+    _paths: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+    """The paths of the branches kept in the state last offered with (for `targets`)."""
 
     def usable(self, state: Mapping[str, Any], messages: Sequence[BaseMessage]) -> bool:
-        """Offered once a subagent's result says its branch was kept."""
-        del state
-        return any(
-            isinstance(getattr(message, "artifact", None), dict)
-            and self.kept.get(str(message.artifact.get(BRANCH_KEY))) is not None  # type: ignore[attr-defined]
-            for message in messages
-        )
+        """Offered while a branch is kept in the thread's state."""
+        del messages
+        kept = {ident: kept_snapshot(state, ident) for ident in state.get(KEPT_KEY) or {}}
+        self._paths = {
+            ident: tuple(snapshot["touched"]) for ident, snapshot in kept.items() if snapshot
+        }
+        return bool(self._paths)
 
     def targets(self, args: MergeArgs) -> list[Target]:
-        """A write of every path the branch changed (unknown: a write of files not named)."""
-        branch = self.kept.get(args.branch)
-        if branch is None:
+        """A write of every path the branch changed.
+
+        A write of files not named when the tool was not offered with the state that
+        keeps the branch (another worker's model call).
+        """
+        found = self._paths.get(args.branch)
+        if found is None:
             return [Target("write")]
-        return [Target("write", path) for path in branch.changed]
+        return [Target("write", path) for path in found]
 
     def _effect(self, scope: CallScope, args: MergeArgs) -> Effect[ToolOutcome]:
-        branch = self.kept.get(args.branch)
-        if branch is None:
+        state = getattr(scope.runtime, "state", None)
+        snapshot = kept_snapshot(state, args.branch) if isinstance(state, dict) else None
+        if snapshot is None:
             raise InvalidArgument(
                 "branch",
-                f"no branch {args.branch} is kept (merged already, kept for an hour only, or"
-                " made in another process); make the changes yourself",
+                f"no branch {args.branch} is kept (merged already, or kept for an hour"
+                " only); make the changes yourself",
             )
         sides = {paths.normalize(path): _SIDES[side] for path, side in args.sides.items()}
-        result = yield from branch.over(scope.backend).merging(sides)
+        branch = BranchBackend.restored(scope.backend, snapshot)
+        result = yield from branch.merging(sides)
         artifact: dict[str, Any] = {BRANCH_KEY: args.branch, "merged": list(result.merged)}
         if not result.clean:
             artifact["conflicts"] = [c.path for c in result.conflicts]
             return ToolOutcome(conflicts_report(result, args.branch), artifact)
-        self.kept.drop(args.branch)
         merged = ", ".join(result.merged) or "nothing left to change"
-        return ToolOutcome(f"Merged branch {args.branch}: {merged}.", artifact)
+        dropped = {KEPT_KEY: {args.branch: None}}
+        return ToolOutcome(f"Merged branch {args.branch}: {merged}.", artifact, dropped)
 
 
-def conflicts_report(result: MergeResult, ident: str) -> str:
-    """What the model reads when a branch did not merge: each file, its hunks, what to do."""
+def conflicts_report(result: MergeResult, ident: str, *, kept: bool = True) -> str:
+    """What the model reads when a branch did not merge: each file, its hunks, what to do.
+
+    With `kept=False` (nowhere to keep the branch) it says to make the changes instead.
+    """
     count = plural(len(result.conflicts), "file")
     parts = [
         (
@@ -152,6 +163,8 @@ def conflicts_report(result: MergeResult, ident: str) -> str:
     parts.append(
         f'The branch is kept: edit the files, then call merge(branch="{ident}"), or give'
         ' sides={"<path>": "subagent" | "now"} to take one side of a file whole.'
+        if kept
+        else "The branch is not kept: make the changes yourself."
     )
     return "\n".join(parts)
 
@@ -168,4 +181,14 @@ def _conflict(conflict: FileConflict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BRANCH_KEY", "KeptBranches", "MergeArgs", "MergeTool", "conflicts_report"]
+__all__ = [
+    "BRANCH_KEY",
+    "KEPT_KEY",
+    "KeptBranchesChannel",
+    "MergeArgs",
+    "MergeTool",
+    "conflicts_report",
+    "kept_entry",
+    "kept_snapshot",
+    "merge_kept",
+]

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langchain_fstools import FileToolkit
+from langchain_fstools import FileToolkit, StateBackend
 from langchain_fstools.backends.branch import BranchBackend, MergeResult
 from langchain_fstools.backends.guarded import BackendView
 from langchain_fstools.backends.protocol import Backend
@@ -446,3 +447,36 @@ def test_a_clean_line_merge_that_breaks_the_syntax_is_a_conflict(ws: Workspace) 
     assert [c.path for c in result.conflicts] == ["/q.py"]
     assert "syntax error at line" in result.conflicts[0].reason
     assert ws.in_base("/q.py") == quoted  # nothing of the second branch committed
+
+
+def test_a_branch_through_the_checkpoint_serializer_merges_as_the_branch_does(
+    ws: Workspace,
+) -> None:
+    # what a conflict keeps in graph state: serialized as a checkpoint stores it
+    first, second = ws.branch(), ws.branch()
+    ws.edit(first, "return 1", "return 10")
+    ws.edit(second, "return 1", "return 11")
+    calls.run(calls.write_bytes("/bin.dat", bytes(range(256))), second.bind(ws.h.runtime()))
+    calls.run(calls.delete("/old.txt"), second.bind(ws.h.runtime()))
+    assert ws.merge(first).clean
+    serde = JsonPlusSerializer()
+    stored = serde.loads_typed(serde.dumps_typed(second.snapshot()))
+    again = BranchBackend.restored(ws.base, stored)
+    assert (again.changed, again.max_files, again.max_bytes) == (
+        second.changed,
+        second.max_files,
+        second.max_bytes,
+    )
+    assert [c.path for c in ws.merge(again).conflicts] == ["/m.py"]
+    bound = again.bind(ws.h.runtime())
+    result = calls.run(bound.merging({"/m.py": "branch"}), bound.base)
+    ws.keep(bound)
+    assert result.merged == ("/bin.dat", "/m.py", "/old.txt")
+    assert ws.in_base("/m.py") == SOURCE.replace(b"return 1", b"return 11")
+    assert (ws.in_base("/bin.dat"), ws.in_base("/old.txt")) == (bytes(range(256)), None)
+
+
+@pytest.mark.parametrize("snapshot", [{}, {"max_files": 1, "max_bytes": 1, "touched": {"/a": []}}])
+def test_what_is_not_a_snapshot_is_refused(snapshot: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="not a branch snapshot"):
+        BranchBackend.restored(StateBackend(), snapshot)
