@@ -223,13 +223,42 @@ def test_the_default_mode_asks_once_about_the_merge(backend: Backend, answer: st
     # the subagent does not run again on resume (its script would be used up)
     state = agent.invoke(Command(resume={"type": answer, "message": "no"}), CONFIG)
     message = results(state)["t-a"]
+    assert message.status == "success"
     if answer == "approve":
-        assert message.status == "success"
         assert final_text(backend, state) == SOURCE.replace("return 1", "return 10")
     else:
-        assert message.status == "error"
-        assert "a person rejected them (no)" in message.text
+        assert "A person rejected these changes with reason: no; nothing was merged." in (
+            message.text
+        )
         assert final_text(backend, state) == SOURCE
+    assert state["kept_branches"] == {}
+
+
+def test_an_answer_in_another_worker_merges_what_was_shown(backend: Backend) -> None:
+    # the merge waits in the thread's state: a worker that never ran the subagent (a
+    # restart) applies exactly the changes the person saw, and runs no subagent again
+    saver = InMemorySaver()
+
+    def worker_(new: str, *parent: AIMessage | str) -> Any:
+        files = FilesystemMiddleware(backend=backend, branches=True, mode="default")
+        return deepagents.create_deep_agent(
+            model=ScriptedChatModel(turns=list(parent), disable_streaming=True),
+            middleware=[files],
+            subagents=[editing("a", files, "return 1", new)],
+            checkpointer=saver,
+        )
+
+    first = worker_("return 10", *launching("a"))
+    asked = first.invoke(start(backend), CONFIG)
+    assert "+    return 10" in asked["__interrupt__"][0].value["action_requests"][0]["diff"]
+    assert set(asked["kept_branches"]) == {"t-a"}
+    later = worker_("return 99", tool_call("read_file", call_id="p1", file_path="/m.py"), "done")
+    state = later.invoke(Command(resume={"type": "approve"}), CONFIG)
+    message = results(state)["t-a"]
+    assert message.status == "success"
+    assert "A person approved these changes; they were merged: /m.py." in message.text
+    assert final_text(backend, state) == SOURCE.replace("return 1", "return 10")
+    assert state["kept_branches"] == {}
 
 
 def test_a_denied_path_is_refused_inside_the_branch(backend: Backend) -> None:
@@ -247,6 +276,33 @@ def test_history_records_the_merge_as_one_change_the_parent_rewinds(backend: Bac
     assert files.rewind(agent, CONFIG, to="t-a") == ["/m.py"]
     restored = agent.get_state(CONFIG).values
     assert final_text(backend, restored) == SOURCE
+
+
+def test_parallel_merges_asked_together_both_land_and_each_rewinds(backend: Backend) -> None:
+    files = FilesystemMiddleware(backend=backend, branches=True, mode="default", history=True)
+    agent = deepagents.create_deep_agent(
+        model=ScriptedChatModel(turns=launching("a", "b"), disable_streaming=True),
+        middleware=[files],
+        subagents=[
+            editing("a", files, "return 1", "return 10"),
+            editing("b", files, "return 2", "return 20"),
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    asked = agent.invoke(start(backend), CONFIG)
+    requests = asked["__interrupt__"][0].value["action_requests"]
+    assert [(r["name"], r["tool_call_id"]) for r in requests] == [
+        ("merge", "t-a"),
+        ("merge", "t-b"),
+    ]
+    state = agent.invoke(Command(resume={"decisions": [{"type": "approve"}] * 2}), CONFIG)
+    both = SOURCE.replace("return 1", "return 10").replace("return 2", "return 20")
+    assert final_text(backend, state) == both
+    assert [r["tool_call_id"] for r in state["file_history"]] == ["t-a", "t-b"]
+    assert files.rewind(agent, CONFIG, to="t-b") == ["/m.py"]
+    assert final_text(backend, agent.get_state(CONFIG).values) == SOURCE.replace(
+        "return 1", "return 10"
+    )
 
 
 def test_a_subagent_with_its_own_middleware_over_the_backend_works_on_the_branch(

@@ -120,6 +120,22 @@ def merge_history(
     return records
 
 
+def combined_updates(first: HistoryUpdate, then: HistoryUpdate) -> HistoryUpdate:
+    """One update doing what `first` then `then` do (`merge_history` folds them alike)."""
+    dropped = set(then.get("drop", ()))
+    stamps = then.get("stamp", {})
+    added = [
+        ChangeRecord(**{**r, "after": stamps[r["id"]]}) if r["id"] in stamps else r
+        for r in first.get("add", [])
+        if r["id"] not in dropped
+    ]
+    return HistoryUpdate(
+        add=[*added, *then.get("add", [])],
+        drop=[*first.get("drop", []), *then.get("drop", [])],
+        stamp={**first.get("stamp", {}), **stamps},
+    )
+
+
 def _trimmed(records: list[ChangeRecord]) -> list[ChangeRecord]:
     kept: list[ChangeRecord] = []
     total = 0
@@ -345,6 +361,7 @@ __all__ = [
     "HistoryUpdate",
     "Restore",
     "change_record",
+    "combined_updates",
     "earlier_bytes",
     "history_of",
     "merge_history",

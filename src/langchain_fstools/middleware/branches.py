@@ -23,8 +23,9 @@ in the thread's state (the `kept_branches` channel) for the `merge` tool
 (`tools.merge_branch`), with which the parent merges it again once resolved, or takes
 one side of a file whole. A call that raises is not merged; its
 branch is dropped. Permission rules judge the merge as they judge a command's changes
-(inside the branch, writes do not ask): a change they ask about is put to a person in
-one interrupt, and the call resumes at its merge.
+(inside the branch, writes do not ask): when they ask, the merge waits with the branch
+kept in state, and the middleware asks a person before the next model call
+(`permissions.command_review`), as it does for a command's changes.
 
 The tasks of a `Send` fan-out in a hand-built graph branch the same way through
 `BranchedCalls.node`, merged in the order of their `Send`s.
@@ -41,12 +42,10 @@ import time
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from langchain.agents.middleware.human_in_the_loop import ActionRequest, HITLRequest, ReviewConfig
 from langchain_core.messages import ToolMessage
 from langgraph.config import get_store
-from langgraph.types import interrupt
 
 from langchain_fstools.backends.branch import BranchBackend, MergeResult, Proposed
 from langchain_fstools.backends.guarded import BackendView
@@ -56,8 +55,9 @@ from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import BranchNotMerged, FsToolsError
 from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.middleware.turns import turn_of
-from langchain_fstools.permissions.approval import Approval, FileActionRequest, decisions
 from langchain_fstools.permissions.review import resumable
+from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY
+from langchain_fstools.tools.execute import WAITING
 from langchain_fstools.tools.merge_branch import (
     BRANCH_KEY,
     KEPT_KEY,
@@ -67,6 +67,17 @@ from langchain_fstools.tools.merge_branch import (
 )
 from langchain_fstools.tools.runtime import StateRuntime, running_config
 from langchain_fstools.tools.updates import merged_channels, with_state_update
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    """A merge that waits for a person (`review`: its `command_reviews` entry)."""
+
+    review: dict[str, Any]
+
+    def __str__(self) -> str:
+        return "they wait for a person's approval"
+
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
@@ -81,8 +92,9 @@ if TYPE_CHECKING:
     from langchain_fstools.tools.base import ToolContext
 
     Result = ToolMessage | Command[Any]
-    Outcome = MergeResult | FsToolsError | OSError | str
-    """What a merge did: its result, the error that stopped it, or why it did not run."""
+    Outcome = MergeResult | FsToolsError | OSError | str | _Waiting
+    """What a merge did: its result, the error that stopped it, why it did not run, or
+    that it waits for a person."""
 
 R = TypeVar("R")
 
@@ -212,7 +224,6 @@ class BranchedCalls:
         self.gate = gate
         self._turns: dict[tuple[Hashable, ...], _Turn] = {}
         self._lock = threading.Lock()
-        self._asking: dict[str, tuple[Any, BranchBackend]] = {}
         self.switch = BranchSwitch(view(storage), key)
         """The tools' backend: the running call's branch of the files, if any."""
 
@@ -290,24 +301,17 @@ class BranchedCalls:
         """Do `work` on a new branch; merge it in its turn. Its result, the merge's, the update."""
         turn_key, turn = joined
         try:
-            asked = self._asking.pop(ident, None)
-            if asked is None:
-                branch = self._branch()
-                try:
-                    with _activated(self.key, branch):
-                        result = work()
-                finally:
-                    turn.note(turn.ran, ident)
-            else:  # resumed after a person was asked: the work was done already
-                result, branch = asked
+            branch = self._branch()
+            try:
+                with _activated(self.key, branch):
+                    result = work()
+            finally:
                 turn.note(turn.ran, ident)
             with turn.ready:
                 while not turn.may_merge(ident):
                     turn.ready.wait(turn.wait_time())
-            judged = self._target(branch, turn, runtime)
-            refused = calls.run(self._approving(branch, result, ident), judged.base)
-            target = self._target(branch, turn, runtime)  # bound after a grant
-            outcome = refused or _merged(target.merge)
+            target = self._target(branch, turn, runtime)
+            outcome = calls.run(self._approving(branch), target.base) or _merged(target.merge)
         finally:
             self._leave(turn_key, turn, ident)
         return result, outcome, {**target.state_update(), **_kept(ident, branch, outcome)}
@@ -322,23 +326,18 @@ class BranchedCalls:
         """Async `_running` (its wait polls: the turn's condition is a thread's)."""
         turn_key, turn = joined
         try:
-            asked = self._asking.pop(ident, None)
-            if asked is None:
-                branch = self._branch()
-                try:
-                    with _activated(self.key, branch):
-                        result = await work()
-                finally:
-                    turn.note(turn.ran, ident)
-            else:
-                result, branch = asked
+            branch = self._branch()
+            try:
+                with _activated(self.key, branch):
+                    result = await work()
+            finally:
                 turn.note(turn.ran, ident)
             while not turn.may_merge(ident):  # noqa: ASYNC110  # a thread's condition
                 await asyncio.sleep(_POLL_SECONDS)
-            judged = self._target(branch, turn, runtime)
-            refused = await calls.arun(self._approving(branch, result, ident), judged.base)
             target = self._target(branch, turn, runtime)
-            outcome = refused or await _amerged(target.amerge)
+            outcome = await calls.arun(self._approving(branch), target.base) or await _amerged(
+                target.amerge
+            )
         finally:
             self._leave(turn_key, turn, ident)
         return result, outcome, {**target.state_update(), **_kept(ident, branch, outcome)}
@@ -402,14 +401,15 @@ class BranchedCalls:
         joined = self._joined(key, lambda: _Turn(()), ident, position)
         return joined, ident, StateRuntime(state, config, _store(), ident)
 
-    def _approving(self, branch: BranchBackend, result: Any, call_id: str) -> Effect[str | None]:
-        """Why the merge may not go ahead, or None (what a person approved is granted).
+    def _approving(self, branch: BranchBackend) -> Effect[str | _Waiting | None]:
+        """Why the merge may not go ahead now: a refusal, a wait for a person, or None.
 
         Runs over the view the merge goes through (its rules judge the changes).
 
-        The permission rules judge the branch's changes as they judge a command's; a
-        change they ask about is put to a person in one `interrupt()`, the subagent's
-        result kept meanwhile so the call resumes at its merge.
+        The permission rules judge the branch's changes as they judge a command's; when
+        they ask, the merge waits: the branch is kept in the thread's state and the
+        middleware asks a person before the next model call (`CommandReview`), so
+        what is approved is exactly what the state holds, in whichever worker answers.
         """
         proposed = branch.proposed()
         if self.gate is None or not proposed:
@@ -420,20 +420,12 @@ class BranchedCalls:
             return f"a permission rule forbids changing {review.refused[1]}"
         if not review.asks:
             return None
-        config = running_config()
-        if not resumable(config):
+        if not resumable(running_config()):
             return (
                 "they need a person's approval, and this agent has no checkpointer to ask "
                 "with (compile it with one and pass a thread_id)"
             )
-        self._asking[call_id] = (result, branch)
-        answer = decisions(interrupt(_merge_request(call_id, proposed, review.asks)), 1)[0]
-        self._asking.pop(call_id, None)
-        if answer["type"] != "approve":
-            reason = answer.get("message")
-            return "a person rejected them" + (f" ({reason})" if reason else "")
-        self.gate.grant(call_id, Approval(args={}, paths=list(review.asks), expect={}))
-        return None
+        return _Waiting(_merge_review(proposed, review.asks))
 
     def _branch(self) -> BranchBackend:
         """A new branch of what the tools see now (the enclosing call's branch, if any)."""
@@ -491,9 +483,16 @@ class BranchedCalls:
 
 
 def _kept(call_id: str, branch: BranchBackend, outcome: object) -> dict[str, Any]:
-    """The state update keeping a branch whose merge conflicted, for the `merge` tool."""
+    """The state update keeping a branch not merged.
+
+    In conflict: for the `merge` tool; waiting: for the person the middleware asks
+    (`command_reviews`).
+    """
+    kept = {KEPT_KEY: {call_id: kept_entry(branch)}}
+    if isinstance(outcome, _Waiting):
+        return {**kept, COMMAND_REVIEWS_KEY: {call_id: outcome.review}}
     if isinstance(outcome, MergeResult) and not outcome.clean:
-        return {KEPT_KEY: {call_id: kept_entry(branch)}}
+        return kept
     return {}
 
 
@@ -558,6 +557,9 @@ def _reported(
             return with_state_update(result, update) if update else result
         note = f"The subagent's changes were merged: {', '.join(outcome.merged)}."
         status = message.status
+    elif isinstance(outcome, _Waiting):
+        note = f"The subagent changed: {', '.join(outcome.review['merge'])}.{WAITING}"
+        status = message.status
     else:
         note = _refusal(outcome, ident)
         status = "error"
@@ -577,6 +579,9 @@ def _node_update(
     on_conflict: Callable[[str], dict[str, Any]] | None,
 ) -> dict[str, Any]:
     """A node's update: its work's, with the merge's; a branch not merged reported."""
+    if isinstance(outcome, _Waiting):  # no middleware hook of a hand-built graph asks
+        update = {key: value for key, value in update.items() if key != COMMAND_REVIEWS_KEY}
+        outcome = "they need a person's approval, which a task of a graph node cannot ask for"
     merged = merged_channels(result if isinstance(result, Mapping) else {}, update)
     if isinstance(outcome, MergeResult) and outcome.clean:
         return merged
@@ -612,9 +617,8 @@ def _refusal(outcome: Outcome, ident: str, *, kept: bool = True) -> str:
     )
 
 
-def _merge_request(call_id: str, proposed: Sequence[Proposed], asks: Sequence[str]) -> HITLRequest:
-    """The interrupt's request: the subagent's changes, with their diff."""
-    listed = "\n".join(f"{p.kind} {p.path}" for p in proposed)
+def _merge_review(proposed: Sequence[Proposed], asks: Sequence[str]) -> dict[str, Any]:
+    """The `command_reviews` entry of a merge waiting for a person: what to show."""
     patches = [
         unified_patch(
             p.path, (p.before or b"").decode(errors="replace"), p.after.decode(errors="replace")
@@ -622,23 +626,16 @@ def _merge_request(call_id: str, proposed: Sequence[Proposed], asks: Sequence[st
         for p in proposed
         if p.after is not None and p.entry == "file"
     ]
-    diff = "".join(patch for patch in patches if patch)
-    summary = (
-        f"Merge a subagent's changes ({plural(len(proposed), 'path')}; asks: {', '.join(asks)})"
-    )
-    description = f"{summary}\n\n{listed}"
-    if diff:
-        description += f"\n\n```diff\n{diff.rstrip()}\n```"
-    action = FileActionRequest(
-        name="merge",
-        args={"paths": [p.path for p in proposed]},
-        description=description,
-        tool_call_id=call_id,
-        summary=summary,
-        diff=diff,
-    )
-    config = ReviewConfig(action_name="merge", allowed_decisions=["approve", "reject"])
-    return HITLRequest(action_requests=[cast("ActionRequest", action)], review_configs=[config])
+    return {
+        "merge": [p.path for p in proposed],
+        "summary": (
+            f"Merge a subagent's changes ({plural(len(proposed), 'path')};"
+            f" asks: {', '.join(asks)}); approve to apply them."
+        ),
+        "changes": "\n".join(f"{p.kind} {p.path}" for p in proposed),
+        "diff": "".join(patch for patch in patches if patch),
+        "asks": list(asks),
+    }
 
 
 def _text(data: bytes | None) -> str:

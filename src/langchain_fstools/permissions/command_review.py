@@ -16,6 +16,12 @@ with the summary of its changes and the diff of their effect) and applies the an
 The command's tool message is then replaced (same id) by one saying what was kept. The
 node that asks runs again on resume, in any process: nothing is done before the
 answer, and what was shown is what the state holds.
+
+A subagent's branch whose merge the rules ask about waits the same way (its entry
+names the paths it `merge`s, and the branch itself is kept in the thread's state,
+`kept_branches`): approved, it is merged through the tools' view as it was when shown
+(a conflict with what changed since is reported, the branch kept for `merge`);
+rejected, it is dropped.
 """
 
 from __future__ import annotations
@@ -27,14 +33,18 @@ from langchain.agents.middleware.human_in_the_loop import ActionRequest, HITLReq
 from langchain_core.messages import ToolMessage
 from langgraph.types import interrupt
 
+from langchain_fstools.backends.branch import BranchBackend
+from langchain_fstools.backends.state import FILES_KEY, merge_files
 from langchain_fstools.core import calls
-from langchain_fstools.errors import VersionConflict
+from langchain_fstools.errors import FsToolsError, VersionConflict
 from langchain_fstools.permissions.approval import Approval, FileActionRequest, decisions
 from langchain_fstools.permissions.review import _require_checkpointer
 from langchain_fstools.shell.pending import drop, load
 from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY, rewind_note
 from langchain_fstools.tools.execute import WAITING
+from langchain_fstools.tools.merge_branch import KEPT_KEY, conflicts_report, kept_snapshot
 from langchain_fstools.tools.runtime import StateRuntime, running_config
+from langchain_fstools.tools.updates import merged_channels
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -74,11 +84,14 @@ class CommandReview:
         answers = decisions(interrupt(_request(waiting)), len(waiting))
         update: dict[str, Any] = {COMMAND_REVIEWS_KEY: dict.fromkeys(waiting)}
         replies: list[ToolMessage] = []
+        seen = state  # each commit over the files the ones before it left
         for (call_id, review), answer in zip(waiting.items(), answers, strict=True):
             text, extra = yield from self._applied(
-                state, runtime, config, call_id=call_id, review=review, answer=answer
+                seen, runtime, config, call_id=call_id, review=review, answer=answer
             )
-            update.update(extra)
+            update = merged_channels(update, extra)
+            if FILES_KEY in extra:
+                seen = {**seen, FILES_KEY: merge_files(seen.get(FILES_KEY), [extra[FILES_KEY]])}
             replies.append(_replaced(state, call_id, text, failed=text.startswith("Error")))
         update["messages"] = replies
         return update
@@ -94,12 +107,16 @@ class CommandReview:
         answer: Decision,
     ) -> Effect[tuple[str, dict[str, Any]]]:
         """The text that replaces the command's result, and the state update of its commit."""
+        if "merge" in review:
+            return (
+                yield from self._merged(
+                    state, runtime, config, call_id=call_id, review=review, answer=answer
+                )
+            )
         key = review["key"]
         if answer["type"] != "approve":
             yield from calls.blocking(functools.partial(drop, key))
-            reason = answer.get("message")
-            said = f" with reason: {reason}" if reason else ""
-            return f"A person rejected these changes{said}; nothing was kept.", {}
+            return _rejected(answer, "kept"), {}
         changes = yield from calls.blocking(functools.partial(load, key))
         if changes is None:
             gone = (
@@ -125,6 +142,52 @@ class CommandReview:
         update = backend.state_update()
         return "A person approved these changes; they are kept." + rewind_note(update), update
 
+    def _merged(
+        self,
+        state: Any,
+        runtime: Any,
+        config: Any,
+        *,
+        call_id: str,
+        review: Mapping[str, Any],
+        answer: Decision,
+    ) -> Effect[tuple[str, dict[str, Any]]]:
+        """`_applied` for a subagent's branch: merged from the thread's state, or dropped."""
+        dropped: dict[str, Any] = {KEPT_KEY: {call_id: None}}
+        if answer["type"] != "approve":
+            return _rejected(answer, "merged"), dropped
+        snapshot = kept_snapshot(state, call_id)
+        if snapshot is None:
+            gone = (
+                "Error: the approved changes were no longer kept (older than an hour);"
+                " nothing was merged. Run the task again."
+            )
+            return gone, dropped
+        call_runtime = StateRuntime(state, config, getattr(runtime, "store", None), call_id)
+        self.gate.grant(call_id, Approval(args={}, paths=review["asks"], expect={}))
+        backend = self.tools_view.bind(call_runtime)
+        branch = BranchBackend.restored(backend, snapshot)
+        try:
+            result = yield from calls.blocking(branch.merge)
+        except (FsToolsError, OSError) as exc:
+            return f"Error: the merge failed ({exc}); nothing was merged.", {}
+        finally:
+            self.gate.revoke(call_id)
+        if not result.clean:  # the files changed since: the branch stays kept
+            return "Error: " + conflicts_report(result, call_id), {}
+        update = {**backend.state_update(), **dropped}
+        merged = ", ".join(result.merged)
+        return f"A person approved these changes; they were merged: {merged}." + rewind_note(
+            update
+        ), update
+
+
+def _rejected(answer: Decision, done: str) -> str:
+    """What a rejection says: its reason, and that nothing was `done` ("kept", "merged")."""
+    reason = answer.get("message")
+    said = f" with reason: {reason}" if reason else ""
+    return f"A person rejected these changes{said}; nothing was {done}."
+
 
 def _request(waiting: Mapping[str, Any]) -> HITLRequest:
     actions: list[ActionRequest] = []
@@ -133,16 +196,21 @@ def _request(waiting: Mapping[str, Any]) -> HITLRequest:
         description = f"{review['summary']}\n\n{review['changes']}"
         if review["diff"]:
             description += f"\n\n```diff\n{review['diff'].rstrip()}\n```"
+        name, args = (
+            ("merge", {"paths": review["merge"]})
+            if "merge" in review
+            else ("execute", {"command": review["command"]})
+        )
         action = FileActionRequest(
-            name="execute",
-            args={"command": review["command"]},
+            name=name,
+            args=args,
             description=description,
             tool_call_id=call_id,
             summary=review["summary"],
             diff=review["diff"],
         )
         actions.append(cast("ActionRequest", action))
-        configs.append(ReviewConfig(action_name="execute", allowed_decisions=["approve", "reject"]))
+        configs.append(ReviewConfig(action_name=name, allowed_decisions=["approve", "reject"]))
     return HITLRequest(action_requests=actions, review_configs=configs)
 
 
@@ -161,7 +229,7 @@ def _replaced(state: Any, call_id: str, text: str, *, failed: bool) -> ToolMessa
     return ToolMessage(
         content=f"{before}\n{text}{changed}",
         tool_call_id=call_id,
-        name="execute",
+        name=found.name if found is not None and found.name else "execute",
         id=found.id if found is not None else None,
         artifact=found.artifact if found is not None else None,
         status="error" if failed else "success",

@@ -9,6 +9,8 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
+from langchain_fstools.history.changes import HISTORY_KEY, combined_updates
+
 
 def with_state_update(
     result: ToolMessage | Command[Any],
@@ -40,12 +42,18 @@ def with_state_update(
 
 
 def merged_channels(first: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, Any]:
-    """Two state updates as one: a channel both carry gets its mappings merged (`then` wins)."""
+    """Two state updates as one: a channel both carry gets its mappings merged (`then` wins).
+
+    The history's two updates become one that does what both do, in order.
+    """
     merged = dict(first)
     for channel, values in then.items():
         mine = merged.get(channel)
         both = isinstance(mine, Mapping) and isinstance(values, Mapping)
-        merged[channel] = {**mine, **values} if both else values  # type: ignore[dict-item]
+        if both and channel == HISTORY_KEY:
+            merged[channel] = combined_updates(mine, values)  # type: ignore[arg-type]
+        else:
+            merged[channel] = {**mine, **values} if both else values  # type: ignore[dict-item]
     return merged
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langchain_fstools.backends.local import LocalBackend
 from langchain_fstools.core import calls
@@ -146,4 +148,29 @@ def test_a_call_with_a_file_too_large_to_keep_is_not_rewindable() -> None:
     big = change_record(tool_call_id="c1", index=1, path="/big", before=b"x", kept=False, after="v")
     assert history.unrewindable([record("c1", 0, "/a", b"a", "v"), big]) == (
         "the earlier content of /big was too large for the history to keep"
+    )
+
+
+_RECORDS = [record(f"c{i}", 0, f"/{i % 3}", b"x", f"v{i}") for i in range(6)]
+_IDS = [r["id"] for r in _RECORDS]
+_UPDATES = st.builds(
+    lambda add, drop, stamp: HistoryUpdate(add=add, drop=drop, stamp=stamp),
+    st.lists(st.sampled_from(_RECORDS), unique_by=lambda r: r["id"], max_size=3),
+    st.lists(st.sampled_from(_IDS), max_size=3),
+    st.dictionaries(st.sampled_from(_IDS), st.sampled_from(["s1", "s2", None]), max_size=2),
+)
+
+
+@settings(derandomize=True, max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(_RECORDS), unique_by=lambda r: r["id"], max_size=4),
+    _UPDATES,
+    _UPDATES,
+)
+def test_a_combined_update_does_what_both_do_in_order(
+    current: list[ChangeRecord], first: HistoryUpdate, then: HistoryUpdate
+) -> None:
+    # what an agent step sends when two commits of one node each recorded changes
+    assert merge_history(current, [history.combined_updates(first, then)]) == merge_history(
+        current, [first, then]
     )
