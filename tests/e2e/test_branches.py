@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, Permission, StateBackend
 from langchain_fstools.testing import ScriptedChatModel, parallel, tool_call
@@ -259,6 +260,47 @@ def test_an_answer_in_another_worker_merges_what_was_shown(backend: Backend) -> 
     assert "A person approved these changes; they were merged: /m.py." in message.text
     assert final_text(backend, state) == SOURCE.replace("return 1", "return 10")
     assert state["kept_branches"] == {}
+
+
+@tool
+def ask_person(question: str) -> str:
+    """Ask a person (an interrupt inside a subagent)."""
+    return str(interrupt(question))
+
+
+@pytest.mark.parametrize("resumed_by", ["the same worker", "another worker"])
+def test_a_subagent_stopped_by_an_interrupt_keeps_what_it_wrote_before(
+    backend: Backend, resumed_by: str
+) -> None:
+    # the resumed subagent goes on from its checkpoint: its first edit is not made again
+    saver = InMemorySaver()
+
+    script = [
+        tool_call("read_file", call_id="a-1", file_path="/m.py"),
+        tool_call("edit_file", call_id="a-2", file_path="/m.py", old_string="1", new_string="10"),
+        tool_call("ask_person", call_id="a-3", question="Go on?"),
+        tool_call("edit_file", call_id="a-4", file_path="/m.py", old_string="2", new_string="20"),
+        "a edited /m.py.",
+    ]
+
+    def worker_(parent: list[AIMessage | str], steps: list[AIMessage | str]) -> Any:
+        files = FilesystemMiddleware(backend=backend, branches=True, mode="accept_edits")
+        return deepagents.create_deep_agent(
+            model=ScriptedChatModel(turns=parent, disable_streaming=True),
+            middleware=[files],
+            subagents=[{**subagent("a", files, *steps), "tools": [ask_person]}],
+            checkpointer=saver,
+        )
+
+    first = worker_(launching("a"), script)
+    asked = first.invoke(start(backend), CONFIG)
+    assert asked["__interrupt__"][0].value == "Go on?"
+    assert final_text(backend, asked) == SOURCE  # in the branch only
+    # a new worker's models go on from where the thread is (as a provider's do)
+    later = first if resumed_by == "the same worker" else worker_(launching("a")[1:], script[3:])
+    state = later.invoke(Command(resume="yes"), CONFIG)
+    assert "The subagent's changes were merged: /m.py." in results(state)["t-a"].text
+    assert final_text(backend, state) == SOURCE.replace("1", "10").replace("2", "20")
 
 
 def test_a_denied_path_is_refused_inside_the_branch(backend: Backend) -> None:

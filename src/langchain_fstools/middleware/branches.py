@@ -37,6 +37,7 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -46,6 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.messages import ToolMessage
 from langgraph.config import get_store
+from langgraph.errors import GraphInterrupt
 
 from langchain_fstools.backends.branch import BranchBackend, MergeResult, Proposed
 from langchain_fstools.backends.guarded import BackendView
@@ -54,8 +56,10 @@ from langchain_fstools.core.changesets import Change, ChangeSet
 from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import BranchNotMerged, FsToolsError
 from langchain_fstools.formats.diff import unified_patch
+from langchain_fstools.middleware.suspended_branches import resume, suspend, suspended_key
 from langchain_fstools.middleware.turns import turn_of
 from langchain_fstools.permissions.review import resumable
+from langchain_fstools.tools.base import call_key
 from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY
 from langchain_fstools.tools.execute import WAITING
 from langchain_fstools.tools.merge_branch import (
@@ -97,6 +101,8 @@ if TYPE_CHECKING:
     that it waits for a person."""
 
 R = TypeVar("R")
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_BRANCHING = ("task",)
 """The tools whose calls get a branch with `branches=True`: deepagents' subagent tool."""
@@ -301,9 +307,9 @@ class BranchedCalls:
         """Do `work` on a new branch; merge it in its turn. Its result, the merge's, the update."""
         turn_key, turn = joined
         try:
-            branch = self._branch()
+            branch = self._branch(runtime)
             try:
-                with _activated(self.key, branch):
+                with _activated(self.key, branch), _suspending(branch, runtime):
                     result = work()
             finally:
                 turn.note(turn.ran, ident)
@@ -326,9 +332,9 @@ class BranchedCalls:
         """Async `_running` (its wait polls: the turn's condition is a thread's)."""
         turn_key, turn = joined
         try:
-            branch = self._branch()
+            branch = self._branch(runtime)
             try:
-                with _activated(self.key, branch):
+                with _activated(self.key, branch), _suspending(branch, runtime):
                     result = await work()
             finally:
                 turn.note(turn.ran, ident)
@@ -427,9 +433,16 @@ class BranchedCalls:
             )
         return _Waiting(_merge_review(proposed, review.asks))
 
-    def _branch(self) -> BranchBackend:
-        """A new branch of what the tools see now (the enclosing call's branch, if any)."""
-        return BranchBackend(_active().get(self.key) or self.view(self.storage))
+    def _branch(self, runtime: Any) -> BranchBackend:
+        """The call's branch of what the tools see now (the enclosing call's branch, if any).
+
+        New, or the one it had when an interrupt stopped it (`suspended_branches`).
+        """
+        base = _active().get(self.key) or self.view(self.storage)
+        kept = resume(_suspended_key(runtime))
+        if kept is None:
+            return BranchBackend(base)
+        return BranchBackend.restored(base, kept)
 
     def _target(self, branch: BranchBackend, turn: _Turn, runtime: Any) -> Any:
         """The branch bound to merge into the turn's shared view of the files."""
@@ -494,6 +507,26 @@ def _kept(call_id: str, branch: BranchBackend, outcome: object) -> dict[str, Any
     if isinstance(outcome, MergeResult) and not outcome.clean:
         return kept
     return {}
+
+
+def _suspended_key(runtime: Any) -> str:
+    """The key a call's branch is kept under while an interrupt stops it."""
+    config = getattr(runtime, "config", None) or {}
+    thread = (config.get("configurable") or {}).get("thread_id")
+    return suspended_key(thread, *call_key(runtime))
+
+
+@contextlib.contextmanager
+def _suspending(branch: BranchBackend, runtime: Any) -> Iterator[None]:
+    """Keep `branch` on this machine if an interrupt stops the work inside."""
+    try:
+        yield
+    except GraphInterrupt:
+        try:
+            suspend(_suspended_key(runtime), branch.snapshot())
+        except OSError as exc:  # the work is lost with this call: say so where it can be seen
+            logger.warning("a subagent's branch could not be kept across its interrupt: %s", exc)
+        raise
 
 
 def _answered(state: Any) -> set[str]:
