@@ -9,6 +9,7 @@ changed differently comes back as a conflict with the base untouched.
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,6 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, interrupt
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, Permission, StateBackend
+from langchain_fstools.middleware import branches
 from langchain_fstools.testing import ScriptedChatModel, parallel, tool_call
 
 if TYPE_CHECKING:
@@ -299,8 +301,53 @@ def test_a_subagent_stopped_by_an_interrupt_keeps_what_it_wrote_before(
     # a new worker's models go on from where the thread is (as a provider's do)
     later = first if resumed_by == "the same worker" else worker_(launching("a")[1:], script[3:])
     state = later.invoke(Command(resume="yes"), CONFIG)
-    assert "The subagent's changes were merged: /m.py." in results(state)["t-a"].text
+    assert "They were merged: /m.py." in results(state)["t-a"].text
     assert final_text(backend, state) == SOURCE.replace("1", "10").replace("2", "20")
+
+
+def test_a_resumed_subagent_merges_onto_what_its_turn_merged_before_the_interrupt(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # b merged before a's interrupt; the resumed a must neither wait for b (which does
+    # not run again) nor merge over the files as they were before b's merge
+    monkeypatch.setattr(branches, "JOIN_WAIT", 600.0)
+    files = FilesystemMiddleware(backend=backend, branches=True, mode="accept_edits")
+    script = [
+        tool_call("read_file", call_id="a-1", file_path="/m.py"),
+        tool_call(
+            "edit_file",
+            call_id="a-2",
+            file_path="/m.py",
+            old_string="return 1",
+            new_string="return 10",
+        ),
+        tool_call("ask_person", call_id="a-3", question="Go on?"),
+        "a edited /m.py.",
+    ]
+    agent = deepagents.create_deep_agent(
+        model=ScriptedChatModel(turns=launching("a", "b"), disable_streaming=True),
+        middleware=[files],
+        subagents=[
+            {**subagent("a", files, *script), "tools": [ask_person]},
+            editing("b", files, "return 2", "return 20"),
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    assert "__interrupt__" in agent.invoke(start(backend), CONFIG)
+    resumed: list[Any] = []
+    thread = threading.Thread(
+        target=lambda: resumed.append(agent.invoke(Command(resume="yes"), CONFIG)), daemon=True
+    )
+    thread.start()
+    thread.join(60)  # it waited for b to join otherwise: JOIN_WAIT
+    assert resumed, "the resumed call waited for a call that does not run again"
+    (state,) = resumed
+    found = results(state)
+    assert "They were merged: /m.py." in found["t-a"].text
+    assert found["t-a"].status == "success"
+    both = SOURCE.replace("return 1", "return 10").replace("return 2", "return 20")
+    assert final_text(backend, state) == both
+    assert state["kept_branches"] == {}
 
 
 def test_a_denied_path_is_refused_inside_the_branch(backend: Backend) -> None:

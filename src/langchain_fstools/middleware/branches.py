@@ -65,12 +65,20 @@ from langchain_fstools.tools.execute import WAITING
 from langchain_fstools.tools.merge_branch import (
     BRANCH_KEY,
     KEPT_KEY,
+    MERGING,
+    NEXT_STEP,
     MergeTool,
     conflicts_report,
     kept_entry,
+    merged_kept,
 )
 from langchain_fstools.tools.runtime import StateRuntime, running_config
-from langchain_fstools.tools.updates import merged_channels, with_state_update
+from langchain_fstools.tools.updates import (
+    merged_channels,
+    settled_message,
+    state_after,
+    with_state_update,
+)
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,20 @@ class _Waiting:
 
     def __str__(self) -> str:
         return "they wait for a person's approval"
+
+
+@dataclass(frozen=True)
+class _NextStep:
+    """A resumed call's merge, done before the next model call (`BranchedCalls.settling`).
+
+    Calls of its turn that finished before the interrupt have state updates LangGraph
+    applies only when the step ends: by the next model call, they are in.
+    """
+
+    paths: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return "they are merged before the next step"
 
 
 if TYPE_CHECKING:
@@ -96,7 +118,7 @@ if TYPE_CHECKING:
     from langchain_fstools.tools.base import ToolContext
 
     Result = ToolMessage | Command[Any]
-    Outcome = MergeResult | FsToolsError | OSError | str | _Waiting
+    Outcome = MergeResult | FsToolsError | OSError | str | _Waiting | _NextStep
     """What a merge did: its result, the error that stopped it, why it did not run, or
     that it waits for a person."""
 
@@ -259,6 +281,29 @@ class BranchedCalls:
         """The tools branching adds: `merge`, for a branch that came back in conflict."""
         return [MergeTool(context=context)] if self.names else []
 
+    def settling(self, state: Any, runtime: Any) -> Effect[dict[str, Any] | None]:
+        """Merge the branches of resumed calls, before the next model call (see `_NextStep`).
+
+        Each merges through the tools' view over the files the ones before it left; its
+        call's result says what was merged, or why nothing was.
+        """
+        kept = state.get(KEPT_KEY) or {} if isinstance(state, Mapping) else {}
+        due = [ident for ident, entry in kept.items() if entry and entry.get(NEXT_STEP)]
+        if not due:
+            return None
+        config = running_config()
+        store = getattr(runtime, "store", None)
+        update: dict[str, Any] = {}
+        seen, replies = dict(state), []
+        for ident in due:
+            backend = self.view(self.storage).bind(StateRuntime(seen, config, store, ident))
+            text, merged = yield from merged_kept(backend, seen, ident)
+            text = text[:1].upper() + text[1:]
+            update = merged_channels(update, merged)
+            seen = state_after(seen, merged)
+            replies.append(settled_message(state, ident, text, marker=MERGING))
+        return {**update, "messages": replies}
+
     def on_branch(self) -> bool:
         """Whether the running call works on a branch of these files."""
         return on_branch(self.key)
@@ -285,7 +330,7 @@ class BranchedCalls:
         """Run the call on a branch; merge the branch into the files it came from."""
         call_id = request.tool_call["id"] or ""
         joined = self._join(request, call_id)
-        ran = self._running(joined, call_id, request.runtime, lambda: handler(request))
+        ran = self._running(joined, call_id, request.runtime, lambda: handler(request), later=True)
         return _reported(*ran, request)
 
     async def arun(
@@ -294,7 +339,9 @@ class BranchedCalls:
         """Async `run`."""
         call_id = request.tool_call["id"] or ""
         joined = self._join(request, call_id)
-        ran = await self._arunning(joined, call_id, request.runtime, lambda: handler(request))
+        ran = await self._arunning(
+            joined, call_id, request.runtime, lambda: handler(request), later=True
+        )
         return _reported(*ran, request)
 
     def _running(
@@ -303,21 +350,27 @@ class BranchedCalls:
         ident: str,
         runtime: Any,
         work: Callable[[], R],
+        *,
+        later: bool = False,
     ) -> tuple[R, Outcome, dict[str, Any]]:
-        """Do `work` on a new branch; merge it in its turn. Its result, the merge's, the update."""
+        """Do `work` on a new branch; merge it in its turn. Its result, the merge's, the update.
+
+        With `later`, a call resumed after an interrupt merges before the next model call.
+        """
         turn_key, turn = joined
         try:
-            branch = self._branch(runtime)
+            branch, resumed = self._branch(runtime)
             try:
                 with _activated(self.key, branch), _suspending(branch, runtime):
                     result = work()
             finally:
                 turn.note(turn.ran, ident)
             with turn.ready:
-                while not turn.may_merge(ident):
+                while not resumed and not turn.may_merge(ident):
                     turn.ready.wait(turn.wait_time())
             target = self._target(branch, turn, runtime)
-            outcome = calls.run(self._approving(branch), target.base) or _merged(target.merge)
+            verdict = calls.run(self._approving(branch), target.base)
+            outcome = verdict or _later(branch, resumed and later) or _merged(target.merge)
         finally:
             self._leave(turn_key, turn, ident)
         return result, outcome, {**target.state_update(), **_kept(ident, branch, outcome)}
@@ -328,22 +381,23 @@ class BranchedCalls:
         ident: str,
         runtime: Any,
         work: Callable[[], Awaitable[R]],
+        *,
+        later: bool = False,
     ) -> tuple[R, Outcome, dict[str, Any]]:
         """Async `_running` (its wait polls: the turn's condition is a thread's)."""
         turn_key, turn = joined
         try:
-            branch = self._branch(runtime)
+            branch, resumed = self._branch(runtime)
             try:
                 with _activated(self.key, branch), _suspending(branch, runtime):
                     result = await work()
             finally:
                 turn.note(turn.ran, ident)
-            while not turn.may_merge(ident):  # noqa: ASYNC110  # a thread's condition
+            while not resumed and not turn.may_merge(ident):  # noqa: ASYNC110  # a thread's
                 await asyncio.sleep(_POLL_SECONDS)
             target = self._target(branch, turn, runtime)
-            outcome = await calls.arun(self._approving(branch), target.base) or await _amerged(
-                target.amerge
-            )
+            verdict = await calls.arun(self._approving(branch), target.base)
+            outcome = verdict or _later(branch, resumed and later) or await _amerged(target.amerge)
         finally:
             self._leave(turn_key, turn, ident)
         return result, outcome, {**target.state_update(), **_kept(ident, branch, outcome)}
@@ -433,16 +487,17 @@ class BranchedCalls:
             )
         return _Waiting(_merge_review(proposed, review.asks))
 
-    def _branch(self, runtime: Any) -> BranchBackend:
+    def _branch(self, runtime: Any) -> tuple[BranchBackend, bool]:
         """The call's branch of what the tools see now (the enclosing call's branch, if any).
 
-        New, or the one it had when an interrupt stopped it (`suspended_branches`).
+        New, or the one it had when an interrupt stopped it (`suspended_branches`):
+        then True too (the call resumed).
         """
         base = _active().get(self.key) or self.view(self.storage)
         kept = resume(_suspended_key(runtime))
         if kept is None:
-            return BranchBackend(base)
-        return BranchBackend.restored(base, kept)
+            return BranchBackend(base), False
+        return BranchBackend.restored(base, kept), True
 
     def _target(self, branch: BranchBackend, turn: _Turn, runtime: Any) -> Any:
         """The branch bound to merge into the turn's shared view of the files."""
@@ -504,9 +559,21 @@ def _kept(call_id: str, branch: BranchBackend, outcome: object) -> dict[str, Any
     kept = {KEPT_KEY: {call_id: kept_entry(branch)}}
     if isinstance(outcome, _Waiting):
         return {**kept, COMMAND_REVIEWS_KEY: {call_id: outcome.review}}
+    if isinstance(outcome, _NextStep):
+        return {KEPT_KEY: {call_id: {**kept_entry(branch), NEXT_STEP: True}}}
     if isinstance(outcome, MergeResult) and not outcome.clean:
         return kept
     return {}
+
+
+def _later(branch: BranchBackend, resumed: bool) -> _NextStep | None:  # noqa: FBT001
+    """A resumed call's merge, left for the next step.
+
+    Not a nested branch's: the branch it merges into is this run's.
+    """
+    if not resumed or isinstance(branch.base, BranchBackend) or not branch.changed:
+        return None
+    return _NextStep(branch.changed)
 
 
 def _suspended_key(runtime: Any) -> str:
@@ -592,6 +659,9 @@ def _reported(
         status = message.status
     elif isinstance(outcome, _Waiting):
         note = f"The subagent changed: {', '.join(outcome.review['merge'])}.{WAITING}"
+        status = message.status
+    elif isinstance(outcome, _NextStep):
+        note = f"The subagent changed: {', '.join(outcome.paths)}.{MERGING}"
         status = message.status
     else:
         note = _refusal(outcome, ident)

@@ -40,7 +40,7 @@ from langchain_fstools.tools.base import FileTool, call_key
 from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
 from langchain_fstools.tools.toolkit import FileToolkit
 from langchain_fstools.tools.undo_edit import UndoEditTool
-from langchain_fstools.tools.updates import with_state_update
+from langchain_fstools.tools.updates import merged_channels, state_after, with_state_update
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -354,18 +354,27 @@ class _ReviewingFilesystemMiddleware(FilesystemMiddleware):
     """`FilesystemMiddleware` with a permission gate: it reviews each model turn."""
 
     def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Ask a person about what waiting commands changed, in one interrupt; apply it."""
-        review = self.command_review
-        if review is None or not review.pending(state):
-            return None
-        return calls.run(review.deciding(state, runtime), self.storage)
+        """Apply what waits for this model call: a person's answers, resumed merges."""
+        return calls.run(self._settling(state, runtime), self.storage)
 
     async def abefore_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async `before_model`."""
+        return await calls.arun(self._settling(state, runtime), self.storage)
+
+    def _settling(self, state: Any, runtime: Runtime[Any]) -> Effect[dict[str, Any] | None]:
+        """A person's answers on waiting changes, then resumed merges, as one update.
+
+        See `CommandReview.deciding` and `BranchedCalls.settling`.
+        """
         review = self.command_review
-        if review is None or not review.pending(state):
-            return None
-        return await calls.arun(review.deciding(state, runtime), self.storage)
+        decided = None
+        if review is not None and review.pending(state):
+            decided = yield from review.deciding(state, runtime)
+        merged = yield from self.branches.settling(state_after(state, decided or {}), runtime)
+        if decided is None or merged is None:
+            return decided or merged
+        replies = [*decided.get("messages", []), *merged.get("messages", [])]
+        return {**merged_channels(decided, merged), "messages": replies}
 
     def after_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Ask a person about every call of the turn that needs it, in one interrupt.

@@ -30,26 +30,24 @@ import functools
 from typing import TYPE_CHECKING, Any, cast
 
 from langchain.agents.middleware.human_in_the_loop import ActionRequest, HITLRequest, ReviewConfig
-from langchain_core.messages import ToolMessage
 from langgraph.types import interrupt
 
-from langchain_fstools.backends.branch import BranchBackend
-from langchain_fstools.backends.state import FILES_KEY, merge_files
 from langchain_fstools.core import calls
-from langchain_fstools.errors import FsToolsError, VersionConflict
+from langchain_fstools.errors import VersionConflict
 from langchain_fstools.permissions.approval import Approval, FileActionRequest, decisions
 from langchain_fstools.permissions.review import _require_checkpointer
 from langchain_fstools.shell.pending import drop, load
 from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY, rewind_note
 from langchain_fstools.tools.execute import WAITING
-from langchain_fstools.tools.merge_branch import KEPT_KEY, conflicts_report, kept_snapshot
+from langchain_fstools.tools.merge_branch import KEPT_KEY, merged_kept
 from langchain_fstools.tools.runtime import StateRuntime, running_config
-from langchain_fstools.tools.updates import merged_channels
+from langchain_fstools.tools.updates import merged_channels, settled_message, state_after
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from langchain.agents.middleware.human_in_the_loop import Decision
+    from langchain_core.messages import ToolMessage
 
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
@@ -90,9 +88,8 @@ class CommandReview:
                 seen, runtime, config, call_id=call_id, review=review, answer=answer
             )
             update = merged_channels(update, extra)
-            if FILES_KEY in extra:
-                seen = {**seen, FILES_KEY: merge_files(seen.get(FILES_KEY), [extra[FILES_KEY]])}
-            replies.append(_replaced(state, call_id, text, failed=text.startswith("Error")))
+            seen = state_after(seen, extra)
+            replies.append(settled_message(state, call_id, text, marker=WAITING))
         update["messages"] = replies
         return update
 
@@ -153,33 +150,18 @@ class CommandReview:
         answer: Decision,
     ) -> Effect[tuple[str, dict[str, Any]]]:
         """`_applied` for a subagent's branch: merged from the thread's state, or dropped."""
-        dropped: dict[str, Any] = {KEPT_KEY: {call_id: None}}
         if answer["type"] != "approve":
-            return _rejected(answer, "merged"), dropped
-        snapshot = kept_snapshot(state, call_id)
-        if snapshot is None:
-            gone = (
-                "Error: the approved changes were no longer kept (older than an hour);"
-                " nothing was merged. Run the task again."
-            )
-            return gone, dropped
+            return _rejected(answer, "merged"), {KEPT_KEY: {call_id: None}}
         call_runtime = StateRuntime(state, config, getattr(runtime, "store", None), call_id)
         self.gate.grant(call_id, Approval(args={}, paths=review["asks"], expect={}))
-        backend = self.tools_view.bind(call_runtime)
-        branch = BranchBackend.restored(backend, snapshot)
         try:
-            result = yield from calls.blocking(branch.merge)
-        except (FsToolsError, OSError) as exc:
-            return f"Error: the merge failed ({exc}); nothing was merged.", {}
+            backend = self.tools_view.bind(call_runtime)
+            text, update = yield from merged_kept(backend, state, call_id)
         finally:
             self.gate.revoke(call_id)
-        if not result.clean:  # the files changed since: the branch stays kept
-            return "Error: " + conflicts_report(result, call_id), {}
-        update = {**backend.state_update(), **dropped}
-        merged = ", ".join(result.merged)
-        return f"A person approved these changes; they were merged: {merged}." + rewind_note(
-            update
-        ), update
+        if text.startswith("Error"):
+            return text, update
+        return f"A person approved these changes; {text}", update
 
 
 def _rejected(answer: Decision, done: str) -> str:
@@ -212,28 +194,6 @@ def _request(waiting: Mapping[str, Any]) -> HITLRequest:
         actions.append(cast("ActionRequest", action))
         configs.append(ReviewConfig(action_name=name, allowed_decisions=["approve", "reject"]))
     return HITLRequest(action_requests=actions, review_configs=configs)
-
-
-def _replaced(state: Any, call_id: str, text: str, *, failed: bool) -> ToolMessage:
-    """The command's tool message, its wait replaced by `text` (same id: it replaces it)."""
-    found = next(
-        (
-            m
-            for m in reversed(state.get("messages") or [])
-            if isinstance(m, ToolMessage) and m.tool_call_id == call_id
-        ),
-        None,
-    )
-    content = str(found.content) if found is not None else ""
-    before, _, changed = content.partition(WAITING)
-    return ToolMessage(
-        content=f"{before}\n{text}{changed}",
-        tool_call_id=call_id,
-        name=found.name if found is not None and found.name else "execute",
-        id=found.id if found is not None else None,
-        artifact=found.artifact if found is not None else None,
-        status="error" if failed else "success",
-    )
 
 
 __all__ = ["CommandReview"]

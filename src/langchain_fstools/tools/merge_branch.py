@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, PrivateAttr
 
 from langchain_fstools.backends.branch import BranchBackend
-from langchain_fstools.core import paths
+from langchain_fstools.core import calls, paths
 from langchain_fstools.core.wording import plural
-from langchain_fstools.errors import InvalidArgument
+from langchain_fstools.errors import FsToolsError, InvalidArgument
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.changes_shown import rewind_note
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
     from langchain_fstools.backends.branch import FileConflict, MergeResult, Side
+    from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
 
 KEEP_SECONDS = 3600.0
@@ -42,6 +44,9 @@ BRANCH_KEY = "branch"
 
 KEPT_KEY = "kept_branches"
 """The graph-state channel of the kept branches."""
+
+NEXT_STEP = "next_step"
+"""The entry key of a branch merged before the next model call (a resumed call's)."""
 
 _HUNK_LINES = 12
 """Lines shown per side of a conflicting hunk; the rest is counted."""
@@ -147,6 +152,41 @@ class MergeTool(FileTool):
         return ToolOutcome(f"Merged branch {args.branch}: {merged}.", artifact, dropped)
 
 
+MERGING = "\nThe subagent's changes are merged before your next step."
+"""What a `task` result says while its merge waits for the next step (`merged_kept`)."""
+
+
+def merged_kept(
+    backend: Backend, state: Mapping[str, Any], ident: str
+) -> Effect[tuple[str, dict[str, Any]]]:
+    """Merge the branch kept under `ident` in `state` through `backend` (the tools' view).
+
+    Returns:
+        What the call's result says now ("Error: ..." when nothing was merged), and the
+        state update: the merge's, the branch dropped; or, after a conflict, the branch
+        kept for `merge` (no longer waiting for a step).
+    """
+    entry = (state.get(KEPT_KEY) or {}).get(ident)
+    snapshot = kept_snapshot(state, ident)
+    if entry is None or snapshot is None:
+        gone = (
+            "Error: the subagent's changes were no longer kept (older than an hour);"
+            " nothing was merged. Run the task again."
+        )
+        return gone, {KEPT_KEY: {ident: None}}
+    try:
+        result = yield from calls.blocking(BranchBackend.restored(backend, snapshot).merge)
+    except (FsToolsError, OSError) as exc:
+        return f"Error: the merge failed ({exc}); nothing was merged.", {}
+    if not result.clean:
+        return "Error: " + conflicts_report(result, ident), {
+            KEPT_KEY: {ident: {**entry, NEXT_STEP: False}}
+        }
+    update = {**backend.state_update(), KEPT_KEY: {ident: None}}
+    merged = ", ".join(result.merged) or "nothing left to change"
+    return f"they were merged: {merged}." + rewind_note(update), update
+
+
 def conflicts_report(result: MergeResult, ident: str, *, kept: bool = True) -> str:
     """What the model reads when a branch did not merge: each file, its hunks, what to do.
 
@@ -184,6 +224,8 @@ def _conflict(conflict: FileConflict) -> str:
 __all__ = [
     "BRANCH_KEY",
     "KEPT_KEY",
+    "MERGING",
+    "NEXT_STEP",
     "KeptBranchesChannel",
     "MergeArgs",
     "MergeTool",
@@ -191,4 +233,5 @@ __all__ = [
     "kept_entry",
     "kept_snapshot",
     "merge_kept",
+    "merged_kept",
 ]

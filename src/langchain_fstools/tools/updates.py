@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
+from langchain_fstools.backends.state import FILES_KEY, merge_files
 from langchain_fstools.history.changes import HISTORY_KEY, combined_updates
 
 
@@ -57,6 +58,39 @@ def merged_channels(first: Mapping[str, Any], then: Mapping[str, Any]) -> dict[s
     return merged
 
 
+def state_after(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """`state` with `update`'s files applied (what the next commit of one step reads)."""
+    if FILES_KEY not in update:
+        return dict(state)
+    return {**state, FILES_KEY: merge_files(state.get(FILES_KEY), [update[FILES_KEY]])}
+
+
+def settled_message(state: Any, call_id: str, text: str, *, marker: str) -> ToolMessage:
+    """The call's tool message with its `marker` (what it waited for) replaced by `text`.
+
+    Same id, so it replaces the message in the thread; its status is error when `text`
+    starts with "Error".
+    """
+    found = next(
+        (
+            m
+            for m in reversed(state.get("messages") or [])
+            if isinstance(m, ToolMessage) and m.tool_call_id == call_id
+        ),
+        None,
+    )
+    content = str(found.content) if found is not None else ""
+    before, _, after = content.partition(marker)
+    return ToolMessage(
+        content=f"{before}\n{text}{after}",
+        tool_call_id=call_id,
+        name=found.name if found is not None and found.name else None,
+        id=found.id if found is not None else None,
+        artifact=found.artifact if found is not None else None,
+        status="error" if text.startswith("Error") else "success",
+    )
+
+
 def _replaced(messages: Any, message: ToolMessage) -> list[Any]:
     """`messages` with the ToolMessage of `message`'s tool call swapped for it."""
     kept = list(messages) if isinstance(messages, list | tuple) else []
@@ -67,4 +101,4 @@ def _replaced(messages: Any, message: ToolMessage) -> list[Any]:
     return [*kept, message]
 
 
-__all__ = ["merged_channels", "with_state_update"]
+__all__ = ["merged_channels", "settled_message", "state_after", "with_state_update"]
