@@ -27,6 +27,11 @@ branch is dropped. Permission rules judge the merge as they judge a command's ch
 kept in state, and the middleware asks a person before the next model call
 (`permissions.command_review`), as it does for a command's changes.
 
+A subagent stopped by an interrupt of its own keeps its branch on this machine until
+its call resumes (`suspended_branches`); the resumed call does not wait for the calls of
+its turn (they finished before the interrupt and do not run again) and merges before
+the next model call (`settling`), when their state updates are in.
+
 The tasks of a `Send` fan-out in a hand-built graph branch the same way through
 `BranchedCalls.node`, merged in the order of their `Send`s.
 """
@@ -556,13 +561,15 @@ def _kept(call_id: str, branch: BranchBackend, outcome: object) -> dict[str, Any
     In conflict: for the `merge` tool; waiting: for the person the middleware asks
     (`command_reviews`).
     """
-    kept = {KEPT_KEY: {call_id: kept_entry(branch)}}
     if isinstance(outcome, _Waiting):
-        return {**kept, COMMAND_REVIEWS_KEY: {call_id: outcome.review}}
+        return {
+            KEPT_KEY: {call_id: kept_entry(branch)},
+            COMMAND_REVIEWS_KEY: {call_id: outcome.review},
+        }
     if isinstance(outcome, _NextStep):
         return {KEPT_KEY: {call_id: {**kept_entry(branch), NEXT_STEP: True}}}
     if isinstance(outcome, MergeResult) and not outcome.clean:
-        return kept
+        return {KEPT_KEY: {call_id: kept_entry(branch)}}
     return {}
 
 
