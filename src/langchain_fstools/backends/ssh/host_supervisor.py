@@ -24,7 +24,8 @@ Errors answer `{"id": I, "error": why}`. When a process ends, the event `{"event
 (`S` is `128 + N` for signal N; `W` is "kill", "idle" or None). When the process that
 led a group ends, the rest of the group is killed too. A process nobody read or wrote
 for `IDLE_LIMIT` seconds is killed (`ended_by` "idle"), and a supervisor with nothing
-running and no request for as long exits (the next start opens another). When the
+running, no output unread and no request for as long exits (the next start opens
+another): an ended process's last output waits for its read. When the
 standard input ends (the channel or the connection closed) or a hang-up or termination
 signal arrives, every group is killed and the supervisor exits.
 """
@@ -97,6 +98,11 @@ class Window:
                 self.tail[0] = (first_stream, first[excess:])
                 self.tail_size -= excess
                 self.dropped += excess
+
+    @property
+    def unread(self) -> bool:
+        """Whether it holds output nobody read yet."""
+        return bool(self.head or self.tail or self.dropped)
 
     def take(self) -> dict[str, object]:
         """What was kept, as the read answer carries it; the window starts again empty."""
@@ -381,9 +387,9 @@ class Supervisor:
         for process in self.processes.values():
             if process.running and now - process.active > self.idle_limit:
                 process.kill("idle")
-        running = any(process.running for process in self.processes.values())
-        if not running and now - self.active > self.idle_limit:
-            self.ending = True  # a session with nothing running gives its channel back
+        holding = any(p.running or p.window.unread for p in self.processes.values())
+        if not holding and now - self.active > self.idle_limit:
+            self.ending = True  # nothing running, nothing unread: the channel goes back
 
 
 def _standing(process: Process) -> dict[str, object]:
