@@ -305,8 +305,9 @@ def test_a_subagent_stopped_by_an_interrupt_keeps_what_it_wrote_before(
     assert final_text(backend, state) == SOURCE.replace("1", "10").replace("2", "20")
 
 
+@pytest.mark.parametrize("run", ["sync", "async"])
 def test_a_resumed_subagent_merges_onto_what_its_turn_merged_before_the_interrupt(
-    backend: Backend, monkeypatch: pytest.MonkeyPatch
+    backend: Backend, run: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # b merged before a's interrupt; the resumed a must neither wait for b (which does
     # not run again) nor merge over the files as they were before b's merge
@@ -333,10 +334,16 @@ def test_a_resumed_subagent_merges_onto_what_its_turn_merged_before_the_interrup
         ],
         checkpointer=InMemorySaver(),
     )
-    assert "__interrupt__" in agent.invoke(start(backend), CONFIG)
+
+    def invoke(given: Any) -> Any:
+        if run == "sync":
+            return agent.invoke(given, CONFIG)
+        return asyncio.run(agent.ainvoke(given, CONFIG))
+
+    assert "__interrupt__" in invoke(start(backend))
     resumed: list[Any] = []
     thread = threading.Thread(
-        target=lambda: resumed.append(agent.invoke(Command(resume="yes"), CONFIG)), daemon=True
+        target=lambda: resumed.append(invoke(Command(resume="yes"))), daemon=True
     )
     thread.start()
     thread.join(60)  # it waited for b to join otherwise: JOIN_WAIT
