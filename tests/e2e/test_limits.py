@@ -71,6 +71,32 @@ def test_writing_past_what_a_command_may_change_stops_it_and_keeps_nothing(
     assert list(workspace.iterdir()) == []
 
 
+def test_a_command_that_writes_past_the_limit_and_ends_at_once_keeps_nothing(
+    workspace: Path,
+) -> None:
+    # done before the next check a few times a second: the end is checked too
+    outcome = _run(workspace, "head -c 3M /dev/zero > big", limits=Limits(changed_bytes=2 * MiB))
+    assert "limit on what one command may write (2 MiB)" in outcome.text, outcome.text
+    assert list(workspace.iterdir()) == []
+    # the same in the background: read once it ended, before its reader checked again
+    sandbox = Sandbox(limits=Limits(changed_bytes=2 * MiB))
+    backend = LocalBackend(workspace, execute=True, sandbox=sandbox)
+    tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
+    try:
+        command = "head -c 3M /dev/zero > big"
+        tools["execute"].invoke(_call("execute", command=command, background=True))
+        table = backend.processes()
+        assert table is not None
+        deadline = time.monotonic() + 10
+        while table.get("p1").running and time.monotonic() < deadline:
+            time.sleep(0.02)
+        read = tools["process"].invoke(_call("process", action="read", process_id="p1"))
+    finally:
+        backend.close()
+    assert "limit on what one command may write (2 MiB)" in str(read.content), read.content
+    assert list(workspace.iterdir()) == []
+
+
 def test_a_background_process_past_what_it_may_change_is_stopped_and_keeps_nothing(
     workspace: Path,
 ) -> None:

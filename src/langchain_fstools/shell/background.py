@@ -107,6 +107,7 @@ class Background:
         self._lock = threading.Lock()
         self._idle_limit = idle_limit
         self._over = over
+        self._end_checked = False
         self._active = time.monotonic()
         self._ended_by: str | None = None
         self._finished_at: float | None = None
@@ -136,8 +137,17 @@ class Background:
 
     @property
     def limit(self) -> LimitHit | None:
-        """The sandbox limit it was ended at (`ended_by` "limit"), else None."""
-        return None if self._over is None else self._over.hit
+        """The sandbox limit it went past, else None.
+
+        Ended at it (`ended_by` "limit"), or found past it once it had ended (what it
+        wrote since the last check counts too).
+        """
+        if self._over is None:
+            return None
+        if not self.running and not self._end_checked:
+            self._over(now=True)
+            self._end_checked = True
+        return self._over.hit
 
     def read(self) -> ProcessOutput:
         """The output since the last read; the window starts again empty."""

@@ -370,10 +370,14 @@ class ChangedBytes:
         """The limit, once the layer went past it."""
         self._next = 0.0
 
-    def __call__(self) -> bool:
-        """Whether the layer went past the limit (checked when it is time)."""
+    def __call__(self, *, now: bool = False) -> bool:
+        """Whether the layer went past the limit (checked when it is time, or `now`).
+
+        A command that ended is checked `now`: it may have written past the limit
+        since the last check.
+        """
         started = time.monotonic()
-        if self.hit is not None or started < self._next:
+        if self.hit is not None or (started < self._next and not now):
             return self.hit is not None
         used = disk_use(self.upper)
         took = time.monotonic() - started

@@ -269,6 +269,8 @@ class Session:
             self._close_launched(launched)
         if job.error is not None:
             raise SessionEnded(job.error)
+        if over is not None:
+            over(now=True)  # what it wrote since the last check counts too
         self.state = after
         status = None if timed_out else job.status
         result = ExecutionResult(
