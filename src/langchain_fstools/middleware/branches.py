@@ -92,9 +92,6 @@ class _Waiting:
 
     review: dict[str, Any]
 
-    def __str__(self) -> str:
-        return "they wait for a person's approval"
-
 
 @dataclass(frozen=True)
 class _NextStep:
@@ -105,9 +102,6 @@ class _NextStep:
     """
 
     paths: tuple[str, ...]
-
-    def __str__(self) -> str:
-        return "they are merged before the next step"
 
 
 if TYPE_CHECKING:
@@ -300,8 +294,9 @@ class BranchedCalls:
         store = getattr(runtime, "store", None)
         update: dict[str, Any] = {}
         seen, replies = dict(state), []
+        view = self.view(self.storage)
         for ident in due:
-            backend = self.view(self.storage).bind(StateRuntime(seen, config, store, ident))
+            backend = view.bind(StateRuntime(seen, config, store, ident))
             text, merged = yield from merged_kept(backend, seen, ident)
             text = text[:1].upper() + text[1:]
             update = merged_channels(update, merged)

@@ -84,7 +84,8 @@ class CommandReview:
         replies: list[ToolMessage] = []
         seen = state  # each commit over the files the ones before it left
         for (call_id, review), answer in zip(waiting.items(), answers, strict=True):
-            text, extra = yield from self._applied(
+            apply = self._merged if "merge" in review else self._committed
+            text, extra = yield from apply(
                 seen, runtime, config, call_id=call_id, review=review, answer=answer
             )
             update = merged_channels(update, extra)
@@ -93,7 +94,7 @@ class CommandReview:
         update["messages"] = replies
         return update
 
-    def _applied(
+    def _committed(
         self,
         state: Any,
         runtime: Any,
@@ -104,12 +105,6 @@ class CommandReview:
         answer: Decision,
     ) -> Effect[tuple[str, dict[str, Any]]]:
         """The text that replaces the command's result, and the state update of its commit."""
-        if "merge" in review:
-            return (
-                yield from self._merged(
-                    state, runtime, config, call_id=call_id, review=review, answer=answer
-                )
-            )
         key = review["key"]
         if answer["type"] != "approve":
             yield from calls.blocking(functools.partial(drop, key))
@@ -149,7 +144,7 @@ class CommandReview:
         review: Mapping[str, Any],
         answer: Decision,
     ) -> Effect[tuple[str, dict[str, Any]]]:
-        """`_applied` for a subagent's branch: merged from the thread's state, or dropped."""
+        """`_committed` for a subagent's branch: merged from the thread's state, or dropped."""
         if answer["type"] != "approve":
             return _rejected(answer, "merged"), {KEPT_KEY: {call_id: None}}
         call_runtime = StateRuntime(state, config, getattr(runtime, "store", None), call_id)

@@ -166,9 +166,8 @@ def merged_kept(
         state update: the merge's, the branch dropped; or, after a conflict, the branch
         kept for `merge` (no longer waiting for a step).
     """
-    entry = (state.get(KEPT_KEY) or {}).get(ident)
     snapshot = kept_snapshot(state, ident)
-    if entry is None or snapshot is None:
+    if snapshot is None:
         gone = (
             "Error: the subagent's changes were no longer kept (older than an hour);"
             " nothing was merged. Run the task again."
@@ -180,7 +179,7 @@ def merged_kept(
         return f"Error: the merge failed ({exc}); nothing was merged.", {}
     if not result.clean:
         return "Error: " + conflicts_report(result, ident), {
-            KEPT_KEY: {ident: {**entry, NEXT_STEP: False}}
+            KEPT_KEY: {ident: {**state[KEPT_KEY][ident], NEXT_STEP: False}}
         }
     update = {**backend.state_update(), KEPT_KEY: {ident: None}}
     merged = ", ".join(result.merged) or "nothing left to change"
