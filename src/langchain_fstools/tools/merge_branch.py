@@ -12,6 +12,7 @@ now. The merge goes through the tools' own view (rules, history), as the first o
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr
@@ -25,7 +26,7 @@ from langchain_fstools.tools.changes_shown import rewind_note
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from langchain_core.messages import BaseMessage
 
@@ -61,8 +62,14 @@ def merge_kept(
     """
     kept = {**(current or {}), **(update or {})}
     live = {ident: entry for ident, entry in kept.items() if entry is not None}
-    newest = sorted(live, key=lambda ident: live[ident]["at"])[-MOST_KEPT:]
+    newest = sorted(live, key=lambda ident: _kept_at(live[ident]))[-MOST_KEPT:]
     return {ident: live[ident] for ident in newest}
+
+
+def _kept_at(entry: object) -> float:
+    """When `entry` was kept (0 for what is not an entry: it goes first)."""
+    at = entry.get("at") if isinstance(entry, Mapping) else None
+    return float(at) if isinstance(at, int | float) else 0.0
 
 
 KeptBranchesChannel = Annotated[dict[str, Any], merge_kept]
@@ -80,9 +87,9 @@ def kept_entry(branch: BranchBackend) -> dict[str, Any]:
 def kept_snapshot(state: Mapping[str, Any], ident: str) -> Mapping[str, Any] | None:
     """The snapshot of the branch kept under `ident` in `state`, unless it is too old."""
     entry = (state.get(KEPT_KEY) or {}).get(ident)
-    if not isinstance(entry, dict) or time.time() - entry.get("at", 0) > KEEP_SECONDS:
+    snapshot = entry.get("branch") if isinstance(entry, Mapping) else None
+    if not isinstance(snapshot, Mapping) or time.time() - _kept_at(entry) > KEEP_SECONDS:
         return None
-    snapshot: Mapping[str, Any] = entry["branch"]
     return snapshot
 
 
@@ -116,7 +123,9 @@ class MergeTool(FileTool):
         del messages
         kept = {ident: kept_snapshot(state, ident) for ident in state.get(KEPT_KEY) or {}}
         self._paths = {
-            ident: tuple(snapshot["touched"]) for ident, snapshot in kept.items() if snapshot
+            ident: tuple(touched)
+            for ident, snapshot in kept.items()
+            if snapshot and isinstance(touched := snapshot.get("touched"), Mapping)
         }
         return bool(self._paths)
 
@@ -141,7 +150,11 @@ class MergeTool(FileTool):
                 " only); make the changes yourself",
             )
         sides = {paths.normalize(path): _SIDES[side] for path, side in args.sides.items()}
-        branch = BranchBackend.restored(scope.backend, snapshot)
+        branch = _restored(scope.backend, snapshot)
+        if branch is None:
+            raise InvalidArgument(
+                "branch", f"branch {args.branch} in the state is damaged; make the changes yourself"
+            )
         result = yield from branch.merging(sides)
         artifact: dict[str, Any] = {BRANCH_KEY: args.branch, "merged": list(result.merged)}
         if not result.clean:
@@ -173,8 +186,12 @@ def merged_kept(
             " nothing was merged. Run the task again."
         )
         return gone, {KEPT_KEY: {ident: None}}
+    branch = _restored(backend, snapshot)
+    if branch is None:
+        damaged = "Error: the kept changes in the state are damaged; nothing was merged."
+        return f"{damaged} Run the task again.", {KEPT_KEY: {ident: None}}
     try:
-        result = yield from calls.blocking(BranchBackend.restored(backend, snapshot).merge)
+        result = yield from calls.blocking(branch.merge)
     except (FsToolsError, OSError) as exc:
         return f"Error: the merge failed ({exc}); nothing was merged.", {}
     if not result.clean:
@@ -184,6 +201,14 @@ def merged_kept(
     update = {**backend.state_update(), KEPT_KEY: {ident: None}}
     merged = ", ".join(result.merged) or "nothing left to change"
     return f"they were merged: {merged}." + rewind_note(update), update
+
+
+def _restored(backend: Backend, snapshot: Mapping[str, Any]) -> BranchBackend | None:
+    """The branch `snapshot` holds over `backend`; None when it is not a snapshot."""
+    try:
+        return BranchBackend.restored(backend, snapshot)
+    except ValueError:
+        return None
 
 
 def conflicts_report(result: MergeResult, ident: str, *, kept: bool = True) -> str:

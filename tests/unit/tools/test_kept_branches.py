@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from langchain_fstools import FilesystemMiddleware, StateBackend
+from langchain_fstools.core import calls
 from langchain_fstools.tools import merge_branch
 from langchain_fstools.tools.merge_branch import (
     KEPT_KEY,
@@ -58,3 +59,24 @@ def test_merge_is_offered_while_a_branch_is_kept_and_names_its_paths() -> None:
     assert tool.usable({KEPT_KEY: {"t-1": entry(time.time(), "/a.py")}}, [])
     assert [t.path for t in tool.targets(MergeArgs(branch="t-1"))] == ["/a.py"]
     assert not tool.usable({KEPT_KEY: {"t-1": entry(0.0)}}, [])  # too old
+
+
+DAMAGED = [None, "x", {"at": "soon"}, {"at": 5.0}, {"branch": {"touched": "no"}}]
+
+
+def test_damaged_entries_in_the_state_crash_nothing() -> None:
+    # a hand-edited state, an old checkpoint: the reducer, the offer and a merge hold
+    now = time.time()
+    junk = {f"d{i}": entry for i, entry in enumerate(DAMAGED) if entry is not None}
+    kept = merge_kept({}, {**junk, "good": entry(now)})
+    assert set(kept) == {*junk, "good"}
+    assert list(kept)[-1] == "good"  # what is not an entry counts as the oldest
+    files = FilesystemMiddleware(backend=StateBackend(), branches=True)
+    tool = next(t for t in files.tools if isinstance(t, merge_branch.MergeTool))
+    assert not tool.usable({KEPT_KEY: junk}, [])
+    broken = {"at": now, "branch": {"max_files": 1, "max_bytes": 1, "touched": {"/a": [1]}}}
+    state = {KEPT_KEY: {"t-1": broken}}
+    assert kept_snapshot(state, "t-1") == broken["branch"]
+    text, update = calls.run(merge_branch.merged_kept(StateBackend(), state, "t-1"), StateBackend())
+    assert text.startswith("Error: the kept changes in the state are damaged")
+    assert update == {KEPT_KEY: {"t-1": None}}
