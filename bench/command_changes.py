@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.shell.sandbox import Sandbox
+from langchain_fstools.shell.sandbox.sandbox import Sandbox
 
 
 def median_ms(samples: list[float]) -> float:

@@ -2,7 +2,7 @@
 
     python bench/grep_confined.py [--files 2000] [--rounds 41] [--data-dir bench/.data]
 
-Host-side ripgrep runs confined (`shell.spawner`: Landlock reads beneath the root, a
+Host-side ripgrep runs confined (`search.spawner`: Landlock reads beneath the root, a
 memory limit), started by a small spawner process instead of by this one. This times,
 alternating call by call (median of `--rounds`), on a repository of `--files` small
 files (`bench/search.py`'s small repository; the pattern is in 111 of them):

@@ -21,8 +21,8 @@ import tempfile
 import time
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.shell.limits import DEFAULT_LIMITS, CgroupSet, cgroup_support
-from langchain_fstools.shell.sandbox import Sandbox
+from langchain_fstools.shell.sandbox.limits import DEFAULT_LIMITS, CgroupSet, cgroup_support
+from langchain_fstools.shell.sandbox.sandbox import Sandbox
 
 TARGET_MS = 2.0
 

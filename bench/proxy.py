@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.shell.domains import AllowedDomains
-from langchain_fstools.shell.sandbox import Sandbox
+from langchain_fstools.shell.network.domains import AllowedDomains
+from langchain_fstools.shell.sandbox.sandbox import Sandbox
 
 PACED = """
 import socket, sys, time

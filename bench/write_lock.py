@@ -4,7 +4,7 @@
 
 `LocalBackend.write_many` of 100 files (one line changed in each, in 10 folders, as
 `apply_patch` writes them) and `write_bytes` of one file, each timed with the folder
-lock (`backends.write_locks`) and with it replaced by a no-op, interleaved, durable
+lock (`backends.local.write_locks`) and with it replaced by a no-op, interleaved, durable
 (`fsync`) and with `durability="rename"`. Reported: medians and the ratio with/without
 (target: at most 1.10x, the issue's "not slower by more than 10%"). A benchmark, not a
 test: it checks only that both ways wrote the same bytes.
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.backends import local
+from langchain_fstools.backends.local import backend as local
 from langchain_fstools.core.results import Write
 
 if TYPE_CHECKING:

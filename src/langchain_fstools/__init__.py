@@ -53,7 +53,7 @@ from langchain_fstools.core.lazy import lazy_names
 if TYPE_CHECKING:
     from langchain_fstools._version import __version__ as __version__
     from langchain_fstools.backends.composite import CompositeBackend
-    from langchain_fstools.backends.local import LocalBackend
+    from langchain_fstools.backends.local.backend import LocalBackend
     from langchain_fstools.backends.objectstore import ObjectStoreBackend
     from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
     from langchain_fstools.backends.ssh import SSHBackend
@@ -78,9 +78,9 @@ if TYPE_CHECKING:
         FilesystemState,
     )
     from langchain_fstools.permissions.rules import Permission, Policy
-    from langchain_fstools.shell.limits import Limits
-    from langchain_fstools.shell.policy import CommandPolicy
-    from langchain_fstools.shell.sandbox import Sandbox
+    from langchain_fstools.shell.policy.policy import CommandPolicy
+    from langchain_fstools.shell.sandbox.limits import Limits
+    from langchain_fstools.shell.sandbox.sandbox import Sandbox
     from langchain_fstools.tools.eviction import LargeResultEviction
     from langchain_fstools.tools.settings import ToolSettings
     from langchain_fstools.tools.toolkit import FileToolkit
@@ -88,7 +88,7 @@ if TYPE_CHECKING:
 _PUBLIC: dict[str, str] = {
     "Backend": "langchain_fstools.backends.protocol",
     "ChangesNotCommitted": "langchain_fstools.errors",
-    "CommandPolicy": "langchain_fstools.shell.policy",
+    "CommandPolicy": "langchain_fstools.shell.policy.policy",
     "CompositeBackend": "langchain_fstools.backends.composite",
     "ConditionalWritesIgnored": "langchain_fstools.errors",
     "EntryKind": "langchain_fstools.backends.protocol",
@@ -102,8 +102,8 @@ _PUBLIC: dict[str, str] = {
     "FsToolsError": "langchain_fstools.errors",
     "InvalidPath": "langchain_fstools.errors",
     "LargeResultEviction": "langchain_fstools.tools.eviction",
-    "Limits": "langchain_fstools.shell.limits",
-    "LocalBackend": "langchain_fstools.backends.local",
+    "Limits": "langchain_fstools.shell.sandbox.limits",
+    "LocalBackend": "langchain_fstools.backends.local.backend",
     "NotInMount": "langchain_fstools.errors",
     "ObjectStoreBackend": "langchain_fstools.backends.objectstore",
     "OutsideRoot": "langchain_fstools.errors",
@@ -111,7 +111,7 @@ _PUBLIC: dict[str, str] = {
     "Permission": "langchain_fstools.permissions.rules",
     "Policy": "langchain_fstools.permissions.rules",
     "SSHBackend": "langchain_fstools.backends.ssh",
-    "Sandbox": "langchain_fstools.shell.sandbox",
+    "Sandbox": "langchain_fstools.shell.sandbox.sandbox",
     "StateBackend": "langchain_fstools.backends.state",
     "StoreBackend": "langchain_fstools.backends.store",
     "StoreUnavailable": "langchain_fstools.errors",

@@ -22,7 +22,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from PIL import Image, ImageDraw
 
-from langchain_fstools.backends.local import LocalBackend
+from langchain_fstools.backends.local.backend import LocalBackend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.middleware import FilesystemMiddleware
 from langchain_fstools.testing import ScriptedChatModel

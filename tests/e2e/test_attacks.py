@@ -23,8 +23,8 @@ import pytest
 
 from langchain_fstools import LocalBackend
 from langchain_fstools.permissions.rules import Permission
-from langchain_fstools.shell.policy import CommandPolicy
-from langchain_fstools.shell.sandbox import Sandbox
+from langchain_fstools.shell.policy.policy import CommandPolicy
+from langchain_fstools.shell.sandbox.sandbox import Sandbox
 from tests.e2e.agent_runs import Outcome, run_command, surviving_sleepers
 
 README_RULES = [Permission(operations=["execute"], commands=["pytest", "git status"])]

@@ -16,7 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend
-from langchain_fstools.shell.sandbox import Sandbox, find_bwrap
+from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap
 from langchain_fstools.testing import ScriptedChatModel
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")

@@ -27,9 +27,9 @@ from langchain_fstools import FilesystemMiddleware, LocalBackend
 from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet
 from langchain_fstools.history.changes import MAX_RECORDS
 from langchain_fstools.permissions.rules import Permission
-from langchain_fstools.shell import sandbox
-from langchain_fstools.shell.protected import Refusal, host_code_paths, refusal
-from langchain_fstools.shell.sandbox import find_bwrap
+from langchain_fstools.shell.sandbox import sandbox
+from langchain_fstools.shell.sandbox.protected import Refusal, host_code_paths, refusal
+from langchain_fstools.shell.sandbox.sandbox import find_bwrap
 from langchain_fstools.testing import ScriptedChatModel
 from tests.e2e.agent_runs import run_command
 

@@ -20,7 +20,7 @@ import pytest
 
 from langchain_fstools import FileToolkit, Limits, LocalBackend, Sandbox
 from langchain_fstools.search.ripgrep import find_ripgrep
-from langchain_fstools.shell.limits import MiB, cgroup_support
+from langchain_fstools.shell.sandbox.limits import MiB, cgroup_support
 from langchain_fstools.testing import tool_call
 from tests.e2e.agent_runs import Outcome, run_command
 

@@ -22,7 +22,7 @@ from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.demo import seed_state
 from langchain_fstools.errors import ChangedOutsideAgent
 from langchain_fstools.permissions.rules import Permission
-from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Sandbox
+from langchain_fstools.shell.sandbox.sandbox import DEFAULT_SANDBOX, Sandbox
 from langchain_fstools.testing import ScriptedChatModel
 
 INITIAL = {

@@ -19,7 +19,7 @@ from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend
-from langchain_fstools.shell.sandbox import find_bwrap
+from langchain_fstools.shell.sandbox.sandbox import find_bwrap
 from langchain_fstools.testing import ScriptedChatModel, tool_call
 
 

@@ -10,7 +10,7 @@ from langchain.agents import create_agent
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.core import progress
-from langchain_fstools.shell.output import OutputReporter
+from langchain_fstools.shell.session.output import OutputReporter
 from langchain_fstools.testing import ScriptedChatModel, tool_call
 
 REQUEST = {"messages": [{"role": "user", "content": "go"}]}

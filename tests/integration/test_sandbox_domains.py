@@ -23,9 +23,9 @@ import pytest
 
 import langchain_fstools
 from langchain_fstools import LocalBackend
-from langchain_fstools.shell.domains import AllowedDomains
-from langchain_fstools.shell.sandbox import Confinement, Sandbox
-from langchain_fstools.shell.session import Session
+from langchain_fstools.shell.network.domains import AllowedDomains
+from langchain_fstools.shell.sandbox.sandbox import Confinement, Sandbox
+from langchain_fstools.shell.session.session import Session
 from tests.loopback import http_server, self_signed, tcp_recorder
 from tests.unit.shell.test_overlay import WHEEL, write_wheel
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from langchain_fstools.core.results import ExecutionResult
-    from langchain_fstools.shell.proxy import DomainProxy
+    from langchain_fstools.shell.network.proxy import DomainProxy
 
 pytestmark = [
     pytest.mark.integration,
@@ -211,9 +211,9 @@ def test_a_command_cannot_read_the_bridges_memory(workspace: Path) -> None:
 
 AS_NOBODY = """
 import functools, http.server, sys, threading
-from langchain_fstools.shell.domains import AllowedDomains
-from langchain_fstools.shell.sandbox import Confinement, Sandbox
-from langchain_fstools.shell.session import Session
+from langchain_fstools.shell.network.domains import AllowedDomains
+from langchain_fstools.shell.sandbox.sandbox import Confinement, Sandbox
+from langchain_fstools.shell.session.session import Session
 
 base = sys.argv[1]
 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=base + "/site")

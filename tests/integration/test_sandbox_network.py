@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.shell.sandbox import Method, Sandbox
+from langchain_fstools.shell.sandbox.sandbox import Method, Sandbox
 
 
 @pytest.fixture

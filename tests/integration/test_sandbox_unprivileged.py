@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from langchain_fstools.shell import confine, supervisor
-from langchain_fstools.shell import sandbox as sandbox_module
-from langchain_fstools.shell.limits import DEFAULT_LIMITS, Limits, MiB
-from langchain_fstools.shell.sandbox import Confinement, Sandbox, find_bwrap
-from langchain_fstools.shell.session import Session
+from langchain_fstools.shell.sandbox import confine, supervisor
+from langchain_fstools.shell.sandbox import sandbox as sandbox_module
+from langchain_fstools.shell.sandbox.limits import DEFAULT_LIMITS, Limits, MiB
+from langchain_fstools.shell.sandbox.sandbox import Confinement, Sandbox, find_bwrap
+from langchain_fstools.shell.session.session import Session
 from tests.e2e.agent_runs import surviving_sleepers
 
 NOBODY = 65534

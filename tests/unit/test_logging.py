@@ -39,7 +39,7 @@ def test_search_engine_choice_is_logged(tmp_path: Path, caplog: pytest.LogCaptur
     assert ("langchain_fstools.tools.searching", "search of /: native engine") in lines
     assert ("langchain_fstools.tools.searching", "search of /: python engine") in lines
     assert any(
-        name == "langchain_fstools.backends.local"
+        name == "langchain_fstools.backends.local.backend"
         and message.startswith("LocalBackend searches with ripgrep")
         for name, message in lines
     )

@@ -53,7 +53,7 @@ calls and its merge writes into the bound state (`state_update` reports them).
 
 Commands run in a branch where the base runs them on a copy-on-write view (`LocalBackend`
 in its sandbox): the branch's changes are laid over the workspace under the command's
-view (`backends.branch_layer`), and what the command changed is taken into the branch
+view (`backends.local.branch_layer`), and what the command changed is taken into the branch
 (`commit`), not the workspace: it reaches the base with the merge. Elsewhere `execute`
 in a branch is unsupported. Background processes do not run in a branch.
 """
@@ -67,7 +67,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from langchain_fstools.backends.branch_layer import BranchLayer, Proposed
+from langchain_fstools.backends.local.branch_layer import BranchLayer, Proposed
 from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.core import calls, paths
@@ -78,7 +78,7 @@ from langchain_fstools.errors import BranchFull, ExecutionUnsupported, PartialWr
 from langchain_fstools.formats import syntax
 from langchain_fstools.formats.merge import Hunk, merge
 from langchain_fstools.search.contract import SearchPart
-from langchain_fstools.shell.overlay import upper_path
+from langchain_fstools.shell.sandbox.overlay import upper_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -87,7 +87,7 @@ if TYPE_CHECKING:
     from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.search.contract import NativeSearch
-    from langchain_fstools.shell.overlay import Layer
+    from langchain_fstools.shell.sandbox.overlay import Layer
 
 
 _MOST_WALKED = 64

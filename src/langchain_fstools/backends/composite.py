@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from langchain_fstools.core.changesets import ChangeReview, ChangeSet
     from langchain_fstools.core.results import ExecutionResult, Write
     from langchain_fstools.search.contract import SearchPart
-    from langchain_fstools.shell.background import Processes
-    from langchain_fstools.shell.overlay import Layer
+    from langchain_fstools.shell.sandbox.overlay import Layer
+    from langchain_fstools.shell.session.background import Processes
 
 MOUNT_VERSION = "mount"
 

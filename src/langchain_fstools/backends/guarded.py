@@ -24,7 +24,7 @@ from langchain_fstools.core.changesets import ChangeReview
 from langchain_fstools.core.records import digest
 from langchain_fstools.errors import FsToolsError, PartialWrite, StaleApproval
 from langchain_fstools.search.engine import ignored_among
-from langchain_fstools.shell.protected import protected_changes
+from langchain_fstools.shell.sandbox.protected import protected_changes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
@@ -39,8 +39,8 @@ if TYPE_CHECKING:
         NativeSearch,
         SearchPart,
     )
-    from langchain_fstools.shell.background import Processes
-    from langchain_fstools.shell.overlay import Layer
+    from langchain_fstools.shell.sandbox.overlay import Layer
+    from langchain_fstools.shell.session.background import Processes
 
 T = TypeVar("T")
 
@@ -284,7 +284,7 @@ class PathGuard(Protocol):
         """How a command's change of the path may be committed (see `CommitDecision`).
 
         `protected`: why no command may make the change by itself, if so
-        (`shell.protected`); `ignored`: whether the workspace's ignore files ignore it.
+        (`shell.sandbox.protected`); `ignored`: whether the workspace's ignore files ignore it.
         """
 
     def expectation(self, path: str) -> tuple[str, str | None] | None:

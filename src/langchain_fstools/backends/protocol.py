@@ -44,7 +44,7 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.core.changesets import ChangeReview
 from langchain_fstools.core.results import EntryKind, ExecutionResult, FileInfo, Write
 from langchain_fstools.errors import ExecutionUnsupported, PartialWrite, VersionConflict
-from langchain_fstools.shell.protected import refusal
+from langchain_fstools.shell.sandbox.protected import refusal
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.search.contract import NativeSearch
-    from langchain_fstools.shell.background import Processes
-    from langchain_fstools.shell.overlay import Layer
+    from langchain_fstools.shell.sandbox.overlay import Layer
+    from langchain_fstools.shell.session.background import Processes
 
 from langchain_fstools.search.contract import SearchPart
 
@@ -378,7 +378,7 @@ class Backend(ABC):
         """Whether a command's change set may be committed, must be refused, or asks.
 
         Default: refused when it makes a change no command may make by itself
-        (`shell.protected`: what git or this program runs later, credentials); a
+        (`shell.sandbox.protected`: what git or this program runs later, credentials); a
         permission layer (`GuardedBackend`) adds its rules and the paths to ask about.
         """
         found = refusal(changes, changes.host_code)

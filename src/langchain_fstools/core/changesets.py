@@ -1,6 +1,6 @@
 """What a command changed in the workspace, before anything of it is committed.
 
-A command that runs on a copy-on-write view of the workspace (see `shell.overlay`)
+A command that runs on a copy-on-write view of the workspace (see `shell.sandbox.overlay`)
 leaves the workspace as it was; what it wrote, deleted, linked or made executable is
 described here as a `ChangeSet`, whose new contents wait in a private folder until the
 backend commits them (`Backend.commit`) or the set is discarded. Plain data, plus the
@@ -60,7 +60,7 @@ class ChangeSet:
         changes: The changes, parents before children.
         source: The private host folder holding the new contents (never shown).
         host_code: Virtual paths of code the host runs later (a virtualenv inside the
-            workspace, say), which no command may change (see `shell.protected`).
+            workspace, say), which no command may change (see `shell.sandbox.protected`).
     """
 
     changes: tuple[Change, ...]

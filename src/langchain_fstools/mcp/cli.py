@@ -38,7 +38,7 @@ from langchain_fstools.mcp.handles import HANDLE_KEY_ENV, KEY_FILE, handle_key
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import Backend
-    from langchain_fstools.shell.sandbox import Sandbox
+    from langchain_fstools.shell.sandbox.sandbox import Sandbox
 
 OPTIONS = (
     "root",
@@ -370,7 +370,7 @@ def http_banner(host: str, port: int, *, token: str | None) -> str:
 
 def _sandbox(config: dict[str, Any], execute: bool) -> Sandbox | None:  # noqa: FBT001
     """The sandbox the `sandbox` setting names (`auto` unless given; `none`: unconfined)."""
-    from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Sandbox  # noqa: PLC0415
+    from langchain_fstools.shell.sandbox.sandbox import DEFAULT_SANDBOX, Sandbox  # noqa: PLC0415
 
     method = config.get("sandbox") or "auto"
     if method == "none" or not execute:
@@ -383,7 +383,7 @@ def _sandbox(config: dict[str, Any], execute: bool) -> Sandbox | None:  # noqa: 
 async def _backend(config: dict[str, Any], stack: contextlib.AsyncExitStack) -> Backend:
     execute = bool(config.get("execute"))
     if config.get("root"):
-        from langchain_fstools.backends.local import LocalBackend  # noqa: PLC0415
+        from langchain_fstools.backends.local.backend import LocalBackend  # noqa: PLC0415
 
         return LocalBackend(config["root"], execute=execute, sandbox=_sandbox(config, execute))
     if config.get("ssh"):

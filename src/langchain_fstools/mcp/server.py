@@ -35,7 +35,7 @@ from langchain_fstools.mcp.content import error_result, to_call_result
 from langchain_fstools.mcp.handles import HANDLE, InvalidHandle, ReadHandles
 from langchain_fstools.mcp.listing_cache import keep_listing, kept_listing, listing_key, wire
 from langchain_fstools.mcp.sdk import ToolRequest, new_server
-from langchain_fstools.shell.session import in_session
+from langchain_fstools.shell.session.session import in_session
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -1,7 +1,7 @@
 """Recognise `apply_patch` written as a shell command, with a real bash parse.
 
 Models trained on Codex often send a patch as a command line. `parse_invocation` reads
-the command with the shell analyser (`shell.analysis`: the same parse and the same
+the command with the shell analyser (`shell.policy.analysis`: the same parse and the same
 word values the permission rules and the command policy use) and answers with one of
 three outcomes:
 
@@ -29,12 +29,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from langchain_fstools.shell.analysis import analyse, node_text, parse, shell_script, word
+from langchain_fstools.shell.policy.analysis import analyse, node_text, parse, shell_script, word
 
 if TYPE_CHECKING:
     from tree_sitter import Node
 
-    from langchain_fstools.shell.analysis import SimpleCommand
+    from langchain_fstools.shell.policy.analysis import SimpleCommand
 
 NAMES = frozenset({"apply_patch", "applypatch"})
 """Command names that mean apply_patch."""

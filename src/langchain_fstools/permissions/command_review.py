@@ -3,7 +3,7 @@
 A contained command (copy-on-write, no network) has no lasting effect until its change
 set is committed, so it runs without asking first; when its changes need a person
 (the mode asks for writes, or a path no command may change by itself), `execute` keeps
-the set on this machine (`shell.pending`) and puts what to show in the thread's
+the set on this machine (`shell.session.pending`) and puts what to show in the thread's
 `command_reviews` channel. Before the next model call, `CommandReview` asks a person in
 ONE `interrupt()` (HumanInTheLoopMiddleware's shape: an action request per command,
 with the summary of its changes and the diff of their effect) and applies the answers:
@@ -36,7 +36,7 @@ from langchain_fstools.core import calls
 from langchain_fstools.errors import VersionConflict
 from langchain_fstools.permissions.approval import Approval, FileActionRequest, decisions
 from langchain_fstools.permissions.review import _require_checkpointer
-from langchain_fstools.shell.pending import drop, load
+from langchain_fstools.shell.session.pending import drop, load
 from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY, rewind_note
 from langchain_fstools.tools.execute import WAITING
 from langchain_fstools.tools.merge_branch import KEPT_KEY, merged_kept

@@ -20,7 +20,7 @@ command to execute):
        the agent's configuration) is never allowed without a person: in every mode an
        `allow` becomes `ask` (a `deny` stays a deny).
 
-A command is decided as it will run: the shell analyser (`shell.analysis.analyse`)
+A command is decided as it will run: the shell analyser (`shell.policy.analysis.analyse`)
 lists every simple command of the line (quotes and escapes removed, `/bin/rm` as
 `rm`, behind wrappers such as `env`, `sudo`, `xargs`, `bash -c '...'` and
 `find -exec`, inside `$(...)` and backticks), and each is decided by steps 2 to 5. A
@@ -29,7 +29,7 @@ only by a rule that names it. A command that cannot be known before it runs (a n
 built from `$VAR` or `$(...)`, `eval` of a computed script, `source` of a file) gets
 the strictest action among the rules that could match it and the mode's default; one
 carrying code the analyser cannot read (`python3 -c`, `sed e`, `git -c alias...`;
-`shell.code_strings`) could match every deny rule. An allow holds only for a static
+`shell.policy.code_strings`) could match every deny rule. An allow holds only for a static
 line: one that sets any variable (`XDG_CONFIG_HOME=cfg git status`) asks.
 
 Several targets (a patch touching many files, a command list, a path and its resolved
@@ -60,8 +60,8 @@ from typing import TYPE_CHECKING, Final, Literal, get_args
 from langchain_fstools.core import paths
 from langchain_fstools.core.globs import compile_globs
 from langchain_fstools.errors import FsToolsError
-from langchain_fstools.shell.analysis import Match, SimpleCommand, analyse, command_pattern
-from langchain_fstools.shell.sandbox import SHELL_FILES
+from langchain_fstools.shell.policy.analysis import Match, SimpleCommand, analyse, command_pattern
+from langchain_fstools.shell.sandbox.sandbox import SHELL_FILES
 from langchain_fstools.tools.targets import Operation, Target
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ class Policy:
         """Decide a command's change of `path`: a write, but `.git` is not protected here.
 
         What git would run (its configuration and hooks) is judged for commands by
-        `shell.protected` instead, so that git's ordinary writes (objects, refs, the
+        `shell.sandbox.protected` instead, so that git's ordinary writes (objects, refs, the
         index) are a command's like any others and `git commit` works.
         """
         return self._decide("write", path, self._protected_for_commands)

@@ -8,7 +8,7 @@ gitignore, no config file, VCS directories skipped, no symlinks followed, and, w
 searching from the workspace root, no ignore files of the directories above it.
 
 How rg is started is the caller's choice (`RipgrepSearch.start`): `LocalBackend` starts
-it confined (`shell.spawner`: reads only beneath the workspace root, a memory limit),
+it confined (`search.spawner`: reads only beneath the workspace root, a memory limit),
 so a folder swapped for a link out of the root while rg walks is refused by the
 kernel, and a search that reaches the memory limit is a `SearchFailed` naming it.
 """

@@ -19,7 +19,7 @@ from langchain_fstools.core.wording import plural
 from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.formats.encoding import detect
 from langchain_fstools.history.changes import HISTORY_KEY, unrewindable
-from langchain_fstools.shell.overlay import upper_path
+from langchain_fstools.shell.sandbox.overlay import upper_path
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence

@@ -18,8 +18,8 @@ from langchain_fstools.errors import (
     VersionConflict,
 )
 from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
-from langchain_fstools.shell.pending import keep, pending_key
-from langchain_fstools.shell.session import in_session, session_key
+from langchain_fstools.shell.session.pending import keep, pending_key
+from langchain_fstools.shell.session.session import in_session, session_key
 from langchain_fstools.tools.apply_patch import run_patch, write_targets
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.changes_shown import (
@@ -280,7 +280,7 @@ def _reviewed(changes: ChangeSet, output: str) -> Effect[ChangeReview]:
     """The review of a command's change set, or `ChangesNotCommitted` saying why none.
 
     Refused whole: a change no command may make by itself where no one can approve
-    it (`shell.protected`), a path a permission rule denies, a path that also changed
+    it (`shell.sandbox.protected`), a path a permission rule denies, a path that also changed
     in the workspace while the command ran.
     """
     review = yield from calls.judge_changes(changes)
@@ -310,7 +310,7 @@ def _waiting(
 ) -> Effect[dict[str, Any]]:
     """Keep a change set for a person's approval; the state update that asks for it.
 
-    The set is kept on this machine under a key of the call (`shell.pending`); the
+    The set is kept on this machine under a key of the call (`shell.session.pending`); the
     review (what is shown, and the key) goes into the thread's state, where the
     middleware asks a person before the next model call and commits or drops it.
     """

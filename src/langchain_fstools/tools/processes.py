@@ -10,7 +10,7 @@ from pydantic import Field
 from langchain_fstools.core import calls
 from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import InvalidArgument
-from langchain_fstools.shell.session import in_session
+from langchain_fstools.shell.session.session import in_session
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.execute import limit_note, session_of, settle
 from langchain_fstools.tools.targets import Target
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
     from langchain_fstools.core.calls import Effect
-    from langchain_fstools.shell.background import Background, Processes
+    from langchain_fstools.shell.session.background import Background, Processes
 
 Action = Literal["list", "read", "write", "kill"]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from langchain_fstools.core.tokens import TokenCounter, default_counter
 from langchain_fstools.formats import syntax
 from langchain_fstools.formats.image import ImageLimits
-from langchain_fstools.shell.policy import CommandPolicy
+from langchain_fstools.shell.policy.policy import CommandPolicy
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from langchain_fstools import FilesystemMiddleware
 from langchain_fstools.backends.ssh import SSHBackend, remote_processes
 from langchain_fstools.backends.ssh.remote_processes import RemoteProcess, SSHProcesses
 from langchain_fstools.errors import InvalidArgument
-from langchain_fstools.shell.session import MAX_PROCESSES, ProcessLimit, in_session
+from langchain_fstools.shell.session.session import MAX_PROCESSES, ProcessLimit, in_session
 from langchain_fstools.testing import ScriptedChatModel, tool_call
 from tests.integration.ssh.conftest import connect
 from tests.integration.ssh.sshd import Sshd

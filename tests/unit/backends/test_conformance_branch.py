@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from langchain_fstools.backends.branch import BranchBackend
-from langchain_fstools.backends.local import LocalBackend
+from langchain_fstools.backends.local.backend import LocalBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import StateBackend
 from tests.unit.backends.conformance import (  # noqa: F401 - `drive` is a fixture

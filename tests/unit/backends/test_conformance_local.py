@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_fstools.backends.local import LocalBackend
+from langchain_fstools.backends.local.backend import LocalBackend
 from langchain_fstools.backends.protocol import Backend
 from tests.unit.backends.conformance import (  # noqa: F401 - `drive` is a fixture
     DirectoryTests,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_fstools.shell.output import STDERR_MARK, OutputBuffer
+from langchain_fstools.shell.session.output import STDERR_MARK, OutputBuffer
 
 
 def test_output_under_the_cap_is_kept_whole() -> None:

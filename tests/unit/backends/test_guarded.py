@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from langchain_fstools.backends.guarded import BackendView, GuardedBackend
-from langchain_fstools.backends.local import LocalBackend
+from langchain_fstools.backends.local.backend import LocalBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.core import calls

@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
-from langchain_fstools.backends.local import TEMP_SUFFIX, LocalBackend
+from langchain_fstools.backends.local.backend import LocalBackend
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind
+from langchain_fstools.backends.temporaries import TEMP_SUFFIX
 from langchain_fstools.errors import InvalidPath, OutsideRoot, SpecialFile, VersionConflict
 from langchain_fstools.search.contract import GrepRequest
 
@@ -355,7 +356,7 @@ PAYLOAD = 200 * 1024 * 1024
 WRITER = textwrap.dedent(
     """
     import sys
-    from langchain_fstools.backends.local import LocalBackend
+    from langchain_fstools.backends.local.backend import LocalBackend
     LocalBackend(sys.argv[1], use_ripgrep=False).write_bytes("/big.bin", b"N" * int(sys.argv[2]))
     """
 )

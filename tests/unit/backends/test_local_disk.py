@@ -16,7 +16,7 @@ import pytest
 
 from langchain_fstools import LocalBackend
 from langchain_fstools.backends import ABSENT
-from langchain_fstools.backends.local import TEMP_SUFFIX
+from langchain_fstools.backends.temporaries import TEMP_SUFFIX
 from langchain_fstools.errors import SpecialFile, VersionConflict
 
 WRITER = textwrap.dedent(

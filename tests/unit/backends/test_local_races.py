@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.shell.sandbox import Sandbox, find_bwrap
+from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap
 from tests.unit.tools.harness import Harness
 
 if TYPE_CHECKING:

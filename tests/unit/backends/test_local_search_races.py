@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from langchain_fstools import FileToolkit, LocalBackend
-from langchain_fstools.shell.confine import landlock_abi
-from langchain_fstools.shell.sandbox import Sandbox, find_bwrap
+from langchain_fstools.shell.sandbox.confine import landlock_abi
+from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap
 from tests.unit.backends.test_local_races import SWAPPER, exchange
 
 if TYPE_CHECKING:

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.shell import process
-from langchain_fstools.shell.process import run_process
-from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Sandbox
+from langchain_fstools.shell.sandbox.sandbox import DEFAULT_SANDBOX, Sandbox
+from langchain_fstools.shell.session import process
+from langchain_fstools.shell.session.process import run_process
 
 
 def _alive(pid: int) -> bool:

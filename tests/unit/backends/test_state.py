@@ -17,7 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 from langchain_fstools.backends import ABSENT
-from langchain_fstools.backends.local import LocalBackend
+from langchain_fstools.backends.local.backend import LocalBackend
 from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo
 from langchain_fstools.backends.state import (
     FileRecord,

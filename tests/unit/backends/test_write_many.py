@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.backends import local
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.guarded import GuardedBackend
+from langchain_fstools.backends.local import backend as local
 from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo, Write
 from langchain_fstools.backends.state import StateBackend
+from langchain_fstools.backends.temporaries import TEMP_SUFFIX
 from langchain_fstools.errors import PartialWrite, VersionConflict
 from langchain_fstools.history.recording import RecordingBackend
 from langchain_fstools.patch import apply_patch
@@ -43,7 +44,7 @@ class Syncs:
 
 
 def temps(root: Path) -> list[Path]:
-    return [p for p in root.rglob("*") if p.name.endswith(local.TEMP_SUFFIX)]
+    return [p for p in root.rglob("*") if p.name.endswith(TEMP_SUFFIX)]
 
 
 def test_a_batch_fsyncs_every_file_and_each_directory_once(

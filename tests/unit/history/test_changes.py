@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_fstools.backends.local import LocalBackend
+from langchain_fstools.backends.local.backend import LocalBackend
 from langchain_fstools.core import calls
 from langchain_fstools.errors import ChangedOutsideAgent, ChangeNotKept, UnknownChange
 from langchain_fstools.history import changes as history

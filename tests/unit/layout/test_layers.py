@@ -19,20 +19,21 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "core": 1,
     "formats": 2,
-    "search": 3,
     "shell": 3,
     "channels": 3,
-    "backends": 4,
-    "patch": 5,
-    "history": 5,
-    "tools": 6,
-    "permissions": 7,
-    "middleware": 8,
-    "mcp": 8,
+    "search": 4,
+    "backends": 5,
+    "patch": 6,
+    "history": 6,
+    "tools": 7,
+    "permissions": 8,
+    "middleware": 9,
+    "mcp": 9,
 }
 """Each package's rank: a module may import its own package and packages of lower rank.
 
-`middleware` and `mcp` share the top rank: two front-ends over the same floors
+`search` sits above `shell`: its spawner (host-side search processes) is confined by
+`shell.sandbox.confine`. `middleware` and `mcp` share the top rank: two front-ends over the same floors
 (`permissions`, `history`, `tools`), neither importing the other.
 
 Top-level modules not listed here (the root `__init__`, `__main__`, `demo`, `testing`) are
@@ -41,6 +42,14 @@ the application layer and may import anything.
 
 HEAVY = ("langchain_core", "langchain", "langgraph", "asyncssh", "PIL", "pypdf")
 """Third-party packages no layer below `tools` may load at import time."""
+
+
+SHELL_ROOMS: dict[str, int] = {"policy": 0, "network": 1, "sandbox": 2, "session": 3}
+"""Each `shell` subpackage's rank: a room may import its own modules and lower rooms."""
+
+BACKENDS_OF_THEIR_OWN = ("local", "ssh", "objectstore")
+"""The backends that are packages: each imports its own modules and the shared ones, never
+another backend package's."""
 
 
 def _package_of(module: str) -> str:
@@ -100,6 +109,50 @@ def test_imports_point_down_the_layers() -> None:
             if destination == source:
                 continue
             if destination not in LAYERS or LAYERS[destination] >= LAYERS[source]:
+                wrong.append(f"{module} -> {target}")
+    assert wrong == []
+
+
+def _room_of(module: str, package: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == package else None
+
+
+def test_every_shell_module_lives_in_a_room() -> None:
+    loose = sorted(
+        name
+        for name in _graph()
+        if name.startswith("langchain_fstools.shell.")
+        and _room_of(name, "shell") is None
+        and name.split(".")[2] not in SHELL_ROOMS
+    )
+    assert loose == []
+    rooms = {path.name for path in (SRC / "shell").iterdir() if (path / "__init__.py").exists()}
+    assert rooms == set(SHELL_ROOMS)
+
+
+def test_shell_rooms_import_only_lower_rooms() -> None:
+    wrong = []
+    for module, targets in _graph().items():
+        room = _room_of(module, "shell")
+        if room is None:
+            continue
+        for target in targets:
+            other = _room_of(target, "shell")
+            if other is not None and SHELL_ROOMS[other] > SHELL_ROOMS[room]:
+                wrong.append(f"{module} -> {target}")
+    assert wrong == []
+
+
+def test_a_backend_package_imports_no_other_backend_package() -> None:
+    wrong = []
+    for module, targets in _graph().items():
+        own = _room_of(module, "backends")
+        if own not in BACKENDS_OF_THEIR_OWN:
+            continue
+        for target in targets:
+            other = _room_of(target, "backends")
+            if other in BACKENDS_OF_THEIR_OWN and other != own:
                 wrong.append(f"{module} -> {target}")
     assert wrong == []
 

@@ -23,7 +23,7 @@ from langchain_fstools.mcp.cli import (
 )
 from langchain_fstools.mcp.cli import main as cli_main
 from langchain_fstools.mcp.door import TOKEN_ENV
-from langchain_fstools.shell.sandbox import Sandbox
+from langchain_fstools.shell.sandbox.sandbox import Sandbox
 
 
 def parse(*argv: str) -> argparse.Namespace:

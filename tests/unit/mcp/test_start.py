@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 LOADED = """
 import sys
 from pathlib import Path
-from langchain_fstools.backends.local import LocalBackend
+from langchain_fstools.backends.local.backend import LocalBackend
 from langchain_fstools.mcp.server import create_server
 
 create_server(LocalBackend(sys.argv[1]), listing_cache=Path(sys.argv[2]))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from langchain_fstools.permissions.rules import Permission, Policy
-from langchain_fstools.shell.analysis import Match, analyse, command_pattern
-from langchain_fstools.shell.policy import CommandPolicy
+from langchain_fstools.shell.policy.analysis import Match, analyse, command_pattern
+from langchain_fstools.shell.policy.policy import CommandPolicy
 
 
 def runs(command: str) -> list[list[str | None]]:

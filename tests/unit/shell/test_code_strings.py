@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_fstools.permissions.rules import Permission, Policy
-from langchain_fstools.shell.analysis import analyse
-from langchain_fstools.shell.code_strings import SAFE_GIT_KEYS, code_string
-from langchain_fstools.shell.policy import CommandPolicy
+from langchain_fstools.shell.policy.analysis import analyse
+from langchain_fstools.shell.policy.code_strings import SAFE_GIT_KEYS, code_string
+from langchain_fstools.shell.policy.policy import CommandPolicy
 
 DENY_RM = [Permission(operations=["execute"], commands=["rm"], action="deny")]
 

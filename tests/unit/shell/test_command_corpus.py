@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from langchain_fstools.permissions.rules import Permission, Policy
-from langchain_fstools.shell.policy import CommandPolicy
+from langchain_fstools.shell.policy.policy import CommandPolicy
 
 DENY = ("rm", "git push")
 ASK = ("curl",)

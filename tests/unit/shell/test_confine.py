@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_fstools.shell import confine
+from langchain_fstools.shell.sandbox import confine
 
 AF_VSOCK = 40
 

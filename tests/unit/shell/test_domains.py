@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from langchain_fstools.errors import SandboxUnavailable
-from langchain_fstools.shell import sandbox
-from langchain_fstools.shell.domains import AllowedDomains
-from langchain_fstools.shell.sandbox import Confinement, Sandbox
+from langchain_fstools.shell.network.domains import AllowedDomains
+from langchain_fstools.shell.sandbox import sandbox
+from langchain_fstools.shell.sandbox.sandbox import Confinement, Sandbox
 
 
 @pytest.mark.parametrize(

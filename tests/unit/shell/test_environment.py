@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.shell.environment import CommandEnv, looks_secret
+from langchain_fstools.shell.sandbox.environment import CommandEnv, looks_secret
 
 
 def run(backend: LocalBackend, command: str) -> str:

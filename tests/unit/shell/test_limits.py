@@ -12,7 +12,7 @@ import pytest
 
 from langchain_fstools import Limits, Sandbox
 from langchain_fstools.core.results import LimitHit
-from langchain_fstools.shell.limits import (
+from langchain_fstools.shell.sandbox.limits import (
     DEFAULT_LIMITS,
     CgroupSet,
     GiB,
@@ -21,7 +21,7 @@ from langchain_fstools.shell.limits import (
     default_memory,
     limit_hit,
 )
-from langchain_fstools.shell.sandbox import Confinement
+from langchain_fstools.shell.sandbox.sandbox import Confinement
 
 
 def test_limits_are_on_by_default_with_the_documented_values() -> None:

@@ -23,7 +23,7 @@ import pytest
 from langchain_fstools import LocalBackend
 from langchain_fstools.core.changesets import ChangeKind
 from langchain_fstools.errors import ChangesNotCommitted, VersionConflict
-from langchain_fstools.shell.sandbox import Sandbox, find_bwrap
+from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")
 

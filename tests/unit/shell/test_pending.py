@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet
-from langchain_fstools.shell import pending
-from langchain_fstools.shell.pending import PENDING_SECONDS, drop, keep, load, pending_key
+from langchain_fstools.shell.session import pending
+from langchain_fstools.shell.session.pending import PENDING_SECONDS, drop, keep, load, pending_key
 
 
 @pytest.fixture(autouse=True)

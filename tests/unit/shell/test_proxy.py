@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from langchain_fstools.shell.bridge import MARKER
-from langchain_fstools.shell.domains import AllowedDomains
-from langchain_fstools.shell.proxy import PORT, DomainProxy, proxy_env
+from langchain_fstools.shell.network.bridge import MARKER
+from langchain_fstools.shell.network.domains import AllowedDomains
+from langchain_fstools.shell.network.proxy import PORT, DomainProxy, proxy_env
 from tests.loopback import http_server, self_signed, tcp_recorder
 
 if TYPE_CHECKING:
@@ -267,8 +267,8 @@ def test_the_proxy_ends_with_the_agents_process_and_removes_its_socket() -> None
             sys.executable,
             "-c",
             (
-                "import os; from langchain_fstools.shell.domains import AllowedDomains;"
-                " from langchain_fstools.shell.proxy import DomainProxy;"
+                "import os; from langchain_fstools.shell.network.domains import AllowedDomains;"
+                " from langchain_fstools.shell.network.proxy import DomainProxy;"
                 " print(DomainProxy(AllowedDomains(['pypi.test'])).socket_path, flush=True);"
                 " os._exit(0)"  # no clean-up runs: the proxy must notice on its own
             ),

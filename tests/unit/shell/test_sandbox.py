@@ -11,8 +11,8 @@ import pytest
 from langchain_fstools import LocalBackend
 from langchain_fstools.errors import SandboxUnavailable
 from langchain_fstools.permissions.rules import AGENT_CONFIGURATION
-from langchain_fstools.shell import confine, sandbox
-from langchain_fstools.shell.sandbox import CREDENTIAL_PATHS, DEFAULT_SANDBOX, Sandbox
+from langchain_fstools.shell.sandbox import confine, sandbox
+from langchain_fstools.shell.sandbox.sandbox import CREDENTIAL_PATHS, DEFAULT_SANDBOX, Sandbox
 from tests.e2e.agent_runs import run_command
 
 

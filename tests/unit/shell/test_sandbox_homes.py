@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.shell import sandbox
-from langchain_fstools.shell.sandbox import Sandbox, find_bwrap, home_masks
+from langchain_fstools.shell.sandbox import sandbox
+from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap, home_masks
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")
 

@@ -18,17 +18,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.shell import confine
-from langchain_fstools.shell.sandbox import Sandbox, helper_command
-from langchain_fstools.shell.session import (
+from langchain_fstools.shell.sandbox import confine
+from langchain_fstools.shell.sandbox.plan import SessionPlan, session_folder
+from langchain_fstools.shell.sandbox.sandbox import Sandbox, helper_command
+from langchain_fstools.shell.session.session import (
     Session,
     SessionEnded,
-    SessionPlan,
     _Job,
     in_session,
-    session_folder,
 )
-from langchain_fstools.shell.shell_state import ShellState, remembering
+from langchain_fstools.shell.session.shell_state import ShellState, remembering
 from tests.e2e.agent_runs import surviving_sleepers
 
 if TYPE_CHECKING:

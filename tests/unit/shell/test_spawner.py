@@ -13,13 +13,13 @@ import pytest
 from langchain_fstools.errors import SearchFailed
 from langchain_fstools.search.contract import GrepRequest
 from langchain_fstools.search.ripgrep import RipgrepSearch, find_ripgrep
-from langchain_fstools.shell.confine import landlock_abi
-from langchain_fstools.shell.spawner import Spawner, available
+from langchain_fstools.search.spawner import Spawner, available
+from langchain_fstools.shell.sandbox.confine import landlock_abi
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from langchain_fstools.shell.spawner import SpawnedProcess
+    from langchain_fstools.search.spawner import SpawnedProcess
 
 pytestmark = pytest.mark.skipif(
     not available() or find_ripgrep() is None, reason="needs Linux pidfds and rg"

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_fstools.permissions.rules import Permission, Policy
-from langchain_fstools.shell.analysis import analyse
-from langchain_fstools.shell.policy import CommandPolicy
+from langchain_fstools.shell.policy.analysis import analyse
+from langchain_fstools.shell.policy.policy import CommandPolicy
 
 README_RULES = [Permission(operations=["execute"], commands=["pytest", "git status"])]
 

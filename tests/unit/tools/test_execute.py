@@ -21,7 +21,7 @@ from langchain_fstools import (
 )
 from langchain_fstools.core.results import LimitHit
 from langchain_fstools.errors import CommandRefused, ExecutionUnsupported
-from langchain_fstools.shell.policy import CommandPolicy
+from langchain_fstools.shell.policy.policy import CommandPolicy
 from langchain_fstools.tools import ExecuteTool
 from langchain_fstools.tools.execute import limit_note
 from langchain_fstools.tools.targets import BOUNDED_OUTPUT

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import FileToolkit, LocalBackend
-from langchain_fstools.shell.confine import landlock_abi
-from langchain_fstools.shell.spawner import available
+from langchain_fstools.search.spawner import available
+from langchain_fstools.shell.sandbox.confine import landlock_abi
 
 LIMIT = 32 << 20
 """The smallest limit a backend takes: a file of one 48 MiB line is over it."""

@@ -16,8 +16,8 @@ from langchain_fstools.backends.ssh.files import _Files
 from langchain_fstools.backends.ssh.remote_processes import SSHProcesses, _Processes
 from langchain_fstools.backends.ssh.search import _Search
 from langchain_fstools.core import paths
-from langchain_fstools.shell.environment import CommandEnv
-from langchain_fstools.shell.session import session_key
+from langchain_fstools.shell.sandbox.environment import CommandEnv
+from langchain_fstools.shell.session.session import session_key
 
 if TYPE_CHECKING:
     import os
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo
     from langchain_fstools.backends.ssh.remote_processes import RemoteProcess
     from langchain_fstools.core.results import ExecutionResult
-    from langchain_fstools.shell.environment import InheritEnv
-    from langchain_fstools.shell.shell_state import ShellState
+    from langchain_fstools.shell.sandbox.environment import InheritEnv
+    from langchain_fstools.shell.session.shell_state import ShellState
 
 
 class SSHBackend(_Processes, _Search, _Files):
@@ -69,11 +69,11 @@ class SSHBackend(_Processes, _Search, _Files):
     (util-linux): each command gets its own session, and at the deadline its whole
     process group is killed over a second channel. Commands get the environment the
     server gives the session (e.g. what sshd and `~/.ssh/environment` set), plus
-    `env`; `inherit_env` narrows what passes through (see `shell.environment`).
+    `env`; `inherit_env` narrows what passes through (see `shell.sandbox.environment`).
 
     A shell that remembers: where the server has bash, commands run with it, and `cd`
     and `export` carry from one command to the next of the same session (the thread
-    the tools' call belongs to; `shell.session.session_key`); the result says the
+    the tools' call belongs to; `shell.session.session.session_key`); the result says the
     directory when it changed (see `backends.ssh.exec`). Without bash they run with
     `sh` and nothing carries.
 

@@ -5,9 +5,9 @@ first prints the group's id, so a timeout can kill the whole group over a second
 channel (see `SSHBackend`).
 
 A shell that remembers: where the host has bash, `execute` runs the command with the
-EXIT trap of `shell.shell_state`, its state descriptor a temporary file on the host
+EXIT trap of `shell.session.shell_state`, its state descriptor a temporary file on the host
 that is read back (and removed) over SFTP once the command ended; the next command of
-the same session (`shell.session.session_key`) starts in that directory with those
+the same session (`shell.session.session.session_key`) starts in that directory with those
 exported variables. Without bash, commands run with `sh` and nothing carries.
 """
 
@@ -25,9 +25,9 @@ import asyncssh
 from langchain_fstools.backends.ssh.connection import _LOST, _Connection
 from langchain_fstools.core.results import ExecutionResult
 from langchain_fstools.errors import SSHConnectionFailed
-from langchain_fstools.shell.environment import CommandEnv
-from langchain_fstools.shell.output import OutputBuffer, reporter_if_listening
-from langchain_fstools.shell.shell_state import ShellState, remembering
+from langchain_fstools.shell.sandbox.environment import CommandEnv
+from langchain_fstools.shell.session.output import OutputBuffer, reporter_if_listening
+from langchain_fstools.shell.session.shell_state import ShellState, remembering
 
 if TYPE_CHECKING:
     from collections.abc import Callable

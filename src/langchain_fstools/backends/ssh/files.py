@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import errno
 import posixpath
-import secrets
 import stat as stat_module
 import time
 from dataclasses import replace
@@ -19,10 +18,10 @@ from typing import TYPE_CHECKING
 
 import asyncssh
 
-from langchain_fstools.backends.local import TEMP_SUFFIX
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, EntryKind, FileInfo
 from langchain_fstools.backends.ssh.connection import _LOST, _Connection
+from langchain_fstools.backends.temporaries import temporary_name
 from langchain_fstools.core import paths
 from langchain_fstools.errors import InvalidPath, OutsideRoot, VersionConflict
 
@@ -131,7 +130,7 @@ class _Files(_Connection):
             require_regular(virtual, current.permissions or 0)
         directory, name = posixpath.split(real)
         await self._make_parents(virtual, directory, NotADirectoryError)
-        temp = posixpath.join(directory, _temp_name(name))
+        temp = posixpath.join(directory, temporary_name(name))
         stamp = max(int(time.time()), (current.mtime or 0) + 1 if current else 0)
         mode = (current.permissions or 0) & 0o7777 if current else None
         try:
@@ -327,8 +326,3 @@ def _info(virtual: str, attrs: asyncssh.SFTPAttrs) -> FileInfo:
 def _version(attrs: asyncssh.SFTPAttrs) -> str:
     """Whole-second mtime and size: all SFTP version 3 tells (see the class docstring)."""
     return f"{attrs.mtime or 0:x}-{attrs.size or 0:x}"
-
-
-def _temp_name(name: str) -> str:
-    stem = name.encode("utf-8", "surrogateescape")[:200].decode("utf-8", "ignore")
-    return f".{stem}.{secrets.token_hex(6)}{TEMP_SUFFIX}"

@@ -13,7 +13,7 @@ host has bash, which commands then run with). Requests carry an `id` the answer 
   its input a pipe (or a pseudo-terminal, `T`), its output kept in a window of `N`
   bytes (the head and tail of what came since the last read). With `M`, the command's
   descriptor 1023 is a temporary file, sent back (base64) with its end: the shell
-  state `shell.shell_state` records there. Answer `{"id": I, "pid": P}`.
+  state `shell.session.shell_state` records there. Answer `{"id": I, "pid": P}`.
 - `{"op": "write", "proc": K, "data": B64}`: feed its input; `{"op": "read", "proc": K}`:
   the window, emptied (`head`, `dropped`, `tail`: `[stream, B64]` chunks), with
   `running`, `status`, `ended_by`; `{"op": "kill", "proc": K}`: end its group;
@@ -50,7 +50,7 @@ import time
 import typing
 
 STATE_FD = 1023
-"""The descriptor a remembering command writes its state to (`shell.shell_state`)."""
+"""The descriptor a remembering command writes its state to (`shell.session.shell_state`)."""
 
 _TICK = 1.0
 _READ_SIZE = 65536

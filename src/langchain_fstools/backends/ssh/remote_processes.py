@@ -1,7 +1,7 @@
 """The SSH backend's background processes: a supervisor on the host, one channel per session.
 
 `SSHBackend.processes()` gives the process table of the current session
-(`shell.session.session_key`). On first use a session opens one exec channel that runs
+(`shell.session.session.session_key`). On first use a session opens one exec channel that runs
 `backends.ssh.host_supervisor` with the host's Python 3 (`python_path`; its source is
 sent as `python3 -I -S -c SOURCE`, nothing is installed) and speaks JSON lines with it:
 start, write, read, kill, list. The supervisor keeps each process's output window on
@@ -38,16 +38,16 @@ import asyncssh
 from langchain_fstools.backends.ssh.exec import _Commands
 from langchain_fstools.core.results import ExecutionResult
 from langchain_fstools.errors import InvalidArgument, SSHConnectionFailed
-from langchain_fstools.shell.background import IDLE_LIMIT, Background, ProcessOutput
-from langchain_fstools.shell.output import OutputBuffer
-from langchain_fstools.shell.session import MAX_PROCESSES, START_TIMEOUT, ProcessLimit
-from langchain_fstools.shell.shell_state import remembering
+from langchain_fstools.shell.session.background import IDLE_LIMIT, Background, ProcessOutput
+from langchain_fstools.shell.session.output import OutputBuffer
+from langchain_fstools.shell.session.session import MAX_PROCESSES, START_TIMEOUT, ProcessLimit
+from langchain_fstools.shell.session.shell_state import remembering
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
     from langchain_fstools.core.changesets import ChangeSet
-    from langchain_fstools.shell.shell_state import ShellState
+    from langchain_fstools.shell.session.shell_state import ShellState
 
 _END_WAIT: Final = 5.0
 """Seconds a closing session waits for its supervisor to kill its processes and exit."""

@@ -1,6 +1,6 @@
 """CommandPolicy: which shell commands the `execute` tool may run.
 
-The command line goes through the one shell analyser (`shell.analysis`), and every
+The command line goes through the one shell analyser (`shell.policy.analysis`), and every
 simple command in it is checked as it will run: those in pipelines and lists (`;`,
 `&&`, `||`, `|`, `&`), subshells, command substitutions, function bodies, behind
 wrappers (`env`, `nice`, `timeout`, `nohup`, `xargs`, `command`, `exec`, `sudo`, ...),
@@ -13,12 +13,12 @@ could match it or an allow list is given.
 A policy is a guard against mistakes, not a security boundary: a command can still
 run a script file it wrote first, or a program that runs others. What contains
 commands is the OS sandbox `LocalBackend(root, execute=True)` runs them in by default
-(see `shell.sandbox` and docs/sandbox.md).
+(see `shell.sandbox.sandbox` and docs/sandbox.md).
 
 Example:
     ```python
     from langchain_fstools import FileToolkit, LocalBackend
-    from langchain_fstools.shell.policy import CommandPolicy
+    from langchain_fstools.shell.policy.policy import CommandPolicy
 
     policy = CommandPolicy(allow=["pytest", "python", "git status", "git diff"])
     tools = FileToolkit(LocalBackend("./repo"), command_policy=policy).get_tools()
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from langchain_fstools.errors import CommandRefused
-from langchain_fstools.shell.analysis import (
+from langchain_fstools.shell.policy.analysis import (
     Analysis,
     Match,
     SimpleCommand,
@@ -41,7 +41,7 @@ from langchain_fstools.shell.analysis import (
     analyse,
     command_pattern,
 )
-from langchain_fstools.shell.places import places, protected, resolved
+from langchain_fstools.shell.policy.places import places, protected, resolved
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -74,7 +74,7 @@ class CommandPolicy:
     """Which shell commands `execute` may run; `check` says why one may not.
 
     Commands are judged as they will run, by the shell analyser
-    (`shell.analysis.analyse`): every simple command of the line, behind wrappers, in
+    (`shell.policy.analysis.analyse`): every simple command of the line, behind wrappers, in
     substitutions and in nested scripts, with quotes and escapes removed. A command
     line is checked in this order; the first rule that refuses wins:
 
@@ -85,7 +85,7 @@ class CommandPolicy:
        `rm`, `chmod`, `chown` and `find -delete` of `/`, a top-level directory or a
        home directory however it is reached (`../../..`, `/home/*`, `cd / && rm -rf *`,
        `pushd /; rm -rf *`, `cd ~ && rm -rf .`; and `--no-preserve-root`; see
-       `shell.places`), and fork bombs. What cannot be known fails closed: a target
+       `shell.policy.places`), and fork bombs. What cannot be known fails closed: a target
        computed at run time (`$X`, `$(pwd)/..`, `${HOME:?}/`), or a relative one after
        a change to a folder not known before the line runs (`cd "$D"`, `popd`,
        `CDPATH=/ cd etc`).
@@ -97,7 +97,7 @@ class CommandPolicy:
        could match it, one carrying code the analyser cannot read (`python3 -c`,
        `perl -e`, an awk `system()`, `sed e`, `git -c alias.x=!...`,
        `tar --to-command`, `ssh -o ProxyCommand=...`, `man -P`, `vim -c`; see
-       `shell.code_strings`) under any deny pattern, and a command not known as plain
+       `shell.policy.code_strings`) under any deny pattern, and a command not known as plain
        (`PLAIN_COMMANDS`) that names a denied command among its arguments (an
        unlisted wrapper, `uv run`, `npm exec`).
     3. `allow`: when given, the line must be static (`Analysis.static`: no expansion,

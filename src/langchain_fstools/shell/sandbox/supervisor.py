@@ -1,9 +1,9 @@
 """The session supervisor: one long-lived process that starts a session's commands.
 
-`shell.session` starts it once per session (inside bubblewrap when there is a sandbox)
+`shell.session.session` starts it once per session (inside bubblewrap when there is a sandbox)
 as `python -I -S supervisor.py [--hidden PATH] OPTIONS --`, with its control socket (a
 Unix `SOCK_SEQPACKET` socket) inherited as the descriptor `CONTROL_VARIABLE` names.
-`OPTIONS` are the confinement helper's (`shell.confine`): what every command of the
+`OPTIONS` are the confinement helper's (`shell.sandbox.confine`): what every command of the
 session gets. Like that helper it is a script that imports only light standard-library
 modules.
 
@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 if __package__:
-    from langchain_fstools.shell import confine
+    from langchain_fstools.shell.sandbox import confine
 else:  # run as a script (`-I -S`): the confinement helper is the file next to this one
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import confine  # type: ignore[import-not-found,no-redef]

@@ -1,7 +1,7 @@
 """Background processes on local disk: started in the call's sandbox session, reviewed by effect.
 
 `LocalBackend.processes()` gives the process table of the current session
-(`shell.session.session_key`). A background process keeps its copy-on-write view for
+(`shell.session.session.session_key`). A background process keeps its copy-on-write view for
 its lifetime; `review` pauses it, reads what it changed since the last review into a
 change set of its own (the changed entries copied out, so the process may go on
 writing while the set waits for a person), and resumes it. The caller judges and
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING
 
 from langchain_fstools.core.changesets import ChangeKind, ChangeSet
 from langchain_fstools.errors import InvalidArgument
-from langchain_fstools.shell.overlay import Overlay, stamp, upper_path
+from langchain_fstools.shell.sandbox.overlay import Overlay, stamp, upper_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from langchain_fstools.core.results import ExecutionResult
-    from langchain_fstools.shell.background import Background
-    from langchain_fstools.shell.overlay import LowerTree
-    from langchain_fstools.shell.session import Session
+    from langchain_fstools.shell.sandbox.overlay import LowerTree
+    from langchain_fstools.shell.session.background import Background
+    from langchain_fstools.shell.session.session import Session
 
 
 class LocalProcesses:
@@ -42,7 +42,7 @@ class LocalProcesses:
             (`interpreter`, `env`, `masks`, `read_only`).
         workspace: The workspace's host path (the lower layer of each view).
         lower: The workspace, as change sets are compared with it.
-        host_code: What change sets carry as code the host runs (`shell.protected`).
+        host_code: What change sets carry as code the host runs (`shell.sandbox.protected`).
         run: The backend's own foreground run (`execute_changes` with `yield_after`).
     """
 

@@ -2,7 +2,7 @@
 
 `Sandbox(network=[...])` starts one `DomainProxy` per backend, on its first command. It
 listens on a Unix socket in a private (0700) temporary folder, which bubblewrap mounts
-read-only into each sandbox at `SANDBOX_FOLDER`; each session's bridge (`shell.bridge`)
+read-only into each sandbox at `SANDBOX_FOLDER`; each session's bridge (`shell.network.bridge`)
 passes it the socket listening on the command's `127.0.0.1:PORT` (over the Unix
 socket, once), and the proxy accepts the command's connections from it directly, in
 the sandbox's network namespace, until the bridge's Unix connection ends. The command's
@@ -47,12 +47,12 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Final
 
-from langchain_fstools.shell import bridge
+from langchain_fstools.shell.network import bridge
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from langchain_fstools.shell.domains import AllowedDomains
+    from langchain_fstools.shell.network.domains import AllowedDomains
 
 PORT: Final = 3128
 """Where the bridge listens inside the sandbox (its network namespace is its own)."""
@@ -172,7 +172,7 @@ _CHILD = (
 
 def _spawn(listener: int, folder: str, domains: AllowedDomains) -> subprocess.Popen[bytes]:
     """Start the proxy's process on the listening socket `listener`; tell it the domains."""
-    package = os.path.realpath(__file__).rsplit("/", 3)[0]  # the folder holding the package
+    package = os.path.realpath(__file__).rsplit("/", 4)[0]  # the folder holding the package
     argv = [os.path.realpath(sys.executable), "-I", "-S", "-c", _CHILD.format(__name__)]
     process = subprocess.Popen(  # noqa: S603 - this interpreter, our own module
         [*argv, package, str(listener), folder],
@@ -201,7 +201,7 @@ def main(listener: int, folder: str) -> None:
     Then it removes `folder` (the socket's) and exits. The first line of standard input
     is the domains (`AllowedDomains.spec`, as JSON).
     """
-    from langchain_fstools.shell.domains import AllowedDomains  # noqa: PLC0415 - the child
+    from langchain_fstools.shell.network.domains import AllowedDomains  # noqa: PLC0415 - the child
 
     domains = AllowedDomains(**json.loads(sys.stdin.buffer.readline()))
     accepting = socket.socket(fileno=listener)

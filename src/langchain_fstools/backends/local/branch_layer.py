@@ -1,7 +1,7 @@
 """A branch's changes as an overlay layer, so commands run in the branch see them.
 
 A command in a branch runs on the base's copy-on-write view with the branch's changes
-laid between the workspace and the command's upper layer (`shell.overlay.Layer`):
+laid between the workspace and the command's upper layer (`shell.sandbox.overlay.Layer`):
 written files and created directories as they are, deletions as whiteouts. The command
 sees the branch; what it changes lands in its own upper layer, which the branch takes
 in (`BranchBackend.commit`), so one branch's build never appears in another's.
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from langchain_fstools.core.changesets import ChangedEntry, ChangeKind
-    from langchain_fstools.shell.overlay import LowerTree
+    from langchain_fstools.shell.sandbox.overlay import LowerTree
 
 _BRANCH = "branch"
 

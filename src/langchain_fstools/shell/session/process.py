@@ -16,7 +16,7 @@ The rules, in the order they apply:
 3. At the deadline the process gets SIGTERM and up to `STOP_GRACE` seconds to end,
    then the whole process group gets SIGKILL (children and grandchildren that stayed
    in the group, such as `sleep 1000 &`). The process `LocalBackend` starts is the
-   confinement helper (`shell.confine`) or bubblewrap: on SIGTERM the helper kills
+   confinement helper (`shell.sandbox.confine`) or bubblewrap: on SIGTERM the helper kills
    every process the command started, also those that left the group (`setsid`), and
    bubblewrap's PID namespace ends with everything in it.
 4. Once the command has exited or been killed, the pipes get `grace` seconds to reach
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from langchain_fstools.core.results import ExecutionResult
-from langchain_fstools.shell.output import OutputBuffer
+from langchain_fstools.shell.session.output import OutputBuffer
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence

@@ -1,6 +1,6 @@
 """What a command may not change: what runs later outside the sandbox, and credentials.
 
-A command runs on a copy-on-write view (`shell.overlay`); its change set is committed
+A command runs on a copy-on-write view (`shell.sandbox.overlay`); its change set is committed
 only when `refusal` finds none of these among its changes, in every permission mode
 and without a permission layer (a file tool's write of such a path is what shows the
 change to a person):
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Final
 
 from langchain_fstools.core import paths
 from langchain_fstools.core.changesets import ChangeKind
-from langchain_fstools.shell.sandbox import CREDENTIAL_PATHS
+from langchain_fstools.shell.sandbox.sandbox import CREDENTIAL_PATHS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -84,7 +84,7 @@ def host_code_paths(root: str, executables: Iterable[str | None]) -> list[str]:
         root: The workspace's real host path.
         executables: Programs the host starts (None for one not found).
     """
-    package = str(Path(__file__).resolve().parent.parent)
+    package = str(Path(__file__).resolve().parents[2])
     found = [
         sys.prefix,
         sys.exec_prefix,

@@ -140,7 +140,7 @@ class Overlay:
     def read_changes(self, lower: LowerTree, host_code: Sequence[str] = ()) -> ChangeSet:
         """What the command changed, compared with the workspace `lower` (see the module).
 
-        `host_code`: what the set carries as code the host runs (`shell.protected`).
+        `host_code`: what the set carries as code the host runs (`shell.sandbox.protected`).
         """
         found = list(_Scan(self.upper, lower, self.started_ns).directory(paths.ROOT, self.upper))
         return ChangeSet(tuple(found), self.folder, tuple(host_code))

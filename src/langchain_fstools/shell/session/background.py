@@ -1,6 +1,6 @@
 """Background processes of a sandbox session: output kept as it comes, input, an end.
 
-A `Background` is one command that runs on in its session (`shell.session`) after the
+A `Background` is one command that runs on in its session (`shell.session.session`) after the
 call that started it returned: `execute(command, background=True)`, or a command that
 ran past its `yield_after`. A thread of its own reads its output into a window
 (`OutputBuffer`: the head and tail of what came since the last `read`, the middle
@@ -21,15 +21,15 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
-from langchain_fstools.shell.limits import CHANGED_EVERY
-from langchain_fstools.shell.output import OutputBuffer
+from langchain_fstools.shell.sandbox.limits import CHANGED_EVERY
+from langchain_fstools.shell.session.output import OutputBuffer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.core.results import ExecutionResult, LimitHit
-    from langchain_fstools.shell.limits import ChangedBytes
+    from langchain_fstools.shell.sandbox.limits import ChangedBytes
 
 IDLE_LIMIT: Final = 1800.0
 """Seconds a background process may go unread and unwritten before it is ended."""

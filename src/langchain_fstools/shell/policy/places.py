@@ -1,6 +1,6 @@
 """Where the paths of a command line lead: the folders it changes to, and protected ones.
 
-The default command policy (`shell.policy`) refuses a recursive deletion of `/`, a
+The default command policy (`shell.policy.policy`) refuses a recursive deletion of `/`, a
 top-level or a home directory however it is reached. A relative path is reached from
 the folder the shell is in when the command runs, which a `cd`, `pushd` or `popd`
 earlier in the line (or later, in a loop) may have changed; so a relative target is
@@ -29,7 +29,7 @@ import re
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from langchain_fstools.shell.analysis import Analysis, SimpleCommand
+    from langchain_fstools.shell.policy.analysis import Analysis, SimpleCommand
 
 DIRECTORY_CHANGES: Final = frozenset({"cd", "pushd", "popd"})
 """Commands that change the folder later relative paths are resolved from."""

@@ -9,7 +9,6 @@ import errno
 import functools
 import logging
 import os
-import secrets
 import shutil
 import stat as stat_module
 import time
@@ -18,12 +17,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeVar, get_args
 
-from langchain_fstools.backends.beneath import LISTING, Beneath, Place
-from langchain_fstools.backends.host_paths import is_inside, real_path
-from langchain_fstools.backends.local_processes import LocalProcesses
+from langchain_fstools.backends.local.beneath import LISTING, Beneath, Place
+from langchain_fstools.backends.local.host_paths import is_inside, real_path
+from langchain_fstools.backends.local.local_processes import LocalProcesses
+from langchain_fstools.backends.local.write_locks import directories_locked
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
-from langchain_fstools.backends.write_locks import directories_locked
+from langchain_fstools.backends.temporaries import temporary_name
 from langchain_fstools.core import paths
 from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet
 from langchain_fstools.core.results import Write
@@ -37,29 +37,24 @@ from langchain_fstools.errors import (
     VersionConflict,
 )
 from langchain_fstools.search.ripgrep import MEMORY_LIMIT, RipgrepSearch, find_ripgrep
-from langchain_fstools.shell.environment import MINIMAL_ENV, CommandEnv, InheritEnv
-from langchain_fstools.shell.output import reporter_if_listening
-from langchain_fstools.shell.overlay import Overlay, files_equal, upper_path
-from langchain_fstools.shell.protected import host_code_paths
-from langchain_fstools.shell.sandbox import DEFAULT_SANDBOX, Confinement, Sandbox
-from langchain_fstools.shell.session import Session, SessionEnded, Sessions
-from langchain_fstools.shell.spawner import SpawnedProcess, Spawner, available
+from langchain_fstools.search.spawner import SpawnedProcess, Spawner, available
+from langchain_fstools.shell.sandbox.environment import MINIMAL_ENV, CommandEnv, InheritEnv
+from langchain_fstools.shell.sandbox.overlay import Overlay, files_equal, upper_path
+from langchain_fstools.shell.sandbox.protected import host_code_paths
+from langchain_fstools.shell.sandbox.sandbox import DEFAULT_SANDBOX, Confinement, Sandbox
+from langchain_fstools.shell.session.output import reporter_if_listening
+from langchain_fstools.shell.session.session import Session, SessionEnded, Sessions
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 
     from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.search.contract import NativeSearch
-    from langchain_fstools.shell.background import Background
-    from langchain_fstools.shell.overlay import Layer, LowerTree
+    from langchain_fstools.shell.sandbox.overlay import Layer, LowerTree
+    from langchain_fstools.shell.session.background import Background
 
 logger = logging.getLogger(__name__)
 
-TEMP_SUFFIX = ".fstools-tmp"
-"""Suffix of the temporary files atomic writes rename into place."""
-
-_TEMP_STEM_BYTES = 200
-"""Bytes of the target's name kept in a temporary name, so it stays under NAME_MAX."""
 
 Durability = Literal["fsync", "rename"]
 """How far a write is made durable: through power loss (`fsync`) or process death only."""
@@ -73,7 +68,7 @@ _OPEN_TEMPS = 256
 """Most temporary files, and most replaced files, a batch write holds open at once."""
 
 DEFAULT_LOCK_TIMEOUT: Final = 10.0
-"""Seconds a write waits for other writers of its folders (see `backends.write_locks`)."""
+"""Seconds a write waits for other writers of its folders (see `backends.local.write_locks`)."""
 
 _COPY_CHUNK: Final = 1 << 24
 """Bytes one `sendfile` call copies into a file committed from a change set."""
@@ -92,7 +87,7 @@ class LocalBackend(Backend):
 
     Confinement: every virtual path passes `paths.normalize` and is walked beneath the
     root's directory descriptor, one component at a time, each opened relative to the
-    one before with `O_NOFOLLOW` (see `backends.beneath`); the open, create, rename or
+    one before with `O_NOFOLLOW` (see `backends.local.beneath`); the open, create, rename or
     remove then names only the last component, relative to the directory reached. A
     symlink on the way is followed only when its target, resolved, lies inside the
     root, and the walk continues from the root descriptor. So `..`, a symlinked file or
@@ -117,7 +112,7 @@ class LocalBackend(Backend):
     skips the syncs: a killed process still leaves old or new content, a power cut
     may lose recent writes. A conditional write compares versions and renames while
     holding a lock on the target's folder that every writer of this package takes (any
-    thread, any process; see `backends.write_locks`), so of two writers that read one
+    thread, any process; see `backends.local.write_locks`), so of two writers that read one
     version exactly one succeeds; a program that does not take the lock (an editor)
     can still slip in between the check and the rename. The version token combines
     mtime, size and inode; each write stamps a precise mtime later than the replaced
@@ -127,7 +122,7 @@ class LocalBackend(Backend):
     Limits: a directory that another process moves out of the root while a call
     holds it open is still written in (only a process that can write outside can do
     that). The ripgrep fast path (`host_path`) hands `rg` resolved host paths, and
-    runs it confined (`shell.spawner`): it reads only beneath the root (Landlock, where
+    runs it confined (`search.spawner`): it reads only beneath the root (Landlock, where
     the kernel has it), so a folder swapped for a link out of the root while it walks
     is refused, and it has a memory limit (`search_memory_limit`).
 
@@ -135,15 +130,15 @@ class LocalBackend(Backend):
     commands and the toolkit offers no `execute` tool. Commands run through bash (or
     `/bin/sh` without bash) with the root as working directory, in their own process
     group; everything they started is killed when they end or at their deadline (see
-    `shell.process`). Inside a command, `/` is the machine's
+    `shell.session.process`). Inside a command, `/` is the machine's
     root, not the workspace; wherever the root's host path appears in the output it is
     replaced by `/`, the workspace's virtual name. Commands run in an OS sandbox by
-    default (`Sandbox()`, see `shell.sandbox`): the host read-only, the workspace
+    default (`Sandbox()`, see `shell.sandbox.sandbox`): the host read-only, the workspace
     writable, a private `/tmp`, credential folders masked, no capabilities, no
     network. Where no sandbox can start, `execute` refuses (`SandboxUnavailable`);
     `sandbox=None` is the unsafe opt-out: a command can then do whatever this process
     may do. Commands get only `PATH`, `HOME`, `LANG`, `TERM` and `TMPDIR`, plus `env`
-    (see `shell.environment`); with `sandbox=None`, this process's environment.
+    (see `shell.sandbox.environment`); with `sandbox=None`, this process's environment.
 
     Args:
         root_dir: The workspace directory. It must exist.
@@ -732,7 +727,7 @@ class LocalBackend(Backend):
 
     @functools.cached_property
     def _host_code(self) -> tuple[str, ...]:
-        """Virtual paths of code this process runs later, found once (`shell.protected`)."""
+        """Virtual paths of code this process runs later, found once (`shell.sandbox.protected`)."""
         confinement = self._confinement
         executables = [find_ripgrep(), confinement.bwrap if confinement is not None else None]
         return tuple(host_code_paths(self._root, executables))
@@ -860,7 +855,7 @@ class LocalBackend(Backend):
         """The real host path of a canonical virtual path, for `host_path` only.
 
         `OutsideRoot` if it leaves the root. File operations never use it: they walk
-        beneath the root's descriptor (`backends.beneath`).
+        beneath the root's descriptor (`backends.local.beneath`).
         """
         host = real_path(os.path.join(self._root, virtual.lstrip("/")))
         if not is_inside(self._root, host):
@@ -1054,9 +1049,8 @@ def _exclusively(name: str, make: Callable[[str], _T]) -> tuple[_T, str]:
 
     `make` must fail with `FileExistsError` where the name exists (an exclusive create).
     """
-    stem = os.fsdecode(os.fsencode(name)[:_TEMP_STEM_BYTES])
     while True:
-        temp = f".{stem}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+        temp = temporary_name(name)
         try:
             return make(temp), temp
         except FileExistsError:
@@ -1262,4 +1256,4 @@ def _fsync_directory(directory: int) -> None:
         os.close(descriptor)
 
 
-__all__ = ["DURABILITIES", "TEMP_SUFFIX", "Durability", "LocalBackend"]
+__all__ = ["DURABILITIES", "Durability", "LocalBackend"]

@@ -50,7 +50,7 @@ from typing import IO, TYPE_CHECKING
 if __name__ == "__main__":  # the spawner process, isolated (-I -S): the package is beside it
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from langchain_fstools.shell import confine
+from langchain_fstools.shell.sandbox import confine
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

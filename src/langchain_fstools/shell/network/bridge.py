@@ -9,7 +9,7 @@ listening: the helper, a script on this same interpreter with the same flags, ru
 this process as it would after `exec` (same pid, a fresh `__main__` namespace), saving
 a second interpreter's start; anything else is `exec`uted. The server connects to the
 Unix socket `SOCKET` once and passes the listening socket itself over it
-(`SCM_RIGHTS`), keeping no copy: the host-side proxy (`shell.proxy`) accepts each
+(`SCM_RIGHTS`), keeping no copy: the host-side proxy (`shell.network.proxy`) accepts each
 connection in the sandbox's namespace, reads its request and decides what it may reach,
 and a connection made before it accepts waits in the backlog. The server then holds the
 Unix connection open until the sandbox ends (its PID namespace with it), which tells the

@@ -1,6 +1,6 @@
 """The confinement of one local command: what the session supervisor applies before `exec`.
 
-The session supervisor (`shell.supervisor`, a script) imports this file as a sibling and
+The session supervisor (`shell.sandbox.supervisor`, a script) imports this file as a sibling and
 confines each command's process before exec (`restrict_ahead` before its request, while
 it waits for it, and `restrict_after` once its view is mounted; `restrict` is both at
 once), so it imports only light standard-library modules. The options (`options`
@@ -771,7 +771,7 @@ class Ahead:
 def restrict_ahead(spec: Spec, later: list[str] = ()) -> Ahead:  # type: ignore[assignment]
     """Apply the part of `restrict(spec)` that no mount made afterwards changes.
 
-    For a command's process forked before its request (`shell.supervisor`), which then
+    For a command's process forked before its request (`shell.sandbox.supervisor`), which then
     mounts the command's view: no_new_privs and the seccomp filter are applied now, the
     rlimits computed, and the Landlock ruleset begun with the rules
     of the writable paths not at or beneath a path in `later` (where mounts may come).

@@ -24,7 +24,7 @@ command name built from `$VAR`, `$(...)` or a file-name pattern (`r?`); `eval` o
 `sh -c` of a computed script; `source`/`.` of a file; a shell reading a script file
 or its standard input; a line that does not parse; nesting deeper than `MAX_DEPTH`.
 A command carrying code the analyser cannot read (`python3 -c`, an awk `system()`,
-`sed e`, `git -c alias.x=!...`; see `shell.code_strings`) is marked (`code`): every
+`sed e`, `git -c alias.x=!...`; see `shell.policy.code_strings`) is marked (`code`): every
 deny pattern may match it (`SimpleCommand.could_run`).
 
 A line is static (`Analysis.static`) when every word of every command is known before
@@ -32,7 +32,7 @@ it runs and it sets no variable (`VAR=x cmd`, `VAR=x;`, `export`, `env VAR=x`, a
 variable, `read`): any program may read a variable (git reads `XDG_CONFIG_HOME`), so
 only a static line can be allowed by a rule.
 
-Consumers: the command policy (`shell.policy`), the permission rules
+Consumers: the command policy (`shell.policy.policy`), the permission rules
 (`permissions.rules.Permission(commands=...)`) and the apply_patch invocation parser
 (`patch.invocation`), which use `parse` and `word` for the tree itself.
 """
@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from langchain_fstools.shell.code_strings import code_string
+from langchain_fstools.shell.policy.code_strings import code_string
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -283,7 +283,7 @@ class SimpleCommand:
         unknown: Why what runs cannot be known before it runs (then every pattern
             may match it), or None.
         code: Why it runs code the analyser cannot read (`python3 -c`, `sed e`, `git
-            -c alias.x=!...`; see `shell.code_strings`), or None: then every deny
+            -c alias.x=!...`; see `shell.policy.code_strings`), or None: then every deny
             pattern may match it (`could_run`), while an allow pattern is matched as
             usual (allowing `python` allows what Python runs).
     """

@@ -1,0 +1,21 @@
+"""The temporary files that atomic writes rename into place, named alike on every backend."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Final
+
+TEMP_SUFFIX: Final = ".fstools-tmp"
+"""Suffix of the temporary files atomic writes rename into place."""
+
+_STEM_BYTES: Final = 200
+"""Bytes of the target's name kept in a temporary's name (255 is the usual name limit)."""
+
+
+def temporary_name(name: str) -> str:
+    """A fresh `.{name}.{random}.fstools-tmp` name beside `name`, at most 233 bytes long."""
+    stem = name.encode("utf-8", "surrogateescape")[:_STEM_BYTES].decode("utf-8", "ignore")
+    return f".{stem}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+
+
+__all__ = ["TEMP_SUFFIX", "temporary_name"]
