@@ -42,7 +42,8 @@ LAYERS = [
     ("tools", "one module per tool; read tracking; the toolkit"),
     ("patch", "apply_patch: parser, seek, invocation, atomic application"),
     ("backends", "storage: local, state, store, object store, SSH, composite"),
-    ("search  |  shell", "search engine, ignore rules, ripgrep  |  bash analyser, processes"),
+    ("search", "search engine, ignore rules, ripgrep and its confined spawner"),
+    ("shell", "commands: policy, network, sandbox, session (rooms in that order)"),
     ("formats", "text windows, encodings, images, PDF, notebooks, diffs, syntax"),
     ("core", "virtual paths, effects (sync + async), globs, records, tokens"),
 ]

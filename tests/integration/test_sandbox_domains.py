@@ -286,7 +286,10 @@ def _proxy_pid() -> int:
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
                 parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
-                if parent == os.getpid() and b"shell.proxy" in (entry / "cmdline").read_bytes():
+                if (
+                    parent == os.getpid()
+                    and b"shell.network.proxy" in (entry / "cmdline").read_bytes()
+                ):
                     return int(entry.name)
     raise AssertionError("the proxy's process was not found")
 
