@@ -212,3 +212,12 @@ def test_refusal_names_only_protected_paths() -> None:
     found = refusal(protected, ())
     assert found is not None
     assert found.path == "/.git/commondir"
+
+
+def test_an_executable_below_a_git_directory_is_host_run_but_gits_samples() -> None:
+    found = category(
+        change("/.git/objects/ab/cd", mode=0o755),
+        change("/.git/hooks/pre-commit.sample", mode=0o755),
+    )
+
+    assert found == {"/.git/objects/ab/cd": HOST_RUN}

@@ -28,7 +28,8 @@ path is ordinary only when it is provably inert):
        folder or a folder holding a `pyvenv.cfg` (in the set or, told by the caller,
        in the workspace), `*.pth`, `sitecustomize.py`, `usercustomize.py`.
     3. `node_modules/.bin`, shared libraries (`*.so`, `*.so.*`, `*.dylib`, `*.dll`,
-       `*.pyd`), and any file with an execute bit.
+       `*.pyd`), and any file with an execute bit (below a git directory too, but
+       git's own `*.sample` hooks).
     4. Files tools run commands from (`TOOL_CONFIGS`): direnv's `.envrc`, editor
        settings (`.vscode/`, `.idea/`), hook managers, package managers' rc files.
 - Anything else is ordinary: the mode decides (and the ignore files may keep it).
@@ -309,26 +310,31 @@ class _Review:
         """Folders the set makes git directories of (a bare repository, say)."""
 
     def finding(self, change: Change) -> Finding | None:
-        path = change.path
-        if any(paths.is_within(path, code) for code in self.host_code):
-            return Finding(PROTECTED, "holds code this program runs outside the sandbox")
-        parts = path.strip("/").split("/")
-        inside, why = self._git(change, parts)
+        parts = change.path.strip("/").split("/")
+        inside, why = self._protected(change, parts)
         if why is not None:
             return Finding(PROTECTED, why)
-        if (
-            parts[-1].endswith(".pth")
-            and parts[-2:-1] == ["site-packages"]
-            and "/" + "/".join(parts[:-1]) not in self.added
-        ):
-            return Finding(PROTECTED, "Python runs at every start")
-        joined = f"/{'/'.join(parts)}/"
-        if any(f"/{credential}/" in joined for credential in CREDENTIAL_PATHS):
-            return Finding(PROTECTED, "holds credentials")
-        if inside or change.kind is ChangeKind.DELETED:
-            return None  # what git writes in ordinary work; a deletion leaves nothing to run
+        # git writes no executables in ordinary work but its samples; a deletion runs nothing
+        sample = change.path.endswith(".sample")
+        if change.kind is ChangeKind.DELETED or (inside and (sample or not _executable(change))):
+            return None
         why = self._host_run(change, parts)
         return None if why is None else Finding(HOST_RUN, why)
+
+    def _protected(self, change: Change, parts: list[str]) -> tuple[bool, str | None]:
+        """Whether `change` is below a git directory, and why it is protected, if so."""
+        if any(paths.is_within(change.path, code) for code in self.host_code):
+            return False, "holds code this program runs outside the sandbox"
+        inside, why = self._git(change, parts)
+        if why is not None:
+            return inside, why
+        folder = "/" + "/".join(parts[:-1])
+        if parts[-1].endswith(".pth") and parts[-2:-1] == ["site-packages"]:
+            return inside, None if folder in self.added else "Python runs at every start"
+        joined = f"/{'/'.join(parts)}/"
+        if any(f"/{credential}/" in joined for credential in CREDENTIAL_PATHS):
+            return inside, "holds credentials"
+        return inside, None
 
     def _git(self, change: Change, parts: list[str]) -> tuple[bool, str | None]:
         """Whether `change` is below a git directory, and why git would run it, if so."""
@@ -372,7 +378,7 @@ class _Review:
             return "a program npm puts on the PATH"
         if change.entry == "file" and _SHARED_LIBRARY.search(name):
             return "a shared library"
-        if change.entry == "file" and change.mode is not None and change.mode & 0o111:
+        if _executable(change):
             return "an executable"
         joined = f"/{'/'.join(parts)}/"
         if any(f"/{config}/" in joined for config in TOOL_CONFIGS):
@@ -382,6 +388,10 @@ class _Review:
     def _in_environment(self, parts: list[str]) -> bool:
         folders = ["/" + "/".join(parts[:depth]) for depth in range(1, len(parts))]
         return any(folder in self.venvs or self.environment(folder) for folder in folders)
+
+
+def _executable(change: Change) -> bool:
+    return change.entry == "file" and change.mode is not None and bool(change.mode & 0o111)
 
 
 def _git_ordinary(  # noqa: PLR0911 - one return per part of a git directory
