@@ -27,8 +27,9 @@ from langgraph.types import Command
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend
 from langchain_fstools.permissions.rules import Permission
-from langchain_fstools.shell.sandbox.sandbox import find_bwrap
+from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap
 from langchain_fstools.testing import ScriptedChatModel
+from tests.e2e.agent_runs import run_command
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")
 
@@ -291,6 +292,21 @@ def test_a_change_of_mode_is_shown_in_the_summary_and_the_diff(root: Path) -> No
     assert "M /a.txt (mode 644 -> 755)" in run.request["description"]
     assert "mode 644 -> 755" in run.request["diff"]
     assert stat.S_IMODE((root / "a.txt").stat().st_mode) == 0o644
+
+
+def test_a_folder_holding_a_masked_folder_moved_commits_no_mask_artifact(root: Path) -> None:
+    (root / "proj" / "secret" / "inner").mkdir(parents=True)
+    (root / "proj" / "secret" / "inner" / "key").write_text("s\n")
+    (root / "proj" / "keep.txt").write_text("k\n")
+    hidden = Sandbox(hidden=[str(root / "proj" / "secret")])
+    backend = LocalBackend(root, execute=True, sandbox=hidden)
+
+    outcome = run_command(backend, "mv proj proj2", mode="bypass")
+
+    assert outcome.message is not None
+    assert outcome.message.status == "success", outcome.text
+    assert (root / "proj2" / "keep.txt").read_text() == "k\n"
+    assert not (root / "proj2" / "secret").exists()  # not the mask's empty drwxrwxrwt
 
 
 # ----- one decision table ------------------------------------------------------------------
