@@ -688,13 +688,13 @@ class GuardedBackend(BackendView):
 
 
 def _environments(changes: ChangeSet) -> Effect[set[str]]:
-    """The workspace's folders above the set's new entries that hold a `pyvenv.cfg`."""
-    above = {
-        folder
-        for change in changes.changes
-        if change.kind is not ChangeKind.DELETED
-        for folder in _folders_above(change.path)
-    }
+    """The workspace's folders above the set's new entries that hold a `pyvenv.cfg`.
+
+    A folder the set adds is not asked about (the set's own `pyvenv.cfg` counts).
+    """
+    kept = [change for change in changes.changes if change.kind is not ChangeKind.DELETED]
+    added = {change.path for change in kept if change.kind is ChangeKind.ADDED}
+    above = {folder for change in kept for folder in _folders_above(change.path)} - added
     found: set[str] = set()
     for folder in sorted(above):
         if (yield from calls.exists(paths.join(folder, "pyvenv.cfg"))):
