@@ -172,6 +172,20 @@ def test_what_git_would_run_asks_in_accept_edits(
     assert not marker.exists()
 
 
+def test_the_git_directory_a_gitfile_points_to_is_judged_as_one(tmp_path: Path, root: Path) -> None:
+    subprocess.run(
+        ["bash", "-c", f"{GIT} init -q --separate-git-dir=store repo"], cwd=root, check=True
+    )
+    marker = tmp_path / "ran"
+
+    run = Run(root, f"{GIT} -C repo config core.fsmonitor 'touch {marker}'", "accept_edits")
+
+    assert run.request is not None
+    assert "/store/config" in run.request["description"]
+    git_status(root / "repo")
+    assert not marker.exists()
+
+
 def test_a_new_repository_that_runs_nothing_is_kept(root: Path) -> None:
     run = Run(root, f"{GIT} init -q new && {GIT} -C new config user.name me", "accept_edits")
 

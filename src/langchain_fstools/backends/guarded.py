@@ -505,13 +505,18 @@ class GuardedBackend(BackendView):
         """Judge each change by this call's guard (`PathGuard.commit_decision`).
 
         Each path is classified once (`shell.sandbox.protected.classify`, with the
-        workspace's Python environments); a rule, or a protected path with no one to
-        ask, refuses the set; the paths to ask a person about are named, but for those
-        the workspace's ignore files ignore, where only the mode would ask (read only
-        when something asks).
+        workspace's Python environments and git directories); a rule, or a protected
+        path with no one to ask, refuses the set; the paths to ask a person about are
+        named, but for those the workspace's ignore files ignore, where only the mode
+        would ask (read only when something asks).
         """
-        environments = yield from _environments(changes)
-        found = classify(changes, changes.host_code, environment=environments.__contains__)
+        environments, repositories = yield from _marked(changes)
+        found = classify(
+            changes,
+            changes.host_code,
+            environment=environments.__contains__,
+            git_directory=repositories.__contains__,
+        )
         guard = self._guard()
         asks: list[Change] = []
         for change in changes.changes:
@@ -687,19 +692,25 @@ class GuardedBackend(BackendView):
         ]
 
 
-def _environments(changes: ChangeSet) -> Effect[set[str]]:
-    """The workspace's folders above the set's new entries that hold a `pyvenv.cfg`.
+def _marked(changes: ChangeSet) -> Effect[tuple[set[str], set[str]]]:
+    """The workspace's Python environments and git directories above the set's paths.
 
-    A folder the set adds is not asked about (the set's own `pyvenv.cfg` counts).
+    A Python environment holds a `pyvenv.cfg`; a git directory holds `HEAD` and
+    `objects`, whatever its name. A folder the set adds is not looked up (the set's
+    own files count).
     """
-    kept = [change for change in changes.changes if change.kind is not ChangeKind.DELETED]
-    added = {change.path for change in kept if change.kind is ChangeKind.ADDED}
-    above = {folder for change in kept for folder in _folders_above(change.path)} - added
-    found: set[str] = set()
-    for folder in sorted(above):
+    added = {change.path for change in changes.changes if change.kind is ChangeKind.ADDED}
+    above = {folder for change in changes.changes for folder in _folders_above(change.path)}
+    environments: set[str] = set()
+    repositories: set[str] = set()
+    for folder in sorted(above - added):
         if (yield from calls.exists(paths.join(folder, "pyvenv.cfg"))):
-            found.add(folder)
-    return found
+            environments.add(folder)
+        if (yield from calls.exists(paths.join(folder, "HEAD"))) and (
+            yield from calls.exists(paths.join(folder, "objects"))
+        ):
+            repositories.add(folder)
+    return environments, repositories
 
 
 def _folders_above(path: str) -> Iterator[str]:

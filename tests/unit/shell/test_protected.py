@@ -221,3 +221,14 @@ def test_an_executable_below_a_git_directory_is_host_run_but_gits_samples() -> N
     )
 
     assert found == {"/.git/objects/ab/cd": HOST_RUN}
+
+
+def test_a_workspace_git_directory_of_any_name_is_judged_as_one() -> None:
+    changes = ChangeSet(
+        (change("/store/config", M), change("/store/objects/ab/cd")), "/nonexistent"
+    )
+
+    found = classify(changes, (), git_directory=lambda folder: folder == "/store")
+
+    assert {path: f.category for path, f in found.items()} == {"/store/config": PROTECTED}
+    assert classify(changes, ()) == {}

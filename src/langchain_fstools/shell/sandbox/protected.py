@@ -7,7 +7,8 @@ path is ordinary only when it is provably inert):
 - **protected** (`PROTECTED`): never kept without a person, and refused where there is
   no one to ask (`bypass`, no permission layer):
     1. Under any git directory (a `.git` folder, one of its `modules/` or `worktrees/`,
-       or a folder the set gives a `HEAD`: a bare repository, a `commondir` target),
+       or a folder holding `HEAD` and `config` or `objects`, in the set or the
+       workspace: a bare repository, what a gitfile or `commondir` points to),
        everything but what git itself writes in ordinary work (`_GIT_ORDINARY`:
        objects, refs, logs, the index, `HEAD` and its siblings, `packed-refs`, the
        sequencer and rebase state, `*.sample` hooks). So a `commondir`,
@@ -210,6 +211,7 @@ def classify(
     host_code: Sequence[str],
     *,
     environment: Callable[[str], bool] | None = None,
+    git_directory: Callable[[str], bool] | None = None,
 ) -> dict[str, Finding]:
     """Every changed path that is not ordinary, with its finding, in the set's order.
 
@@ -218,8 +220,12 @@ def classify(
         host_code: Virtual paths of code the host runs later (see `host_code_paths`).
         environment: Whether a workspace folder holds a `pyvenv.cfg` (a Python
             environment); the set's own `pyvenv.cfg` files count without it.
+        git_directory: Whether a workspace folder is a git directory (holds `HEAD` and
+            `objects`: one a gitfile or `commondir` points to, a bare repository),
+            whatever its name; `.git` folders and the set's own count without it.
     """
-    review = _Review(changes, tuple(host_code), environment or (lambda _folder: False))
+    nowhere: Callable[[str], bool] = lambda _folder: False  # noqa: E731
+    review = _Review(changes, tuple(host_code), environment or nowhere, git_directory or nowhere)
     found: dict[str, Finding] = {}
     for change in changes.changes:
         finding = review.finding(change)
@@ -291,11 +297,16 @@ class _Review:
     """A change set's facts that classify its paths: what it adds, its git folders, venvs."""
 
     def __init__(
-        self, changes: ChangeSet, host_code: Sequence[str], environment: Callable[[str], bool]
+        self,
+        changes: ChangeSet,
+        host_code: Sequence[str],
+        environment: Callable[[str], bool],
+        git_directory: Callable[[str], bool],
     ) -> None:
         self.changes = changes
         self.host_code = host_code
         self.environment = environment
+        self.git_directory = git_directory
         entries = changes.changes
         new = {c.path for c in entries if c.kind is ChangeKind.ADDED}
         self.added = new - {c.path for c in entries if c.kind is ChangeKind.DELETED}
@@ -347,11 +358,12 @@ class _Review:
                 new = repository in self.added
                 if not _git_ordinary(change, parts[index + 1 :], new=new, config=self._config):
                     return True, "git runs outside the sandbox"
-        for folder in self.git_folders:
-            if paths.is_within(path, folder) and path != folder:
+        for depth in range(1, len(parts)):
+            folder = "/" + "/".join(parts[:depth])
+            if folder in self.git_folders or self.git_directory(folder):
                 inside = True
-                inner = path[len(folder) :].strip("/").split("/")
-                if not _git_ordinary(change, inner, new=True, config=self._config):
+                new = folder in self.added
+                if not _git_ordinary(change, parts[depth:], new=new, config=self._config):
                     return True, "git runs outside the sandbox"
         if parts[-1] == ".gitmodules" and paths.join(paths.parent(path), ".git") not in self.added:
             return inside, "git status enters the submodules it names, outside the sandbox"
