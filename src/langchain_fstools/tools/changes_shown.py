@@ -95,12 +95,12 @@ def _mode_note(change: Change) -> str:
     notes = []
     if change.old_mode is not None and change.mode is not None and change.old_mode != change.mode:
         notes.append(f"mode {change.old_mode:o} -> {change.mode:o}")
-    elif change.kind is ChangeKind.ADDED and change.mode is not None and change.mode & 0o111:
+    elif change.kind is ChangeKind.ADDED and change.entry == "file" and (change.mode or 0) & 0o111:
         notes.append(f"mode {change.mode:o}")
     if change.dropped & 0o6000:
         notes.append("its set-uid/set-gid bit is not kept")
     elif change.dropped:
-        notes.append(f"mode bits {change.dropped:o} not kept (umask)")
+        notes.append("group/world write bits dropped by the umask")
     return f" ({'; '.join(notes)})" if notes else ""
 
 

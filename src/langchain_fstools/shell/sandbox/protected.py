@@ -370,7 +370,9 @@ class _Review:
         return inside, None
 
     def _config(self, change: Change) -> bool:
-        """Whether a new repository's config sets nothing git executes."""
+        """Whether a new repository's config sets nothing git executes (unread: it may)."""
+        if not self.changes.source:
+            return False  # no waiting contents (a branch's proposed paths): fail closed
         try:
             text = Path(upper_path(self.changes, change.path)).read_text(errors="strict")
         except (OSError, UnicodeDecodeError):
