@@ -47,8 +47,6 @@ GIT_ORDINARY = [
     "/.git/rebase-apply/patch",
     "/.git/info/exclude",
     "/.git/hooks/pre-commit.sample",
-    "/.git/modules/sub/objects/ab/cd",
-    "/.git/worktrees/w/HEAD",
     "/sub/dir/.git/refs/tags/v1",
 ]
 
@@ -69,6 +67,8 @@ GIT_ELSE = [
     "/.git/worktrees/w/commondir",
     "/.git/worktrees/w/config.worktree",
     "/.git/modules/sub/config",
+    "/.git/modules/sub/objects/ab/cd",  # is `sub` or `sub/objects` a module? unknown
+    "/.git/worktrees/w/HEAD",
     "/.git/modules/sub/hooks/pre-commit",
     "/.git/unknown-name",
     "/.git/info/unknown",
@@ -231,4 +231,41 @@ def test_a_workspace_git_directory_of_any_name_is_judged_as_one() -> None:
     found = classify(changes, (), git_directory=lambda folder: folder == "/store")
 
     assert {path: f.category for path, f in found.items()} == {"/store/config": PROTECTED}
+    assert classify(changes, ()) == {}
+
+
+def test_a_modules_git_directory_is_judged_where_it_is_known() -> None:
+    changes = ChangeSet(
+        (
+            change("/.git/modules/sub/objects/ab/cd"),
+            change("/.git/modules/sub/refs/config", M),  # a ref named config
+            change("/.git/modules/sub/config", M),
+        ),
+        "/nonexistent",
+    )
+
+    found = classify(changes, (), git_directory=lambda folder: folder == "/.git/modules/sub")
+
+    assert {path: f.category for path, f in found.items()} == {
+        "/.git/modules/sub/config": PROTECTED
+    }
+
+
+def test_a_module_the_set_makes_is_the_commands_own(tmp_path: Path) -> None:
+    upper = tmp_path / "upper" / ".git" / "modules" / "lib" / "x"
+    upper.mkdir(parents=True)
+    (upper / "config").write_text(INERT)
+    module = "/.git/modules/lib/x"
+    changes = ChangeSet(
+        (
+            change("/.git/modules", entry="directory"),
+            change("/.git/modules/lib", entry="directory"),
+            change(module, entry="directory"),
+            change(f"{module}/HEAD"),
+            change(f"{module}/config"),
+            change(f"{module}/objects/ab/cd"),
+        ),
+        str(tmp_path),
+    )
+
     assert classify(changes, ()) == {}

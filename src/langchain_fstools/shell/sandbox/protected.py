@@ -94,7 +94,8 @@ _GIT_ELSEWHERE: Final = frozenset({"alternates", "http-alternates"})
 """`objects/info/` files that point git at other object stores (and their configs)."""
 
 _GIT_NESTED: Final = frozenset({"modules", "worktrees"})
-"""Folders of a git directory whose entries are git directories themselves."""
+"""Folders of a git directory whose entries are git directories themselves (a module's
+name may hold slashes: which folder is one is told by its `HEAD`)."""
 
 TOOL_CONFIGS: Final = (
     ".envrc",
@@ -348,26 +349,33 @@ class _Review:
         return inside, None
 
     def _git(self, change: Change, parts: list[str]) -> tuple[bool, str | None]:
-        """Whether `change` is below a git directory, and why git would run it, if so."""
+        """Whether `change` is below a git directory, and why git would run it, if so.
+
+        Below a module's or a worktree's own git directory (one `git_folders` or
+        `git_directory` knows), a path is judged there; any other path below
+        `modules/` or `worktrees/` is not what git writes in ordinary work.
+        """
         path = change.path
-        inside = False
-        for index, part in enumerate(parts):
-            if part == ".git":
-                inside = True
-                repository = "/" + "/".join(parts[: index + 1])
-                new = repository in self.added
-                if not _git_ordinary(change, parts[index + 1 :], new=new, config=self._config):
-                    return True, "git runs outside the sandbox"
-        for depth in range(1, len(parts)):
-            folder = "/" + "/".join(parts[:depth])
-            if folder in self.git_folders or self.git_directory(folder):
-                inside = True
-                new = folder in self.added
-                if not _git_ordinary(change, parts[depth:], new=new, config=self._config):
-                    return True, "git runs outside the sandbox"
+        repositories = [
+            ("/" + "/".join(parts[:depth]), depth)
+            for depth in range(1, len(parts) + 1)
+            if parts[depth - 1] == ".git" or (depth < len(parts) and self._repository(parts, depth))
+        ]
+        for index, (folder, depth) in enumerate(repositories):
+            inner = parts[depth:]
+            if inner[:1] and inner[0] in _GIT_NESTED and repositories[index + 1 :]:
+                continue  # judged below the nested git directory
+            if not _git_ordinary(change, inner, new=folder in self.added, config=self._config):
+                return True, "git runs outside the sandbox"
+        inside = bool(repositories)
         if parts[-1] == ".gitmodules" and paths.join(paths.parent(path), ".git") not in self.added:
             return inside, "git status enters the submodules it names, outside the sandbox"
         return inside, None
+
+    def _repository(self, parts: list[str], depth: int) -> bool:
+        """Whether the folder of the first `depth` parts is a git directory of any name."""
+        folder = "/" + "/".join(parts[:depth])
+        return folder in self.git_folders or self.git_directory(folder)
 
     def _config(self, change: Change) -> bool:
         """Whether a new repository's config sets nothing git executes (unread: it may)."""
@@ -422,11 +430,6 @@ def _git_ordinary(  # noqa: PLR0911 - one return per part of a git directory
     if change.entry == "directory":
         return inner[-1] not in _GIT_ELSEWHERE and (new or inner != ["hooks"])
     first, name = inner[0], inner[-1]
-    if first in _GIT_NESTED and inner[2:]:  # `modules/<name>/...`: a git directory in it
-        return any(
-            _git_ordinary(change, inner[cut:], new=new, config=config)
-            for cut in range(2, len(inner))
-        )
     if len(inner) == 1:
         if name == "config":
             return new and change.kind is ChangeKind.ADDED and config(change)
