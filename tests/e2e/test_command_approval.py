@@ -204,15 +204,15 @@ def test_rewind_restores_an_approved_commands_changes(root: Path) -> None:
 
 
 def test_changes_only_to_ignored_paths_are_kept_without_asking(root: Path) -> None:
-    (root / ".gitignore").write_text("build/\n*.pyc\n")
-    command = "mkdir -p build/x && echo o > build/x/out.o && echo c > mod.pyc"
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    command = "mkdir -p build/x && echo o > build/x/out.o && echo c > run.log"
     graph = agent(root, command, InMemorySaver())
 
     done = graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
 
     assert not done.interrupts
     assert (root / "build" / "x" / "out.o").read_text() == "o\n"
-    assert (root / "mod.pyc").read_text() == "c\n"
+    assert (root / "run.log").read_text() == "c\n"
 
 
 def test_a_person_is_asked_only_about_the_paths_not_ignored(root: Path) -> None:

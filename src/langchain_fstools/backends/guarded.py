@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo, check_limit
 from langchain_fstools.core import calls, paths
-from langchain_fstools.core.changesets import ChangeReview
+from langchain_fstools.core.changesets import ChangeKind, ChangeReview
 from langchain_fstools.core.records import digest
 from langchain_fstools.errors import FsToolsError, PartialWrite, StaleApproval
 from langchain_fstools.search.engine import ignored_among
-from langchain_fstools.shell.sandbox.protected import protected_changes
+from langchain_fstools.shell.sandbox.protected import classify
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         SearchPart,
     )
     from langchain_fstools.shell.sandbox.overlay import Layer
+    from langchain_fstools.shell.sandbox.protected import Finding
     from langchain_fstools.shell.session.background import Processes
 
 T = TypeVar("T")
@@ -279,11 +280,11 @@ class PathGuard(Protocol):
         """Whether the path may be written, deleted, created or moved."""
 
     def commit_decision(
-        self, path: str, protected: str | None, *, ignored: bool = False
+        self, path: str, finding: Finding | None, *, ignored: bool = False
     ) -> CommitDecision:
         """How a command's change of the path may be committed (see `CommitDecision`).
 
-        `protected`: why no command may make the change by itself, if so
+        `finding`: its category when not ordinary, protected or host-run
         (`shell.sandbox.protected`); `ignored`: whether the workspace's ignore files ignore it.
         """
 
@@ -503,20 +504,28 @@ class GuardedBackend(BackendView):
     def _judging(self, changes: ChangeSet) -> Effect[ChangeReview]:
         """Judge each change by this call's guard (`PathGuard.commit_decision`).
 
-        A rule, or a protected path with no one to ask, refuses the set; the paths to
-        ask a person about are named, but for those the workspace's ignore files
-        ignore, where only the mode would ask (read only when something asks).
+        Each path is classified once (`shell.sandbox.protected.classify`, with the
+        workspace's Python environments and git directories); a rule, or a protected
+        path with no one to ask, refuses the set; the paths to ask a person about are
+        named, but for those the workspace's ignore files ignore, where only the mode
+        would ask (read only when something asks).
         """
-        protected = protected_changes(changes, changes.host_code)
+        environments, repositories = yield from _marked(changes)
+        found = classify(
+            changes,
+            changes.host_code,
+            environment=environments.__contains__,
+            git_directory=repositories.__contains__,
+        )
         guard = self._guard()
         asks: list[Change] = []
         for change in changes.changes:
-            why = protected.get(change.path)
-            decision = guard.commit_decision(change.path, why)
+            finding = found.get(change.path)
+            decision = guard.commit_decision(change.path, finding)
             if decision == "deny":
                 return ChangeReview(("denied", change.path, ""))
             if decision == "refuse":
-                return ChangeReview(("protected", change.path, why or ""))
+                return ChangeReview(("protected", change.path, finding.reason if finding else ""))
             if decision == "ask":
                 asks.append(change)
         if not asks:
@@ -528,7 +537,7 @@ class GuardedBackend(BackendView):
                 change.path
                 for change in asks
                 if guard.commit_decision(
-                    change.path, protected.get(change.path), ignored=change.path in ignored
+                    change.path, found.get(change.path), ignored=change.path in ignored
                 )
                 == "ask"
             )
@@ -681,6 +690,33 @@ class GuardedBackend(BackendView):
             else replace(part, native=_GuardedSearch(part.native, shown))
             for part in self.inner.search_parts(canonical)
         ]
+
+
+def _marked(changes: ChangeSet) -> Effect[tuple[set[str], set[str]]]:
+    """The workspace's Python environments and git directories above the set's paths.
+
+    A Python environment holds a `pyvenv.cfg`; a git directory holds `HEAD` and
+    `objects`, whatever its name. A folder the set adds is not looked up (the set's
+    own files count).
+    """
+    added = {change.path for change in changes.changes if change.kind is ChangeKind.ADDED}
+    above = {folder for change in changes.changes for folder in _folders_above(change.path)}
+    environments: set[str] = set()
+    repositories: set[str] = set()
+    for folder in sorted(above - added):
+        if (yield from calls.exists(paths.join(folder, "pyvenv.cfg"))):
+            environments.add(folder)
+        if (yield from calls.exists(paths.join(folder, "HEAD"))) and (
+            yield from calls.exists(paths.join(folder, "objects"))
+        ):
+            repositories.add(folder)
+    return environments, repositories
+
+
+def _folders_above(path: str) -> Iterator[str]:
+    parts = path.strip("/").split("/")
+    for depth in range(1, len(parts)):
+        yield "/" + "/".join(parts[:depth])
 
 
 def _rebase(path: str, directory: str, resolved: str) -> str:

@@ -40,6 +40,9 @@ class Change:
         before: The workspace's version of the path when the set was read (None
             where nothing was there), so the commit fails if it changed since.
         stale: Whether the path also changed in the workspace while the command ran.
+        old_mode: The workspace's permission bits before a modification (None otherwise).
+        dropped: Permission bits the command set that are not committed (set-uid,
+            set-gid; on a new entry, group and world write bits the umask masks).
     """
 
     path: str
@@ -50,6 +53,8 @@ class Change:
     target: str | None = None
     before: str | None = None
     stale: bool = False
+    old_mode: int | None = None
+    dropped: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ with the summary of its changes and the diff of their effect) and applies the an
 - `{"type": "approve"}` commits exactly the kept set, through the tools' own view (the
   permission rules again, the history records), or says it is stale when the set is
   gone or a path changed since;
-- `{"type": "reject", "message": "..."}` drops it.
+- `{"type": "reject", "message": "..."}` drops it; the command's message is then an
+  error carrying the reviewer's message (LangChain's human-in-the-loop convention).
 
 The command's tool message is then replaced (same id) by one saying what was kept. The
 node that asks runs again on resume, in any process: nothing is done before the
@@ -90,7 +91,8 @@ class CommandReview:
             )
             update = merged_channels(update, extra)
             seen = state_after(seen, extra)
-            replies.append(settled_message(state, call_id, text, marker=WAITING))
+            rejected = answer["type"] != "approve"
+            replies.append(settled_message(state, call_id, text, marker=WAITING, rejected=rejected))
         update["messages"] = replies
         return update
 

@@ -19,6 +19,7 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import FsToolsError
 from langchain_fstools.permissions.approval import Approval
 from langchain_fstools.permissions.rules import Policy, Target, Verdict
+from langchain_fstools.shell.sandbox.protected import PROTECTED
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.guarded import CommitDecision
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.shell.sandbox.protected import Finding
     from langchain_fstools.tools.base import FileTool
     from langchain_fstools.tools.targets import Preview
 
@@ -43,6 +45,8 @@ class CallGuard:
     expected: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
     command_approved: bool = False
     """Whether a person approved running this call's command (before it ran)."""
+    command_allowed: bool = False
+    """Whether a permission rule allows running this call's command, contained or not."""
 
     def visible(self, path: str) -> bool:
         """Whether the path is not denied to reads."""
@@ -58,27 +62,33 @@ class CallGuard:
             return self.policy.decide_path("write", path).action != "deny"
         return self.policy.decide_path("write", path).action == "allow"
 
-    def commit_decision(
-        self, path: str, protected: str | None, *, ignored: bool = False
+    def commit_decision(  # noqa: PLR0911 - one return per row of the decision table
+        self, path: str, finding: Finding | None, *, ignored: bool = False
     ) -> CommitDecision:
-        """How a command's change of `path` may be committed.
+        """How a command's change of `path` may be committed (docs/permissions.md's table).
 
-        A rule that denies writing it refuses the change set. A person approved this
-        path (after the command ran) or the command (before it ran): committed, but
-        for what no command may make by itself (`protected`), which asks, or in
-        `bypass` (no one to ask) is refused. Otherwise the mode's decision of a write
+        In order: a rule that denies writing it refuses the change set; a person who
+        approved this path (after the command ran) keeps it. A protected path
+        (`finding`, `shell.sandbox.protected`) asks, or in `bypass` (no one to ask) is
+        refused. A host-run path asks in `default` and `accept_edits`, unless a person
+        approved the command before it ran. Otherwise the mode's decision of a write
         (`Policy.decide_change`: `default` asks, `accept_edits` and `bypass` allow),
-        but a path the workspace's ignore files ignore (`ignored`: caches, build
-        outputs) the mode does not ask about.
+        but the mode does not ask about a path the workspace's ignore files ignore
+        (`ignored`: caches, build outputs), nor about the changes of a command a
+        person approved or a rule allows (`command_approved`, `command_allowed`).
         """
         verdict = self.policy.decide_change(path)
         if verdict.action == "deny":
             return "deny"
         if path in self.approved:
             return "allow"
-        if protected is not None:
+        if finding is not None and finding.category == PROTECTED:
             return "refuse" if self.policy.mode == "bypass" else "ask"
-        if self.command_approved or (ignored and self.policy.by_mode(verdict)):
+        if finding is not None:
+            return "allow" if self.command_approved or self.policy.mode == "bypass" else "ask"
+        if self.command_approved:
+            return "allow"
+        if (ignored or self.command_allowed) and self.policy.by_mode(verdict):
             return "allow"
         return verdict.action
 
@@ -132,6 +142,20 @@ class PermissionGate:
         self._grants[call_id] = CallGuard(
             self.policy, frozenset(approval["paths"]), expected, command_approved=command
         )
+
+    def grant_allowed(self, call_id: str, assessment: Assessment) -> None:
+        """Let call `call_id` keep its command's ordinary changes when a rule allows it.
+
+        That is when the rules allow running each of its commands as if it were not
+        contained (`Policy.decide_command`), as they let a command with the network run
+        and keep what it did: the mode does not ask about its changes, while protected
+        and host-run paths still do.
+        """
+        commands = [t.command for t in assessment.targets if t.operation == "execute"]
+        if commands and all(
+            self.policy.decide_command(command or "").action == "allow" for command in commands
+        ):
+            self._grants[call_id] = CallGuard(self.policy, command_allowed=True)
 
     def revoke(self, call_id: str) -> None:
         """End the approval of call `call_id`."""

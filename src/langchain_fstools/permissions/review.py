@@ -219,7 +219,10 @@ class TurnReview:
         On a branch, a write the rules would ask about runs (its merge is asked about).
         """
         found = yield from self.gate.assessing(call)
-        if found is None or found.verdict.action == "allow":
+        if found is None:
+            return None
+        if found.verdict.action == "allow":
+            self.gate.grant_allowed(call["id"] or "", found)
             return None
         if found.verdict.action == "deny":
             return refusal(call, found.verdict)

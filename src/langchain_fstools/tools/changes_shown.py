@@ -75,7 +75,33 @@ def _file_diff(changes: ChangeSet, change: Change) -> Effect[str | None]:
     texts = [_text(data) for data in (old, new)]
     if texts[0] is None or texts[1] is None:
         return None
-    return unified_patch(change.path, texts[0], texts[1]) or None
+    patch = unified_patch(change.path, texts[0], texts[1])
+    return _mode_lines(change) + patch if patch else None
+
+
+def _mode_lines(change: Change) -> str:
+    """Git's header lines of a change of mode (`old mode 100644` / `new mode 100755`)."""
+    if change.mode is None:
+        return ""
+    if change.old_mode is not None and change.old_mode != change.mode:
+        return f"old mode 100{change.old_mode:03o}\nnew mode 100{change.mode:03o}\n"
+    if change.kind is ChangeKind.ADDED and change.mode & 0o111:
+        return f"new file mode 100{change.mode:03o}\n"
+    return ""
+
+
+def _mode_note(change: Change) -> str:
+    """What a summary line adds of a change's mode: changed, executable, bits dropped."""
+    notes = []
+    if change.old_mode is not None and change.mode is not None and change.old_mode != change.mode:
+        notes.append(f"mode {change.old_mode:o} -> {change.mode:o}")
+    elif change.kind is ChangeKind.ADDED and change.entry == "file" and (change.mode or 0) & 0o111:
+        notes.append(f"mode {change.mode:o}")
+    if change.dropped & 0o6000:
+        notes.append("its set-uid/set-gid bit is not kept")
+    elif change.dropped:
+        notes.append("group/world write bits dropped by the umask")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def _text(data: bytes) -> str | None:
@@ -90,13 +116,15 @@ def _one_line(change: Change) -> str:
     if change.entry == "link":
         return f"{change.kind} {_printable(change.path)} (link to {change.target})"
     size = f", {plural(change.size, 'byte')}" if change.entry == "file" and change.size else ""
-    return f"{change.kind} {_printable(change.path)} ({what}{size})"
+    mode = _mode_note(change).removeprefix(" (").removesuffix(")")
+    return f"{change.kind} {_printable(change.path)} ({what}{size}{', ' + mode if mode else ''})"
 
 
 def summary(changes: Sequence[Change]) -> str:
     """What a command's commit changed: a line a path (`M /src/a.py`), or per folder past a limit.
 
-    Up to `SUMMARY_LINES` paths are listed one a line; a larger set is listed by its
+    Up to `SUMMARY_LINES` paths are listed one a line, with what changed of a mode
+    (`M /run.sh (mode 644 -> 755)`) and the bits not kept; a larger set is listed by its
     top-level folders (`/node_modules/: 9,812 added`) and files. A directory added or
     deleted with what is in it is not listed on its own.
     """
@@ -105,7 +133,9 @@ def summary(changes: Sequence[Change]) -> str:
     if not shown:
         return ""
     if len(shown) <= SUMMARY_LINES:
-        return "\nChanged:\n" + "\n".join(f"{c.kind} {_printable(c.path)}" for c in shown)
+        return "\nChanged:\n" + "\n".join(
+            f"{c.kind} {_printable(c.path)}{_mode_note(c)}" for c in shown
+        )
     groups: dict[str, list[Change]] = {}
     for change in shown:
         top = change.path.split("/")[1]
@@ -116,6 +146,9 @@ def summary(changes: Sequence[Change]) -> str:
     if len(lines) > SUMMARY_LINES:
         rest = sum(len(members) for members in list(groups.values())[SUMMARY_LINES:])
         lines = [*lines[:SUMMARY_LINES], f"... and {rest:,} more below other folders"]
+    stripped = [_printable(c.path) for c in shown if c.dropped & 0o6000]
+    if stripped:
+        lines.append(f"Set-uid/set-gid bits not kept: {', '.join(stripped[:SUMMARY_LINES])}")
     return f"\nChanged ({len(shown):,} paths):\n" + "\n".join(lines)
 
 

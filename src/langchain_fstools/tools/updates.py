@@ -65,11 +65,14 @@ def state_after(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str
     return {**state, FILES_KEY: merge_files(state.get(FILES_KEY), [update[FILES_KEY]])}
 
 
-def settled_message(state: Any, call_id: str, text: str, *, marker: str) -> ToolMessage:
+def settled_message(
+    state: Any, call_id: str, text: str, *, marker: str, rejected: bool = False
+) -> ToolMessage:
     """The call's tool message with its `marker` (what it waited for) replaced by `text`.
 
     Same id, so it replaces the message in the thread; its status is error when `text`
-    starts with "Error".
+    starts with "Error" or a person `rejected` what it waited for (LangChain's
+    human-in-the-loop convention).
     """
     found = next(
         (
@@ -87,7 +90,7 @@ def settled_message(state: Any, call_id: str, text: str, *, marker: str) -> Tool
         name=found.name if found is not None and found.name else None,
         id=found.id if found is not None else None,
         artifact=found.artifact if found is not None else None,
-        status="error" if text.startswith("Error") else "success",
+        status="error" if rejected or text.startswith("Error") else "success",
     )
 
 

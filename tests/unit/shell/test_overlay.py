@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.core.changesets import ChangeKind
+from langchain_fstools.core.changesets import Change, ChangeKind
 from langchain_fstools.errors import ChangesNotCommitted, VersionConflict
+from langchain_fstools.shell.sandbox.overlay import host_umask
 from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")
@@ -295,6 +296,59 @@ def test_execute_commits_nothing_that_plants_what_git_runs(tmp_path: Path) -> No
     assert raised.value.path == "/git/.git/hooks/post-checkout"
     assert sorted(p.name for p in (root / "git" / ".git" / "hooks").iterdir()) == hooks
     assert not (root / "new.txt").exists()
+
+
+def changes_of(root: Path, command: str) -> dict[str, Change]:
+    backend = LocalBackend(root, execute=True)
+    result = backend.execute_changes(command, timeout=30, output_limit=1000)
+    assert result.changes is not None, result.output
+    backend.commit(result.changes)
+    result.changes.discard()
+    return {change.path: change for change in result.changes.changes}
+
+
+def test_set_uid_and_set_gid_bits_are_never_committed(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "root")
+
+    found = changes_of(root, "cp run.sh su && chmod 6755 su run.sh && mkdir -m 2755 g")
+
+    assert (found["/su"].mode, found["/su"].dropped) == (0o755, 0o6000)
+    assert (found["/g"].mode, found["/g"].dropped) == (0o755, 0o2000)
+    assert "/run.sh" not in found  # only the set-uid bit changed: nothing is kept
+    assert stat.S_IMODE((root / "su").stat().st_mode) == 0o755
+    assert stat.S_IMODE((root / "g").stat().st_mode) == 0o755
+    assert stat.S_IMODE((root / "run.sh").stat().st_mode) == 0o755
+
+
+def test_new_entries_lose_the_write_bits_the_umask_drops(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "root")
+    umask = host_umask()
+
+    found = changes_of(root, "mkdir -m 777 d && echo x > d/f && chmod 666 d/f && chmod 664 a.txt")
+
+    assert found["/d"].mode == 0o777 & ~(umask & 0o022)
+    assert found["/d/f"].mode == 0o666 & ~(umask & 0o022)
+    assert found["/d"].dropped == umask & 0o022
+    assert stat.S_IMODE((root / "d" / "f").stat().st_mode) == 0o666 & ~(umask & 0o022)
+    assert (found["/a.txt"].old_mode, found["/a.txt"].mode) == (0o644, 0o664)  # not new: kept
+
+
+def test_a_mode_change_is_part_of_the_change(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "root")
+
+    found = changes_of(root, "chmod +x a.txt")
+
+    assert (found["/a.txt"].old_mode, found["/a.txt"].mode) == (0o644, 0o755)
+
+
+def test_an_empty_folder_with_a_masks_mode_never_enters_a_change_set(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "root")
+
+    found = changes_of(root, "mkdir -m 1777 mask && mkdir -m 1777 kept && touch kept/f")
+
+    assert "/mask" not in found
+    assert not (root / "mask").exists()
+    assert "/kept/f" in found
 
 
 def test_an_unknown_workspace_mode_is_refused() -> None:

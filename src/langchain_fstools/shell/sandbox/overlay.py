@@ -16,6 +16,13 @@ compares each entry with the workspace to build a `ChangeSet`:
    unless it equals the workspace's (same type, bytes, mode, link target): opening a
    file for writing copies it up without changing it.
 
+Modes are part of a change, as committed (`kept_mode`): set-uid and set-gid bits are
+never kept, and a new entry's group and world write bits are dropped as the host's
+umask drops them; the change says which bits were dropped (`Change.dropped`), and a
+file's waiting content gets the mode kept, so the commit applies what the set says. An
+empty new folder with the mode of a mask's tmpfs (`drwxrwxrwt`: what copying a folder
+holding masked mount points leaves) is a mask artifact and never enters the set.
+
 What the kernel allows in a user namespace shapes what a command sees (and the docs
 state): without `redirect_dir`, `rename(2)` of a directory that existed before the
 command fails with `EXDEV` (`mv` then copies, Python's `os.rename` fails); copy-up
@@ -54,6 +61,14 @@ _COMPARE_CHUNK: Final = 1 << 20
 
 _CLOCK_REALTIME_COARSE: Final = 5
 """Linux's clock of inode times (Python names it only from 3.13 on)."""
+
+_NEVER_KEPT: Final = stat_module.S_ISUID | stat_module.S_ISGID
+"""Mode bits no command's change keeps."""
+
+_WRITABLE_BY_OTHERS: Final = stat_module.S_IWGRP | stat_module.S_IWOTH
+
+_MASK_FOLDER: Final = 0o1777
+"""The mode of the tmpfs a mask mounts over a folder (`drwxrwxrwt`)."""
 
 
 class LowerTree(Protocol):
@@ -142,7 +157,8 @@ class Overlay:
 
         `host_code`: what the set carries as code the host runs (`shell.sandbox.protected`).
         """
-        found = list(_Scan(self.upper, lower, self.started_ns).directory(paths.ROOT, self.upper))
+        scan = _Scan(self.upper, lower, self.started_ns, host_umask())
+        found = list(scan.directory(paths.ROOT, self.upper))
         return ChangeSet(tuple(found), self.folder, tuple(host_code))
 
 
@@ -156,6 +172,7 @@ class _Scan:
     upper: str
     lower: LowerTree
     started_ns: int
+    umask: int
 
     def directory(self, virtual: str, host: str, *, replaced: bool = False) -> Iterator[Change]:
         """The changes below directory `virtual`, whose upper copy is at `host`.
@@ -192,7 +209,7 @@ class _Scan:
             if low is None or not stat_module.S_ISREG(low.st_mode):
                 yield from self.replacing(virtual, low, "file", mode=bits, size=result.st_size)
             elif (
-                stat_module.S_IMODE(low.st_mode) != bits
+                stat_module.S_IMODE(low.st_mode) != kept_mode(bits)
                 or low.st_size != result.st_size
                 or not self.lower.same_bytes(virtual, host)
             ):
@@ -212,10 +229,12 @@ class _Scan:
     ) -> Iterator[Change]:
         bits = stat_module.S_IMODE(result.st_mode)
         if low is None or not stat_module.S_ISDIR(low.st_mode):
+            if bits == _MASK_FOLDER and not os.listdir(host):
+                return  # a mask's empty tmpfs, copied: not the command's own folder
             yield from self.replacing(virtual, low, "directory", mode=bits)
             yield from self.directory(virtual, host, replaced=True)
             return
-        if stat_module.S_IMODE(low.st_mode) != bits:
+        if stat_module.S_IMODE(low.st_mode) != kept_mode(bits):
             yield self.change(virtual, ChangeKind.MODIFIED, "directory", low, mode=bits)
         yield from self.directory(virtual, host, replaced=replaced or _opaque(host))
 
@@ -262,10 +281,37 @@ class _Scan:
         size: int = 0,
         target: str | None = None,
     ) -> Change:
+        umask = self.umask if kind is ChangeKind.ADDED else None
+        kept = None if mode is None else kept_mode(mode, umask)
+        dropped = 0 if mode is None or kept is None else mode & ~kept
+        if dropped and entry == "file" and kept is not None:  # the content gets the kept mode
+            os.chmod(os.path.join(self.upper, virtual.lstrip("/")), kept)
         if low is None:
-            return Change(virtual, kind, entry, mode, size, target)
+            return Change(virtual, kind, entry, kept, size, target, dropped=dropped)
         stale = low.st_ctime_ns > self.started_ns
-        return Change(virtual, kind, entry, mode, size, target, self.lower.version(low), stale)
+        same_type = kind is ChangeKind.MODIFIED and _entry(low.st_mode) == entry
+        old_mode = stat_module.S_IMODE(low.st_mode) if same_type else None
+        version = self.lower.version(low)
+        return Change(virtual, kind, entry, kept, size, target, version, stale, old_mode, dropped)
+
+
+def kept_mode(bits: int, umask: int | None = None) -> int:
+    """The permission bits a change keeps of `bits` (see the module docstring).
+
+    `umask`: for a new entry, the host's umask, whose group and world write bits are
+    dropped (None: the entry modifies the workspace's).
+    """
+    kept = bits & ~_NEVER_KEPT
+    return kept if umask is None else kept & ~(umask & _WRITABLE_BY_OTHERS)
+
+
+def host_umask() -> int:
+    """This process's umask, read without setting it (Linux's `/proc`; else 022)."""
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", "rb") as status:
+        for line in status:
+            if line.startswith(b"Umask:"):
+                return int(line.split()[1], 8)
+    return 0o022
 
 
 def _entry(mode: int) -> ChangedEntry:
@@ -297,4 +343,13 @@ def files_equal(first: int, second: int) -> bool:
         offset += len(one)
 
 
-__all__ = ["Layer", "LowerTree", "Overlay", "files_equal", "stamp", "upper_path"]
+__all__ = [
+    "Layer",
+    "LowerTree",
+    "Overlay",
+    "files_equal",
+    "host_umask",
+    "kept_mode",
+    "stamp",
+    "upper_path",
+]
