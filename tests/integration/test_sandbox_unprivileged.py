@@ -190,3 +190,20 @@ def test_as_nobody_no_datagram_socketpair_and_no_keyring(
     )
     assert "PermissionError" in output
     assert "keyctl Operation not permitted" in output
+
+
+@pytest.mark.parametrize("method", ["bwrap", "landlock"])
+def test_as_nobody_a_command_cannot_disarm_its_keeper(place: Path, bwrap: str, method: str) -> None:
+    """The keeper's and the supervisor's descriptors stay theirs: what the command left dies."""
+    confinement = _confinement(place, bwrap, method)
+    output = _run(
+        place,
+        confinement,
+        "echo benign > note.txt; supervisor=$(cut -d' ' -f4 /proc/$PPID/stat);"
+        " prlimit --pid $supervisor --nofile=0:0; prlimit --pid $PPID --nofile=0:0;"
+        " setsid bash -c 'exec 3<>note.txt; sleep 1; echo EVIL >&3' </dev/null >/dev/null 2>&1 &"
+        " sleep 0.2",
+    )
+    time.sleep(2)  # the left process's second has passed, had it lived
+    assert (place / "ws" / "note.txt").read_text() == "benign\n"
+    assert "Operation not permitted" in output
