@@ -242,6 +242,7 @@ _LIMIT_WORDS = {
     "processes": ("A new process was refused at", "process limit"),
     "cpu_seconds": ("A process was killed at", "CPU time limit"),
     "file_size": ("A write was stopped at", "file size limit"),
+    "open_files": ("A file was refused at", "limit of open files per process"),
     "changed_bytes": (
         "The command was stopped, and nothing it changed was kept, at",
         "limit on what one command may write",
@@ -256,6 +257,8 @@ def limit_note(limit: LimitHit) -> str:
         amount = plural(limit.value, "process", "processes")
     elif limit.name == "cpu_seconds":
         amount = plural(limit.value, "second")
+    elif limit.name == "open_files":
+        amount = plural(limit.value, "file")
     else:
         amount = _bytes(limit.value)
     return (

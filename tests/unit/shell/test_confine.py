@@ -8,6 +8,7 @@ try the system call.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import struct
 import subprocess
@@ -303,3 +304,17 @@ def test_no_command_can_limit_read_or_renice_another_process() -> None:
     assert said.pop("setpriority self") == "ok"
     assert said.pop("pidfd_open") == "Function not implemented"  # ENOSYS: programs fall back
     assert set(said.values()) == {"Operation not permitted"}, output
+
+
+def test_a_command_starts_with_sigpipe_and_sigxfsz_at_their_default() -> None:
+    """Python ignores both; the command must not inherit that (as `subprocess` restores them)."""
+    done = subprocess.run(
+        _restricted([], ["/bin/sh", "-c", "grep SigIgn /proc/self/status"]),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    ignored = int(done.stdout.split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1)), done.stdout
+    assert not ignored & (1 << (signal.SIGXFSZ - 1)), done.stdout

@@ -49,6 +49,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import signal
 import struct
 from stat import S_ISDIR
 
@@ -860,6 +861,18 @@ def restrict_ahead(spec: Spec, later: list[str] = ()) -> Ahead:  # type: ignore[
     return Ahead(ruleset, added if ruleset is not None else [], rlimits)
 
 
+RESTORED_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
+"""Signals Python ignores at start-up and a command expects at their default (as
+`subprocess` restores them): `yes | head -1` ends quietly, a write past `--file-size`
+kills the writer (SIGXFSZ) instead of failing unseen."""
+
+
+def restore_signals() -> None:
+    """Put `RESTORED_SIGNALS` back to their default action, as the command expects."""
+    for signum in RESTORED_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def restrict_after(spec: Spec, ahead: Ahead, mounted: list[str] = ()) -> None:  # type: ignore[assignment]
     """Finish what `restrict_ahead` began, after mounts at the paths `mounted`.
 
@@ -867,7 +880,7 @@ def restrict_after(spec: Spec, ahead: Ahead, mounted: list[str] = ()) -> None:  
     write its own `/proc` files), the Landlock rules left out are added and the ruleset
     enforced (built anew when a
     rule added ahead lies at or beneath a path mounted since), the capabilities
-    dropped and the rlimits set.
+    dropped, the rlimits set and the signals Python ignores restored (`restore_signals`).
 
     Raises:
         ConfineError: a step could not be applied.
@@ -892,6 +905,7 @@ def restrict_after(spec: Spec, ahead: Ahead, mounted: list[str] = ()) -> None:  
     if spec.flags["drop_capabilities"]:
         drop_capabilities()
     _set_rlimits(ahead.rlimits)
+    restore_signals()
 
 
 def _beneath(path: str, top: str) -> bool:
@@ -905,6 +919,7 @@ __all__ = [
     "FLAGS",
     "LISTS",
     "OTHER_PROCESS_CALLS",
+    "RESTORED_SIGNALS",
     "RLIMITS",
     "SELF_ONLY_CALLS",
     "WHO_CALLS",
@@ -925,6 +940,7 @@ __all__ = [
     "parse",
     "prepare",
     "read_only_ruleset",
+    "restore_signals",
     "restrict",
     "restrict_after",
     "restrict_ahead",

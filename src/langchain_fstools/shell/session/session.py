@@ -253,7 +253,9 @@ class Session:
             status,
             timed_out=timed_out,
             dropped_bytes=buffer.dropped_bytes,
-            limit=over.hit if over is not None and over.hit else self._limit_hit(counted, status),
+            limit=over.hit
+            if over is not None and over.hit
+            else self._limit_hit(counted, status, buffer.text()),
         )
         return result, after, None
 
@@ -268,13 +270,15 @@ class Session:
         """How often the session's cgroup has refused or killed so far, by limit."""
         return self._cgroups.counts() if self._cgroups is not None else {}
 
-    def _limit_hit(self, before: Mapping[str, int], status: int | None) -> LimitHit | None:
-        """The limit a command hit: what the cgroup counted since `before`, or its signal."""
+    def _limit_hit(
+        self, before: Mapping[str, int], status: int | None, output: str
+    ) -> LimitHit | None:
+        """The limit a command hit (cgroup counts since `before`, its status, its `output`)."""
         if self.plan.limits is None:
             return None
         now = self._limit_counts()
         events = [name for name, count in now.items() if count > before.get(name, 0)]
-        return limit_hit(self.plan.limits, events, status)
+        return limit_hit(self.plan.limits, events, status, output)
 
     def _close_launched(self, launched: _Launched) -> None:
         for fd in launched.fds:
