@@ -408,3 +408,23 @@ def test_a_supervisor_that_could_fork_no_spare_fails_the_command_and_is_asked_ag
     finally:
         session.close()
     assert seen.read_text().splitlines() == ['{"op": "spare"}']
+
+
+def _descriptors() -> int:
+    return len(list(Path("/proc/self/fd").iterdir()))
+
+
+def test_a_background_processs_descriptors_are_closed_on_kill_and_at_close(
+    backend: LocalBackend,
+) -> None:
+    _run(backend, "true")  # the session, its supervisor and a spare
+    processes = backend.processes()
+    before = _descriptors()
+    for _ in range(3):
+        processes.start("sleep 30", output_limit=1000).kill()
+    killed = _descriptors()
+    for _ in range(3):
+        processes.start("sleep 30", output_limit=1000)
+    backend.close()
+    assert killed == before  # each leaked two (the pipe its keeper says the end on)
+    assert _descriptors() < before  # the session's own are gone too

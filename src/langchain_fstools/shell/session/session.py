@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
 from langchain_fstools.core.results import ExecutionResult, LimitHit
+from langchain_fstools.errors import ProcessLimit
 from langchain_fstools.shell.sandbox import supervisor
 from langchain_fstools.shell.sandbox.limits import CgroupSet, ChangedBytes, limit_hit
 from langchain_fstools.shell.session.background import Background
@@ -61,17 +62,6 @@ _KILL_WAIT: Final = 5.0
 
 MAX_PROCESSES: Final = 8
 """Background processes one session runs at once."""
-
-
-class ProcessLimit(RuntimeError):
-    """The session runs as many background processes as it may."""
-
-    def __init__(self, limit: int) -> None:
-        """Say the limit and what to do."""
-        super().__init__(
-            f"this session already runs {limit} background processes, the most it may;"
-            " kill one (process tool, action kill) before starting another"
-        )
 
 
 class SessionEnded(OSError):
@@ -430,6 +420,7 @@ class Session:
             output_limit=output_limit,
             buffer=buffer,
             over=over,
+            release=lambda: self._forget(job),
         )
         with self._lock:
             self.background[ident] = background
@@ -710,7 +701,6 @@ def _tee(first: Callable[..., None], second: Callable[..., None]) -> Callable[..
 __all__ = [
     "MAX_PROCESSES",
     "START_TIMEOUT",
-    "ProcessLimit",
     "Session",
     "SessionEnded",
     "Sessions",
