@@ -47,18 +47,21 @@ class ExecuteArgs(ToolArgs):
     yield_after: float | None = Field(default=None, description="Seconds, then background.")
 
 
-DESCRIPTION = """Run a bash command; returns its output and exit code.
+DESCRIPTION = """Run a bash command; returns output and exit code.
 
 -[read_file, grep, glob, edit_file] Not for files: use read_file, grep, glob, edit_file, not
   cat/head/tail, grep/rg, find, sed/awk/echo >.
 - Use relative paths: `/` in the shell is the machine's root.
 -[command_root] The workspace (file tools' `/`) is `{command_root}` in the shell, where
   the first command starts; `cd` and exports carry over.
-- stdin is empty (pass `--yes`); processes left behind end with it.
-- On timeout all is killed, the output so far returned. Output over
+- stdin is empty (pass `--yes`); leftover processes end with it.
+-[network_off] No network (ask the user).
+-[network_domains] Network only to {network_domains} (HTTP(S)).
+-[network_on] Network on.
+- On timeout all is killed; output so far returned. Output over
   {execute_output_limit:*byte} is cut in the middle; stderr lines start `[stderr] `.
--[apply_patch] For patches use the apply_patch tool.
-- Dangerous commands (sudo, rm -rf /, ...) are refused."""
+-[apply_patch] For patches use apply_patch.
+- sudo, rm -rf / etc. are refused."""
 
 
 class ExecuteTool(FileTool):
