@@ -305,3 +305,11 @@ def test_a_file_cut_at_the_file_size_limit_is_named_with_its_change(workspace: P
     outcome = _run(workspace, "head -c 2M /dev/zero > big.bin", limits=Limits(file_size=MiB))
     assert "Exit code: 153" in outcome.text, outcome.text  # 128 + SIGXFSZ
     assert "file size limit (1 MiB)" in outcome.text
+
+
+def test_a_limits_words_on_standard_output_name_no_limit(workspace: Path) -> None:
+    """Output that quotes the words (a search, a log) is not a process that hit a limit."""
+    (workspace / "notes.txt").write_text("MemoryError\nToo many open files\nfork: retry\n")
+    outcome = _run(workspace, "cat notes.txt", limits=Limits(memory=256 * MiB))
+    assert outcome.ran, outcome.text
+    assert "sandbox's" not in outcome.text, outcome.text

@@ -424,13 +424,14 @@ allocation past `RLIMIT_DATA` (ENOMEM, Python's `MemoryError`), a fork past
 
 
 def limit_hit(
-    limits: Limits, events: list[str], exit_code: int | None, output: str = ""
+    limits: Limits, events: list[str], exit_code: int | None, errors: str = ""
 ) -> LimitHit | None:
-    """The limit a command hit: from its cgroup's `events`, its exit status, or its `output`.
+    """The limit a command hit: from its cgroup's `events`, its exit status, or `errors`.
 
     SIGXCPU means `cpu_seconds`, SIGXFSZ `file_size` (each only when that limit is set);
     a limit that only an rlimit holds, hit by a process the shell started, is found by
-    what the process said (`SAID`), so a shell that went on still names it.
+    what the process said on its standard error (`errors`, matched against `SAID`), so
+    a shell that went on still names it (what it printed, a `grep MemoryError`, never).
     """
     for name in ("memory", "processes"):
         value = getattr(limits, name)
@@ -446,7 +447,7 @@ def limit_hit(
             return LimitHit(name, value)
     for name, phrases in SAID.items():
         value = getattr(limits, name)
-        if value is not None and any(phrase in output for phrase in phrases):
+        if value is not None and any(phrase in errors for phrase in phrases):
             return LimitHit(name, value)
     return None
 

@@ -40,7 +40,7 @@ from langchain_fstools.errors import ProcessLimit
 from langchain_fstools.shell.sandbox import supervisor
 from langchain_fstools.shell.sandbox.limits import CgroupSet, ChangedBytes, limit_hit
 from langchain_fstools.shell.session.background import Background
-from langchain_fstools.shell.session.output import OutputBuffer
+from langchain_fstools.shell.session.output import STDERR_MARK, OutputBuffer
 from langchain_fstools.shell.session.process import DRAIN_GRACE, Watch, pump
 from langchain_fstools.shell.session.shell_state import STATE_FD, ShellState, remembering
 
@@ -245,7 +245,7 @@ class Session:
             dropped_bytes=buffer.dropped_bytes,
             limit=over.hit
             if over is not None and over.hit
-            else self._limit_hit(counted, status, buffer.text()),
+            else self._limit_hit(counted, status, _errors(buffer.text())),
         )
         return result, after, None
 
@@ -261,14 +261,14 @@ class Session:
         return self._cgroups.counts() if self._cgroups is not None else {}
 
     def _limit_hit(
-        self, before: Mapping[str, int], status: int | None, output: str
+        self, before: Mapping[str, int], status: int | None, errors: str
     ) -> LimitHit | None:
-        """The limit a command hit (cgroup counts since `before`, its status, its `output`)."""
+        """The limit a command hit (cgroup counts since `before`, its status, its `errors`)."""
         if self.plan.limits is None:
             return None
         now = self._limit_counts()
         events = [name for name, count in now.items() if count > before.get(name, 0)]
-        return limit_hit(self.plan.limits, events, status, output)
+        return limit_hit(self.plan.limits, events, status, errors)
 
     def _close_launched(self, launched: _Launched) -> None:
         for fd in launched.fds:
@@ -680,6 +680,12 @@ def in_session(key: str) -> Iterator[None]:
         yield
     finally:
         session_key.reset(token)
+
+
+def _errors(output: str) -> str:
+    """The standard error lines of `output` (each starts with `STDERR_MARK`)."""
+    mark = STDERR_MARK.decode()
+    return "\n".join(line for line in output.splitlines() if line.startswith(mark))
 
 
 def _read_all(fd: int) -> bytes:
