@@ -295,7 +295,7 @@ def test_no_command_can_limit_read_or_renice_another_process() -> None:
             print(name + ":", "ok" if result >= 0 else os.strerror(ctypes.get_errno()))
         """
     try:
-        output = _confined([], code)
+        output = _confined(confine.options(deny_keyring=True), code)
     finally:
         keeper.kill()
         keeper.wait()

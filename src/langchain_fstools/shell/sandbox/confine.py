@@ -28,14 +28,14 @@ builds them, `parse` reads them) say what `restrict` applies, in this order:
    `AF_INET`, `AF_INET6` and `AF_PACKET` no network socket of any protocol (Landlock's
    TCP rules miss UDP and ICMP); `AF_VSOCK` (40) leaves any network namespace, so it
    is denied without the network. `--deny-keyring` refuses `add_key`, `request_key`
-   and `keyctl` (EPERM): the agent's kernel keyring stays out of reach. Always (the
-   filter is installed on every command, `sandbox=None` too), nothing acts on a
-   process but the command's own, so its keeper and the supervisor keep what they need
-   to end it: `prlimit64`, `sched_set*`, `migrate_pages` and `move_pages` only on the
-   caller (pid 0), `setpriority` and `ioprio_set` only on the caller or its process
-   group (`who` 0); `process_vm_readv`/`writev`, `kcmp`, `pidfd_getfd` and
-   `process_madvise` are refused (EPERM), `pidfd_open` fails with ENOSYS (programs fall
-   back to plain pids; signals and ptrace are Landlock's scope). And
+   and `keyctl` (EPERM): the agent's kernel keyring stays out of reach. Whichever
+   options install it (every sandboxed command has `--deny-keyring`), the filter lets
+   nothing act on a process but the command's own, so its keeper and the supervisor
+   keep what they need to end it: `prlimit64`, `sched_set*`, `migrate_pages` and
+   `move_pages` only on the caller (pid 0), `setpriority` and `ioprio_set` only on the
+   caller or its process group (`who` 0); `process_vm_readv`/`writev`, `kcmp`,
+   `pidfd_getfd` and `process_madvise` are refused (EPERM), `pidfd_open` fails with
+   ENOSYS (programs fall back to plain pids; signals and ptrace are Landlock's). And
    `io_uring_setup` fails with ENOSYS (io_uring could open sockets past the filter);
    system calls of another ABI (32-bit x86, x32) kill the process, so the filter cannot
    be stepped around. The filter is built here by hand (`seccomp_program`), a few
@@ -795,7 +795,8 @@ def prepare(spec: Spec) -> None:
         import resource  # noqa: F401, PLC0415 - imported now, found by `apply_rlimits`
     families = tuple(int(family) for family in spec.lists["deny_family"])
     keyring = spec.flags["deny_keyring"]
-    _PREPARED[("seccomp", keyring, *families)] = seccomp_program(families, keyring=keyring)
+    if families or keyring:
+        _PREPARED[("seccomp", keyring, *families)] = seccomp_program(families, keyring=keyring)
     if spec.flags["landlock"] and spec.lists["hide"]:  # Landlock alone: no view per command
         try:
             ruleset = landlock_ruleset(spec)
@@ -851,7 +852,8 @@ def restrict_ahead(spec: Spec, later: list[str] = ()) -> Ahead:  # type: ignore[
     rlimits = rlimit_values(spec)
     _check(_libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
     families = tuple(int(family) for family in spec.lists["deny_family"])
-    install_seccomp(families, keyring=spec.flags["deny_keyring"])
+    if families or spec.flags["deny_keyring"]:
+        install_seccomp(families, keyring=spec.flags["deny_keyring"])
     if not spec.flags["landlock"] or isinstance(_PREPARED.get("ruleset"), int):
         return Ahead(None, [], rlimits)
     added = [path for path in _writable(spec) if not any(_beneath(path, top) for top in later)]

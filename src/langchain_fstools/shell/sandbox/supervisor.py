@@ -54,7 +54,7 @@ too, which kills every process it did not start itself. Either reports an end on
 no process of the command is left (a subreaper with no child has none below it), so a
 command's change set is read, and committed, with nothing of it running; and the
 command cannot take from either what it needs for that (the seccomp filter keeps it to
-its own processes: `confine`).
+its own processes: `confine`; with a sandbox).
 
 When the control socket closes (the agent ended, or closed the session), the supervisor
 kills every command and exits.
