@@ -140,7 +140,7 @@ def test_a_memory_bomb_is_stopped_and_named(workspace: Path, method: str) -> Non
     assert outcome.ran, outcome.text
     assert "MemoryError" in outcome.text  # one process over the limit: its own error
     if cgroup_support() != "none":  # six of them: the cgroup's OOM killer, named
-        assert "killed at the sandbox's memory limit (256 MiB)" in outcome.text
+        assert "ran out of memory at the sandbox's memory limit (256 MiB)" in outcome.text
         assert "Limits(memory=...)" in outcome.text
 
 

@@ -241,7 +241,7 @@ def _yield_after(requested: float | None, timeout: float) -> float:
 
 
 _LIMIT_WORDS = {
-    "memory": ("A process was killed at", "memory limit"),
+    "memory": ("A process ran out of memory at", "memory limit"),
     "processes": ("A new process was refused at", "process limit"),
     "cpu_seconds": ("A process was killed at", "CPU time limit"),
     "file_size": ("A write was stopped at", "file size limit"),

@@ -379,7 +379,7 @@ def test_a_command_killed_at_a_limit_is_told_which_and_how_to_raise_it(root: Pat
 @pytest.mark.parametrize(
     ("limit", "words"),
     [
-        (LimitHit("memory", 2 << 30), "killed at the sandbox's memory limit (2 GiB)"),
+        (LimitHit("memory", 2 << 30), "ran out of memory at the sandbox's memory limit (2 GiB)"),
         (LimitHit("memory", 100_000_000), "memory limit (100,000,000 bytes)"),
         (LimitHit("processes", 64), "refused at the sandbox's process limit (64 processes)"),
         (LimitHit("file_size", 1 << 20), "stopped at the sandbox's file size limit (1 MiB)"),
