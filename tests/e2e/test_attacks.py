@@ -337,8 +337,12 @@ def test_a_command_cannot_disarm_its_keeper_to_change_a_file_after_its_commit(
         assert (workspace / "note.txt").read_text() == "benign\n"
         time.sleep(2)  # the left process's second has passed, had it lived
         assert (workspace / "note.txt").read_text() == "benign\n"
-        after = backend.execute("ulimit -n; echo alive", timeout=30, output_limit=1000)
-        assert after.output.split() == ["4096", "alive"]  # the session still starts commands
+        after = backend.execute(
+            "ulimit -n; prlimit --nofile=64 sh -c 'ulimit -n'; nice -n 5 ionice -c 3 echo alive",
+            timeout=30,
+            output_limit=1000,
+        )  # the session still starts commands, and a command still limits its own processes
+        assert after.output.split() == ["4096", "64", "alive"], after.output
     finally:
         backend.close()
 
