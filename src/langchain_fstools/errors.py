@@ -412,6 +412,13 @@ class CommandRefused(FsToolsError):
 
 
 @dataclass(eq=False)
+class ProcessLimit(FsToolsError):
+    """A sandbox session runs as many background processes as it may (`limit`)."""
+
+    limit: int
+
+
+@dataclass(eq=False)
 class SandboxUnavailable(FsToolsError):
     """No OS sandbox can start on this machine, so commands are refused; `reason` says why."""
 
@@ -551,6 +558,7 @@ __all__ = [
     "PatchConflict",
     "PatchParseError",
     "PermissionDenied",
+    "ProcessLimit",
     "SSHAuthenticationFailed",
     "SSHConnectionFailed",
     "SSHHostKeyRejected",

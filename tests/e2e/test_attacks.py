@@ -18,13 +18,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
-from langchain_fstools import LocalBackend
+from langchain_fstools import FilesystemMiddleware, LocalBackend
 from langchain_fstools.permissions.rules import Permission
 from langchain_fstools.shell.policy.policy import CommandPolicy
 from langchain_fstools.shell.sandbox.sandbox import Sandbox
+from langchain_fstools.testing import ScriptedChatModel
 from tests.e2e.agent_runs import Outcome, run_command, surviving_sleepers
 
 README_RULES = [Permission(operations=["execute"], commands=["pytest", "git status"])]
@@ -295,6 +301,50 @@ def test_no_process_outlives_the_call(
     backend = LocalBackend(workspace, execute=True, sandbox=sandbox)
     _run(backend, spelling.format(d=duration) + "\nsleep 0.3")
     assert not surviving_sleepers(duration), f"{spelling!r} left a process behind"
+
+
+DISARM = (
+    "echo benign > note.txt; supervisor=$(cut -d' ' -f4 /proc/$PPID/stat);"
+    " prlimit --pid $supervisor --nofile=0:0; prlimit --pid $PPID --nofile=0:0;"
+    " setsid bash -c 'exec 3<>note.txt; sleep 1; echo EVIL >&3' </dev/null >/dev/null 2>&1 &"
+    " sleep 0.2"
+)
+"""Take from its keeper and the supervisor every descriptor they may open, leave a process
+holding the file it made open, and change it once it is committed (the inode is linked)."""
+
+
+@pytest.mark.parametrize("mode", ["accept_edits", "default"])
+def test_a_command_cannot_disarm_its_keeper_to_change_a_file_after_its_commit(
+    workspace: Path, mode: str
+) -> None:
+    backend = LocalBackend(workspace, execute=True)
+    try:
+        files = FilesystemMiddleware(backend=backend, mode=mode)
+        call = AIMessage(
+            "", tool_calls=[{"name": "execute", "args": {"command": DISARM}, "id": "c"}]
+        )
+        graph = create_agent(
+            ScriptedChatModel(turns=[call, AIMessage("done")]),
+            middleware=[files],
+            checkpointer=InMemorySaver(),
+        )
+        config: Any = {"configurable": {"thread_id": "t"}}
+        first = graph.invoke({"messages": [("user", "go")]}, config, version="v2")
+        if mode == "default":
+            (asked,) = first.interrupts
+            assert "+benign\n" in asked.value["action_requests"][0]["diff"]
+            graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+        assert (workspace / "note.txt").read_text() == "benign\n"
+        time.sleep(2)  # the left process's second has passed, had it lived
+        assert (workspace / "note.txt").read_text() == "benign\n"
+        after = backend.execute(
+            "ulimit -n; prlimit --nofile=64 sh -c 'ulimit -n'; nice -n 5 ionice -c 3 echo alive",
+            timeout=30,
+            output_limit=1000,
+        )  # the session still starts commands, and a command still limits its own processes
+        assert after.output.split() == ["4096", "64", "alive"], after.output
+    finally:
+        backend.close()
 
 
 # ----- deleting / and home -----------------------------------------------------------------

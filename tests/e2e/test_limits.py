@@ -140,7 +140,7 @@ def test_a_memory_bomb_is_stopped_and_named(workspace: Path, method: str) -> Non
     assert outcome.ran, outcome.text
     assert "MemoryError" in outcome.text  # one process over the limit: its own error
     if cgroup_support() != "none":  # six of them: the cgroup's OOM killer, named
-        assert "killed at the sandbox's memory limit (256 MiB)" in outcome.text
+        assert "ran out of memory at the sandbox's memory limit (256 MiB)" in outcome.text
         assert "Limits(memory=...)" in outcome.text
 
 
@@ -255,3 +255,61 @@ def test_landlock_alone_cannot_read_the_agents_keyring(workspace: Path) -> None:
         LocalBackend(workspace, execute=True, sandbox=None), KEYCTL, timeout=30, mode="bypass"
     )
     assert unconfined.text.split("\n")[0].lstrip("-").isdigit()  # the control: it answers
+
+
+# ----- processes get what they expect -----------------------------------------------------
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_closed_pipe_ends_its_writer_quietly(workspace: Path, method: str) -> None:
+    """SIGPIPE at its default (Python ignores it): `yes` ends, and says nothing."""
+    outcome = _run(workspace, "yes | head -1; echo ${PIPESTATUS[0]}", method=method)
+    assert outcome.ran, outcome.text
+    assert outcome.text.split("\n")[:2] == ["y", "141"], outcome.text  # 128 + SIGPIPE
+    assert "Broken pipe" not in outcome.text
+
+
+LIMITED = [
+    (
+        "head -c 2M /dev/zero > big.bin; echo went on",
+        Limits(file_size=MiB),
+        "A write was stopped at the sandbox's file size limit (1 MiB)",
+    ),
+    (
+        "python3 -c 'bytearray(300 * 2**20)'; echo went on",
+        Limits(memory=256 * MiB),
+        "the sandbox's memory limit (256 MiB)",
+    ),
+    (
+        "python3 -c 'fs = [open(\"/dev/null\") for _ in range(100)]'; echo went on",
+        Limits(open_files=64),
+        "A file was refused at the sandbox's limit of open files per process (64 files)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("command", "limits", "said"), LIMITED)
+def test_a_limit_hit_by_a_process_of_the_shell_is_named(
+    workspace: Path, command: str, limits: Limits, said: str
+) -> None:
+    """The shell went on (exit 0): the limit is still named, with how to raise it."""
+    outcome = _run(workspace, command, limits=limits)
+    assert outcome.ran, outcome.text
+    assert "went on" in outcome.text
+    assert said in outcome.text, outcome.text
+    assert "the user can raise it with Sandbox(limits=Limits(" in outcome.text
+
+
+def test_a_file_cut_at_the_file_size_limit_is_named_with_its_change(workspace: Path) -> None:
+    """SIGXFSZ at its default: the writer is killed at the limit, not cut unseen."""
+    outcome = _run(workspace, "head -c 2M /dev/zero > big.bin", limits=Limits(file_size=MiB))
+    assert "Exit code: 153" in outcome.text, outcome.text  # 128 + SIGXFSZ
+    assert "file size limit (1 MiB)" in outcome.text
+
+
+def test_a_limits_words_on_standard_output_name_no_limit(workspace: Path) -> None:
+    """Output that quotes the words (a search, a log) is not a process that hit a limit."""
+    (workspace / "notes.txt").write_text("MemoryError\nToo many open files\nfork: retry\n")
+    outcome = _run(workspace, "cat notes.txt", limits=Limits(memory=256 * MiB))
+    assert outcome.ran, outcome.text
+    assert "sandbox's" not in outcome.text, outcome.text

@@ -162,3 +162,24 @@ def test_a_program_that_needs_a_terminal_gets_one_when_asked(tmp_path: Path) -> 
         backend.close()
     assert "True True\r\n" in seen["p1"]  # a terminal ends its lines with \r\n
     assert "False False\n" in seen["p2"]
+
+
+def test_a_ninth_background_process_is_refused_with_the_documented_sentence(
+    tmp_path: Path,
+) -> None:
+    backend = LocalBackend(tmp_path, execute=True)
+    tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
+    try:
+        started = [
+            tools["execute"].invoke(_call("execute", command="sleep 60", background=True))
+            for _ in range(9)
+        ]
+    finally:
+        backend.close()
+    assert all(message.status != "error" for message in started[:8])
+    refused = started[8]
+    assert refused.status == "error"
+    assert refused.content == (
+        "Error: this session already runs 8 background processes, the most it may;"
+        " kill one (process tool, action kill) before starting another."
+    )

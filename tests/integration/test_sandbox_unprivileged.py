@@ -20,12 +20,15 @@ from pathlib import Path
 
 import pytest
 
+from langchain_fstools import LocalBackend
 from langchain_fstools.shell.sandbox import confine, supervisor
 from langchain_fstools.shell.sandbox import sandbox as sandbox_module
 from langchain_fstools.shell.sandbox.limits import DEFAULT_LIMITS, Limits, MiB
+from langchain_fstools.shell.sandbox.overlay import Overlay
 from langchain_fstools.shell.sandbox.sandbox import Confinement, Sandbox, find_bwrap
 from langchain_fstools.shell.session.session import Session
 from tests.e2e.agent_runs import surviving_sleepers
+from tests.e2e.test_attacks import DISARM
 
 NOBODY = 65534
 SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
@@ -190,3 +193,53 @@ def test_as_nobody_no_datagram_socketpair_and_no_keyring(
     )
     assert "PermissionError" in output
     assert "keyctl Operation not permitted" in output
+
+
+@pytest.mark.parametrize("method", ["bwrap", "landlock"])
+def test_as_nobody_a_command_cannot_disarm_its_keeper(place: Path, bwrap: str, method: str) -> None:
+    """The keeper's and the supervisor's descriptors stay theirs: what the command left dies."""
+    confinement = _confinement(place, bwrap, method)
+    output = _run(
+        place,
+        confinement,
+        "echo benign > note.txt; supervisor=$(cut -d' ' -f4 /proc/$PPID/stat);"
+        " prlimit --pid $supervisor --nofile=0:0; prlimit --pid $PPID --nofile=0:0;"
+        " setsid bash -c 'exec 3<>note.txt; sleep 1; echo EVIL >&3' </dev/null >/dev/null 2>&1 &"
+        " sleep 0.2",
+    )
+    time.sleep(2)  # the left process's second has passed, had it lived
+    assert (place / "ws" / "note.txt").read_text() == "benign\n"
+    assert "Operation not permitted" in output
+
+
+def test_as_nobody_a_committed_file_is_what_the_command_left(
+    place: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note.txt attack through the copy-on-write view and the commit, the session as nobody."""
+    helper = (SYSTEM_PYTHON, "-I", "-S", str(place / "helper" / "supervisor.py"))
+    sandbox = Sandbox(method="bwrap")
+    confinement = Confinement(sandbox, str(place / "ws"), bwrap, helper)
+    plan = confinement.session()
+    os.chown(plan.folder, NOBODY, NOBODY)
+    session = Session(replace(plan, argv=[*SETPRIV, *plan.argv]))
+    backend = LocalBackend(place / "ws", execute=True, sandbox=sandbox)
+    backend._confinement = confinement
+    monkeypatch.setattr(backend._sessions, "current", lambda _plan: session)
+    made = backend._view
+
+    def view_of_nobody(of: Session) -> Overlay | None:
+        overlay = made(of)
+        assert overlay is not None
+        for folder in (overlay.folder, overlay.upper, overlay.work):
+            os.chown(folder, NOBODY, NOBODY)
+        return overlay
+
+    monkeypatch.setattr(backend, "_view", view_of_nobody)
+    try:
+        result = backend.execute(DISARM, timeout=20, output_limit=10_000)
+        assert (place / "ws" / "note.txt").read_text() == "benign\n", result.output
+        time.sleep(2)  # the left process's second has passed, had it lived
+        assert (place / "ws" / "note.txt").read_text() == "benign\n"
+        assert "Operation not permitted" in result.output
+    finally:
+        session.close()

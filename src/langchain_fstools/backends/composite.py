@@ -468,6 +468,10 @@ class CompositeBackend(Backend):
         """Where commands, run on the default backend, see the workspace."""
         return self.default.command_root()
 
+    def command_network(self) -> bool | tuple[str, ...] | None:
+        """The network of commands, run on the default backend."""
+        return self.default.command_network()
+
     async def aexecute_changes(
         self,
         command: str,

@@ -181,6 +181,10 @@ class BackendView(Backend):
         """Forwarded."""
         return self.inner.command_root()
 
+    def command_network(self) -> bool | tuple[str, ...] | None:
+        """Forwarded."""
+        return self.inner.command_network()
+
     async def astat(self, path: str) -> FileInfo:
         """Forwarded."""
         return await self.inner.astat(path)

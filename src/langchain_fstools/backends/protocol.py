@@ -359,6 +359,14 @@ class Backend(ABC):
         """
         return None
 
+    def command_network(self) -> bool | tuple[str, ...] | None:
+        """The network commands have; None when not known, or when no command runs.
+
+        False: none; True: the host's; a tuple: the host names they may reach (allowed
+        domains). Default: None (the model is not told).
+        """
+        return None
+
     def processes(self) -> Processes | None:
         """The background processes of the current sandbox session, or None.
 

@@ -162,11 +162,20 @@ class ToolContext:
         not one a middleware returns. Other calls return their own `Command`."""
 
     def template_values(self) -> dict[str, Any]:
-        """What descriptions may name: the settings' values, and `command_root`.
+        """What descriptions may name: the settings' values, `command_root` and the network.
 
-        `command_root` is where commands see the workspace (a host path), or None.
+        `command_root` is where commands see the workspace (a host path), or None;
+        `network_off`, `network_on` and `network_domains` (the names, joined) say which
+        network commands have, each empty when it is not that one (or not known).
         """
-        return {**setting_values(self.settings), "command_root": self.backend.command_root()}
+        network = self.backend.command_network()
+        return {
+            **setting_values(self.settings),
+            "command_root": self.backend.command_root(),
+            "network_off": network is False,
+            "network_on": network is True,
+            "network_domains": ", ".join(network) if isinstance(network, tuple) else "",
+        }
 
     def in_background(self, work: Callable[[], None]) -> None:
         """Run `work` on the toolkit's one background thread (started on first use)."""

@@ -47,18 +47,21 @@ class ExecuteArgs(ToolArgs):
     yield_after: float | None = Field(default=None, description="Seconds, then background.")
 
 
-DESCRIPTION = """Run a bash command; returns its output and exit code.
+DESCRIPTION = """Run a bash command; returns output and exit code.
 
 -[read_file, grep, glob, edit_file] Not for files: use read_file, grep, glob, edit_file, not
   cat/head/tail, grep/rg, find, sed/awk/echo >.
 - Use relative paths: `/` in the shell is the machine's root.
 -[command_root] The workspace (file tools' `/`) is `{command_root}` in the shell, where
   the first command starts; `cd` and exports carry over.
-- stdin is empty (pass `--yes`); processes left behind end with it.
-- On timeout all is killed, the output so far returned. Output over
+- stdin is empty (pass `--yes`); leftover processes end with it.
+-[network_off] No network (ask the user).
+-[network_domains] Network only to {network_domains} (HTTP(S)).
+-[network_on] Network on.
+- On timeout all is killed; output so far returned. Output over
   {execute_output_limit:*byte} is cut in the middle; stderr lines start `[stderr] `.
--[apply_patch] For patches use the apply_patch tool.
-- Dangerous commands (sudo, rm -rf /, ...) are refused."""
+-[apply_patch] For patches use apply_patch.
+- sudo, rm -rf / etc. are refused."""
 
 
 class ExecuteTool(FileTool):
@@ -238,10 +241,11 @@ def _yield_after(requested: float | None, timeout: float) -> float:
 
 
 _LIMIT_WORDS = {
-    "memory": ("A process was killed at", "memory limit"),
+    "memory": ("A process ran out of memory at", "memory limit"),
     "processes": ("A new process was refused at", "process limit"),
     "cpu_seconds": ("A process was killed at", "CPU time limit"),
     "file_size": ("A write was stopped at", "file size limit"),
+    "open_files": ("A file was refused at", "limit of open files per process"),
     "changed_bytes": (
         "The command was stopped, and nothing it changed was kept, at",
         "limit on what one command may write",
@@ -256,6 +260,8 @@ def limit_note(limit: LimitHit) -> str:
         amount = plural(limit.value, "process", "processes")
     elif limit.name == "cpu_seconds":
         amount = plural(limit.value, "second")
+    elif limit.name == "open_files":
+        amount = plural(limit.value, "file")
     else:
         amount = _bytes(limit.value)
     return (

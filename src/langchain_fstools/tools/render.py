@@ -261,8 +261,8 @@ def _write_error(exc: BaseException) -> str | None:
     return None
 
 
-def _command_error(exc: BaseException) -> str | None:
-    """Commands: no execute, refused, no sandbox, timed out."""
+def _command_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one return per error kind
+    """Commands: no execute, refused, no sandbox, too many processes, timed out."""
     match exc:
         case errors.ExecutionUnsupported(backend=backend):
             return (
@@ -279,6 +279,11 @@ def _command_error(exc: BaseException) -> str | None:
                 f"Error: commands cannot run: no OS sandbox can start here ({reason})."
                 " Use the file tools instead, and tell the user: they can fix the sandbox, or"
                 " opt out with sandbox=None, which runs commands unconfined (unsafe)."
+            )
+        case errors.ProcessLimit(limit=limit):
+            return (
+                f"Error: this session already runs {limit} background processes, the most it"
+                " may; kill one (process tool, action kill) before starting another."
             )
         case errors.CommandTimedOut(timeout=timeout, output=output):
             notice = (

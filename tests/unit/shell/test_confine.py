@@ -8,7 +8,9 @@ try the system call.
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import struct
 import subprocess
 import sys
 import textwrap
@@ -200,3 +202,119 @@ def test_the_readable_walk_survives_a_link_to_the_root_beside_a_hidden_path(
     assert str(tmp_path / "home" / "notes.txt") in found
     assert str(secret) not in found
     assert not any(path.startswith(str(secret) + "/") for path in found)
+
+
+# ----- nothing acts on another process ---------------------------------------------------
+
+_PRIO_USER, _IOPRIO_WHO_USER = 2, 3
+
+
+def _verdict(program: bytes, arch: int, nr: int, args: tuple[int, ...]) -> str:
+    """What the classic-BPF `program` answers for one `struct seccomp_data` (a tiny interpreter)."""
+    data = struct.pack("=iIQ6Q", nr, arch, 0, *args, *[0] * (6 - len(args)))
+    records = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
+    pc, acc = 0, 0
+    while True:
+        op, true, false, k = records[pc]
+        pc += 1
+        if op == 0x20:
+            acc = struct.unpack_from("=I", data, k)[0]
+        elif op == 0x54:
+            acc &= k
+        elif op == 0x05:
+            pc += k
+        elif op in (0x15, 0x35):  # BPF_JEQ, BPF_JGE
+            pc += true if (acc == k if op == 0x15 else acc >= k) else false
+        else:
+            assert op == 0x06, op
+            return {0x7FFF0000: "allow", 0x00050001: "EPERM", 0x00050026: "ENOSYS"}.get(k, hex(k))
+
+
+OTHER = 4242
+"""Another process's pid in the spellings below."""
+SPELLINGS = [
+    *[(name, (OTHER,), "EPERM") for name in confine.SELF_ONLY_CALLS],
+    *[(name, (0,), "allow") for name in confine.SELF_ONLY_CALLS],  # on itself
+    *[(name, (OTHER, 0, 0, 0, 0, 0), "EPERM") for name in confine.OTHER_PROCESS_CALLS],
+    *[(name, (0, 0, 0, 0, 0, 0), "EPERM") for name in confine.OTHER_PROCESS_CALLS],
+    ("pidfd_open", (OTHER, 0), "ENOSYS"),
+    ("setpriority", (0, OTHER, 19), "EPERM"),  # PRIO_PROCESS, another process
+    ("setpriority", (1, OTHER, 19), "EPERM"),  # PRIO_PGRP, another group
+    ("setpriority", (_PRIO_USER, 0, 19), "EPERM"),  # every process of the user
+    ("setpriority", (_PRIO_USER, OTHER, 19), "EPERM"),
+    ("setpriority", (0, 0, 19), "allow"),  # itself (`nice`)
+    ("setpriority", (1, 0, 19), "allow"),  # its own process group
+    ("ioprio_set", (1, OTHER, 0), "EPERM"),  # IOPRIO_WHO_PROCESS, another process
+    ("ioprio_set", (2, OTHER, 0), "EPERM"),  # IOPRIO_WHO_PGRP
+    ("ioprio_set", (_IOPRIO_WHO_USER, 0, 0), "EPERM"),
+    ("ioprio_set", (1, 0, 0), "allow"),  # itself (`ionice`)
+]
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+@pytest.mark.parametrize(("name", "args", "expected"), SPELLINGS)
+def test_the_filter_keeps_a_command_to_its_own_processes(
+    machine: str, name: str, args: tuple[int, ...], expected: str
+) -> None:
+    """Every spelling, on each architecture: a pid in the high word alone is still pid 0."""
+    arch, calls = confine._ARCHES[machine]
+    for keyring, families in ((False, ()), (True, (1, 2, 10))):
+        program = confine.seccomp_program(families, machine, keyring=keyring)
+        assert _verdict(program, arch, calls[name], args) == expected, (name, args)
+    high = tuple(arg | (1 << 32) if arg == 0 else arg for arg in args)  # the kernel's int
+    assert _verdict(program, arch, calls[name], high) == expected
+
+
+def test_no_command_can_limit_read_or_renice_another_process() -> None:
+    """On real system calls, against a process standing for the command's keeper."""
+    if os.uname().machine != "x86_64":
+        pytest.skip("the system call numbers in this test are x86-64's")
+    keeper = subprocess.Popen(["sleep", "30"])
+    code = f"""
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        limit = (ctypes.c_uint64 * 2)(0, 0)
+        old = (ctypes.c_uint64 * 2)()
+        local = (ctypes.c_uint64 * 2)(ctypes.addressof(old), 16)
+        mask = ctypes.c_uint64(1)
+        nice = os.getpriority(os.PRIO_PROCESS, 0)
+        for name, nr, args in (
+            ("prlimit64", 302, ({keeper.pid}, 7, limit, None)),
+            ("prlimit64 self", 302, (0, 7, None, old)),
+            ("process_vm_readv", 310, ({keeper.pid}, local, 1, local, 1, 0)),
+            ("kcmp", 312, ({keeper.pid}, os.getpid(), 0, 0, 0)),
+            ("pidfd_open", 434, ({keeper.pid}, 0)),
+            ("pidfd_getfd", 438, (0, 0, 0)),
+            ("sched_setaffinity", 203, ({keeper.pid}, 8, ctypes.byref(mask))),
+            ("setpriority", 141, (0, {keeper.pid}, 19)),
+            ("setpriority user", 141, (2, 0, nice)),
+            ("setpriority self", 141, (0, 0, nice)),
+            ("ioprio_set", 251, (1, {keeper.pid}, (2 << 13) | 4)),
+        ):
+            result = libc.syscall(nr, *args)
+            print(name + ":", "ok" if result >= 0 else os.strerror(ctypes.get_errno()))
+        """
+    try:
+        output = _confined(confine.options(deny_keyring=True), code)
+    finally:
+        keeper.kill()
+        keeper.wait()
+    said = dict(line.split(": ", 1) for line in output.splitlines())
+    assert said.pop("prlimit64 self") == "ok"  # the control: its own limits
+    assert said.pop("setpriority self") == "ok"
+    assert said.pop("pidfd_open") == "Function not implemented"  # ENOSYS: programs fall back
+    assert set(said.values()) == {"Operation not permitted"}, output
+
+
+def test_a_command_starts_with_sigpipe_and_sigxfsz_at_their_default() -> None:
+    """Python ignores both; the command must not inherit that (as `subprocess` restores them)."""
+    done = subprocess.run(
+        _restricted([], ["/bin/sh", "-c", "grep SigIgn /proc/self/status"]),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    ignored = int(done.stdout.split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1)), done.stdout
+    assert not ignored & (1 << (signal.SIGXFSZ - 1)), done.stdout

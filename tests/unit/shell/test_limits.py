@@ -91,6 +91,33 @@ def test_the_limit_hit_is_named_from_cgroup_events_or_the_exit_signal() -> None:
     assert limit_hit(Limits(), [], 128 + signal.SIGXCPU) is None  # no CPU limit was set
 
 
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        ("[stderr] MemoryError", LimitHit("memory", GiB)),
+        ("[stderr] sort: cannot allocate memory", LimitHit("memory", GiB)),
+        ("[stderr] bash: fork: Resource temporarily unavailable", LimitHit("processes", 50)),
+        ("[stderr] OSError: [Errno 24] Too many open files", LimitHit("open_files", 64)),
+        (
+            "[stderr] bash: line 1: 7 File size limit exceeded head -c 2M",
+            LimitHit("file_size", MiB),
+        ),
+        ("[stderr] bash: line 1: 7 CPU time limit exceeded yes", LimitHit("cpu_seconds", 5)),
+        ("[stderr] BlockingIOError: [Errno 11] Resource temporarily unavailable", None),
+        ("all is well", None),
+    ],
+)
+def test_a_limit_a_process_of_the_shell_hit_is_named_from_what_it_said(
+    said: str, expected: LimitHit | None
+) -> None:
+    limits = Limits(memory=GiB, processes=50, cpu_seconds=5, file_size=MiB, open_files=64)
+    assert limit_hit(limits, [], 0, said) == expected
+    assert limit_hit(Limits(memory=None, open_files=None), [], 0, said) in {
+        None,
+        LimitHit("processes", 1024),
+    }  # a limit that was not set is never named
+
+
 @pytest.fixture
 def cgroups() -> CgroupSet:
     if cgroup_support() == "none":

@@ -408,3 +408,54 @@ def test_a_supervisor_that_could_fork_no_spare_fails_the_command_and_is_asked_ag
     finally:
         session.close()
     assert seen.read_text().splitlines() == ['{"op": "spare"}']
+
+
+def _descriptors() -> int:
+    return len(list(Path("/proc/self/fd").iterdir()))
+
+
+def test_a_background_processs_descriptors_are_closed_on_kill_and_at_close(
+    backend: LocalBackend,
+) -> None:
+    _run(backend, "true")  # the session, its supervisor and a spare
+    processes = backend.processes()
+    before = _descriptors()
+    for _ in range(3):
+        processes.start("sleep 30", output_limit=1000).kill()
+    killed = _descriptors()
+    for _ in range(3):
+        processes.start("sleep 30", output_limit=1000)
+    backend.close()
+    assert killed == before  # each leaked two (the pipe its keeper says the end on)
+    assert _descriptors() < before  # the session's own are gone too
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+
+
+def test_a_command_whose_keeper_was_killed_ends_with_nothing_of_it_left(
+    backend: LocalBackend,
+) -> None:
+    """The supervisor tells the end only once every process the keeper left is gone."""
+    duration, deep = _unique(5000), _unique(6000)
+    chain = f"f() {{ if [ $1 -gt 0 ]; then f $(($1 - 1)) & wait; else exec sleep {deep}; fi; }}"
+    ended: list[str] = []
+    worker = threading.Thread(
+        target=lambda: ended.append(
+            _run(backend, f"{chain}; f 40 >/dev/null 2>&1 & sleep {duration} >/dev/null 2>&1", 30)
+        )
+    )
+    worker.start()
+    deadline = time.monotonic() + 20
+    while not (found := surviving_sleepers(duration, grace=0)) or not surviving_sleepers(
+        deep, grace=0
+    ):
+        assert time.monotonic() < deadline, "the command did not start"
+        time.sleep(0.05)
+    keeper = _parent(_parent(found[0]))  # sleep <- bash <- its keeper
+    os.kill(keeper, 9)
+    worker.join(30)
+    assert ended  # the command's end was told
+    assert not surviving_sleepers(duration, grace=0)
+    assert not surviving_sleepers(deep, grace=0)  # 40 processes down, already gone

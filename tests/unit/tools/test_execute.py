@@ -379,7 +379,7 @@ def test_a_command_killed_at_a_limit_is_told_which_and_how_to_raise_it(root: Pat
 @pytest.mark.parametrize(
     ("limit", "words"),
     [
-        (LimitHit("memory", 2 << 30), "killed at the sandbox's memory limit (2 GiB)"),
+        (LimitHit("memory", 2 << 30), "ran out of memory at the sandbox's memory limit (2 GiB)"),
         (LimitHit("memory", 100_000_000), "memory limit (100,000,000 bytes)"),
         (LimitHit("processes", 64), "refused at the sandbox's process limit (64 processes)"),
         (LimitHit("file_size", 1 << 20), "stopped at the sandbox's file size limit (1 MiB)"),
@@ -391,3 +391,25 @@ def test_the_limit_note_names_the_limit_its_value_and_the_setting(
     note = limit_note(limit)
     assert words in note
     assert f"Sandbox(limits=Limits({limit.name}=...))" in note
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "said", "unsaid"),
+    [
+        (Sandbox(), "- No network (ask the user).", "Network"),
+        (
+            Sandbox(network=["pypi.org", "files.pythonhosted.org"]),
+            "- Network only to pypi.org, files.pythonhosted.org (HTTP(S)).",
+            "No network",
+        ),
+        (Sandbox(network=True), "- Network on.", "No network"),
+        (None, "- Network on.", "No network"),  # unconfined: the host's network
+    ],
+)
+def test_the_description_says_which_network_commands_have(
+    tmp_path: Path, sandbox: Sandbox | None, said: str, unsaid: str
+) -> None:
+    tools = FileToolkit(LocalBackend(tmp_path, execute=True, sandbox=sandbox)).get_tools()
+    (execute,) = [tool for tool in tools if tool.name == "execute"]
+    assert said in execute.description
+    assert unsaid not in execute.description.replace(said, "")

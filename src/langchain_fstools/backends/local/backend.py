@@ -706,6 +706,15 @@ class LocalBackend(Backend):
         """The workspace's real host path, where commands see it (None without execute)."""
         return self._root if self.supports_execute else None
 
+    def command_network(self) -> bool | tuple[str, ...] | None:
+        """None without execute; True unconfined (`sandbox=None`); else the sandbox's."""
+        if not self.supports_execute:
+            return None
+        if self._sandbox is None:
+            return True
+        domains = self._sandbox.domains
+        return domains.names if domains is not None else bool(self._sandbox.network)
+
     def contains_commands(self) -> bool:
         """Whether commands run on a copy-on-write view with no network.
 

@@ -37,10 +37,10 @@ import asyncssh
 
 from langchain_fstools.backends.ssh.exec import _Commands
 from langchain_fstools.core.results import ExecutionResult
-from langchain_fstools.errors import InvalidArgument, SSHConnectionFailed
+from langchain_fstools.errors import InvalidArgument, ProcessLimit, SSHConnectionFailed
 from langchain_fstools.shell.session.background import IDLE_LIMIT, Background, ProcessOutput
 from langchain_fstools.shell.session.output import OutputBuffer
-from langchain_fstools.shell.session.session import MAX_PROCESSES, START_TIMEOUT, ProcessLimit
+from langchain_fstools.shell.session.session import MAX_PROCESSES, START_TIMEOUT
 from langchain_fstools.shell.session.shell_state import remembering
 
 if TYPE_CHECKING:

@@ -28,7 +28,14 @@ builds them, `parse` reads them) say what `restrict` applies, in this order:
    `AF_INET`, `AF_INET6` and `AF_PACKET` no network socket of any protocol (Landlock's
    TCP rules miss UDP and ICMP); `AF_VSOCK` (40) leaves any network namespace, so it
    is denied without the network. `--deny-keyring` refuses `add_key`, `request_key`
-   and `keyctl` (EPERM): the agent's kernel keyring stays out of reach. And
+   and `keyctl` (EPERM): the agent's kernel keyring stays out of reach. Whichever
+   options install it (every sandboxed command has `--deny-keyring`), the filter lets
+   nothing act on a process but the command's own, so its keeper and the supervisor
+   keep what they need to end it: `prlimit64`, `sched_set*`, `migrate_pages` and
+   `move_pages` only on the caller (pid 0), `setpriority` and `ioprio_set` only on the
+   caller or its process group (`who` 0); `process_vm_readv`/`writev`, `kcmp`,
+   `pidfd_getfd` and `process_madvise` are refused (EPERM), `pidfd_open` fails with
+   ENOSYS (programs fall back to plain pids; signals and ptrace are Landlock's). And
    `io_uring_setup` fails with ENOSYS (io_uring could open sockets past the filter);
    system calls of another ABI (32-bit x86, x32) kill the process, so the filter cannot
    be stepped around. The filter is built here by hand (`seccomp_program`), a few
@@ -42,6 +49,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import signal
 import struct
 from stat import S_ISDIR
 
@@ -87,6 +95,21 @@ _ARCHES = {
             "add_key": 248,
             "request_key": 249,
             "keyctl": 250,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "kcmp": 312,
+            "pidfd_getfd": 438,
+            "process_madvise": 440,
+            "pidfd_open": 434,
+            "prlimit64": 302,
+            "sched_setaffinity": 203,
+            "sched_setscheduler": 144,
+            "sched_setparam": 142,
+            "sched_setattr": 314,
+            "migrate_pages": 256,
+            "move_pages": 279,
+            "setpriority": 141,
+            "ioprio_set": 251,
         },
     ),
     "aarch64": (
@@ -98,10 +121,46 @@ _ARCHES = {
             "add_key": 217,
             "request_key": 218,
             "keyctl": 219,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "kcmp": 272,
+            "pidfd_getfd": 438,
+            "process_madvise": 440,
+            "pidfd_open": 434,
+            "prlimit64": 261,
+            "sched_setaffinity": 122,
+            "sched_setscheduler": 119,
+            "sched_setparam": 118,
+            "sched_setattr": 274,
+            "migrate_pages": 238,
+            "move_pages": 239,
+            "setpriority": 140,
+            "ioprio_set": 30,
         },
     ),
 }
 _KEYRING_CALLS = ("add_key", "request_key", "keyctl")
+OTHER_PROCESS_CALLS = (
+    "process_vm_readv",
+    "process_vm_writev",
+    "kcmp",
+    "pidfd_getfd",
+    "process_madvise",
+)
+"""Refused outright (EPERM): each reads, writes or compares another process's memory or files."""
+SELF_ONLY_CALLS = (
+    "prlimit64",
+    "sched_setaffinity",
+    "sched_setscheduler",
+    "sched_setparam",
+    "sched_setattr",
+    "migrate_pages",
+    "move_pages",
+)
+"""Allowed only on the calling process (the pid argument 0), else EPERM."""
+WHO_CALLS = {"setpriority": 2, "ioprio_set": 3}
+"""Allowed only on the caller or its process group (`who` 0, `which` not the user's
+number given here: `PRIO_USER`, `IOPRIO_WHO_USER`), else EPERM."""
 _X32_BIT = 0x40000000
 _AF_UNIX = 1
 _AF_INET = 2
@@ -165,6 +224,9 @@ def seccomp_program(
 ) -> bytes:
     """The seccomp filter of step 3, as `struct sock_filter` records.
 
+    Besides the options below, the filter always keeps the command to its own
+    processes (`OTHER_PROCESS_CALLS`, `SELF_ONLY_CALLS`, `WHO_CALLS`, `pidfd_open`).
+
     Args:
         families: Address families `socket()` refuses (EPERM). With `AF_UNIX` among
             them, `socketpair(AF_UNIX, SOCK_DGRAM)` is refused too: a datagram socket
@@ -185,6 +247,10 @@ def seccomp_program(
         (_LD_ABS, 0, 0, 0),  # system call number
         (_JGE, "kill", 0, _X32_BIT),  # x32 numbering: kill
         (_JEQ, "enosys", 0, calls["io_uring_setup"]),
+        (_JEQ, "enosys", 0, calls["pidfd_open"]),
+        *[(_JEQ, "eperm", 0, calls[name]) for name in OTHER_PROCESS_CALLS],
+        *[(_JEQ, "self", 0, calls[name]) for name in SELF_ONLY_CALLS],
+        *[(_JEQ, f"who{name}", 0, calls[name]) for name in WHO_CALLS],
     ]
     if keyring:
         code += [(_JEQ, "eperm", 0, calls[name]) for name in _KEYRING_CALLS]
@@ -202,6 +268,10 @@ def seccomp_program(
             (_AND, 0, 0, _SOCK_TYPE_MASK),
             (_JEQ, "eperm", "allow", _SOCK_DGRAM),
         ]
+    code += ["self", (_LD_ABS, 0, 0, _ARG0), (_JEQ, "allow", "eperm", 0)]
+    for name, user in WHO_CALLS.items():
+        code += [f"who{name}", (_LD_ABS, 0, 0, _ARG0), (_JEQ, "eperm", "who", user)]
+    code += ["who", (_LD_ABS, 0, 0, _ARG1), (_JEQ, "allow", "eperm", 0)]
     code += [
         "allow",
         (_RET, 0, 0, _RET_ALLOW),
@@ -793,6 +863,18 @@ def restrict_ahead(spec: Spec, later: list[str] = ()) -> Ahead:  # type: ignore[
     return Ahead(ruleset, added if ruleset is not None else [], rlimits)
 
 
+RESTORED_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
+"""Signals Python ignores at start-up and a command expects at their default (as
+`subprocess` restores them): `yes | head -1` ends quietly, a write past `--file-size`
+kills the writer (SIGXFSZ) instead of failing unseen."""
+
+
+def restore_signals() -> None:
+    """Put `RESTORED_SIGNALS` back to their default action, as the command expects."""
+    for signum in RESTORED_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def restrict_after(spec: Spec, ahead: Ahead, mounted: list[str] = ()) -> None:  # type: ignore[assignment]
     """Finish what `restrict_ahead` began, after mounts at the paths `mounted`.
 
@@ -800,7 +882,7 @@ def restrict_after(spec: Spec, ahead: Ahead, mounted: list[str] = ()) -> None:  
     write its own `/proc` files), the Landlock rules left out are added and the ruleset
     enforced (built anew when a
     rule added ahead lies at or beneath a path mounted since), the capabilities
-    dropped and the rlimits set.
+    dropped, the rlimits set and the signals Python ignores restored (`restore_signals`).
 
     Raises:
         ConfineError: a step could not be applied.
@@ -825,6 +907,7 @@ def restrict_after(spec: Spec, ahead: Ahead, mounted: list[str] = ()) -> None:  
     if spec.flags["drop_capabilities"]:
         drop_capabilities()
     _set_rlimits(ahead.rlimits)
+    restore_signals()
 
 
 def _beneath(path: str, top: str) -> bool:
@@ -837,7 +920,11 @@ __all__ = [
     "FAILED",
     "FLAGS",
     "LISTS",
+    "OTHER_PROCESS_CALLS",
+    "RESTORED_SIGNALS",
     "RLIMITS",
+    "SELF_ONLY_CALLS",
+    "WHO_CALLS",
     "Ahead",
     "ConfineError",
     "Spec",
@@ -855,6 +942,7 @@ __all__ = [
     "parse",
     "prepare",
     "read_only_ruleset",
+    "restore_signals",
     "restrict",
     "restrict_after",
     "restrict_ahead",

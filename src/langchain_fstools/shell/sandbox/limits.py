@@ -406,12 +406,32 @@ def disk_use(folder: str) -> int:
     return total
 
 
-def limit_hit(limits: Limits, events: list[str], exit_code: int | None) -> LimitHit | None:
-    """The limit a command hit: from its cgroup's `events`, else from its exit status.
+SAID: Final = {
+    "memory": ("MemoryError", "Cannot allocate memory", "cannot allocate memory", "Out of memory"),
+    "processes": (
+        "fork: Resource temporarily unavailable",
+        "fork: retry",
+        "can't start new thread",
+    ),
+    "open_files": ("Too many open files",),
+    "file_size": ("File size limit exceeded", "File too large"),
+    "cpu_seconds": ("CPU time limit exceeded",),
+}
+"""What a command's own processes say when an rlimit refused or killed them: an
+allocation past `RLIMIT_DATA` (ENOMEM, Python's `MemoryError`), a fork past
+`RLIMIT_NPROC` (EAGAIN), a descriptor past `RLIMIT_NOFILE` (EMFILE), a write past
+`RLIMIT_FSIZE` (the shell's note of a child killed by SIGXFSZ, or EFBIG), SIGXCPU."""
+
+
+def limit_hit(
+    limits: Limits, events: list[str], exit_code: int | None, errors: str = ""
+) -> LimitHit | None:
+    """The limit a command hit: from its cgroup's `events`, its exit status, or `errors`.
 
     SIGXCPU means `cpu_seconds`, SIGXFSZ `file_size` (each only when that limit is set);
-    a memory limit that only an rlimit holds shows as the command's own error (a failed
-    allocation), not here.
+    a limit that only an rlimit holds, hit by a process the shell started, is found by
+    what the process said on its standard error (`errors`, matched against `SAID`), so
+    a shell that went on still names it (what it printed, a `grep MemoryError`, never).
     """
     for name in ("memory", "processes"):
         value = getattr(limits, name)
@@ -425,6 +445,10 @@ def limit_hit(limits: Limits, events: list[str], exit_code: int | None) -> Limit
         name, value = by_signal[exit_code]
         if value is not None:
             return LimitHit(name, value)
+    for name, phrases in SAID.items():
+        value = getattr(limits, name)
+        if value is not None and any(phrase in errors for phrase in phrases):
+            return LimitHit(name, value)
     return None
 
 
@@ -434,6 +458,7 @@ DEFAULT_LIMITS: Final = Limits()
 __all__ = [
     "DEFAULT_LIMITS",
     "MINIMUMS",
+    "SAID",
     "CgroupSet",
     "GiB",
     "Kind",

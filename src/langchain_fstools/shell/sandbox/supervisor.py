@@ -50,7 +50,11 @@ keeper is told to stop, the keeper kills every process the command started (also
 that left through `setsid` or a double fork), reports the command's status (`128 + N`
 for signal N) and exits; a keeper that ended otherwise is reported by the supervisor.
 A keeper that is killed all the same leaves its orphans to the supervisor, a subreaper
-too, which kills every process it did not start itself.
+too, which kills every process it did not start itself. Either reports an end only once
+no process of the command is left (a subreaper with no child has none below it), so a
+command's change set is read, and committed, with nothing of it running; and the
+command cannot take from either what it needs for that (the seccomp filter keeps it to
+its own processes: `confine`; with a sandbox).
 
 When the control socket closes (the agent ended, or closed the session), the supervisor
 kills every command and exits.
@@ -290,13 +294,31 @@ class Supervisor:
                     self.gone[number] = None if status == _REPORTED << 8 else _status(status)
             ident = self.keepers.pop(pid, None)
             if ident is not None and status != _REPORTED << 8:  # else it told the agent itself
+                self.quiesce()  # what its keeper left is gone before its end is told
                 send(self.channel, {"op": "exited", "id": ident, "status": _status(status)})
-        spare = set(self.spares.values())
-        for pid in _children():
-            if pid not in self.keepers and pid not in spare:
-                _kill_tree(pid)
+        self.quiesce()
         if not self.spares:
             self.fork_spare()
+
+    def quiesce(self) -> None:
+        """Kill every process this supervisor did not start, and wait until none is left.
+
+        A keeper that ended without reporting (killed, or failed) leaves what its command
+        started to this subreaper: each is killed and reaped, then what each left in
+        turn, so no process of the command lives on once its end is told.
+        """
+        while orphans := [
+            pid
+            for pid in _children()
+            if pid not in self.keepers and pid not in self.spares.values()
+        ]:
+            for pid in orphans:
+                _kill_tree(pid)
+            for pid in orphans:
+                try:  # noqa: SIM105 - contextlib costs start-up time
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
 
     def end(self) -> NoReturn:
         """Kill every command and every process left, then exit."""

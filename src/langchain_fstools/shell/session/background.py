@@ -74,6 +74,8 @@ class Background:
         buffer: The output read so far (a command moved to the background keeps its own).
         idle_limit: Seconds without a read or write before it is ended.
         over: The check of its view's disk use, if it has a view and the limit is set.
+        release: Called once it ended and its output was read to the end: frees what
+            the session held for it.
     """
 
     def __init__(
@@ -90,6 +92,7 @@ class Background:
         buffer: OutputBuffer | None = None,
         idle_limit: float = IDLE_LIMIT,
         over: ChangedBytes | None = None,
+        release: Callable[[], None] = lambda: None,
     ) -> None:
         """Start reading its output."""
         self.ident = ident
@@ -107,6 +110,7 @@ class Background:
         self._lock = threading.Lock()
         self._idle_limit = idle_limit
         self._over = over
+        self._release = release
         self._end_checked = False
         self._active = time.monotonic()
         self._ended_by: str | None = None
@@ -214,6 +218,7 @@ class Background:
         for fd in [*self._fds, *([self._stdin] if self._stdin is not None else [])]:
             with contextlib.suppress(OSError):
                 os.close(fd)
+        self._release()
 
 
 class Processes(Protocol):

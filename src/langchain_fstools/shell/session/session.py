@@ -36,10 +36,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
 from langchain_fstools.core.results import ExecutionResult, LimitHit
+from langchain_fstools.errors import ProcessLimit
 from langchain_fstools.shell.sandbox import supervisor
 from langchain_fstools.shell.sandbox.limits import CgroupSet, ChangedBytes, limit_hit
 from langchain_fstools.shell.session.background import Background
-from langchain_fstools.shell.session.output import OutputBuffer
+from langchain_fstools.shell.session.output import STDERR_MARK, OutputBuffer
 from langchain_fstools.shell.session.process import DRAIN_GRACE, Watch, pump
 from langchain_fstools.shell.session.shell_state import STATE_FD, ShellState, remembering
 
@@ -61,17 +62,6 @@ _KILL_WAIT: Final = 5.0
 
 MAX_PROCESSES: Final = 8
 """Background processes one session runs at once."""
-
-
-class ProcessLimit(RuntimeError):
-    """The session runs as many background processes as it may."""
-
-    def __init__(self, limit: int) -> None:
-        """Say the limit and what to do."""
-        super().__init__(
-            f"this session already runs {limit} background processes, the most it may;"
-            " kill one (process tool, action kill) before starting another"
-        )
 
 
 class SessionEnded(OSError):
@@ -253,7 +243,9 @@ class Session:
             status,
             timed_out=timed_out,
             dropped_bytes=buffer.dropped_bytes,
-            limit=over.hit if over is not None and over.hit else self._limit_hit(counted, status),
+            limit=over.hit
+            if over is not None and over.hit
+            else self._limit_hit(counted, status, _errors(buffer.text())),
         )
         return result, after, None
 
@@ -268,13 +260,15 @@ class Session:
         """How often the session's cgroup has refused or killed so far, by limit."""
         return self._cgroups.counts() if self._cgroups is not None else {}
 
-    def _limit_hit(self, before: Mapping[str, int], status: int | None) -> LimitHit | None:
-        """The limit a command hit: what the cgroup counted since `before`, or its signal."""
+    def _limit_hit(
+        self, before: Mapping[str, int], status: int | None, errors: str
+    ) -> LimitHit | None:
+        """The limit a command hit (cgroup counts since `before`, its status, its `errors`)."""
         if self.plan.limits is None:
             return None
         now = self._limit_counts()
         events = [name for name, count in now.items() if count > before.get(name, 0)]
-        return limit_hit(self.plan.limits, events, status)
+        return limit_hit(self.plan.limits, events, status, errors)
 
     def _close_launched(self, launched: _Launched) -> None:
         for fd in launched.fds:
@@ -426,6 +420,7 @@ class Session:
             output_limit=output_limit,
             buffer=buffer,
             over=over,
+            release=lambda: self._forget(job),
         )
         with self._lock:
             self.background[ident] = background
@@ -687,6 +682,12 @@ def in_session(key: str) -> Iterator[None]:
         session_key.reset(token)
 
 
+def _errors(output: str) -> str:
+    """The standard error lines of `output` (each starts with `STDERR_MARK`)."""
+    mark = STDERR_MARK.decode()
+    return "\n".join(line for line in output.splitlines() if line.startswith(mark))
+
+
 def _read_all(fd: int) -> bytes:
     os.lseek(fd, 0, os.SEEK_SET)
     chunks: list[bytes] = []
@@ -706,7 +707,6 @@ def _tee(first: Callable[..., None], second: Callable[..., None]) -> Callable[..
 __all__ = [
     "MAX_PROCESSES",
     "START_TIMEOUT",
-    "ProcessLimit",
     "Session",
     "SessionEnded",
     "Sessions",
