@@ -1,0 +1,374 @@
+"""Diagnostics of a change: what the language servers say after it that they did not before.
+
+`Diagnostics` owns the servers of a toolkit: one per (workspace folder, server name),
+started on the first change of a file it checks, shared by every call and thread,
+stopped by `close` or after `idle_seconds` unused. Its servers run on one event loop in
+one daemon thread; `check` (sync) and `acheck` (async) hand it a change and wait a
+bounded time.
+
+A check, for each changed file and each server of its extension:
+1. the server is shown the text before the change (nothing for a new file) and asked
+   what it says: the file's earlier diagnostics (remembered from the last check when the
+   server still holds that text);
+2. it is shown the new text (`didChange`, `didSave`) and asked again;
+3. the other documents the server holds (files changed earlier) are asked again too,
+   so a renamed function's broken callers show.
+A diagnostic is *introduced* when the after-list holds more of it than the before-list,
+*fixed* when fewer; it is compared by file, server, severity, code and message, not by
+line (lines move when text is added above). Whatever goes wrong (no program, a crash,
+no answer in time) becomes one sentence in `DiagnosticsReport.notes`, never an
+exception: a server that ends is restarted once, then left out for the toolkit's life.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import posixpath
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from langchain_fstools.lsp.client import RawDiagnostic, Server, ServerGone, severity_name
+from langchain_fstools.lsp.report import Diagnostic, DiagnosticsReport, FileChange
+from langchain_fstools.lsp.servers import ServerSpec, server_table
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+MAX_OTHER_DOCUMENTS = 20
+"""At most this many other open documents are asked again after a change."""
+
+MAX_STARTS = 2
+"""A server is started at most this often per folder: once, and once again after a crash."""
+
+HINT = 4
+"""The LSP severity of hints (an editor's faded text, "`x` is unused"): left out."""
+
+
+@dataclass
+class _Slot:
+    """A server's place in the pool: its process, restarts and use."""
+
+    server: Server | None = None
+    starts: int = 0
+    dead: str | None = None
+    """Why it is no longer used (it ended after its restart)."""
+    used: float = field(default_factory=time.monotonic)
+
+
+class Diagnostics:
+    """Language servers that check every change the tools make.
+
+    Example:
+        ```python
+        from langchain_fstools import FilesystemMiddleware, LocalBackend
+        from langchain_fstools.lsp import Diagnostics
+
+        FilesystemMiddleware(backend=LocalBackend("."), diagnostics=Diagnostics(timeout=3))
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        servers: Mapping[str, ServerSpec | None] | None = None,
+        timeout: float = 2.0,
+        start_timeout: float = 10.0,
+        idle_seconds: float = 600.0,
+    ) -> None:
+        """Configure the servers; none starts before the first change it checks.
+
+        Args:
+            servers: Servers laid over `DEFAULT_SERVERS` (a name mapped to None removes
+                one). Default: the defaults.
+            timeout: Seconds a check waits for the servers' answers before it says
+                "diagnostics not ready". Default: 2.
+            start_timeout: Seconds a server may take to start; a check waits for it
+                within `timeout`, the start goes on meanwhile. Default: 10.
+            idle_seconds: A server unused this long is stopped. Default: 600.
+
+        Raises:
+            ValueError: a bad server spec or a time that is not positive.
+        """
+        if min(timeout, start_timeout, idle_seconds) <= 0:
+            raise ValueError("diagnostics timeouts and idle time must be positive")
+        self.servers = server_table(servers)
+        self.timeout = timeout
+        self.start_timeout = start_timeout
+        self.idle_seconds = idle_seconds
+        self._slots: dict[tuple[str, str], _Slot] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._guard = threading.Lock()
+        self._reaper: concurrent.futures.Future[None] | None = None
+
+    def configured(self, path: str | None = None) -> bool:
+        """Whether some server's program exists (for `path`'s extension, if given)."""
+        return any(spec.program() is not None for _, spec in self._specs_for(path))
+
+    def check(self, root: str, changes: Sequence[FileChange]) -> DiagnosticsReport:
+        """What `changes` (already written under the host folder `root`) introduced and fixed."""
+        future = asyncio.run_coroutine_threadsafe(self._check(root, changes), self._running())
+        return _wait(future, self.timeout)
+
+    async def acheck(self, root: str, changes: Sequence[FileChange]) -> DiagnosticsReport:
+        """Async `check`."""
+        future = asyncio.run_coroutine_threadsafe(self._check(root, changes), self._running())
+        return await asyncio.wrap_future(future)
+
+    def current(self, root: str, files: Sequence[tuple[str, str]]) -> DiagnosticsReport:
+        """The diagnostics the servers give now for `(path, text)` files, as `introduced`."""
+        changes = [FileChange(path, None, text) for path, text in files]
+        future = asyncio.run_coroutine_threadsafe(
+            self._check(root, changes, fresh=True), self._running()
+        )
+        return _wait(future, self.timeout)
+
+    def server_pids(self) -> list[int]:
+        """The process ids of the running servers (for measuring them)."""
+        return [
+            slot.server.pid
+            for slot in self._slots.values()
+            if slot.server is not None and slot.server.pid is not None
+        ]
+
+    def close(self) -> None:
+        """Stop every server and the loop thread. The next check starts them again."""
+        with self._guard:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        if self._reaper is not None:
+            self._reaper.cancel()
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self._stop_all(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+    # ----- on the loop thread ------------------------------------------------------------
+
+    def _running(self) -> asyncio.AbstractEventLoop:
+        with self._guard:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=_serve, args=(loop,), name="fstools-lsp", daemon=True
+                )
+                thread.start()
+                self._loop, self._thread = loop, thread
+                self._reaper = asyncio.run_coroutine_threadsafe(self._reap_idle(), loop)
+            return self._loop
+
+    def _specs_for(self, path: str | None) -> list[tuple[str, ServerSpec]]:
+        extension = None if path is None else posixpath.splitext(path)[1].lower()
+        return [
+            (name, spec)
+            for name, spec in self.servers.items()
+            if extension is None or extension in spec.extensions
+        ]
+
+    async def _check(
+        self, root: str, changes: Sequence[FileChange], *, fresh: bool = False
+    ) -> DiagnosticsReport:
+        deadline = time.monotonic() + self.timeout
+        names = {name for change in changes for name, _ in self._specs_for(change.path)}
+        results = await asyncio.gather(
+            *(self._check_one(root, name, changes, deadline, fresh=fresh) for name in sorted(names))
+        )
+        introduced: list[Diagnostic] = []
+        fixed: list[Diagnostic] = []
+        notes: list[str] = []
+        for report in results:
+            introduced += report.introduced
+            fixed += report.fixed
+            notes += report.notes
+        return DiagnosticsReport(tuple(introduced), tuple(fixed), tuple(notes))
+
+    async def _check_one(
+        self,
+        root: str,
+        name: str,
+        changes: Sequence[FileChange],
+        deadline: float,
+        *,
+        fresh: bool,
+    ) -> DiagnosticsReport:
+        spec = self.servers[name]
+        mine = [change for change in changes if _suffix(change.path) in spec.extensions]
+        server_or_note = await self._server(root, name, spec, deadline)
+        if isinstance(server_or_note, str):
+            return DiagnosticsReport(notes=(server_or_note,))
+        server = server_or_note
+        try:
+            async with asyncio.timeout(max(deadline - time.monotonic(), 0)):
+                async with server.lock:
+                    return await _compare(server, name, root, mine, fresh=fresh)
+        except TimeoutError:
+            return DiagnosticsReport(
+                notes=(f"Diagnostics not ready: {name} did not answer within {self.timeout:g} s.",)
+            )
+        except ServerGone:
+            return DiagnosticsReport(notes=(self._ended(self._slots[(root, name)], name),))
+
+    async def _server(
+        self, root: str, name: str, spec: ServerSpec, deadline: float
+    ) -> Server | str:
+        """The running server for (root, name), started if needed; else why not."""
+        slot = self._slots.setdefault((root, name), _Slot())
+        slot.used = time.monotonic()
+        if slot.server is not None and not slot.server.alive:  # it ended since the last check
+            self._ended(slot, name)
+        if slot.dead is not None:
+            return slot.dead
+        if slot.server is not None:
+            return slot.server
+        program = spec.program()
+        if program is None:
+            return f"Diagnostics unavailable: {name} ({spec.command[0]}) is not installed."
+        return await self._start(slot, name, Server(spec, program, root), deadline)
+
+    async def _start(self, slot: _Slot, name: str, server: Server, deadline: float) -> Server | str:
+        """Start `server` in `slot`, waiting for it until `deadline` (it goes on after)."""
+        slot.server = server
+        slot.starts += 1
+        starting = asyncio.ensure_future(asyncio.wait_for(server.start(), self.start_timeout))
+        try:
+            await asyncio.wait_for(asyncio.shield(starting), max(deadline - time.monotonic(), 0))
+        except TimeoutError:
+            return f"Diagnostics not ready: {name} is still starting."
+        except ServerGone:
+            slot.server = None
+            slot.dead = f"Diagnostics unavailable: {name} could not start."
+            return slot.dead
+        return server
+
+    @staticmethod
+    def _ended(slot: _Slot, name: str) -> str:
+        """Forget a server that ended: restarted on the next change once, then left out."""
+        slot.server = None
+        if slot.starts >= MAX_STARTS:
+            slot.dead = f"{name} stopped working and is no longer used for diagnostics."
+            return slot.dead
+        return f"Diagnostics unavailable: {name} stopped; it restarts on the next change."
+
+    async def _reap_idle(self) -> None:
+        while True:
+            await asyncio.sleep(min(self.idle_seconds / 4, 30))
+            now = time.monotonic()
+            for slot in self._slots.values():
+                if slot.server is not None and now - slot.used > self.idle_seconds:
+                    server, slot.server, slot.starts = slot.server, None, 0
+                    await server.stop()
+
+    async def _stop_all(self) -> None:
+        servers = [slot.server for slot in self._slots.values() if slot.server is not None]
+        self._slots.clear()
+        await asyncio.gather(*(server.stop() for server in servers), return_exceptions=True)
+
+
+async def _compare(
+    server: Server, name: str, root: str, changes: Sequence[FileChange], *, fresh: bool
+) -> DiagnosticsReport:
+    """Show `server` each change and compare what it says before and after."""
+    before: list[RawDiagnostic] = []
+    after: list[RawDiagnostic] = []
+    touched: set[str] = set()
+    for change in changes:
+        uri = _uri(root, change.path)
+        touched.add(uri)
+        if change.old_text is not None and not fresh:
+            await server.show(uri, change.old_text)
+            before += await server.diagnostics(uri)
+        if change.new_text is None:
+            await server.close(uri)
+            continue
+        await server.show(uri, change.new_text)
+    others = [uri for uri in server.texts if uri not in touched and uri in server.known]
+    others = others[-MAX_OTHER_DOCUMENTS:]
+    if not fresh:
+        before += [item for uri in others for item in server.known.get(uri, ())]
+        for uri in others:
+            server.known.pop(uri, None)
+    for uri in [*(u for u in server.texts if u in touched), *others]:
+        after += await server.diagnostics(uri)
+    return _delta(
+        [_diagnostic(root, name, item) for item in before if item.severity < HINT],
+        [_diagnostic(root, name, item) for item in after if item.severity < HINT],
+    )
+
+
+def _delta(before: Iterable[Diagnostic], after: Iterable[Diagnostic]) -> DiagnosticsReport:
+    """The diagnostics added and removed, compared by `Diagnostic.key`."""
+    before_list, after_list = list(before), list(after)
+    old = Counter(item.key() for item in before_list)
+    new = Counter(item.key() for item in after_list)
+    introduced = _take(after_list, new - old)
+    fixed = _take(before_list, old - new)
+    return DiagnosticsReport(tuple(introduced), tuple(fixed))
+
+
+def _take(
+    items: list[Diagnostic], wanted: Counter[tuple[str, str, str, str, str]]
+) -> list[Diagnostic]:
+    """The last items of each key, as many as `wanted` counts (the new ones sit lower)."""
+    taken: list[Diagnostic] = []
+    for item in reversed(items):
+        if wanted[item.key()] > 0:
+            wanted[item.key()] -= 1
+            taken.append(item)
+    return sorted(taken, key=lambda item: (item.path, item.line, item.column))
+
+
+def _diagnostic(root: str, server: str, item: RawDiagnostic) -> Diagnostic:
+    """A server's diagnostic at a virtual path, with host paths hidden in its message."""
+    path = _virtual(root, item.uri)
+    folder = Path(root).as_posix().rstrip("/")
+    message = item.message.replace(Path(root).as_uri(), "").replace(folder, "")
+    return Diagnostic(
+        path,
+        item.line + 1,
+        item.column + 1,
+        severity_name(item.severity),
+        item.code,
+        message,
+        server,
+    )
+
+
+def _uri(root: str, path: str) -> str:
+    return (Path(root) / path.lstrip("/")).as_uri()
+
+
+def _virtual(root: str, uri: str) -> str:
+    base = Path(root).as_uri().rstrip("/")
+    return uri[len(base) :] if uri.startswith(base + "/") else "/"
+
+
+def _suffix(path: str) -> str:
+    return posixpath.splitext(path)[1].lower()
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    loop.run_forever()
+    loop.close()
+
+
+def _wait(
+    future: concurrent.futures.Future[DiagnosticsReport], timeout: float
+) -> DiagnosticsReport:
+    """The check's report; its own deadline answers first, this is the backstop."""
+    try:
+        return future.result(timeout + 1)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        return DiagnosticsReport(notes=("Diagnostics not ready: the servers did not answer.",))
+
+
+__all__ = ["Diagnostics"]

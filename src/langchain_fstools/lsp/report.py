@@ -1,0 +1,57 @@
+"""What a change did to the language servers' diagnostics, as plain data.
+
+No server code here (nor pygls): the tools build `FileChange`s and render a
+`DiagnosticsReport` without the `lsp` extra installed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One diagnostic, at a virtual path, 1-based line and column."""
+
+    path: str
+    line: int
+    column: int
+    severity: str
+    code: str
+    message: str
+    server: str
+
+    def key(self) -> tuple[str, str, str, str, str]:
+        """What tells two diagnostics apart across a change (not the line: lines move)."""
+        return (self.path, self.server, self.severity, self.code, self.message)
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """A file's text before and after a change (None: it did not exist / was deleted)."""
+
+    path: str
+    old_text: str | None
+    new_text: str | None
+
+
+@dataclass(frozen=True)
+class DiagnosticsReport:
+    """What a change did to the servers' diagnostics.
+
+    Attributes:
+        introduced: Diagnostics after the change that were not there before.
+        fixed: Diagnostics before the change that are gone after it.
+        notes: One sentence per server that could not answer (missing, crashed, slow).
+    """
+
+    introduced: tuple[Diagnostic, ...] = ()
+    fixed: tuple[Diagnostic, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        """Whether there is anything to tell."""
+        return bool(self.introduced or self.fixed or self.notes)
+
+
+__all__ = ["Diagnostic", "DiagnosticsReport", "FileChange"]

@@ -1,0 +1,91 @@
+"""A language server that misbehaves on purpose: `python fake_server.py MODE`.
+
+Modes: `ok` (one warning per line containing "BAD"), `crash` (exits at the first
+change), `hang` (never answers a diagnostic request), `flood` (5,000 diagnostics for
+any text with "BAD"). Speaks just enough LSP over stdio: initialize (pull
+diagnostics), didOpen/didChange, textDocument/diagnostic, shutdown, exit.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+MODE = sys.argv[1]
+texts: dict[str, str] = {}
+
+
+def read() -> dict | None:
+    length = 0
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            return None
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.decode().partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    return json.loads(sys.stdin.buffer.read(length))
+
+
+def send(message: dict) -> None:
+    body = json.dumps(message).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    sys.stdout.buffer.flush()
+
+
+def diagnostics(text: str) -> list[dict]:
+    found = []
+    for number, line in enumerate(text.splitlines()):
+        if "BAD" in line:
+            copies = 5000 if MODE == "flood" else 1
+            found += [
+                {
+                    "range": {
+                        "start": {"line": number, "character": 0},
+                        "end": {"line": number, "character": 3},
+                    },
+                    "severity": 2,
+                    "code": f"B{copy}",
+                    "message": "a bad line",
+                }
+                for copy in range(copies)
+            ]
+    return found
+
+
+while (message := read()) is not None:
+    method = message.get("method")
+    params = message.get("params", {})
+    if method == "initialize":
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "result": {
+                    "capabilities": {
+                        "textDocumentSync": 1,
+                        "diagnosticProvider": {
+                            "interFileDependencies": False,
+                            "workspaceDiagnostics": False,
+                        },
+                    }
+                },
+            }
+        )
+    elif method == "textDocument/didOpen":
+        texts[params["textDocument"]["uri"]] = params["textDocument"]["text"]
+    elif method == "textDocument/didChange":
+        if MODE == "crash":
+            sys.exit(3)
+        texts[params["textDocument"]["uri"]] = params["contentChanges"][-1]["text"]
+    elif method == "textDocument/diagnostic":
+        if MODE == "hang":
+            continue
+        items = diagnostics(texts.get(params["textDocument"]["uri"], ""))
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {"kind": "full", "items": items}})
+    elif method == "shutdown":
+        send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+    elif method == "exit":
+        break

@@ -1,0 +1,286 @@
+"""Diagnostics after every change, through `create_agent` with a scripted model.
+
+The real servers of the `lsp` extra (ruff server, ty server) check the ordinary cases;
+a fake server (`fake_server.py`) crashes, hangs or floods for the failure cases.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import ToolMessage
+
+from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
+from langchain_fstools.lsp import Diagnostics, ServerSpec
+from langchain_fstools.testing import ScriptedChatModel, tool_call
+
+FAKE = str(Path(__file__).with_name("fake_server.py"))
+ONLY_RUFF = {"ty": None}
+ONLY_TY = {"ruff": None}
+
+
+def fake(mode: str) -> dict[str, ServerSpec | None]:
+    """The fake server in `mode` for `.py` files, and no real one."""
+    spec = ServerSpec((sys.executable, FAKE, mode), frozenset({".py"}), "python")
+    return {"ruff": None, "ty": None, "fake": spec}
+
+
+@pytest.fixture
+def servers() -> list[Diagnostics]:
+    made: list[Diagnostics] = []
+    yield made
+    for diagnostics in made:
+        diagnostics.close()
+
+
+def run(
+    root: Path,
+    turns: list[Any],
+    servers: list[Diagnostics],
+    *,
+    table: dict[str, ServerSpec | None] | None = None,
+    backend: Any = None,
+    timeout: float = 10.0,
+    **settings: Any,
+) -> list[ToolMessage]:
+    """Run the scripted turns; the tool messages, in order."""
+    diagnostics = Diagnostics(servers=table, timeout=timeout)
+    servers.append(diagnostics)
+    middleware = FilesystemMiddleware(
+        backend=backend or LocalBackend(root), diagnostics=diagnostics, **settings
+    )
+    agent = create_agent(ScriptedChatModel(turns=[*turns, "done"]), middleware=[middleware])
+    result = agent.invoke({"messages": [("user", "go")]})
+    return [m for m in result["messages"] if isinstance(m, ToolMessage)]
+
+
+def introduced(message: ToolMessage) -> list[tuple[str, str]]:
+    found = message.artifact.get("diagnostics", {}).get("introduced", [])
+    return [(item["path"], item["code"]) for item in found]
+
+
+def fixed(message: ToolMessage) -> list[tuple[str, str]]:
+    found = message.artifact.get("diagnostics", {}).get("fixed", [])
+    return [(item["path"], item["code"]) for item in found]
+
+
+def edit(path: str, old: str, new: str) -> Any:
+    return tool_call("edit_file", file_path=path, old_string=old, new_string=new)
+
+
+SOURCE = "def total(values: list[int]) -> int:\n    return sum(values)\n\n\nCOUNT = 1\n"
+
+
+def test_an_undefined_name_is_reported_then_not_repeated_then_fixed(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    (tmp_path / "app.py").write_text(SOURCE)
+    messages = run(
+        tmp_path,
+        [
+            tool_call("read_file", file_path="/app.py"),
+            edit("/app.py", "sum(values)", "sum(valuez)"),
+            edit("/app.py", "COUNT = 1", "COUNT = 2"),
+            edit("/app.py", "sum(valuez)", "sum(values)"),
+        ],
+        servers,
+        table=ONLY_RUFF,
+    )
+    broke, unrelated, fix = messages[1:]
+    assert introduced(broke) == [("/app.py", "F821")]
+    assert "/app.py:2:16: error F821 Undefined name `valuez` (ruff)" in broke.content
+    assert introduced(unrelated) == []
+    assert "F821" not in unrelated.content
+    assert fixed(fix) == [("/app.py", "F821")]
+    assert "It fixed these:\n/app.py:2:16: error F821" in fix.content
+    assert str(tmp_path) not in "".join(m.content for m in messages)
+
+
+def test_a_type_error_is_reported_by_the_type_server(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    (tmp_path / "app.py").write_text(SOURCE)
+    messages = run(
+        tmp_path,
+        [
+            tool_call("read_file", file_path="/app.py"),
+            edit("/app.py", "COUNT = 1", 'COUNT = total(["a"])'),
+        ],
+        servers,
+        table=ONLY_TY,
+    )
+    assert introduced(messages[1]) == [("/app.py", "invalid-argument-type")]
+    assert "error invalid-argument-type" in messages[1].content
+
+
+def test_a_rename_reports_the_broken_caller_in_another_file(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    (tmp_path / "app.py").write_text(SOURCE)
+    messages = run(
+        tmp_path,
+        [
+            tool_call(
+                "write_file", file_path="/main.py", content="from app import total\n\ntotal([1])\n"
+            ),
+            tool_call("read_file", file_path="/app.py"),
+            edit("/app.py", "def total(", "def grand_total("),
+        ],
+        servers,
+        table=ONLY_TY,
+    )
+    assert introduced(messages[0]) == []
+    assert ("/main.py", "unresolved-import") in introduced(messages[2]) or (
+        "/main.py",
+        "missing-module-member",
+    ) in introduced(messages[2])
+
+
+def test_apply_patch_reports_what_its_files_introduced(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    (tmp_path / "app.py").write_text(SOURCE)
+    patch = (
+        "*** Begin Patch\n*** Update File: app.py\n@@\n-COUNT = 1\n+COUNT = missing\n"
+        "*** Add File: extra.py\n+print(other)\n*** End Patch"
+    )
+    messages = run(
+        tmp_path,
+        [tool_call("read_file", file_path="/app.py"), tool_call("apply_patch", patch=patch)],
+        servers,
+        table=ONLY_RUFF,
+    )
+    assert introduced(messages[1]) == [("/app.py", "F821"), ("/extra.py", "F821")]
+
+
+def test_diagnostics_off_for_one_tool(tmp_path: Path, servers: list[Diagnostics]) -> None:
+    (tmp_path / "app.py").write_text(SOURCE)
+    messages = run(
+        tmp_path,
+        [
+            tool_call("read_file", file_path="/app.py"),
+            edit("/app.py", "sum(values)", "sum(valuez)"),
+        ],
+        servers,
+        table=ONLY_RUFF,
+    )
+    assert introduced(messages[1]) == [("/app.py", "F821")]
+    diagnostics = Diagnostics(servers=ONLY_RUFF)
+    servers.append(diagnostics)
+    middleware = FilesystemMiddleware(backend=LocalBackend(tmp_path), diagnostics=diagnostics)
+    for tool in middleware.tools:
+        if tool.name == "edit_file":
+            tool.diagnostics = False
+    agent = create_agent(
+        ScriptedChatModel(
+            turns=[
+                tool_call("read_file", file_path="/app.py"),
+                edit("/app.py", "COUNT = 1", "COUNT = nothing"),
+                "done",
+            ]
+        ),
+        middleware=[middleware],
+    )
+    result = agent.invoke({"messages": [("user", "go")]})
+    last = [m for m in result["messages"] if isinstance(m, ToolMessage)][-1]
+    assert "diagnostics" not in last.artifact
+    assert diagnostics.server_pids() == []
+
+
+def test_a_backend_without_local_files_says_nothing_and_starts_no_server(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    messages = run(
+        tmp_path,
+        [tool_call("write_file", file_path="/app.py", content="print(nothing)\n")],
+        servers,
+        table=ONLY_RUFF,
+        backend=StateBackend(),
+    )
+    assert messages[0].status == "success"
+    assert "diagnostics" not in messages[0].artifact
+    assert servers[0].server_pids() == []
+
+
+# ----- servers that are missing, crash, hang or flood never fail the edit ---------------
+
+
+def broken_edit(tmp_path: Path, servers: list[Diagnostics], table: Any, **kw: Any) -> ToolMessage:
+    (tmp_path / "app.py").write_text("fine = 1\n")
+    messages = run(
+        tmp_path,
+        [tool_call("read_file", file_path="/app.py"), edit("/app.py", "fine = 1", "BAD = 1")],
+        servers,
+        table=table,
+        **kw,
+    )
+    assert messages[1].status == "success"
+    assert (tmp_path / "app.py").read_text() == "BAD = 1\n"
+    return messages[1]
+
+
+def test_a_missing_server_is_one_sentence(tmp_path: Path, servers: list[Diagnostics]) -> None:
+    table = {
+        "ruff": None,
+        "ty": None,
+        "gone": ServerSpec(("no-such-server-51",), frozenset({".py"}), "python"),
+    }
+    message = broken_edit(tmp_path, servers, table)
+    assert message.content.endswith(
+        "Diagnostics unavailable: gone (no-such-server-51) is not installed."
+    )
+
+
+def test_the_fake_server_reports_a_bad_line(tmp_path: Path, servers: list[Diagnostics]) -> None:
+    message = broken_edit(tmp_path, servers, fake("ok"))
+    assert introduced(message) == [("/app.py", "B0")]
+
+
+def test_a_crashing_server_is_one_sentence(tmp_path: Path, servers: list[Diagnostics]) -> None:
+    message = broken_edit(tmp_path, servers, fake("crash"))
+    assert message.content.endswith(
+        "Diagnostics unavailable: fake stopped; it restarts on the next change."
+    )
+
+
+def test_a_server_crashing_twice_is_left_out(tmp_path: Path, servers: list[Diagnostics]) -> None:
+    (tmp_path / "app.py").write_text("fine = 1\n")
+    messages = run(
+        tmp_path,
+        [
+            tool_call("read_file", file_path="/app.py"),
+            edit("/app.py", "fine = 1", "BAD = 1"),
+            edit("/app.py", "BAD = 1", "BAD = 2"),
+            edit("/app.py", "BAD = 2", "BAD = 3"),
+        ],
+        servers,
+        table=fake("crash"),
+    )
+    assert [m.status for m in messages] == ["success"] * 4
+    assert messages[2].content.endswith(
+        "fake stopped working and is no longer used for diagnostics."
+    )
+    assert messages[3].content.endswith(
+        "fake stopped working and is no longer used for diagnostics."
+    )
+    assert (tmp_path / "app.py").read_text() == "BAD = 3\n"
+
+
+def test_a_hanging_server_is_not_ready_within_the_timeout(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    message = broken_edit(tmp_path, servers, fake("hang"), timeout=0.5)
+    assert message.content.endswith("Diagnostics not ready: fake did not answer within 0.5 s.")
+
+
+def test_a_flooding_server_is_bounded(tmp_path: Path, servers: list[Diagnostics]) -> None:
+    message = broken_edit(tmp_path, servers, fake("flood"))
+    shown = [line for line in message.content.splitlines() if line.startswith("/app.py:1:1:")]
+    assert len(shown) == 10
+    assert message.content.endswith("... and 4990 more in 1 file.")
+    assert message.artifact["diagnostics"]["counts"] == {"introduced": 5000, "fixed": 0}
+    assert len(message.artifact["diagnostics"]["introduced"]) == 100
