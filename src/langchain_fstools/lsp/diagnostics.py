@@ -111,6 +111,10 @@ class Diagnostics:
         """Whether some server's program exists (for `path`'s extension, if given)."""
         return any(spec.program() is not None for _, spec in self._specs_for(path))
 
+    def checks(self, path: str) -> bool:
+        """Whether some server of the table checks `path` (by its extension)."""
+        return bool(self._specs_for(path))
+
     def check(self, root: str, changes: Sequence[FileChange]) -> DiagnosticsReport:
         """What `changes` (already written under the host folder `root`) introduced and fixed."""
         future = asyncio.run_coroutine_threadsafe(self._check(root, changes), self._running())

@@ -21,15 +21,17 @@ from typing import TYPE_CHECKING, Any
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.core import calls
 from langchain_fstools.core.extras import require
+from langchain_fstools.formats import encoding
+from langchain_fstools.lsp.report import FileChange
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.tokens import TokenCounter
     from langchain_fstools.lsp.diagnostics import Diagnostics
-    from langchain_fstools.lsp.report import Diagnostic, DiagnosticsReport, FileChange
+    from langchain_fstools.lsp.report import Diagnostic, DiagnosticsReport
     from langchain_fstools.tools.settings import ToolSettings
 
 MAX_SHOWN = 10
@@ -40,6 +42,12 @@ MAX_FIXED_SHOWN = 5
 
 TOKEN_BUDGET = 1_000
 """Most tokens the diagnostics of one result take."""
+
+MAX_COMMAND_FILES = 50
+"""Most files of one command's change set whose texts are checked."""
+
+MAX_COMMAND_FILE_BYTES = 1024 * 1024
+"""Largest file of a command's change set whose texts are checked."""
 
 MAX_KEPT = 100
 """Most diagnostics of each kind the artifact (the trace) keeps; `counts` has them all."""
@@ -107,6 +115,48 @@ def diagnosed(
         return None
     report: DiagnosticsReport = yield from calls.blocking(partial(servers.check, root, changes))
     return report
+
+
+def texts_before(
+    servers: Diagnostics | None, paths: Iterable[str]
+) -> Effect[dict[str, str | None]]:
+    """Before a command's or a merge's changes land: the texts their checked files have.
+
+    Only files a server checks, at most `MAX_COMMAND_FILES` of them; a file that is not
+    there (or not text) has None. Nothing is read without servers.
+    """
+    found: dict[str, str | None] = {}
+    if servers is None:
+        return found
+    for path in paths:
+        if len(found) >= MAX_COMMAND_FILES:
+            break
+        if servers.checks(path):
+            found[path] = yield from _text(path)
+    return found
+
+
+def texts_after(before: dict[str, str | None]) -> Effect[list[FileChange]]:
+    """After the changes landed: each file of `texts_before`, text before and after."""
+    paired: list[FileChange] = []
+    for path, old in before.items():
+        new = yield from _text(path)
+        if new != old:
+            paired.append(FileChange(path, old, new))
+    return paired
+
+
+def _text(path: str) -> Effect[str | None]:
+    """A file's decoded text, or None (unreadable, binary, or above `MAX_COMMAND_FILE_BYTES`)."""
+    try:
+        info = yield from calls.stat(path)
+        if info.size > MAX_COMMAND_FILE_BYTES:
+            return None
+        data = yield from calls.read_bytes(path)
+    except OSError:
+        return None
+    codec = encoding.detect(data)
+    return None if codec is None else codec.decode(data)
 
 
 def with_diagnostics(
@@ -179,5 +229,7 @@ __all__ = [
     "local_folder",
     "on_local_disk",
     "render_diagnostics",
+    "texts_after",
+    "texts_before",
     "with_diagnostics",
 ]

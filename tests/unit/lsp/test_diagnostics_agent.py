@@ -16,7 +16,7 @@ from langchain_core.messages import ToolMessage
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.lsp import Diagnostics, ServerSpec
-from langchain_fstools.testing import ScriptedChatModel, tool_call
+from langchain_fstools.testing import ScriptedChatModel, parallel, tool_call
 
 FAKE = str(Path(__file__).with_name("fake_server.py"))
 ONLY_RUFF = {"ty": None}
@@ -284,3 +284,80 @@ def test_a_flooding_server_is_bounded(tmp_path: Path, servers: list[Diagnostics]
     assert message.content.endswith("... and 4990 more in 1 file.")
     assert message.artifact["diagnostics"]["counts"] == {"introduced": 5000, "fixed": 0}
     assert len(message.artifact["diagnostics"]["introduced"]) == 100
+
+
+# ----- changes that land outside the file tools: commands and merges ------------------
+
+
+def test_a_command_s_committed_change_set_gets_its_diagnostics(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    (tmp_path / "app.py").write_text(SOURCE)
+    (tmp_path / "notes.txt").write_text("x\n")
+    messages = run(
+        tmp_path,
+        [tool_call("execute", command="sed -i 's/sum(values)/sum(valuez)/' app.py notes.txt")],
+        servers,
+        table=ONLY_RUFF,
+        backend=LocalBackend(tmp_path, execute=True),
+    )
+    assert messages[0].status == "success", messages[0].content
+    assert "sum(valuez)" in (tmp_path / "app.py").read_text()
+    assert introduced(messages[0]) == [("/app.py", "F821")]
+    assert "/app.py:2:16: error F821 Undefined name `valuez` (ruff)" in messages[0].content
+    assert str(tmp_path) not in messages[0].content.split("Exit code")[1]
+
+
+def test_a_branch_merge_gets_the_diagnostics_it_introduced(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    deepagents = pytest.importorskip("deepagents")
+    (tmp_path / "m.py").write_text("def f():\n    return 1\n")
+    diagnostics = Diagnostics(servers=ONLY_RUFF, timeout=10)
+    servers.append(diagnostics)
+    files = FilesystemMiddleware(
+        backend=LocalBackend(tmp_path), branches=True, diagnostics=diagnostics
+    )
+
+    def editing(name: str, new: str) -> dict[str, Any]:
+        turns = [
+            tool_call("read_file", call_id=f"{name}-1", file_path="/m.py"),
+            tool_call(
+                "edit_file",
+                call_id=f"{name}-2",
+                file_path="/m.py",
+                old_string="return 1",
+                new_string=new,
+            ),
+            f"{name} edited /m.py.",
+        ]
+        model = ScriptedChatModel(turns=turns, disable_streaming=True)
+        return {
+            "name": name,
+            "description": f"Subagent {name}.",
+            "system_prompt": "You edit files.",
+            "model": model,
+            "middleware": [files],
+        }
+
+    model = ScriptedChatModel(
+        turns=[
+            parallel(
+                tool_call("task", call_id="t-a", description="Edit.", subagent_type="a"),
+                tool_call("task", call_id="t-b", description="Edit.", subagent_type="b"),
+            ),
+            tool_call("merge", call_id="m1", branch="t-b", sides={"/m.py": "subagent"}),
+            "done",
+        ],
+        disable_streaming=True,
+    )
+    agent = deepagents.create_deep_agent(
+        model=model,
+        middleware=[files],
+        subagents=[editing("a", "return 10"), editing("b", "return missing_b")],
+    )
+    state = agent.invoke({"messages": [{"role": "user", "content": "Edit /m.py."}]})
+    found = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+    assert "Merged branch t-b" in found["m1"].content
+    assert (tmp_path / "m.py").read_text() == "def f():\n    return missing_b\n"
+    assert introduced(found["m1"]) == [("/m.py", "F821")]
