@@ -293,12 +293,11 @@ async def _compare(
             await server.close(uri)
             continue
         await server.show(uri, change.new_text)
-    others = [uri for uri in server.texts if uri not in touched and uri in server.known]
+    others = [] if fresh else [u for u in server.texts if u not in touched and u in server.known]
     others = others[-MAX_OTHER_DOCUMENTS:]
-    if not fresh:
-        before += [item for uri in others for item in server.known.get(uri, ())]
-        for uri in others:
-            server.known.pop(uri, None)
+    before += [item for uri in others for item in server.known.get(uri, ())]
+    for uri in others:
+        server.known.pop(uri, None)
     for uri in [*(u for u in server.texts if u in touched), *others]:
         after += await server.diagnostics(uri)
     return _delta(

@@ -132,7 +132,7 @@ def texts_before(
         if len(found) >= MAX_COMMAND_FILES:
             break
         if servers.checks(path):
-            found[path] = yield from _text(path)
+            found[path] = yield from read_text(path)
     return found
 
 
@@ -140,13 +140,13 @@ def texts_after(before: dict[str, str | None]) -> Effect[list[FileChange]]:
     """After the changes landed: each file of `texts_before`, text before and after."""
     paired: list[FileChange] = []
     for path, old in before.items():
-        new = yield from _text(path)
+        new = yield from read_text(path)
         if new != old:
             paired.append(FileChange(path, old, new))
     return paired
 
 
-def _text(path: str) -> Effect[str | None]:
+def read_text(path: str) -> Effect[str | None]:
     """A file's decoded text, or None (unreadable, binary, or above `MAX_COMMAND_FILE_BYTES`)."""
     try:
         info = yield from calls.stat(path)
@@ -200,6 +200,15 @@ def render_diagnostics(report: DiagnosticsReport, count_tokens: TokenCounter) ->
     return "\n".join(lines)
 
 
+def render_current(report: DiagnosticsReport, files: int, count_tokens: TokenCounter) -> str:
+    """What the servers say now (`report.introduced`) of `files` files, bounded as above."""
+    if not report.introduced:
+        lines = [f"No diagnostics in {files} file{'s' * (files != 1)}."]
+    else:
+        lines = _bounded(report.introduced, MAX_SHOWN * 5, count_tokens)
+    return "\n".join([*lines, *report.notes])
+
+
 def _bounded(items: tuple[Diagnostic, ...], limit: int, count_tokens: TokenCounter) -> list[str]:
     shown: list[str] = []
     spent = 0
@@ -228,6 +237,8 @@ __all__ = [
     "diagnosed",
     "local_folder",
     "on_local_disk",
+    "read_text",
+    "render_current",
     "render_diagnostics",
     "texts_after",
     "texts_before",

@@ -361,3 +361,44 @@ def test_a_branch_merge_gets_the_diagnostics_it_introduced(
     assert "Merged branch t-b" in found["m1"].content
     assert (tmp_path / "m.py").read_text() == "def f():\n    return missing_b\n"
     assert introduced(found["m1"]) == [("/m.py", "F821")]
+
+
+# ----- the read-only diagnostics tool ---------------------------------------------------
+
+
+def test_the_diagnostics_tool_is_offered_only_with_servers(tmp_path: Path) -> None:
+    without = FilesystemMiddleware(backend=LocalBackend(tmp_path))
+    assert "diagnostics" not in {tool.name for tool in without.tools}
+    diagnostics = Diagnostics(servers=ONLY_RUFF)
+    with_servers = FilesystemMiddleware(backend=LocalBackend(tmp_path), diagnostics=diagnostics)
+    (tool,) = [tool for tool in with_servers.tools if tool.name == "diagnostics"]
+    assert tool.metadata["read_only"] is True
+
+
+def test_the_diagnostics_tool_lists_a_file_s_and_a_folder_s_existing_ones(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("print(one)\n")
+    (tmp_path / "pkg" / "b.py").write_text("print(two)\n")
+    (tmp_path / "clean.py").write_text("print(1)\n")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "c.py").write_text("print(three)\n")
+    messages = run(
+        tmp_path,
+        [
+            tool_call("diagnostics", path="/pkg/a.py"),
+            tool_call("diagnostics"),
+            tool_call("diagnostics", path="/clean.py"),
+        ],
+        servers,
+        table=ONLY_RUFF,
+    )
+    one, everything, clean = messages
+    assert one.content == "/pkg/a.py:1:7: error F821 Undefined name `one` (ruff)"
+    assert everything.content.splitlines() == [
+        "/pkg/a.py:1:7: error F821 Undefined name `one` (ruff)",
+        "/pkg/b.py:1:7: error F821 Undefined name `two` (ruff)",
+    ]
+    assert clean.content == "No diagnostics in 1 file."
+    assert (tmp_path / "pkg" / "a.py").read_text() == "print(one)\n"
