@@ -39,6 +39,10 @@ _STOP_SECONDS = 2.0
 """How long a server may take to shut down before it is killed."""
 
 
+Place = tuple[str, tuple[tuple[int, str], ...]]
+"""A document's virtual path, and its cells' first lines and ids (a notebook's)."""
+
+
 class ServerGone(Exception):
     """The server process ended, or could not be started."""
 
@@ -75,6 +79,8 @@ class Server:
         """Open documents: uri -> (version, the text the server has)."""
         self.known: dict[str, tuple[RawDiagnostic, ...]] = {}
         """The diagnostics last received for each open document, at its version."""
+        self.places: dict[str, Place] = {}
+        """Where each open document's lines are: its virtual path, and cells if any."""
         self._published: dict[str, tuple[int | None, Sequence[types.Diagnostic]]] = {}
         self._arrived = asyncio.Condition()
         self._client: LanguageClient | None = None
@@ -273,4 +279,4 @@ def _raw(uri: str, item: types.Diagnostic) -> RawDiagnostic:
     return RawDiagnostic(uri, start.line, start.character, severity, code, item.message)
 
 
-__all__ = ["RawDiagnostic", "Server", "ServerGone", "severity_name"]
+__all__ = ["Place", "RawDiagnostic", "Server", "ServerGone", "severity_name"]

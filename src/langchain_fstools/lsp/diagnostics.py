@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from langchain_fstools.lsp.client import RawDiagnostic, Server, ServerGone, severity_name
+from langchain_fstools.lsp.client import Place, RawDiagnostic, Server, ServerGone, severity_name
 from langchain_fstools.lsp.report import Diagnostic, DiagnosticsReport, FileChange
 from langchain_fstools.lsp.servers import ServerSpec, server_table
 
@@ -45,9 +45,6 @@ MAX_OTHER_DOCUMENTS = 20
 
 MAX_STARTS = 2
 """A server is started at most this often per folder: once, and once again after a crash."""
-
-HINT = 4
-"""The LSP severity of hints (an editor's faded text, "`x` is unused"): left out."""
 
 
 @dataclass
@@ -181,7 +178,7 @@ class Diagnostics:
         self, root: str, changes: Sequence[FileChange], *, fresh: bool = False
     ) -> DiagnosticsReport:
         deadline = time.monotonic() + self.timeout
-        names = {name for change in changes for name, _ in self._specs_for(change.path)}
+        names = {name for change in changes for name, _ in self._specs_for(change.checked_as)}
         results = await asyncio.gather(
             *(self._check_one(root, name, changes, deadline, fresh=fresh) for name in sorted(names))
         )
@@ -204,7 +201,7 @@ class Diagnostics:
         fresh: bool,
     ) -> DiagnosticsReport:
         spec = self.servers[name]
-        mine = [change for change in changes if _suffix(change.path) in spec.extensions]
+        mine = [change for change in changes if _suffix(change.checked_as) in spec.extensions]
         server_or_note = await self._server(root, name, spec, deadline)
         if isinstance(server_or_note, str):
             return DiagnosticsReport(notes=(server_or_note,))
@@ -280,35 +277,37 @@ async def _compare(
     server: Server, name: str, root: str, changes: Sequence[FileChange], *, fresh: bool
 ) -> DiagnosticsReport:
     """Show `server` each change and compare what it says before and after."""
-    before: list[RawDiagnostic] = []
-    after: list[RawDiagnostic] = []
+    before: list[Diagnostic] = []
+    after: list[Diagnostic] = []
     touched: set[str] = set()
     for change in changes:
-        uri = _uri(root, change.path)
+        uri = _uri(root, change.checked_as)
         touched.add(uri)
         if change.old_text is not None and not fresh:
             await server.show(uri, change.old_text)
-            before += await server.diagnostics(uri)
+            was: Place = (change.path, change.old_cells)
+            before += [_diagnostic(root, name, i, was) for i in await server.diagnostics(uri)]
         if change.new_text is None:
             await server.close(uri)
+            server.places.pop(uri, None)
             continue
         await server.show(uri, change.new_text)
+        server.places[uri] = (change.path, change.new_cells)
     others = [] if fresh else [u for u in server.texts if u not in touched and u in server.known]
     others = others[-MAX_OTHER_DOCUMENTS:]
-    before += [item for uri in others for item in server.known.get(uri, ())]
     for uri in others:
-        server.known.pop(uri, None)
+        known = server.known.pop(uri, ())
+        before += [_diagnostic(root, name, item, server.places.get(uri)) for item in known]
     for uri in [*(u for u in server.texts if u in touched), *others]:
-        after += await server.diagnostics(uri)
-    return _delta(
-        [_diagnostic(root, name, item) for item in before if item.severity < HINT],
-        [_diagnostic(root, name, item) for item in after if item.severity < HINT],
-    )
+        place = server.places.get(uri)
+        after += [_diagnostic(root, name, item, place) for item in await server.diagnostics(uri)]
+    return _delta(before, after)
 
 
 def _delta(before: Iterable[Diagnostic], after: Iterable[Diagnostic]) -> DiagnosticsReport:
     """The diagnostics added and removed, compared by `Diagnostic.key`."""
-    before_list, after_list = list(before), list(after)
+    before_list = [item for item in before if item.severity != "hint"]
+    after_list = [item for item in after if item.severity != "hint"]
     old = Counter(item.key() for item in before_list)
     new = Counter(item.key() for item in after_list)
     introduced = _take(after_list, new - old)
@@ -328,19 +327,26 @@ def _take(
     return sorted(taken, key=lambda item: (item.path, item.line, item.column))
 
 
-def _diagnostic(root: str, server: str, item: RawDiagnostic) -> Diagnostic:
-    """A server's diagnostic at a virtual path, with host paths hidden in its message."""
-    path = _virtual(root, item.uri)
+def _diagnostic(
+    root: str, server: str, item: RawDiagnostic, place: Place | None = None
+) -> Diagnostic:
+    """A server's diagnostic at a virtual path (and cell), with host paths hidden."""
+    path = _virtual(root, item.uri) if place is None else place[0]
+    line, cell = item.line, None
+    for start, ident in place[1] if place is not None else ():
+        if start <= item.line:
+            line, cell = item.line - start, ident
     folder = Path(root).as_posix().rstrip("/")
     message = item.message.replace(Path(root).as_uri(), "").replace(folder, "")
     return Diagnostic(
         path,
-        item.line + 1,
+        line + 1,
         item.column + 1,
         severity_name(item.severity),
         item.code,
         message,
         server,
+        cell,
     )
 
 

@@ -20,6 +20,8 @@ class Diagnostic:
     code: str
     message: str
     server: str
+    cell: str | None = None
+    """The notebook cell the line is in (lines then count from the cell's first)."""
 
     def key(self) -> tuple[str, str, str, str, str]:
         """What tells two diagnostics apart across a change (not the line: lines move)."""
@@ -28,11 +30,24 @@ class Diagnostic:
 
 @dataclass(frozen=True, slots=True)
 class FileChange:
-    """A file's text before and after a change (None: it did not exist / was deleted)."""
+    """A file's text before and after a change (None: it did not exist / was deleted).
+
+    A notebook is checked as one document of its code cells (`document`, a name the
+    servers see, whose extension picks them); `old_cells` and `new_cells` give each
+    cell's id and first line (0-based) in the texts, so a diagnostic names its cell.
+    """
 
     path: str
     old_text: str | None
     new_text: str | None
+    document: str | None = None
+    old_cells: tuple[tuple[int, str], ...] = ()
+    new_cells: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def checked_as(self) -> str:
+        """The path the servers see."""
+        return self.document or self.path
 
 
 @dataclass(frozen=True)

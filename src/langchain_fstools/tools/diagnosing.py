@@ -229,7 +229,8 @@ def _bounded(items: tuple[Diagnostic, ...], limit: int, count_tokens: TokenCount
 def _line(item: Diagnostic) -> str:
     code = f" {item.code}" if item.code else ""
     message = " ".join(item.message.split())[:MESSAGE_CHARS]
-    return f"{item.path}:{item.line}:{item.column}: {item.severity}{code} {message} ({item.server})"
+    where = item.path if item.cell is None else f"{item.path} cell {item.cell}"
+    return f"{where}:{item.line}:{item.column}: {item.severity}{code} {message} ({item.server})"
 
 
 __all__ = [

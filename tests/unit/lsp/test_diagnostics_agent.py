@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import ToolMessage
@@ -402,3 +403,37 @@ def test_the_diagnostics_tool_lists_a_file_s_and_a_folder_s_existing_ones(
     ]
     assert clean.content == "No diagnostics in 1 file."
     assert (tmp_path / "pkg" / "a.py").read_text() == "print(one)\n"
+
+
+def test_a_notebook_cell_s_new_error_names_its_cell_and_not_the_names_of_earlier_cells(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    book = nbformat.v4.new_notebook()
+    book.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    book.cells = [
+        nbformat.v4.new_code_cell("import math\nradius = 2", id="load"),
+        nbformat.v4.new_markdown_cell("# Area", id="intro"),
+        nbformat.v4.new_code_cell("area = math.pi * radius**2", id="area"),
+    ]
+    (tmp_path / "nb.ipynb").write_text(nbformat.writes(book))
+    messages = run(
+        tmp_path,
+        [
+            tool_call("read_file", file_path="/nb.ipynb"),
+            tool_call(
+                "notebook_edit",
+                notebook_path="/nb.ipynb",
+                cell_id="area",
+                new_source="area = math.pi * radius**2\nprint(aera)",
+            ),
+        ],
+        servers,
+        table=ONLY_RUFF,
+    )
+    assert messages[1].status == "success", messages[1].content
+    assert introduced(messages[1]) == [("/nb.ipynb", "F821")]
+    assert "/nb.ipynb cell area:2:7: error F821 Undefined name `aera` (ruff)" in messages[1].content
