@@ -55,6 +55,8 @@ class _Slot:
     starts: int = 0
     dead: str | None = None
     """Why it is no longer used (it ended after its restart)."""
+    starting: asyncio.Future[None] | None = None
+    """The server's start, which every check arriving meanwhile waits for."""
     used: float = field(default_factory=time.monotonic)
 
 
@@ -223,6 +225,8 @@ class Diagnostics:
         """The running server for (root, name), started if needed; else why not."""
         slot = self._slots.setdefault((root, name), _Slot())
         slot.used = time.monotonic()
+        if slot.starting is not None and not slot.starting.done():
+            return await self._started(slot, name, deadline)
         if slot.server is not None and not slot.server.alive:  # it ended since the last check
             self._ended(slot, name)
         if slot.dead is not None:
@@ -232,22 +236,26 @@ class Diagnostics:
         program = spec.program()
         if program is None:
             return f"Diagnostics unavailable: {name} ({spec.command[0]}) is not installed."
-        return await self._start(slot, name, Server(spec, program, root), deadline)
-
-    async def _start(self, slot: _Slot, name: str, server: Server, deadline: float) -> Server | str:
-        """Start `server` in `slot`, waiting for it until `deadline` (it goes on after)."""
-        slot.server = server
+        server = slot.server = Server(spec, program, root)
         slot.starts += 1
-        starting = asyncio.ensure_future(asyncio.wait_for(server.start(), self.start_timeout))
+        slot.starting = asyncio.ensure_future(asyncio.wait_for(server.start(), self.start_timeout))
+        slot.starting.add_done_callback(_retrieved)
+        return await self._started(slot, name, deadline)
+
+    async def _started(self, slot: _Slot, name: str, deadline: float) -> Server | str:
+        """The slot's server once its start ends, waiting until `deadline` (it goes on after)."""
+        assert slot.starting is not None  # noqa: S101 - set by the caller
         try:
-            await asyncio.wait_for(asyncio.shield(starting), max(deadline - time.monotonic(), 0))
+            await asyncio.wait_for(
+                asyncio.shield(slot.starting), max(deadline - time.monotonic(), 0)
+            )
         except TimeoutError:
             return f"Diagnostics not ready: {name} is still starting."
         except ServerGone:
             slot.server = None
             slot.dead = f"Diagnostics unavailable: {name} could not start."
             return slot.dead
-        return server
+        return slot.server or f"Diagnostics unavailable: {name} stopped."
 
     @staticmethod
     def _ended(slot: _Slot, name: str) -> str:
@@ -361,6 +369,12 @@ def _virtual(root: str, uri: str) -> str:
 
 def _suffix(path: str) -> str:
     return posixpath.splitext(path)[1].lower()
+
+
+def _retrieved(future: asyncio.Future[None]) -> None:
+    """Take a start's failure (each waiting check reports it in its own words)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _serve(loop: asyncio.AbstractEventLoop) -> None:

@@ -2,14 +2,17 @@
 
 Modes: `ok` (one warning per line containing "BAD"), `crash` (exits at the first
 change), `hang` (never answers a diagnostic request), `flood` (5,000 diagnostics for
-any text with "BAD"). Speaks just enough LSP over stdio: initialize (pull
+any text with "BAD"), `net` (the message says whether an internet socket could be
+opened), `paths` (the message names the file's host path and URI). Speaks just enough LSP over stdio: initialize (pull
 diagnostics), didOpen/didChange, textDocument/diagnostic, shutdown, exit.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import sys
+from urllib.parse import unquote, urlparse
 
 MODE = sys.argv[1]
 texts: dict[str, str] = {}
@@ -35,7 +38,15 @@ def send(message: dict) -> None:
     sys.stdout.buffer.flush()
 
 
-def diagnostics(text: str) -> list[dict]:
+def network() -> str:
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+    except OSError:
+        return "network refused"
+    return "network open"
+
+
+def diagnostics(text: str, uri: str) -> list[dict]:
     found = []
     for number, line in enumerate(text.splitlines()):
         if "BAD" in line:
@@ -48,7 +59,10 @@ def diagnostics(text: str) -> list[dict]:
                     },
                     "severity": 2,
                     "code": f"B{copy}",
-                    "message": "a bad line",
+                    "message": {
+                        "net": network(),
+                        "paths": f"see {unquote(urlparse(uri).path)} and {uri}",
+                    }.get(MODE, "a bad line"),
                 }
                 for copy in range(copies)
             ]
@@ -83,7 +97,8 @@ while (message := read()) is not None:
     elif method == "textDocument/diagnostic":
         if MODE == "hang":
             continue
-        items = diagnostics(texts.get(params["textDocument"]["uri"], ""))
+        uri = params["textDocument"]["uri"]
+        items = diagnostics(texts.get(uri, ""), uri)
         send({"jsonrpc": "2.0", "id": message["id"], "result": {"kind": "full", "items": items}})
     elif method == "shutdown":
         send({"jsonrpc": "2.0", "id": message["id"], "result": None})

@@ -7,6 +7,8 @@ a fake server (`fake_server.py`) crashes, hangs or floods for the failure cases.
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import ToolMessage
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
-from langchain_fstools.lsp import Diagnostics, ServerSpec
+from langchain_fstools.lsp import Diagnostics, FileChange, ServerSpec
 from langchain_fstools.testing import ScriptedChatModel, parallel, tool_call
 
 FAKE = str(Path(__file__).with_name("fake_server.py"))
@@ -437,3 +439,51 @@ def test_a_notebook_cell_s_new_error_names_its_cell_and_not_the_names_of_earlier
     assert messages[1].status == "success", messages[1].content
     assert introduced(messages[1]) == [("/nb.ipynb", "F821")]
     assert "/nb.ipynb cell area:2:7: error F821 Undefined name `aera` (ruff)" in messages[1].content
+
+
+# ----- what a server may do, and its life ------------------------------------------------
+
+
+def message_of(message: ToolMessage) -> str:
+    (found,) = message.artifact["diagnostics"]["introduced"]
+    return str(found["message"])
+
+
+def test_a_server_has_no_network(tmp_path: Path, servers: list[Diagnostics]) -> None:
+    message = broken_edit(tmp_path, servers, fake("net"))
+    assert message_of(message) == "network refused"
+
+
+def test_host_paths_in_a_server_s_messages_are_hidden(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    message = broken_edit(tmp_path, servers, fake("paths"))
+    assert message_of(message) == "see /app.py and /app.py"
+    assert str(tmp_path) not in message.content
+
+
+def test_one_server_serves_every_thread_and_ends_when_idle(tmp_path: Path) -> None:
+    diagnostics = Diagnostics(servers=fake("ok"), timeout=10, idle_seconds=0.4)
+    try:
+        reports = []
+
+        def check(n: int) -> None:
+            change = FileChange(f"/f{n}.py", "x = 1\n", "BAD = 1\n")
+            reports.append(diagnostics.check(str(tmp_path), [change]))
+
+        threads = [threading.Thread(target=check, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert [len(report.introduced) for report in reports] == [1, 1, 1, 1]
+        assert len(diagnostics.server_pids()) == 1
+        for _ in range(200):  # the reaper looks every idle_seconds / 4
+            if not diagnostics.server_pids():
+                break
+            time.sleep(0.05)
+        assert diagnostics.server_pids() == []
+        report = diagnostics.check(str(tmp_path), [FileChange("/g.py", None, "BAD = 2\n")])
+        assert len(report.introduced) == 1
+    finally:
+        diagnostics.close()
