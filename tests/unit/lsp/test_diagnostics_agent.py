@@ -15,6 +15,7 @@ from typing import Any
 import nbformat
 import pytest
 from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import ToolMessage
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
@@ -487,3 +488,34 @@ def test_one_server_serves_every_thread_and_ends_when_idle(tmp_path: Path) -> No
         assert len(report.introduced) == 1
     finally:
         diagnostics.close()
+
+
+def test_the_diagnostics_are_in_the_traced_tool_result(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    class Traced(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.outputs: list[Any] = []
+
+        def on_tool_end(self, output: Any, **kwargs: Any) -> None:
+            self.outputs.append(output)
+
+    (tmp_path / "app.py").write_text(SOURCE)
+    diagnostics = Diagnostics(servers=ONLY_RUFF, timeout=10)
+    servers.append(diagnostics)
+    middleware = FilesystemMiddleware(backend=LocalBackend(tmp_path), diagnostics=diagnostics)
+    model = ScriptedChatModel(
+        turns=[
+            tool_call("read_file", file_path="/app.py"),
+            edit("/app.py", "sum(values)", "sum(valuez)"),
+            "done",
+        ]
+    )
+    traced = Traced()
+    create_agent(model, middleware=[middleware]).invoke(
+        {"messages": [("user", "go")]}, {"callbacks": [traced]}
+    )
+    edited = traced.outputs[-1]
+    assert isinstance(edited, ToolMessage)
+    assert "error F821 Undefined name `valuez`" in edited.content
+    assert edited.artifact["diagnostics"]["counts"] == {"introduced": 1, "fixed": 0}
