@@ -84,7 +84,8 @@ class Diagnostics:
 
         Args:
             servers: Servers laid over `DEFAULT_SERVERS` (a name mapped to None removes
-                one). Default: the defaults.
+                one). Default: the defaults. A default server whose program is not
+                found is skipped silently; one given here is reported missing.
             timeout: Seconds a check waits for the servers' answers before it says
                 "diagnostics not ready". Default: 2.
             start_timeout: Seconds a server may take to start; a check waits for it
@@ -97,6 +98,8 @@ class Diagnostics:
         if min(timeout, start_timeout, idle_seconds) <= 0:
             raise ValueError("diagnostics timeouts and idle time must be positive")
         self.servers = server_table(servers)
+        self._named = frozenset(name for name, spec in (servers or {}).items() if spec)
+        """Servers the user gave: their missing program is said; a default's is not."""
         self.timeout = timeout
         self.start_timeout = start_timeout
         self.idle_seconds = idle_seconds
@@ -105,10 +108,6 @@ class Diagnostics:
         self._thread: threading.Thread | None = None
         self._guard = threading.Lock()
         self._reaper: concurrent.futures.Future[None] | None = None
-
-    def configured(self, path: str | None = None) -> bool:
-        """Whether some server's program exists (for `path`'s extension, if given)."""
-        return any(spec.program() is not None for _, spec in self._specs_for(path))
 
     def checks(self, path: str) -> bool:
         """Whether some server of the table checks `path` (by its extension)."""
@@ -168,13 +167,9 @@ class Diagnostics:
                 self._reaper = asyncio.run_coroutine_threadsafe(self._reap_idle(), loop)
             return self._loop
 
-    def _specs_for(self, path: str | None) -> list[tuple[str, ServerSpec]]:
-        extension = None if path is None else posixpath.splitext(path)[1].lower()
-        return [
-            (name, spec)
-            for name, spec in self.servers.items()
-            if extension is None or extension in spec.extensions
-        ]
+    def _specs_for(self, path: str) -> list[tuple[str, ServerSpec]]:
+        extension = _suffix(path)
+        return [(name, spec) for name, spec in self.servers.items() if extension in spec.extensions]
 
     async def _check(
         self, root: str, changes: Sequence[FileChange], *, fresh: bool = False
@@ -204,6 +199,8 @@ class Diagnostics:
     ) -> DiagnosticsReport:
         spec = self.servers[name]
         mine = [change for change in changes if _suffix(change.checked_as) in spec.extensions]
+        if name not in self._named and spec.program() is None:
+            return DiagnosticsReport()  # a default server whose program is not here
         server_or_note = await self._server(root, name, spec, deadline)
         if isinstance(server_or_note, str):
             return DiagnosticsReport(notes=(server_or_note,))

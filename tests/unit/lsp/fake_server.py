@@ -3,8 +3,10 @@
 Modes: `ok` (one warning per line containing "BAD"), `crash` (exits at the first
 change), `hang` (never answers a diagnostic request), `flood` (5,000 diagnostics for
 any text with "BAD"), `net` (the message says whether an internet socket could be
-opened), `paths` (the message names the file's host path and URI). Speaks just enough LSP over stdio: initialize (pull
-diagnostics), didOpen/didChange, textDocument/diagnostic, shutdown, exit.
+opened), `paths` (the message names the file's host path and URI), `push` (no pull
+diagnostics: it publishes them, with the document's version, at every open and
+change). Speaks just enough LSP over stdio: initialize, didOpen/didChange,
+textDocument/diagnostic, publishDiagnostics, shutdown, exit.
 """
 
 from __future__ import annotations
@@ -69,31 +71,32 @@ def diagnostics(text: str, uri: str) -> list[dict]:
     return found
 
 
+def publish(uri: str, version: int) -> None:
+    if MODE == "push":
+        items = diagnostics(texts[uri], uri)
+        params = {"uri": uri, "version": version, "diagnostics": items}
+        send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params})
+
+
 while (message := read()) is not None:
     method = message.get("method")
     params = message.get("params", {})
     if method == "initialize":
-        send(
-            {
-                "jsonrpc": "2.0",
-                "id": message["id"],
-                "result": {
-                    "capabilities": {
-                        "textDocumentSync": 1,
-                        "diagnosticProvider": {
-                            "interFileDependencies": False,
-                            "workspaceDiagnostics": False,
-                        },
-                    }
-                },
+        capabilities: dict = {"textDocumentSync": 1}
+        if MODE != "push":
+            capabilities["diagnosticProvider"] = {
+                "interFileDependencies": False,
+                "workspaceDiagnostics": False,
             }
-        )
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": capabilities}})
     elif method == "textDocument/didOpen":
         texts[params["textDocument"]["uri"]] = params["textDocument"]["text"]
+        publish(params["textDocument"]["uri"], params["textDocument"]["version"])
     elif method == "textDocument/didChange":
         if MODE == "crash":
             sys.exit(3)
         texts[params["textDocument"]["uri"]] = params["contentChanges"][-1]["text"]
+        publish(params["textDocument"]["uri"], params["textDocument"]["version"])
     elif method == "textDocument/diagnostic":
         if MODE == "hang":
             continue

@@ -244,6 +244,35 @@ def test_the_fake_server_reports_a_bad_line(tmp_path: Path, servers: list[Diagno
     assert introduced(message) == [("/app.py", "B0")]
 
 
+def test_a_server_without_pull_diagnostics_gives_the_published_ones(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    (tmp_path / "app.py").write_text("BAD = 0\nfine = 1\n")
+    messages = run(
+        tmp_path,
+        [
+            tool_call("read_file", file_path="/app.py"),
+            edit("/app.py", "fine = 1", "BAD = 1"),
+            edit("/app.py", "BAD = 1", "fine = 1"),
+        ],
+        servers,
+        table=fake("push"),
+    )
+    assert [i["line"] for i in messages[1].artifact["diagnostics"]["introduced"]] == [2]
+    assert [i["line"] for i in messages[2].artifact["diagnostics"]["fixed"]] == [2]
+
+
+def test_a_default_server_that_is_not_installed_is_skipped_silently(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    diagnostics = Diagnostics(servers={"ruff": None, "ty": None})
+    diagnostics.servers["gopls"] = ServerSpec(("no-such-gopls-51",), frozenset({".go"}), "go")
+    servers.append(diagnostics)
+    report = diagnostics.check(str(tmp_path), [FileChange("/main.go", None, "package main\n")])
+    assert not report
+    assert diagnostics.server_pids() == []
+
+
 def test_a_crashing_server_is_one_sentence(tmp_path: Path, servers: list[Diagnostics]) -> None:
     message = broken_edit(tmp_path, servers, fake("crash"))
     assert message.content.endswith(
