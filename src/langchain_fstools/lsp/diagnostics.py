@@ -2,9 +2,10 @@
 
 `Diagnostics` owns the servers of a toolkit: one per (workspace folder, server name),
 started on the first change of a file it checks, shared by every call and thread,
-stopped by `close` or after `idle_seconds` unused. Its servers run on one event loop in
-one daemon thread; `check` (sync) and `acheck` (async) hand it a change and wait a
-bounded time.
+stopped by `close`, after `idle_seconds` unused, or when the agent's process ends (a
+server exits when its stdin closes). Its servers run on one event loop in one daemon
+thread; `check` hands it a change and waits a bounded time (the tools call it from a
+worker thread on the async path, `core.calls.blocking`).
 
 A check, for each changed file and each server of its extension:
 1. the server is shown the text before the change (nothing for a new file) and asked
@@ -118,11 +119,6 @@ class Diagnostics:
         future = asyncio.run_coroutine_threadsafe(self._check(root, changes), self._running())
         return _wait(future, self.timeout)
 
-    async def acheck(self, root: str, changes: Sequence[FileChange]) -> DiagnosticsReport:
-        """Async `check`."""
-        future = asyncio.run_coroutine_threadsafe(self._check(root, changes), self._running())
-        return await asyncio.wrap_future(future)
-
     def current(self, root: str, files: Sequence[tuple[str, str]]) -> DiagnosticsReport:
         """The diagnostics the servers give now for `(path, text)` files, as `introduced`."""
         changes = [FileChange(path, None, text) for path, text in files]
@@ -215,6 +211,8 @@ class Diagnostics:
             )
         except ServerGone:
             return DiagnosticsReport(notes=(self._ended(self._slots[(root, name)], name),))
+        except Exception as exc:  # noqa: BLE001 - a server's bad answer never fails a change
+            return DiagnosticsReport(notes=(f"Diagnostics unavailable: {name} failed ({exc!r}).",))
 
     async def _server(
         self, root: str, name: str, spec: ServerSpec, deadline: float
@@ -247,12 +245,18 @@ class Diagnostics:
                 asyncio.shield(slot.starting), max(deadline - time.monotonic(), 0)
             )
         except TimeoutError:
-            return f"Diagnostics not ready: {name} is still starting."
-        except ServerGone:
-            slot.server = None
-            slot.dead = f"Diagnostics unavailable: {name} could not start."
-            return slot.dead
-        return slot.server or f"Diagnostics unavailable: {name} stopped."
+            if not slot.starting.done():
+                return f"Diagnostics not ready: {name} is still starting."
+            failure = f"did not start within {self.start_timeout:g} s"
+        except Exception as exc:  # noqa: BLE001 - any failure to start is one sentence
+            failure = "could not start" if isinstance(exc, ServerGone) else f"failed ({exc!r})"
+        else:
+            return slot.server or f"Diagnostics unavailable: {name} stopped."
+        server, slot.server = slot.server, None
+        if server is not None:
+            await server.stop()
+        slot.dead = f"Diagnostics unavailable: {name} {failure}."
+        return slot.dead
 
     @staticmethod
     def _ended(slot: _Slot, name: str) -> str:
@@ -389,6 +393,8 @@ def _wait(
     except concurrent.futures.TimeoutError:
         future.cancel()
         return DiagnosticsReport(notes=("Diagnostics not ready: the servers did not answer.",))
+    except Exception as exc:  # noqa: BLE001 - a broken check never fails a change
+        return DiagnosticsReport(notes=(f"Diagnostics unavailable: {exc!r}.",))
 
 
 __all__ = ["Diagnostics"]

@@ -5,7 +5,8 @@ change), `hang` (never answers a diagnostic request), `flood` (5,000 diagnostics
 any text with "BAD"), `net` (the message says whether an internet socket could be
 opened), `paths` (the message names the file's host path and URI), `push` (no pull
 diagnostics: it publishes them, with the document's version, at every open and
-change). Speaks just enough LSP over stdio: initialize, didOpen/didChange,
+change), `mute` (never answers initialize), `garbage` (answers a diagnostic request
+with a malformed report). Speaks just enough LSP over stdio: initialize, didOpen/didChange,
 textDocument/diagnostic, publishDiagnostics, shutdown, exit.
 """
 
@@ -81,6 +82,8 @@ def publish(uri: str, version: int) -> None:
 while (message := read()) is not None:
     method = message.get("method")
     params = message.get("params", {})
+    if method == "initialize" and MODE == "mute":
+        continue
     if method == "initialize":
         capabilities: dict = {"textDocumentSync": 1}
         if MODE != "push":
@@ -99,6 +102,9 @@ while (message := read()) is not None:
         publish(params["textDocument"]["uri"], params["textDocument"]["version"])
     elif method == "textDocument/diagnostic":
         if MODE == "hang":
+            continue
+        if MODE == "garbage":
+            send({"jsonrpc": "2.0", "id": message["id"], "result": {"kind": "full", "items": 7}})
             continue
         uri = params["textDocument"]["uri"]
         items = diagnostics(texts.get(uri, ""), uri)

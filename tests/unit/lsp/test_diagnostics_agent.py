@@ -310,6 +310,23 @@ def test_a_hanging_server_is_not_ready_within_the_timeout(
     assert message.content.endswith("Diagnostics not ready: fake did not answer within 0.5 s.")
 
 
+def test_a_server_that_never_starts_is_left_out(tmp_path: Path, servers: list[Diagnostics]) -> None:
+    diagnostics = Diagnostics(servers=fake("mute"), timeout=1, start_timeout=0.5)
+    servers.append(diagnostics)
+    change = FileChange("/app.py", "x = 1\n", "BAD = 1\n")
+    first = diagnostics.check(str(tmp_path), [change])
+    assert first.notes == ("Diagnostics unavailable: fake did not start within 0.5 s.",)
+    assert diagnostics.server_pids() == []
+    again = diagnostics.check(str(tmp_path), [change])
+    assert again.notes == first.notes
+
+
+def test_a_malformed_answer_is_one_sentence(tmp_path: Path, servers: list[Diagnostics]) -> None:
+    message = broken_edit(tmp_path, servers, fake("garbage"), timeout=2)
+    last = message.content.splitlines()[-1]
+    assert last.startswith(("Diagnostics unavailable: fake", "Diagnostics not ready: fake"))
+
+
 def test_a_flooding_server_is_bounded(tmp_path: Path, servers: list[Diagnostics]) -> None:
     message = broken_edit(tmp_path, servers, fake("flood"))
     shown = [line for line in message.content.splitlines() if line.startswith("/app.py:1:1:")]
