@@ -109,19 +109,26 @@ class Diagnostics:
         self._thread: threading.Thread | None = None
         self._guard = threading.Lock()
         self._reaper: concurrent.futures.Future[None] | None = None
+        self._programs: dict[str, str | None] = {}
+        """Each server's program as found at its first use (None: not found)."""
 
     def checks(self, path: str) -> bool:
         """Whether some server of the table checks `path` (by its extension)."""
         return bool(self._specs_for(path))
 
     def check(self, root: str, changes: Sequence[FileChange]) -> DiagnosticsReport:
-        """What `changes` (already written under the host folder `root`) introduced and fixed."""
+        """What `changes` (already written under the host folder `root`) introduced and fixed.
+
+        Blocks: call it from a worker thread on the async path (`core.calls.blocking`).
+        """
+        self._find_programs(changes)
         future = asyncio.run_coroutine_threadsafe(self._check(root, changes), self._running())
         return _wait(future, self.timeout)
 
     def current(self, root: str, files: Sequence[tuple[str, str]]) -> DiagnosticsReport:
         """The diagnostics the servers give now for `(path, text)` files, as `introduced`."""
         changes = [FileChange(path, None, text) for path, text in files]
+        self._find_programs(changes)
         future = asyncio.run_coroutine_threadsafe(
             self._check(root, changes, fresh=True), self._running()
         )
@@ -163,6 +170,13 @@ class Diagnostics:
                 self._reaper = asyncio.run_coroutine_threadsafe(self._reap_idle(), loop)
             return self._loop
 
+    def _find_programs(self, changes: Sequence[FileChange]) -> None:
+        """Look the servers' programs up (a PATH search) here, never on the loop thread."""
+        for change in changes:
+            for name, spec in self._specs_for(change.checked_as):
+                if name not in self._programs:
+                    self._programs[name] = spec.program()
+
     def _specs_for(self, path: str) -> list[tuple[str, ServerSpec]]:
         extension = _suffix(path)
         return [(name, spec) for name, spec in self.servers.items() if extension in spec.extensions]
@@ -195,7 +209,7 @@ class Diagnostics:
     ) -> DiagnosticsReport:
         spec = self.servers[name]
         mine = [change for change in changes if _suffix(change.checked_as) in spec.extensions]
-        if name not in self._named and spec.program() is None:
+        if name not in self._named and self._programs.get(name) is None:
             return DiagnosticsReport()  # a default server whose program is not here
         server_or_note = await self._server(root, name, spec, deadline)
         if isinstance(server_or_note, str):
@@ -228,7 +242,7 @@ class Diagnostics:
             return slot.dead
         if slot.server is not None:
             return slot.server
-        program = spec.program()
+        program = self._programs.get(name)
         if program is None:
             return f"Diagnostics unavailable: {name} ({spec.command[0]}) is not installed."
         server = slot.server = Server(spec, program, root)

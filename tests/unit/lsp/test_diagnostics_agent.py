@@ -565,3 +565,22 @@ def test_the_diagnostics_are_in_the_traced_tool_result(
     assert isinstance(edited, ToolMessage)
     assert "error F821 Undefined name `valuez`" in edited.content
     assert edited.artifact["diagnostics"]["counts"] == {"introduced": 1, "fixed": 0}
+
+
+async def test_the_async_path_reports_the_same(tmp_path: Path, servers: list[Diagnostics]) -> None:
+    (tmp_path / "app.py").write_text(SOURCE)
+    diagnostics = Diagnostics(servers=ONLY_RUFF, timeout=10)
+    servers.append(diagnostics)
+    middleware = FilesystemMiddleware(backend=LocalBackend(tmp_path), diagnostics=diagnostics)
+    model = ScriptedChatModel(
+        turns=[
+            tool_call("read_file", file_path="/app.py"),
+            edit("/app.py", "sum(values)", "sum(valuez)"),
+            "done",
+        ]
+    )
+    result = await create_agent(model, middleware=[middleware]).ainvoke(
+        {"messages": [("user", "go")]}
+    )
+    edited = [m for m in result["messages"] if isinstance(m, ToolMessage)][-1]
+    assert introduced(edited) == [("/app.py", "F821")]
