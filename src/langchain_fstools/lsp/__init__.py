@@ -13,8 +13,8 @@ __all__ = [
     "Diagnostic",
     "Diagnostics",
     "DiagnosticsReport",
-    "FileChange",
     "ServerSpec",
+    "TextChange",
 ]
 
 __getattr__, __dir__ = lazy_names(
@@ -24,7 +24,7 @@ __getattr__, __dir__ = lazy_names(
         "Diagnostic": "langchain_fstools.lsp.report",
         "Diagnostics": "langchain_fstools.lsp.diagnostics",
         "DiagnosticsReport": "langchain_fstools.lsp.report",
-        "FileChange": "langchain_fstools.lsp.report",
+        "TextChange": "langchain_fstools.lsp.report",
         "ServerSpec": "langchain_fstools.lsp.servers",
     },
 )

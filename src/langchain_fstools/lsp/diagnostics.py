@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_fstools.lsp.client import Place, RawDiagnostic, Server, ServerGone, severity_name
-from langchain_fstools.lsp.report import Diagnostic, DiagnosticsReport, FileChange
+from langchain_fstools.lsp.report import Diagnostic, DiagnosticsReport, TextChange
 from langchain_fstools.lsp.servers import ServerSpec, server_table
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class Diagnostics:
         """Whether some server of the table checks `path` (by its extension)."""
         return bool(self._specs_for(path))
 
-    def check(self, root: str, changes: Sequence[FileChange]) -> DiagnosticsReport:
+    def check(self, root: str, changes: Sequence[TextChange]) -> DiagnosticsReport:
         """What `changes` (already written under the host folder `root`) introduced and fixed.
 
         Blocks: call it from a worker thread on the async path (`core.calls.blocking`).
@@ -127,7 +127,7 @@ class Diagnostics:
 
     def current(self, root: str, files: Sequence[tuple[str, str]]) -> DiagnosticsReport:
         """The diagnostics the servers give now for `(path, text)` files, as `introduced`."""
-        changes = [FileChange(path, None, text) for path, text in files]
+        changes = [TextChange(path, None, text) for path, text in files]
         self._find_programs(changes)
         future = asyncio.run_coroutine_threadsafe(
             self._check(root, changes, fresh=True), self._running()
@@ -170,7 +170,7 @@ class Diagnostics:
                 self._reaper = asyncio.run_coroutine_threadsafe(self._reap_idle(), loop)
             return self._loop
 
-    def _find_programs(self, changes: Sequence[FileChange]) -> None:
+    def _find_programs(self, changes: Sequence[TextChange]) -> None:
         """Look the servers' programs up (a PATH search) here, never on the loop thread."""
         for change in changes:
             for name, spec in self._specs_for(change.checked_as):
@@ -182,7 +182,7 @@ class Diagnostics:
         return [(name, spec) for name, spec in self.servers.items() if extension in spec.extensions]
 
     async def _check(
-        self, root: str, changes: Sequence[FileChange], *, fresh: bool = False
+        self, root: str, changes: Sequence[TextChange], *, fresh: bool = False
     ) -> DiagnosticsReport:
         deadline = time.monotonic() + self.timeout
         names = {name for change in changes for name, _ in self._specs_for(change.checked_as)}
@@ -202,7 +202,7 @@ class Diagnostics:
         self,
         root: str,
         name: str,
-        changes: Sequence[FileChange],
+        changes: Sequence[TextChange],
         deadline: float,
         *,
         fresh: bool,
@@ -297,7 +297,7 @@ class Diagnostics:
 
 
 async def _compare(
-    server: Server, name: str, root: str, changes: Sequence[FileChange], *, fresh: bool
+    server: Server, name: str, root: str, changes: Sequence[TextChange], *, fresh: bool
 ) -> DiagnosticsReport:
     """Show `server` each change and compare what it says before and after."""
     before: list[Diagnostic] = []

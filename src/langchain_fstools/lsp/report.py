@@ -1,6 +1,6 @@
 """What a change did to the language servers' diagnostics, as plain data.
 
-No server code here (nor pygls): the tools build `FileChange`s and render a
+No server code here (nor pygls): the tools build `TextChange`s and render a
 `DiagnosticsReport` without the `lsp` extra installed.
 """
 
@@ -29,7 +29,7 @@ class Diagnostic:
 
 
 @dataclass(frozen=True, slots=True)
-class FileChange:
+class TextChange:
     """A file's text before and after a change (None: it did not exist / was deleted).
 
     A notebook is checked as one document of its code cells (`document`, a name the
@@ -69,4 +69,4 @@ class DiagnosticsReport:
         return bool(self.introduced or self.fixed or self.notes)
 
 
-__all__ = ["Diagnostic", "DiagnosticsReport", "FileChange"]
+__all__ = ["Diagnostic", "DiagnosticsReport", "TextChange"]

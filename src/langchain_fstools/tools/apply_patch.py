@@ -10,7 +10,7 @@ from langchain_fstools import errors
 from langchain_fstools.core import paths
 from langchain_fstools.formats.diff import snippet
 from langchain_fstools.formats.text import count_lines
-from langchain_fstools.lsp.report import FileChange
+from langchain_fstools.lsp.report import TextChange
 from langchain_fstools.patch.apply import commit, plan
 from langchain_fstools.patch.apply import summary as patch_summary
 from langchain_fstools.patch.argument import patch_paths, patch_text
@@ -150,14 +150,14 @@ def run_patch(scope: CallScope, text: str, workdir: str = paths.ROOT) -> Effect[
         )
     content = "\n\n".join([summary, *diffs])
     texts = [
-        FileChange(
+        TextChange(
             change.final_path,
             None if change.kind == "add" else change.old_text,
             None if change.kind == "delete" else change.new_text,
         )
         for change in changes
     ]
-    texts += [FileChange(change.path, None, None) for change in changes if change.move_to]
+    texts += [TextChange(change.path, None, None) for change in changes if change.move_to]
     return changed(content, {"files": files, "workdir": workdir}, reports, texts)
 
 

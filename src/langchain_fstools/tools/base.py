@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
-    from langchain_fstools.lsp.report import FileChange
+    from langchain_fstools.lsp.report import TextChange
     from langchain_fstools.tools.targets import Target
 
 
@@ -198,7 +198,7 @@ class ToolOutcome:
     artifact: dict[str, Any]
     state: dict[str, Any] = field(default_factory=dict)
     """More graph-state updates of the call (a command's changes waiting for a person)."""
-    changes: tuple[FileChange, ...] = ()
+    changes: tuple[TextChange, ...] = ()
     """The files the call changed, text before and after, for the language servers."""
 
 

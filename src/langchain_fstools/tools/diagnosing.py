@@ -22,7 +22,7 @@ from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.core import calls
 from langchain_fstools.core.extras import require
 from langchain_fstools.formats import encoding
-from langchain_fstools.lsp.report import FileChange
+from langchain_fstools.lsp.report import TextChange
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -87,7 +87,7 @@ def local_folder(backend: Backend) -> str | None:
     return None
 
 
-def on_local_disk(backend: Backend, changes: Sequence[FileChange]) -> list[FileChange]:
+def on_local_disk(backend: Backend, changes: Sequence[TextChange]) -> list[TextChange]:
     """The changes of files `local_folder` holds (not under a composite's mounts)."""
     if not isinstance(backend, CompositeBackend):
         return list(changes)
@@ -100,7 +100,7 @@ def on_local_disk(backend: Backend, changes: Sequence[FileChange]) -> list[FileC
 
 
 def diagnosed(
-    servers: Diagnostics, backend: Backend, changes: Sequence[FileChange]
+    servers: Diagnostics, backend: Backend, changes: Sequence[TextChange]
 ) -> Effect[DiagnosticsReport | None]:
     """What `servers` say `changes` introduced and fixed; None when nothing is checked.
 
@@ -136,13 +136,13 @@ def texts_before(
     return found
 
 
-def texts_after(before: dict[str, str | None]) -> Effect[list[FileChange]]:
+def texts_after(before: dict[str, str | None]) -> Effect[list[TextChange]]:
     """After the changes landed: each file of `texts_before`, text before and after."""
-    paired: list[FileChange] = []
+    paired: list[TextChange] = []
     for path, old in before.items():
         new = yield from read_text(path)
         if new != old:
-            paired.append(FileChange(path, old, new))
+            paired.append(TextChange(path, old, new))
     return paired
 
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import ChangeReview, ChangeSet
     from langchain_fstools.core.results import ExecutionResult, LimitHit
-    from langchain_fstools.lsp.report import FileChange
+    from langchain_fstools.lsp.report import TextChange
     from langchain_fstools.tools.settings import ToolSettings
 
 
@@ -139,7 +139,7 @@ class ExecuteTool(FileTool):
         if result.limit is not None:
             artifact["limit"] = {"name": result.limit.name, "value": result.limit.value}
         state: dict[str, Any] = {}
-        texts: list[FileChange] = []
+        texts: list[TextChange] = []
         if result.changes is not None:
             body, state, texts = yield from settle(
                 scope, args.command, result.changes, body, artifact
@@ -206,7 +206,7 @@ def _through_processes(
 
 def settle(
     scope: CallScope, command: str, changes: ChangeSet, body: str, artifact: dict[str, Any]
-) -> Effect[tuple[str, dict[str, Any], list[FileChange]]]:
+) -> Effect[tuple[str, dict[str, Any], list[TextChange]]]:
     """Review a command's change set: commit it, keep it for a person, or refuse it whole.
 
     Returns the result text with the changes summarised, the state update (a review
@@ -218,7 +218,7 @@ def settle(
         ChangesNotCommitted: refused, stale, or no one to ask (nothing committed).
     """
     state: dict[str, Any] = {}
-    texts: list[FileChange] = []
+    texts: list[TextChange] = []
     try:
         review = yield from _reviewed(changes, body)
         if review.asks:

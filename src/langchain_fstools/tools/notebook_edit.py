@@ -12,7 +12,7 @@ from langchain_fstools import errors
 from langchain_fstools.core import calls, paths
 from langchain_fstools.formats import notebook, syntax
 from langchain_fstools.formats.kinds import Unreadable
-from langchain_fstools.lsp.report import FileChange
+from langchain_fstools.lsp.report import TextChange
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
 from langchain_fstools.tools.writing import (
@@ -122,7 +122,7 @@ class NotebookEditTool(FileTool):
         checked = []
         if old_document is not None and new_document is not None:
             checked.append(
-                FileChange(
+                TextChange(
                     path,
                     old_document[0],
                     new_document[0],

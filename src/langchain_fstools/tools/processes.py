@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
     from langchain_fstools.core.calls import Effect
-    from langchain_fstools.lsp.report import FileChange
+    from langchain_fstools.lsp.report import TextChange
     from langchain_fstools.shell.session.background import Background, Processes
 
 Action = Literal["list", "read", "write", "kill"]
@@ -117,7 +117,7 @@ def _read(scope: CallScope, table: Processes, process: Background) -> Effect[Too
         "exit_code": output.exit_code,
     }
     state: dict[str, Any] = {}
-    texts: list[FileChange] = []
+    texts: list[TextChange] = []
     changes = yield from calls.blocking(functools.partial(table.review, process))
     if changes is not None:
         try:

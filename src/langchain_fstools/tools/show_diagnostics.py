@@ -15,7 +15,7 @@ from pydantic import Field
 
 from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import InvalidArgument
-from langchain_fstools.lsp.report import FileChange
+from langchain_fstools.lsp.report import TextChange
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.diagnosing import (
     local_folder,
@@ -69,7 +69,7 @@ class DiagnosticsTool(FileTool):
             )
         start = paths.normalize(args.path or paths.ROOT)
         found = yield from _files(servers, start)
-        local = on_local_disk(scope.backend, [FileChange(path, None, None) for path in found])
+        local = on_local_disk(scope.backend, [TextChange(path, None, None) for path in found])
         texts: list[tuple[str, str]] = []
         for change in local:
             text = yield from read_text(change.path)

@@ -16,7 +16,7 @@ from langchain_fstools.core import calls
 from langchain_fstools.formats import encoding, syntax
 from langchain_fstools.formats.diff import snippet, unified_patch
 from langchain_fstools.formats.text import count_lines
-from langchain_fstools.lsp.report import FileChange
+from langchain_fstools.lsp.report import TextChange
 from langchain_fstools.tools.base import ToolOutcome
 from langchain_fstools.tools.reads import after_write, saw_everything
 from langchain_fstools.tools.render import render_syntax_reports
@@ -61,9 +61,9 @@ class Written:
         return snippet(self.patch, self.diff_lines)
 
     @property
-    def change(self) -> FileChange:
+    def change(self) -> TextChange:
         """The change, for the language servers."""
-        return FileChange(self.info.path, self.old_text, self.new_text)
+        return TextChange(self.info.path, self.old_text, self.new_text)
 
 
 def require_read(scope: CallScope, info: FileInfo, *, whole: bool) -> None:
@@ -245,7 +245,7 @@ def changed(
     text: str,
     artifact: dict[str, Any],
     reports: Sequence[syntax.SyntaxReport],
-    changes: Sequence[FileChange] = (),
+    changes: Sequence[TextChange] = (),
 ) -> ToolOutcome:
     """A change's outcome, with the syntax errors it introduced (text and artifact).
 

@@ -19,7 +19,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import ToolMessage
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
-from langchain_fstools.lsp import Diagnostics, FileChange, ServerSpec
+from langchain_fstools.lsp import Diagnostics, ServerSpec, TextChange
 from langchain_fstools.testing import ScriptedChatModel, parallel, tool_call
 
 FAKE = str(Path(__file__).with_name("fake_server.py"))
@@ -268,7 +268,7 @@ def test_a_default_server_that_is_not_installed_is_skipped_silently(
     diagnostics = Diagnostics(servers={"ruff": None, "ty": None})
     diagnostics.servers["gopls"] = ServerSpec(("no-such-gopls-51",), frozenset({".go"}), "go")
     servers.append(diagnostics)
-    report = diagnostics.check(str(tmp_path), [FileChange("/main.go", None, "package main\n")])
+    report = diagnostics.check(str(tmp_path), [TextChange("/main.go", None, "package main\n")])
     assert not report
     assert diagnostics.server_pids() == []
 
@@ -313,7 +313,7 @@ def test_a_hanging_server_is_not_ready_within_the_timeout(
 def test_a_server_that_never_starts_is_left_out(tmp_path: Path, servers: list[Diagnostics]) -> None:
     diagnostics = Diagnostics(servers=fake("mute"), timeout=1, start_timeout=0.5)
     servers.append(diagnostics)
-    change = FileChange("/app.py", "x = 1\n", "BAD = 1\n")
+    change = TextChange("/app.py", "x = 1\n", "BAD = 1\n")
     first = diagnostics.check(str(tmp_path), [change])
     assert first.notes == ("Diagnostics unavailable: fake did not start within 0.5 s.",)
     assert diagnostics.server_pids() == []
@@ -515,7 +515,7 @@ def test_one_server_serves_every_thread_and_ends_when_idle(tmp_path: Path) -> No
         reports = []
 
         def check(n: int) -> None:
-            change = FileChange(f"/f{n}.py", "x = 1\n", "BAD = 1\n")
+            change = TextChange(f"/f{n}.py", "x = 1\n", "BAD = 1\n")
             reports.append(diagnostics.check(str(tmp_path), [change]))
 
         threads = [threading.Thread(target=check, args=(n,)) for n in range(4)]
@@ -530,7 +530,7 @@ def test_one_server_serves_every_thread_and_ends_when_idle(tmp_path: Path) -> No
                 break
             time.sleep(0.05)
         assert diagnostics.server_pids() == []
-        report = diagnostics.check(str(tmp_path), [FileChange("/g.py", None, "BAD = 2\n")])
+        report = diagnostics.check(str(tmp_path), [TextChange("/g.py", None, "BAD = 2\n")])
         assert len(report.introduced) == 1
     finally:
         diagnostics.close()
