@@ -75,6 +75,9 @@ class Server:
         self.root = root
         self.lock = asyncio.Lock()
         self.pull = False
+        self.cross_file = True
+        """Whether a change of one file may change another's diagnostics (the server
+        says so: `interFileDependencies`; assumed for servers that only publish)."""
         self.texts: dict[str, tuple[int, str]] = {}
         """Open documents: uri -> (version, the text the server has)."""
         self.known: dict[str, tuple[RawDiagnostic, ...]] = {}
@@ -138,7 +141,11 @@ class Server:
             ),
         )
         result = await self._request(client.initialize_async(params))
-        self.pull = result.capabilities.diagnostic_provider is not None
+        provider = result.capabilities.diagnostic_provider
+        self.pull = provider is not None
+        self.cross_file = provider is None or bool(
+            getattr(provider, "inter_file_dependencies", True)
+        )
         client.initialized(types.InitializedParams())
 
     async def stop(self) -> None:

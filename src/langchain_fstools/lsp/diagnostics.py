@@ -12,8 +12,9 @@ A check, for each changed file and each server of its extension:
    what it says: the file's earlier diagnostics (remembered from the last check when the
    server still holds that text);
 2. it is shown the new text (`didChange`, `didSave`) and asked again;
-3. the other documents the server holds (files changed earlier) are asked again too,
-   so a renamed function's broken callers show.
+3. the other documents the server holds (files changed or read earlier) are asked
+   again too, when the server says a file's diagnostics depend on others
+   (`interFileDependencies`), so a renamed function's broken callers show.
 A diagnostic is *introduced* when the after-list holds more of it than the before-list,
 *fixed* when fewer; it is compared by file, server, severity, code and message, not by
 line (lines move when text is added above). Whatever goes wrong (no program, a crash,
@@ -316,7 +317,9 @@ async def _compare(
             continue
         await server.show(uri, change.new_text)
         server.places[uri] = (change.path, change.new_cells)
-    others = [] if fresh else [u for u in server.texts if u not in touched and u in server.known]
+    others: list[str] = []
+    if server.cross_file and not fresh:
+        others = [uri for uri in server.texts if uri not in touched and uri in server.known]
     others = others[-MAX_OTHER_DOCUMENTS:]
     for uri in others:
         known = server.known.pop(uri, ())

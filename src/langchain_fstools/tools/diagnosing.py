@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.core import calls
@@ -25,14 +25,22 @@ from langchain_fstools.formats import encoding
 from langchain_fstools.lsp.report import TextChange
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
-    from langchain_fstools.backends.protocol import Backend
+    from langchain_fstools.backends.protocol import Backend, FileInfo
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.tokens import TokenCounter
     from langchain_fstools.lsp.diagnostics import Diagnostics
     from langchain_fstools.lsp.report import Diagnostic, DiagnosticsReport
     from langchain_fstools.tools.settings import ToolSettings
+
+
+class ToolContextLike(Protocol):
+    """What `prepare_diagnostics` needs of the toolkit's context: its background thread."""
+
+    def in_background(self, work: Callable[[], None]) -> None:
+        """Run `work` later, on another thread."""
+
 
 MAX_SHOWN = 10
 """Most diagnostics listed in one result; the others are counted."""
@@ -115,6 +123,31 @@ def diagnosed(
         return None
     report: DiagnosticsReport = yield from calls.blocking(partial(servers.check, root, changes))
     return report
+
+
+def prepare_diagnostics(
+    servers: Diagnostics | None, backend: Backend, info: FileInfo, context: ToolContextLike
+) -> None:
+    """After a read, let the servers hold the file, in the background.
+
+    A later change elsewhere that breaks it (a function it calls renamed) is then
+    reported with that change: the servers re-check the files they hold.
+    """
+    if servers is None or info.size > MAX_COMMAND_FILE_BYTES or not servers.checks(info.path):
+        return
+    root = local_folder(backend)
+    if root is None or not on_local_disk(backend, [TextChange(info.path, None, None)]):
+        return
+
+    def hold() -> None:
+        try:
+            text = calls.run(read_text(info.path), backend)
+            if text is not None:
+                servers.current(root, [(info.path, text)])
+        except Exception:  # noqa: BLE001 - a warm-up only: a change checks anyway
+            return
+
+    context.in_background(hold)
 
 
 def texts_before(
@@ -238,6 +271,7 @@ __all__ = [
     "diagnosed",
     "local_folder",
     "on_local_disk",
+    "prepare_diagnostics",
     "read_text",
     "render_current",
     "render_diagnostics",

@@ -18,7 +18,7 @@ from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import ToolMessage
 
-from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
+from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.lsp import Diagnostics, ServerSpec, TextChange
 from langchain_fstools.testing import ScriptedChatModel, parallel, tool_call
 
@@ -584,3 +584,30 @@ async def test_the_async_path_reports_the_same(tmp_path: Path, servers: list[Dia
     )
     edited = [m for m in result["messages"] if isinstance(m, ToolMessage)][-1]
     assert introduced(edited) == [("/app.py", "F821")]
+
+
+def test_a_rename_breaks_a_caller_the_agent_only_read(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    (tmp_path / "app.py").write_text(SOURCE)
+    (tmp_path / "main.py").write_text("from app import total\n\ntotal([1])\n")
+    diagnostics = Diagnostics(servers=ONLY_TY, timeout=10)
+    servers.append(diagnostics)
+    toolkit = FileToolkit(LocalBackend(tmp_path), diagnostics=diagnostics)
+    tools = {tool.name: tool for tool in toolkit.get_tools()}
+    tools["read_file"].invoke({"file_path": "/main.py"})
+    toolkit.context._background.submit(lambda: None).result()  # the servers hold it now
+    tools["read_file"].invoke({"file_path": "/app.py"})
+    edited = tools["edit_file"].invoke(
+        {
+            "name": "edit_file",
+            "args": {
+                "file_path": "/app.py",
+                "old_string": "def total(",
+                "new_string": "def sum_of(",
+            },
+            "id": "e1",
+            "type": "tool_call",
+        }
+    )
+    assert introduced(edited) == [("/main.py", "missing-module-member")]
