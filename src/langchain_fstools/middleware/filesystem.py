@@ -38,6 +38,7 @@ from langchain_fstools.permissions.review import TurnReview
 from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.tools.base import FileTool, call_key
 from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
+from langchain_fstools.tools.show_diagnostics import DiagnosticsTool
 from langchain_fstools.tools.toolkit import FileToolkit
 from langchain_fstools.tools.undo_edit import UndoEditTool
 from langchain_fstools.tools.updates import merged_channels, state_after, with_state_update
@@ -198,6 +199,9 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         self.tools = [*self.toolkit.get_tools(), *self.branches.tools(self.toolkit.context)]
         if history and (tools is None or UndoEditTool.model_fields["name"].default in tools):
             self.tools.append(UndoEditTool(context=self.toolkit.context))
+        checking = DiagnosticsTool.model_fields["name"].default
+        if self.toolkit.context.diagnostics is not None and (tools is None or checking in tools):
+            self.tools.append(DiagnosticsTool(context=self.toolkit.context))
         if system_prompt == SYSTEM_PROMPT:
             syntax_check = self.toolkit.context.settings.syntax_check
             system_prompt = prompt_for(self.tools, syntax_check=syntax_check)

@@ -10,6 +10,7 @@ from langchain_fstools import errors
 from langchain_fstools.core import paths
 from langchain_fstools.formats.diff import snippet
 from langchain_fstools.formats.text import count_lines
+from langchain_fstools.lsp.report import TextChange
 from langchain_fstools.patch.apply import commit, plan
 from langchain_fstools.patch.apply import summary as patch_summary
 from langchain_fstools.patch.argument import patch_paths, patch_text
@@ -148,7 +149,16 @@ def run_patch(scope: CallScope, text: str, workdir: str = paths.ROOT) -> Effect[
             }
         )
     content = "\n\n".join([summary, *diffs])
-    return changed(content, {"files": files, "workdir": workdir}, reports)
+    texts = [
+        TextChange(
+            change.final_path,
+            None if change.kind == "add" else change.old_text,
+            None if change.kind == "delete" else change.new_text,
+        )
+        for change in changes
+    ]
+    texts += [TextChange(change.path, None, None) for change in changes if change.move_to]
+    return changed(content, {"files": files, "workdir": workdir}, reports, texts)
 
 
 __all__ = [

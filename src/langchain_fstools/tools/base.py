@@ -15,7 +15,7 @@ import threading
 from abc import abstractmethod
 from collections.abc import Callable  # noqa: TC003 - pydantic resolves field types at runtime
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
 from langchain_core.messages import ToolMessage
@@ -37,6 +37,7 @@ from langchain_fstools.core import calls, progress
 from langchain_fstools.formats import syntax
 from langchain_fstools.tools._dryrun import DryRun
 from langchain_fstools.tools.describe import describe, setting_values
+from langchain_fstools.tools.diagnosing import checker, diagnosed, with_diagnostics
 from langchain_fstools.tools.known_texts import KnownTexts
 from langchain_fstools.tools.reads import READS_KEY, ReadLedger, ReadTracker
 from langchain_fstools.tools.render import render_error, render_validation_error
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.lsp.report import TextChange
     from langchain_fstools.tools.targets import Target
 
 
@@ -153,6 +155,8 @@ class ToolContext:
         """The last version read of recently read text files, with their line indexes."""
         self.syntax_trees = syntax.TreeCache()
         """Parse trees of recently read or changed files, for incremental syntax checks."""
+        self.diagnostics = checker(self.settings)
+        """The language servers that check every change (`settings.diagnostics`), or None."""
         self._background: ThreadPoolExecutor | None = None
         self._background_lock = threading.Lock()
         self.deferred_updates: dict[tuple[str, str], dict[str, Any]] = {}
@@ -203,6 +207,8 @@ class ToolOutcome:
     artifact: dict[str, Any]
     state: dict[str, Any] = field(default_factory=dict)
     """More graph-state updates of the call (a command's changes waiting for a person)."""
+    changes: tuple[TextChange, ...] = ()
+    """The files the call changed, text before and after, for the language servers."""
 
 
 class FileTool(BaseTool):
@@ -225,6 +231,9 @@ class FileTool(BaseTool):
     argument_defaults: ClassVar[dict[str, str]] = {}
     """Arguments whose default comes from the settings: name -> the default, a template
     (see `tools.describe`) appended to the argument's description as "Default: ..."."""
+    diagnostics: bool = True
+    """Whether the toolkit's language servers check this tool's changes (when it has
+    any, see `ToolSettings.diagnostics`). Default: True."""
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     handle_tool_error: bool = True
     handle_validation_error: Callable[[ValidationError], str] = render_validation_error  # type: ignore[assignment]
@@ -327,6 +336,20 @@ class FileTool(BaseTool):
     def _effect(self, scope: CallScope, args: Any) -> Effect[ToolOutcome]:
         """The tool's body: validated arguments and backend calls in, outcome out."""
 
+    def _checked(self, scope: CallScope, args: Any) -> Effect[ToolOutcome]:
+        """The body, then what the language servers say of its changes (never dry-run)."""
+        outcome = yield from self._effect(scope, args)
+        servers = scope.context.diagnostics
+        if not (self.diagnostics and servers is not None and outcome.changes):
+            return outcome
+        report = yield from diagnosed(servers, scope.backend, outcome.changes)
+        if not report:
+            return outcome
+        content, artifact = with_diagnostics(
+            outcome.content, outcome.artifact, report, scope.context.settings.count_tokens
+        )
+        return replace(outcome, content=content, artifact=artifact)
+
     # ----- what a call touches and would change (see `tools.targets`) -------------------
 
     def validated(self, args: dict[str, Any]) -> Any:
@@ -422,7 +445,7 @@ class FileTool(BaseTool):
         del run_manager
         scope = self._open_scope(arguments.runtime)
         try:
-            effect = self._effect(scope, arguments)
+            effect = self._checked(scope, arguments)
             with progress.listening(self._progress_listener(arguments.runtime)):
                 outcome = calls.run(effect, scope.backend)
         except Exception as exc:
@@ -433,7 +456,7 @@ class FileTool(BaseTool):
         del run_manager
         scope = self._open_scope(arguments.runtime)
         try:
-            effect = self._effect(scope, arguments)
+            effect = self._checked(scope, arguments)
             with progress.listening(self._progress_listener(arguments.runtime)):
                 outcome = await calls.arun(effect, scope.backend)
         except Exception as exc:

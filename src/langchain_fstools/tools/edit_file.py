@@ -99,7 +99,7 @@ class EditFileTool(FileTool):
             "patch": written.patch,
             "version": written.info.version,
         }
-        return changed(text, artifact, written.syntax)
+        return changed(text, artifact, written.syntax, [written.change])
 
 
 def _create(
@@ -123,7 +123,7 @@ def _create(
         "patch": written.patch,
         "version": written.info.version,
     }
-    return changed(text, artifact, written.syntax)
+    return changed(text, artifact, written.syntax, [written.change])
 
 
 __all__ = ["DESCRIPTION", "EditFileArgs", "EditFileTool"]

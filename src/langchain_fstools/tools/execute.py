@@ -28,12 +28,14 @@ from langchain_fstools.tools.changes_shown import (
     rewind_note,
     summary,
 )
+from langchain_fstools.tools.diagnosing import texts_after, texts_before
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import ChangeReview, ChangeSet
     from langchain_fstools.core.results import ExecutionResult, LimitHit
+    from langchain_fstools.lsp.report import TextChange
     from langchain_fstools.tools.settings import ToolSettings
 
 
@@ -140,11 +142,14 @@ class ExecuteTool(FileTool):
         if result.limit is not None:
             artifact["limit"] = {"name": result.limit.name, "value": result.limit.value}
         state: dict[str, Any] = {}
+        texts: list[TextChange] = []
         if result.changes is not None:
-            body, state = yield from settle(scope, args.command, result.changes, body, artifact)
+            body, state, texts = yield from settle(
+                scope, args.command, result.changes, body, artifact
+            )
         if result.timed_out:
             raise CommandTimedOut(timeout, body)
-        return ToolOutcome(body, artifact, state)
+        return ToolOutcome(body, artifact, state, changes=tuple(texts))
 
 
 def _reported(result: ExecutionResult) -> str:
@@ -204,16 +209,19 @@ def _through_processes(
 
 def settle(
     scope: CallScope, command: str, changes: ChangeSet, body: str, artifact: dict[str, Any]
-) -> Effect[tuple[str, dict[str, Any]]]:
+) -> Effect[tuple[str, dict[str, Any], list[TextChange]]]:
     """Review a command's change set: commit it, keep it for a person, or refuse it whole.
 
-    Returns the result text with the changes summarised, and the state update (a
-    review waiting for a person). `artifact` gets the changes (and `waiting`).
+    Returns the result text with the changes summarised, the state update (a review
+    waiting for a person), and the committed files' texts before and after for the
+    language servers (none unless the toolkit has them). `artifact` gets the changes
+    (and `waiting`).
 
     Raises:
         ChangesNotCommitted: refused, stale, or no one to ask (nothing committed).
     """
     state: dict[str, Any] = {}
+    texts: list[TextChange] = []
     try:
         review = yield from _reviewed(changes, body)
         if review.asks:
@@ -221,13 +229,16 @@ def settle(
             artifact["waiting"] = True
             body += WAITING + summary(changes.changes)
         else:
+            files = [change.path for change in changes.changes if change.entry == "file"]
+            before = yield from texts_before(scope.context.diagnostics, files)
             yield from _committed(changes, body)
+            texts = yield from texts_after(before)
             body += summary(changes.changes)
             body += rewind_note(scope.backend.state_update())
     finally:
         yield from calls.blocking(changes.discard)
     artifact["changes"] = [f"{c.kind} {c.path}" for c in changes.changes]
-    return body, state
+    return body, state, texts
 
 
 def _yield_after(requested: float | None, timeout: float) -> float:

@@ -23,6 +23,7 @@ from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import FsToolsError, InvalidArgument
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.changes_shown import rewind_note
+from langchain_fstools.tools.diagnosing import texts_after, texts_before
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
@@ -155,6 +156,7 @@ class MergeTool(FileTool):
             raise InvalidArgument(
                 "branch", f"branch {args.branch} in the state is damaged; make the changes yourself"
             )
+        before = yield from texts_before(scope.context.diagnostics, branch.changed)
         result = yield from branch.merging(sides)
         artifact: dict[str, Any] = {BRANCH_KEY: args.branch, "merged": list(result.merged)}
         if not result.clean:
@@ -162,7 +164,10 @@ class MergeTool(FileTool):
             return ToolOutcome(conflicts_report(result, args.branch), artifact)
         merged = ", ".join(result.merged) or "nothing left to change"
         dropped = {KEPT_KEY: {args.branch: None}}
-        return ToolOutcome(f"Merged branch {args.branch}: {merged}.", artifact, dropped)
+        texts = yield from texts_after(before)
+        return ToolOutcome(
+            f"Merged branch {args.branch}: {merged}.", artifact, dropped, changes=tuple(texts)
+        )
 
 
 MERGING = "\nThe subagent's changes are merged before your next step."

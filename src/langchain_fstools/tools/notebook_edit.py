@@ -12,6 +12,7 @@ from langchain_fstools import errors
 from langchain_fstools.core import calls, paths
 from langchain_fstools.formats import notebook, syntax
 from langchain_fstools.formats.kinds import Unreadable
+from langchain_fstools.lsp.report import TextChange
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
 from langchain_fstools.tools.writing import (
@@ -90,6 +91,7 @@ class NotebookEditTool(FileTool):
         except Unreadable as exc:
             raise errors.UnreadableMedia(path, "notebook", exc.reason) from None
         before = _code(book, args.cell_id) if args.edit_mode == "replace" else None
+        old_document = _document(book)
         summary = _apply(book, args)
         after = None if args.edit_mode == "delete" else _code(book, summary[1])
         language = syntax.kernel_language(notebook.kernel_language(book))
@@ -116,7 +118,20 @@ class NotebookEditTool(FileTool):
             "patch": written.patch,
             "version": written.info.version,
         }
-        return changed(f"{summary[0]} in {path}.", artifact, reports)
+        new_document = _document(book)
+        checked = []
+        if old_document is not None and new_document is not None:
+            checked.append(
+                TextChange(
+                    path,
+                    old_document[0],
+                    new_document[0],
+                    document=f"{path}#cells.py",
+                    old_cells=old_document[1],
+                    new_cells=new_document[1],
+                )
+            )
+        return changed(f"{summary[0]} in {path}.", artifact, reports, checked)
 
 
 def _code(book: notebook.NotebookNode, cell_id: str | None) -> str | None:
@@ -127,6 +142,24 @@ def _code(book: notebook.NotebookNode, cell_id: str | None) -> str | None:
     text = notebook.source(book.cells[index])
     is_python = syntax.kernel_language(notebook.kernel_language(book)) == "python"
     return notebook.ipython_as_python(text) if is_python else text
+
+
+def _document(book: notebook.NotebookNode) -> tuple[str, tuple[tuple[int, str], ...]] | None:
+    """A Python notebook's code cells as one text for the language servers.
+
+    Returns the text and where each cell starts (0-based line, cell id); None for
+    another kernel's notebook. A cell of another language (`%%bash`) is left empty.
+    """
+    if syntax.kernel_language(notebook.kernel_language(book)) != "python":
+        return None
+    lines: list[str] = []
+    cells: list[tuple[int, str]] = []
+    for index, cell in enumerate(book.cells):
+        if cell.get("cell_type") == "code":
+            cells.append((len(lines), notebook.cell_id(book, index)))
+            code = notebook.ipython_as_python(notebook.source(cell)) or ""
+            lines += [*code.splitlines(), ""]
+    return "\n".join(lines) + "\n", tuple(cells)
 
 
 def _apply(book: notebook.NotebookNode, args: NotebookEditArgs) -> tuple[str, str]:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.lsp.report import TextChange
     from langchain_fstools.shell.session.background import Background, Processes
 
 Action = Literal["list", "read", "write", "kill"]
@@ -116,13 +117,14 @@ def _read(scope: CallScope, table: Processes, process: Background) -> Effect[Too
         "exit_code": output.exit_code,
     }
     state: dict[str, Any] = {}
+    texts: list[TextChange] = []
     changes = yield from calls.blocking(functools.partial(table.review, process))
     if changes is not None:
         try:
-            body, state = yield from settle(scope, process.command, changes, body, artifact)
+            body, state, texts = yield from settle(scope, process.command, changes, body, artifact)
         finally:
             yield from calls.blocking(functools.partial(table.reviewed, process))
-    return ToolOutcome(body, artifact, state)
+    return ToolOutcome(body, artifact, state, changes=tuple(texts))
 
 
 def _standing(process: Background) -> str:

@@ -22,6 +22,7 @@ from langchain_fstools.formats.text import (
     row_label,
 )
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.diagnosing import prepare_diagnostics
 from langchain_fstools.tools.media_reader import read_image, read_notebook, read_pdf
 from langchain_fstools.tools.reads import after_read
 from langchain_fstools.tools.targets import Target
@@ -225,6 +226,7 @@ def _read_text(
         "version": info.version,
     }
     prepare_syntax(scope, info, known.head)
+    prepare_diagnostics(scope.context.diagnostics, scope.backend, info, scope.context)
     return ToolOutcome(_render(path, window, offset, limit), artifact)
 
 

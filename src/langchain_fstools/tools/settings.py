@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from langchain_fstools.core.tokens import TokenCounter, default_counter
 from langchain_fstools.formats import syntax
 from langchain_fstools.formats.image import ImageLimits
 from langchain_fstools.shell.policy.policy import CommandPolicy
+
+if TYPE_CHECKING:
+    from langchain_fstools.lsp.diagnostics import Diagnostics
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,10 @@ class ToolSettings:
             them with the result, `"refuse"` the change (nothing is written), or
             `"off"`. Needs the `syntax` extra (tree-sitter grammars); without it nothing
             is checked. Default: `"report"`.
+        diagnostics: Language servers that check every change (`lsp.Diagnostics`), or
+            True for the default servers, or False for none. A change's result then
+            ends with the diagnostics it introduced and those it fixed. Needs the `lsp`
+            extra and a backend on local disk. Default: False.
 
     Counts are ints of at least 1 (`diff_lines`, `grep_head_limit` and
     `read_max_bytes` may be 0); times are seconds above 0, and `execute_timeout` is at
@@ -77,6 +85,7 @@ class ToolSettings:
     execute_output_limit: int = 100_000
     command_policy: CommandPolicy = field(default_factory=CommandPolicy)
     syntax_check: syntax.SyntaxCheck = "report"
+    diagnostics: Diagnostics | bool = False
 
     def __post_init__(self) -> None:
         """Refuse a setting the tools could not use, in one sentence.
@@ -105,6 +114,8 @@ class ToolSettings:
         if self.syntax_check not in syntax.SYNTAX_CHECKS:
             choices = ", ".join(repr(choice) for choice in syntax.SYNTAX_CHECKS)
             raise ValueError(f"syntax_check must be one of {choices}, not {self.syntax_check!r}")
+        if not isinstance(self.diagnostics, bool) and not hasattr(self.diagnostics, "check"):
+            raise TypeError("diagnostics must be a Diagnostics, True or False")
 
 
 def _check_count(name: str, value: object, *, low: int) -> None:

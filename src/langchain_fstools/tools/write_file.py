@@ -90,7 +90,7 @@ class WriteFileTool(FileTool):
             "patch": None if info is None else written.patch,
             "version": written.info.version,
         }
-        return changed(text, artifact, written.syntax)
+        return changed(text, artifact, written.syntax, [written.change])
 
 
 def _mostly_crlf(text: str) -> bool:

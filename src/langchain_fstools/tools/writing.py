@@ -16,6 +16,7 @@ from langchain_fstools.core import calls
 from langchain_fstools.formats import encoding, syntax
 from langchain_fstools.formats.diff import snippet, unified_patch
 from langchain_fstools.formats.text import count_lines
+from langchain_fstools.lsp.report import TextChange
 from langchain_fstools.tools.base import ToolOutcome
 from langchain_fstools.tools.reads import after_write, saw_everything
 from langchain_fstools.tools.render import render_syntax_reports
@@ -58,6 +59,11 @@ class Written:
     def diff(self) -> str:
         """The patch cut to `diff_lines` lines, for the model."""
         return snippet(self.patch, self.diff_lines)
+
+    @property
+    def change(self) -> TextChange:
+        """The change, for the language servers."""
+        return TextChange(self.info.path, self.old_text, self.new_text)
 
 
 def require_read(scope: CallScope, info: FileInfo, *, whole: bool) -> None:
@@ -236,22 +242,28 @@ def enforce_syntax(
 
 
 def changed(
-    text: str, artifact: dict[str, Any], reports: Sequence[syntax.SyntaxReport]
+    text: str,
+    artifact: dict[str, Any],
+    reports: Sequence[syntax.SyntaxReport],
+    changes: Sequence[TextChange] = (),
 ) -> ToolOutcome:
     """A change's outcome, with the syntax errors it introduced (text and artifact).
 
     The errors are listed after `text`, and in the artifact as `syntax_errors`: one
-    dict per error (path, cell, language, line, column, message, excerpt).
+    dict per error (path, cell, language, line, column, message, excerpt). `changes`
+    are the files' texts before and after, for the language servers.
     """
     if not reports:
-        return ToolOutcome(text, artifact)
+        return ToolOutcome(text, artifact, changes=tuple(changes))
     found = [
         {"path": report.path, "cell": report.cell, "language": report.language, **asdict(problem)}
         for report in reports
         for problem in report.problems
     ]
     return ToolOutcome(
-        f"{text}\n\n{render_syntax_reports(reports)}", {**artifact, "syntax_errors": found}
+        f"{text}\n\n{render_syntax_reports(reports)}",
+        {**artifact, "syntax_errors": found},
+        changes=tuple(changes),
     )
 
 

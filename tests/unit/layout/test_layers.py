@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "shell": 3,
     "channels": 3,
     "search": 4,
+    "lsp": 4,
     "backends": 5,
     "patch": 6,
     "history": 6,
@@ -33,7 +34,8 @@ LAYERS: dict[str, int] = {
 """Each package's rank: a module may import its own package and packages of lower rank.
 
 `search` sits above `shell`: its spawner (host-side search processes) is confined by
-`shell.sandbox.confine`. `middleware` and `mcp` share the top rank: two front-ends over the same floors
+`shell.sandbox.confine`; so does `lsp`, whose language servers run without the network
+(`shell.sandbox.confine`'s seccomp filter), below `tools`, which render its diagnostics. `middleware` and `mcp` share the top rank: two front-ends over the same floors
 (`permissions`, `history`, `tools`), neither importing the other.
 
 Top-level modules not listed here (the root `__init__`, `__main__`, `demo`, `testing`) are

@@ -1,0 +1,104 @@
+"""diagnostics: what the language servers say now of a file, or of a folder's files.
+
+Read-only. Added by `FilesystemMiddleware` only when the toolkit has language servers
+(`ToolSettings.diagnostics`); every change's result already carries the diagnostics it
+introduced, so this is for a file's existing ones.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from functools import partial
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from langchain_fstools.core import calls, paths
+from langchain_fstools.errors import InvalidArgument
+from langchain_fstools.lsp.report import TextChange
+from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.diagnosing import (
+    local_folder,
+    on_local_disk,
+    read_text,
+    render_current,
+)
+from langchain_fstools.tools.targets import Target
+
+if TYPE_CHECKING:
+    from langchain_fstools.core.calls import Effect
+    from langchain_fstools.lsp.diagnostics import Diagnostics
+
+MAX_FILES = 50
+"""Most files one call asks the servers about."""
+
+SKIPPED = frozenset({"node_modules", "__pycache__", "venv", "site-packages", "target", "dist"})
+"""Folders a folder's check does not enter (besides hidden ones)."""
+
+
+class DiagnosticsArgs(ToolArgs):
+    """Arguments of diagnostics."""
+
+    path: str | None = Field(
+        default=None, description="A file or folder (absolute). Default: the workspace."
+    )
+
+
+DESCRIPTION = """The language servers' current errors and warnings for a file, or for the
+source files of a folder (at most 50 files), as path:line:col: severity code message.
+Your changes already report the diagnostics they introduce; use this for existing ones."""
+
+
+class DiagnosticsTool(FileTool):
+    """Ask the toolkit's language servers about a file or a folder, changing nothing."""
+
+    name: str = "diagnostics"
+    description: str = DESCRIPTION
+    args_schema: type[DiagnosticsArgs] = DiagnosticsArgs
+
+    def targets(self, args: DiagnosticsArgs) -> list[Target]:
+        """A read of `path` (the workspace when not given)."""
+        return [Target("read", args.path or paths.ROOT)]
+
+    def _effect(self, scope: CallScope, args: DiagnosticsArgs) -> Effect[ToolOutcome]:
+        servers = scope.context.diagnostics
+        root = local_folder(scope.backend)
+        if servers is None or root is None:
+            raise InvalidArgument(
+                "path", "no language server checks files on this backend; read the file instead"
+            )
+        start = paths.normalize(args.path or paths.ROOT)
+        found = yield from _files(servers, start)
+        local = on_local_disk(scope.backend, [TextChange(path, None, None) for path in found])
+        texts: list[tuple[str, str]] = []
+        for change in local:
+            text = yield from read_text(change.path)
+            if text is not None:
+                texts.append((change.path, text))
+        report = yield from calls.blocking(partial(servers.current, root, texts))
+        text = render_current(report, len(texts), scope.context.settings.count_tokens)
+        artifact = {"files": [path for path, _ in texts], "count": len(report.introduced)}
+        return ToolOutcome(text, artifact)
+
+
+def _files(servers: Diagnostics, start: str) -> Effect[list[str]]:
+    """The files under `start` (or `start` itself) some server checks, breadth first."""
+    info = yield from calls.stat(start)
+    if not info.is_dir:
+        return [start] if servers.checks(start) else []
+    found: list[str] = []
+    folders = [start]
+    while folders and len(found) < MAX_FILES:
+        folder = folders.pop(0)
+        for entry in (yield from calls.list_dir(folder)):
+            name = posixpath.basename(entry.path)
+            if name.startswith(".") or name in SKIPPED:
+                continue
+            if entry.is_dir:
+                folders.append(entry.path)
+            elif servers.checks(entry.path) and len(found) < MAX_FILES:
+                found.append(entry.path)
+    return found
+
+
+__all__ = ["DESCRIPTION", "DiagnosticsArgs", "DiagnosticsTool"]
