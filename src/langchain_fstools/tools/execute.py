@@ -249,8 +249,17 @@ _LIMIT_WORDS = {
 }
 
 
+_STATE_NOTE = (
+    "The shell's state (its directory and exported variables) passed the {amount} a"
+    " command may leave the next, so it was not kept: the next command starts where this"
+    " one started, with its variables. Keep large values in files, not in variables."
+)
+
+
 def limit_note(limit: LimitHit) -> str:
     """The sentence saying which sandbox limit a command hit, and how it is raised."""
+    if limit.name == "shell_state":
+        return _STATE_NOTE.format(amount=_bytes(limit.value))
     start, what = _LIMIT_WORDS.get(limit.name, ("The command hit", f"{limit.name} limit"))
     if limit.name == "processes":
         amount = plural(limit.value, "process", "processes")

@@ -36,12 +36,20 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
 from langchain_fstools.core.results import ExecutionResult, LimitHit
+from langchain_fstools.errors import CommandTooLarge
 from langchain_fstools.shell.sandbox import supervisor
 from langchain_fstools.shell.sandbox.limits import CgroupSet, ChangedBytes, limit_hit
 from langchain_fstools.shell.session.background import Background
 from langchain_fstools.shell.session.output import OutputBuffer
 from langchain_fstools.shell.session.process import DRAIN_GRACE, Watch, pump
-from langchain_fstools.shell.session.shell_state import STATE_FD, ShellState, remembering
+from langchain_fstools.shell.session.shell_state import (
+    STATE_FD,
+    STATE_LIMIT,
+    ShellState,
+    recorded,
+    remembering,
+    state_record,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -239,7 +247,8 @@ class Session:
             if timed_out and not job.ended.is_set():
                 self._kill(job)
                 job.ended.wait(_KILL_WAIT)
-            after = launched.before if timed_out else launched.before.read(_read_all(record))
+            record_read = b"" if timed_out else recorded(record)
+            after = launched.before.read(record_read or b"")
         finally:
             self._close_launched(launched)
         if job.error is not None:
@@ -253,7 +262,12 @@ class Session:
             status,
             timed_out=timed_out,
             dropped_bytes=buffer.dropped_bytes,
-            limit=over.hit if over is not None and over.hit else self._limit_hit(counted, status),
+            limit=(
+                over.hit
+                if over is not None and over.hit
+                else self._limit_hit(counted, status)
+                or (LimitHit("shell_state", STATE_LIMIT) if record_read is None else None)
+            ),
         )
         return result, after, None
 
@@ -375,7 +389,7 @@ class Session:
         before = self.state
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        record = os.memfd_create("fstools-state", os.MFD_CLOEXEC)
+        record = state_record()
         given = stdin
         if stdin is None:
             stdin = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
@@ -393,6 +407,10 @@ class Session:
         mounts = [*([view[0]] if view else []), *read_only, *masks]
         try:
             job = self._start(request, [*sent, record], mounts)
+        except BaseException:
+            for fd in (out_r, err_r, record):
+                os.close(fd)
+            raise
         finally:
             for fd in (out_w, err_w):
                 os.close(fd)
@@ -483,6 +501,9 @@ class Session:
         except SessionEnded:
             self._forget(job)
             raise
+        except supervisor.MessageTooLarge as exc:
+            self._forget(job)
+            raise CommandTooLarge(exc.size, supervisor.MESSAGE_SIZE) from None
         except OSError as exc:
             self._forget(job)
             raise SessionEnded(f"the sandbox session ended ({exc.strerror})") from None
@@ -685,14 +706,6 @@ def in_session(key: str) -> Iterator[None]:
         yield
     finally:
         session_key.reset(token)
-
-
-def _read_all(fd: int) -> bytes:
-    os.lseek(fd, 0, os.SEEK_SET)
-    chunks: list[bytes] = []
-    while chunk := os.read(fd, 1 << 16):
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _tee(first: Callable[..., None], second: Callable[..., None]) -> Callable[..., None]:
