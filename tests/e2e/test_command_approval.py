@@ -345,3 +345,19 @@ def _tamper(upper: Path, tampering: list[str], done: threading.Event) -> None:
                 if step == "add":
                     (upper / "planted.sh").write_bytes(b"EVIL")
         time.sleep(0.001)
+
+
+def test_a_sparse_file_is_listed_not_read_and_committed_sparse(root: Path) -> None:
+    graph = agent(root, "truncate -s 2G big.bin && printf x >> big.bin", InMemorySaver())
+
+    first = graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
+    diff = first.interrupts[0].value["action_requests"][0]["diff"]
+    graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CONFIG, version="v2")
+
+    assert diff == "A /big.bin (file, 2,147,483,649 bytes)\n"
+    committed = (root / "big.bin").stat()
+    assert committed.st_size == 2**31 + 1
+    assert committed.st_blocks * 512 < 1 << 20  # still sparse
+    with (root / "big.bin").open("rb") as file:
+        file.seek(2**31 - 1)
+        assert file.read() == b"\0x"

@@ -39,6 +39,10 @@ DIFFED_FILES: Final = 20
 DIFF_BUDGET: Final = 200_000
 """Most characters of diff a review shows."""
 
+DIFFED_FILE_BYTES: Final = 1 << 20
+"""Largest new content a review reads to diff (by its apparent size, so a sparse file of
+any size costs nothing); a larger file is listed with its size."""
+
 
 def effect_diff(changes: ChangeSet, asked: Sequence[str]) -> Effect[str]:
     """The diff of what committing `changes` would do to the `asked` paths (bounded).
@@ -53,7 +57,12 @@ def effect_diff(changes: ChangeSet, asked: Sequence[str]) -> Effect[str]:
         if change.path not in wanted:
             continue
         text = None
-        if change.entry == "file" and len(parts) < DIFFED_FILES and used < DIFF_BUDGET:
+        if (
+            change.entry == "file"
+            and change.size <= DIFFED_FILE_BYTES
+            and len(parts) < DIFFED_FILES
+            and used < DIFF_BUDGET
+        ):
             text = yield from _file_diff(changes, change)
         if text is None:
             text = _one_line(change)

@@ -156,3 +156,28 @@ def test_sets_no_one_answered_are_swept_when_another_is_kept() -> None:
 def test_a_key_must_be_a_key() -> None:
     with pytest.raises(ValueError, match="not a pending key"):
         pending._folder("../elsewhere")
+
+
+def test_a_sparse_set_is_hashed_and_taken_as_holes_not_bytes() -> None:
+    changes = a_set()
+    big = Path(changes.source) / "upper" / "a.txt"
+    with big.open("r+b") as file:
+        file.truncate(1 << 40)  # a TiB, nearly all hole
+        file.seek((1 << 40) - 1)
+        file.write(b"x")
+    sparse = ChangeSet(
+        (Change("/a.txt", ChangeKind.ADDED, "file", 0o644, 1 << 40),), changes.source
+    )
+
+    kept, key = keep(sparse)
+    shown = digest(kept)
+    taken = take(key, shown)
+
+    assert isinstance(taken, ChangeSet)
+    copied = Path(taken.source) / "upper" / "a.txt"
+    assert copied.stat().st_size == 1 << 40
+    assert copied.stat().st_blocks * 512 < 1 << 20
+    with copied.open("rb") as file:
+        assert file.read(4) == b"new\n"
+        file.seek((1 << 40) - 2)
+        assert file.read() == b"\0x"

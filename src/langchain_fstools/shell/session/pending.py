@@ -24,11 +24,14 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from langchain_fstools.core.changesets import ChangeKind, ChangeSet
 from langchain_fstools.core.private_folders import private_folder
 from langchain_fstools.shell.sandbox.overlay import upper_path
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 PENDING_SECONDS: Final = 3600.0
 """How long a change set waits for its approval."""
@@ -102,16 +105,42 @@ def _hashed(changes: ChangeSet, copy: str | None) -> str:
             target = os.open(placed, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             os.fchmod(target, change.mode if change.mode is not None else 0o600)
         try:
-            while chunk := os.read(source, _CHUNK):
-                found.update(chunk)
-                if target is not None:
-                    os.write(target, chunk)
+            _hash_file(found.update, source, target)
         finally:
             os.close(source)
             if target is not None:
                 os.close(target)
-        found.update(b"\0")
     return found.hexdigest()
+
+
+def _hash_file(update: Callable[[bytes], object], source: int, target: int | None) -> None:
+    """Hash `source` with `update` (and copy it to `target`) as its data and its holes.
+
+    A sparse file's holes cost nothing to read, and stay holes in the copy.
+    """
+    size = os.fstat(source).st_size
+    offset = 0
+    while offset < size:
+        try:
+            data = min(os.lseek(source, offset, os.SEEK_DATA), size)
+        except OSError:  # ENXIO: only a hole is left
+            data = size
+        if data > offset:
+            update(b"hole %d\n" % (data - offset))
+            offset = data
+        end = min(os.lseek(source, offset, os.SEEK_HOLE), size) if offset < size else size
+        while offset < end:
+            chunk = os.pread(source, min(_CHUNK, end - offset), offset)
+            if not chunk:  # cut short meanwhile: what was read is what counts
+                end = size = offset
+                break
+            update(chunk)
+            if target is not None:
+                os.pwrite(target, chunk, offset)
+            offset += len(chunk)
+    update(b"end %d\n" % size)
+    if target is not None:
+        os.ftruncate(target, size)
 
 
 def _load(key: str) -> ChangeSet | None:
