@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import os
 import re
 import shutil
@@ -25,11 +26,13 @@ from langchain_fstools.shell.sandbox import confine
 from langchain_fstools.shell.sandbox.plan import SessionPlan, session_folder
 from langchain_fstools.shell.sandbox.sandbox import Sandbox, helper_command
 from langchain_fstools.shell.sandbox.supervisor import MESSAGE_SIZE
+from langchain_fstools.shell.session import session as session_module
 from langchain_fstools.shell.session.session import (
     Session,
     SessionEnded,
     _Job,
     in_session,
+    started_sessions,
 )
 from langchain_fstools.shell.session.shell_state import (
     STATE_LIMIT,
@@ -301,6 +304,59 @@ def test_a_command_too_large_for_the_sandbox_is_refused_and_the_session_lives(
     said = render_error(refused.value, tool="execute")
     assert re.match(r"Error: the command takes 30\d,\d{3} bytes with its environment, over", said)
     assert _run(backend, "echo ok") == "ok\n"
+
+
+def test_at_most_max_sessions_run_and_the_one_idle_longest_ends_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "MAX_SESSIONS", 3)
+    duration = _unique(6000)
+    (tmp_path / "sub").mkdir()
+    backend = LocalBackend(tmp_path, execute=True)
+    try:
+        with in_session("k0"):
+            _run(backend, "cd sub")
+        with in_session("k1"):  # busy: a background process runs in it
+            table = backend.processes()
+            assert table is not None
+            table.start(f"sleep {duration}", output_limit=100)
+        with in_session("k2"):
+            _run(backend, "cd sub")
+        with in_session("k3"):  # a fourth: k0, idle the longest, ends
+            _run(backend, "true")
+        with in_session("k4"):  # a fifth: k1 is busy, so k2 ends
+            _run(backend, "true")
+        assert sorted(backend._sessions._sessions) == ["k1", "k3", "k4"]
+        assert surviving_sleepers(duration, grace=0)
+        with in_session("k0"):
+            assert _run(backend, "pwd").strip() == str(tmp_path)  # a new session
+    finally:
+        backend.close()
+    assert not surviving_sleepers(duration)
+
+
+def test_sessions_started_inside_a_block_end_when_it_says_nested_too(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path, execute=True)
+
+    def run_in(key: str) -> None:
+        with in_session(key):
+            _run(backend, "true")
+
+    try:
+        run_in("main")
+        with started_sessions() as outer:
+            run_in("main")  # running already: not the block's
+            run_in("a")
+            with started_sessions() as inner:
+                thread = threading.Thread(target=contextvars.copy_context().run, args=(run_in, "b"))
+                thread.start()
+                thread.join()
+            inner.end()
+            assert sorted(backend._sessions._sessions) == ["a", "main"]
+        outer.end()
+        assert sorted(backend._sessions._sessions) == ["main"]
+    finally:
+        backend.close()
 
 
 def _processes_naming(folder: str) -> list[int]:

@@ -70,6 +70,14 @@ _KILL_WAIT: Final = 5.0
 MAX_PROCESSES: Final = 8
 """Background processes one session runs at once."""
 
+MAX_SESSIONS: Final = 16
+"""Sessions one backend keeps; past it, the one idle the longest is ended first."""
+
+_started_here: contextvars.ContextVar[list[tuple[Sessions, str]] | None] = contextvars.ContextVar(
+    "fstools_started_sessions", default=None
+)
+"""The sessions started inside the innermost `started_sessions` block, if any."""
+
 
 class ProcessLimit(RuntimeError):
     """The session runs as many background processes as it may."""
@@ -476,6 +484,13 @@ class Session:
         """Whether the supervisor runs (or has yet to be started)."""
         return self._ended is None and not self._closed
 
+    @property
+    def idle(self) -> bool:
+        """Whether no command and no background process runs in the session now."""
+        with self._lock:
+            busy = bool(self._jobs)
+        return not busy and not any(found.running for found in self.background.values())
+
     # ----- the supervisor ------------------------------------------------------------
 
     def _start(self, request: Mapping[str, object], fds: list[int], mounts: list[str]) -> _Job:
@@ -662,6 +677,9 @@ class Session:
 class Sessions:
     """The sessions of one backend, by `session_key`; closed together.
 
+    At most `MAX_SESSIONS` are kept: a new one ends the session idle the longest first
+    (none is ended while a command or a background process runs in it). A session
+    started inside a `started_sessions` block (a subagent's `task` call) ends with it.
     A copy (`copy`, `deepcopy`, `pickle`) starts with no session: sessions belong to
     the process and the object that started them. They close with this object.
     """
@@ -669,17 +687,40 @@ class Sessions:
     def __init__(self) -> None:
         """No session yet."""
         self._sessions: dict[str, Session] = {}
+        """By key, the one used last at the end."""
         self._lock = threading.Lock()
         weakref.finalize(self, _close_all, self._sessions)
 
     def current(self, plan: Callable[[], SessionPlan]) -> Session:
         """The session of `session_key`; a new one started as `plan()` says if none runs."""
         key = session_key.get()
+        evicted = None
         with self._lock:
-            found = self._sessions.get(key)
+            found = self._sessions.pop(key, None)
             if found is None or not found.alive:
-                found = self._sessions[key] = Session(plan())
-            return found
+                evicted = self._evicted()
+                found = Session(plan())
+                started = _started_here.get()
+                if started is not None:
+                    started.append((self, key))
+            self._sessions[key] = found
+        if evicted is not None:
+            evicted.close()
+        return found
+
+    def _evicted(self) -> Session | None:
+        """The session idle the longest, taken out, when a new one would pass the bound."""
+        if len(self._sessions) < MAX_SESSIONS:
+            return None
+        key = next((key for key, one in self._sessions.items() if one.idle), None)
+        return None if key is None else self._sessions.pop(key)
+
+    def end(self, key: str) -> None:
+        """End the session `key` (and every process in it), if it runs."""
+        with self._lock:
+            found = self._sessions.pop(key, None)
+        if found is not None:
+            found.close()
 
     def close(self) -> None:
         """Close every session, and wait until their processes ended."""
@@ -689,6 +730,35 @@ class Sessions:
     def __reduce__(self) -> tuple[type[Sessions], tuple[()]]:
         """A copy has sessions of its own (none yet)."""
         return (Sessions, ())
+
+
+class StartedSessions:
+    """The sessions started inside a `started_sessions` block, to end with a `task` call."""
+
+    def __init__(self) -> None:
+        """None yet."""
+        self.started: list[tuple[Sessions, str]] = []
+
+    def end(self) -> None:
+        """End them (and every process in them); this blocks: off an event loop."""
+        found, self.started = self.started, []
+        for sessions, key in found:
+            sessions.end(key)
+
+
+@contextlib.contextmanager
+def started_sessions() -> Iterator[StartedSessions]:
+    """Note the sessions started inside the block, for the caller to `end` (a subagent's).
+
+    Nested blocks note theirs each. Whatever the block calls, in this context or in
+    contexts copied from it (threads, tasks), counts as inside it.
+    """
+    noted = StartedSessions()
+    token = _started_here.set(noted.started)
+    try:
+        yield noted
+    finally:
+        _started_here.reset(token)
 
 
 def _close_all(sessions: dict[str, Session], *, wait: bool = False) -> None:
@@ -718,11 +788,14 @@ def _tee(first: Callable[..., None], second: Callable[..., None]) -> Callable[..
 
 __all__ = [
     "MAX_PROCESSES",
+    "MAX_SESSIONS",
     "START_TIMEOUT",
     "ProcessLimit",
     "Session",
     "SessionEnded",
     "Sessions",
+    "StartedSessions",
     "in_session",
     "session_key",
+    "started_sessions",
 ]
