@@ -162,7 +162,7 @@ class _Scan:
 
         `replaced`: the directory hides the workspace's (opaque, or new over a file).
         """
-        names = sorted(os.listdir(host))
+        names = sorted(_names(host))
         if replaced:
             low = self.lower.lstat(virtual)
             if low is not None and stat_module.S_ISDIR(low.st_mode):
@@ -266,6 +266,19 @@ class _Scan:
             return Change(virtual, kind, entry, mode, size, target)
         stale = low.st_ctime_ns > self.started_ns
         return Change(virtual, kind, entry, mode, size, target, self.lower.version(low), stale)
+
+
+def _names(host: str) -> list[str]:
+    """The names in the upper folder `host`, which a command may have made unreadable.
+
+    As its owner, the agent opens it (`u+rwx`) to read it; the mode the change records
+    is the one the command left (read before).
+    """
+    try:
+        return os.listdir(host)
+    except PermissionError:
+        os.chmod(host, stat_module.S_IMODE(os.lstat(host).st_mode) | stat_module.S_IRWXU)
+        return os.listdir(host)
 
 
 def _entry(mode: int) -> ChangedEntry:

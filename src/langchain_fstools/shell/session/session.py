@@ -35,6 +35,7 @@ import weakref
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
+from langchain_fstools.core.changesets import remove_folder
 from langchain_fstools.core.results import ExecutionResult, LimitHit
 from langchain_fstools.errors import CommandTooLarge
 from langchain_fstools.shell.sandbox import supervisor
@@ -669,7 +670,7 @@ class Session:
             self._spared.notify_all()
 
     def _remove_folders(self) -> None:
-        shutil.rmtree(self.plan.folder, ignore_errors=True)
+        remove_folder(self.plan.folder)
         if self.plan.temporary is not None:
             shutil.rmtree(self.plan.temporary, ignore_errors=True)
 
