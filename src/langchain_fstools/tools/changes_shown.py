@@ -9,8 +9,9 @@ link, folder or file past the budget.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections import Counter
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from langchain_fstools.core import calls, paths
@@ -19,7 +20,7 @@ from langchain_fstools.core.wording import plural
 from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.formats.encoding import detect
 from langchain_fstools.history.changes import HISTORY_KEY, unrewindable
-from langchain_fstools.shell.sandbox.overlay import upper_path
+from langchain_fstools.shell.sandbox.overlay import open_upper, upper_path
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
@@ -80,11 +81,20 @@ def _file_diff(changes: ChangeSet, change: Change) -> Effect[str | None]:
             return None
     new = b""
     if change.kind is not ChangeKind.DELETED:
-        new = yield from calls.blocking(Path(upper_path(changes, change.path)).read_bytes)
+        try:
+            new = yield from calls.blocking(functools.partial(_read_upper, changes, change))
+        except OSError:
+            return None
     texts = [_text(data) for data in (old, new)]
     if texts[0] is None or texts[1] is None:
         return None
     return unified_patch(change.path, texts[0], texts[1]) or None
+
+
+def _read_upper(changes: ChangeSet, change: Change) -> bytes:
+    """The new content of `change` (at most `DIFFED_FILE_BYTES` of it)."""
+    with os.fdopen(open_upper(upper_path(changes, change.path)), "rb") as file:
+        return file.read(DIFFED_FILE_BYTES + 1)
 
 
 def _text(data: bytes) -> str | None:

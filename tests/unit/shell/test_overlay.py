@@ -326,6 +326,7 @@ _CLOSED_FOLDERS = """
 import os, stat, sys
 from langchain_fstools.core.changesets import remove_folder
 from langchain_fstools.shell.sandbox.overlay import Overlay
+from langchain_fstools.shell.session.pending import digest
 
 class Empty:  # a workspace with nothing in it
     def lstat(self, virtual): return None
@@ -334,11 +335,14 @@ class Empty:  # a workspace with nothing in it
 overlay = Overlay.create(sys.argv[1])
 locked = os.path.join(overlay.upper, "locked")
 os.makedirs(os.path.join(locked, "inner"))
-open(os.path.join(locked, "inner", "f.txt"), "w").write("x")
+secret = os.path.join(locked, "inner", "f.txt")
+open(secret, "w").write("x")
+os.chmod(secret, 0)
 os.chmod(os.path.join(locked, "inner"), 0)
 os.chmod(locked, 0)
 changes = overlay.read_changes(Empty())
 print(sorted((c.path, c.entry, c.mode) for c in changes.changes))
+print(len(digest(changes)), stat.S_IMODE(os.stat(secret).st_mode))
 os.chmod(os.path.join(locked, "inner"), 0)  # closed again, for the removal
 remove_folder(overlay.folder)
 print(os.path.exists(overlay.folder))
@@ -366,12 +370,13 @@ def test_folders_a_command_closed_are_read_as_they_were_and_removed_whole(
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    listed, exists = done.stdout.splitlines()
+    listed, hashed, exists = done.stdout.splitlines()
     expected = [
         ("/locked", "directory", 0),
         ("/locked/inner", "directory", 0),
-        ("/locked/inner/f.txt", "file", 0o644),
+        ("/locked/inner/f.txt", "file", 0),
     ]
     assert listed == str(expected)
+    assert hashed == "64 0"  # read for its digest, its mode put back
     assert exists == "False"
     assert list(tmp_path.iterdir()) == []

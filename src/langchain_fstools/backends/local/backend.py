@@ -39,7 +39,7 @@ from langchain_fstools.errors import (
 from langchain_fstools.search.ripgrep import MEMORY_LIMIT, RipgrepSearch, find_ripgrep
 from langchain_fstools.search.spawner import SpawnedProcess, Spawner, available
 from langchain_fstools.shell.sandbox.environment import MINIMAL_ENV, CommandEnv, InheritEnv
-from langchain_fstools.shell.sandbox.overlay import Overlay, files_equal, upper_path
+from langchain_fstools.shell.sandbox.overlay import Overlay, files_equal, open_upper, upper_path
 from langchain_fstools.shell.sandbox.protected import host_code_paths
 from langchain_fstools.shell.sandbox.sandbox import DEFAULT_SANDBOX, Confinement, Sandbox
 from langchain_fstools.shell.session.output import reporter_if_listening
@@ -947,7 +947,7 @@ class _Lower:
         with self.beneath.place(virtual, follow=False) as place:
             lower = os.open(place.name, _READ_FLAGS, dir_fd=place.directory)
         try:
-            new = os.open(upper, _READ_FLAGS)
+            new = open_upper(upper)
             try:
                 return files_equal(lower, new)
             finally:

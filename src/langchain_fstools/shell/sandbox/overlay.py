@@ -268,6 +268,24 @@ class _Scan:
         return Change(virtual, kind, entry, mode, size, target, self.lower.version(low), stale)
 
 
+def open_upper(host: str) -> int:
+    """A read-only descriptor of the upper layer's file `host` (a link is not followed).
+
+    A command may have left it unreadable (`chmod 000`): as its owner, the agent lets
+    itself read it for the open, and puts the command's mode back at once.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(host, flags)
+    except PermissionError:
+        mode = stat_module.S_IMODE(os.lstat(host).st_mode)
+        os.chmod(host, mode | stat_module.S_IRUSR)
+        try:
+            return os.open(host, flags)
+        finally:
+            os.chmod(host, mode)
+
+
 def _names(host: str) -> list[str]:
     """The names in the upper folder `host`, which a command may have made unreadable.
 
@@ -310,4 +328,4 @@ def files_equal(first: int, second: int) -> bool:
         offset += len(one)
 
 
-__all__ = ["Layer", "LowerTree", "Overlay", "files_equal", "stamp", "upper_path"]
+__all__ = ["Layer", "LowerTree", "Overlay", "files_equal", "open_upper", "stamp", "upper_path"]

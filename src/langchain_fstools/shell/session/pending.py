@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from langchain_fstools.core.changesets import ChangeKind, ChangeSet
 from langchain_fstools.core.private_folders import private_folder
-from langchain_fstools.shell.sandbox.overlay import upper_path
+from langchain_fstools.shell.sandbox.overlay import open_upper, upper_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -97,7 +97,7 @@ def _hashed(changes: ChangeSet, copy: str | None) -> str:
     for change in changes.changes:
         if change.kind is ChangeKind.DELETED or change.entry != "file":
             continue
-        source = os.open(upper_path(changes, change.path), os.O_RDONLY | os.O_NOFOLLOW)
+        source = open_upper(upper_path(changes, change.path))
         target = None
         if copy is not None:
             placed = upper_path(ChangeSet((), copy), change.path)
