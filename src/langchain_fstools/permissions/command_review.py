@@ -192,6 +192,8 @@ def _request(waiting: Mapping[str, Any]) -> HITLRequest:
             summary=review["summary"],
             diff=review["diff"],
         )
+        if "digest" in review:
+            action["digest"] = review["digest"]
         actions.append(cast("ActionRequest", action))
         configs.append(ReviewConfig(action_name=name, allowed_decisions=["approve", "reject"]))
     return HITLRequest(action_requests=actions, review_configs=configs)
