@@ -426,6 +426,14 @@ class SandboxUnavailable(FsToolsError):
 
 
 @dataclass(eq=False)
+class CommandTooLarge(FsToolsError):
+    """A command, with its environment, is larger than the sandbox takes (bytes); nothing ran."""
+
+    size: int
+    limit: int
+
+
+@dataclass(eq=False)
 class CommandTimedOut(FsToolsError):
     """A command ran past its timeout and was killed; `output` is what it printed."""
 

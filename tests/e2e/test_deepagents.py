@@ -9,14 +9,18 @@ the main agent and the subagent (deepagents' subagent uses the same model).
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_fstools import FilesystemMiddleware, StateBackend
+from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend
 from langchain_fstools.testing import ScriptedChatModel
+from tests.e2e.agent_runs import surviving_sleepers
 
 deepagents = pytest.importorskip("deepagents")
 
@@ -89,3 +93,34 @@ def test_declarative_subagent_with_the_middleware_and_a_checkpointer() -> None:
     assert state["files"]["/notes.md"]["content"] == "hello world\n"
     assert "version" in state["files"]["/notes.md"]  # written by these tools, not deepagents'
     assert "hello world" in str(tool_results(state)["p1"].content)
+
+
+def test_a_task_calls_sandbox_sessions_end_when_it_returns(tmp_path: Path) -> None:
+    duration = f"{7000 + time.monotonic_ns() % 1_000_000}.{os.getpid()}"
+    (tmp_path / "sub").mkdir()
+    turns = [
+        call("execute", "m1", command="cd sub && export WHO=main"),
+        call("task", "t1", description="Start a server", subagent_type="general-purpose"),
+        # the subagent's turns: a shell of its own, and a process left running
+        call("execute", "s1", command=f"sleep {duration}", background=True),
+        AIMessage("Started."),
+        # the main agent again: its own shell as it left it
+        call("execute", "m2", command="echo $WHO; pwd"),
+        AIMessage("done"),
+    ]
+    model = ScriptedChatModel(turns=turns, disable_streaming=True)
+    backend = LocalBackend(tmp_path, execute=True)
+    files = FilesystemMiddleware(backend=backend)
+    agent = deepagents.create_deep_agent(model=model, middleware=[files])
+    try:
+        state = agent.invoke(
+            {"messages": [{"role": "user", "content": "go"}]},
+            {"configurable": {"thread_id": "t"}},
+        )
+        results = tool_results(state)
+        assert results["t1"].content == "Started."
+        assert str(results["m2"].content).split()[:2] == ["main", str(tmp_path / "sub")]
+        assert not surviving_sleepers(duration, grace=5)  # ended with the task call
+        assert len(backend._sessions._sessions) == 1  # the main agent's only
+    finally:
+        backend.close()

@@ -97,6 +97,28 @@ def test_a_command_that_writes_past_the_limit_and_ends_at_once_keeps_nothing(
     assert list(workspace.iterdir()) == []
 
 
+def test_a_sparse_file_counts_at_its_apparent_size(workspace: Path) -> None:
+    # `truncate` takes no disk here, but as much as it says wherever it is copied
+    outcome = _run(workspace, "truncate -s 1G big", limits=Limits(changed_bytes=64 * MiB))
+    assert "limit on what one command may write (64 MiB)" in outcome.text, outcome.text
+    assert list(workspace.iterdir()) == []
+    sandbox = Sandbox(limits=Limits(changed_bytes=64 * MiB))
+    backend = LocalBackend(workspace, execute=True, sandbox=sandbox)
+    tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
+    try:
+        tools["execute"].invoke(_call("execute", command="truncate -s 1G big", background=True))
+        table = backend.processes()
+        assert table is not None
+        deadline = time.monotonic() + 10
+        while table.get("p1").running and time.monotonic() < deadline:
+            time.sleep(0.02)
+        read = tools["process"].invoke(_call("process", action="read", process_id="p1"))
+    finally:
+        backend.close()
+    assert "limit on what one command may write (64 MiB)" in str(read.content), read.content
+    assert list(workspace.iterdir()) == []
+
+
 def test_a_background_process_past_what_it_may_change_is_stopped_and_keeps_nothing(
     workspace: Path,
 ) -> None:

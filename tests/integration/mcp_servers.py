@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from PIL import Image
 
+from langchain_fstools.mcp.door import TOKEN_ENV
 from langchain_fstools.mcp.handles import HANDLE_KEY_ENV
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -37,10 +38,20 @@ START_TIMEOUT = 90.0
 HANDLE_KEY = "integration-tests-read-handle-key"
 """The servers' read-handle key, so none is written to the user's config folder."""
 
+TOKEN = "integration-tests-http-token"  # noqa: S105 - a test token
+"""The HTTP servers' bearer token (from the environment), so none is drawn."""
+
+AUTHORIZATION = {"Authorization": f"Bearer {TOKEN}"}
+"""The header every HTTP client of these servers sends."""
+
 
 def server_env() -> dict[str, str]:
-    """This process's environment, importing the package from this checkout."""
-    return {**os.environ, "PYTHONPATH": SRC, HANDLE_KEY_ENV: HANDLE_KEY}
+    """This process's environment, importing the package from this checkout.
+
+    Servers take their keys from it (no file is written); the TypeScript clients their
+    bearer token.
+    """
+    return {**os.environ, "PYTHONPATH": SRC, HANDLE_KEY_ENV: HANDLE_KEY, TOKEN_ENV: TOKEN}
 
 
 def command(*args: str) -> list[str]:
@@ -107,23 +118,26 @@ async def connect(
 ) -> AsyncIterator[ClientSession]:
     """A client session: `target` is "stdio" (spawn a server with `args`) or an HTTP URL.
 
-    `headers` go with every HTTP request (e.g. `Authorization`).
+    `headers` go with every HTTP request. Default: `AUTHORIZATION`.
     """
     if target == "stdio":
         params = StdioServerParameters(
             command=sys.executable, args=command(*args)[1:], env=server_env()
         )
         transport: Any = stdio_client(params)
-    elif headers:
-        client = create_mcp_http_client(headers=headers)  # httpx on 1.x, httpx2 on 2.x
-        transport = streamable_http_client(target, http_client=client)
     else:
-        transport = streamable_http_client(target)
+        transport = http_transport(target, AUTHORIZATION if headers is None else headers)
     async with transport as streams:
         read, write = streams[0], streams[1]
         async with ClientSession(read, write, elicitation_callback=elicitation) as session:
             INITIALIZED[session] = await session.initialize()
             yield session
+
+
+def http_transport(url: str, headers: dict[str, str] = AUTHORIZATION) -> Any:
+    """The SDK's streamable HTTP client transport to `url`, sending `headers`."""
+    client = create_mcp_http_client(headers=headers)  # httpx on 1.x, httpx2 on 2.x
+    return streamable_http_client(url, http_client=client)
 
 
 def wire(model: Any) -> dict[str, Any]:

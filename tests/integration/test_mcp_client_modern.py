@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from langchain_fstools.mcp.sdk import GENERATION
-from tests.integration.mcp_servers import command, http_server, make_workspace, server_env
+from tests.integration.mcp_servers import (
+    command,
+    http_server,
+    http_transport,
+    make_workspace,
+    server_env,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -44,7 +50,7 @@ def target(request: pytest.FixtureRequest, workspace: Path) -> Iterator[Any]:
 
     if request.param == "http":
         with http_server("--root", str(workspace)) as url:
-            yield url
+            yield http_transport(url)
         return
     args = command("--root", str(workspace))[1:]
     yield StdioServerParameters(command=sys.executable, args=args, env=server_env())
@@ -105,7 +111,7 @@ def approval_target(request: pytest.FixtureRequest, workspace: Path) -> Iterator
     args = ("--root", str(workspace), "--mode", "default")
     if request.param == "http":
         with http_server(*args) as url:
-            yield url
+            yield http_transport(url)
         return
     yield StdioServerParameters(command=sys.executable, args=command(*args)[1:], env=server_env())
 

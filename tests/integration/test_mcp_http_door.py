@@ -1,9 +1,10 @@
-"""MCP over HTTP checks who calls: Host and Origin on every bind, a bearer token.
+"""MCP over HTTP checks who calls: Host and Origin on every bind, a bearer token always.
 
 Servers bound to 127.0.0.1, 127.0.0.2 and [::1] (real processes): a request whose
-`Host` or `Origin` names another site gets 4xx and runs nothing; with a token, a
-request without it or with a wrong one gets 401; the right token lets the real client
-in. A non-loopback bind without a token does not start.
+`Host` or `Origin` names another site gets 4xx and runs nothing; a request without the
+token or with a wrong one gets 401; the right token lets the real client in. A server
+given no token draws one (kept 0600 for this user); only `--no-auth` serves without
+one, and then reads only. A non-loopback bind without a token does not start.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from typing import Any
 
 import pytest
 
+from langchain_fstools.mcp.door import TOKEN_ENV
 from tests.integration.mcp_servers import (
+    AUTHORIZATION,
     command,
     connect,
     http_server,
@@ -100,9 +103,9 @@ def workspace(tmp_path: Path) -> Path:
 def test_forged_host_or_origin_gets_4xx_and_touches_nothing(bind: str, workspace: Path) -> None:
     with http_server("--root", str(workspace), host=bind) as url:
         port = own_host(url).rpartition(":")[2]
-        status, headers, _ = post(url, initialize(), {"Host": own_host(url)})
+        status, headers, _ = post(url, initialize(), {"Host": own_host(url), **AUTHORIZATION})
         assert status == 200
-        session = {"Mcp-Session-Id": headers["mcp-session-id"]}
+        session = {"Mcp-Session-Id": headers["mcp-session-id"], **AUTHORIZATION}
         forgeries = [
             {"Host": "attacker.example"},
             {"Host": f"attacker.example:{port}"},
@@ -115,7 +118,11 @@ def test_forged_host_or_origin_gets_4xx_and_touches_nothing(bind: str, workspace
             assert 400 <= refused < 500, forged
             refused, _, _ = post(url, write_call("/pwned.txt"), {**forged, **session})
             assert 400 <= refused < 500, forged
-        local = {"Host": f"localhost:{port}", "Origin": f"http://{url_host(bind)}:{port}"}
+        local = {
+            "Host": f"localhost:{port}",
+            "Origin": f"http://{url_host(bind)}:{port}",
+            **AUTHORIZATION,
+        }
         status, _, _ = post(url, initialize(3), local)
         assert status == 200
     assert not (workspace / "pwned.txt").exists()
@@ -167,3 +174,36 @@ def test_a_non_loopback_bind_without_a_token_does_not_start(address: str, worksp
     )
     assert done.returncode == 2
     assert "needs a bearer token" in done.stderr
+
+
+def test_a_server_given_no_token_draws_one_and_lets_no_one_in_without_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    env = {TOKEN_ENV: "", "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    with http_server("--root", str(workspace), env=env) as url:
+        port = own_host(url).rpartition(":")[2]
+        status, _, _ = post(url, initialize(), {"Host": own_host(url)})
+        assert status == 401
+        status, _, _ = post(url, write_call("/pwned.txt"), {"Host": own_host(url)})
+        assert status == 401
+        kept = tmp_path / "config" / "langchain-fstools" / f"mcp-http-token-{port}"
+        assert kept.stat().st_mode & 0o777 == 0o600
+        drawn = {"Authorization": f"Bearer {kept.read_text().strip()}"}
+        status, _, _ = post(url, initialize(), {"Host": own_host(url), **drawn})
+        assert status == 200
+    assert not (workspace / "pwned.txt").exists()
+
+
+async def test_without_a_token_only_reading_is_served(workspace: Path) -> None:
+    with http_server("--root", str(workspace), "--no-auth", env={TOKEN_ENV: ""}) as url:
+        async with asyncio.timeout(TIMEOUT), connect(url, headers={}) as session:
+            listed = {tool.name for tool in (await session.list_tools()).tools}
+            read = await session.call_tool("read_file", {"file_path": "/notes.txt"})
+            written = await session.call_tool(
+                "write_file", {"file_path": "/pwned.txt", "content": "pwned"}
+            )
+    assert listed == {"ls", "read_file", "glob", "grep"}
+    assert not wire(read)["isError"]
+    assert wire(written)["isError"]
+    assert "this server takes requests without a token, so it only reads" in text_of(written)
+    assert not (workspace / "pwned.txt").exists()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from langchain_fstools.mcp.sdk import GENERATION
-from tests.integration.mcp_servers import http_server, make_workspace, wire
+from tests.integration.mcp_servers import AUTHORIZATION, http_server, make_workspace, wire
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -61,7 +61,9 @@ def round_robin(urls: list[str], calls: list[tuple[int, str]]) -> Any:
         async def aclose(self) -> None:
             await self.inner.aclose()
 
-    return httpx2.AsyncClient(transport=RoundRobin(), timeout=httpx2.Timeout(30, read=300))
+    return httpx2.AsyncClient(
+        transport=RoundRobin(), headers=AUTHORIZATION, timeout=httpx2.Timeout(30, read=300)
+    )
 
 
 @pytest.mark.skipif(GENERATION < 2, reason="mcp 1.x has no Client speaking 2026-07-28")

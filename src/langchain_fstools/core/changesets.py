@@ -4,14 +4,17 @@ A command that runs on a copy-on-write view of the workspace (see `shell.sandbox
 leaves the workspace as it was; what it wrote, deleted, linked or made executable is
 described here as a `ChangeSet`, whose new contents wait in a private folder until the
 backend commits them (`Backend.commit`) or the set is discarded. Plain data, plus the
-folder's removal.
+folder's removal (`remove_folder`), whatever modes the command left in it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import stat
 from dataclasses import asdict, dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Literal
 
 ChangedEntry = Literal["file", "directory", "link"]
@@ -74,7 +77,7 @@ class ChangeSet:
 
     def discard(self) -> None:
         """Remove the waiting contents (after a commit, or instead of one)."""
-        shutil.rmtree(self.source, ignore_errors=True)
+        remove_folder(self.source)
 
     def __bool__(self) -> bool:
         """Whether the command changed anything."""
@@ -111,4 +114,36 @@ class ChangeReview:
     asks: tuple[str, ...] = ()
 
 
-__all__ = ["Change", "ChangeKind", "ChangeReview", "ChangeSet", "ChangedEntry"]
+def remove_folder(path: str) -> None:
+    """Remove the folder `path` and all below it, if it exists, never failing.
+
+    A command may leave folders it cannot read or change (`chmod 000`) in its upper
+    layer; as their owner, the agent opens them (`u+rwx`) and goes on.
+    """
+    shutil.rmtree(path, onerror=_opening)
+
+
+def _opening(function: object, path: str, _error: object) -> None:
+    """`rmtree`'s error handler: open the folders in the way, then remove `path` again.
+
+    Only a folder that was not open already is opened, so a failure of another kind
+    is not tried again.
+    """
+    del function
+    target = Path(path)
+    with contextlib.suppress(OSError):
+        opened = False
+        for folder in (target.parent, target):
+            mode = folder.lstat().st_mode
+            if stat.S_ISDIR(mode) and mode & stat.S_IRWXU != stat.S_IRWXU:
+                folder.chmod(stat.S_IMODE(mode) | stat.S_IRWXU)
+                opened = True
+        if not opened:
+            return
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(path, onerror=_opening)
+        else:
+            target.unlink()
+
+
+__all__ = ["Change", "ChangeKind", "ChangeReview", "ChangeSet", "ChangedEntry", "remove_folder"]

@@ -82,7 +82,8 @@ class LimitHit:
 
     Attributes:
         name: The `Limits` field: `memory`, `processes`, `cpu_seconds`, `file_size` or
-            `changed_bytes`.
+            `changed_bytes`; or `shell_state`, the fixed bound on the state a command
+            leaves the next (`shell.session.shell_state.STATE_LIMIT`).
         value: What it was set to (bytes, a count or seconds).
     """
 

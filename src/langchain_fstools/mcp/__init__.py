@@ -18,10 +18,11 @@ Advanced: permissions (an `ask` becomes an elicitation), `execute`, streamable H
     )
     anyio.run(partial(run_http, server, host="127.0.0.1", port=8765, token="secret"))
 
-Over HTTP, Host and Origin must name the bound address or `localhost`, a `token` makes
-every request carry `Authorization: Bearer`, and a non-loopback bind needs one (see
-`mcp.door`). From a shell: `python -m langchain_fstools mcp --root ./repo [--http
-127.0.0.1:8765]`. The server runs on the MCP SDK 1.x and 2.x (see `mcp.sdk`).
+Over HTTP, Host and Origin must name the bound address or `localhost`, and every request
+carries the `token` as `Authorization: Bearer` (only `no_auth=True`, on loopback, serves
+without one, for a `create_server(reads_only=True)` server; see `mcp.door`). From a
+shell: `python -m langchain_fstools mcp --root ./repo [--http 127.0.0.1:8765]`. The
+server runs on the MCP SDK 1.x and 2.x (see `mcp.sdk`).
 Names are imported on first use, so the command line parser loads without the SDK.
 """
 

@@ -2,6 +2,7 @@
 
     langchain-fstools-mcp --root ./repo                              # stdio, local disk
     python -m langchain_fstools mcp --root ./repo --http 127.0.0.1:8765
+        (a token is drawn, printed once and kept in ~/.config/langchain-fstools/)
     python -m langchain_fstools mcp --root ./repo --http 0.0.0.0:8765 --allow-host box.lan
         (with the token in LANGCHAIN_FSTOOLS_MCP_TOKEN, or --token)
     python -m langchain_fstools mcp --ssh build-box --ssh-root /srv/app --execute
@@ -10,8 +11,8 @@
 
 A config file (TOML) holds the same settings under the flags' names (`root`, `ssh`,
 `ssh_root`, `ssh_port`, `ssh_user`, `ssh_keys`, `known_hosts`, `postgres`, `namespace`,
-`execute`, `sandbox`, `mode`, `http`, `token`, `allow_hosts`, `objectstore`, `prefix`,
-`handle_key`, `stateless`), plus `[[permissions]]`
+`execute`, `sandbox`, `mode`, `http`, `token`, `no_auth`, `allow_hosts`, `objectstore`,
+`prefix`, `handle_key`, `stateless`), plus `[[permissions]]`
 rules (`operations`, `paths`, `commands`, `action`) and a `[settings]` table of
 `ToolSettings` fields. A flag given on the command line wins over the file. This module
 imports the MCP SDK only when the command runs, so the rest of the CLI works without the
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_fstools._version import __version__
 from langchain_fstools.core.extras import require
 from langchain_fstools.errors import MissingExtra
-from langchain_fstools.mcp.door import TOKEN_ENV, is_loopback
+from langchain_fstools.mcp.door import TOKEN_ENV, TOKEN_FILE, is_loopback, new_token
 from langchain_fstools.mcp.handles import HANDLE_KEY_ENV, KEY_FILE, handle_key
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ OPTIONS = (
     "mode",
     "http",
     "token",
+    "no_auth",
     "allow_hosts",
     "objectstore",
     "prefix",
@@ -82,6 +84,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "conditional_writes": ("objectstore", "--conditional-writes"),
     "sandbox": ("execute", "--sandbox"),
     "token": ("http", "--token"),
+    "no_auth": ("http", "--no-auth"),
     "allow_hosts": ("http", "--allow-host"),
     "stateless": ("http", "--stateless"),
 }
@@ -184,8 +187,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     http.add_argument(
         "--token",
-        help="with --http: require 'Authorization: Bearer TOKEN' (default: the "
-        f"{TOKEN_ENV} environment variable; needed unless HOST is loopback)",
+        help="with --http: the token every request must carry as 'Authorization: Bearer"
+        f" TOKEN' (default: the {TOKEN_ENV} environment variable, else, on loopback, a token"
+        f" drawn at start, printed once and kept (mode 0600) in ~/.config/{TOKEN_FILE})",
+    )
+    http.add_argument(
+        "--no-auth",
+        action="store_true",
+        default=None,
+        help="with --http on loopback: take requests without a token, from any user of this"
+        " machine; then only the reading tools are served (no --execute, no --mode) (unsafe"
+        " on a shared machine; default: off)",
     )
     http.add_argument(
         "--allow-host",
@@ -242,8 +254,8 @@ def resolve(options: argparse.Namespace) -> dict[str, Any]:
             "give exactly one backend: --root DIR, --ssh HOST, --postgres URL or --objectstore URL"
         )
     _check_combinations(config)
-    if config.get("http") and not config.get("token") and os.environ.get(TOKEN_ENV):
-        config["token"] = os.environ[TOKEN_ENV]
+    if config.get("http") and not config.get("token") and not config.get("no_auth"):
+        config["token"] = os.environ.get(TOKEN_ENV) or None
     if config.get("http"):
         host, _ = parse_http(config["http"])
         if not config.get("token") and not is_loopback(host):
@@ -251,7 +263,27 @@ def resolve(options: argparse.Namespace) -> dict[str, Any]:
                 f"--http {config['http']}: serving HTTP on an address that is not loopback "
                 f"needs a bearer token: pass --token or set {TOKEN_ENV}"
             )
+    _check_no_auth(config)
     return config
+
+
+def _check_no_auth(config: dict[str, Any]) -> None:
+    """Refuse `--no-auth` with what a caller without a token may not do or answer.
+
+    Without a token anyone on this machine can call, so only reading is served: not
+    `execute`, and no permission layer, whose asks the caller would answer itself.
+    """
+    if not config.get("no_auth"):
+        return
+    if config.get("token"):
+        raise ValueError("--no-auth and a token (--token or the environment) contradict")
+    if config.get("execute"):
+        raise ValueError("--execute over HTTP needs a token: leave out --no-auth")
+    if config.get("mode") or config.get("permissions"):
+        raise ValueError(
+            "--no-auth serves reading only, to a caller who would answer its own approvals:"
+            " leave out --mode and [[permissions]], or serve with a token"
+        )
 
 
 def _check_combinations(config: dict[str, Any]) -> None:
@@ -295,6 +327,8 @@ def run(options: argparse.Namespace) -> int:
     import anyio  # noqa: PLC0415 - the SDK's event loop library
 
     config["handle_key"] = handle_key(config.get("handle_key"))
+    if config.get("http") and not config.get("token") and not config.get("no_auth"):
+        config["token"], config["token_file"] = new_token(parse_http(config["http"])[1])
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve, config)
     return 0
@@ -321,19 +355,23 @@ async def serve(config: dict[str, Any]) -> None:
             listing_cache=cache_folder(),
             eviction=not config.get("stateless"),
             processes=not config.get("stateless"),
+            reads_only=bool(config.get("no_auth")),
             **config.get("settings", {}),
         )
         server = await anyio.to_thread.run_sync(build)  # reads the kept listing, or builds it
         if config.get("http"):
             host, port = parse_http(config["http"])
-            sys.stderr.write(http_banner(host, port, token=config.get("token")) + "\n")
+            token = config.get("token")
+            banner = http_banner(host, port, token=token, drawn=config.get("token_file"))
+            sys.stderr.write(banner + "\n")
             await run_http(
                 server,
                 host=host,
                 port=port,
-                token=config.get("token"),
+                token=token,
                 allowed_hosts=config.get("allow_hosts") or (),
                 stateless=bool(config.get("stateless")),
+                no_auth=bool(config.get("no_auth")),
             )
         else:
             await run_stdio(server)
@@ -355,17 +393,25 @@ def _permissions(rules: list[dict[str, Any]]) -> list[Any]:
         raise ValueError(f"bad permission rule: {exc}") from None
 
 
-def http_banner(host: str, port: int, *, token: str | None) -> str:
-    """What the HTTP server says on start: its URL, and whether requests need the token."""
+def http_banner(host: str, port: int, *, token: str | None, drawn: Path | None = None) -> str:
+    """What the HTTP server says on start: its URL, and the token requests need.
+
+    A token given is never shown; one `drawn` for this start is, this once, with the
+    file it is kept in. Without a token (`--no-auth`), a warning.
+    """
     from langchain_fstools.mcp.transports import HTTP_PATH  # noqa: PLC0415 - needs the SDK
 
     shown = f"[{host}]" if ":" in host else host
-    need = (
-        "every request needs 'Authorization: Bearer <token>' (the token given)"
-        if token
-        else "no token: reachable from this machine only"
-    )
-    return f"Serving MCP over streamable HTTP at http://{shown}:{port}{HTTP_PATH} ({need})"
+    served = f"Serving MCP over streamable HTTP at http://{shown}:{port}{HTTP_PATH}"
+    if not token:
+        return (
+            f"WARNING: --no-auth: any user of this machine can call this server. {served}"
+            " (no token; reading only: no tool that changes files or runs commands)"
+        )
+    need = "every request needs 'Authorization: Bearer <token>'"
+    if drawn is None:
+        return f"{served} ({need}, the token given)"
+    return f"{served} ({need}; the token, drawn for this start and kept in {drawn}: {token})"
 
 
 def _sandbox(config: dict[str, Any], execute: bool) -> Sandbox | None:  # noqa: FBT001

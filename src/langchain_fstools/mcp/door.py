@@ -5,20 +5,29 @@ machine; with DNS rebinding, under a name the page controls. So every request's 
 must name the address the server is bound to (or `localhost`), on its port, and an
 `Origin`, when the browser sends one, must be such a name on that port too (a page on
 `http://localhost:3000` is another origin); anything else gets 421 or 403 before the
-MCP layer sees it. With a token, every request must also carry
-`Authorization: Bearer <token>` (401 otherwise). A server bound to anything but a
-loopback address needs a token: it refuses to start without one; loopback means
-`localhost` exactly and the addresses `127.0.0.0/8` and `::1` (not `foo.localhost`,
-not `localhost.`, which a resolver may send elsewhere).
+MCP layer sees it. Every request must also carry `Authorization: Bearer <token>` (401
+otherwise): any local user can reach a loopback port, so the door is closed to those
+without the token there too. The command line draws a token when none is given
+(`new_token`: written, mode 0600, beside the read-handle key, and printed once). Only
+`no_auth`, asked for explicitly, serves without one, and only on loopback, where the
+server then serves reading only (`create_server(reads_only=True)`): a caller without a
+token never changes a file or runs a command, nor answers an approval it asked for.
+Loopback means `localhost` exactly and the addresses `127.0.0.0/8` and `::1` (not
+`foo.localhost`, not `localhost.`, which a resolver may send elsewhere).
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import os
 import re
+import secrets
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
+
+from langchain_fstools.mcp.handles import config_file
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -27,6 +36,9 @@ if TYPE_CHECKING:
 
 TOKEN_ENV: Final = "LANGCHAIN_FSTOOLS_MCP_TOKEN"  # noqa: S105 - a variable name
 """The environment variable holding the bearer token when `--token` is not given."""
+
+TOKEN_FILE: Final = "langchain-fstools/mcp-http-token-{port}"  # noqa: S105 - a file name
+"""Where a drawn token is kept for the clients of the server on `port` (config folder)."""
 
 LOCAL_NAMES: Final = ("localhost",)
 """Host names always accepted (they resolve to this machine)."""
@@ -56,6 +68,24 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def new_token(port: int) -> tuple[str, Path]:
+    """A fresh bearer token for the server on `port`, and the file it is written to.
+
+    The file (`TOKEN_FILE` in the user's config folder, beside the read-handle key) is
+    written whole with mode 0600, then renamed into place: a client of this user reads
+    it, no other user can.
+    """
+    token = secrets.token_urlsafe(32)
+    path = config_file(Path(TOKEN_FILE.format(port=port)))
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fresh = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+    descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(token + "\n")
+    fresh.replace(path)
+    return token, path
+
+
 @dataclass(frozen=True)
 class Door:
     """The checks one bound server makes on every request.
@@ -64,7 +94,7 @@ class Door:
         names: The host names and addresses a request may reach the server by
             (lowercase; IPv6 without brackets).
         port: The bound port (a `Host` naming another port is refused); 0 for any.
-        token: The bearer token every request must carry; None for none.
+        token: The bearer token every request must carry; None for none (`no_auth`).
     """
 
     names: frozenset[str]
@@ -73,20 +103,36 @@ class Door:
 
     @classmethod
     def for_bind(
-        cls, host: str, port: int, *, token: str | None = None, names: Iterable[str] = ()
+        cls,
+        host: str,
+        port: int,
+        *,
+        token: str | None = None,
+        names: Iterable[str] = (),
+        no_auth: bool = False,
     ) -> Door:
         """The door of a server bound to `host:port`.
 
         Args:
             host: The bound address (or name).
             port: The bound port.
-            token: The bearer token required; None or empty for none.
+            token: The bearer token required.
             names: More host names clients reach the server by (e.g. the machine's
                 name, for a server bound to `0.0.0.0` with a token).
+            no_auth: Let requests in without a token (loopback only; the server must
+                serve reading only). Default: False.
 
         Raises:
-            ValueError: a non-loopback bind without a token, or an empty name.
+            ValueError: no token without `no_auth`, a token with it, a non-loopback
+                bind without a token, or an empty name.
         """
+        if token and no_auth:
+            raise ValueError("no_auth (--no-auth) and a token contradict each other: give one")
+        if not token and not no_auth:
+            raise ValueError(
+                f"the HTTP server needs a bearer token: --token or {TOKEN_ENV} (token= from"
+                " Python); the command line draws one when none is given"
+            )
         if not token and not is_loopback(host):
             raise ValueError(
                 f"serving HTTP on {host}, which is not a loopback address, needs a bearer "
@@ -177,4 +223,13 @@ async def _refuse(scope: Scope, send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["CHECKED_HEADERS", "LOCAL_NAMES", "TOKEN_ENV", "Door", "DoorApp", "is_loopback"]
+__all__ = [
+    "CHECKED_HEADERS",
+    "LOCAL_NAMES",
+    "TOKEN_ENV",
+    "TOKEN_FILE",
+    "Door",
+    "DoorApp",
+    "is_loopback",
+    "new_token",
+]

@@ -117,8 +117,7 @@ def handle_key(given: str | None = None) -> bytes:
     text = given or os.environ.get(HANDLE_KEY_ENV)
     if text:
         return text.encode()
-    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
-    path = Path(base) / KEY_FILE
+    path = config_file(KEY_FILE)
     try:
         return _stored_key(path)
     except OSError as exc:
@@ -126,6 +125,14 @@ def handle_key(given: str | None = None) -> bytes:
             f"cannot keep the read-handle key in {path} ({exc.strerror}); "
             f"pass --handle-key or set {HANDLE_KEY_ENV}"
         ) from None
+
+
+def config_file(name: Path) -> Path:
+    """Where the file `name` is kept in the user's config folder.
+
+    That is `$XDG_CONFIG_HOME`, else `~/.config`: the read-handle key's, the HTTP token's.
+    """
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / name
 
 
 def _stored_key(path: Path) -> bytes:
@@ -156,4 +163,12 @@ def _decode(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-__all__ = ["HANDLE", "HANDLE_KEY_ENV", "KEY_FILE", "InvalidHandle", "ReadHandles", "handle_key"]
+__all__ = [
+    "HANDLE",
+    "HANDLE_KEY_ENV",
+    "KEY_FILE",
+    "InvalidHandle",
+    "ReadHandles",
+    "config_file",
+    "handle_key",
+]

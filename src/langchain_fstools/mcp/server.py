@@ -97,6 +97,7 @@ def create_server(
     name: str = SERVER_NAME,
     handle_key: str | bytes | None = None,
     listing_cache: Path | None = None,
+    reads_only: bool = False,
     **settings: Any,
 ) -> Server[Any, Any]:
     """Build an MCP server serving the file tools over `backend`.
@@ -130,6 +131,9 @@ def create_server(
             same way again answers before loading its tools (see `mcp.listing_cache`; the
             command line uses `mcp.listing_cache.cache_folder()`). With a folder, this
             reads and writes files: call it off the event loop. Default: none.
+        reads_only: Serve only the tools that change nothing (a call to another is
+            refused with a sentence): what an HTTP server without a token may serve
+            (`run_http(..., no_auth=True)`). Default: False.
         **settings: `ToolSettings` fields. `pdf_file_blocks` defaults to True here, so a
             PDF read also embeds the pages read as a resource.
 
@@ -163,6 +167,7 @@ def create_server(
         settings=settings,
         handle_key=handle_key.encode() if isinstance(handle_key, str) else handle_key,
         listing_cache=listing_cache,
+        reads_only=reads_only,
     )
     return files.build(name)
 
@@ -182,6 +187,7 @@ class FileServer:
         settings: `ToolSettings` fields.
         handle_key: The key signing read handles (see `create_server`).
         listing_cache: Where listings are kept (see `create_server`).
+        reads_only: Serve only the tools that change nothing (see `create_server`).
     """
 
     def __init__(
@@ -198,6 +204,7 @@ class FileServer:
         processes: bool = True,
         handle_key: bytes | None = None,
         listing_cache: Path | None = None,
+        reads_only: bool = False,
     ) -> None:
         """Check the configuration by building the tools once, or read a kept listing.
 
@@ -214,7 +221,8 @@ class FileServer:
         self.eviction = eviction
         self.processes = processes
         self.handles = ReadHandles(handle_key or os.urandom(32))
-        self._asked = (tools, execute, mode, permissions, protected_paths)
+        self.reads_only = reads_only
+        self._asked = (tools, execute, mode, permissions, protected_paths, reads_only)
         self.names: list[str] = []
         self.policy: Policy | None = None
         self._prepared = False
@@ -244,12 +252,14 @@ class FileServer:
         from langchain_fstools.permissions.rules import PROTECTED_PATHS, Policy  # noqa: PLC0415
         from langchain_fstools.tools.toolkit import TOOL_CLASSES  # noqa: PLC0415 - BaseTools
 
-        tools, execute, mode, permissions, protected_paths = self._asked
+        tools, execute, mode, permissions, protected_paths, reads_only = self._asked
         names = (
             list(tools)
             if tools is not None
             else [n for n in TOOL_CLASSES if execute or not _runs_commands(TOOL_CLASSES[n])]
         )
+        if reads_only:
+            names = [n for n in names if n in TOOL_CLASSES and _reads(TOOL_CLASSES[n])]
         runs_commands = [n for n in names if n in TOOL_CLASSES and _runs_commands(TOOL_CLASSES[n])]
         if runs_commands and not execute:
             raise ValueError(
@@ -289,6 +299,8 @@ class FileServer:
         name = request.name
         tool = session.tools.get(name)
         if tool is None:
+            if self.reads_only:
+                return error_result(READS_ONLY.format(name=name))
             return error_result(
                 f"Error: no tool named {name!r}; call one of {sorted(session.tools)}."
             )
@@ -418,6 +430,20 @@ def _starts_a_process(tool: BaseTool, arguments: dict[str, Any]) -> bool:
     return bool(arguments.get("background")) or arguments.get("yield_after") is not None
 
 
+READS_ONLY = (
+    "Error: {name} is not served here: this server takes requests without a token, so it"
+    " only reads. Ask the user to restart it with a token (see docs/mcp.md) to change files"
+    " or run commands."
+)
+"""What a server serving only reads (`reads_only`) answers a call of another tool."""
+
+
+def _reads(tool: object) -> bool:
+    """Whether `tool` (a tool class) changes nothing (its declared `read_only`)."""
+    fields = getattr(tool, "model_fields", {})
+    return "read_only" in fields and fields["read_only"].default is True
+
+
 def _runs_commands(tool: object) -> bool:
     """Whether `tool` (a tool class) runs shell commands (it needs `execute=True`)."""
     return bool(getattr(tool, "requires_execute", False))
@@ -434,6 +460,7 @@ __all__ = [
     "HANDLE_SCHEMA",
     "INSTRUCTIONS",
     "READER",
+    "READS_ONLY",
     "READ_HANDLE_NOTE",
     "FileServer",
     "create_server",

@@ -1,4 +1,4 @@
-"""Running the server: over stdio, or over streamable HTTP (loopback by default)."""
+"""Running the server: over stdio, or over streamable HTTP (loopback and a token by default)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ def http_app(
     token: str | None = None,
     allowed_hosts: Sequence[str] = (),
     stateless: bool = False,
+    no_auth: bool = False,
 ) -> Any:
     """An ASGI (Starlette) app serving `server` at `HTTP_PATH` over streamable HTTP.
 
@@ -41,24 +42,27 @@ def http_app(
     do, so instances behind a balancer can serve one client. Every
     request must reach the server by the bound address or `localhost` (its `Host`,
     and its `Origin` when a browser sends one), so a web page cannot drive it through
-    DNS rebinding; with a `token`, it must also carry `Authorization: Bearer TOKEN`.
+    DNS rebinding; it must also carry `Authorization: Bearer TOKEN`, unless `no_auth`.
     See `langchain_fstools.mcp.door`.
 
     Args:
         server: The MCP server.
         host: The address the app is served on.
         port: The port it is served on (a `Host` naming another is refused); 0: any.
-        token: The bearer token required. Default: none, allowed only on loopback.
+        token: The bearer token required (needed unless `no_auth`).
         allowed_hosts: More names clients reach the server by. Default: none.
         stateless: No `Mcp-Session-Id`: every request stands alone. Default: False.
+        no_auth: Serve requests without a token, on loopback only: anyone on this
+            machine can call, so build `server` with `create_server(reads_only=True)`.
+            Default: False.
 
     Raises:
-        ValueError: a non-loopback `host` without a token.
+        ValueError: no token without `no_auth`, or a non-loopback `host` without one.
     """
     from starlette.applications import Starlette  # noqa: PLC0415 - the mcp extra has it
     from starlette.routing import Route  # noqa: PLC0415
 
-    door = Door.for_bind(host, port, token=token, names=allowed_hosts)
+    door = Door.for_bind(host, port, token=token, names=allowed_hosts, no_auth=no_auth)
     manager = StreamableHTTPSessionManager(app=server, stateless=stateless)
 
     class _Endpoint:
@@ -80,6 +84,7 @@ async def run_http(
     token: str | None = None,
     allowed_hosts: Sequence[str] = (),
     stateless: bool = False,
+    no_auth: bool = False,
 ) -> None:
     """Serve `server` over streamable HTTP at `http://HOST:PORT/mcp` until cancelled.
 
@@ -87,13 +92,13 @@ async def run_http(
         server: The MCP server.
         host: The address to bind. Default: 127.0.0.1.
         port: The port to bind. Default: 8000.
-        token: The bearer token every request must carry. Default: none, allowed only
-            on a loopback address.
+        token: The bearer token every request must carry (needed unless `no_auth`).
         allowed_hosts: More names clients reach the server by (see `http_app`).
         stateless: Keep no session between requests (see `http_app`). Default: False.
+        no_auth: Serve without a token, on loopback only (see `http_app`). Default: False.
 
     Raises:
-        ValueError: a non-loopback `host` without a token.
+        ValueError: no token without `no_auth`, or a non-loopback `host` without one.
     """
     import uvicorn  # noqa: PLC0415 - the mcp extra has it
 
@@ -104,6 +109,7 @@ async def run_http(
         token=token,
         allowed_hosts=allowed_hosts,
         stateless=stateless,
+        no_auth=no_auth,
     )
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve()

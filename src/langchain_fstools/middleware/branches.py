@@ -34,6 +34,11 @@ the next model call (`settling`), when their state updates are in.
 
 The tasks of a `Send` fan-out in a hand-built graph branch the same way through
 `BranchedCalls.node`, merged in the order of their `Send`s.
+
+Branching or not, the sandbox sessions a subagent's commands started (its own, its
+nested subagents') end when its call returns, with their background processes
+(`shell.session.session.started_sessions`); one stopped by an interrupt starts afresh
+when it resumes.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.middleware.suspended_branches import resume, suspend, suspended_key
 from langchain_fstools.middleware.turns import turn_of
 from langchain_fstools.permissions.review import resumable
+from langchain_fstools.shell.session.session import started_sessions
 from langchain_fstools.tools.base import call_key
 from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY
 from langchain_fstools.tools.execute import WAITING
@@ -245,6 +251,8 @@ class BranchedCalls:
     ) -> None:
         """Keep what a merge needs."""
         self.names = frozenset(names)
+        self.subagents = self.names | frozenset(DEFAULT_BRANCHING)
+        """The tools whose calls run subagents: their sandbox sessions end with the call."""
         self.key = key
         self.storage = storage
         self.view = view
@@ -315,14 +323,38 @@ class BranchedCalls:
     def wrapping(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Result]
     ) -> Callable[[ToolCallRequest], Result]:
-        """`handler`, run on a branch when the call branches."""
-        return functools.partial(self.run, handler=handler) if self.branching(request) else handler
+        """`handler`, run on a branch when the call branches; a subagent's sessions end with it."""
+        if self.branching(request):
+            handler = functools.partial(self.run, handler=handler)
+        if request.tool_call["name"] not in self.subagents:
+            return handler
+
+        def ending(request: ToolCallRequest) -> Result:
+            with started_sessions() as sessions:
+                try:
+                    return handler(request)
+                finally:
+                    sessions.end()
+
+        return ending
 
     def awrapping(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[Result]]
     ) -> Callable[[ToolCallRequest], Awaitable[Result]]:
-        """Async `wrapping`."""
-        return functools.partial(self.arun, handler=handler) if self.branching(request) else handler
+        """Async `wrapping` (the sessions are ended off the event loop)."""
+        if self.branching(request):
+            handler = functools.partial(self.arun, handler=handler)
+        if request.tool_call["name"] not in self.subagents:
+            return handler
+
+        async def ending(request: ToolCallRequest) -> Result:
+            with started_sessions() as sessions:
+                try:
+                    return await handler(request)
+                finally:
+                    await asyncio.to_thread(sessions.end)
+
+        return ending
 
     # ----- running a call -----------------------------------------------------------------
 

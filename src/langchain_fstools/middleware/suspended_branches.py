@@ -14,17 +14,18 @@ user can read, and removed once taken.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import json
 import os
-import stat
-import tempfile
 import time
-from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from langchain_fstools.core.private_folders import private_folder
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SUSPENDED_SECONDS: Final = 7 * 24 * 3600.0
 """How long a stopped call's branch waits for the call to resume."""
@@ -66,12 +67,7 @@ def resume(key: str) -> dict[str, Any] | None:
 
 def _folder() -> Path:
     """This user's folder of stopped calls' branches (refused if anyone else could use it)."""
-    folder = Path(tempfile.gettempdir(), f"fstools-suspended-{os.getuid()}")
-    folder.mkdir(mode=0o700, exist_ok=True)
-    found = folder.lstat()
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid() or found.st_mode & 0o077:
-        raise PermissionError(errno.EPERM, "not this user's private folder", str(folder))
-    return folder
+    return private_folder("fstools-suspended")
 
 
 def _sweep(folder: Path) -> None:

@@ -1,7 +1,9 @@
-"""One change per file per turn.
+"""One change per file per turn, and one call per id.
 
 Parallel calls of one model turn all see the state from before it, so a second change
-to the same file in one turn is refused, for the model to make in its next turn.
+to the same file in one turn is refused, for the model to make in its next turn. A
+change is known by its call's id (its approval, its result, its record), so calls that
+change things and share an id in one turn are all refused.
 """
 
 from __future__ import annotations
@@ -35,11 +37,21 @@ class OneChangePerTurn:
         self.mutating = mutating
 
     def refusal(self, call: ToolCall, state: Any) -> ToolMessage | None:
-        """The error `call` gets for a file an earlier call of its turn changes, or None."""
+        """The error `call` gets for a file an earlier call of its turn changes, or None.
+
+        Also for a call whose id another call of its turn has.
+        """
         if call["name"] not in self.mutating:
             return None
-        targets = self._written(call)
         turn = turn_of(state, call["id"])
+        if turn is not None and sum(c["id"] == call["id"] for c in turn.tool_calls) > 1:
+            return _refused(
+                call,
+                f"Error: several calls in this turn have the id {call['id']}, so their"
+                " results cannot be told apart; none of them ran. Make each call again,"
+                " each with an id of its own.",
+            )
+        targets = self._written(call)
         if not targets or turn is None:
             return None
         for earlier in turn.tool_calls:
@@ -47,15 +59,11 @@ class OneChangePerTurn:
                 return None
             shared = targets & self._written(earlier)
             if earlier["name"] in self.mutating and shared:
-                return ToolMessage(
-                    content=(
-                        f"Error: another call in this turn already changes {min(shared)}; a "
-                        "file is changed at most once per turn. Read it again and make this "
-                        "change in your next turn."
-                    ),
-                    tool_call_id=call["id"],
-                    name=call["name"],
-                    status="error",
+                return _refused(
+                    call,
+                    f"Error: another call in this turn already changes {min(shared)}; a "
+                    "file is changed at most once per turn. Read it again and make this "
+                    "change in your next turn.",
                 )
         return None
 
@@ -78,6 +86,10 @@ class OneChangePerTurn:
             except FsToolsError:
                 continue
         return frozenset(found)
+
+
+def _refused(call: ToolCall, text: str) -> ToolMessage:
+    return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"], status="error")
 
 
 def turn_of(state: Any, call_id: str | None) -> AIMessage | None:

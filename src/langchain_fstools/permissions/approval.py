@@ -59,6 +59,9 @@ class FileActionRequest(ActionRequest):
     """For a change: the unified diff of the tool's own dry run (the exact change)."""
     error: NotRequired[str]
     """For a call that would fail: the error it would return (no diff is shown)."""
+    digest: NotRequired[str]
+    """For a command's changes: the SHA-256 of the set shown; approving commits that set
+    or nothing (`shell.session.pending`)."""
 
 
 class Approval(TypedDict):

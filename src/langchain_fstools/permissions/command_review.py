@@ -10,7 +10,8 @@ with the summary of its changes and the diff of their effect) and applies the an
 
 - `{"type": "approve"}` commits exactly the kept set, through the tools' own view (the
   permission rules again, the history records), or says it is stale when the set is
-  gone or a path changed since;
+  gone or a path changed since, and refuses it when it is no longer the set shown (its
+  digest, carried in the entry, differs);
 - `{"type": "reject", "message": "..."}` drops it; the command's message is then an
   error carrying the reviewer's message (LangChain's human-in-the-loop convention).
 
@@ -37,7 +38,7 @@ from langchain_fstools.core import calls
 from langchain_fstools.errors import VersionConflict
 from langchain_fstools.permissions.approval import Approval, FileActionRequest, decisions
 from langchain_fstools.permissions.review import _require_checkpointer
-from langchain_fstools.shell.session.pending import drop, load
+from langchain_fstools.shell.session.pending import drop, take
 from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY, rewind_note
 from langchain_fstools.tools.execute import WAITING
 from langchain_fstools.tools.merge_branch import KEPT_KEY, merged_kept
@@ -111,13 +112,9 @@ class CommandReview:
         if answer["type"] != "approve":
             yield from calls.blocking(functools.partial(drop, key))
             return _rejected(answer, "kept"), {}
-        changes = yield from calls.blocking(functools.partial(load, key))
-        if changes is None:
-            gone = (
-                "Error: the approved changes were no longer kept (too old, or on another"
-                " machine); nothing was kept. Run the command again."
-            )
-            return gone, {}
+        changes = yield from calls.blocking(functools.partial(take, key, review.get("digest", "")))
+        if isinstance(changes, str):
+            return _NOT_TAKEN[changes], {}
         call_runtime = StateRuntime(state, config, getattr(runtime, "store", None), call_id)
         approval = Approval(args={"command": review["command"]}, paths=review["asks"], expect={})
         self.gate.grant(call_id, approval)
@@ -161,6 +158,15 @@ class CommandReview:
         return f"A person approved these changes; {text}", update
 
 
+_NOT_TAKEN = {
+    "gone": "Error: the approved changes were no longer kept (too old, or on another machine);"
+    " nothing was kept. Run the command again.",
+    "altered": "Error: the kept changes were no longer the ones the person was shown; nothing"
+    " was kept. Run the command again.",
+}
+"""What an approval answers when the set shown cannot be taken (`pending.take`)."""
+
+
 def _rejected(answer: Decision, done: str) -> str:
     """What a rejection says: its reason, and that nothing was `done` ("kept", "merged")."""
     reason = answer.get("message")
@@ -188,6 +194,8 @@ def _request(waiting: Mapping[str, Any]) -> HITLRequest:
             summary=review["summary"],
             diff=review["diff"],
         )
+        if "digest" in review:
+            action["digest"] = review["digest"]
         actions.append(cast("ActionRequest", action))
         configs.append(ReviewConfig(action_name=name, allowed_decisions=["approve", "reject"]))
     return HITLRequest(action_requests=actions, review_configs=configs)

@@ -9,8 +9,9 @@ link, folder or file past the budget.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections import Counter
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from langchain_fstools.core import calls, paths
@@ -19,7 +20,7 @@ from langchain_fstools.core.wording import plural
 from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.formats.encoding import detect
 from langchain_fstools.history.changes import HISTORY_KEY, unrewindable
-from langchain_fstools.shell.sandbox.overlay import upper_path
+from langchain_fstools.shell.sandbox.overlay import open_upper, upper_path
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
@@ -39,6 +40,10 @@ DIFFED_FILES: Final = 20
 DIFF_BUDGET: Final = 200_000
 """Most characters of diff a review shows."""
 
+DIFFED_FILE_BYTES: Final = 1 << 20
+"""Largest new content a review reads to diff (by its apparent size, so a sparse file of
+any size costs nothing); a larger file is listed with its size."""
+
 
 def effect_diff(changes: ChangeSet, asked: Sequence[str]) -> Effect[str]:
     """The diff of what committing `changes` would do to the `asked` paths (bounded).
@@ -53,7 +58,12 @@ def effect_diff(changes: ChangeSet, asked: Sequence[str]) -> Effect[str]:
         if change.path not in wanted:
             continue
         text = None
-        if change.entry == "file" and len(parts) < DIFFED_FILES and used < DIFF_BUDGET:
+        if (
+            change.entry == "file"
+            and change.size <= DIFFED_FILE_BYTES
+            and len(parts) < DIFFED_FILES
+            and used < DIFF_BUDGET
+        ):
             text = yield from _file_diff(changes, change)
         if text is None:
             text = _one_line(change)
@@ -71,7 +81,10 @@ def _file_diff(changes: ChangeSet, change: Change) -> Effect[str | None]:
             return None
     new = b""
     if change.kind is not ChangeKind.DELETED:
-        new = yield from calls.blocking(Path(upper_path(changes, change.path)).read_bytes)
+        try:
+            new = yield from calls.blocking(functools.partial(_read_upper, changes, change))
+        except OSError:
+            return None
     texts = [_text(data) for data in (old, new)]
     if texts[0] is None or texts[1] is None:
         return None
@@ -102,6 +115,12 @@ def _mode_note(change: Change) -> str:
     elif change.dropped:
         notes.append("group/world write bits dropped by the umask")
     return f" ({'; '.join(notes)})" if notes else ""
+
+
+def _read_upper(changes: ChangeSet, change: Change) -> bytes:
+    """The new content of `change` (at most `DIFFED_FILE_BYTES` of it)."""
+    with os.fdopen(open_upper(upper_path(changes, change.path)), "rb") as file:
+        return file.read(DIFFED_FILE_BYTES + 1)
 
 
 def _text(data: bytes) -> str | None:

@@ -18,7 +18,7 @@ from langchain_fstools.errors import (
     VersionConflict,
 )
 from langchain_fstools.patch.invocation import InvalidInvocation, PatchInvocation, parse_invocation
-from langchain_fstools.shell.session.pending import keep, pending_key
+from langchain_fstools.shell.session.pending import digest, keep
 from langchain_fstools.shell.session.session import in_session, session_key
 from langchain_fstools.tools.apply_patch import run_patch, write_targets
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
@@ -264,8 +264,17 @@ _LIMIT_WORDS = {
 }
 
 
+_STATE_NOTE = (
+    "The shell's state (its directory and exported variables) passed the {amount} a"
+    " command may leave the next, so it was not kept: the next command starts where this"
+    " one started, with its variables. Keep large values in files, not in variables."
+)
+
+
 def limit_note(limit: LimitHit) -> str:
     """The sentence saying which sandbox limit a command hit, and how it is raised."""
+    if limit.name == "shell_state":
+        return _STATE_NOTE.format(amount=_bytes(limit.value))
     start, what = _LIMIT_WORDS.get(limit.name, ("The command hit", f"{limit.name} limit"))
     if limit.name == "processes":
         amount = plural(limit.value, "process", "processes")
@@ -327,9 +336,10 @@ def _waiting(
 ) -> Effect[dict[str, Any]]:
     """Keep a change set for a person's approval; the state update that asks for it.
 
-    The set is kept on this machine under a key of the call (`shell.session.pending`); the
-    review (what is shown, and the key) goes into the thread's state, where the
-    middleware asks a person before the next model call and commits or drops it.
+    The set is kept on this machine under a fresh key (`shell.session.pending`); the
+    review (what is shown, the key, and the digest of the set shown) goes into the
+    thread's state, where the middleware asks a person before the next model call and
+    commits the set, if it is still the one shown, or drops it.
     """
     runtime = scope.runtime
     call_id = getattr(runtime, "tool_call_id", None)
@@ -337,12 +347,12 @@ def _waiting(
     thread = (config.get("configurable") or {}).get("thread_id")
     if call_id is None or thread is None:  # no thread to ask in
         raise ChangesNotCommitted("unapproved", review.asks[0], "", "")
-    key = pending_key(str(thread), call_id, command)
-    kept = yield from calls.blocking(functools.partial(keep, changes, key))
+    kept, key = yield from calls.blocking(functools.partial(keep, changes))
     diff = yield from effect_diff(kept, review.asks)
     shown = summary(kept.changes).removeprefix("\n")
     request = {
         "key": key,
+        "digest": (yield from calls.blocking(functools.partial(digest, kept))),
         "command": command,
         "summary": f"execute ran `{command}`; approve the changes it made to keep them.",
         "changes": shown,

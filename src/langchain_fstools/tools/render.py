@@ -297,6 +297,18 @@ def _command_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one ret
     return None
 
 
+def _command_size_error(exc: BaseException) -> str | None:
+    """Commands: a command too large for the sandbox to take."""
+    match exc:
+        case errors.CommandTooLarge(size=size, limit=limit):
+            return (
+                f"Error: the command takes {plural(size, 'byte')} with its environment, over"
+                f" the {plural(limit, 'byte')} the sandbox takes; nothing ran. Put long text"
+                " in a file (write_file) and have the command read it."
+            )
+    return None
+
+
 def _not_committed(reason: str, path: str, why: str) -> str:
     """Why nothing a command changed was kept, and what to do instead."""
     start = "Error: nothing the command changed was kept:"
@@ -434,6 +446,7 @@ _FAMILIES = (
     _patch_error,
     _write_error,
     _command_error,
+    _command_size_error,
     _permission_error,
     _remote_error,
     _os_error,

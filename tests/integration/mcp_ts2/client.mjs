@@ -28,7 +28,9 @@ async function open(elicited) {
   });
   let transport;
   if (target.startsWith("http")) {
-    transport = new StreamableHTTPClientTransport(new URL(target));
+    // The server's bearer token, from the environment the tests give both.
+    const headers = { Authorization: `Bearer ${process.env.LANGCHAIN_FSTOOLS_MCP_TOKEN}` };
+    transport = new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers } });
   } else {
     const [command, ...args] = JSON.parse(target);
     transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });

@@ -37,7 +37,9 @@ class Client:
     """A client's connection: one per MCP session (held weakly by the server)."""
 
 
-def file_server(root: Path, *, handle_key: bytes | None = None) -> FileServer:
+def file_server(
+    root: Path, *, handle_key: bytes | None = None, reads_only: bool = False
+) -> FileServer:
     """A server over `root` with every tool, no permission rules and eviction on."""
     return FileServer(
         LocalBackend(root, execute=True),
@@ -49,4 +51,5 @@ def file_server(root: Path, *, handle_key: bytes | None = None) -> FileServer:
         eviction=True,
         settings={},
         handle_key=handle_key,
+        reads_only=reads_only,
     )

@@ -142,11 +142,42 @@ def test_a_non_loopback_bind_needs_a_token(
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1:1", "127.0.0.2:1", "[::1]:1", "localhost:1"])
-def test_a_loopback_bind_runs_without_a_token(
+def test_a_loopback_bind_without_a_token_serves_reading_only_and_only_when_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, address: str
 ) -> None:
     monkeypatch.delenv(TOKEN_ENV, raising=False)
-    assert resolve(parse("--root", str(tmp_path), "--http", address)).get("token") is None
+    root = ("--root", str(tmp_path), "--http", address)
+    assert not resolve(parse(*root)).get("no_auth")  # a token is drawn at start (`run`)
+    assert resolve(parse(*root, "--no-auth"))["no_auth"] is True
+    with pytest.raises(ValueError, match="--execute over HTTP needs a token"):
+        resolve(parse(*root, "--no-auth", "--execute"))
+    with pytest.raises(ValueError, match="answer its own approvals"):
+        resolve(parse(*root, "--no-auth", "--mode", "default"))
+    with pytest.raises(ValueError, match="contradict"):
+        resolve(parse(*root, "--no-auth", "--token", "t"))
+    with pytest.raises(ValueError, match="--no-auth applies only with --http"):
+        resolve(parse("--root", str(tmp_path), "--no-auth"))
+
+
+def test_a_server_started_without_a_token_draws_one_and_requires_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_fstools.mcp import cli  # noqa: PLC0415 - patched below
+
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    served: dict[str, object] = {}
+
+    async def serve(config: dict[str, object]) -> None:
+        served.update(config)
+
+    monkeypatch.setattr(cli, "serve", serve)
+    assert cli.run(parse("--root", str(tmp_path), "--http", "127.0.0.1:8765")) == 0
+
+    kept = tmp_path / "config" / "langchain-fstools" / "mcp-http-token-8765"
+    assert served["token"] == kept.read_text().strip()
+    assert served["token_file"] == kept
+    assert kept.stat().st_mode & 0o777 == 0o600
 
 
 def test_the_command_line_names_its_version_and_errors_in_the_subcommand(
@@ -237,15 +268,18 @@ def test_the_console_script_is_declared() -> None:
     )
 
 
-def test_the_http_server_says_its_url_and_whether_a_token_is_needed() -> None:
-    assert http_banner("127.0.0.1", 8765, token=None) == (
-        "Serving MCP over streamable HTTP at http://127.0.0.1:8765/mcp "
-        "(no token: reachable from this machine only)"
-    )
+def test_the_http_server_says_its_url_and_the_token_it_needs() -> None:
+    no_auth = http_banner("127.0.0.1", 8765, token=None)
+    assert no_auth.startswith("WARNING: --no-auth: any user of this machine can call")
+    assert "http://127.0.0.1:8765/mcp" in no_auth
+    assert "reading only" in no_auth
     with_token = http_banner("::1", 9000, token="secret")  # noqa: S106 - a test token
     assert with_token.startswith("Serving MCP over streamable HTTP at http://[::1]:9000/mcp (")
     assert "Authorization: Bearer <token>" in with_token
     assert "secret" not in with_token
+    kept = Path("/home/u/.config/langchain-fstools/mcp-http-token-9000")
+    drawn = http_banner("::1", 9000, token="drawn-token", drawn=kept)  # noqa: S106
+    assert drawn.endswith(f"kept in {kept}: drawn-token)")  # printed once, at start
 
 
 def test_stateless_is_an_http_setting(tmp_path: Path) -> None:

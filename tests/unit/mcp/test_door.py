@@ -1,12 +1,13 @@
-"""The HTTP door: Host and Origin name this server, a bearer token when one is set."""
+"""The HTTP door: Host and Origin name this server, a bearer token always (unless no_auth)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from langchain_fstools.mcp.door import Door, DoorApp, is_loopback
+from langchain_fstools.mcp.door import Door, DoorApp, is_loopback, new_token
 
 PORT = 8765
 SECRET = "s3cret"  # noqa: S105 - a test token
@@ -27,7 +28,7 @@ SECRET = "s3cret"  # noqa: S105 - a test token
     ],
 )
 def test_a_forged_host_is_refused_on_every_bind(bind: str, host: str) -> None:
-    door = Door.for_bind(bind, PORT)
+    door = Door.for_bind(bind, PORT, no_auth=True)
     refused = door.refusal({"host": host})
     assert refused is not None
     assert refused[0] == 421
@@ -45,11 +46,11 @@ def test_a_forged_host_is_refused_on_every_bind(bind: str, host: str) -> None:
     ],
 )
 def test_the_bound_address_and_localhost_are_let_in(bind: str, host: str) -> None:
-    assert Door.for_bind(bind, PORT).refusal({"host": host}) is None
+    assert Door.for_bind(bind, PORT, no_auth=True).refusal({"host": host}) is None
 
 
 def test_another_port_or_another_loopback_address_is_refused() -> None:
-    door = Door.for_bind("127.0.0.2", PORT)
+    door = Door.for_bind("127.0.0.2", PORT, no_auth=True)
     assert door.refusal({"host": "127.0.0.2:1"}) is not None
     assert door.refusal({"host": f"127.0.0.1:{PORT}"}) is not None  # not the bound address
 
@@ -72,14 +73,14 @@ def test_another_port_or_another_loopback_address_is_refused() -> None:
     ],
 )
 def test_a_forged_origin_is_refused(origin: str) -> None:
-    door = Door.for_bind("127.0.0.1", PORT)
+    door = Door.for_bind("127.0.0.1", PORT, no_auth=True)
     refused = door.refusal({"host": f"127.0.0.1:{PORT}", "origin": origin})
     assert refused is not None
     assert refused[0] == 403
 
 
 def test_a_local_origin_on_the_servers_port_is_let_in() -> None:
-    door = Door.for_bind("127.0.0.1", PORT)
+    door = Door.for_bind("127.0.0.1", PORT, no_auth=True)
     for origin in (
         f"http://localhost:{PORT}",
         f"http://127.0.0.1:{PORT}",
@@ -87,7 +88,7 @@ def test_a_local_origin_on_the_servers_port_is_let_in() -> None:
     ):
         assert door.refusal({"host": f"127.0.0.1:{PORT}", "origin": origin}) is None
     assert (
-        Door.for_bind("127.0.0.1", 443).refusal(
+        Door.for_bind("127.0.0.1", 443, no_auth=True).refusal(
             {"host": "localhost", "origin": "https://localhost"}
         )
         is None
@@ -100,7 +101,35 @@ def test_a_local_origin_on_the_servers_port_is_let_in() -> None:
 def test_only_real_loopback_names_serve_without_a_token(bind: str) -> None:
     assert not is_loopback(bind)
     with pytest.raises(ValueError, match="needs a bearer token"):
+        Door.for_bind(bind, PORT, no_auth=True)
+
+
+@pytest.mark.parametrize("bind", ["127.0.0.1", "::1", "localhost", "192.0.2.1"])
+def test_no_bind_serves_without_a_token_unless_asked_to(bind: str) -> None:
+    with pytest.raises(ValueError, match="needs a bearer token"):
         Door.for_bind(bind, PORT)
+    with pytest.raises(ValueError, match="needs a bearer token"):
+        Door.for_bind(bind, PORT, token="")
+    with pytest.raises(ValueError, match="contradict"):
+        Door.for_bind(bind, PORT, token=SECRET, no_auth=True)
+
+
+def test_a_drawn_token_is_kept_for_this_user_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+
+    token, path = new_token(8765)
+    again, same = new_token(8765)
+
+    assert path == tmp_path / "langchain-fstools" / "mcp-http-token-8765"
+    assert same == path
+    assert again != token
+    assert len(token) >= 40
+    assert path.read_text() == again + "\n"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporaries left
+    assert new_token(9000)[1] != path  # one file per server port
 
 
 @pytest.mark.parametrize(
@@ -137,7 +166,7 @@ NOT_LOOPBACK = ["0.0.0.0", "::", "192.168.1.5", "box.example"]  # noqa: S104 - r
 def test_a_non_loopback_bind_without_a_token_is_refused(bind: str) -> None:
     assert not is_loopback(bind)
     with pytest.raises(ValueError, match="needs a bearer token"):
-        Door.for_bind(bind, PORT)
+        Door.for_bind(bind, PORT, no_auth=True)
     with pytest.raises(ValueError, match="needs a bearer token"):
         Door.for_bind(bind, PORT, token="")
     door = Door.for_bind(bind, PORT, token=SECRET, names=["box.lan"])

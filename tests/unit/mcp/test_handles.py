@@ -239,3 +239,22 @@ async def test_a_sessionless_clients_evicted_result_can_be_read_back(
     dumped = back.model_dump(by_alias=True)
     assert dumped["isError"] is False, text(dumped)
     assert text(dumped).startswith("1\t1\n2\t2")
+
+
+async def test_a_server_without_a_token_serves_reads_and_refuses_every_change(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "notes.txt").write_text("a\n")
+    server = file_server(tmp_path, reads_only=True)
+
+    assert sorted(tool.name for tool in server.listing) == ["glob", "grep", "ls", "read_file"]
+    assert (await call(server, "read_file", file_path="/notes.txt"))["isError"] is False
+    for name, arguments in [
+        ("write_file", {"file_path": "/pwned.txt", "content": "x"}),
+        ("execute", {"command": "touch pwned.txt"}),
+        ("apply_patch", {"patch": "*** Begin Patch\n*** Add File: p\n+x\n*** End Patch"}),
+    ]:
+        refused = await call(server, name, **arguments)
+        assert refused["isError"] is True
+        assert text(refused).startswith(f"Error: {name} is not served here: this server takes")
+    assert not (tmp_path / "pwned.txt").exists()

@@ -147,6 +147,34 @@ def test_parallel_guard_sees_the_paths_of_a_patch(tmp_path: Path) -> None:
     assert (tmp_path / "c.py").read_text() == "c = 3\n"
 
 
+def test_changing_calls_that_share_an_id_in_one_turn_are_all_refused(tmp_path: Path) -> None:
+    turns = [
+        AIMessage(
+            "",
+            tool_calls=[
+                {"name": "write_file", "args": {"file_path": "/b.py", "content": "b\n"}, "id": "w"},
+                {"name": "write_file", "args": {"file_path": "/c.py", "content": "c\n"}, "id": "w"},
+                {"name": "ls", "args": {}, "id": "l"},
+            ],
+        ),
+        AIMessage("done"),
+    ]
+    agent = create_agent(
+        ScriptedChatModel(turns=turns),
+        middleware=[FilesystemMiddleware(backend=LocalBackend(tmp_path))],
+    )
+    state = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    replies = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    refused = [m for m in replies if m.tool_call_id == "w"]
+    assert len(refused) == 2
+    for message in refused:
+        assert message.status == "error"
+        assert message.content.startswith("Error: several calls in this turn have the id w,")
+    assert not (tmp_path / "b.py").exists()
+    assert not (tmp_path / "c.py").exists()
+    assert next(m for m in replies if m.tool_call_id == "l").status == "success"
+
+
 def test_tools_leave_their_state_update_to_the_middleware(tmp_path: Path) -> None:
     """LangGraph deep-copies a Command a tool returns, not one a middleware returns."""
     del tmp_path

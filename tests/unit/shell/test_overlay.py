@@ -11,8 +11,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import zipfile
@@ -372,3 +374,63 @@ def test_copies_of_the_view_are_removed(tmp_path: Path) -> None:
 def views() -> set[str]:
     """The private folders of copy-on-write views in the temporary folder."""
     return {p.name for p in Path(tempfile.gettempdir()).glob("fstools-cow-*")}
+
+
+_CLOSED_FOLDERS = """
+import os, stat, sys
+from langchain_fstools.core.changesets import remove_folder
+from langchain_fstools.shell.sandbox.overlay import Overlay
+from langchain_fstools.shell.session.pending import digest
+
+class Empty:  # a workspace with nothing in it
+    def lstat(self, virtual): return None
+    def names(self, virtual): return []
+
+overlay = Overlay.create(sys.argv[1])
+locked = os.path.join(overlay.upper, "locked")
+os.makedirs(os.path.join(locked, "inner"))
+secret = os.path.join(locked, "inner", "f.txt")
+open(secret, "w").write("x")
+os.chmod(secret, 0)
+os.chmod(os.path.join(locked, "inner"), 0)
+os.chmod(locked, 0)
+changes = overlay.read_changes(Empty())
+print(sorted((c.path, c.entry, c.mode) for c in changes.changes))
+print(len(digest(changes)), stat.S_IMODE(os.stat(secret).st_mode))
+os.chmod(os.path.join(locked, "inner"), 0)  # closed again, for the removal
+remove_folder(overlay.folder)
+print(os.path.exists(overlay.folder))
+"""
+
+
+_WITHOUT_OVERRIDES = [
+    "setpriv",
+    "--bounding-set=-dac_override,-dac_read_search",
+    "--inh-caps=-dac_override,-dac_read_search",
+]
+"""Run as an agent that permission bits hold (root keeps only its ownership)."""
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv")
+def test_folders_a_command_closed_are_read_as_they_were_and_removed_whole(
+    tmp_path: Path,
+) -> None:
+    # what a non-root agent meets when a command ran `chmod 000` on folders it made
+    done = subprocess.run(
+        [*_WITHOUT_OVERRIDES, sys.executable, "-c", _CLOSED_FOLDERS, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    listed, hashed, exists = done.stdout.splitlines()
+    expected = [
+        ("/locked", "directory", 0),
+        ("/locked/inner", "directory", 0),
+        ("/locked/inner/f.txt", "file", 0),
+    ]
+    assert listed == str(expected)
+    assert hashed == "64 0"  # read for its digest, its mode put back
+    assert exists == "False"
+    assert list(tmp_path.iterdir()) == []

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextvars
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,16 +20,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_fstools import LocalBackend
+from langchain_fstools.core.results import LimitHit
+from langchain_fstools.errors import CommandTooLarge
 from langchain_fstools.shell.sandbox import confine
 from langchain_fstools.shell.sandbox.plan import SessionPlan, session_folder
 from langchain_fstools.shell.sandbox.sandbox import Sandbox, helper_command
+from langchain_fstools.shell.sandbox.supervisor import MESSAGE_SIZE
+from langchain_fstools.shell.session import session as session_module
 from langchain_fstools.shell.session.session import (
     Session,
     SessionEnded,
     _Job,
     in_session,
+    started_sessions,
 )
-from langchain_fstools.shell.session.shell_state import ShellState, remembering
+from langchain_fstools.shell.session.shell_state import (
+    STATE_LIMIT,
+    ShellState,
+    recorded,
+    remembering,
+    state_record,
+)
+from langchain_fstools.tools.execute import limit_note
+from langchain_fstools.tools.render import render_error
 from tests.e2e.agent_runs import surviving_sleepers
 
 if TYPE_CHECKING:
@@ -224,6 +239,124 @@ def test_a_record_without_a_directory_keeps_the_state() -> None:
     before = ShellState("/w", {"A": "1"})
     assert before.read(b"") is before
     assert before.read(b"garbage") is before
+
+
+def test_the_state_record_cannot_grow_past_its_limit() -> None:
+    fd = state_record()
+    try:
+        os.pwrite(fd, b'/w\0declare -x A="1"\n', 0)
+        assert recorded(fd) == b'/w\0declare -x A="1"\n'
+        with pytest.raises(PermissionError):
+            os.pwrite(fd, b"x", STATE_LIMIT)  # sealed: no write makes it grow
+        os.pwrite(fd, b"x" * STATE_LIMIT, 0)
+        assert recorded(fd) is None  # full: too large to read
+        assert os.fstat(fd).st_size == STATE_LIMIT
+    finally:
+        os.close(fd)
+
+
+def test_an_empty_record_or_a_directory_alone_reads_as_such() -> None:
+    fd = state_record()
+    try:
+        assert recorded(fd) == b"\0"
+        os.pwrite(fd, b"/w\0", 0)
+        assert ShellState("/", {"A": "1"}).read(recorded(fd) or b"") == ShellState("/w", {})
+    finally:
+        os.close(fd)
+
+
+def test_a_state_too_large_to_carry_is_not_kept_and_the_result_says_so(
+    backend: LocalBackend, tmp_path: Path
+) -> None:
+    (tmp_path / "sub").mkdir()
+    _run(backend, "cd sub && export SMALL=1")
+
+    big = backend.execute(
+        "cd / && export BIG=$(head -c 2000000 /dev/zero | tr '\\0' x)", timeout=20, output_limit=100
+    )
+    after = backend.execute("echo ${BIG-none} $SMALL; pwd", timeout=20, output_limit=100)
+    unset = backend.execute("unset SMALL; echo ${SMALL-gone}", timeout=20, output_limit=100)
+
+    assert big.limit == LimitHit("shell_state", STATE_LIMIT)
+    assert "passed the 32 KiB a command may leave the next" in limit_note(big.limit)
+    assert after.output.split() == ["none", "1", str(tmp_path / "sub")]
+    assert unset.output == "gone\n"
+
+
+def test_a_command_writing_its_state_descriptor_without_end_is_bounded(
+    backend: LocalBackend,
+) -> None:
+    flooded = backend.execute(
+        "head -c 100000000 /dev/zero | tr '\\0' x >&1023; echo wrote", timeout=20, output_limit=100
+    )
+    assert flooded.output.endswith("wrote\n")  # tr was refused past the limit
+    assert flooded.limit == LimitHit("shell_state", STATE_LIMIT)
+    assert _run(backend, "echo still here") == "still here\n"
+
+
+def test_a_command_too_large_for_the_sandbox_is_refused_and_the_session_lives(
+    backend: LocalBackend,
+) -> None:
+    long_line = "echo " + "x" * 300_000
+    with pytest.raises(CommandTooLarge) as refused:
+        backend.execute(long_line, timeout=20, output_limit=100)
+    assert refused.value.limit == MESSAGE_SIZE
+    said = render_error(refused.value, tool="execute")
+    assert re.match(r"Error: the command takes 30\d,\d{3} bytes with its environment, over", said)
+    assert _run(backend, "echo ok") == "ok\n"
+
+
+def test_at_most_max_sessions_run_and_the_one_idle_longest_ends_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "MAX_SESSIONS", 3)
+    duration = _unique(6000)
+    (tmp_path / "sub").mkdir()
+    backend = LocalBackend(tmp_path, execute=True)
+    try:
+        with in_session("k0"):
+            _run(backend, "cd sub")
+        with in_session("k1"):  # busy: a background process runs in it
+            table = backend.processes()
+            assert table is not None
+            table.start(f"sleep {duration}", output_limit=100)
+        with in_session("k2"):
+            _run(backend, "cd sub")
+        with in_session("k3"):  # a fourth: k0, idle the longest, ends
+            _run(backend, "true")
+        with in_session("k4"):  # a fifth: k1 is busy, so k2 ends
+            _run(backend, "true")
+        assert sorted(backend._sessions._sessions) == ["k1", "k3", "k4"]
+        assert surviving_sleepers(duration, grace=0)
+        with in_session("k0"):
+            assert _run(backend, "pwd").strip() == str(tmp_path)  # a new session
+    finally:
+        backend.close()
+    assert not surviving_sleepers(duration)
+
+
+def test_sessions_started_inside_a_block_end_when_it_says_nested_too(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path, execute=True)
+
+    def run_in(key: str) -> None:
+        with in_session(key):
+            _run(backend, "true")
+
+    try:
+        run_in("main")
+        with started_sessions() as outer:
+            run_in("main")  # running already: not the block's
+            run_in("a")
+            with started_sessions() as inner:
+                thread = threading.Thread(target=contextvars.copy_context().run, args=(run_in, "b"))
+                thread.start()
+                thread.join()
+            inner.end()
+            assert sorted(backend._sessions._sessions) == ["a", "main"]
+        outer.end()
+        assert sorted(backend._sessions._sessions) == ["main"]
+    finally:
+        backend.close()
 
 
 def _processes_naming(folder: str) -> list[int]:

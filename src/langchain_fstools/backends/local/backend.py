@@ -25,7 +25,7 @@ from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.backends.temporaries import temporary_name
 from langchain_fstools.core import paths
-from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet
+from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet, remove_folder
 from langchain_fstools.core.results import Write
 from langchain_fstools.errors import (
     ChangesNotCommitted,
@@ -39,7 +39,7 @@ from langchain_fstools.errors import (
 from langchain_fstools.search.ripgrep import MEMORY_LIMIT, RipgrepSearch, find_ripgrep
 from langchain_fstools.search.spawner import SpawnedProcess, Spawner, available
 from langchain_fstools.shell.sandbox.environment import MINIMAL_ENV, CommandEnv, InheritEnv
-from langchain_fstools.shell.sandbox.overlay import Overlay, files_equal, upper_path
+from langchain_fstools.shell.sandbox.overlay import Overlay, files_equal, open_upper, upper_path
 from langchain_fstools.shell.sandbox.protected import host_code_paths
 from langchain_fstools.shell.sandbox.sandbox import DEFAULT_SANDBOX, Confinement, Sandbox
 from langchain_fstools.shell.session.output import reporter_if_listening
@@ -658,7 +658,7 @@ class LocalBackend(Backend):
             if overlay is None:
                 return result
             if result.limit is not None and result.limit.name == "changed_bytes":
-                shutil.rmtree(overlay.folder, ignore_errors=True)  # nothing of it is kept
+                remove_folder(overlay.folder)  # nothing of it is kept
                 return result
             lower: LowerTree = _Lower(self._beneath)
             if layer is not None:
@@ -667,7 +667,7 @@ class LocalBackend(Backend):
             return replace(result, changes=changes)
         except BaseException:
             if overlay is not None:
-                shutil.rmtree(overlay.folder, ignore_errors=True)
+                remove_folder(overlay.folder)
             raise
 
     def processes(self) -> LocalProcesses | None:
@@ -956,7 +956,7 @@ class _Lower:
         with self.beneath.place(virtual, follow=False) as place:
             lower = os.open(place.name, _READ_FLAGS, dir_fd=place.directory)
         try:
-            new = os.open(upper, _READ_FLAGS)
+            new = open_upper(upper)
             try:
                 return files_equal(lower, new)
             finally:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from langchain_fstools.core.changesets import ChangeKind, ChangeSet
+from langchain_fstools.core.changesets import ChangeKind, ChangeSet, remove_folder
 from langchain_fstools.errors import InvalidArgument
 from langchain_fstools.shell.sandbox.overlay import Overlay, stamp, upper_path
 
@@ -92,7 +92,7 @@ class LocalProcesses:
             )
         except BaseException:
             if overlay is not None:
-                shutil.rmtree(overlay.folder, ignore_errors=True)
+                remove_folder(overlay.folder)
             raise
         background.view = overlay
         return background
@@ -133,7 +133,7 @@ class LocalProcesses:
         if not isinstance(overlay, Overlay):
             return None
         if background.limit is not None:  # stopped at changed_bytes: nothing more is kept
-            shutil.rmtree(overlay.folder, ignore_errors=True)
+            remove_folder(overlay.folder)
             background.view = None
             return None
         paused = background.running and self._session.pause(background)
@@ -151,7 +151,7 @@ class LocalProcesses:
             # the fine clock: never behind the inode times the commit (and its clean-up) set
             background.view = replace(overlay, started_ns=stamp(overlay.folder))
             if not background.running:
-                shutil.rmtree(overlay.folder, ignore_errors=True)
+                remove_folder(overlay.folder)
                 background.view = None
 
 

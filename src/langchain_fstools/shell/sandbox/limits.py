@@ -30,6 +30,7 @@ import functools
 import itertools
 import os
 import signal
+import stat
 import time
 from dataclasses import dataclass, field, fields
 from typing import Final, Literal
@@ -388,7 +389,12 @@ class ChangedBytes:
 
 
 def disk_use(folder: str) -> int:
-    """Bytes of disk the entries below `folder` take (blocks, links not followed)."""
+    """Bytes of disk the entries below `folder` take (links not followed).
+
+    An entry counts its allocated blocks, and a file at least its apparent size: a sparse
+    file takes little disk here, but as much as it says wherever it is copied (a commit
+    to another file system, a review reading it).
+    """
     total, pending = 0, [folder]
     while pending:
         try:
@@ -398,7 +404,9 @@ def disk_use(folder: str) -> int:
         with entries:
             for entry in entries:
                 try:
-                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    found = entry.stat(follow_symlinks=False)
+                    apparent = found.st_size if stat.S_ISREG(found.st_mode) else 0
+                    total += max(found.st_blocks * 512, apparent)
                     if entry.is_dir(follow_symlinks=False):
                         pending.append(entry.path)
                 except OSError:

@@ -179,7 +179,7 @@ class _Scan:
 
         `replaced`: the directory hides the workspace's (opaque, or new over a file).
         """
-        names = sorted(os.listdir(host))
+        names = sorted(_names(host))
         if replaced:
             low = self.lower.lstat(virtual)
             if low is not None and stat_module.S_ISDIR(low.st_mode):
@@ -314,6 +314,37 @@ def host_umask() -> int:
     return 0o022
 
 
+def open_upper(host: str) -> int:
+    """A read-only descriptor of the upper layer's file `host` (a link is not followed).
+
+    A command may have left it unreadable (`chmod 000`): as its owner, the agent lets
+    itself read it for the open, and puts the command's mode back at once.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(host, flags)
+    except PermissionError:
+        mode = stat_module.S_IMODE(os.lstat(host).st_mode)
+        os.chmod(host, mode | stat_module.S_IRUSR)
+        try:
+            return os.open(host, flags)
+        finally:
+            os.chmod(host, mode)
+
+
+def _names(host: str) -> list[str]:
+    """The names in the upper folder `host`, which a command may have made unreadable.
+
+    As its owner, the agent opens it (`u+rwx`) to read it; the mode the change records
+    is the one the command left (read before).
+    """
+    try:
+        return os.listdir(host)
+    except PermissionError:
+        os.chmod(host, stat_module.S_IMODE(os.lstat(host).st_mode) | stat_module.S_IRWXU)
+        return os.listdir(host)
+
+
 def _entry(mode: int) -> ChangedEntry:
     if stat_module.S_ISDIR(mode):
         return "directory"
@@ -350,6 +381,7 @@ __all__ = [
     "files_equal",
     "host_umask",
     "kept_mode",
+    "open_upper",
     "stamp",
     "upper_path",
 ]

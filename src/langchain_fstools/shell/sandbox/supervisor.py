@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import array
 import ctypes
+import errno
 import gc
 import json
 import os
@@ -84,8 +85,9 @@ else:  # run as a script (`-I -S`): the confinement helper is the file next to t
 
 CONTROL_VARIABLE = "FSTOOLS_SUPERVISOR_CONTROL"
 """The environment variable holding the control socket's descriptor number."""
-MESSAGE_SIZE = 1 << 20
-"""The largest message either side sends (a command's environment included)."""
+MESSAGE_SIZE = 128 << 10
+"""The largest message either side sends (a command's environment included): below any
+socket's default send buffer, past which the kernel refuses a message (`EMSGSIZE`)."""
 FDS_PER_START = 5
 """Standard input, output, error, the state file, and where the end is told at once."""
 
@@ -110,11 +112,31 @@ _MS_REC = 0x4000
 _MS_PRIVATE = 1 << 18
 
 
+class MessageTooLarge(ValueError):
+    """A message over `MESSAGE_SIZE` (or the socket's buffer): refused, nothing sent."""
+
+    def __init__(self, size: int) -> None:
+        """Say how large the refused message was (`size`, in bytes)."""
+        super().__init__(f"a message of {size} bytes, over {MESSAGE_SIZE}")
+        self.size = size
+
+
 def send(channel: socket.socket, message: dict[str, object], fds: list[int] = ()) -> None:  # type: ignore[assignment]
-    """Send one message with `fds` attached."""
+    """Send one message with `fds` attached.
+
+    Raises:
+        MessageTooLarge: the message is too large to send (the channel stays usable).
+    """
     data = json.dumps(message).encode()
+    if len(data) > MESSAGE_SIZE:
+        raise MessageTooLarge(len(data))
     ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
-    channel.sendmsg([data], ancillary)
+    try:
+        channel.sendmsg([data], ancillary)
+    except OSError as exc:
+        if exc.errno == errno.EMSGSIZE:
+            raise MessageTooLarge(len(data)) from None
+        raise
 
 
 def receive(channel: socket.socket) -> tuple[dict[str, object] | None, list[int]]:

@@ -35,14 +35,22 @@ import weakref
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
+from langchain_fstools.core.changesets import remove_folder
 from langchain_fstools.core.results import ExecutionResult, LimitHit
-from langchain_fstools.errors import ProcessLimit
+from langchain_fstools.errors import CommandTooLarge, ProcessLimit
 from langchain_fstools.shell.sandbox import supervisor
 from langchain_fstools.shell.sandbox.limits import CgroupSet, ChangedBytes, limit_hit
 from langchain_fstools.shell.session.background import Background
 from langchain_fstools.shell.session.output import STDERR_MARK, OutputBuffer
 from langchain_fstools.shell.session.process import DRAIN_GRACE, Watch, pump
-from langchain_fstools.shell.session.shell_state import STATE_FD, ShellState, remembering
+from langchain_fstools.shell.session.shell_state import (
+    STATE_FD,
+    STATE_LIMIT,
+    ShellState,
+    recorded,
+    remembering,
+    state_record,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -62,6 +70,14 @@ _KILL_WAIT: Final = 5.0
 
 MAX_PROCESSES: Final = 8
 """Background processes one session runs at once."""
+
+MAX_SESSIONS: Final = 16
+"""Sessions one backend keeps; past it, the one idle the longest is ended first."""
+
+_started_here: contextvars.ContextVar[list[tuple[Sessions, str]] | None] = contextvars.ContextVar(
+    "fstools_started_sessions", default=None
+)
+"""The sessions started inside the innermost `started_sessions` block, if any."""
 
 
 class SessionEnded(OSError):
@@ -229,7 +245,8 @@ class Session:
             if timed_out and not job.ended.is_set():
                 self._kill(job)
                 job.ended.wait(_KILL_WAIT)
-            after = launched.before if timed_out else launched.before.read(_read_all(record))
+            record_read = b"" if timed_out else recorded(record)
+            after = launched.before.read(record_read or b"")
         finally:
             self._close_launched(launched)
         if job.error is not None:
@@ -243,9 +260,12 @@ class Session:
             status,
             timed_out=timed_out,
             dropped_bytes=buffer.dropped_bytes,
-            limit=over.hit
-            if over is not None and over.hit
-            else self._limit_hit(counted, status, _errors(buffer.text())),
+            limit=(
+                over.hit
+                if over is not None and over.hit
+                else self._limit_hit(counted, status, _errors(buffer.text()))
+                or (LimitHit("shell_state", STATE_LIMIT) if record_read is None else None)
+            ),
         )
         return result, after, None
 
@@ -369,7 +389,7 @@ class Session:
         before = self.state
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        record = os.memfd_create("fstools-state", os.MFD_CLOEXEC)
+        record = state_record()
         given = stdin
         if stdin is None:
             stdin = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
@@ -387,6 +407,10 @@ class Session:
         mounts = [*([view[0]] if view else []), *read_only, *masks]
         try:
             job = self._start(request, [*sent, record], mounts)
+        except BaseException:
+            for fd in (out_r, err_r, record):
+                os.close(fd)
+            raise
         finally:
             for fd in (out_w, err_w):
                 os.close(fd)
@@ -453,6 +477,13 @@ class Session:
         """Whether the supervisor runs (or has yet to be started)."""
         return self._ended is None and not self._closed
 
+    @property
+    def idle(self) -> bool:
+        """Whether no command and no background process runs in the session now."""
+        with self._lock:
+            busy = bool(self._jobs)
+        return not busy and not any(found.running for found in self.background.values())
+
     # ----- the supervisor ------------------------------------------------------------
 
     def _start(self, request: Mapping[str, object], fds: list[int], mounts: list[str]) -> _Job:
@@ -478,6 +509,9 @@ class Session:
         except SessionEnded:
             self._forget(job)
             raise
+        except supervisor.MessageTooLarge as exc:
+            self._forget(job)
+            raise CommandTooLarge(exc.size, supervisor.MESSAGE_SIZE) from None
         except OSError as exc:
             self._forget(job)
             raise SessionEnded(f"the sandbox session ended ({exc.strerror})") from None
@@ -628,7 +662,7 @@ class Session:
             self._spared.notify_all()
 
     def _remove_folders(self) -> None:
-        shutil.rmtree(self.plan.folder, ignore_errors=True)
+        remove_folder(self.plan.folder)
         if self.plan.temporary is not None:
             shutil.rmtree(self.plan.temporary, ignore_errors=True)
 
@@ -636,6 +670,9 @@ class Session:
 class Sessions:
     """The sessions of one backend, by `session_key`; closed together.
 
+    At most `MAX_SESSIONS` are kept: a new one ends the session idle the longest first
+    (none is ended while a command or a background process runs in it). A session
+    started inside a `started_sessions` block (a subagent's `task` call) ends with it.
     A copy (`copy`, `deepcopy`, `pickle`) starts with no session: sessions belong to
     the process and the object that started them. They close with this object.
     """
@@ -643,17 +680,40 @@ class Sessions:
     def __init__(self) -> None:
         """No session yet."""
         self._sessions: dict[str, Session] = {}
+        """By key, the one used last at the end."""
         self._lock = threading.Lock()
         weakref.finalize(self, _close_all, self._sessions)
 
     def current(self, plan: Callable[[], SessionPlan]) -> Session:
         """The session of `session_key`; a new one started as `plan()` says if none runs."""
         key = session_key.get()
+        evicted = None
         with self._lock:
-            found = self._sessions.get(key)
+            found = self._sessions.pop(key, None)
             if found is None or not found.alive:
-                found = self._sessions[key] = Session(plan())
-            return found
+                evicted = self._evicted()
+                found = Session(plan())
+                started = _started_here.get()
+                if started is not None:
+                    started.append((self, key))
+            self._sessions[key] = found
+        if evicted is not None:
+            evicted.close()
+        return found
+
+    def _evicted(self) -> Session | None:
+        """The session idle the longest, taken out, when a new one would pass the bound."""
+        if len(self._sessions) < MAX_SESSIONS:
+            return None
+        key = next((key for key, one in self._sessions.items() if one.idle), None)
+        return None if key is None else self._sessions.pop(key)
+
+    def end(self, key: str) -> None:
+        """End the session `key` (and every process in it), if it runs."""
+        with self._lock:
+            found = self._sessions.pop(key, None)
+        if found is not None:
+            found.close()
 
     def close(self) -> None:
         """Close every session, and wait until their processes ended."""
@@ -663,6 +723,35 @@ class Sessions:
     def __reduce__(self) -> tuple[type[Sessions], tuple[()]]:
         """A copy has sessions of its own (none yet)."""
         return (Sessions, ())
+
+
+class StartedSessions:
+    """The sessions started inside a `started_sessions` block, to end with a `task` call."""
+
+    def __init__(self) -> None:
+        """None yet."""
+        self.started: list[tuple[Sessions, str]] = []
+
+    def end(self) -> None:
+        """End them (and every process in them); this blocks: off an event loop."""
+        found, self.started = self.started, []
+        for sessions, key in found:
+            sessions.end(key)
+
+
+@contextlib.contextmanager
+def started_sessions() -> Iterator[StartedSessions]:
+    """Note the sessions started inside the block, for the caller to `end` (a subagent's).
+
+    Nested blocks note theirs each. Whatever the block calls, in this context or in
+    contexts copied from it (threads, tasks), counts as inside it.
+    """
+    noted = StartedSessions()
+    token = _started_here.set(noted.started)
+    try:
+        yield noted
+    finally:
+        _started_here.reset(token)
 
 
 def _close_all(sessions: dict[str, Session], *, wait: bool = False) -> None:
@@ -688,14 +777,6 @@ def _errors(output: str) -> str:
     return "\n".join(line for line in output.splitlines() if line.startswith(mark))
 
 
-def _read_all(fd: int) -> bytes:
-    os.lseek(fd, 0, os.SEEK_SET)
-    chunks: list[bytes] = []
-    while chunk := os.read(fd, 1 << 16):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 def _tee(first: Callable[..., None], second: Callable[..., None]) -> Callable[..., None]:
     def both(data: bytes, *, stderr: bool = False) -> None:
         first(data, stderr=stderr)
@@ -706,10 +787,13 @@ def _tee(first: Callable[..., None], second: Callable[..., None]) -> Callable[..
 
 __all__ = [
     "MAX_PROCESSES",
+    "MAX_SESSIONS",
     "START_TIMEOUT",
     "Session",
     "SessionEnded",
     "Sessions",
+    "StartedSessions",
     "in_session",
     "session_key",
+    "started_sessions",
 ]

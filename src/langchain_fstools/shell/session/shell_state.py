@@ -8,10 +8,17 @@ command ended); `ShellState.read` parses that record (undoing bash's quoting), a
 next command of the session starts in that directory with those variables, as Claude
 Code's shell does. A command that replaces the shell (`exec prog`) or is killed records
 nothing: the state stays as it was.
+
+The record is bounded (`STATE_LIMIT`): the memory file (`state_record`) is sized and
+sealed so that no write makes it grow, so a command cannot make the agent hold or parse
+more, and what the next command is started with (sent to the sandbox in one message)
+stays small. A record that fills it is not read: the state stays as it was, and the
+command's result says so (the limit `shell_state`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 from dataclasses import dataclass, field
@@ -19,6 +26,11 @@ from typing import Final
 
 STATE_FD: Final = 1023
 """The descriptor a command writes its state to (high, so scripts' own `exec 3>` miss it)."""
+
+STATE_LIMIT: Final = 32 << 10
+"""The most bytes of state (directory and exported variables) a command leaves the next:
+well under a message of the sandbox's protocol (`supervisor.MESSAGE_SIZE`), so what is
+carried never makes the next command too large to start."""
 
 NOT_CARRIED: Final = frozenset({"_", "SHLVL", "PWD", "OLDPWD"})
 """Variables the shell sets for itself: never carried to the next command."""
@@ -43,6 +55,27 @@ _ESCAPES: Final = {
     b"t": b"\t",
     b"v": b"\v",
 }
+
+
+def state_record() -> int:
+    """A memory file for one command's state record, which no write can grow past the limit."""
+    fd = os.memfd_create("fstools-state", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, STATE_LIMIT)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    return fd
+
+
+def recorded(fd: int) -> bytes | None:
+    """The record a command left in `state_record()`'s `fd`; None if it filled it (too large).
+
+    The file is `STATE_LIMIT` bytes of zeros where nothing was written; a record holds no
+    NUL but the one after the directory.
+    """
+    data = os.pread(fd, STATE_LIMIT, 0)
+    if len(data) == STATE_LIMIT and data[-1:] != b"\0":
+        return None
+    end = max(len(data.rstrip(b"\0")), data.find(b"\0") + 1)
+    return data[:end]
 
 
 def remembering(command: str) -> str:
@@ -120,4 +153,12 @@ def _ansi_c_escape(found: re.Match[bytes]) -> bytes:
     return _ESCAPES.get(other, other)
 
 
-__all__ = ["NOT_CARRIED", "STATE_FD", "ShellState", "remembering"]
+__all__ = [
+    "NOT_CARRIED",
+    "STATE_FD",
+    "STATE_LIMIT",
+    "ShellState",
+    "recorded",
+    "remembering",
+    "state_record",
+]

@@ -1,0 +1,35 @@
+"""Folders on this machine that only this user can use.
+
+What waits on this machine for a later request (a change set for a person's approval, a
+stopped call's branch) lives in the temporary folder, which every local user can write:
+a folder another user made first (or a link they planted there) would let them read or
+replace what waits. So each such folder is per user (`<tmp>/<name>-<uid>`), made with
+mode 0700, and checked after: it must be a real folder this user owns that no one else
+can enter, or it is refused (`PermissionError`), never used.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+
+def private_folder(name: str) -> Path:
+    """This user's folder `<tmp>/<name>-<uid>`, made if missing.
+
+    Raises:
+        PermissionError: it exists, but is not a folder this user owns with no access
+            for group and others (another user made it, or it is a link).
+    """
+    folder = Path(tempfile.gettempdir(), f"{name}-{os.getuid()}")
+    folder.mkdir(mode=0o700, exist_ok=True)
+    found = folder.lstat()
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid() or found.st_mode & 0o077:
+        raise PermissionError(errno.EPERM, "not this user's private folder", str(folder))
+    return folder
+
+
+__all__ = ["private_folder"]
