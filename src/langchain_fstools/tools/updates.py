@@ -65,11 +65,13 @@ def state_after(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str
     return {**state, FILES_KEY: merge_files(state.get(FILES_KEY), [update[FILES_KEY]])}
 
 
-def settled_message(state: Any, call_id: str, text: str, *, marker: str) -> ToolMessage:
+def settled_message(
+    state: Any, call_id: str, text: str, *, marker: str, artifact: Any = None
+) -> ToolMessage:
     """The call's tool message with its `marker` (what it waited for) replaced by `text`.
 
     Same id, so it replaces the message in the thread; its status is error when `text`
-    starts with "Error".
+    starts with "Error"; `artifact`, if given, replaces the message's.
     """
     found = next(
         (
@@ -86,7 +88,7 @@ def settled_message(state: Any, call_id: str, text: str, *, marker: str) -> Tool
         tool_call_id=call_id,
         name=found.name if found is not None and found.name else None,
         id=found.id if found is not None else None,
-        artifact=found.artifact if found is not None else None,
+        artifact=artifact if artifact is not None or found is None else found.artifact,
         status="error" if text.startswith("Error") else "success",
     )
 
