@@ -98,6 +98,8 @@ def main(phase: str, database: str, kind: str, root: str, kill: str) -> None:
             start: dict[str, Any] = {"messages": [{"role": "user", "content": "Edit /m.py."}]}
             if kind == "state":
                 start["files"] = StateBackend.seed({"/m.py": SOURCE})
+            if kind == "store":
+                backend.write_bytes("/m.py", SOURCE.encode())
             agent(backend, saver, store, *launching("a", "b")).invoke(start, CONFIG)
             return
         graph = agent(backend, saver, store, *launching("a", "b")[1:])
