@@ -139,22 +139,36 @@ StoreEffect = Generator[Request, Any, T]
 
 
 def run(store: ObjectStore, effect: StoreEffect[T]) -> T:
-    """Drive `effect` with obstore's blocking calls."""
+    """Drive `effect` with obstore's blocking calls.
+
+    A request the store fails is raised inside `effect` (`StoreUnavailable`), so an
+    effect can find out what a request whose reply was lost did.
+    """
     try:
         request = next(effect)
         while True:
-            request = effect.send(_perform(store, request))
+            try:
+                result = _perform(store, request)
+            except StoreUnavailable as exc:
+                request = effect.throw(exc)
+            else:
+                request = effect.send(result)
     except StopIteration as stop:
         value: T = stop.value
         return value
 
 
 async def arun(store: ObjectStore, effect: StoreEffect[T]) -> T:
-    """Drive `effect` with obstore's async calls."""
+    """Drive `effect` with obstore's async calls (failures raised inside it, as `run`)."""
     try:
         request = next(effect)
         while True:
-            request = effect.send(await _aperform(store, request))
+            try:
+                result = await _aperform(store, request)
+            except StoreUnavailable as exc:
+                request = effect.throw(exc)
+            else:
+                request = effect.send(result)
     except StopIteration as stop:
         value: T = stop.value
         return value
