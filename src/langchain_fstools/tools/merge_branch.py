@@ -200,7 +200,7 @@ def merged_kept(
         artifact = {BRANCH_KEY: ident, "conflicts": [c.path for c in result.conflicts]}
         return "Error: " + conflicts_report(result, ident), kept, artifact
     update = {**backend.state_update(), KEPT_KEY: {ident: None}}
-    merged = ", ".join(result.merged) or "nothing left to change"
+    merged = ", ".join(sorted((*result.merged, *result.present))) or "nothing left to change"
     return f"they were merged: {merged}." + rewind_note(update), update, None
 
 
