@@ -1,6 +1,6 @@
 """One process of a thread whose subagents' merges a SIGKILL cuts: run it, or resume it.
 
-    python -m tests.e2e.branch_crash_process run|resume DATABASE BACKEND ROOT KILL
+    python -m tests.e2e.branch_crash_process run|resume DATABASE BACKEND ROOT KILL [async]
 
 A deepagents parent (`FilesystemMiddleware(branches=True)`) launches two subagents in
 one turn, each editing /m.py on its branch (`tests.e2e.test_branches`). The checkpointer
@@ -9,12 +9,13 @@ is SQLite at the file DATABASE, or PostgreSQL at a `postgresql://` URL. BACKEND 
 DATABASE). In `run`, the process kills itself with SIGKILL at the merge point KILL:
 `before-N` (the Nth merge is about to commit) or `after-N` (it has committed). `resume`
 continues the thread in a fresh process and prints, as JSON, the `task` results and
-the text of /m.py. Nothing is shared between the two processes but the database and
-the files.
+the text of /m.py. With `async`, both phases run `ainvoke` with an `AsyncSqliteSaver`.
+Nothing is shared between the two processes but the database and the files.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.store.postgres import PostgresStore
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend, StateBackend, StoreBackend
@@ -91,31 +93,60 @@ def agent(backend: Backend, saver: Any, store: Any, *parent: Any) -> Any:
     )
 
 
-def main(phase: str, database: str, kind: str, root: str, kill: str) -> None:
+def start_of(kind: str, backend: Backend) -> dict[str, Any]:
+    """The thread's input, the files seeded where they live."""
+    start: dict[str, Any] = {"messages": [{"role": "user", "content": "Edit /m.py."}]}
+    if kind == "state":
+        start["files"] = StateBackend.seed({"/m.py": SOURCE})
+    if kind == "store":
+        backend.write_bytes("/m.py", SOURCE.encode())
+    return start
+
+
+def report(values: dict[str, Any], kind: str, backend: Backend) -> dict[str, Any]:
+    """The `task` results (status, text) and the text of /m.py after the resume."""
+    text = (
+        values["files"]["/m.py"]["content"]
+        if kind == "state"
+        else backend.read_bytes("/m.py").decode()
+    )
+    tasks = {
+        m.tool_call_id: [m.status, m.text]
+        for m in values["messages"]
+        if isinstance(m, ToolMessage) and m.tool_call_id.startswith("t-")
+    }
+    return {"tasks": tasks, "text": text}
+
+
+def main(phase: str, database: str, kind: str, root: str, kill: str, driver: str = "sync") -> None:
+    if driver == "async":
+        asyncio.run(amain(phase, database, kind, root, kill))
+        return
     with storage(database, kind, root) as (saver, backend, store):
         if phase == "run":
             killing_at(kill)
-            start: dict[str, Any] = {"messages": [{"role": "user", "content": "Edit /m.py."}]}
-            if kind == "state":
-                start["files"] = StateBackend.seed({"/m.py": SOURCE})
-            if kind == "store":
-                backend.write_bytes("/m.py", SOURCE.encode())
-            agent(backend, saver, store, *launching("a", "b")).invoke(start, CONFIG)
+            agent(backend, saver, store, *launching("a", "b")).invoke(
+                start_of(kind, backend), CONFIG
+            )
             return
         graph = agent(backend, saver, store, *launching("a", "b")[1:])
         graph.invoke(None, CONFIG)
-        values = graph.get_state(CONFIG).values
-        text = (
-            values["files"]["/m.py"]["content"]
-            if kind == "state"
-            else backend.read_bytes("/m.py").decode()
-        )
-        tasks = {
-            m.tool_call_id: [m.status, m.text]
-            for m in values["messages"]
-            if isinstance(m, ToolMessage) and m.tool_call_id.startswith("t-")
-        }
-        json.dump({"tasks": tasks, "text": text}, sys.stdout)
+        json.dump(report(graph.get_state(CONFIG).values, kind, backend), sys.stdout)
+
+
+async def amain(phase: str, database: str, kind: str, root: str, kill: str) -> None:
+    """`main` on the async path: `ainvoke`, an `AsyncSqliteSaver` (local or state only)."""
+    backend: Backend = StateBackend() if kind == "state" else LocalBackend(root)
+    async with AsyncSqliteSaver.from_conn_string(database) as saver:
+        if phase == "run":
+            killing_at(kill)
+            graph = agent(backend, saver, None, *launching("a", "b"))
+            await graph.ainvoke(start_of(kind, backend), CONFIG)
+            return
+        graph = agent(backend, saver, None, *launching("a", "b")[1:])
+        await graph.ainvoke(None, CONFIG)
+        values = (await graph.aget_state(CONFIG)).values
+        json.dump(report(values, kind, backend), sys.stdout)
 
 
 if __name__ == "__main__":
