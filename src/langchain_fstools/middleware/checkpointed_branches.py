@@ -12,7 +12,10 @@ no task and leaves alone), and the call run again takes it from there
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Final
+
+logger = logging.getLogger(__name__)
 
 _CHANNEL: Final = "__fstools_branch__"
 """The write's channel: no graph has it."""
@@ -22,11 +25,18 @@ _TASK: Final = "fstools-branch:"
 
 
 def keep(config: Any, call_id: str, snapshot: dict[str, Any]) -> None:
-    """Write `snapshot` as call `call_id`'s branch beside its checkpoint (if it has one)."""
+    """Write `snapshot` as call `call_id`'s branch beside its checkpoint (if it has one).
+
+    A checkpointer that fails is logged: the call's result still carries the branch,
+    saved when the call ends.
+    """
     found = _place(config)
     if found is not None:
         saver, at = found
-        saver.put_writes(at, [(_CHANNEL, snapshot)], _TASK + call_id)
+        try:
+            saver.put_writes(at, [(_CHANNEL, snapshot)], _TASK + call_id)
+        except Exception as exc:  # noqa: BLE001 - any checkpointer's failure: logged
+            _unkept(exc)
 
 
 async def akeep(config: Any, call_id: str, snapshot: dict[str, Any]) -> None:
@@ -34,7 +44,18 @@ async def akeep(config: Any, call_id: str, snapshot: dict[str, Any]) -> None:
     found = _place(config)
     if found is not None:
         saver, at = found
-        await saver.aput_writes(at, [(_CHANNEL, snapshot)], _TASK + call_id)
+        try:
+            await saver.aput_writes(at, [(_CHANNEL, snapshot)], _TASK + call_id)
+        except Exception as exc:  # noqa: BLE001 - any checkpointer's failure: logged
+            _unkept(exc)
+
+
+def _unkept(exc: Exception) -> None:
+    logger.warning(
+        "a subagent's branch could not be written to the checkpointer before its result"
+        " (%s); a worker killed before the result is saved loses it",
+        exc,
+    )
 
 
 def kept(config: Any, call_id: str) -> dict[str, Any] | None:
