@@ -121,7 +121,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         history: Record file changes for `rewind` and `undo_edit`. Default: False.
         history_record_bytes: Largest earlier content kept per change.
             Default: `history.MAX_RECORD_BYTES` (1 MiB).
-        branches: Run each subagent call on a branch of the files, merged when it returns
+        branches: Run each subagent call on a branch of the files, kept in the thread's
+            state by the call's result and merged before the next model call
             (`middleware.branches`): True for deepagents' `task`, or tool names. Default: False.
         name: The middleware's name; an agent's middleware names must be unique.
             Default: `DEFAULT_NAME` (`"FilesystemMiddleware"`).
