@@ -59,8 +59,12 @@ def _unkept(exc: Exception) -> None:
 
 
 def kept(config: Any, call_id: str) -> dict[str, Any] | None:
-    """The branch `keep` wrote for call `call_id` beside its checkpoint, or None."""
-    found = _place(config)
+    """The branch `keep` wrote for call `call_id` beside its checkpoint, or None.
+
+    Looked up only when the graph resumes (or retries the call): a first run has none,
+    and reading the checkpoint back costs what its size does.
+    """
+    found = _place(config, resuming=True)
     if found is None:
         return None
     saver, at = found
@@ -69,7 +73,7 @@ def kept(config: Any, call_id: str) -> dict[str, Any] | None:
 
 async def akept(config: Any, call_id: str) -> dict[str, Any] | None:
     """Async `kept`."""
-    found = _place(config)
+    found = _place(config, resuming=True)
     if found is None:
         return None
     saver, at = found
@@ -82,9 +86,14 @@ def _found(saved: Any, call_id: str) -> dict[str, Any] | None:
     return found[-1] if found and isinstance(found[-1], dict) else None
 
 
-def _place(config: Any) -> tuple[Any, dict[str, Any]] | None:
-    """The checkpointer and the config of the checkpoint a task runs from, if both exist."""
+def _place(config: Any, *, resuming: bool = False) -> tuple[Any, dict[str, Any]] | None:
+    """The checkpointer and the config of the checkpoint a task runs from, if both exist.
+
+    With `resuming`, None unless LangGraph resumes the graph or retries the task.
+    """
     configurable = (config or {}).get("configurable") or {}
+    if resuming and not configurable.get("__pregel_resuming"):
+        return None
     saver = configurable.get("__pregel_checkpointer")
     namespace = str(configurable.get("checkpoint_ns") or "")
     parent = namespace.rpartition("|")[0]

@@ -27,6 +27,7 @@ def task_config(saver: Any) -> dict[str, Any]:
             "checkpoint_ns": "tools:1234",
             "checkpoint_map": {"": checkpoint["id"]},
             "__pregel_checkpointer": saver,
+            "__pregel_resuming": True,
         }
     }
 
@@ -37,6 +38,13 @@ def test_a_kept_branch_is_found_by_its_call_only() -> None:
     checkpointed.keep(config, "t-a", SNAPSHOT)
     assert checkpointed.kept(config, "t-a") == SNAPSHOT
     assert checkpointed.kept(config, "t-b") is None
+
+
+def test_a_first_run_does_not_look_for_one() -> None:
+    config = task_config(InMemorySaver())
+    checkpointed.keep(config, "t-a", SNAPSHOT)
+    del config["configurable"]["__pregel_resuming"]
+    assert checkpointed.kept(config, "t-a") is None
 
 
 def test_without_a_checkpointer_nothing_is_kept() -> None:
