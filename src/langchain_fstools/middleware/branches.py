@@ -299,9 +299,7 @@ class BranchedCalls:
         call's result says what was merged, or why nothing was.
         """
         kept = state.get(KEPT_KEY) or {} if isinstance(state, Mapping) else {}
-        due = _in_call_order(
-            state, [ident for ident, entry in kept.items() if entry and entry.get(NEXT_STEP)]
-        )
+        due = [ident for ident, entry in kept.items() if entry and entry.get(NEXT_STEP)]
         if not due:
             return None
         config = running_config()
@@ -309,7 +307,7 @@ class BranchedCalls:
         update: dict[str, Any] = {}
         seen, replies = dict(state), []
         view = self.view(self.storage)
-        for ident in due:
+        for ident in _in_call_order(state, due):
             backend = view.bind(StateRuntime(seen, config, store, ident))
             text, merged, artifact = yield from merged_kept(backend, seen, ident)
             text = text[:1].upper() + text[1:]
@@ -514,17 +512,15 @@ class BranchedCalls:
             )
         return _Waiting(_merge_review(proposed, review.asks))
 
-    def _branch(
-        self, runtime: Any, checkpointed: Mapping[str, Any] | None
-    ) -> tuple[BranchBackend, bool]:
+    def _branch(self, runtime: Any, saved: Mapping[str, Any] | None) -> tuple[BranchBackend, bool]:
         """The call's branch of what the tools see now (the enclosing call's branch, if any).
 
         New; or the one it had when an interrupt stopped it (`suspended_branches`), or
-        when its worker died after its subagent returned (`checkpointed`, written by
+        when its worker died after its subagent returned (`saved`, written by
         `checkpointed_branches.keep`): then True too (the call resumed).
         """
         base = _active().get(self.key) or self.view(self.storage)
-        kept = resume(_suspended_key(runtime)) or checkpointed
+        kept = resume(_suspended_key(runtime)) or saved
         if kept is None:
             return BranchBackend(base), False
         try:

@@ -15,7 +15,9 @@ Applying a patch has two stages, both effects over `core.calls`:
    itself conditional: a file is restored only while it still holds what the patch
    wrote (and a deleted one recreated only while still absent), so a writer who
    changed it in between keeps their work; then `PatchNotUndone` says exactly which
-   files were restored and what each of the others holds.
+   files were restored and what each of the others holds. A step the store failed to
+   answer (its reply lost: it may have happened) is read back when undone, and a file
+   the store cannot read back is said to hold what the store did not say.
 
 Updated files keep their encoding (UTF-8, UTF-8 with BOM, UTF-16, Latin-1) and line
 endings: untouched lines keep theirs, new lines take the file's dominant one.
@@ -28,8 +30,8 @@ import itertools
 import logging
 import operator
 import posixpath
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from langchain_fstools import errors
 from langchain_fstools.backends import ABSENT
@@ -47,6 +49,8 @@ if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """Largest file a patch reads or writes, in bytes. Default: 64 MiB."""
@@ -447,20 +451,30 @@ def _commit_one(change: FileChange, undo: list[_Undo], versions: dict[str, str])
         current = yield from calls.stat(change.path)
         if current.version != change.version:
             raise errors.VersionConflict(change.path, change.version, current.version)
-        yield from calls.delete(change.path)
-        undo.append(_Undo(change.path, change.old_data, None))
+        step = _Undo(change.path, change.old_data, None)
+        yield from _taken(calls.delete(change.path), step, undo)
         return
     assert change.new_data is not None  # noqa: S101 - moved updates carry new bytes
     assert change.move_to is not None  # noqa: S101 - in-place writes go in a batch
     yield from _note_missing_parents(change.move_to, undo, set())
-    info = yield from calls.write_bytes(change.move_to, change.new_data, expected_version=ABSENT)
-    undo.append(_Undo(change.move_to, None, change.new_data))
+    written = calls.write_bytes(change.move_to, change.new_data, expected_version=ABSENT)
+    info = yield from _taken(written, _Undo(change.move_to, None, change.new_data), undo)
     versions[change.move_to] = info.version
     current = yield from calls.stat(change.path)
     if current.version != change.version:
         raise errors.VersionConflict(change.path, change.version, current.version)
-    yield from calls.delete(change.path)
-    undo.append(_Undo(change.path, change.old_data, None))
+    yield from _taken(calls.delete(change.path), _Undo(change.path, change.old_data, None), undo)
+
+
+def _taken(effect: Effect[T], step: _Undo, undo: list[_Undo]) -> Effect[T]:
+    """Do `effect` and push `step`; pushed unsure when the store did not answer it."""
+    try:
+        done = yield from effect
+    except errors.StoreUnavailable:
+        undo.append(replace(step, unsure=True))
+        raise
+    undo.append(step)
+    return done
 
 
 def _note_missing_parents(path: str, undo: list[_Undo], noted: set[str]) -> Effect[None]:

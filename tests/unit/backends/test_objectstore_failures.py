@@ -157,11 +157,15 @@ def test_a_search_whose_listing_fails_names_the_cause(
 
 
 class _Dying:
-    """obstore's calls over a `MemoryStore`: a PUT of `last` is stored, then every call
-    (that PUT's reply included) fails as a refused connection, unless `recovers`."""
+    """obstore's calls over a `MemoryStore`: a `verb` (PUT, or DELETE) of `last` is done,
+    then every call (its reply included) fails as a refused connection, unless
+    `recovers`."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, last: str, *, stores: bool = True) -> None:
-        self.last, self.stores, self.dead, self.recovers = last, stores, False, False
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, last: str, *, stores: bool = True, verb: str = "put"
+    ) -> None:
+        self.last, self.stores, self.verb = last, stores, verb
+        self.dead = self.recovers = False
         for name in ("put", "head", "get", "get_range", "delete", "list"):
             monkeypatch.setattr(requests.obstore, name, self._wrapped(name, getattr(obstore, name)))
 
@@ -169,7 +173,7 @@ class _Dying:
         def wrapped(store: Any, key: Any = None, *args: Any, **kwargs: Any) -> Any:
             if self.dead and not self.recovers:
                 raise GenericError(REFUSED)
-            if name == "put" and key is not None and key.endswith(self.last):
+            if name == self.verb and key is not None and key.endswith(self.last):
                 self.dead = True
                 if self.stores:
                     call(store, key, *args, **kwargs)
@@ -224,3 +228,18 @@ def test_a_patch_cut_by_a_dying_store_lists_every_file_it_may_have_changed(
     assert "Not restored: /p/f0.txt holds the patch's content" in answer
     monkeypatch.undo()  # the store answers again: f2 was stored, as the answer allowed
     assert backend.read_bytes("/p/f2.txt") == b"new\n"
+
+
+def test_a_deletion_cut_by_a_dying_store_is_named_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = ObjectStoreBackend(MemoryStore())
+    for n in range(2):
+        backend.write_bytes(f"/p/f{n}.txt", b"old\n")
+    patch = (
+        "*** Begin Patch\n*** Update File: /p/f0.txt\n@@\n-old\n+new\n"
+        "*** Delete File: /p/f1.txt\n*** End Patch"
+    )
+    tool = next(t for t in FileToolkit(backend).get_tools() if t.name == "apply_patch")
+    _Dying(monkeypatch, "f1.txt", verb="delete")  # the deletion is done, its reply lost
+    answer = tool.invoke({"patch": patch})
+    assert "Not restored: /p/f1.txt holds what the store did not say" in answer, answer
+    assert "Not restored: /p/f0.txt holds the patch's content" in answer, answer
