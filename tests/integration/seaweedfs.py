@@ -89,9 +89,12 @@ class SeaweedServer:
         ]
 
     def start(self, timeout: float = 60.0) -> None:
-        """Start the cluster and wait until its S3 gateway can create a bucket."""
-        (self.directory / "data").mkdir()
-        log = (self.directory / "log").open("wb")
+        """Start the cluster and wait until its S3 gateway can create a bucket.
+
+        Started again after `kill`, it serves what it had stored.
+        """
+        (self.directory / "data").mkdir(exist_ok=True)
+        log = (self.directory / "log").open("ab")
         self._process = subprocess.Popen(
             self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -145,6 +148,13 @@ class SeaweedServer:
         try:
             process.wait(grace)
         except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+    def kill(self) -> None:
+        """SIGKILL the whole cluster at once, as a crash would, and wait for it."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(10)
 

@@ -165,10 +165,14 @@ class MergeResult:
     Attributes:
         merged: The paths committed to the base (empty when there are conflicts).
         conflicts: The files that could not be merged; nothing was committed if any.
+        present: The files the base held as the branch left them already, so nothing
+            was committed for them: both sides made the change, or this merge was
+            applied before (by a worker killed before its result was saved).
     """
 
     merged: tuple[str, ...] = ()
     conflicts: tuple[FileConflict, ...] = ()
+    present: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -706,6 +710,7 @@ class BranchBackend(Backend):
         """
         sides = sides or {}
         steps: list[_Step] = []
+        present: list[str] = []
         conflicts: list[FileConflict] = []
         directories: list[tuple[str, bool]] = []
         for path in sorted(self._changes.touched):
@@ -719,14 +724,14 @@ class BranchBackend(Backend):
             if touched.kind is EntryKind.DIRECTORY:
                 conflict = yield from self._plan_directory(path, touched, directories)
             else:
-                conflict = yield from _plan_file(path, touched, steps)
+                conflict = yield from _plan_file(path, touched, steps, present)
             if conflict is not None:
                 conflicts.append(conflict)
         if conflicts:
             return MergeResult(conflicts=tuple(conflicts))
         yield from _commit(steps, directories)
         self._changes.clear()
-        return MergeResult(merged=tuple(step.path for step in steps))
+        return MergeResult(merged=tuple(step.path for step in steps), present=tuple(present))
 
     def _plan_directory(
         self, path: str, touched: _Touched, directories: list[tuple[str, bool]]
@@ -753,8 +758,13 @@ _BINARY = "Both the branch and the base changed this file, which is not UTF-8 te
 _LINES = "Both the branch and the base changed the same lines of this file."
 
 
-def _plan_file(path: str, touched: _Touched, steps: list[_Step]) -> Effect[FileConflict | None]:
-    """Plan one file's step by the merge rules; a conflict if it cannot be merged."""
+def _plan_file(
+    path: str, touched: _Touched, steps: list[_Step], present: list[str]
+) -> Effect[FileConflict | None]:
+    """Plan one file's step by the merge rules; a conflict if it cannot be merged.
+
+    A file the base holds as the branch left it already goes to `present`.
+    """
     try:
         current: FileInfo | None = yield from calls.stat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -766,12 +776,15 @@ def _plan_file(path: str, touched: _Touched, steps: list[_Step]) -> Effect[FileC
         return None
     if touched.data is None:
         if touched.origin == ABSENT or current is None:
+            if touched.origin != ABSENT:  # the branch deleted it, and it is gone
+                present.append(path)
             return None
         return FileConflict(path, _DELETED_CHANGED)
     if current is None or not current.is_file:
         return FileConflict(path, _CHANGED_DELETED)
     now = yield from calls.read_bytes(path)
     if now == touched.data:
+        present.append(path)
         return None
     return _plan_lines(path, touched, _Step(path, now, version, now), steps)
 

@@ -460,16 +460,44 @@ class StoreBackend(Backend):
             raise VersionConflict(path, expected_version, actual)
         record = file_value(bytes(data))
         namespace, key = self._slot(path)
+        try:
+            done = yield from self._put_file(namespace, key, record, parents, expected_version)
+        except StoreUnavailable:  # the reply was lost: whether the file was stored is read
+            if (yield from self._version_at(namespace, key)) != record["version"]:
+                raise
+            return _info(path, record)
+        if not done:
+            assert expected_version is not None  # noqa: S101 - only a condition is refused
+            now = yield from self._version_at(namespace, key)
+            raise VersionConflict(path, expected_version, now)
+        return _info(path, record)
+
+    def _put_file(
+        self,
+        namespace: Namespace,
+        key: str,
+        record: dict[str, Any],
+        parents: tuple[PutOp, ...],
+        expected_version: str | None,
+    ) -> StoreEffect[bool]:
+        """Put `record` (and the missing `parents`), conditionally where the store can.
+
+        Returns:
+            False when the store's compare-and-swap refused the condition.
+        """
         if expected_version is None or self._writes is None:
             yield StoreBatch((*parents, _put(namespace, key, record)))
-            return _info(path, record)
+            return True
         if parents:
             yield StoreBatch(parents)
         expected = None if expected_version == ABSENT else expected_version
-        if not (yield ConditionalPut(namespace, key, record, expected)):
-            (now,) = yield StoreBatch((GetOp(namespace, key, refresh_ttl=False),))
-            raise VersionConflict(path, expected_version, now.value.get("version") if now else None)
-        return _info(path, record)
+        done: bool = yield ConditionalPut(namespace, key, record, expected)
+        return done
+
+    def _version_at(self, namespace: Namespace, key: str) -> StoreEffect[str | None]:
+        """The version of the item at `key` now (None: absent)."""
+        (now,) = yield StoreBatch((GetOp(namespace, key, refresh_ttl=False),))
+        return now.value.get("version") if now is not None else None
 
     def _missing_parents(
         self,
@@ -499,7 +527,12 @@ class StoreBackend(Backend):
             (inside,) = yield StoreBatch((_search(self._entries(path), 1),))
             if inside:
                 raise os_error(OSError, errno.ENOTEMPTY, path)
-        yield StoreBatch((_put(*self._slot(path), None),))
+        slot = self._slot(path)
+        try:
+            yield StoreBatch((_put(*slot, None),))
+        except StoreUnavailable:  # the reply was lost: whether it is gone is read
+            if (yield from self._version_at(*slot)) is not None:
+                raise
 
     def _mkdir(self, path: str) -> StoreEffect[None]:
         path = paths.normalize(path)

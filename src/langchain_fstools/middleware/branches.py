@@ -8,14 +8,23 @@ reads the files as they were and its writes stay in the branch, so parallel suba
 never see or overwrite each other's work. A subagent's own branching calls branch the
 branch (nesting).
 
-When the call returns, its branch is merged into the files it branched from (three
-ways, file by file; rules in `backends.branch`), through the tools' own view: path rules
-and history apply to the merge once, as one change of the branching call, which the
-parent can rewind. Parallel calls of one turn merge when all of them have returned (no
-merge changes the files under a subagent still at work; the step waits for its slowest
-call anyway), one at a time in the order the model gave them, each onto what the earlier
-merges left; that is also the order LangGraph applies their state updates in, so files
-kept in graph state (`StateBackend`) end with every merge of the turn.
+When the call returns, its branch is kept in the thread's state (the `kept_branches`
+channel) by the call's own result, so it is checkpointed with that result before any
+merge starts; the result says the changes are merged before the next step. Before the
+next model call (`settling`), each kept branch is merged into the files it branched
+from (three ways, file by file; rules in `backends.branch`), through the tools' own
+view: path rules and history apply to the merge once, as one change of the branching
+call, which the parent can rewind; the call's result is then replaced by what the merge
+did (an error unless it committed). Parallel calls of one turn have all returned by
+then (no merge changes the files under a subagent still at work), and merge one at a
+time in the order the model gave them, each onto what the earlier merges left.
+
+A worker killed at a merge (or between two) leaves the branches in the checkpoint: the
+process that resumes the thread runs `settling` again and merges them; the subagents
+are not run again. A merge that had committed before the kill finds the files holding
+its changes already (on stores outside the checkpoint: local disk, a LangGraph store)
+and changes nothing twice; files kept in graph state change with the checkpoint that
+drops the branch, all at once.
 
 A merge with conflicts commits nothing: the call's result says so, with each
 conflicting file's hunks (the base, the files now, the subagent's); the branch is kept
@@ -28,12 +37,12 @@ kept in state, and the middleware asks a person before the next model call
 (`permissions.command_review`), as it does for a command's changes.
 
 A subagent stopped by an interrupt of its own keeps its branch on this machine until
-its call resumes (`suspended_branches`); the resumed call does not wait for the calls of
-its turn (they finished before the interrupt and do not run again) and merges before
-the next model call (`settling`), when their state updates are in.
+its call resumes (`suspended_branches`); the resumed call merges before the next model
+call like any other. A nested call (a subagent's own `task`) merges into its enclosing
+branch when it returns, once the calls of its turn have all returned.
 
 The tasks of a `Send` fan-out in a hand-built graph branch the same way through
-`BranchedCalls.node`, merged in the order of their `Send`s.
+`BranchedCalls.node`, merged when all have returned, in the order of their `Send`s.
 
 Branching or not, the sandbox sessions a subagent's commands started (its own, its
 nested subagents') end when its call returns, with their background processes
@@ -66,6 +75,7 @@ from langchain_fstools.core.changesets import Change, ChangeSet
 from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import BranchNotMerged, FsToolsError
 from langchain_fstools.formats.diff import unified_patch
+from langchain_fstools.middleware import checkpointed_branches as checkpointed
 from langchain_fstools.middleware.suspended_branches import resume, suspend, suspended_key
 from langchain_fstools.middleware.turns import turn_of
 from langchain_fstools.permissions.review import resumable
@@ -101,10 +111,12 @@ class _Waiting:
 
 @dataclass(frozen=True)
 class _NextStep:
-    """A resumed call's merge, done before the next model call (`BranchedCalls.settling`).
+    """A call's merge, done before the next model call (`BranchedCalls.settling`).
 
-    Calls of its turn that finished before the interrupt have state updates LangGraph
-    applies only when the step ends: by the next model call, they are in.
+    The call's result carries its branch into the thread's state, so the branch is
+    checkpointed before any merge starts: a worker killed at a merge leaves it there,
+    and whichever process resumes the thread merges it. By the next model call, every
+    call of the turn has returned and its state update is in.
     """
 
     paths: tuple[str, ...]
@@ -303,13 +315,13 @@ class BranchedCalls:
         update: dict[str, Any] = {}
         seen, replies = dict(state), []
         view = self.view(self.storage)
-        for ident in due:
+        for ident in _in_call_order(state, due):
             backend = view.bind(StateRuntime(seen, config, store, ident))
-            text, merged = yield from merged_kept(backend, seen, ident)
+            text, merged, artifact = yield from merged_kept(backend, seen, ident)
             text = text[:1].upper() + text[1:]
             update = merged_channels(update, merged)
             seen = state_after(seen, merged)
-            replies.append(settled_message(state, ident, text, marker=MERGING))
+            replies.append(settled_message(state, ident, text, marker=MERGING, artifact=artifact))
         return {**update, "messages": replies}
 
     def on_branch(self) -> bool:
@@ -387,22 +399,29 @@ class BranchedCalls:
     ) -> tuple[R, Outcome, dict[str, Any]]:
         """Do `work` on a new branch; merge it in its turn. Its result, the merge's, the update.
 
-        With `later`, a call resumed after an interrupt merges before the next model call.
+        With `later` (a tool call, whose result can carry its branch into the thread's
+        state), a branch with changes is merged before the next model call instead.
         """
         turn_key, turn = joined
         try:
-            branch, resumed = self._branch(runtime)
+            config = _config_of(runtime)
+            fresh = later and not self.on_branch()  # a nested branch merges in its call
+            found = checkpointed.kept(config, ident) if fresh else None
+            branch, resumed = self._branch(runtime, found)
             try:
                 with _activated(self.key, branch), _suspending(branch, runtime):
                     result = work()
             finally:
                 turn.note(turn.ran, ident)
+            deferred = _later(branch, later=later)
+            if deferred is not None:
+                checkpointed.keep(config, ident, branch.snapshot())
             with turn.ready:
-                while not resumed and not turn.may_merge(ident):
+                while not (resumed or deferred) and not turn.may_merge(ident):
                     turn.ready.wait(turn.wait_time())
             target = self._target(branch, turn, runtime)
             verdict = calls.run(self._approving(branch), target.base)
-            outcome = verdict or _later(branch, resumed and later) or _merged(target.merge)
+            outcome = verdict or deferred or _merged(target.merge)
         finally:
             self._leave(turn_key, turn, ident)
         return result, outcome, {**target.state_update(), **_kept(ident, branch, outcome)}
@@ -419,17 +438,23 @@ class BranchedCalls:
         """Async `_running` (its wait polls: the turn's condition is a thread's)."""
         turn_key, turn = joined
         try:
-            branch, resumed = self._branch(runtime)
+            config = _config_of(runtime)
+            fresh = later and not self.on_branch()  # a nested branch merges in its call
+            found = await checkpointed.akept(config, ident) if fresh else None
+            branch, resumed = self._branch(runtime, found)
             try:
                 with _activated(self.key, branch), _suspending(branch, runtime):
                     result = await work()
             finally:
                 turn.note(turn.ran, ident)
-            while not resumed and not turn.may_merge(ident):  # noqa: ASYNC110  # a thread's
-                await asyncio.sleep(_POLL_SECONDS)
+            deferred = _later(branch, later=later)
+            if deferred is not None:
+                await checkpointed.akeep(config, ident, branch.snapshot())
+            while not (resumed or deferred) and not turn.may_merge(ident):  # noqa: ASYNC110
+                await asyncio.sleep(_POLL_SECONDS)  # the turn's condition is a thread's
             target = self._target(branch, turn, runtime)
             verdict = await calls.arun(self._approving(branch), target.base)
-            outcome = verdict or _later(branch, resumed and later) or await _amerged(target.amerge)
+            outcome = verdict or deferred or await _amerged(target.amerge)
         finally:
             self._leave(turn_key, turn, ident)
         return result, outcome, {**target.state_update(), **_kept(ident, branch, outcome)}
@@ -519,17 +544,21 @@ class BranchedCalls:
             )
         return _Waiting(_merge_review(proposed, review.asks))
 
-    def _branch(self, runtime: Any) -> tuple[BranchBackend, bool]:
+    def _branch(self, runtime: Any, saved: Mapping[str, Any] | None) -> tuple[BranchBackend, bool]:
         """The call's branch of what the tools see now (the enclosing call's branch, if any).
 
-        New, or the one it had when an interrupt stopped it (`suspended_branches`):
-        then True too (the call resumed).
+        New; or the one it had when an interrupt stopped it (`suspended_branches`), or
+        when its worker died after its subagent returned (`saved`, written by
+        `checkpointed_branches.keep`): then True too (the call resumed).
         """
         base = _active().get(self.key) or self.view(self.storage)
-        kept = resume(_suspended_key(runtime))
+        kept = resume(_suspended_key(runtime)) or saved
         if kept is None:
             return BranchBackend(base), False
-        return BranchBackend.restored(base, kept), True
+        try:
+            return BranchBackend.restored(base, kept), True
+        except ValueError:  # a damaged write: the call starts afresh
+            return BranchBackend(base), False
 
     def _target(self, branch: BranchBackend, turn: _Turn, runtime: Any) -> Any:
         """The branch bound to merge into the turn's shared view of the files."""
@@ -600,19 +629,31 @@ def _kept(call_id: str, branch: BranchBackend, outcome: object) -> dict[str, Any
     return {}
 
 
-def _later(branch: BranchBackend, resumed: bool) -> _NextStep | None:  # noqa: FBT001
-    """A resumed call's merge, left for the next step.
+def _later(branch: BranchBackend, *, later: bool) -> _NextStep | None:
+    """A call's merge, left for the next step (`later`: the call's result can carry it).
 
     Not a nested branch's: the branch it merges into is this run's.
     """
-    if not resumed or isinstance(branch.base, BranchBackend) or not branch.changed:
+    if not later or isinstance(branch.base, BranchBackend) or not branch.changed:
         return None
     return _NextStep(branch.changed)
 
 
+def _in_call_order(state: Any, idents: list[str]) -> list[str]:
+    """`idents` in the order of their calls' results in the thread (the model's order)."""
+    messages = state.get("messages") or []
+    place = {m.tool_call_id: n for n, m in enumerate(messages) if isinstance(m, ToolMessage)}
+    return sorted(idents, key=lambda ident: place.get(ident, len(messages)))
+
+
+def _config_of(runtime: Any) -> Any:
+    """The config of the running call (empty outside a graph)."""
+    return getattr(runtime, "config", None) or {}
+
+
 def _suspended_key(runtime: Any) -> str:
     """The key a call's branch is kept under while an interrupt stops it."""
-    config = getattr(runtime, "config", None) or {}
+    config = _config_of(runtime)
     thread = (config.get("configurable") or {}).get("thread_id")
     return suspended_key(thread, *call_key(runtime))
 

@@ -122,7 +122,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         history: Record file changes for `rewind` and `undo_edit`. Default: False.
         history_record_bytes: Largest earlier content kept per change.
             Default: `history.MAX_RECORD_BYTES` (1 MiB).
-        branches: Run each subagent call on a branch of the files, merged when it returns
+        branches: Run each subagent call on a branch of the files, kept in the thread's
+            state by the call's result and merged before the next model call
             (`middleware.branches`): True for deepagents' `task`, or tool names. Default: False.
         name: The middleware's name; an agent's middleware names must be unique.
             Default: `DEFAULT_NAME` (`"FilesystemMiddleware"`).
@@ -143,15 +144,19 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     state_schema = FilesystemState
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:  # noqa: ARG004
-        """An instance whose class has the after-model review only when it can ask.
+        """An instance whose class has the model hooks only when it uses them.
 
         `create_agent` adds a graph node (a superstep and a checkpoint per model turn)
-        for every middleware class that overrides `after_model`, so the hook exists only
-        with a permission gate (`mode` or `permissions` given).
+        for every middleware class that overrides `before_model` or `after_model`, so
+        the after-model review exists only with a permission gate (`mode` or
+        `permissions` given), and the before-model settling with it or with `branches`
+        (subagents' branches merge there).
         """
-        if not _gated(kwargs.get("mode"), kwargs.get("permissions", ())):
-            return super().__new__(cls)
-        return cast("Self", super().__new__(_reviewing_class(cls)))
+        if _gated(kwargs.get("mode"), kwargs.get("permissions", ())):
+            return cast("Self", super().__new__(_hooked_class(cls, _ReviewingFilesystemMiddleware)))
+        if kwargs.get("branches", False) is not False:
+            return cast("Self", super().__new__(_hooked_class(cls, _SettlingFilesystemMiddleware)))
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -354,8 +359,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         return self.storage
 
 
-class _ReviewingFilesystemMiddleware(FilesystemMiddleware):
-    """`FilesystemMiddleware` with a permission gate: it reviews each model turn."""
+class _SettlingFilesystemMiddleware(FilesystemMiddleware):
+    """`FilesystemMiddleware` that settles what waits for the next model call."""
 
     def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Apply what waits for this model call: a person's answers, resumed merges."""
@@ -380,6 +385,10 @@ class _ReviewingFilesystemMiddleware(FilesystemMiddleware):
         replies = [*decided.get("messages", []), *merged.get("messages", [])]
         return {**merged_channels(decided, merged), "messages": replies}
 
+
+class _ReviewingFilesystemMiddleware(_SettlingFilesystemMiddleware):
+    """`FilesystemMiddleware` with a permission gate: it also reviews each model turn."""
+
     def after_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Ask a person about every call of the turn that needs it, in one interrupt.
 
@@ -395,21 +404,21 @@ class _ReviewingFilesystemMiddleware(FilesystemMiddleware):
         return None if review is None else await calls.arun(*review)
 
 
-_REVIEWING_CLASSES: dict[type[FilesystemMiddleware], type[FilesystemMiddleware]] = {}
+_HOOKED_CLASSES: dict[tuple[type[FilesystemMiddleware], type[Any]], type[FilesystemMiddleware]] = {}
 
 
-def _reviewing_class(cls: type[FilesystemMiddleware]) -> type[FilesystemMiddleware]:
-    """`cls` (a subclass of `FilesystemMiddleware`) with the after-model review."""
-    if issubclass(cls, _ReviewingFilesystemMiddleware):
+def _hooked_class(
+    cls: type[FilesystemMiddleware], hooks: type[FilesystemMiddleware]
+) -> type[FilesystemMiddleware]:
+    """`cls` (a subclass of `FilesystemMiddleware`) with the model hooks of `hooks`."""
+    if issubclass(cls, hooks):
         return cls
     if cls is FilesystemMiddleware:
-        return _ReviewingFilesystemMiddleware
-    if cls not in _REVIEWING_CLASSES:
+        return hooks
+    if (cls, hooks) not in _HOOKED_CLASSES:
         namespace = {"__module__": cls.__module__, "__qualname__": cls.__qualname__}
-        _REVIEWING_CLASSES[cls] = type(
-            cls.__name__, (cls, _ReviewingFilesystemMiddleware), namespace
-        )
-    return _REVIEWING_CLASSES[cls]
+        _HOOKED_CLASSES[cls, hooks] = type(cls.__name__, (cls, hooks), namespace)
+    return _HOOKED_CLASSES[cls, hooks]
 
 
 def _as_response(answer: ModelResponse | AIMessage) -> ModelResponse:

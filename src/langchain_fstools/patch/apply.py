@@ -15,7 +15,9 @@ Applying a patch has two stages, both effects over `core.calls`:
    itself conditional: a file is restored only while it still holds what the patch
    wrote (and a deleted one recreated only while still absent), so a writer who
    changed it in between keeps their work; then `PatchNotUndone` says exactly which
-   files were restored and what each of the others holds.
+   files were restored and what each of the others holds. A step the store failed to
+   answer (its reply lost: it may have happened) is read back when undone, and a file
+   the store cannot read back is said to hold what the store did not say.
 
 Updated files keep their encoding (UTF-8, UTF-8 with BOM, UTF-16, Latin-1) and line
 endings: untouched lines keep theirs, new lines take the file's dominant one.
@@ -28,8 +30,8 @@ import itertools
 import logging
 import operator
 import posixpath
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from langchain_fstools import errors
 from langchain_fstools.backends import ABSENT
@@ -47,6 +49,8 @@ if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """Largest file a patch reads or writes, in bytes. Default: 64 MiB."""
@@ -422,10 +426,21 @@ def _commit_writes(
     writes = [Write(c.path, c.new_data or b"", expected_version=c.version) for c in changes]
     try:
         infos = yield from calls.write_many(writes)
-    except errors.PartialWrite as partial:
-        written = set(partial.written)
-        undo.extend(_Undo(c.path, c.old_data, c.new_data) for c in changes if c.path in written)
-        raise partial.cause from None
+    except Exception as exc:
+        partial = exc if isinstance(exc, errors.PartialWrite) else None
+        cause = exc if partial is None else partial.cause
+        written = set(partial.written if partial else ())
+        # a store that stopped answering may have stored a write whose reply was lost:
+        # those files are found out (re-read) when the patch is undone
+        unknown = isinstance(cause, errors.StoreUnavailable)
+        undo.extend(
+            _Undo(c.path, c.old_data, c.new_data, unsure=c.path not in written)
+            for c in changes
+            if c.path in written or unknown
+        )
+        if partial is None:
+            raise
+        raise cause from None
     undo.extend(_Undo(change.path, change.old_data, change.new_data) for change in changes)
     versions.update((info.path, info.version) for info in infos)
 
@@ -436,20 +451,30 @@ def _commit_one(change: FileChange, undo: list[_Undo], versions: dict[str, str])
         current = yield from calls.stat(change.path)
         if current.version != change.version:
             raise errors.VersionConflict(change.path, change.version, current.version)
-        yield from calls.delete(change.path)
-        undo.append(_Undo(change.path, change.old_data, None))
+        step = _Undo(change.path, change.old_data, None)
+        yield from _taken(calls.delete(change.path), step, undo)
         return
     assert change.new_data is not None  # noqa: S101 - moved updates carry new bytes
     assert change.move_to is not None  # noqa: S101 - in-place writes go in a batch
     yield from _note_missing_parents(change.move_to, undo, set())
-    info = yield from calls.write_bytes(change.move_to, change.new_data, expected_version=ABSENT)
-    undo.append(_Undo(change.move_to, None, change.new_data))
+    written = calls.write_bytes(change.move_to, change.new_data, expected_version=ABSENT)
+    info = yield from _taken(written, _Undo(change.move_to, None, change.new_data), undo)
     versions[change.move_to] = info.version
     current = yield from calls.stat(change.path)
     if current.version != change.version:
         raise errors.VersionConflict(change.path, change.version, current.version)
-    yield from calls.delete(change.path)
-    undo.append(_Undo(change.path, change.old_data, None))
+    yield from _taken(calls.delete(change.path), _Undo(change.path, change.old_data, None), undo)
+
+
+def _taken(effect: Effect[T], step: _Undo, undo: list[_Undo]) -> Effect[T]:
+    """Do `effect` and push `step`; pushed unsure when the store did not answer it."""
+    try:
+        done = yield from effect
+    except errors.StoreUnavailable:
+        undo.append(replace(step, unsure=True))
+        raise
+    undo.append(step)
+    return done
 
 
 def _note_missing_parents(path: str, undo: list[_Undo], noted: set[str]) -> Effect[None]:
@@ -477,6 +502,8 @@ class _Undo:
     path: str
     before: bytes | None
     after: bytes | None
+    unsure: bool = False
+    """Whether the step may not have happened (the store failed to answer it)."""
 
 
 KEPT_CHANGED = "another writer's content, written after the patch's"
@@ -487,6 +514,15 @@ KEPT_CREATED = "another writer's file, created after the patch deleted it"
 """What a path holds that the patch deleted and someone wrote again."""
 KEPT_FILLED = "another writer's files"
 """What a directory the patch created holds when someone wrote into it."""
+KEPT_UNKNOWN = (
+    "what the store did not say: it stopped answering a write of it and could not be read"
+    " back (it holds its content before the patch, or the patch's)"
+)
+"""What a file holds that could not be read back after the store failed a write of it."""
+
+
+class _LostReply(Exception):
+    """An undo's write or removal the store failed to answer: it may have happened."""
 
 
 def _roll_back(undo: list[_Undo]) -> Effect[tuple[tuple[str, ...], tuple[tuple[str, str], ...]]]:
@@ -503,9 +539,7 @@ def _roll_back(undo: list[_Undo]) -> Effect[tuple[tuple[str, ...], tuple[tuple[s
             holds = yield from _undo_step(step)
         except Exception as exc:  # noqa: BLE001 - keep undoing the other steps
             logger.warning("apply_patch could not restore %s after a failed commit", step.path)
-            holds = f"the patch's content (restoring it failed: {type(exc).__name__})"
-            if step.after is None:
-                holds = "what the patch left" + holds.removeprefix("the patch's content")
+            holds = _left_by(step, exc)
         if holds is None:
             if step.before is not None or step.after is not None:
                 restored.append(step.path)
@@ -514,11 +548,33 @@ def _roll_back(undo: list[_Undo]) -> Effect[tuple[tuple[str, ...], tuple[tuple[s
     return tuple(dict.fromkeys(restored)), tuple(kept)
 
 
+def _left_by(step: _Undo, exc: Exception) -> str:
+    """What a file holds whose undo raised `exc`.
+
+    Unknown when the store stopped answering a write of it (the patch's, for an unsure
+    step, or the undo's own): a write whose reply was lost may have happened, and the
+    backend reads it back where the store still answers (`ObjectStoreBackend`), so
+    what is left is unknown. Otherwise the undo failed before it wrote anything.
+    """
+    if isinstance(exc, _LostReply) or (step.unsure and isinstance(exc, errors.StoreUnavailable)):
+        return KEPT_UNKNOWN
+    holds = f"the patch's content (restoring it failed: {type(exc).__name__})"
+    if step.after is None:
+        holds = "what the patch left" + holds.removeprefix("the patch's content")
+    return holds
+
+
 def _undo_step(step: _Undo) -> Effect[str | None]:
-    """Undo one step if the patch's result is still there; else say what is there."""
+    """Undo one step if the patch's result is still there; else say what is there.
+
+    An unsure step (a write the store failed to answer) whose file still holds what
+    it held before the patch is as it was.
+    """
     if step.before is None and step.after is None:
         return (yield from _remove_directory(step.path))
     info = yield from _stat_missing(step.path)
+    if step.unsure and (yield from _holds(step.path, info, step.before)):
+        return None
     if step.after is None:
         return (yield from _recreate(step.path, step.before or b"", info))
     if info is None:
@@ -526,17 +582,26 @@ def _undo_step(step: _Undo) -> Effect[str | None]:
     return (yield from _put_back(step.path, step.before, step.after, info))
 
 
+def _holds(path: str, info: FileInfo | None, data: bytes | None) -> Effect[bool]:
+    """Whether the file at `path` (`info`: its metadata, None if absent) holds `data`."""
+    if info is None or data is None:
+        return info is None and data is None
+    return info.size == len(data) and (yield from calls.read_bytes(path)) == data
+
+
 def _put_back(path: str, before: bytes | None, after: bytes, info: FileInfo) -> Effect[str | None]:
     """Restore `before` (None: remove) while the file still holds the patch's `after`."""
     if (yield from calls.read_bytes(path)) != after:
         return KEPT_CHANGED
-    if before is None:
-        yield from calls.delete(path)
-        return None
     try:
-        yield from calls.write_bytes(path, before, expected_version=info.version)
+        if before is None:
+            yield from calls.delete(path)
+        else:
+            yield from calls.write_bytes(path, before, expected_version=info.version)
     except errors.VersionConflict:
         return KEPT_CHANGED
+    except errors.StoreUnavailable as exc:
+        raise _LostReply from exc
     return None
 
 
@@ -561,6 +626,8 @@ def _recreate(path: str, data: bytes, info: FileInfo | None) -> Effect[str | Non
         yield from calls.write_bytes(path, data, expected_version=ABSENT)
     except errors.VersionConflict:
         return KEPT_CREATED
+    except errors.StoreUnavailable as exc:
+        raise _LostReply from exc
     return None
 
 
@@ -569,6 +636,7 @@ __all__ = [
     "KEPT_CREATED",
     "KEPT_FILLED",
     "KEPT_REMOVED",
+    "KEPT_UNKNOWN",
     "MAX_FILE_BYTES",
     "FileChange",
     "PatchResult",

@@ -150,7 +150,7 @@ class CommandReview:
         self.gate.grant(call_id, Approval(args={}, paths=review["asks"], expect={}))
         try:
             backend = self.tools_view.bind(call_runtime)
-            text, update = yield from merged_kept(backend, state, call_id)
+            text, update, _ = yield from merged_kept(backend, state, call_id)
         finally:
             self.gate.revoke(call_id)
         if text.startswith("Error"):

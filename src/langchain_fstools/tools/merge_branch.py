@@ -176,13 +176,14 @@ MERGING = "\nThe subagent's changes are merged before your next step."
 
 def merged_kept(
     backend: Backend, state: Mapping[str, Any], ident: str
-) -> Effect[tuple[str, dict[str, Any]]]:
+) -> Effect[tuple[str, dict[str, Any], dict[str, Any] | None]]:
     """Merge the branch kept under `ident` in `state` through `backend` (the tools' view).
 
     Returns:
-        What the call's result says now ("Error: ..." when nothing was merged), and the
+        What the call's result says now ("Error: ..." when nothing was merged); the
         state update: the merge's, the branch dropped; or, after a conflict, the branch
-        kept for `merge` (no longer waiting for a step).
+        kept for `merge` (no longer waiting for a step); and, after a conflict, the
+        result's artifact (the branch id and the conflicting paths), else None.
     """
     snapshot = kept_snapshot(state, ident)
     if snapshot is None:
@@ -190,22 +191,22 @@ def merged_kept(
             "Error: the subagent's changes were no longer kept (older than an hour);"
             " nothing was merged. Run the task again."
         )
-        return gone, {KEPT_KEY: {ident: None}}
+        return gone, {KEPT_KEY: {ident: None}}, None
     branch = _restored(backend, snapshot)
     if branch is None:
         damaged = "Error: the kept changes in the state are damaged; nothing was merged."
-        return f"{damaged} Run the task again.", {KEPT_KEY: {ident: None}}
+        return f"{damaged} Run the task again.", {KEPT_KEY: {ident: None}}, None
     try:
         result = yield from calls.blocking(branch.merge)
     except (FsToolsError, OSError) as exc:
-        return f"Error: the merge failed ({exc}); nothing was merged.", {}
+        return f"Error: the merge failed ({exc}); nothing was merged.", {}, None
     if not result.clean:
-        return "Error: " + conflicts_report(result, ident), {
-            KEPT_KEY: {ident: {**state[KEPT_KEY][ident], NEXT_STEP: False}}
-        }
+        kept = {KEPT_KEY: {ident: {**state[KEPT_KEY][ident], NEXT_STEP: False}}}
+        artifact = {BRANCH_KEY: ident, "conflicts": [c.path for c in result.conflicts]}
+        return "Error: " + conflicts_report(result, ident), kept, artifact
     update = {**backend.state_update(), KEPT_KEY: {ident: None}}
-    merged = ", ".join(result.merged) or "nothing left to change"
-    return f"they were merged: {merged}." + rewind_note(update), update
+    merged = ", ".join(sorted((*result.merged, *result.present))) or "nothing left to change"
+    return f"they were merged: {merged}." + rewind_note(update), update, None
 
 
 def _restored(backend: Backend, snapshot: Mapping[str, Any]) -> BranchBackend | None:

@@ -66,13 +66,19 @@ def state_after(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str
 
 
 def settled_message(
-    state: Any, call_id: str, text: str, *, marker: str, rejected: bool = False
+    state: Any,
+    call_id: str,
+    text: str,
+    *,
+    marker: str,
+    rejected: bool = False,
+    artifact: Any = None,
 ) -> ToolMessage:
     """The call's tool message with its `marker` (what it waited for) replaced by `text`.
 
     Same id, so it replaces the message in the thread; its status is error when `text`
     starts with "Error" or a person `rejected` what it waited for (LangChain's
-    human-in-the-loop convention).
+    human-in-the-loop convention); `artifact`, if given, replaces the message's.
     """
     found = next(
         (
@@ -89,7 +95,7 @@ def settled_message(
         tool_call_id=call_id,
         name=found.name if found is not None and found.name else None,
         id=found.id if found is not None else None,
-        artifact=found.artifact if found is not None else None,
+        artifact=artifact if artifact is not None or found is None else found.artifact,
         status="error" if rejected or text.startswith("Error") else "success",
     )
 

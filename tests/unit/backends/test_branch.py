@@ -293,7 +293,23 @@ def test_a_file_both_branches_deleted_is_deleted_once(ws: Workspace) -> None:
     for branch in (first, second):
         calls.run(calls.delete("/old.txt"), branch.bind(ws.h.runtime()))
     assert ws.merge(first).clean
-    assert ws.merge(second) == MergeResult()
+    assert ws.merge(second) == MergeResult(present=("/old.txt",))  # already as the branch left it
+    assert ws.in_base("/old.txt") is None
+
+
+def test_a_merge_applied_again_from_its_snapshot_changes_nothing_twice(ws: Workspace) -> None:
+    # a worker killed after its merge committed, before it said so: the resumed thread
+    # merges the branch kept in its checkpoint again, and finds the files holding it
+    branch = ws.branch()
+    calls.run(calls.write_bytes("/m.py", b"x = 1\n"), branch.bind(ws.h.runtime()))
+    calls.run(calls.write_bytes("/new.txt", b"new\n"), branch.bind(ws.h.runtime()))
+    calls.run(calls.delete("/old.txt"), branch.bind(ws.h.runtime()))
+    kept = branch.snapshot()
+    assert ws.merge(branch) == MergeResult(merged=("/m.py", "/new.txt", "/old.txt"))
+    again = ws.merge(BranchBackend.restored(ws.base, kept))
+    assert again == MergeResult(present=("/m.py", "/new.txt", "/old.txt"))
+    assert ws.in_base("/m.py") == b"x = 1\n"
+    assert ws.in_base("/new.txt") == b"new\n"
     assert ws.in_base("/old.txt") is None
 
 
@@ -302,7 +318,7 @@ def test_identical_binary_changes_in_two_branches_merge(ws: Workspace) -> None:
     for branch in (first, second):
         calls.run(calls.write_bytes("/blob.bin", b"\xff\x00"), branch.bind(ws.h.runtime()))
     assert ws.merge(first).clean
-    assert ws.merge(second) == MergeResult()
+    assert ws.merge(second) == MergeResult(present=("/blob.bin",))
     assert ws.in_base("/blob.bin") == b"\xff\x00"
 
 

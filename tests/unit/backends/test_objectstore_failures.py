@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import obstore
 import pytest
 from obstore.exceptions import GenericError, PermissionDeniedError
 from obstore.store import MemoryStore
 
 from langchain_fstools import FileToolkit, ObjectStoreBackend, StoreUnavailable
-from langchain_fstools.backends.objectstore import search
+from langchain_fstools.backends.objectstore import requests, search
 from langchain_fstools.backends.objectstore.failures import cause_of
 from langchain_fstools.tools.render import render_error
 
@@ -150,3 +151,95 @@ def test_a_search_whose_listing_fails_names_the_cause(
         "Error: the file store failed: connection refused (is the store running at its"
         " endpoint?) (GenericError). Try the call again; if it keeps failing, tell the user."
     )
+
+
+# ----- lost replies: a write the store did (or did not) do, then fell silent ------------
+
+
+class _Dying:
+    """obstore's calls over a `MemoryStore`: a `verb` (PUT, or DELETE) of `last` is done,
+    then every call (its reply included) fails as a refused connection, unless
+    `recovers`."""
+
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, last: str, *, stores: bool = True, verb: str = "put"
+    ) -> None:
+        self.last, self.stores, self.verb = last, stores, verb
+        self.dead = self.recovers = False
+        for name in ("put", "head", "get", "get_range", "delete", "list"):
+            monkeypatch.setattr(requests.obstore, name, self._wrapped(name, getattr(obstore, name)))
+
+    def _wrapped(self, name: str, call: Any) -> Any:
+        def wrapped(store: Any, key: Any = None, *args: Any, **kwargs: Any) -> Any:
+            if self.dead and not self.recovers:
+                raise GenericError(REFUSED)
+            if name == self.verb and key is not None and key.endswith(self.last):
+                self.dead = True
+                if self.stores:
+                    call(store, key, *args, **kwargs)
+                raise GenericError(REFUSED)
+            return call(store, key, *args, **kwargs)
+
+        return wrapped
+
+
+def test_a_write_whose_reply_was_lost_is_read_back_and_found_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    backend = ObjectStoreBackend(MemoryStore())
+    dying = _Dying(monkeypatch, "a.txt")
+    dying.recovers = True  # the store answers again: the re-read finds the object
+    info = backend.write_bytes("/a.txt", b"new")
+    assert dying.dead
+    assert backend.read_bytes("/a.txt") == b"new"
+    assert info.version == backend.stat("/a.txt").version
+
+
+def test_a_write_whose_reply_was_lost_and_that_did_not_land_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    backend = ObjectStoreBackend(MemoryStore())
+    backend.write_bytes("/a.txt", b"old")
+    dying = _Dying(monkeypatch, "a.txt", stores=False)
+    dying.recovers = True
+    with pytest.raises(StoreUnavailable):
+        backend.write_bytes("/a.txt", b"new")
+    assert backend.read_bytes("/a.txt") == b"old"
+
+
+def test_a_patch_cut_by_a_dying_store_lists_every_file_it_may_have_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    backend = ObjectStoreBackend(MemoryStore())
+    for n in range(5):
+        backend.write_bytes(f"/p/f{n}.txt", b"old\n")
+    patch = (
+        "*** Begin Patch\n"
+        + "".join(f"*** Update File: /p/f{n}.txt\n@@\n-old\n+new\n" for n in range(5))
+        + "*** End Patch"
+    )
+    tool = next(t for t in FileToolkit(backend).get_tools() if t.name == "apply_patch")
+    _Dying(monkeypatch, "f2.txt")  # f0, f1 written; f2 stored, its reply lost; then silence
+    answer = tool.invoke({"patch": patch})
+    assert answer.startswith("Error: the patch failed and was only partly undone."), answer
+    for n in range(5):
+        assert f"/p/f{n}.txt" in answer, (n, answer)
+    assert "Not restored: /p/f2.txt holds what the store did not say" in answer
+    assert "Not restored: /p/f0.txt holds the patch's content" in answer
+    monkeypatch.undo()  # the store answers again: f2 was stored, as the answer allowed
+    assert backend.read_bytes("/p/f2.txt") == b"new\n"
+
+
+def test_a_deletion_cut_by_a_dying_store_is_named_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = ObjectStoreBackend(MemoryStore())
+    for n in range(2):
+        backend.write_bytes(f"/p/f{n}.txt", b"old\n")
+    patch = (
+        "*** Begin Patch\n*** Update File: /p/f0.txt\n@@\n-old\n+new\n"
+        "*** Delete File: /p/f1.txt\n*** End Patch"
+    )
+    tool = next(t for t in FileToolkit(backend).get_tools() if t.name == "apply_patch")
+    _Dying(monkeypatch, "f1.txt", verb="delete")  # the deletion is done, its reply lost
+    answer = tool.invoke({"patch": patch})
+    assert "Not restored: /p/f1.txt holds what the store did not say" in answer, answer
+    assert "Not restored: /p/f0.txt holds the patch's content" in answer, answer

@@ -132,3 +132,47 @@ def test_store_failures_are_one_clear_error_without_details() -> None:
         " Try the call again; if it keeps failing, tell the user."
     )
     assert "10.0.0.1" not in message
+
+
+class LosingStore(InMemoryStore):
+    """Once armed (`lost = False`), applies the next batch that writes `key` (unless not
+    `applies`) and loses its reply: a connection error."""
+
+    def __init__(self, key: str, *, applies: bool = True) -> None:
+        super().__init__()
+        self.key, self.applies, self.lost = key, applies, True
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        writes = any(getattr(op, "key", None) == self.key and hasattr(op, "value") for op in ops)
+        if writes and not self.lost:
+            self.lost = True
+            if self.applies:
+                super().batch(ops)
+            raise ConnectionError("server closed the connection unexpectedly")
+        return super().batch(ops)
+
+
+@pytest.mark.parametrize("applies", [True, False], ids=["stored", "not-stored"])
+def test_a_write_whose_reply_was_lost_is_read_back(applies: bool) -> None:
+    store = LosingStore("a.txt", applies=applies)
+    backend = StoreBackend(store, namespace=("fs",))
+    backend.write_bytes("/a.txt", b"old")
+    store.lost = False
+    if applies:  # found done: the write's own result, not a failure
+        info = backend.write_bytes("/a.txt", b"new")
+        assert info.version == backend.stat("/a.txt").version
+        assert backend.read_bytes("/a.txt") == b"new"
+    else:
+        with pytest.raises(StoreUnavailable):
+            backend.write_bytes("/a.txt", b"new")
+        assert backend.read_bytes("/a.txt") == b"old"
+
+
+def test_a_deletion_whose_reply_was_lost_is_found_done() -> None:
+    store = LosingStore("a.txt")
+    backend = StoreBackend(store, namespace=("fs",))
+    backend.write_bytes("/a.txt", b"old")
+    store.lost = False
+    backend.delete("/a.txt")
+    assert not backend.exists("/a.txt")

@@ -77,6 +77,8 @@ def test_damaged_entries_in_the_state_crash_nothing() -> None:
     broken = {"at": now, "branch": {"max_files": 1, "max_bytes": 1, "touched": {"/a": [1]}}}
     state = {KEPT_KEY: {"t-1": broken}}
     assert kept_snapshot(state, "t-1") == broken["branch"]
-    text, update = calls.run(merge_branch.merged_kept(StateBackend(), state, "t-1"), StateBackend())
+    merging = merge_branch.merged_kept(StateBackend(), state, "t-1")
+    text, update, artifact = calls.run(merging, StateBackend())
     assert text.startswith("Error: the kept changes in the state are damaged")
     assert update == {KEPT_KEY: {"t-1": None}}
+    assert artifact is None

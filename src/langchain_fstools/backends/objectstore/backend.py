@@ -63,7 +63,12 @@ from langchain_fstools.backends.objectstore.requests import (
 from langchain_fstools.backends.objectstore.search import ObjectStoreSearch
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo, check_limit
 from langchain_fstools.core import paths
-from langchain_fstools.errors import ConditionalWritesIgnored, InvalidPath, VersionConflict
+from langchain_fstools.errors import (
+    ConditionalWritesIgnored,
+    InvalidPath,
+    StoreUnavailable,
+    VersionConflict,
+)
 from langchain_fstools.formats.encoding import SNIFF_BYTES
 
 if TYPE_CHECKING:
@@ -418,7 +423,13 @@ class ObjectStoreBackend(Backend):
             if actual != (None if expected_version == ABSENT else expected_version):
                 raise VersionConflict(path, expected_version, actual)
             expected_version = None
-        written = yield Put(key, bytes(data), _mode(expected_version))
+        try:
+            written = yield Put(key, bytes(data), _mode(expected_version))
+        except StoreUnavailable:  # the reply was lost: whether the object was stored is read
+            stored = yield from self._holding(key, data)
+            if stored is None:
+                raise
+            return self.info(path, stored)
         if written is None:
             current = yield Head(key)
             assert expected_version is not None  # noqa: S101 - only a condition is refused
@@ -430,6 +441,18 @@ class ObjectStoreBackend(Backend):
         if meta is not None and version_of(meta) == token:
             return self.info(path, meta)
         return FileInfo(path, EntryKind.FILE, len(data), time.time(), token)
+
+    def _holding(self, key: str, data: bytes) -> StoreEffect[ObjectMeta | None]:
+        """The object at `key` if it holds `data` (a write whose reply was lost landed).
+
+        Raises:
+            StoreUnavailable: the store does not answer the re-read either.
+        """
+        meta = yield Head(key)
+        if meta is None or meta["size"] != len(data):
+            return None
+        found = yield Get(key)
+        return meta if found is not None and bytes(found) == data else None
 
     def _proven(self) -> StoreEffect[None]:
         """Prove, once, that the store refuses the conditional writes it claims to check.
@@ -487,7 +510,11 @@ class ObjectStoreBackend(Backend):
             raise InvalidPath(path, "the workspace root cannot be deleted")
         key = self.key(path)
         if (yield Head(key)) is not None:
-            yield Delete(key)
+            try:
+                yield Delete(key)
+            except StoreUnavailable:  # the reply was lost: whether it is gone is read
+                if (yield Head(key)) is not None:
+                    raise
         else:
             inside = yield Probe(key)
             if not inside:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -26,6 +27,7 @@ import obstore
 from obstore.exceptions import AlreadyExistsError, NotFoundError, PreconditionError
 
 from langchain_fstools.backends.objectstore.failures import cause_of, unavailable
+from langchain_fstools.core import calls
 from langchain_fstools.errors import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -139,25 +141,17 @@ StoreEffect = Generator[Request, Any, T]
 
 
 def run(store: ObjectStore, effect: StoreEffect[T]) -> T:
-    """Drive `effect` with obstore's blocking calls."""
-    try:
-        request = next(effect)
-        while True:
-            request = effect.send(_perform(store, request))
-    except StopIteration as stop:
-        value: T = stop.value
-        return value
+    """Drive `effect` with obstore's blocking calls (`core.calls.drive`).
+
+    A request the store fails is raised inside `effect` (`StoreUnavailable`), so an
+    effect can find out what a request whose reply was lost did.
+    """
+    return calls.drive(effect, functools.partial(_perform, store))
 
 
 async def arun(store: ObjectStore, effect: StoreEffect[T]) -> T:
-    """Drive `effect` with obstore's async calls."""
-    try:
-        request = next(effect)
-        while True:
-            request = effect.send(await _aperform(store, request))
-    except StopIteration as stop:
-        value: T = stop.value
-        return value
+    """Drive `effect` with obstore's async calls (failures raised inside it, as `run`)."""
+    return await calls.adrive(effect, functools.partial(_aperform, store))
 
 
 MARKER: Final = ".fstools-dir"

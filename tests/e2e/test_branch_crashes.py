@@ -1,0 +1,92 @@
+"""A worker killed at a subagent's merge: the thread resumed in a new process loses nothing.
+
+The first process (`branch_crash_process run`) launches two subagents in one turn, each
+editing /m.py on its branch, and SIGKILLs itself at a merge point: as the first merge
+is about to commit, after it committed (between the two merges), or after the second
+one committed. A second process resumes the thread from the SQLite checkpoint database
+alone (`invoke`; and `ainvoke` with an `AsyncSqliteSaver`): both edits are in the files
+exactly once, and both `task` results say they were merged, with status success.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_branches import SOURCE
+
+pytest.importorskip("deepagents")
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+BOTH = SOURCE.replace("return 1", "return 10").replace("return 2", "return 20")
+
+
+def run(
+    phase: str, database: str, kind: str, root: Path, kill: str, driver: str = "sync"
+) -> subprocess.CompletedProcess[str]:
+    """One phase in a fresh interpreter (`driver`: `invoke`, or `ainvoke` for "async")."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.e2e.branch_crash_process",
+            phase,
+            database,
+            kind,
+            str(root),
+            kill,
+            driver,
+        ],
+        cwd=REPOSITORY,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def killed_and_resumed(
+    database: str, kind: str, root: Path, kill: str, driver: str = "sync"
+) -> dict[str, Any]:
+    """Run the thread until the kill, resume it in another process; the resumed report."""
+    (root / "m.py").write_text(SOURCE)
+    killed = run("run", database, kind, root, kill, driver)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    resumed = run("resume", database, kind, root, kill, driver)
+    assert resumed.returncode == 0, resumed.stderr
+    report: dict[str, Any] = json.loads(resumed.stdout)
+    return report
+
+
+def assert_both_merged_once(report: dict[str, Any]) -> None:
+    assert report["text"] == BOTH
+    for name in ("a", "b"):
+        status, text = report["tasks"][f"t-{name}"]
+        assert status == "success", text
+        assert f"{name} edited /m.py." in text
+        assert "They were merged: /m.py." in text  # a merge applied before the kill too
+
+
+@pytest.mark.parametrize("kill", ["before-1", "after-1", "after-2"])
+@pytest.mark.parametrize("kind", ["state", "local"])
+def test_a_merge_cut_by_a_kill_is_finished_by_the_resumed_thread(
+    tmp_path: Path, kind: str, kill: str
+) -> None:
+    report = killed_and_resumed(str(tmp_path / "checkpoints.sqlite"), kind, tmp_path, kill)
+    assert_both_merged_once(report)
+
+
+@pytest.mark.parametrize("kind", ["state", "local"])
+def test_on_the_async_path_a_kill_between_two_merges_loses_nothing(
+    tmp_path: Path, kind: str
+) -> None:
+    database = str(tmp_path / "checkpoints.sqlite")
+    assert_both_merged_once(killed_and_resumed(database, kind, tmp_path, "after-1", "async"))
