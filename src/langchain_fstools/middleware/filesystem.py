@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from langchain.agents.middleware import ModelRequest
     from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import BaseTool
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
 
@@ -152,11 +153,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         `permissions` given), and the before-model settling with it or with `branches`
         (subagents' branches merge there).
         """
-        if _gated(kwargs.get("mode"), kwargs.get("permissions", ())):
-            return cast("Self", super().__new__(_hooked_class(cls, _ReviewingFilesystemMiddleware)))
-        if kwargs.get("branches", False) is not False:
-            return cast("Self", super().__new__(_hooked_class(cls, _SettlingFilesystemMiddleware)))
-        return super().__new__(cls)
+        return cast("Self", super().__new__(_class_for(cls, kwargs)))
 
     def __init__(
         self,
@@ -201,12 +198,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         view = functools.partial(_tools_view, gate=gate, recording=recording)
         self.branches = BranchedCalls.given(branches, key, backend, view, gate)
         self.toolkit = FileToolkit(self.branches.switch, tools=tools, **settings)
-        self.tools = [*self.toolkit.get_tools(), *self.branches.tools(self.toolkit.context)]
-        if history and (tools is None or UndoEditTool.model_fields["name"].default in tools):
-            self.tools.append(UndoEditTool(context=self.toolkit.context))
-        checking = DiagnosticsTool.model_fields["name"].default
-        if self.toolkit.context.diagnostics is not None and (tools is None or checking in tools):
-            self.tools.append(DiagnosticsTool(context=self.toolkit.context))
+        self.tools = _middleware_tools(self.toolkit, self.branches, tools, history=history)
         if system_prompt == SYSTEM_PROMPT:
             syntax_check = self.toolkit.context.settings.syntax_check
             system_prompt = prompt_for(self.tools, syntax_check=syntax_check)
@@ -419,6 +411,36 @@ def _hooked_class(
         namespace = {"__module__": cls.__module__, "__qualname__": cls.__qualname__}
         _HOOKED_CLASSES[cls, hooks] = type(cls.__name__, (cls, hooks), namespace)
     return _HOOKED_CLASSES[cls, hooks]
+
+
+def _class_for(cls: type[FilesystemMiddleware], kwargs: dict[str, Any]) -> type[Any]:
+    """`cls`, with the model hooks the arguments `kwargs` need (see `__new__`)."""
+    if _gated(kwargs.get("mode"), kwargs.get("permissions", ())):
+        return _hooked_class(cls, _ReviewingFilesystemMiddleware)
+    if kwargs.get("branches", False) is not False:
+        return _hooked_class(cls, _SettlingFilesystemMiddleware)
+    return cls
+
+
+def _middleware_tools(
+    toolkit: FileToolkit, branches: BranchedCalls, names: list[str] | None, *, history: bool
+) -> list[BaseTool]:
+    """The toolkit's tools, the branches' (`merge`), `undo_edit` and `diagnostics`.
+
+    The last two where they apply (history kept; language servers configured) and
+    `names` allows them.
+    """
+    context = toolkit.context
+    found = [*toolkit.get_tools(), *branches.tools(context)]
+
+    def wanted(tool: type[BaseTool]) -> bool:
+        return names is None or tool.model_fields["name"].default in names
+
+    if history and wanted(UndoEditTool):
+        found.append(UndoEditTool(context=context))
+    if context.diagnostics is not None and wanted(DiagnosticsTool):
+        found.append(DiagnosticsTool(context=context))
+    return found
 
 
 def _as_response(answer: ModelResponse | AIMessage) -> ModelResponse:

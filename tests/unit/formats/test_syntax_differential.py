@@ -136,8 +136,9 @@ def test_random_edits_report_what_a_whole_two_text_comparison_reports(
     rng = random.Random(f"{path}-{kind.__name__}")  # noqa: S311 - reproducible edits
     trees = TreeCache()
     introduced_errors(None, text, language, trees=trees)
-    reported = 0
-    for _ in range(EDITS):
+    reported = edits = 0
+    while edits < EDITS or (kind is str and not reported and edits < 4 * EDITS):
+        edits += 1  # a lenient grammar (YAML) may take more edits to break
         new = random_edit(rng, text)
         expected = reference(text, new, language)
         for cache in (None, trees):
@@ -145,4 +146,4 @@ def test_random_edits_report_what_a_whole_two_text_comparison_reports(
             assert [(p.line, p.excerpt) for p in found] == expected, (path, new)
         reported += bool(expected)
     if kind is str:
-        assert 0 < reported < EDITS  # the edits both break the syntax and keep it
+        assert 0 < reported < edits  # the edits both break the syntax and keep it

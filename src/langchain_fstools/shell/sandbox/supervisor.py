@@ -117,7 +117,7 @@ class MessageTooLarge(ValueError):
 
     def __init__(self, size: int) -> None:
         """Say how large the refused message was (`size`, in bytes)."""
-        super().__init__(f"a message of {size} bytes, over {MESSAGE_SIZE}")
+        super().__init__(f"a message of {size} B, over {MESSAGE_SIZE} B")
         self.size = size
 
 
