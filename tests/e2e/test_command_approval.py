@@ -111,6 +111,19 @@ def test_a_command_that_changes_nothing_asks_nobody(root: Path) -> None:
     assert str(result_of(graph).content) == "old\nExit code: 0"
 
 
+def test_importing_the_projects_python_asks_nobody_and_leaves_no_cache(root: Path) -> None:
+    """A bytecode cache is host-run (it asks), so commands keep theirs in the session."""
+    (root / "app.py").write_text("VALUE = 42\n")
+    command = "python3 -c 'import app; print(app.VALUE)' && python3 -c 'import app'"
+    graph = agent(root, command, InMemorySaver())
+
+    done = graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
+
+    assert not done.interrupts
+    assert str(result_of(graph).content) == "42\nExit code: 0"
+    assert sorted(p.name for p in root.iterdir()) == ["a.txt", "app.py"]
+
+
 def test_another_agent_on_the_same_thread_applies_the_answer(root: Path) -> None:
     saver = InMemorySaver()
     command = "echo new > a.txt"

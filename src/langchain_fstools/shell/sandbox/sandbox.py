@@ -361,7 +361,7 @@ class Confinement:
             common["network"] = True  # TCP: the session's network namespace is the fence
             flags = confine.options(**common, writable=writable, deny_family=families)
             inner = [*self.helper, "--hidden", folder, *flags, "--"]
-            command_env = {"TMPDIR": "/tmp"}  # noqa: S108 - the sandbox's own
+            command_env = _temporaries("/tmp")  # noqa: S108 - the sandbox's own
             if self.proxy is not None:  # one bridge to the proxy per session
                 inner = [*self.proxy.bridge_argv(self.helper), *inner]
                 command_env |= proxy_env()
@@ -384,7 +384,7 @@ class Confinement:
             env,
             folder,
             self.workspace,
-            {"TMPDIR": temporary},
+            _temporaries(temporary),
             temporary,
             sandbox.limits,
         )
@@ -461,6 +461,17 @@ class Confinement:
             args += ["--ro-bind-try", path, path]
         args += ["--bind", session, session]
         return [*_sized(args, sandbox.limits), "--chdir", self.workspace, "--", *inner]
+
+
+def _temporaries(folder: str) -> dict[str, str]:
+    """Variables that keep a command's temporary files in the session's private `folder`.
+
+    `TMPDIR`, and Python's bytecode caches (`PYTHONPYCACHEPREFIX`): a cache written in the
+    workspace is code the host may import later, which asks a person (`shell.sandbox.
+    protected`), so a test run would ask about its `__pycache__` folders; kept in the
+    session's folder instead, they last as long as the session and are never committed.
+    """
+    return {"TMPDIR": folder, "PYTHONPYCACHEPREFIX": f"{folder}/pycache"}
 
 
 def _sized(args: list[str], limits: Limits | None) -> list[str]:
