@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import socket
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ import pytest
 from tests.integration.mcp_servers import (
     command,
     connect,
+    free_port,
     http_server,
     make_workspace,
     server_env,
@@ -167,3 +170,29 @@ def test_a_non_loopback_bind_without_a_token_does_not_start(address: str, worksp
     )
     assert done.returncode == 2
     assert "needs a bearer token" in done.stderr
+
+
+def test_the_serving_line_comes_once_the_port_accepts(tmp_path: Path) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        command("--root", str(make_workspace(tmp_path / "ws")), "--http", f"127.0.0.1:{port}"),
+        env=server_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = threading.Timer(TIMEOUT, process.kill)  # ends the reading below
+    deadline.start()
+    try:
+        assert process.stderr is not None
+        lines = [""]
+        for line in process.stderr:
+            lines.append(line)
+            if line.startswith("Serving MCP"):
+                break
+        assert lines[-1].startswith(f"Serving MCP over streamable HTTP at http://127.0.0.1:{port}/")
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()  # at once, no retry
+    finally:
+        deadline.cancel()
+        process.kill()
+        process.wait(timeout=10)

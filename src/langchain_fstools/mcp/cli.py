@@ -326,7 +326,7 @@ async def serve(config: dict[str, Any]) -> None:
         server = await anyio.to_thread.run_sync(build)  # reads the kept listing, or builds it
         if config.get("http"):
             host, port = parse_http(config["http"])
-            sys.stderr.write(http_banner(host, port, token=config.get("token")) + "\n")
+            banner = http_banner(host, port, token=config.get("token"))
             await run_http(
                 server,
                 host=host,
@@ -334,6 +334,7 @@ async def serve(config: dict[str, Any]) -> None:
                 token=config.get("token"),
                 allowed_hosts=config.get("allow_hosts") or (),
                 stateless=bool(config.get("stateless")),
+                on_listening=lambda: sys.stderr.write(banner + "\n"),
             )
         else:
             await run_stdio(server)

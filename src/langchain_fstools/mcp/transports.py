@@ -10,7 +10,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from langchain_fstools.mcp.door import Door, DoorApp
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    import socket
+    from collections.abc import Callable, Sequence
 
     from mcp.server.lowlevel import Server
     from starlette.types import Receive, Scope, Send
@@ -80,6 +81,7 @@ async def run_http(
     token: str | None = None,
     allowed_hosts: Sequence[str] = (),
     stateless: bool = False,
+    on_listening: Callable[[], object] | None = None,
 ) -> None:
     """Serve `server` over streamable HTTP at `http://HOST:PORT/mcp` until cancelled.
 
@@ -91,6 +93,8 @@ async def run_http(
             on a loopback address.
         allowed_hosts: More names clients reach the server by (see `http_app`).
         stateless: Keep no session between requests (see `http_app`). Default: False.
+        on_listening: Called once the port accepts connections (a banner printed then
+            is one a client may act on at once). Default: none.
 
     Raises:
         ValueError: a non-loopback `host` without a token.
@@ -106,7 +110,14 @@ async def run_http(
         stateless=stateless,
     )
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+
+    class Announcing(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started and on_listening is not None:
+                on_listening()
+
+    await Announcing(config).serve()
 
 
 __all__ = ["HTTP_PATH", "http_app", "run_http", "run_stdio"]
