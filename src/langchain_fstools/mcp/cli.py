@@ -11,7 +11,7 @@
 A config file (TOML) holds the same settings under the flags' names (`root`, `ssh`,
 `ssh_root`, `ssh_port`, `ssh_user`, `ssh_keys`, `known_hosts`, `postgres`, `namespace`,
 `execute`, `sandbox`, `mode`, `http`, `token`, `allow_hosts`, `objectstore`, `prefix`,
-`handle_key`, `stateless`), plus `[[permissions]]`
+`handle_key`, `stateless`, `trace`), plus `[[permissions]]`
 rules (`operations`, `paths`, `commands`, `action`) and a `[settings]` table of
 `ToolSettings` fields. A flag given on the command line wins over the file. This module
 imports the MCP SDK only when the command runs, so the rest of the CLI works without the
@@ -61,6 +61,7 @@ OPTIONS = (
     "conditional_writes",
     "handle_key",
     "stateless",
+    "trace",
 )
 """Settings a flag or the config file may give."""
 
@@ -212,6 +213,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f" ~/.config/{KEY_FILE})",
     )
     parser.add_argument(
+        "--trace",
+        action="store_true",
+        default=None,
+        help="send traces of the tool calls (the files they read and write) to LangSmith, as"
+        " its LANGSMITH_* variables configure; without it a LANGSMITH_TRACING inherited from"
+        " the environment is ignored (default: off)",
+    )
+    parser.add_argument(
         "--config", type=Path, metavar="FILE", help="a TOML file with these settings"
     )
 
@@ -309,6 +318,7 @@ async def serve(config: dict[str, Any]) -> None:
     from langchain_fstools.mcp.transports import run_http, run_stdio  # noqa: PLC0415
 
     rules = _permissions(config.get("permissions", []))
+    trace(enabled=bool(config.get("trace")))
     async with contextlib.AsyncExitStack() as stack:
         backend = await _backend(config, stack)
         build = functools.partial(
@@ -338,6 +348,17 @@ async def serve(config: dict[str, Any]) -> None:
             )
         else:
             await run_stdio(server)
+
+
+def trace(*, enabled: bool) -> None:
+    """Send traces to LangSmith only when asked (`--trace`), whatever the environment says.
+
+    A server started by a desktop app inherits its environment; with `LANGSMITH_TRACING`
+    there, every file a tool reads or writes would go to LangSmith unasked.
+    """
+    import langsmith  # noqa: PLC0415 - langchain-core's dependency, loaded only to serve
+
+    langsmith.configure(enabled=enabled)
 
 
 def _permissions(rules: list[dict[str, Any]]) -> list[Any]:
@@ -436,4 +457,5 @@ __all__ = [
     "run",
     "run_command",
     "serve",
+    "trace",
 ]

@@ -7,12 +7,16 @@ import asyncio
 import contextlib
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
+import langsmith
 import pytest
+from langchain_core.tracers.context import _tracing_v2_is_enabled
 
 from langchain_fstools import LocalBackend
 from langchain_fstools.commands import main
+from langchain_fstools.mcp import cli
 from langchain_fstools.mcp.cli import (
     DESCRIPTION,
     _backend,
@@ -253,3 +257,28 @@ def test_stateless_is_an_http_setting(tmp_path: Path) -> None:
         resolve(parse("--root", str(tmp_path), "--stateless"))
     stateless = resolve(parse("--root", str(tmp_path), "--http", ":9000", "--stateless"))
     assert stateless["stateless"] is True
+
+
+@pytest.fixture
+def inherited_tracing(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """LANGSMITH_TRACING=true in the environment, as a desktop app may pass it on."""
+    monkeypatch.setenv("LANGSMITH_TRACING", "true")
+    yield
+    langsmith.configure(enabled=None)  # back to the environment's word
+
+
+@pytest.mark.usefixtures("inherited_tracing")
+@pytest.mark.parametrize(("argv", "traced"), [((), False), (("--trace",), True)])
+def test_the_server_traces_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...], traced: bool
+) -> None:
+    assert _tracing_v2_is_enabled()  # what the environment alone would do
+    config = resolve(parse("--root", str(tmp_path), *argv))
+
+    async def stop(config: dict[str, object], stack: object) -> None:
+        raise asyncio.CancelledError  # the backend is where serving would begin
+
+    monkeypatch.setattr(cli, "_backend", stop)
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(cli.serve(config))
+    assert _tracing_v2_is_enabled() is traced
