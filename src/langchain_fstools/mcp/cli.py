@@ -318,8 +318,8 @@ async def serve(config: dict[str, Any]) -> None:
     from langchain_fstools.mcp.transports import run_http, run_stdio  # noqa: PLC0415
 
     rules = _permissions(config.get("permissions", []))
-    trace(enabled=bool(config.get("trace")))
     async with contextlib.AsyncExitStack() as stack:
+        stack.enter_context(tracing(enabled=bool(config.get("trace"))))
         backend = await _backend(config, stack)
         build = functools.partial(
             create_server,
@@ -350,15 +350,16 @@ async def serve(config: dict[str, Any]) -> None:
             await run_stdio(server)
 
 
-def trace(*, enabled: bool) -> None:
-    """Send traces to LangSmith only when asked (`--trace`), whatever the environment says.
+def tracing(*, enabled: bool) -> contextlib.AbstractContextManager[None]:
+    """Inside it, traces go to LangSmith only if `enabled` (`--trace`), whatever the env says.
 
     A server started by a desktop app inherits its environment; with `LANGSMITH_TRACING`
-    there, every file a tool reads or writes would go to LangSmith unasked.
+    there, every file a tool reads or writes would go to LangSmith unasked. The tasks
+    and threads serving requests start inside it and inherit it.
     """
-    import langsmith  # noqa: PLC0415 - langchain-core's dependency, loaded only to serve
+    from langsmith import tracing_context  # noqa: PLC0415 - langchain-core's dependency
 
-    langsmith.configure(enabled=enabled)
+    return tracing_context(enabled=enabled)
 
 
 def _permissions(rules: list[dict[str, Any]]) -> list[Any]:
@@ -457,5 +458,5 @@ __all__ = [
     "run",
     "run_command",
     "serve",
-    "trace",
+    "tracing",
 ]

@@ -10,9 +10,9 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
-import langsmith
 import pytest
 from langchain_core.tracers.context import _tracing_v2_is_enabled
+from langsmith.utils import get_env_var
 
 from langchain_fstools import LocalBackend
 from langchain_fstools.commands import main
@@ -263,8 +263,10 @@ def test_stateless_is_an_http_setting(tmp_path: Path) -> None:
 def inherited_tracing(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """LANGSMITH_TRACING=true in the environment, as a desktop app may pass it on."""
     monkeypatch.setenv("LANGSMITH_TRACING", "true")
+    get_env_var.cache_clear()  # langsmith reads each variable once
     yield
-    langsmith.configure(enabled=None)  # back to the environment's word
+    monkeypatch.undo()
+    get_env_var.cache_clear()
 
 
 @pytest.mark.usefixtures("inherited_tracing")
@@ -274,11 +276,14 @@ def test_the_server_traces_only_when_asked(
 ) -> None:
     assert _tracing_v2_is_enabled()  # what the environment alone would do
     config = resolve(parse("--root", str(tmp_path), *argv))
+    seen = []
 
     async def stop(config: dict[str, object], stack: object) -> None:
+        seen.append(_tracing_v2_is_enabled())
         raise asyncio.CancelledError  # the backend is where serving would begin
 
     monkeypatch.setattr(cli, "_backend", stop)
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(cli.serve(config))
-    assert _tracing_v2_is_enabled() is traced
+    assert seen == [traced]
+    assert _tracing_v2_is_enabled()  # left as it was
