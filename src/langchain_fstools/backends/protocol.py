@@ -133,6 +133,14 @@ class Backend(ABC):
         """
         return ("instance", id(self))
 
+    def storage_overlaps(self, key: Hashable) -> bool:
+        """Whether this backend's storage and the one `key` names hold each other's files.
+
+        Default: the keys are equal. A backend whose storages nest (a store namespace
+        inside another) also says so for one inside the other.
+        """
+        return self.storage_key() == key
+
     def search_parts(self, directory: str) -> list[SearchPart]:
         """How to search below `directory`: which part each native search covers.
 
