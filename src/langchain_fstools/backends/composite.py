@@ -473,6 +473,10 @@ class CompositeBackend(Backend):
         """The default backend's (its commands run there)."""
         return self.default.processes()
 
+    def command_network(self) -> str | None:
+        """The network of the default backend's commands (they run there)."""
+        return self.default.command_network()
+
     def contains_commands(self) -> bool:
         """Whether the default backend, where commands run, contains them."""
         return self.default.contains_commands()

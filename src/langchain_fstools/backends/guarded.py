@@ -176,6 +176,10 @@ class BackendView(Backend):
         """Forwarded."""
         return self.inner.processes()
 
+    def command_network(self) -> str | None:
+        """Forwarded."""
+        return self.inner.command_network()
+
     def contains_commands(self) -> bool:
         """Forwarded."""
         return self.inner.contains_commands()

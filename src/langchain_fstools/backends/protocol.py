@@ -393,6 +393,14 @@ class Backend(ABC):
         """
         return None
 
+    def command_network(self) -> str | None:
+        """The network a command run here has, in words for a person, or None (none).
+
+        Default: None (not known to have any). A backend whose commands reach a network
+        says which, so that asking about a command says it too.
+        """
+        return None
+
     def contains_commands(self) -> bool:
         """Whether commands run on a copy-on-write view with no network (`execute_changes`).
 

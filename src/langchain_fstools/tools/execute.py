@@ -83,7 +83,8 @@ class ExecuteTool(FileTool):
         """
         if isinstance(parse_invocation(args.command), PatchInvocation):
             return write_targets(args.command)
-        return [Target("execute", command=args.command)]
+        network = self.context.backend.command_network()
+        return [Target("execute", command=args.command, network=network)]
 
     def contained(self, args: ExecuteArgs) -> bool:
         """Whether the command runs on a copy-on-write view with no network.

@@ -706,6 +706,17 @@ class LocalBackend(Backend):
         """The workspace's real host path, where commands see it (None without execute)."""
         return self._root if self.supports_execute else None
 
+    def command_network(self) -> str | None:
+        """The network commands have, in words (None without execute, or with no network)."""
+        if not self.supports_execute:
+            return None
+        if self._sandbox is None:
+            return "the whole network (no sandbox)"
+        if self._sandbox.network is True:
+            return "the whole network"
+        domains = self._sandbox.domains
+        return None if domains is None else "the network, to " + ", ".join(domains.names)
+
     def contains_commands(self) -> bool:
         """Whether commands run on a copy-on-write view with no network.
 
