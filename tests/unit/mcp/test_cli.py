@@ -200,11 +200,22 @@ def test_the_handle_key_comes_from_the_flag_over_the_config_file(tmp_path: Path)
 @pytest.mark.parametrize(
     ("flags", "module", "sentence"),
     [
-        ((), "mcp", "the MCP server needs the mcp extra: pip install 'langchain-fstools[mcp]'"),
+        (
+            (),
+            "mcp",
+            (
+                "the MCP server needs the mcp extra: pip install '.[mcp]' in a checkout of"
+                " langchain-fstools (pip install 'langchain-fstools[mcp]' after its first release)"
+            ),
+        ),
         (
             ("--objectstore", "memory:///"),
             "obstore",
-            "--objectstore needs the objectstore extra: pip install 'langchain-fstools[objectstore]'",
+            (
+                "--objectstore needs the objectstore extra: pip install '.[objectstore]' in a"
+                " checkout of langchain-fstools (pip install 'langchain-fstools[objectstore]'"
+                " after its first release)"
+            ),
         ),
     ],
 )
