@@ -40,6 +40,7 @@ MODULES = [
     "tests/integration/test_mcp_inspector.py",
     "tests/integration/test_mcp_client_modern.py",
     "tests/integration/test_mcp_round_robin.py",
+    "tests/integration/test_mcp_docs_sdk2.py",
 ]
 
 pytestmark = pytest.mark.integration
