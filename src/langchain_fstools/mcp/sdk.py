@@ -68,7 +68,10 @@ class ToolRequest:
         A stateless server (`--stateless`, protocols before 2026-07-28) never sees the
         client's `initialize`, so it cannot tell whether the client could elicit.
         """
-        return getattr(self.session, "client_params", None) is not None
+        session = self.session
+        # 2.x: on 2026-07-28 each request declares the capabilities (client info optional).
+        declared = getattr(session, "client_capabilities", None)
+        return declared is not None or getattr(session, "client_params", None) is not None
 
     def input_required(
         self, key: str, message: str, schema: types.ElicitRequestedSchema, state: str

@@ -48,8 +48,14 @@ def server(root: Path) -> FileServer:
     )
 
 
+def dumped(result: Any) -> dict[str, Any]:
+    """The result as sent (the SDKs' attribute names differ: `isError`, `is_error`)."""
+    sent: dict[str, Any] = result.model_dump(by_alias=True, exclude_none=True)
+    return sent
+
+
 def text(result: Any) -> str:
-    return str(result.content[0].text)
+    return str(dumped(result)["content"][0]["text"])
 
 
 EDIT = {"file_path": "/a.txt", "old_string": "one", "new_string": "two"}
@@ -59,7 +65,7 @@ async def test_an_edit_that_would_fail_is_refused_without_asking(tmp_path: Path)
     (tmp_path / "a.txt").write_text("one\n")
     request = Asking("edit_file", EDIT, Client())
     result = await server(tmp_path).call(request)  # type: ignore[arg-type]
-    assert result.isError
+    assert dumped(result)["isError"] is True
     assert text(result).startswith("Error: /a.txt has not been read yet.")
     assert request.asked == []
     assert (tmp_path / "a.txt").read_text() == "one\n"
@@ -68,7 +74,7 @@ async def test_an_edit_that_would_fail_is_refused_without_asking(tmp_path: Path)
 async def test_a_write_that_would_work_is_asked_about(tmp_path: Path) -> None:
     request = Asking("write_file", {"file_path": "/new.txt", "content": "x\n"}, Client())
     result = await server(tmp_path).call(request)  # type: ignore[arg-type]
-    assert not result.isError, text(result)
+    assert dumped(result)["isError"] is False, text(result)
     assert len(request.asked) == 1
     assert (tmp_path / "new.txt").read_text() == "x\n"
 
