@@ -238,10 +238,12 @@ def _unaskable(
 ) -> types.CallToolResult | None:
     """The refusal of a call a person is not asked about, or None (ask).
 
-    A call that would fail is refused with its error: approving it would change nothing.
+    A call that would fail is refused with its error: approving it would change nothing
+    (a retry carrying an answer is left to the stale check, which says what changed).
     A client that cannot show a form gets a refusal saying why (`_cannot_ask`).
     """
-    if preview is not None and preview.error is not None:
+    retry = request.asks_by_result and request.state is not None
+    if preview is not None and preview.error is not None and not retry:
         return error_result(preview.error)
     if not request.can_elicit():
         return error_result(_cannot_ask(name, verdict, session=request.knows_client()))
