@@ -8,11 +8,18 @@ a blocking pipe read, a socket, ...) made on the event loop's thread with this p
 the call stack fails the test with `BlockingError`, as it would fail a run under
 `langgraph dev`. Blocking work belongs in a thread (`Backend.run_blocking`,
 `asyncio.to_thread`) or in the sync path.
+
+The suite keeps to the repository, the temporary folder and the venvs: caches and
+configuration it would make in the home folder (the MCP listing cache and read-handle
+key, npm installs of the Node.js clients and npm's own cache) go under `.cache/` of the
+checkout (ignored by git), for the tests and every process they start (`SUITE_ENV`).
 """
 
 from __future__ import annotations
 
 import inspect
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -20,6 +27,23 @@ from blockbuster import BlockBuster
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+CACHE = Path(__file__).resolve().parents[1] / ".cache"
+"""The checkout's folder for what the suite caches or configures (ignored by git)."""
+
+SUITE_ENV = {
+    "XDG_CACHE_HOME": str(CACHE / "xdg-cache"),
+    "XDG_CONFIG_HOME": str(CACHE / "xdg-config"),
+    "npm_config_cache": str(CACHE / "npm"),
+}
+"""Where the programs the suite runs look for their cache and configuration folders."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point the home folder's caches and configuration at `CACHE`, for every process."""
+    del config
+    os.environ.update(SUITE_ENV)
+
 
 # conformance.py is a library of test classes, not a test module: rewrite its asserts
 # so failures show the values compared.

@@ -46,9 +46,15 @@ Permissions, approvals and file history (opt-in; asking needs a checkpointer):
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from langchain_fstools.core.lazy import lazy_names
+
+# A library's records go where the application's logging sends them; with none
+# configured, nothing is printed (Python would print warnings on stderr), since every
+# failure a record tells of also reaches the caller as an error or a tool result.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from langchain_fstools._version import __version__ as __version__

@@ -166,7 +166,9 @@ class MissingExtra(ImportError):
         self.feature = feature
         self.extra = extra
         super().__init__(
-            f"{feature} needs the {extra} extra: pip install 'langchain-fstools[{extra}]'",
+            f"{feature} needs the {extra} extra: pip install '.[{extra}]' in a checkout of"
+            f" langchain-fstools (pip install 'langchain-fstools[{extra}]' after its first"
+            " release)",
             name=module,
         )
 

@@ -34,6 +34,8 @@ from langchain_fstools.testing import ScriptedChatModel
 from tests.e2e.agent_runs import run_command
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tests.e2e.agent_runs import Outcome
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")
@@ -268,6 +270,55 @@ def test_rewind_restores_what_a_command_changed(root: Path) -> None:
     assert (root / "a.txt").read_text() == "a\n"
     assert (root / "gone.txt").read_text() == "gone\n"
     assert not (root / "n.txt").exists()
+
+
+def _rewound(root: Path, turn: AIMessage, between: Callable[[], object] = list) -> list[str]:
+    """Run `turn` (tool call id `c1`) with history on, call `between`, then rewind `c1`.
+
+    Returns the restored paths.
+    """
+    middleware = FilesystemMiddleware(backend=LocalBackend(root, execute=True), history=True)
+    agent = create_agent(
+        ScriptedChatModel(turns=[turn, AIMessage(content="done")]),
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t"}}
+    agent.invoke({"messages": [("user", "go")]}, config)
+    between()
+    return middleware.rewind(agent, config, to="c1")
+
+
+def test_rewind_removes_the_folders_a_command_created_for_its_files(root: Path) -> None:
+    command = "mkdir -p build/out && echo x > build/out/x.o && echo y > build/y.o"
+    call = {"name": "execute", "args": {"command": command}, "id": "c1"}
+    assert (root / "build").exists() is False
+
+    restored = _rewound(root, AIMessage(content="", tool_calls=[call]))
+
+    assert sorted(restored) == ["/build/out/x.o", "/build/y.o"]
+    assert not (root / "build").exists()
+
+
+def test_rewind_leaves_the_folders_that_were_there_before(root: Path) -> None:
+    (root / "empty").mkdir()
+    args = {"file_path": "/empty/new/file.txt", "content": "new\n"}
+    call = {"name": "write_file", "args": args, "id": "c1"}
+
+    assert _rewound(root, AIMessage(content="", tool_calls=[call])) == ["/empty/new/file.txt"]
+
+    assert not (root / "empty" / "new").exists()
+    assert (root / "empty").is_dir()  # empty now, as before: it was not the change's
+
+
+def test_rewind_leaves_a_created_folder_that_holds_another_file(root: Path) -> None:
+    command = "mkdir logs && echo a > logs/a.log"
+    call = {"name": "execute", "args": {"command": command}, "id": "c1"}
+    mine = root / "logs" / "mine.log"
+
+    _rewound(root, AIMessage(content="", tool_calls=[call]), lambda: mine.write_text("mine\n"))
+
+    assert sorted(p.name for p in (root / "logs").iterdir()) == ["mine.log"]
 
 
 def test_renaming_a_masked_folders_parent_leaves_the_secret_hidden(

@@ -483,3 +483,22 @@ def test_a_turn_that_asks_nothing_runs_without_a_checkpointer(tmp_path: Path) ->
     )
     result = agent.invoke({"messages": [{"role": "user", "content": "read it"}]})
     assert result["messages"][-1].content == "done"
+
+
+@pytest.mark.parametrize(
+    ("network", "said"),
+    [
+        (True, "execute wants to run `curl x` with the whole network;"),
+        (["pypi.org"], "execute wants to run `curl x` with the network, to pypi.org;"),
+        (False, "execute wants to run `curl x`;"),
+    ],
+)
+def test_asking_about_a_command_says_the_network_it_will_have(
+    tmp_path: Path, network: bool | list[str], said: str
+) -> None:
+    sandbox = Sandbox(workspace="direct", network=network)
+    s = Scenario("local", tmp_path, sandbox=sandbox, mode="default")
+    result = s.start(s.agent([call("execute", 1, command="curl x"), AIMessage("done")]), "sync")
+    (pending,) = result.interrupts
+    assert pending.value["action_requests"][0]["summary"].startswith(said)
+    assert "c1" not in s.results()  # asked before it runs

@@ -1,9 +1,10 @@
 """Node.js programs the integration tests run, installed from their lockfiles.
 
 Each is a folder here (`mcp_ts`, `mcp_ts2`, `mcp_inspector`, `s3rver`) with a package.json
-and a package-lock.json pinning it; `installed` runs `npm ci` for it once into the user's
-cache folder and reuses that install while the lockfile is unchanged. Tests that need one
-are skipped, with the reason, only when Node.js or npm is not installed.
+and a package-lock.json pinning it; `installed` runs `npm ci` for it once into the cache
+folder (`$XDG_CACHE_HOME`, which the suite points into the checkout's `.cache/`; npm's own
+cache goes there too) and reuses that install while the lockfile is unchanged. Tests that
+need one are skipped, with the reason, only when Node.js or npm is not installed.
 """
 
 from __future__ import annotations

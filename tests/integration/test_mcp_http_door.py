@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import socket
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from tests.integration.mcp_servers import (
     AUTHORIZATION,
     command,
     connect,
+    free_port,
     http_server,
     make_workspace,
     server_env,
@@ -207,3 +210,29 @@ async def test_without_a_token_only_reading_is_served(workspace: Path) -> None:
     assert wire(written)["isError"]
     assert "this server takes requests without a token, so it only reads" in text_of(written)
     assert not (workspace / "pwned.txt").exists()
+
+
+def test_the_serving_line_comes_once_the_port_accepts(tmp_path: Path) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        command("--root", str(make_workspace(tmp_path / "ws")), "--http", f"127.0.0.1:{port}"),
+        env=server_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = threading.Timer(TIMEOUT, process.kill)  # ends the reading below
+    deadline.start()
+    try:
+        assert process.stderr is not None
+        lines = [""]
+        for line in process.stderr:
+            lines.append(line)
+            if line.startswith("Serving MCP"):
+                break
+        assert lines[-1].startswith(f"Serving MCP over streamable HTTP at http://127.0.0.1:{port}/")
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()  # at once, no retry
+    finally:
+        deadline.cancel()
+        process.kill()
+        process.wait(timeout=10)

@@ -40,6 +40,7 @@ MODULES = [
     "tests/integration/test_mcp_inspector.py",
     "tests/integration/test_mcp_client_modern.py",
     "tests/integration/test_mcp_round_robin.py",
+    "tests/integration/test_mcp_docs_sdk2.py",
 ]
 
 pytestmark = pytest.mark.integration
@@ -53,10 +54,18 @@ def _run(*command: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def mcp2_venv() -> Path:
-    """`.venv-mcp2`, made by `scripts/venv` unless it is there with these requirements."""
-    made = _run("bash", "scripts/venv", VENV, *REQUIREMENTS)
-    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+def mcp2_venv(pytestconfig: pytest.Config) -> Path:
+    """`.venv-mcp2`, made by `scripts/venv` unless it is there with these requirements.
+
+    Its lines (each step, and every 30 s that a step still runs) go to the terminal as
+    they come: the first install takes minutes.
+    """
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        made = subprocess.run(
+            ["bash", "scripts/venv", VENV, *REQUIREMENTS], cwd=ROOT, check=False, timeout=1200
+        )
+    assert made.returncode == 0, "scripts/venv failed; its output is above"
     return PYTHON
 
 

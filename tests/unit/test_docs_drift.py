@@ -10,13 +10,15 @@ import io
 import re
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
 
 import langchain_fstools
 from langchain_fstools.commands import main
+from langchain_fstools.tools.base import FileTool
+from langchain_fstools.tools.toolkit import TOOL_CLASSES
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -192,3 +194,44 @@ def test_the_errors_reference_names_the_errors_the_root_exports() -> None:
     errors = importlib.import_module("langchain_fstools.errors")
     exported = {name for name in langchain_fstools.__all__ if hasattr(errors, name)}
     assert named == exported
+
+
+def test_the_tools_table_lists_every_argument_of_each_tool() -> None:
+    rows = re.findall(r"^\| `(\w+)` \| `([^`]*)` \|", TEXTS["docs/tools.md"], re.MULTILINE)
+    listed = {
+        tool: {argument.split("=")[0].strip() for argument in arguments.split(", ")}
+        for tool, arguments in rows
+    }
+    assert "execute" in listed
+    for tool, arguments in listed.items():
+        fields = (
+            cast("type[FileTool]", TOOL_CLASSES[tool])
+            .model_fields["args_schema"]
+            .default.model_fields
+        )
+        assert arguments == {field.alias or name for name, field in fields.items()}, tool
+
+
+SENTENCE_END = re.compile(r"[.:;!?)`*\]]$")
+"""How a paragraph or a list item of prose ends (performance figures and the
+reference's `:::` directives are not prose)."""
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        page
+        for page in TEXTS
+        if not page.startswith("docs/reference/") and "performance" not in page
+    ],
+)
+def test_no_paragraph_of_the_docs_stops_mid_sentence(page: str) -> None:
+    prose = re.sub(r"```.*?```", "\n\n", TEXTS[page], flags=re.DOTALL)
+    paragraphs = (block.strip() for block in re.split(r"\n\s*\n", prose))
+    items = (
+        item.strip()
+        for block in paragraphs
+        if block and not block.startswith(("#", "|", "<", "!", "---", ">"))
+        for item in re.split(r"\n(?=\s*(?:[-*]|\d+\.) )", block)
+    )
+    assert [item[-60:] for item in items if item and not SENTENCE_END.search(item)] == []

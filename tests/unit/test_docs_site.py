@@ -8,6 +8,7 @@ that does not resolve fails the build. The performance charts are drawn from
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 import subprocess
 import sys
@@ -103,3 +104,9 @@ def test_ci_runs_the_readme_commands() -> None:
     test_command = ".venv/bin/python -m pytest"
     assert f"```bash\n{test_command}\n```" in readme
     assert ci[-1] == test_command
+
+
+def test_the_readme_says_how_long_the_tests_and_ci_take_on_two_cores() -> None:
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert re.search(r"On a 2-core machine the tests take about \d+ minutes", readme)
+    assert re.search(r"the whole CI run \(`\.ci/run`: [^)]*\) about \d+", readme)

@@ -56,8 +56,8 @@ def test_the_test_extra_holds_every_extra_but_bench() -> None:
 
 
 MISSING = {
-    "mcp": "MCP server needs the mcp extra: pip install 'langchain-fstools[mcp]'",
-    "obstore": "needs the objectstore extra: pip install 'langchain-fstools[objectstore]'",
+    "mcp": "MCP server needs the mcp extra: pip install '.[mcp]' in a checkout of",
+    "obstore": "needs the objectstore extra: pip install '.[objectstore]' in a checkout of",
 }
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,21 @@ def test_evictions_and_permission_decisions_are_logged(caplog: pytest.LogCapture
         and message.startswith("permission: write_file write /a.txt: deny")
         for name, message in lines
     )
+
+
+def _logged_by_a_failure(configure: str) -> str:
+    """The stderr of a process where an object store request fails (`configure` first)."""
+    code = (
+        f"{configure}\n"
+        "from langchain_fstools.backends.objectstore.failures import unavailable\n"
+        "unavailable(ConnectionRefusedError('connection refused'), 'GET a.txt')\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stderr
+
+
+def test_nothing_reaches_stderr_unless_the_application_configures_logging() -> None:
+    assert _logged_by_a_failure("") == ""
+    shown = _logged_by_a_failure("import logging; logging.basicConfig()")
+    assert shown.startswith("WARNING:langchain_fstools.backends.objectstore.failures:object store")

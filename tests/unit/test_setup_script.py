@@ -144,3 +144,30 @@ def test_scripts_venv_without_requirements_says_how_to_call_it(tmp_path: Path) -
     assert done.returncode == 2
     assert done.stderr == "usage: scripts/venv DIR PIP-ARGS...\n"
     assert not (checkout / ".venv-x").exists()
+
+
+def _steps(*commands: str) -> subprocess.CompletedProcess[str]:
+    """Run `commands` after sourcing scripts/venv, with a heartbeat every second."""
+    return subprocess.run(
+        ["bash", "-c", f"set -euo pipefail; source scripts/venv; {'; '.join(commands)}"],
+        cwd=ROOT,
+        env={**os.environ, "FSTOOLS_SETUP_BEAT": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+def test_a_long_step_says_it_still_runs() -> None:
+    done = _steps("step nap sleep 2.5")
+    lines = done.stdout.splitlines()
+    assert lines[0] == "setup: nap ..."
+    assert re.fullmatch(r"setup: nap: still running, \d+s so far", lines[1])
+    assert lines[-1].startswith("setup: nap: done in ")
+
+
+def test_a_failing_step_stops_the_script_with_its_status() -> None:
+    done = _steps("step fails false", "echo after")
+    assert done.returncode == 1
+    assert done.stdout == "setup: fails ...\n"

@@ -15,7 +15,7 @@ from langchain_fstools.core import paths
 from langchain_fstools.errors import NotInMount
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
     from langchain_fstools.core.changesets import ChangeReview, ChangeSet
     from langchain_fstools.core.results import ExecutionResult, Write
@@ -53,21 +53,26 @@ def _refuse_shared_roots(default: Backend, routes: Mapping[str, Backend]) -> Non
     """Refuse re-rooted mounts that keep their files where another root does.
 
     Raises:
-        ValueError: two re-rooted mounts, or one and the default, share a `storage_key`.
+        ValueError: two re-rooted mounts, or one and the default, share their storage, or
+            one's is inside the other's (`Backend.storage_overlaps`).
     """
-    roots: dict[Hashable, str] = {default.storage_key(): "the default backend"}
+    roots: list[tuple[Backend, str]] = [(default, "the default backend")]
     for mount, backend in sorted(routes.items()):
         if not isinstance(backend, Rerooted):
             continue
-        key = backend.inner.storage_key()
-        if key in roots:
-            raise ValueError(
-                f"the mount {mount}/ would keep its files where {roots[key]} keeps them"
-                " (one folder, store namespace or bucket prefix), so each would see the"
-                " other's files; give it a storage of its own, or pass"
-                f" reroot={{{mount + '/'!r}: False}} to keep whole paths there"
-            )
-        roots[key] = f"the mount {mount}/"
+        inner = backend.inner
+        for other, name in roots:
+            if inner.storage_overlaps(other.storage_key()) or other.storage_overlaps(
+                inner.storage_key()
+            ):
+                raise ValueError(
+                    f"the mount {mount}/ would keep its files where {name} keeps them"
+                    " (one folder, store namespace or bucket prefix, or one inside the"
+                    " other), so each would see the other's files; give it a storage of"
+                    f" its own, or pass reroot={{{mount + '/'!r}: False}} to keep whole"
+                    " paths there"
+                )
+        roots.append((inner, f"the mount {mount}/"))
 
 
 class CompositeBackend(Backend):
@@ -135,7 +140,9 @@ class CompositeBackend(Backend):
         Raises:
             TypeError: a part is not a backend instance (e.g. the class `StateBackend`).
             ValueError: the root `/` as a mount, a `reroot` entry for no mount, or a
-                re-rooted mount whose storage another root uses (`Backend.storage_key`).
+                re-rooted mount whose storage another root uses, or holds, or is held in
+                (`Backend.storage_overlaps`); a namespace computed from the run is checked
+                when the composite is bound to one (`bind`).
         """
         for part in (default, *routes.values()):
             if not isinstance(part, Backend):
@@ -202,10 +209,16 @@ class CompositeBackend(Backend):
         return path in self.routes or bool(self._mounts_below(path))
 
     def bind(self, runtime: Any) -> Backend:
-        """Bind every part to the run."""
+        """Bind every part to the run.
+
+        Raises:
+            ValueError: bound, two re-rooted mounts keep their files in one place (two
+                namespace functions gave one namespace, or nested ones).
+        """
         bound = CompositeBackend(self.default.bind(runtime), {}, traced_as=self._traced_as)
         bound.routes = {mount: backend.bind(runtime) for mount, backend in self.routes.items()}
         bound.hidden_while_empty = self.hidden_while_empty
+        _refuse_shared_roots(bound.default, bound.routes)  # namespace functions, now resolved
         return bound
 
     @property

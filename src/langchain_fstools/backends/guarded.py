@@ -77,6 +77,10 @@ class BackendView(Backend):
         """The wrapped backend's storage: a view keeps no files of its own."""
         return self.inner.storage_key()
 
+    def storage_overlaps(self, key: Hashable) -> bool:
+        """Forwarded."""
+        return self.inner.storage_overlaps(key)
+
     def search_parts(self, directory: str) -> list[SearchPart]:
         """The wrapped backend's search parts."""
         return self.inner.search_parts(directory)

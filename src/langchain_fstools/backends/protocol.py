@@ -97,6 +97,25 @@ class Backend(ABC):
     can be abandoned; a backend whose calls never wait (graph state in memory) sets
     this to False and is called directly. Default: True."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a subclass whose `execute` the tools would never call.
+
+        The `execute` tool runs commands through `execute_changes`, which by default
+        calls `execute`; a subclass overriding `execute` below a class whose
+        `execute_changes` runs commands by itself (`LocalBackend`) would be skipped
+        silently, so it is a `TypeError`.
+        """
+        super().__init_subclass__(**kwargs)
+        runs, changes = _owner(cls, "execute"), _owner(cls, "execute_changes")
+        if changes is not Backend and runs is not changes and issubclass(runs, changes):
+            raise TypeError(
+                f"{cls.__name__} overrides execute, which the execute tool would not call:"
+                f" it calls execute_changes, and {changes.__name__}'s runs commands itself;"
+                " override execute_changes too (its result with changes=None: the command"
+                " wrote in place; see 'Writing your own' in"
+                " docs/backends.md)"
+            )
+
     def native_search(self) -> NativeSearch | None:
         """A fast search giving the pure-Python engine's answers, if the backend has one.
 
@@ -113,6 +132,14 @@ class Backend(ABC):
         backend never shares its files).
         """
         return ("instance", id(self))
+
+    def storage_overlaps(self, key: Hashable) -> bool:
+        """Whether this backend's storage and the one `key` names hold each other's files.
+
+        Default: the keys are equal. A backend whose storages nest (a store namespace
+        inside another) also says so for one inside the other.
+        """
+        return self.storage_key() == key
 
     def search_parts(self, directory: str) -> list[SearchPart]:
         """How to search below `directory`: which part each native search covers.
@@ -548,6 +575,11 @@ def _write_each(writes: Sequence[Write]) -> Effect[list[FileInfo]]:
             raise PartialWrite(written, exc) from exc
         done.append(info)
     return done
+
+
+def _owner(cls: type, name: str) -> type:
+    """The class of `cls`'s method resolution order that defines `name`."""
+    return next(klass for klass in cls.__mro__ if name in vars(klass))
 
 
 __all__ = ["ABSENT", "Backend", "EntryKind", "FileInfo", "Write", "check_limit", "page_of"]

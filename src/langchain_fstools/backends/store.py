@@ -146,8 +146,29 @@ class StoreBackend(Backend):
 
     def storage_key(self) -> Hashable:
         """The store (or the graph's, when none is given) and the namespace (or its function)."""
+        return self._storage()
+
+    def _storage(self) -> tuple[str, int | None, int | tuple[str, ...]]:
         namespace = id(self.namespace) if callable(self.namespace) else self.namespace
         return ("store", None if self.store is None else id(self.store), namespace)
+
+    def storage_overlaps(self, key: Hashable) -> bool:
+        """Whether `key` is this store's storage, or a namespace inside or around its own.
+
+        A namespace inside another is one of its directories (`("fs", "memories")` is
+        `/memories` of `("fs",)`). A namespace function is compared by identity until a
+        run binds it (`CompositeBackend` checks again then).
+        """
+        mine = self._storage()
+        if mine == key:
+            return True
+        if not isinstance(key, tuple) or len(key) != len(mine) or key[:2] != mine[:2]:
+            return False
+        ours, theirs = mine[2], key[2]
+        if not isinstance(ours, tuple) or not isinstance(theirs, tuple):
+            return False
+        shorter = min(len(ours), len(theirs))
+        return ours[:shorter] == theirs[:shorter]
 
     def bind(self, runtime: Any) -> Backend:
         """Return a backend on this call's store and namespace.

@@ -6,6 +6,8 @@ import sys
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from langchain_fstools.core import renamed
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
@@ -21,14 +23,15 @@ def lazy_names(
 
     Returns:
         The two functions to assign to the package's `__getattr__` and `__dir__`. A name
-        is imported on first access and then kept in the package's namespace.
+        is imported on first access and then kept in the package's namespace; a
+        deepagents name gets a pointer to ours (`core.renamed`).
     """
     namespace = sys.modules[package].__dict__
 
     def getattr_(name: str) -> Any:
         home = homes.get(name)
         if home is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            raise renamed.missing(package, name)
         value = getattr(import_module(home), name)
         namespace[name] = value
         return value

@@ -15,7 +15,8 @@ refused rather than guessed.
 Putting files back (`restore`) is all or nothing: every file must still be at the
 version the agent left it (else `ChangedOutsideAgent`, and nothing is written), writes
 are conditional on that version, and a failure midway restores the files already put
-back.
+back. A file created in folders that did not exist yet records those folders
+(`created_folders`); when it is removed again, each of them left empty goes too.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ class ChangeRecord(TypedDict):
     """How `before` stores the bytes."""
     after: str | None
     """The file's version right after the change; None if the change removed it."""
+    created_folders: NotRequired[list[str]]
+    """The folders the change created for a new file, deepest first (absent: none)."""
 
 
 class HistoryUpdate(TypedDict):
@@ -169,10 +172,11 @@ def change_record(
     before: bytes | None,
     kept: bool,
     after: str | None,
+    created_folders: Sequence[str] = (),
 ) -> ChangeRecord:
     """Build the record of one change (`before` None: the file did not exist)."""
     content, encoding = encode_content(before if kept and before is not None else b"")
-    return ChangeRecord(
+    record = ChangeRecord(
         id=f"{tool_call_id}:{index}",
         tool_call_id=tool_call_id,
         path=path,
@@ -182,6 +186,9 @@ def change_record(
         encoding=encoding,
         after=after,
     )
+    if created_folders:
+        record["created_folders"] = list(created_folders)
+    return record
 
 
 def earlier_bytes(record: ChangeRecord) -> bytes | None:
@@ -199,11 +206,21 @@ def earlier_bytes(record: ChangeRecord) -> bytes | None:
 
 @dataclass(frozen=True, slots=True)
 class Restore:
-    """Put `path` back to `content` (None: remove it), if it is at version `expected`."""
+    """Put `path` back to `content` (None: remove it), if it is at version `expected`.
+
+    `folders`: those the change made for the file, removed after it when left empty.
+    """
 
     path: str
     content: bytes | None
     expected: str | None
+    folders: tuple[str, ...] = ()
+
+
+def _restore(record: ChangeRecord, expected: str | None) -> Restore:
+    """Undo `record`'s change to a file now at version `expected`."""
+    folders = () if record["existed"] else tuple(record.get("created_folders", ()))
+    return Restore(record["path"], earlier_bytes(record), expected, folders)
 
 
 def unrewindable(records: Sequence[ChangeRecord]) -> str | None:
@@ -248,7 +265,7 @@ def plan_rewind(history: Sequence[ChangeRecord], to: str) -> list[Restore]:
     for record in history[start:]:
         first.setdefault(record["path"], record)
         last[record["path"]] = record
-    return [Restore(path, earlier_bytes(first[path]), last[path]["after"]) for path in first]
+    return [_restore(first[path], last[path]["after"]) for path in first]
 
 
 def plan_undo(history: Sequence[ChangeRecord], path: str) -> tuple[ChangeRecord, Restore]:
@@ -260,7 +277,7 @@ def plan_undo(history: Sequence[ChangeRecord], path: str) -> tuple[ChangeRecord,
     """
     for record in reversed(history):
         if record["path"] == path:
-            return record, Restore(path, earlier_bytes(record), record["after"])
+            return record, _restore(record, record["after"])
     raise UnknownChange(path)
 
 
@@ -321,7 +338,21 @@ def restore(restores: Sequence[Restore]) -> calls.Effect[dict[str, str | None]]:
         for path, written, data in reversed(done):
             yield from _put(path, data, written)
         raise
+    yield from _remove_empty([f for item in restores if item.content is None for f in item.folders])
     return {path: written for path, written, _ in done}
+
+
+def _remove_empty(folders: Sequence[str]) -> calls.Effect[None]:
+    """Remove each of `folders` (made by the changes undone) that is now empty, deepest first.
+
+    A folder holding anything (a file written since, by anyone) stays, and so does one
+    that is gone already: only the folders the undone changes created can go.
+    """
+    for folder in sorted(set(folders), key=lambda f: f.count("/"), reverse=True):
+        try:
+            yield from calls.delete(folder)
+        except OSError:
+            continue  # not empty, or already gone
 
 
 def _version_of(path: str) -> calls.Effect[str | None]:

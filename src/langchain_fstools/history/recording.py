@@ -5,16 +5,18 @@ notebook edits, patches) is recorded, with no tool knowing: the view captures a 
 bytes before `write_bytes`, `delete` or `move`, and its version after, and reports the
 records as a `file_history` state update (see `langchain_fstools.history.changes`).
 
-Only files are recorded: creating directories is not, and a directory moved or
-removed is not. A command's committed change set is recorded file by file, under the
-command's tool call id, so undoing the call restores what the command changed. Calls
-outside a graph run (no tool call id) are not recorded.
+Only files are recorded, with the folders a new file's change created (so removing
+the file again removes them when left empty); a directory moved or removed is not. A
+command's committed change set is recorded file by file, under the command's tool call
+id, so undoing the call restores what the command changed. Calls outside a graph run (no
+tool call id) are not recorded.
 """
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from langchain_fstools.backends.guarded import BackendView, as_given
 from langchain_fstools.core import calls, paths
@@ -35,6 +37,11 @@ if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.core.results import Write
+
+
+_Before: TypeAlias = tuple[bytes | None, bool, tuple[str, ...]]
+"""A file before a change: its bytes (None if absent), whether they fit in a record, and
+the folders the change creates for it."""
 
 
 class RecordingBackend(BackendView):
@@ -72,23 +79,24 @@ class RecordingBackend(BackendView):
 
     # ----- recorded changes, one body for sync and async ---------------------------------
 
-    def _capture(self, path: str) -> Effect[tuple[bytes | None, bool]]:
-        """The file's bytes (None if absent) and whether they fit in a record."""
+    def _capture(self, path: str) -> Effect[_Before]:
+        """`path` before a change: its bytes, whether they fit, the folders it creates."""
         try:
             info = yield from calls.stat(path)
         except (FileNotFoundError, NotADirectoryError):
-            return None, True
+            missing = yield from _missing_folders(path)
+            return None, True, missing
         if not info.is_file:
-            return None, True
+            return None, True, ()
         if info.size > self.max_record_bytes:
-            return b"", False
+            return b"", False, ()
         data = yield from calls.read_bytes(path)
-        return data, True
+        return data, True, ()
 
-    def _record(self, path: str, before: tuple[bytes | None, bool], after: str | None) -> None:
+    def _record(self, path: str, before: _Before, after: str | None) -> None:
         if self.tool_call_id is None:
             return
-        content, kept = before
+        content, kept, created = before
         self.records.append(
             change_record(
                 tool_call_id=self.tool_call_id,
@@ -97,6 +105,7 @@ class RecordingBackend(BackendView):
                 before=content,
                 kept=kept,
                 after=after,
+                created_folders=created if after is not None else (),
             )
         )
 
@@ -109,7 +118,7 @@ class RecordingBackend(BackendView):
 
     def _write_many(self, writes: Sequence[Write]) -> Effect[list[FileInfo]]:
         canonical = [replace(write, path=paths.normalize(write.path)) for write in writes]
-        befores: list[tuple[bytes | None, bool]] = []
+        befores: list[_Before] = []
         for write in canonical:
             befores.append((yield from self._capture(write.path)))  # noqa: PERF401 - an effect
         try:
@@ -154,7 +163,7 @@ class RecordingBackend(BackendView):
         can name them to restore them).
         """
         recorded = [c for c in changes.changes if c.entry == "file" and _nameable(c.path)]
-        befores: list[tuple[bytes | None, bool]] = []
+        befores: list[_Before] = []
         for change in recorded:
             befores.append((yield from self._capture(change.path)))  # noqa: PERF401 - an effect
         infos = yield from calls.commit(changes)
@@ -210,6 +219,21 @@ class RecordingBackend(BackendView):
     async def amove(self, source: str, destination: str) -> FileInfo:
         """Async `move`."""
         return await calls.arun(self._move(source, destination), self.inner)
+
+
+def _missing_folders(path: str) -> Effect[tuple[str, ...]]:
+    """The folders above `path` that do not exist, deepest first (stops at one that does)."""
+    missing: list[str] = []
+    folder = posixpath.dirname(path)
+    while folder != paths.ROOT:
+        try:
+            yield from calls.stat(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            missing.append(folder)
+            folder = posixpath.dirname(folder)
+            continue
+        break
+    return tuple(missing)
 
 
 def _nameable(path: str) -> bool:

@@ -1,6 +1,6 @@
 """An MCP server: the file tools, with their safety model, for any MCP client.
 
-Minimal use, from Python (the `mcp` extra: `pip install langchain-fstools[mcp]`):
+Minimal use, from Python (the `mcp` extra: `pip install '.[mcp]'` in a checkout):
 
     import anyio
     from langchain_fstools import LocalBackend

@@ -12,7 +12,7 @@
 A config file (TOML) holds the same settings under the flags' names (`root`, `ssh`,
 `ssh_root`, `ssh_port`, `ssh_user`, `ssh_keys`, `known_hosts`, `postgres`, `namespace`,
 `execute`, `sandbox`, `mode`, `http`, `token`, `no_auth`, `allow_hosts`, `objectstore`,
-`prefix`, `handle_key`, `stateless`), plus `[[permissions]]`
+`prefix`, `handle_key`, `stateless`, `trace`), plus `[[permissions]]`
 rules (`operations`, `paths`, `commands`, `action`) and a `[settings]` table of
 `ToolSettings` fields. A flag given on the command line wins over the file. This module
 imports the MCP SDK only when the command runs, so the rest of the CLI works without the
@@ -63,6 +63,7 @@ OPTIONS = (
     "conditional_writes",
     "handle_key",
     "stateless",
+    "trace",
 )
 """Settings a flag or the config file may give."""
 
@@ -224,6 +225,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f" ~/.config/{KEY_FILE})",
     )
     parser.add_argument(
+        "--trace",
+        action="store_true",
+        default=None,
+        help="send traces of the tool calls (the files they read and write) to LangSmith, as"
+        " its LANGSMITH_* variables configure; without it a LANGSMITH_TRACING inherited from"
+        " the environment is ignored (default: off)",
+    )
+    parser.add_argument(
         "--config", type=Path, metavar="FILE", help="a TOML file with these settings"
     )
 
@@ -344,6 +353,7 @@ async def serve(config: dict[str, Any]) -> None:
 
     rules = _permissions(config.get("permissions", []))
     async with contextlib.AsyncExitStack() as stack:
+        stack.enter_context(tracing(enabled=bool(config.get("trace"))))
         backend = await _backend(config, stack)
         build = functools.partial(
             create_server,
@@ -363,7 +373,6 @@ async def serve(config: dict[str, Any]) -> None:
             host, port = parse_http(config["http"])
             token = config.get("token")
             banner = http_banner(host, port, token=token, drawn=config.get("token_file"))
-            sys.stderr.write(banner + "\n")
             await run_http(
                 server,
                 host=host,
@@ -372,9 +381,22 @@ async def serve(config: dict[str, Any]) -> None:
                 allowed_hosts=config.get("allow_hosts") or (),
                 stateless=bool(config.get("stateless")),
                 no_auth=bool(config.get("no_auth")),
+                on_listening=lambda: sys.stderr.write(banner + "\n"),
             )
         else:
             await run_stdio(server)
+
+
+def tracing(*, enabled: bool) -> contextlib.AbstractContextManager[None]:
+    """Inside it, traces go to LangSmith only if `enabled` (`--trace`), whatever the env says.
+
+    A server started by a desktop app inherits its environment; with `LANGSMITH_TRACING`
+    there, every file a tool reads or writes would go to LangSmith unasked. The tasks
+    and threads serving requests start inside it and inherit it.
+    """
+    from langsmith import tracing_context  # noqa: PLC0415 - langchain-core's dependency
+
+    return tracing_context(enabled=enabled)
 
 
 def _permissions(rules: list[dict[str, Any]]) -> list[Any]:
@@ -481,4 +503,5 @@ __all__ = [
     "run",
     "run_command",
     "serve",
+    "tracing",
 ]

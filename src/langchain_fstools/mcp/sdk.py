@@ -62,6 +62,17 @@ class ToolRequest:
         """Whether the client can show a form to a person (elicitation)."""
         return bool(self.session.check_client_capability(_ELICITATION))
 
+    def knows_client(self) -> bool:
+        """Whether the server knows the client's capabilities (an MCP session began).
+
+        A stateless server (`--stateless`, protocols before 2026-07-28) never sees the
+        client's `initialize`, so it cannot tell whether the client could elicit.
+        """
+        session = self.session
+        # 2.x: on 2026-07-28 each request declares the capabilities (client info optional).
+        declared = getattr(session, "client_capabilities", None)
+        return declared is not None or getattr(session, "client_params", None) is not None
+
     def input_required(
         self, key: str, message: str, schema: types.ElicitRequestedSchema, state: str
     ) -> Any:

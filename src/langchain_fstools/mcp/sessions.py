@@ -43,8 +43,9 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.mcp.handles import ReadHandles
     from langchain_fstools.mcp.sdk import ToolRequest
-    from langchain_fstools.permissions.rules import Policy
+    from langchain_fstools.permissions.rules import Policy, Verdict
     from langchain_fstools.tools.reads import ReadRecord
+    from langchain_fstools.tools.targets import Preview
     from langchain_fstools.tools.toolkit import FileToolkit
 
 APPROVAL_SCHEMA: types.ElicitRequestedSchema = {
@@ -200,14 +201,10 @@ class Session:
         if verdict.action == "deny":
             denied = PermissionDenied(name, verdict.operation, verdict.target, verdict.reason)
             return error_result(render_error(denied, tool=name))
-        if not request.can_elicit():
-            return error_result(
-                f"Error: {name} needs a person's approval ({verdict.reason} asks for "
-                f"{verdict.target}), but this MCP client cannot ask one (it does not support "
-                "elicitation), so the call was not run. Ask the user to allow it in the "
-                "server's permissions, or to use a client that supports elicitation."
-            )
         preview = await assessment.tool.apreview(storage, assessment.args, runtime)
+        unaskable = _unaskable(request, name, verdict, preview)
+        if unaskable is not None:
+            return unaskable
         (action,) = approval_request([(call, verdict, preview)])["action_requests"]
         answer = await self._ask(request, call, action.get("description") or name, verdict.target)
         if not isinstance(answer, types.ElicitResult):
@@ -234,6 +231,43 @@ class Session:
         if not hmac.compare_digest(request.state, shown):
             return error_result(render_error(StaleApproval(str(target)), tool=call["name"]))
         return answer
+
+
+def _unaskable(
+    request: ToolRequest, name: str, verdict: Verdict, preview: Preview | None
+) -> types.CallToolResult | None:
+    """The refusal of a call a person is not asked about, or None (ask).
+
+    A call that would fail is refused with its error: approving it would change nothing
+    (a retry carrying an answer is left to the stale check, which says what changed).
+    A client that cannot show a form gets a refusal saying why (`_cannot_ask`).
+    """
+    retry = request.asks_by_result and request.state is not None
+    if preview is not None and preview.error is not None and not retry:
+        return error_result(preview.error)
+    if not request.can_elicit():
+        return error_result(_cannot_ask(name, verdict, session=request.knows_client()))
+    return None
+
+
+def _cannot_ask(name: str, verdict: Verdict, *, session: bool) -> str:
+    """Why a call that needs a person's approval was not run: no way to ask one.
+
+    With a session the client said it cannot show a form (no elicitation); without one
+    (`--stateless` on an older protocol) the server cannot tell, nor send a request.
+    """
+    needs = f"Error: {name} needs a person's approval ({verdict.reason} asks for {verdict.target})"
+    if session:
+        return (
+            f"{needs}, but this MCP client cannot ask one (it does not support elicitation),"
+            " so the call was not run. Ask the user to allow it in the server's permissions,"
+            " or to use a client that supports elicitation."
+        )
+    return (
+        f"{needs}, but this server keeps no session between calls (--stateless), so it"
+        " cannot ask a person during a call, and the call was not run. Ask the user to allow"
+        " it in the server's permissions, or to run the server without --stateless."
+    )
 
 
 def _refusal(answer: types.ElicitResult, name: str) -> types.CallToolResult | None:

@@ -10,7 +10,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from langchain_fstools.mcp.door import Door, DoorApp
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    import socket
+    from collections.abc import Callable, Sequence
 
     from mcp.server.lowlevel import Server
     from starlette.types import Receive, Scope, Send
@@ -85,6 +86,7 @@ async def run_http(
     allowed_hosts: Sequence[str] = (),
     stateless: bool = False,
     no_auth: bool = False,
+    on_listening: Callable[[], object] | None = None,
 ) -> None:
     """Serve `server` over streamable HTTP at `http://HOST:PORT/mcp` until cancelled.
 
@@ -96,6 +98,8 @@ async def run_http(
         allowed_hosts: More names clients reach the server by (see `http_app`).
         stateless: Keep no session between requests (see `http_app`). Default: False.
         no_auth: Serve without a token, on loopback only (see `http_app`). Default: False.
+        on_listening: Called once the port accepts connections (a banner printed then
+            is one a client may act on at once). Default: none.
 
     Raises:
         ValueError: no token without `no_auth`, or a non-loopback `host` without one.
@@ -112,7 +116,14 @@ async def run_http(
         no_auth=no_auth,
     )
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+
+    class Announcing(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started and on_listening is not None:
+                on_listening()
+
+    await Announcing(config).serve()
 
 
 __all__ = ["HTTP_PATH", "http_app", "run_http", "run_stdio"]

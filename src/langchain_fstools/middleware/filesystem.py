@@ -19,7 +19,6 @@ from langgraph.types import Command
 
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.guarded import GuardedBackend
-from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.core import calls, paths
 from langchain_fstools.history.changes import MAX_RECORD_BYTES
@@ -39,7 +38,7 @@ from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permissio
 from langchain_fstools.tools.base import FileTool, call_key
 from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
 from langchain_fstools.tools.show_diagnostics import DiagnosticsTool
-from langchain_fstools.tools.toolkit import FileToolkit
+from langchain_fstools.tools.toolkit import FileToolkit, require_backend
 from langchain_fstools.tools.undo_edit import UndoEditTool
 from langchain_fstools.tools.updates import merged_channels, state_after, with_state_update
 
@@ -52,6 +51,7 @@ if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
 
+    from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.permissions.approval import Review
 
@@ -128,7 +128,10 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             (`middleware.branches`): True for deepagents' `task`, or tool names. Default: False.
         name: The middleware's name; an agent's middleware names must be unique.
             Default: `DEFAULT_NAME` (`"FilesystemMiddleware"`).
-        **settings: `ToolSettings` fields, e.g. `read_limit=500`.
+        **settings: `ToolSettings` fields, e.g. `read_limit=500`; deepagents'
+            `custom_tool_descriptions` (tool name -> description, see `FileToolkit`) and
+            `tool_token_limit_before_evict` (tokens, or None: no eviction; in place of
+            `eviction`) mean what they mean there.
 
     Example:
         ```python
@@ -181,6 +184,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         """
         super().__init__()
         _check_arguments(backend, name, eviction, history_record_bytes)
+        eviction = _deepagents_eviction(eviction, settings)
         self._name = name
         key = backend.storage_key()  # of the backend given: every middleware over it branches it
         self.storage = backend = _with_results_folder(backend) if eviction else backend
@@ -468,12 +472,7 @@ def _check_arguments(
     backend: object, name: object, eviction: object, history_record_bytes: object
 ) -> None:
     """Refuse a wrong type (TypeError) or value (ValueError) at construction."""
-    if not isinstance(backend, Backend):
-        kind = f"the class {backend.__name__}" if isinstance(backend, type) else repr(backend)
-        raise TypeError(
-            "backend must be a backend instance such as StateBackend() or"
-            f" LocalBackend('./repo'), not {kind}"
-        )
+    require_backend(backend)
     if not isinstance(name, str) or not name:
         raise ValueError("name must be a non-empty string, e.g. 'FsToolsMiddleware'")
     if not isinstance(eviction, bool | LargeResultEviction):
@@ -482,6 +481,26 @@ def _check_arguments(
         raise TypeError("history_record_bytes must be an int")
     if history_record_bytes < 0:
         raise ValueError(f"history_record_bytes must be 0 or more, not {history_record_bytes}")
+
+
+def _deepagents_eviction(
+    eviction: LargeResultEviction | bool,  # noqa: FBT001
+    settings: dict[str, Any],
+) -> LargeResultEviction | bool:
+    """`eviction`, or the one deepagents' `tool_token_limit_before_evict` in `settings` asks.
+
+    The setting is taken out of `settings`: None turns eviction off, a number of tokens
+    is `LargeResultEviction(threshold_tokens=...)`.
+    """
+    if "tool_token_limit_before_evict" not in settings:
+        return eviction
+    limit = settings.pop("tool_token_limit_before_evict")
+    if eviction is not True:
+        raise ValueError(
+            "give eviction or tool_token_limit_before_evict, not both: the second is"
+            " LargeResultEviction(threshold_tokens=...)"
+        )
+    return False if limit is None else LargeResultEviction(threshold_tokens=limit)
 
 
 def _evicting(eviction: LargeResultEviction | bool, *, backend: Backend) -> LargeResultEviction:  # noqa: FBT001

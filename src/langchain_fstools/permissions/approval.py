@@ -170,7 +170,8 @@ def reviews_request(reviews: Sequence[Review]) -> HITLRequest:
 
 def _doing(verdict: Verdict) -> str:
     if verdict.operation == "execute":
-        return f"run `{verdict.target}`"
+        network = f" with {verdict.network}" if verdict.network else ""
+        return f"run `{verdict.target}`{network}"
     return f"{'change' if verdict.operation == 'write' else 'read'} {verdict.target}"
 
 

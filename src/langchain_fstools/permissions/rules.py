@@ -54,7 +54,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final, Literal, get_args
 
 from langchain_fstools.core import paths
@@ -178,12 +178,14 @@ class Verdict:
         reason: Why, for people and models (e.g. "the plan mode allows no writes").
         target: The path or command the decision is about.
         operation: The operation decided.
+        network: For a command: the network it will have, in words, or None.
     """
 
     action: Action
     reason: str
     target: str
     operation: Operation
+    network: str | None = None
 
 
 class Policy:
@@ -294,7 +296,8 @@ class Policy:
     def decide(self, target: Target) -> Verdict:
         """Decide one target."""
         if target.operation == "execute":
-            return self.decide_command(target.command or "", contained=target.contained)
+            verdict = self.decide_command(target.command or "", contained=target.contained)
+            return replace(verdict, network=target.network)
         if target.path is None:
             verdict = self._mode_override(self._mode_default(target.operation, "(unknown)"))
             if verdict.action == "allow":

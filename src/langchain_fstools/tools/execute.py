@@ -88,7 +88,8 @@ class ExecuteTool(FileTool):
         """
         if isinstance(parse_invocation(args.command), PatchInvocation):
             return write_targets(args.command)
-        return [Target("execute", command=args.command)]
+        network = _in_words(self.context.backend.command_network())
+        return [Target("execute", command=args.command, network=network)]
 
     def contained(self, args: ExecuteArgs) -> bool:
         """Whether the command runs on a copy-on-write view with no network.
@@ -394,6 +395,15 @@ def _timeout(requested: float | None, settings: ToolSettings) -> float:
             f"{plural(requested, 'second')} is above the maximum of {plural(limit, 'second')}",
         )
     return requested
+
+
+def _in_words(network: bool | tuple[str, ...] | None) -> str | None:  # noqa: FBT001 - the backend's answer
+    """The network a command will have, for a person asked about it (None: none)."""
+    if network is True:
+        return "the whole network"
+    if isinstance(network, tuple) and network:
+        return "the network, to " + ", ".join(network)
+    return None
 
 
 __all__ = ["DESCRIPTION", "ExecuteArgs", "ExecuteTool", "session_of", "settle"]

@@ -41,6 +41,8 @@ class Target:
     contained: bool = False
     """For a command: it runs on a copy-on-write view with no network, so what it
     changes is reviewed after it runs (`FileTool.contained`)."""
+    network: str | None = None
+    """For a command: the network it will have, in words (`Backend.command_network`)."""
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from langchain_fstools.tools import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from langchain_fstools.tools.base import FileTool
 
@@ -59,6 +59,8 @@ class FileToolkit(BaseToolkit):
         backend: Where the files live (`LocalBackend`, `StateBackend`, ...).
         tools: Names of the tools to include. Default: all of `TOOL_CLASSES` the backend
             can serve (`execute` only when `backend.supports_execute`).
+        custom_tool_descriptions: Tool name -> the description the model reads instead
+            of ours (deepagents' spelling). Default: none.
         **settings: Fields of `ToolSettings` (e.g. `read_limit=500`), listed under
             "Settings" below with their defaults.
 
@@ -74,11 +76,17 @@ class FileToolkit(BaseToolkit):
 
     context: ToolContext
     tool_names: tuple[str, ...]
+    descriptions: dict[str, str]
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def __init__(
-        self, backend: Backend, *, tools: list[str] | None = None, **settings: Any
+        self,
+        backend: Backend,
+        *,
+        tools: list[str] | None = None,
+        custom_tool_descriptions: Mapping[str, str] | None = None,
+        **settings: Any,
     ) -> None:
         """Build the toolkit.
 
@@ -89,14 +97,10 @@ class FileToolkit(BaseToolkit):
             ValueError: an unknown tool name or setting, a setting out of range, a tool
                 the backend cannot serve (`execute` without `supports_execute`), or a
                 tool that changes only read files (`edit_file`, `write_file`,
-                `notebook_edit`) without `read_file`.
+                `notebook_edit`) without `read_file`, or a custom description of a tool
+                not given.
         """
-        if not isinstance(backend, Backend):
-            kind = f"the class {backend.__name__}" if isinstance(backend, type) else repr(backend)
-            raise TypeError(
-                f"backend must be a backend instance such as StateBackend() or"
-                f" LocalBackend('./repo'), not {kind}"
-            )
+        require_backend(backend)
         if isinstance(tools, str):
             raise TypeError(f"tools must be a list of tool names, such as [{tools!r}]")
         if tools is None:
@@ -124,9 +128,18 @@ class FileToolkit(BaseToolkit):
             raise ValueError(
                 f"unknown settings {unknown_settings}; ToolSettings has {sorted(known)}"
             )
+        descriptions = dict(custom_tool_descriptions or {})
+        undescribed = sorted(set(descriptions) - set(names))
+        if undescribed:
+            raise ValueError(
+                f"custom_tool_descriptions names {undescribed}, which are not among the"
+                f" tools given {sorted(names)}"
+            )
         tool_settings = ToolSettings(**settings)
         super().__init__(
-            context=ToolContext(backend, tool_settings, tool_names=names), tool_names=names
+            context=ToolContext(backend, tool_settings, tool_names=names),
+            tool_names=names,
+            descriptions=descriptions,
         )
 
     @property
@@ -136,7 +149,10 @@ class FileToolkit(BaseToolkit):
 
     def get_tools(self) -> list[BaseTool]:
         """Return new tool instances sharing this toolkit's context."""
-        return [TOOL_CLASSES[name](context=self.context) for name in self.tool_names]
+        return [
+            TOOL_CLASSES[name](context=self.context, **_described(self.descriptions, name))
+            for name in self.tool_names
+        ]
 
 
 def _settings_doc() -> str:
@@ -172,4 +188,28 @@ def _servable(name: str, backend: Backend) -> bool:
     return backend.supports_execute or not getattr(TOOL_CLASSES[name], "requires_execute", False)
 
 
-__all__ = ["TOOL_CLASSES", "FileToolkit"]
+def require_backend(backend: object) -> None:
+    """Refuse what is not a backend instance (a class, a factory) with a TypeError."""
+    if isinstance(backend, Backend):
+        return
+    if isinstance(backend, type):
+        kind = f"the class {backend.__name__}"
+    elif callable(backend):
+        kind = (
+            "a factory (deepagents 0.7 dropped them too): a backend reads the runtime of"
+            " each call itself"
+        )
+    else:
+        kind = repr(backend)
+    raise TypeError(
+        f"backend must be a backend instance such as StateBackend() or"
+        f" LocalBackend('./repo'), not {kind}"
+    )
+
+
+def _described(descriptions: Mapping[str, str], name: str) -> dict[str, str]:
+    """The `description=` argument of tool `name`, if it has a custom one."""
+    return {"description": descriptions[name]} if name in descriptions else {}
+
+
+__all__ = ["TOOL_CLASSES", "FileToolkit", "require_backend"]

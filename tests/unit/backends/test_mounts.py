@@ -322,3 +322,50 @@ def test_a_check_that_fails_leaves_the_miss_as_it_was(monkeypatch: pytest.Monkey
     monkeypatch.undo()  # answered at the next miss, since this one had no answer
     with pytest.warns(FutureWarning, match=OLD_LAYOUT), pytest.raises(NotInMount):
         backend.read_bytes("/memories/a.md")
+
+
+def test_nested_store_namespaces_are_refused() -> None:
+    store = InMemoryStore()
+    nested = {
+        "/fs/": StoreBackend(store, namespace=("fs",)),
+        "/memories/": StoreBackend(store, namespace=("fs", "memories")),
+    }
+    with pytest.raises(ValueError, match=r"the mount /memories/ would keep its files where the"):
+        CompositeBackend(StateBackend(), nested)
+    with pytest.raises(ValueError, match="where the default backend keeps them"):
+        CompositeBackend(
+            StoreBackend(store, namespace=("fs",)),
+            {"/m/": StoreBackend(store, namespace=("fs", "memories"))},
+        )
+    # siblings, and one namespace only starting like another's label, stay apart
+    CompositeBackend(
+        StateBackend(),
+        {
+            "/a/": StoreBackend(store, namespace=("fs", "a")),
+            "/b/": StoreBackend(store, namespace=("fs", "ab")),
+        },
+    )
+
+
+def test_namespace_functions_giving_one_namespace_are_refused_when_bound() -> None:
+    store = InMemoryStore()
+    composite = CompositeBackend(
+        StateBackend(),
+        {
+            "/a/": StoreBackend(store, namespace=lambda rt: ("fs", rt.context["user"])),
+            "/b/": StoreBackend(store, namespace=lambda rt: ("fs", rt.context["user"])),
+        },
+    )
+    runtime = SimpleNamespace(context={"user": "ann"}, store=store, state={"files": {}})
+    with pytest.raises(ValueError, match=r"the mount /b/ would keep its files where the mount /a/"):
+        composite.bind(runtime)
+
+
+def test_namespace_functions_giving_nested_namespaces_are_refused_when_bound() -> None:
+    store = InMemoryStore()
+    composite = CompositeBackend(
+        StoreBackend(store, namespace=lambda rt: ("fs",)),
+        {"/m/": StoreBackend(store, namespace=lambda rt: ("fs", "memories"))},
+    )
+    with pytest.raises(ValueError, match="where the default backend keeps them"):
+        composite.bind(SimpleNamespace(context={}, store=store, state={}))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -118,17 +119,28 @@ def test_a_failed_rename_names_the_files_already_written(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["0.txt"]  # no temporary left
 
 
-def _open_descriptors() -> int:
-    return sum(1 for _ in Path("/proc/self/fd").iterdir())
+def _descriptors_in(folder: Path) -> list[str]:
+    """What the process's open descriptors on `folder` and files in it point to.
+
+    Only the test's own: counting every descriptor of the process would also count what
+    other tests' threads open or close meanwhile.
+    """
+    targets = []
+    for descriptor in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):  # closed since the listing
+            target = str(descriptor.readlink())
+            if target == str(folder) or target.startswith(f"{folder}/"):
+                targets.append(target)
+    return sorted(targets)
 
 
-def _settled_descriptors(expected: int) -> int:
-    """The count of open descriptors once it reaches `expected`, or after 5 s."""
+def _settled_descriptors_in(folder: Path, expected: list[str]) -> list[str]:
+    """`_descriptors_in(folder)` once it is `expected`, or after 5 s."""
     for _ in range(500):
-        if _open_descriptors() == expected:
+        if _descriptors_in(folder) == expected:
             break
         time.sleep(0.01)
-    return _open_descriptors()
+    return _descriptors_in(folder)
 
 
 def test_a_large_batch_holds_a_bounded_number_of_replaced_files(
@@ -171,7 +183,7 @@ def test_replaced_files_are_released_in_the_background(
         real_replace(source, target, **at)
 
     monkeypatch.setattr(local.os, "replace", replace)
-    baseline = _open_descriptors()
+    baseline = _descriptors_in(tmp_path)
     if fail_at is None:
         backend.write_many([Write(f"/{n}.txt", b"new") for n in range(5)])
     else:
@@ -181,7 +193,7 @@ def test_replaced_files_are_released_in_the_background(
     assert [(tmp_path / f"{n}.txt").read_bytes() for n in range(5)] == [b"new"] * written + [
         b"old" * 1000
     ] * (5 - written)
-    assert _settled_descriptors(baseline) == baseline  # every held file was closed
+    assert _settled_descriptors_in(tmp_path, baseline) == baseline  # every held file was closed
 
 
 def test_write_bytes_raises_the_plain_error(

@@ -249,7 +249,7 @@ def test_root_exposes_its_public_names_lazily() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert out == [
-        "['langchain_fstools.core', 'langchain_fstools.core.lazy']",
+        "['langchain_fstools.core', 'langchain_fstools.core.lazy', 'langchain_fstools.core.renamed']",
         "True langchain_fstools.tools.toolkit",
     ]
     assert set(langchain_fstools.__all__) <= set(dir(langchain_fstools))

@@ -7,12 +7,16 @@ import asyncio
 import contextlib
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from langchain_core.tracers.context import _tracing_v2_is_enabled
+from langsmith.utils import get_env_var
 
 from langchain_fstools import LocalBackend
 from langchain_fstools.commands import main
+from langchain_fstools.mcp import cli
 from langchain_fstools.mcp.cli import (
     DESCRIPTION,
     _backend,
@@ -227,11 +231,22 @@ def test_the_handle_key_comes_from_the_flag_over_the_config_file(tmp_path: Path)
 @pytest.mark.parametrize(
     ("flags", "module", "sentence"),
     [
-        ((), "mcp", "the MCP server needs the mcp extra: pip install 'langchain-fstools[mcp]'"),
+        (
+            (),
+            "mcp",
+            (
+                "the MCP server needs the mcp extra: pip install '.[mcp]' in a checkout of"
+                " langchain-fstools (pip install 'langchain-fstools[mcp]' after its first release)"
+            ),
+        ),
         (
             ("--objectstore", "memory:///"),
             "obstore",
-            "--objectstore needs the objectstore extra: pip install 'langchain-fstools[objectstore]'",
+            (
+                "--objectstore needs the objectstore extra: pip install '.[objectstore]' in a"
+                " checkout of langchain-fstools (pip install 'langchain-fstools[objectstore]'"
+                " after its first release)"
+            ),
         ),
     ],
 )
@@ -287,3 +302,33 @@ def test_stateless_is_an_http_setting(tmp_path: Path) -> None:
         resolve(parse("--root", str(tmp_path), "--stateless"))
     stateless = resolve(parse("--root", str(tmp_path), "--http", ":9000", "--stateless"))
     assert stateless["stateless"] is True
+
+
+@pytest.fixture
+def inherited_tracing(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """LANGSMITH_TRACING=true in the environment, as a desktop app may pass it on."""
+    monkeypatch.setenv("LANGSMITH_TRACING", "true")
+    get_env_var.cache_clear()  # langsmith reads each variable once
+    yield
+    monkeypatch.undo()
+    get_env_var.cache_clear()
+
+
+@pytest.mark.usefixtures("inherited_tracing")
+@pytest.mark.parametrize(("argv", "traced"), [((), False), (("--trace",), True)])
+def test_the_server_traces_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...], traced: bool
+) -> None:
+    assert _tracing_v2_is_enabled()  # what the environment alone would do
+    config = resolve(parse("--root", str(tmp_path), *argv))
+    seen = []
+
+    async def stop(config: dict[str, object], stack: object) -> None:
+        seen.append(_tracing_v2_is_enabled())
+        raise asyncio.CancelledError  # the backend is where serving would begin
+
+    monkeypatch.setattr(cli, "_backend", stop)
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(cli.serve(config))
+    assert seen == [traced]
+    assert _tracing_v2_is_enabled()  # left as it was
