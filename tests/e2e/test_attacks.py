@@ -297,6 +297,72 @@ def test_no_process_outlives_the_call(
     assert not surviving_sleepers(duration), f"{spelling!r} left a process behind"
 
 
+# ----- read-deny rules hold for commands ---------------------------------------------------
+
+README_DENY = [Permission(operations=["read", "write"], paths=["/secrets"], action="deny")]
+READS = [
+    "cat secrets/key",
+    "python3 -c 'print(open(\"secrets/key\").read())'",
+    "cat secre*/*",
+    "tar -cO secrets",
+    "grep -r SECRET . ; find . -type f -exec cat {} +",
+]
+
+
+def _tool_texts(outcome: Outcome) -> str:
+    return outcome.text if outcome.message is not None else ""
+
+
+@pytest.mark.parametrize("command", READS)
+def test_a_path_a_rule_denies_reading_is_hidden_from_commands(
+    workspace: Path, command: str
+) -> None:
+    """The README's rule in `default` mode: the contained command runs, and sees no secret."""
+    backend = LocalBackend(workspace, execute=True)
+    outcome = run_command(backend, command, mode="default", permissions=README_DENY)
+    assert outcome.message is not None, "the command ran without a person"
+    assert "SECRET-KEY" not in _tool_texts(outcome)
+    assert (workspace / "secrets" / "key").read_text() == "SECRET-KEY\n"  # left as it was
+
+
+def test_what_appears_under_a_denied_path_after_the_session_started_is_hidden(
+    workspace: Path,
+) -> None:
+    """Found at each command's start: a denied folder made, and a denied glob matched, later."""
+    rules = [
+        Permission(operations=["read"], paths=["/later"], action="deny"),
+        Permission(operations=["read"], paths=["**/*.pem"], action="deny"),
+    ]
+    backend = LocalBackend(workspace, execute=True)
+    first = run_command(backend, "cat victim.txt", mode="default", permissions=rules)
+    assert "keep me" in first.text  # the session runs, and what is allowed is seen
+    (workspace / "later").mkdir()
+    (workspace / "later" / "token").write_text("LATER-TOKEN\n")
+    (workspace / "certs").mkdir()
+    (workspace / "certs" / "site.pem").write_text("PEM-KEY\n")
+    (workspace / "certs" / "site.crt").write_text("PUBLIC-CERT\n")
+
+    outcome = run_command(
+        backend, "cat later/token certs/site.pem certs/site.crt", mode="default", permissions=rules
+    )
+
+    assert "LATER-TOKEN" not in outcome.text
+    assert "PEM-KEY" not in outcome.text
+    assert "PUBLIC-CERT" in outcome.text  # beside a denied file, an allowed one is seen
+
+
+def test_without_a_mount_namespace_a_command_that_would_see_a_denied_path_is_refused(
+    workspace: Path,
+) -> None:
+    """Landlock alone cannot hide a workspace path: the command fails closed, naming the rule."""
+    backend = LocalBackend(workspace, execute=True, sandbox=Sandbox(method="landlock"))
+    outcome = run_command(backend, "cat secrets/key", mode="bypass", permissions=README_DENY)
+    assert outcome.message is not None
+    assert outcome.message.status == "error"
+    assert "SECRET-KEY" not in outcome.text
+    assert "permission rule 1 denies reading /secrets" in outcome.text
+
+
 # ----- deleting / and home -----------------------------------------------------------------
 
 

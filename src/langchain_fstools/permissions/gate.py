@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.guarded import CommitDecision
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.shell.sandbox.unreadable import Unreadable
     from langchain_fstools.tools.base import FileTool
     from langchain_fstools.tools.targets import Preview
 
@@ -57,6 +58,10 @@ class CallGuard:
         if path in self.approved:
             return self.policy.decide_path("write", path).action != "deny"
         return self.policy.decide_path("write", path).action == "allow"
+
+    def unreadable(self) -> Unreadable | None:
+        """What this call's commands must not see: what the rules deny reading."""
+        return self.policy.unreadable()
 
     def commit_decision(
         self, path: str, protected: str | None, *, ignored: bool = False

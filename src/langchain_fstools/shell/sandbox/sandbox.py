@@ -24,8 +24,12 @@ confined by the confinement helper's steps (`shell.sandbox.confine`). Two ways, 
    abstract sockets only within its own domain) when the kernel has it, and a seccomp
    filter that refuses creating Unix sockets and datagram socket pairs (so no host
    socket can be reached, through a path or abstract), `AF_VSOCK` without the network,
-   and the kernel keyring. The masks inside the workspace (a workspace that is a
-   home directory) are found again for each command and mounted over its view.
+   and the kernel keyring. The masks are found again at each command's start
+   (`Confinement.command_masks`): what became masked since the session started (a
+   new credential file, one replaced by a rename, a new root-only file) and the
+   masks inside the workspace (a workspace that is a home directory) are mounted
+   over the command's own view, with the paths a permission rule denies reading
+   (`shell.sandbox.unreadable`).
 2. **Landlock alone** (`method="landlock"`), where user namespaces are unavailable
    (containers that forbid them): each command's writes are restricted the same way
    (with the session's private temporary folder as `TMPDIR` instead of `/tmp`), reads
@@ -56,7 +60,7 @@ import stat as stat_module
 import subprocess
 import sys
 import tempfile
-import weakref
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -365,9 +369,11 @@ class Confinement:
             if self.proxy is not None:  # one bridge to the proxy per session
                 inner = [*self.proxy.bridge_argv(self.helper), *inner]
                 command_env |= proxy_env()
-            argv = self._bwrap_argv(inner, folder)
+            masks = self._masks()
+            masked = {path: _identity(path) for path in masks}
+            argv = self._bwrap_argv(inner, folder, masks)
             return SessionPlan(
-                argv, env, folder, self.workspace, command_env, limits=sandbox.limits
+                argv, env, folder, self.workspace, command_env, limits=sandbox.limits, masked=masked
             )
         temporary = tempfile.mkdtemp(prefix="fstools-sandbox-")
         if not sandbox.network:
@@ -390,43 +396,47 @@ class Confinement:
         )
 
     def _masks(self) -> list[str]:
-        """Every path the sandbox makes look empty (see the module docstring)."""
+        """Every path the sandbox makes look empty now (see the module docstring), as real paths.
+
+        Home entries and root-only paths are listed from real folders; the named ones
+        (credentials, `Sandbox.hidden`) may be links, masked where they lead.
+        """
         assert self.sandbox is not None  # noqa: S101 - only called with one
         sandbox = self.sandbox
         keep = [self.workspace, *helper_paths(self.helper), *sandbox.writable, *sandbox.read_only]
-        return [
-            *masked_paths(),
-            *sandbox.hidden,
-            *home_masks(sandbox.home_allowed, keep),
-            *root_only_paths(keep),
-        ]
+        named = [os.path.realpath(path) for path in [*masked_paths(), *sandbox.hidden]]
+        found = [*named, *home_masks(sandbox.home_allowed, keep), *root_only_paths(keep)]
+        return list(dict.fromkeys(found))
 
-    def inside_workspace(self) -> tuple[list[str], list[str]]:
-        """The masks and read-only paths beneath the workspace, as real paths.
+    def command_masks(self, plan: SessionPlan) -> tuple[list[str], list[str]]:
+        """The masks and read-only paths a command gets over its own view, as real paths.
 
-        A session's command gets them over its own view (`shell.sandbox.supervisor`). Where a
-        home directory is the workspace or lies in it, they are found again for each
-        command, so a credential the workspace holds is masked from the command after
-        it appeared; elsewhere they depend only on the configuration (found once).
+        Found at the command's start: every mask beneath the workspace (a workspace
+        that is a home directory, or holds one), and every other mask the session's
+        sandbox did not mount as its path is now (`SessionPlan.masked`): a credential, a
+        home entry or a root-only file that appeared since the session started, or a
+        masked one replaced since (written elsewhere and renamed over it, or removed and
+        made again: the kernel drops a mount whose path is replaced). So no command sees
+        what a stale mask of its session no longer covers. Read-only paths beneath the
+        workspace that exist.
         """
         if self.sandbox is None or self.bwrap is None:
             return [], []
-        if any(_contains(self.workspace, home) for home in home_directories()):
-            return self._inside_workspace()
-        return _static_inside(self)
-
-    def _inside_workspace(self) -> tuple[list[str], list[str]]:
-        assert self.sandbox is not None  # noqa: S101 - only called with one
         beneath = self.workspace.rstrip("/") + "/"
-        masks = [os.path.realpath(path) for path in self._masks()]
+        masks = [
+            path
+            for path in self._masks()
+            if path.startswith(beneath)
+            or (not _above(path, self.workspace) and plan.masked.get(path) != _identity(path))
+        ]
         read_only = [os.path.realpath(path) for path in self.sandbox.read_only]
-        return (
-            [path for path in dict.fromkeys(masks) if path.startswith(beneath)],
-            [path for path in read_only if path.startswith(beneath) and os.path.exists(path)],
-        )
+        return masks, [p for p in read_only if p.startswith(beneath) and os.path.exists(p)]
 
-    def _bwrap_argv(self, inner: Sequence[str], session: str) -> list[str]:
-        """Bubblewrap's command line running `inner`, with the session folder `session`."""
+    def _bwrap_argv(self, inner: Sequence[str], session: str, masks: Sequence[str]) -> list[str]:
+        """Bubblewrap's command line running `inner`, with the session folder `session`.
+
+        `masks`: the real paths to make look empty (`_masks`), as they are now.
+        """
         assert self.sandbox is not None  # noqa: S101 - only called with one
         sandbox = self.sandbox
         args = [
@@ -438,8 +448,7 @@ class Confinement:
             *("--proc", "/proc"),
             *("--tmpfs", "/tmp"),  # noqa: S108 - a fresh private tmpfs, not the host's /tmp
         ]
-        masks = self._masks()
-        around = [m for m in masks if _contains(m, self.workspace)]
+        around = [m for m in masks if _above(m, self.workspace)]
         for path in around:  # a mask over the workspace comes first: the workspace stays
             args += _mask(path)
         for path in _under_tmp(helper_paths(self.helper)):
@@ -469,19 +478,6 @@ def _sized(args: list[str], limits: Limits | None) -> list[str]:
         return args
     size = ["--size", str(limits.tmp_size)]
     return [part for arg in args for part in ([*size, arg] if arg == "--tmpfs" else [arg])]
-
-
-_STATIC_INSIDE: weakref.WeakKeyDictionary[Confinement, tuple[list[str], list[str]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _static_inside(confinement: Confinement) -> tuple[list[str], list[str]]:
-    """`Confinement.inside_workspace` where no home directory lies in the workspace (once)."""
-    found = _STATIC_INSIDE.get(confinement)
-    if found is None:
-        found = _STATIC_INSIDE[confinement] = confinement._inside_workspace()  # noqa: SLF001
-    return found
 
 
 def _namespace_flags(*, network: bool, mounts: bool = False) -> list[str]:
@@ -552,47 +548,84 @@ def _masks_below(folder: str, allowed: list[str], keep: list[str]) -> list[str]:
     return found
 
 
-@functools.cache
-def _root_only() -> tuple[str, ...]:
-    """Files and folders under `/etc` and `/var` that only their owner (root) may read."""
-    found: list[str] = []
-    for top in SYSTEM_FOLDERS:
-        for folder, names, files in os.walk(top):
-            for name in list(names):
-                path = os.path.join(folder, name)
-                if not _open_to_all(path, 0o005):
-                    found.append(path)
-                    names.remove(name)  # masked whole: not walked
-            found += [
-                os.path.join(folder, name)
-                for name in files
-                if not _open_to_all(os.path.join(folder, name), 0o004)
-            ]
-    return tuple(found)
+class _RootOnly:
+    """What only root may read under `SYSTEM_FOLDERS`, each folder listed again only once changed.
+
+    A folder is listed again when its inode or modification time changed (an entry
+    created, removed or renamed in it), or when it was last listed less than `_RACY_NS`
+    after it changed (a change within the same clock tick leaves its time as it was).
+    A file made root-only by `chmod` alone moves no folder's time: it is found once its
+    folder changes.
+    """
+
+    def __init__(self) -> None:
+        self._folders: dict[str, tuple[tuple[int, int, int] | None, list[str], list[str]]] = {}
+        """Folder -> (its stamp when listed, None if racy; root-only entries; open folders)."""
+
+    def paths(self) -> list[str]:
+        """Every root-only path now, none beneath another."""
+        found: list[str] = []
+        for top in SYSTEM_FOLDERS:
+            self._visit(top, found)
+        return found
+
+    def _visit(self, folder: str, found: list[str]) -> None:
+        try:
+            result = os.lstat(folder)
+        except OSError:
+            return
+        stamp = (result.st_dev, result.st_ino, result.st_mtime_ns)
+        seen = self._folders.get(folder)
+        if seen is None or seen[0] != stamp:
+            racy = time.time_ns() - result.st_mtime_ns < _RACY_NS
+            seen = self._folders[folder] = (None if racy else stamp, *_list_root_only(folder))
+        found += seen[1]
+        for inner in seen[2]:
+            self._visit(inner, found)
+
+
+def _list_root_only(folder: str) -> tuple[list[str], list[str]]:
+    """The entries of `folder` only their owner may read, and the folders open to all."""
+    closed: list[str] = []
+    open_folders: list[str] = []
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError:
+        return [], []
+    for entry in entries:
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError:
+            continue
+        if stat_module.S_ISDIR(mode):
+            (open_folders if mode & _OTHERS_ENTER == _OTHERS_ENTER else closed).append(entry.path)
+        elif stat_module.S_ISREG(mode) and not mode & stat_module.S_IROTH:
+            closed.append(entry.path)
+    return closed, open_folders
+
+
+_OTHERS_ENTER: Final = stat_module.S_IROTH | stat_module.S_IXOTH
+"""What a folder grants everyone when anyone may list and enter it."""
+_RACY_NS: Final = 2_000_000_000
+"""How long after a folder changed its listing is not trusted (a file system's clock tick
+is coarse; two seconds covers FAT's too)."""
+_ROOT_ONLY: Final = _RootOnly()
+"""The root-only paths of this machine, kept up to date by each command's start."""
 
 
 def root_only_paths(keep: Sequence[str]) -> list[str]:
     """What only root may read outside home directories, for a command of a root agent.
 
-    Found once (`/etc/shadow`, the SSH host keys, `/etc/ssl/private`, root-only logs
-    and caches); the sandbox masks them, since uid 0 inside keeps the owner's rights.
-    None for an agent that is not root: the kernel refuses them itself.
+    Found again at each command's start, listing only the folders that changed
+    (`/etc/shadow`, the SSH host keys, `/etc/ssl/private`, root-only logs and caches);
+    the sandbox masks them, since uid 0 inside keeps the owner's rights. None for an
+    agent that is not root: the kernel refuses them itself.
     """
     if os.geteuid() != 0:
         return []
     kept = [os.path.realpath(path) for path in keep]
-    return [p for p in _root_only() if not any(k == p or k.startswith(p + "/") for k in kept)]
-
-
-def _open_to_all(path: str, bits: int) -> bool:
-    """Whether `path` (not followed) grants everyone `bits`; a link or special file does."""
-    try:
-        result = os.lstat(path)
-    except OSError:
-        return True
-    if not (stat_module.S_ISREG(result.st_mode) or stat_module.S_ISDIR(result.st_mode)):
-        return True
-    return result.st_mode & bits == bits
+    return [p for p in _ROOT_ONLY.paths() if not any(k == p or k.startswith(p + "/") for k in kept)]
 
 
 def _mask(path: str) -> list[str]:
@@ -605,10 +638,18 @@ def _mask(path: str) -> list[str]:
     return []
 
 
-def _contains(folder: str, path: str) -> bool:
-    """Whether `path` is `folder` or lies beneath it (real paths compared)."""
-    folder, path = os.path.realpath(folder), os.path.realpath(path)
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
+def _identity(path: str) -> tuple[int, int] | None:
+    """What `path` is now (device and inode, links followed), or None where nothing is."""
+    try:
+        result = os.stat(path)
+    except OSError:
+        return None
+    return result.st_dev, result.st_ino
+
+
+def _above(mask: str, workspace: str) -> bool:
+    """Whether the real path `mask` is the real path `workspace` or a folder above it."""
+    return workspace == mask or workspace.startswith(mask.rstrip("/") + "/")
 
 
 def _resolver_binds() -> list[str]:
