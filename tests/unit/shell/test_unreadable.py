@@ -1,0 +1,93 @@
+"""Finding the workspace paths a rule denies reading, for a command's masks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from langchain_fstools.permissions.rules import Permission, Policy
+from langchain_fstools.shell.sandbox.unreadable import Unreadable, unreadable_paths
+
+
+def _unreadable(*globs: str) -> Unreadable:
+    found = Policy([Permission(operations=["read"], paths=list(globs), action="deny")]).unreadable()
+    assert found is not None
+    return found
+
+
+def _tree(root: Path, *files: str) -> None:
+    for name in files:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(name)
+
+
+def test_no_rule_denying_reads_hides_nothing() -> None:
+    policy = Policy(
+        [
+            Permission(operations=["write"], paths=["/secrets"], action="deny"),
+            Permission(operations=["read"], paths=["/docs"], action="ask"),
+            Permission(operations=["execute"], commands=["cat"], action="deny"),
+        ]
+    )
+    assert policy.unreadable() is None
+
+
+def test_the_search_starts_where_each_denying_glob_is_literal() -> None:
+    assert _unreadable("/secrets/**", "/A/*/b", "*.pem", "conf/{x,y}").starts == (
+        (),
+        ("a",),
+        ("conf",),
+        ("secrets",),
+    )
+
+
+def test_a_denied_folder_is_hidden_whole_and_a_denied_glob_file_by_file(tmp_path: Path) -> None:
+    _tree(tmp_path, "secrets/key", "secrets/deep/more", "src/app.py", "src/site.pem", "a.pem")
+
+    found = unreadable_paths(str(tmp_path), _unreadable("/Secrets", "**/*.pem"))
+
+    assert sorted(found) == ["/a.pem", "/secrets", "/src/site.pem"]
+
+
+def test_a_folder_whose_every_entry_is_hidden_looks_empty_whole(tmp_path: Path) -> None:
+    _tree(tmp_path, "certs/a.pem", "certs/b.pem", "mixed/c.pem", "mixed/readme")
+
+    found = unreadable_paths(str(tmp_path), _unreadable("*.pem"))
+
+    assert sorted(found) == ["/certs", "/mixed/c.pem"]
+
+
+def test_an_earlier_allow_rule_keeps_its_file_visible(tmp_path: Path) -> None:
+    _tree(tmp_path, "secrets/public.txt", "secrets/key")
+    policy = Policy(
+        [
+            Permission(operations=["read"], paths=["/secrets/public.txt"]),
+            Permission(operations=["read"], paths=["/secrets/**"], action="deny"),
+        ]
+    )
+    unreadable = policy.unreadable()
+    assert unreadable is not None
+
+    assert unreadable_paths(str(tmp_path), unreadable) == ["/secrets/key"]
+    assert unreadable.why("/secrets/key") == "permission rule 2"
+
+
+def test_only_folders_on_the_way_to_a_literal_start_are_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tree(tmp_path, "a/b/secret", "a/b/kept", "a/other/x", "big/many/files")
+    listed: list[str] = []
+    scandir = os.scandir
+
+    def recording(path: str) -> object:
+        listed.append(os.path.relpath(path, tmp_path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", recording)
+
+    found = unreadable_paths(str(tmp_path), _unreadable("/a/b/secret"))
+
+    assert found == ["/a/b/secret"]
+    assert sorted(listed) == [".", "a", "a/b"]
