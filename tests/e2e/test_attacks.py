@@ -351,11 +351,12 @@ def test_what_appears_under_a_denied_path_after_the_session_started_is_hidden(
     assert "PUBLIC-CERT" in outcome.text  # beside a denied file, an allowed one is seen
 
 
+@pytest.mark.parametrize("sandbox", [Sandbox(method="landlock"), None])
 def test_without_a_mount_namespace_a_command_that_would_see_a_denied_path_is_refused(
-    workspace: Path,
+    workspace: Path, sandbox: Sandbox | None
 ) -> None:
-    """Landlock alone cannot hide a workspace path: the command fails closed, naming the rule."""
-    backend = LocalBackend(workspace, execute=True, sandbox=Sandbox(method="landlock"))
+    """Nothing can hide a workspace path there: the command fails closed, naming the rule."""
+    backend = LocalBackend(workspace, execute=True, sandbox=sandbox)
     outcome = run_command(backend, "cat secrets/key", mode="bypass", permissions=README_DENY)
     assert outcome.message is not None
     assert outcome.message.status == "error"

@@ -190,3 +190,44 @@ def test_as_nobody_no_datagram_socketpair_and_no_keyring(
     )
     assert "PermissionError" in output
     assert "keyctl Operation not permitted" in output
+
+
+def test_as_nobody_a_credential_made_or_replaced_after_the_first_command_stays_hidden(
+    place: Path, bwrap: str
+) -> None:
+    """Each command masks what became a credential since its session's sandbox started."""
+    confinement = _confinement(place, bwrap, "bwrap")
+    home = place / "home"
+    plan = confinement.session()
+    os.chown(plan.folder, NOBODY, NOBODY)
+    session = Session(replace(plan, argv=[*SETPRIV, *plan.argv]))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+
+    def run(command: str) -> str:
+        masks, read_only = confinement.command_masks(plan)
+        result, _state, _moved = session.run(
+            command,
+            interpreter="/bin/bash",
+            env=env,
+            timeout=20,
+            output_limit=100_000,
+            masks=masks,
+            read_only=read_only,
+        )
+        return result.output
+
+    try:
+        first = run(f"id -u; cat {home}/.netrc; echo end")
+        (home / ".kube").mkdir(mode=0o755)
+        (home / ".kube" / "config").write_text("CREDENTIAL kube\n")
+        (home / ".kube" / "config").chmod(0o644)
+        (home / ".netrc.new").write_text("CREDENTIAL replaced\n")
+        (home / ".netrc.new").chmod(0o644)
+        (home / ".netrc.new").replace(home / ".netrc")
+        second = run(f"cat {home}/.kube/config {home}/.netrc; echo end")
+    finally:
+        session.close()
+
+    assert first.startswith("65534\n")
+    assert "CREDENTIAL" not in first + second
+    assert second.endswith("end\n")
