@@ -56,11 +56,9 @@ import glob
 import os
 import re
 import shutil
-import stat as stat_module
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -70,6 +68,7 @@ from langchain_fstools.shell.network.proxy import DomainProxy, proxy_env
 from langchain_fstools.shell.sandbox import confine, supervisor
 from langchain_fstools.shell.sandbox.limits import DEFAULT_LIMITS, Limits
 from langchain_fstools.shell.sandbox.plan import SessionPlan, session_folder
+from langchain_fstools.shell.sandbox.root_only import RootOnly
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -403,10 +402,18 @@ class Confinement:
         """
         assert self.sandbox is not None  # noqa: S101 - only called with one
         sandbox = self.sandbox
-        keep = [self.workspace, *helper_paths(self.helper), *sandbox.writable, *sandbox.read_only]
         named = [os.path.realpath(path) for path in [*masked_paths(), *sandbox.hidden]]
-        found = [*named, *home_masks(sandbox.home_allowed, keep), *root_only_paths(keep)]
+        kept = self._kept
+        found = [*named, *_home_masks(sandbox.home_allowed, kept), *_root_only_paths(kept)]
         return list(dict.fromkeys(found))
+
+    @functools.cached_property
+    def _kept(self) -> list[str]:
+        """What no mask may cover, as real paths: the workspace, the helper, the paths given."""
+        assert self.sandbox is not None  # noqa: S101 - only called with one
+        sandbox = self.sandbox
+        keep = [self.workspace, *helper_paths(self.helper), *sandbox.writable, *sandbox.read_only]
+        return [os.path.realpath(path) for path in keep]
 
     def command_masks(self, plan: SessionPlan) -> tuple[list[str], list[str]]:
         """The masks and read-only paths a command gets over its own view, as real paths.
@@ -521,14 +528,18 @@ def home_masks(allowed: Sequence[str], keep: Sequence[str]) -> list[str]:
     way to them; an entry holding a path in `keep` (the workspace, the helper's
     interpreter) is not masked whole: its other entries are.
     """
+    return _home_masks(allowed, [os.path.realpath(path) for path in keep])
+
+
+def _home_masks(allowed: Sequence[str], kept: Sequence[str]) -> list[str]:
+    """`home_masks`, with `kept` real paths already."""
     found: list[str] = []
-    kept = [os.path.realpath(path) for path in keep]
     for home in home_directories():
         found += _masks_below(os.path.realpath(home), [a.strip("/") for a in allowed], kept)
     return found
 
 
-def _masks_below(folder: str, allowed: list[str], keep: list[str]) -> list[str]:
+def _masks_below(folder: str, allowed: list[str], keep: Sequence[str]) -> list[str]:
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -548,83 +559,26 @@ def _masks_below(folder: str, allowed: list[str], keep: list[str]) -> list[str]:
     return found
 
 
-class _RootOnly:
-    """What only root may read under `SYSTEM_FOLDERS`, each folder listed again only once changed.
-
-    A folder is listed again when its inode or modification time changed (an entry
-    created, removed or renamed in it), or when it was last listed less than `_RACY_NS`
-    after it changed (a change within the same clock tick leaves its time as it was).
-    A file made root-only by `chmod` alone moves no folder's time: it is found once its
-    folder changes.
-    """
-
-    def __init__(self) -> None:
-        self._folders: dict[str, tuple[tuple[int, int, int] | None, list[str], list[str]]] = {}
-        """Folder -> (its stamp when listed, None if racy; root-only entries; open folders)."""
-
-    def paths(self) -> list[str]:
-        """Every root-only path now, none beneath another."""
-        found: list[str] = []
-        for top in SYSTEM_FOLDERS:
-            self._visit(top, found)
-        return found
-
-    def _visit(self, folder: str, found: list[str]) -> None:
-        try:
-            result = os.lstat(folder)
-        except OSError:
-            return
-        stamp = (result.st_dev, result.st_ino, result.st_mtime_ns)
-        seen = self._folders.get(folder)
-        if seen is None or seen[0] != stamp:
-            racy = time.time_ns() - result.st_mtime_ns < _RACY_NS
-            seen = self._folders[folder] = (None if racy else stamp, *_list_root_only(folder))
-        found += seen[1]
-        for inner in seen[2]:
-            self._visit(inner, found)
-
-
-def _list_root_only(folder: str) -> tuple[list[str], list[str]]:
-    """The entries of `folder` only their owner may read, and the folders open to all."""
-    closed: list[str] = []
-    open_folders: list[str] = []
-    try:
-        with os.scandir(folder) as listing:
-            entries = list(listing)
-    except OSError:
-        return [], []
-    for entry in entries:
-        try:
-            mode = entry.stat(follow_symlinks=False).st_mode
-        except OSError:
-            continue
-        if stat_module.S_ISDIR(mode):
-            (open_folders if mode & _OTHERS_ENTER == _OTHERS_ENTER else closed).append(entry.path)
-        elif stat_module.S_ISREG(mode) and not mode & stat_module.S_IROTH:
-            closed.append(entry.path)
-    return closed, open_folders
-
-
-_OTHERS_ENTER: Final = stat_module.S_IROTH | stat_module.S_IXOTH
-"""What a folder grants everyone when anyone may list and enter it."""
-_RACY_NS: Final = 2_000_000_000
-"""How long after a folder changed its listing is not trusted (a file system's clock tick
-is coarse; two seconds covers FAT's too)."""
-_ROOT_ONLY: Final = _RootOnly()
-"""The root-only paths of this machine, kept up to date by each command's start."""
+_ROOT_ONLY: Final = RootOnly(SYSTEM_FOLDERS)
+"""The root-only paths of this machine, kept current for each command's start."""
 
 
 def root_only_paths(keep: Sequence[str]) -> list[str]:
     """What only root may read outside home directories, for a command of a root agent.
 
     Found again at each command's start, listing only the folders that changed
-    (`/etc/shadow`, the SSH host keys, `/etc/ssl/private`, root-only logs and caches);
+    (`shell.sandbox.root_only`: `/etc/shadow`, the SSH host keys, `/etc/ssl/private`,
+    root-only logs and caches);
     the sandbox masks them, since uid 0 inside keeps the owner's rights. None for an
     agent that is not root: the kernel refuses them itself.
     """
+    return _root_only_paths([os.path.realpath(path) for path in keep])
+
+
+def _root_only_paths(kept: Sequence[str]) -> list[str]:
+    """`root_only_paths`, with `kept` real paths already."""
     if os.geteuid() != 0:
         return []
-    kept = [os.path.realpath(path) for path in keep]
     return [p for p in _ROOT_ONLY.paths() if not any(k == p or k.startswith(p + "/") for k in kept)]
 
 
