@@ -265,7 +265,8 @@ class Policy:
         """What commands must not see: the paths a rule denies reading (None: no rule does).
 
         Hidden from commands exactly as from the file tools (`decide_path`), and looked
-        for only below the literal start of each denying glob (`shell.sandbox.unreadable`).
+        for only below the literal start of each denying glob (`shell.sandbox.unreadable`,
+        which asks about a path only once no folder above it is hidden).
         """
         denying = [
             rule
@@ -274,9 +275,19 @@ class Policy:
         ]
         if not denying:
             return None
-        starts = {_literal_start(glob) for rule in denying for glob in rule.paths or ("**",)}
+        globs = [glob for rule in denying for glob in rule.paths or ("**",)]
+        starts = {_literal_start(glob) for glob in globs}
+        named = compile_globs([glob.lower() for glob in globs])
+
+        def hidden(path: str) -> bool:
+            # searched from the top, a path is asked about only below folders not hidden:
+            # one that no denying glob names itself is not hidden (told at once)
+            return named(path.lower().strip("/")) and (
+                self.decide_path("read", path).action == "deny"
+            )
+
         return Unreadable(
-            hidden=lambda path: self.decide_path("read", path).action == "deny",
+            hidden=hidden,
             starts=tuple(sorted(starts)),
             why=lambda path: self.decide_path("read", path).reason,
         )

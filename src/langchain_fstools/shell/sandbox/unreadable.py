@@ -12,7 +12,9 @@ matching a denied glob (`**/*.pem`), after the session started is hidden too.
 
 How the tree is searched:
     1. Only where a rule may match: below the literal start of each denying glob
-       (`/secrets/**` is looked for in `/secrets` alone; `*.pem`, or `**/x`, anywhere).
+       (`/secrets/**` is looked for in `/secrets` alone; `*.pem`, or `**/x`, anywhere:
+       the whole tree is listed at each command's start, about 3.5 ms a thousand
+       entries).
     2. An entry the rules hide is masked whole, and not entered; a folder all of whose
        entries are hidden is masked whole (it looks empty, as `ls` shows it).
     3. A link the rules hide is masked where it leads (stricter than the file tools,
@@ -39,7 +41,9 @@ class Unreadable:
     """The virtual paths no call may read, for the commands of one call.
 
     Attributes:
-        hidden: Whether a virtual path (as spelled, any case) is denied to reads.
+        hidden: Whether a virtual path (as spelled, any case) is denied to reads;
+            asked only about a path no folder above which is hidden (the search
+            walks down, and does not enter a hidden folder).
         starts: The literal start of each glob that denies reads, lower-cased
             components (`()`: it may match anywhere); nothing outside these is hidden.
         why: The rule that hides a path, as a phrase ("permission rule 1").
