@@ -13,18 +13,24 @@ The same sandbox escapes as an unprivileged user: tests/integration/test_sandbox
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_fstools import LocalBackend
+from langchain_fstools import FilesystemMiddleware, LocalBackend
 from langchain_fstools.permissions.rules import Permission
 from langchain_fstools.shell.policy.policy import CommandPolicy
 from langchain_fstools.shell.sandbox.sandbox import Sandbox
+from langchain_fstools.testing import ScriptedChatModel, tool_call
 from tests.e2e.agent_runs import Outcome, run_command, surviving_sleepers
 
 README_RULES = [Permission(operations=["execute"], commands=["pytest", "git status"])]
@@ -349,6 +355,35 @@ def test_what_appears_under_a_denied_path_after_the_session_started_is_hidden(
     assert "LATER-TOKEN" not in outcome.text
     assert "PEM-KEY" not in outcome.text
     assert "PUBLIC-CERT" in outcome.text  # beside a denied file, an allowed one is seen
+
+
+def test_a_background_command_and_an_async_agent_do_not_see_a_denied_path_either(
+    workspace: Path,
+) -> None:
+    """The process table's commands, and the async path, run with the same masks."""
+    backend = LocalBackend(workspace, execute=True)
+    turns = [
+        tool_call("execute", command="cat secrets/key; echo started; sleep 5", background=True),
+        tool_call("execute", command="cat secrets/key; echo moved; sleep 5", yield_after=1),
+        tool_call("process", action="read", process_id="p1"),
+        tool_call("execute", command="cat secrets/key; echo direct"),
+    ]
+    agent = create_agent(
+        ScriptedChatModel(turns=[*turns, "done"]),
+        middleware=[FilesystemMiddleware(backend=backend, mode="bypass", permissions=README_DENY)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "background"}}
+    try:
+        result = asyncio.run(agent.ainvoke({"messages": [("user", "go")]}, config))
+    finally:
+        backend.close()
+    texts = [str(m.content) for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert len(texts) == len(turns)
+    assert all("SECRET-KEY" not in text for text in texts), texts
+    assert "moved" in texts[1]
+    assert "started" in texts[2]
+    assert "direct" in texts[3]
 
 
 @pytest.mark.parametrize("sandbox", [Sandbox(method="landlock"), None])

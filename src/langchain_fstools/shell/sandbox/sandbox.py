@@ -207,7 +207,9 @@ class Sandbox:
         writable: More host folders commands may write (absolute paths). Default: none.
         read_only: Host paths made read-only, e.g. a folder inside the workspace.
             Default: none.
-        hidden: More host paths masked (they look empty). Default: none.
+        hidden: More host paths masked (they look empty), for paths outside the
+            workspace: inside it, a permission rule that denies reading a path hides
+            it from commands too (`shell.sandbox.unreadable`). Default: none.
         unix_sockets: Let commands create Unix sockets; host sockets outside the masked
             folders become reachable. Default: False.
         method: `"auto"` (bubblewrap, else Landlock alone), `"bwrap"` or
