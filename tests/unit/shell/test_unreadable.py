@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+from langchain_fstools import LocalBackend
 from langchain_fstools.permissions.rules import Permission, Policy
-from langchain_fstools.shell.sandbox.unreadable import Unreadable, unreadable_paths
+from langchain_fstools.shell.sandbox.sandbox import find_bwrap
+from langchain_fstools.shell.sandbox.unreadable import Unreadable, hiding, unreadable_paths
+
+if TYPE_CHECKING:
+    from langchain_fstools.shell.sandbox.overlay import LowerTree
 
 
 def _unreadable(*globs: str) -> Unreadable:
@@ -91,3 +97,34 @@ def test_only_folders_on_the_way_to_a_literal_start_are_listed(
 
     assert found == ["/a/b/secret"]
     assert sorted(listed) == [".", "a", "a/b"]
+
+
+class _Branch:
+    """A layer holding one file of a branch, laid over the workspace."""
+
+    def build(self, folder: str) -> None:
+        (Path(folder) / "certs").mkdir()
+        (Path(folder) / "certs" / "branch.pem").write_text("BRANCH-KEY\n")
+        (Path(folder) / "certs" / "branch.crt").write_text("BRANCH-CERT\n")
+
+    def lower(self, workspace: LowerTree) -> LowerTree:
+        return workspace
+
+
+@pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")
+def test_a_denied_file_of_a_layer_laid_over_the_workspace_is_hidden(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path, execute=True)
+    try:
+        with hiding(_unreadable("*.pem")):
+            result = backend.execute_changes(
+                "cat certs/branch.pem certs/branch.crt",
+                timeout=30,
+                output_limit=10_000,
+                layer=_Branch(),
+            )
+    finally:
+        backend.close()
+    assert "BRANCH-KEY" not in result.output
+    assert "BRANCH-CERT" in result.output
+    if result.changes is not None:
+        result.changes.discard()

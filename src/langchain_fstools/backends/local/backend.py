@@ -693,20 +693,24 @@ class LocalBackend(Backend):
         assert self._confinement is not None  # noqa: S101 - prepared by the caller
         return Overlay.create(session.plan.folder) if self._confinement.copy_on_write else None
 
-    def _command_args(self, session: Session) -> dict[str, object]:
+    def _command_args(self, session: Session, layered: str | None = None) -> dict[str, object]:
         """What a command of `session` gets: the shell, environment, masks and read-only paths.
 
         Found at its start: the sandbox's masks (`Confinement.command_masks`) and what
-        the permission rules deny reading in the workspace now (`_unreadable`).
+        the permission rules deny reading in the workspace now, and in the `layered`
+        folder laid over it (`_unreadable`).
         """
         assert self._confinement is not None  # noqa: S101 - prepared by the caller
         masks, read_only = self._confinement.command_masks(session.plan)
-        masks += self._unreadable(self._confinement)
+        masks += self._unreadable(self._confinement, layered)
         env = self._env.build(os.environ, secrets=self._sandbox is None)
         return {"interpreter": find_shell(), "env": env, "masks": masks, "read_only": read_only}
 
-    def _unreadable(self, confinement: Confinement) -> list[str]:
-        """Real paths of the workspace's entries this call's commands must not see, now.
+    def _unreadable(self, confinement: Confinement, layered: str | None) -> list[str]:
+        """Real paths of the entries this call's commands must not see, now.
+
+        The workspace's, and those of a layer laid over it (`layered`, a branch's
+        files), each where the command's view shows it.
 
         Raises:
             CommandRefused: there is one, and no mount namespace to hide it in (Landlock
@@ -716,6 +720,8 @@ class LocalBackend(Backend):
         if unreadable is None:
             return []
         found = unreadable_paths(self._root, unreadable)
+        if layered is not None:
+            found += unreadable_paths(layered, unreadable)
         if found and confinement.bwrap is None:
             raise CommandRefused(
                 "unreadable",
@@ -723,7 +729,7 @@ class LocalBackend(Backend):
                 " kept from it only with bubblewrap, which this machine cannot run",
             )
         real = [os.path.realpath(os.path.join(self._root, path.lstrip("/"))) for path in found]
-        return [path for path in dict.fromkeys(real) if os.path.exists(path)]
+        return list(dict.fromkeys(real))
 
     def close(self) -> None:
         """End the sandbox sessions of this backend's commands (and every process in them)."""
@@ -783,7 +789,7 @@ class LocalBackend(Backend):
                 view=view,
                 on_output=reporter.add if reporter is not None else None,
                 yield_after=yield_after,
-                **self._command_args(session),  # type: ignore[arg-type]
+                **self._command_args(session, layered),  # type: ignore[arg-type]
             )
         except SessionEnded as exc:  # the sandbox could not start, or ended: say why
             raise SandboxUnavailable(str(exc.strerror or exc)) from None

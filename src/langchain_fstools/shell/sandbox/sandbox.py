@@ -515,11 +515,8 @@ def masked_paths() -> list[str]:
     """Every path masked by default that exists: system folders and home credentials."""
     found = [path for path in MASKED_SYSTEM_PATHS if os.path.lexists(path)]
     for home in home_directories():
-        found += [
-            os.path.join(home, name)
-            for name in CREDENTIAL_PATHS
-            if os.path.lexists(os.path.join(home, name))
-        ]
+        beneath = home.rstrip("/") + "/"
+        found += [beneath + name for name in CREDENTIAL_PATHS if os.path.lexists(beneath + name)]
     return found
 
 
