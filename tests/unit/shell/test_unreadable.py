@@ -10,7 +10,7 @@ import pytest
 
 from langchain_fstools import LocalBackend
 from langchain_fstools.permissions.rules import Permission, Policy
-from langchain_fstools.shell.sandbox.sandbox import find_bwrap
+from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap
 from langchain_fstools.shell.sandbox.unreadable import Unreadable, hiding, unreadable_paths
 
 if TYPE_CHECKING:
@@ -128,3 +128,26 @@ def test_a_denied_file_of_a_layer_laid_over_the_workspace_is_hidden(tmp_path: Pa
     assert "BRANCH-CERT" in result.output
     if result.changes is not None:
         result.changes.discard()
+
+
+@pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")
+def test_a_denied_link_is_masked_where_it_leads_but_never_over_the_workspace(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "outside"
+    workspace = tmp_path / "ws"
+    outside.mkdir()
+    (outside / "token").write_text("OUTSIDE-SECRET\n")
+    _tree(workspace, "src/app.py")
+    (workspace / "vault").symlink_to(outside)
+    (workspace / "here").symlink_to(workspace)
+    backend = LocalBackend(workspace, execute=True, sandbox=Sandbox(writable=[str(outside)]))
+    try:
+        with hiding(_unreadable("/vault", "/here")):
+            result = backend.execute(
+                f"cat vault/token {outside}/token; cat src/app.py", timeout=30, output_limit=10_000
+            )
+    finally:
+        backend.close()
+    assert result.output.endswith("src/app.py")  # the workspace stays as it is
+    assert "OUTSIDE-SECRET" not in result.output

@@ -729,7 +729,8 @@ class LocalBackend(Backend):
                 " kept from it only with bubblewrap, which this machine cannot run",
             )
         real = [os.path.realpath(os.path.join(self._root, path.lstrip("/"))) for path in found]
-        return list(dict.fromkeys(real))
+        # a denied link to the workspace or a folder above it hides nothing it holds
+        return [path for path in dict.fromkeys(real) if not is_inside(path, self._root)]
 
     def close(self) -> None:
         """End the sandbox sessions of this backend's commands (and every process in them)."""
