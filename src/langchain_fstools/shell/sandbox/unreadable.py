@@ -18,7 +18,9 @@ How the tree is searched:
     2. An entry the rules hide is masked whole, and not entered; a folder all of whose
        entries are hidden is masked whole (it looks empty, as `ls` shows it).
     3. A link the rules hide is masked where it leads (stricter than the file tools,
-       which never follow a link out of the workspace); another link is not entered.
+       which never follow a link out of the workspace), unless that is the workspace
+       or a folder above it (the backend leaves those out); another link is not
+       entered.
 
 Where the sandbox has no mount namespace (Landlock alone, or `sandbox=None`) nothing
 can be masked: a command that would see a denied path is refused (fail closed).
