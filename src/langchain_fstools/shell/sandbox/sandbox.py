@@ -565,11 +565,10 @@ _ROOT_ONLY: Final = RootOnly(SYSTEM_FOLDERS)
 def root_only_paths(keep: Sequence[str]) -> list[str]:
     """What only root may read outside home directories, for a command of a root agent.
 
-    Found again at each command's start, listing only the folders that changed
-    (`shell.sandbox.root_only`: `/etc/shadow`, the SSH host keys, `/etc/ssl/private`,
-    root-only logs and caches);
-    the sandbox masks them, since uid 0 inside keeps the owner's rights. None for an
-    agent that is not root: the kernel refuses them itself.
+    `/etc/shadow`, the SSH host keys, `/etc/ssl/private`, root-only logs and caches,
+    found again at each command's start, listing only the folders that changed
+    (`shell.sandbox.root_only`); the sandbox masks them, since uid 0 inside keeps the
+    owner's rights. None for an agent that is not root: the kernel refuses them itself.
     """
     return _root_only_paths([os.path.realpath(path) for path in keep])
 
