@@ -36,8 +36,8 @@ class SessionPlan:
             where this machine can make one (`shell.sandbox.limits`), and each command is told
             which it hit. None: no limits.
         masked: The real paths the session's sandbox masked at its start, with what each
-            was then (device and inode; None: nothing there). Each command masks over
-            its own view what is masked now and not as this says
+            was then (device, inode and change time; None: nothing there). Each
+            command masks over its own view what is masked now and not as this says
             (`Confinement.command_masks`).
     """
 
@@ -48,7 +48,7 @@ class SessionPlan:
     command_env: dict[str, str] = field(default_factory=dict)
     temporary: str | None = None
     limits: Limits | None = None
-    masked: Mapping[str, tuple[int, int] | None] = field(default_factory=dict)
+    masked: Mapping[str, tuple[int, int, int] | None] = field(default_factory=dict)
 
 
 _FOLDER_PREFIX: Final = "fstools-session-"

@@ -424,8 +424,8 @@ class Confinement:
         that is a home directory, or holds one), and every other mask the session's
         sandbox did not mount as its path is now (`SessionPlan.masked`): a credential, a
         home entry or a root-only file that appeared since the session started, or a
-        masked one replaced since (written elsewhere and renamed over it, or removed and
-        made again: the kernel drops a mount whose path is replaced). So no command sees
+        masked one replaced or changed since (written elsewhere and renamed over it, or
+        removed and made again: the kernel drops a mount whose path is replaced). So no command sees
         what a stale mask of its session no longer covers. Read-only paths beneath the
         workspace that exist.
         """
@@ -590,13 +590,18 @@ def _mask(path: str) -> list[str]:
     return []
 
 
-def _identity(path: str) -> tuple[int, int] | None:
-    """What `path` is now (device and inode, links followed), or None where nothing is."""
+def _identity(path: str) -> tuple[int, int, int] | None:
+    """What `path` is now (links followed), or None where nothing is.
+
+    Its device, inode and change time: a file removed and made again may get the
+    inode number it had, never its change time (unless both came within one clock
+    tick). A file changed in place changes too: masked again, harmlessly.
+    """
     try:
         result = os.stat(path)
     except OSError:
         return None
-    return result.st_dev, result.st_ino
+    return result.st_dev, result.st_ino, result.st_ctime_ns
 
 
 def _above(mask: str, workspace: str) -> bool:
