@@ -282,9 +282,13 @@ class Policy:
         def hidden(path: str) -> bool:
             # searched from the top, a path is asked about only below folders not hidden:
             # one that no denying glob names itself is not hidden (told at once)
-            return named(path.lower().strip("/")) and (
-                self.decide_path("read", path).action == "deny"
-            )
+            if not named(path.lower().strip("/")):
+                return False
+            try:
+                paths.normalize(path)
+            except FsToolsError:  # no tool can name it (a backslash, bytes not UTF-8)
+                return True  # but a command can: hidden, failing closed
+            return self.decide_path("read", path).action == "deny"
 
         return Unreadable(
             hidden=hidden,

@@ -151,3 +151,14 @@ def test_a_denied_link_is_masked_where_it_leads_but_never_over_the_workspace(
         backend.close()
     assert result.output.endswith("src/app.py")  # the workspace stays as it is
     assert "OUTSIDE-SECRET" not in result.output
+
+
+def test_a_denied_name_no_file_tool_can_spell_is_hidden_all_the_same(tmp_path: Path) -> None:
+    """A backslash, or bytes that are not UTF-8: the tools refuse the path, a shell does not."""
+    (tmp_path / "a\\b.pem").write_text("x")
+    (tmp_path / os.fsdecode(b"caf\xe9.pem")).write_text("x")
+    (tmp_path / "plain.txt").write_text("x")
+
+    found = unreadable_paths(str(tmp_path), _unreadable("*.pem"))
+
+    assert sorted(found) == sorted(["/a\\b.pem", "/" + os.fsdecode(b"caf\xe9.pem")])
