@@ -75,3 +75,26 @@ def test_without_inotify_a_folder_whose_time_moved_is_listed_again(
     (deep / "new").chmod(0o600)
 
     assert str(deep / "new") in scan.paths()
+
+
+def test_when_nothing_changed_no_folder_is_looked_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tree(tmp_path)
+    scan = RootOnly((str(tmp_path),))
+    scan.paths()  # lists and watches every folder
+    first = scan.paths()
+    looked: list[str] = []
+    lstat = os.lstat
+
+    def recording(path: str) -> os.stat_result:
+        looked.append(path)
+        return lstat(path)
+
+    monkeypatch.setattr(os, "lstat", recording)
+
+    assert scan.paths() == first
+    assert looked == []
+    (tmp_path / "open" / "late").write_text("x")
+    (tmp_path / "open" / "late").chmod(0o600)
+    assert str(tmp_path / "open" / "late") in scan.paths()

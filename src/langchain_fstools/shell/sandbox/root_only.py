@@ -8,8 +8,9 @@ folder once and lists it again only once it changed:
 
 1. Where the kernel has inotify, every folder listed is watched (entries created,
    removed, renamed, or their mode or owner changed: `chmod` included); a command's
-   start reads the events that came since (a few microseconds when none did) and
-   lists again only the folders they name, or all of them if the queue overflowed.
+   start reads the events that came since and lists again only the folders they
+   name, or all of them if the queue overflowed. When none came and every folder is
+   watched, the last answer stands (a few microseconds).
 2. A folder that cannot be watched (no inotify, the watch limit reached) is listed
    again when its inode or modification time moved, or when it was listed less than
    `RACY_NS` after it changed (a change within the same clock tick leaves its time as
@@ -72,6 +73,10 @@ class RootOnly:
         self._listed: dict[str, _Listing] = {}
         self._watched: dict[int, str] = {}
         self._inotify: int | None = None
+        self._found: list[str] | None = None
+        """The last answer, while every folder is watched and none changed since."""
+        self._unwatched = False
+        """Whether the last listing met a folder that is not watched (or is missing)."""
 
     def paths(self) -> list[str]:
         """Every root-only path below `tops` now, none beneath another."""
@@ -80,14 +85,19 @@ class RootOnly:
                 self._inotify = _inotify_init()
             changed = self._changed()
             if changed:  # a folder replaced below a changed one is listed again too
+                self._found = None
                 self._listed = {
                     folder: listing
                     for folder, listing in self._listed.items()
                     if not any(folder == c or folder.startswith(c + "/") for c in changed)
                 }
+            if self._found is not None:
+                return list(self._found)
             found: list[str] = []
+            self._unwatched = False
             for top in self.tops:
                 self._visit(top, found)
+            self._found = None if self._unwatched else list(found)
             return found
 
     def _changed(self) -> list[str]:
@@ -115,6 +125,7 @@ class RootOnly:
             try:
                 result = os.lstat(folder)
             except OSError:
+                self._unwatched = True  # nothing tells when it is made
                 return
             stamp = (result.st_dev, result.st_ino, result.st_mtime_ns)
             if seen is None or seen.stamp != stamp:
@@ -123,6 +134,7 @@ class RootOnly:
                 seen = self._listed[folder] = _Listing(
                     watched, None if racy else stamp, *_list(folder)
                 )
+            self._unwatched = self._unwatched or not seen.watched
         found += seen.closed
         for inner in seen.open_folders:
             self._visit(inner, found)
