@@ -404,9 +404,11 @@ class Confinement:
         """
         assert self.sandbox is not None  # noqa: S101 - only called with one
         sandbox = self.sandbox
-        named = [os.path.realpath(path) for path in [*masked_paths(), *sandbox.hidden]]
+        homes = home_directories()
+        named = [os.path.realpath(path) for path in [*_masked_paths(homes), *sandbox.hidden]]
         kept = self._kept
-        found = [*named, *_home_masks(sandbox.home_allowed, kept), *_root_only_paths(kept)]
+        masks = _home_masks(sandbox.home_allowed, kept, homes)
+        found = [*named, *masks, *_root_only_paths(kept)]
         return list(dict.fromkeys(found))
 
     @functools.cached_property
@@ -513,8 +515,13 @@ def home_directories() -> list[str]:
 
 def masked_paths() -> list[str]:
     """Every path masked by default that exists: system folders and home credentials."""
+    return _masked_paths(home_directories())
+
+
+def _masked_paths(homes: Sequence[str]) -> list[str]:
+    """`masked_paths`, in the home directories `homes`."""
     found = [path for path in MASKED_SYSTEM_PATHS if os.path.lexists(path)]
-    for home in home_directories():
+    for home in homes:
         beneath = home.rstrip("/") + "/"
         found += [beneath + name for name in CREDENTIAL_PATHS if os.path.lexists(beneath + name)]
     return found
@@ -527,13 +534,13 @@ def home_masks(allowed: Sequence[str], keep: Sequence[str]) -> list[str]:
     way to them; an entry holding a path in `keep` (the workspace, the helper's
     interpreter) is not masked whole: its other entries are.
     """
-    return _home_masks(allowed, [os.path.realpath(path) for path in keep])
+    return _home_masks(allowed, [os.path.realpath(path) for path in keep], home_directories())
 
 
-def _home_masks(allowed: Sequence[str], kept: Sequence[str]) -> list[str]:
-    """`home_masks`, with `kept` real paths already."""
+def _home_masks(allowed: Sequence[str], kept: Sequence[str], homes: Sequence[str]) -> list[str]:
+    """`home_masks` of the home directories `homes`, with `kept` real paths already."""
     found: list[str] = []
-    for home in home_directories():
+    for home in homes:
         found += _masks_below(os.path.realpath(home), [a.strip("/") for a in allowed], kept)
     return found
 
