@@ -169,3 +169,44 @@ def test_a_root_only_file_made_under_var_after_the_first_command_is_masked(
         assert "OPEN" in output
     finally:
         shutil.rmtree(folder)
+
+
+def _age(home: Path) -> None:
+    """Every folder of `home`, and its parent, last changed long ago (trusted listings)."""
+    for folder in [home.parent, home, *(path for path in home.rglob("*") if path.is_dir())]:
+        os.utime(folder, (1_000_000_000, 1_000_000_000))
+
+
+def test_an_unchanged_home_is_not_listed_again(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _age(home)
+    scan = sandbox._HomeScan()
+    first = scan.find(sandbox.HOME_ALLOWED, [])
+    listed: list[str] = []
+    listdir = os.listdir
+
+    def recording(path: str) -> list[str]:
+        listed.append(path)
+        return listdir(path)
+
+    monkeypatch.setattr(os, "listdir", recording)
+
+    assert scan.find(sandbox.HOME_ALLOWED, []) == first
+    assert listed == []
+
+
+def test_a_credential_made_below_a_folder_long_unchanged_is_found(home: Path) -> None:
+    shutil.rmtree(home / ".cache" / "huggingface")
+    _age(home)
+    scan = sandbox._HomeScan()
+    credentials, masks = scan.find(sandbox.HOME_ALLOWED, [])
+    assert str(home / ".aws") not in masks
+    assert str(home / ".cache" / "huggingface" / "token") not in credentials
+
+    (home / ".cache" / "huggingface").mkdir()  # the home's own entries stay as they were
+    (home / ".cache" / "huggingface" / "token").write_text("HF\n")
+    credentials, _masks = scan.find(sandbox.HOME_ALLOWED, [])
+    assert str(home / ".cache" / "huggingface" / "token") in credentials
+
+    (home / ".aws").mkdir()
+    _credentials, masks = scan.find(sandbox.HOME_ALLOWED, [])
+    assert str(home / ".aws") in masks

@@ -59,6 +59,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -68,7 +70,7 @@ from langchain_fstools.shell.network.proxy import DomainProxy, proxy_env
 from langchain_fstools.shell.sandbox import confine, supervisor
 from langchain_fstools.shell.sandbox.limits import DEFAULT_LIMITS, Limits
 from langchain_fstools.shell.sandbox.plan import SessionPlan, session_folder
-from langchain_fstools.shell.sandbox.root_only import RootOnly
+from langchain_fstools.shell.sandbox.root_only import RACY_NS, RootOnly
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -404,10 +406,9 @@ class Confinement:
         """
         assert self.sandbox is not None  # noqa: S101 - only called with one
         sandbox = self.sandbox
-        homes = home_directories()
-        named = [os.path.realpath(path) for path in [*_masked_paths(homes), *sandbox.hidden]]
         kept = self._kept
-        masks = _home_masks(sandbox.home_allowed, kept, homes)
+        credentials, masks = _HOMES.find(sandbox.home_allowed, kept)
+        named = [os.path.realpath(path) for path in [*credentials, *sandbox.hidden]]
         found = [*named, *masks, *_root_only_paths(kept)]
         return list(dict.fromkeys(found))
 
@@ -518,11 +519,17 @@ def masked_paths() -> list[str]:
     return _masked_paths(home_directories())
 
 
-def _masked_paths(homes: Sequence[str]) -> list[str]:
-    """`masked_paths`, in the home directories `homes`."""
+def _masked_paths(homes: Sequence[str], stamps: _Stamps | None = None) -> list[str]:
+    """`masked_paths`, in the home directories `homes`.
+
+    `stamps`: gets each folder on the way to a credential path, stamped before it is read.
+    """
     found = [path for path in MASKED_SYSTEM_PATHS if os.path.lexists(path)]
     for home in homes:
         beneath = home.rstrip("/") + "/"
+        if stamps is not None:
+            for name in CREDENTIAL_PATHS:
+                _stamp_way(beneath + name, home, stamps)
         found += [beneath + name for name in CREDENTIAL_PATHS if os.path.lexists(beneath + name)]
     return found
 
@@ -537,15 +544,28 @@ def home_masks(allowed: Sequence[str], keep: Sequence[str]) -> list[str]:
     return _home_masks(allowed, [os.path.realpath(path) for path in keep], home_directories())
 
 
-def _home_masks(allowed: Sequence[str], kept: Sequence[str], homes: Sequence[str]) -> list[str]:
-    """`home_masks` of the home directories `homes`, with `kept` real paths already."""
+def _home_masks(
+    allowed: Sequence[str],
+    kept: Sequence[str],
+    homes: Sequence[str],
+    stamps: _Stamps | None = None,
+) -> list[str]:
+    """`home_masks` of the home directories `homes`, with `kept` real paths already.
+
+    `stamps`: gets each folder listed, stamped before it is read.
+    """
     found: list[str] = []
+    inside = [a.strip("/") for a in allowed]
     for home in homes:
-        found += _masks_below(os.path.realpath(home), [a.strip("/") for a in allowed], kept)
+        found += _masks_below(os.path.realpath(home), inside, kept, stamps)
     return found
 
 
-def _masks_below(folder: str, allowed: list[str], keep: Sequence[str]) -> list[str]:
+def _masks_below(
+    folder: str, allowed: list[str], keep: Sequence[str], stamps: _Stamps | None = None
+) -> list[str]:
+    if stamps is not None:
+        stamps.setdefault(folder, _stamp(folder))
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -559,12 +579,81 @@ def _masks_below(folder: str, allowed: list[str], keep: Sequence[str]) -> list[s
         holds = any(k.startswith(path + "/") for k in keep)
         if inner or holds:
             if os.path.isdir(path):
-                found += _masks_below(path, inner, keep)
+                found += _masks_below(path, inner, keep, stamps)
             continue
         found.append(path)
     return found
 
 
+_Stamps = dict[str, tuple[int, int, int] | None]
+"""Folders read, and what each was just before (zeros: missing; None: changed too lately)."""
+
+
+class _HomeScan:
+    """Credential paths and home masks, found again only once a folder they depend on changed.
+
+    They depend on names and kinds only (which entries exist, which are folders or
+    links), and any change of those moves the time of the folder holding them. So
+    each folder read to find them is stamped (device, inode, modification time) just
+    before it is read: `/`, `/home` and `/var`, each home's parent, the folders listed
+    below each home, and those on the way to each credential path (the first missing
+    one included: its parent's stamp tells when it is made). While every stamp holds,
+    the last answer stands; a folder that changed less than `RACY_NS` before it was
+    stamped is never trusted (a change within one clock tick leaves its time).
+    """
+
+    def __init__(self) -> None:
+        """Nothing found yet."""
+        self._lock = threading.Lock()
+        self._key: tuple[object, ...] | None = None
+        self._stamps: _Stamps = {}
+        self._found: tuple[list[str], list[str]] = ([], [])
+
+    def find(self, allowed: Sequence[str], kept: Sequence[str]) -> tuple[list[str], list[str]]:
+        """`masked_paths()` and `home_masks` now (with `kept` real paths already)."""
+        key = (os.path.expanduser("~"), tuple(allowed), tuple(kept))
+        with self._lock:
+            if key == self._key and all(
+                stamp is not None and _stamp(folder) == stamp
+                for folder, stamp in self._stamps.items()
+            ):
+                return list(self._found[0]), list(self._found[1])
+            stamps: _Stamps = {}
+            for folder in ("/", "/home", "/var", os.path.dirname(key[0])):
+                stamps.setdefault(folder, _stamp(folder))
+            homes = home_directories()
+            for home in homes:
+                stamps.setdefault(os.path.dirname(home), _stamp(os.path.dirname(home)))
+            found = (_masked_paths(homes, stamps), _home_masks(allowed, kept, homes, stamps))
+            trusted = all(stamp is not None for stamp in stamps.values())
+            self._key, self._stamps, self._found = (key if trusted else None), stamps, found
+            return list(found[0]), list(found[1])
+
+
+def _stamp(folder: str) -> tuple[int, int, int] | None:
+    """A folder's device, inode and modification time (zeros: missing); None: changed lately."""
+    try:
+        result = os.lstat(folder)
+    except OSError:
+        return (0, 0, 0)
+    if time.time_ns() - result.st_mtime_ns < RACY_NS:
+        return None
+    return result.st_dev, result.st_ino, result.st_mtime_ns
+
+
+def _stamp_way(path: str, home: str, stamps: _Stamps) -> None:
+    """Stamp each folder from `home` down to `path`'s parent, to the first missing one."""
+    folder = home.rstrip("/")
+    for part in path[len(folder) + 1 :].split("/")[:-1]:
+        stamps.setdefault(folder, _stamp(folder))
+        folder = f"{folder}/{part}"
+        if not os.path.isdir(folder):
+            break
+    stamps.setdefault(folder, _stamp(folder))
+
+
+_HOMES: Final = _HomeScan()
+"""The credential paths and home masks of this machine, kept current for each command."""
 _ROOT_ONLY: Final = RootOnly(SYSTEM_FOLDERS)
 """The root-only paths of this machine, kept current for each command's start."""
 
