@@ -13,6 +13,7 @@ The same sandbox escapes as an unprivileged user: tests/integration/test_sandbox
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -30,7 +31,7 @@ from langchain_fstools import FilesystemMiddleware, LocalBackend
 from langchain_fstools.permissions.rules import Permission
 from langchain_fstools.shell.policy.policy import CommandPolicy
 from langchain_fstools.shell.sandbox.sandbox import Sandbox
-from langchain_fstools.testing import ScriptedChatModel
+from langchain_fstools.testing import ScriptedChatModel, tool_call
 from tests.e2e.agent_runs import Outcome, run_command, surviving_sleepers
 
 README_RULES = [Permission(operations=["execute"], commands=["pytest", "git status"])]
@@ -345,6 +346,102 @@ def test_a_command_cannot_disarm_its_keeper_to_change_a_file_after_its_commit(
         assert after.output.split() == ["4096", "64", "alive"], after.output
     finally:
         backend.close()
+
+
+# ----- read-deny rules hold for commands ---------------------------------------------------
+
+README_DENY = [Permission(operations=["read", "write"], paths=["/secrets"], action="deny")]
+READS = [
+    "cat secrets/key",
+    "python3 -c 'print(open(\"secrets/key\").read())'",
+    "cat secre*/*",
+    "tar -cO secrets",
+    "grep -r SECRET . ; find . -type f -exec cat {} +",
+]
+
+
+def _tool_texts(outcome: Outcome) -> str:
+    return outcome.text if outcome.message is not None else ""
+
+
+@pytest.mark.parametrize("command", READS)
+def test_a_path_a_rule_denies_reading_is_hidden_from_commands(
+    workspace: Path, command: str
+) -> None:
+    """The README's rule in `default` mode: the contained command runs, and sees no secret."""
+    backend = LocalBackend(workspace, execute=True)
+    outcome = run_command(backend, command, mode="default", permissions=README_DENY)
+    assert outcome.message is not None, "the command ran without a person"
+    assert "SECRET-KEY" not in _tool_texts(outcome)
+    assert (workspace / "secrets" / "key").read_text() == "SECRET-KEY\n"  # left as it was
+
+
+def test_what_appears_under_a_denied_path_after_the_session_started_is_hidden(
+    workspace: Path,
+) -> None:
+    """Found at each command's start: a denied folder made, and a denied glob matched, later."""
+    rules = [
+        Permission(operations=["read"], paths=["/later"], action="deny"),
+        Permission(operations=["read"], paths=["**/*.pem"], action="deny"),
+    ]
+    backend = LocalBackend(workspace, execute=True)
+    first = run_command(backend, "cat victim.txt", mode="default", permissions=rules)
+    assert "keep me" in first.text  # the session runs, and what is allowed is seen
+    (workspace / "later").mkdir()
+    (workspace / "later" / "token").write_text("LATER-TOKEN\n")
+    (workspace / "certs").mkdir()
+    (workspace / "certs" / "site.pem").write_text("PEM-KEY\n")
+    (workspace / "certs" / "site.crt").write_text("PUBLIC-CERT\n")
+
+    outcome = run_command(
+        backend, "cat later/token certs/site.pem certs/site.crt", mode="default", permissions=rules
+    )
+
+    assert "LATER-TOKEN" not in outcome.text
+    assert "PEM-KEY" not in outcome.text
+    assert "PUBLIC-CERT" in outcome.text  # beside a denied file, an allowed one is seen
+
+
+def test_a_background_command_and_an_async_agent_do_not_see_a_denied_path_either(
+    workspace: Path,
+) -> None:
+    """The process table's commands, and the async path, run with the same masks."""
+    backend = LocalBackend(workspace, execute=True)
+    turns = [
+        tool_call("execute", command="cat secrets/key; echo started; sleep 5", background=True),
+        tool_call("execute", command="cat secrets/key; echo moved; sleep 5", yield_after=1),
+        tool_call("process", action="read", process_id="p1"),
+        tool_call("execute", command="cat secrets/key; echo direct"),
+    ]
+    agent = create_agent(
+        ScriptedChatModel(turns=[*turns, "done"]),
+        middleware=[FilesystemMiddleware(backend=backend, mode="bypass", permissions=README_DENY)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "background"}}
+    try:
+        result = asyncio.run(agent.ainvoke({"messages": [("user", "go")]}, config))
+    finally:
+        backend.close()
+    texts = [str(m.content) for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert len(texts) == len(turns)
+    assert all("SECRET-KEY" not in text for text in texts), texts
+    assert "moved" in texts[1]
+    assert "started" in texts[2]
+    assert "direct" in texts[3]
+
+
+@pytest.mark.parametrize("sandbox", [Sandbox(method="landlock"), None])
+def test_without_a_mount_namespace_a_command_that_would_see_a_denied_path_is_refused(
+    workspace: Path, sandbox: Sandbox | None
+) -> None:
+    """Nothing can hide a workspace path there: the command fails closed, naming the rule."""
+    backend = LocalBackend(workspace, execute=True, sandbox=sandbox)
+    outcome = run_command(backend, "cat secrets/key", mode="bypass", permissions=README_DENY)
+    assert outcome.message is not None
+    assert outcome.message.status == "error"
+    assert "SECRET-KEY" not in outcome.text
+    assert "permission rule 1 denies reading /secrets" in outcome.text
 
 
 # ----- deleting / and home -----------------------------------------------------------------

@@ -21,11 +21,13 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
+from langchain_fstools.permissions.rules import Permission, Policy
 from langchain_fstools.shell.sandbox import confine, supervisor
 from langchain_fstools.shell.sandbox import sandbox as sandbox_module
 from langchain_fstools.shell.sandbox.limits import DEFAULT_LIMITS, Limits, MiB
 from langchain_fstools.shell.sandbox.overlay import Overlay
 from langchain_fstools.shell.sandbox.sandbox import Confinement, Sandbox, find_bwrap
+from langchain_fstools.shell.sandbox.unreadable import unreadable_paths
 from langchain_fstools.shell.session.session import Session
 from tests.e2e.agent_runs import surviving_sleepers
 from tests.e2e.test_attacks import DISARM
@@ -243,3 +245,79 @@ def test_as_nobody_a_committed_file_is_what_the_command_left(
         assert "Operation not permitted" in result.output
     finally:
         session.close()
+
+
+def test_as_nobody_a_credential_made_or_replaced_after_the_first_command_stays_hidden(
+    place: Path, bwrap: str
+) -> None:
+    """Each command masks what became a credential since its session's sandbox started."""
+    confinement = _confinement(place, bwrap, "bwrap")
+    home = place / "home"
+    plan = confinement.session()
+    os.chown(plan.folder, NOBODY, NOBODY)
+    session = Session(replace(plan, argv=[*SETPRIV, *plan.argv]))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+
+    def run(command: str) -> str:
+        masks, read_only = confinement.command_masks(plan)
+        result, _state, _moved = session.run(
+            command,
+            interpreter="/bin/bash",
+            env=env,
+            timeout=20,
+            output_limit=100_000,
+            masks=masks,
+            read_only=read_only,
+        )
+        return result.output
+
+    try:
+        first = run(f"id -u; cat {home}/.netrc; echo end")
+        (home / ".kube").mkdir(mode=0o755)
+        (home / ".kube" / "config").write_text("CREDENTIAL kube\n")
+        (home / ".kube" / "config").chmod(0o644)
+        (home / ".netrc.new").write_text("CREDENTIAL replaced\n")
+        (home / ".netrc.new").chmod(0o644)
+        (home / ".netrc.new").replace(home / ".netrc")
+        second = run(f"cat {home}/.kube/config {home}/.netrc; echo end")
+    finally:
+        session.close()
+
+    assert first.startswith("65534\n")
+    assert "CREDENTIAL" not in first + second
+    assert second.endswith("end\n")
+
+
+def test_as_nobody_a_path_a_rule_denies_reading_is_masked_in_the_workspace(
+    place: Path, bwrap: str
+) -> None:
+    """The masks a read-deny rule gives (`shell.sandbox.unreadable`) hold as nobody too."""
+    workspace = place / "ws"
+    (workspace / "secrets").mkdir()
+    (workspace / "secrets" / "key").write_text("RULE-SECRET\n")
+    (workspace / "notes.txt").write_text("NOTES\n")
+    for path in (workspace / "secrets", workspace / "secrets" / "key", workspace / "notes.txt"):
+        os.chown(path, NOBODY, NOBODY)
+    policy = Policy([Permission(operations=["read"], paths=["/secrets"], action="deny")])
+    unreadable = policy.unreadable()
+    assert unreadable is not None
+    masks = [str(workspace) + path for path in unreadable_paths(str(workspace), unreadable)]
+    confinement = _confinement(place, bwrap, "bwrap")
+    plan = confinement.session()
+    os.chown(plan.folder, NOBODY, NOBODY)
+    session = Session(replace(plan, argv=[*SETPRIV, *plan.argv]))
+    try:
+        result, _state, _moved = session.run(
+            "id -u; cat secrets/key; ls -A secrets; cat notes.txt",
+            interpreter="/bin/bash",
+            env={"PATH": "/usr/bin:/bin", "HOME": str(place / "home")},
+            timeout=20,
+            output_limit=100_000,
+            masks=masks,
+        )
+    finally:
+        session.close()
+    assert masks == [str(workspace / "secrets")]
+    assert result.output.startswith("65534\n")
+    assert "RULE-SECRET" not in result.output
+    assert "NOTES" in result.output

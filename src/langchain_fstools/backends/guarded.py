@@ -25,6 +25,7 @@ from langchain_fstools.core.records import digest
 from langchain_fstools.errors import FsToolsError, PartialWrite, StaleApproval
 from langchain_fstools.search.engine import ignored_among
 from langchain_fstools.shell.sandbox.protected import classify
+from langchain_fstools.shell.sandbox.unreadable import hiding
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
@@ -41,7 +42,8 @@ if TYPE_CHECKING:
     )
     from langchain_fstools.shell.sandbox.overlay import Layer
     from langchain_fstools.shell.sandbox.protected import Finding
-    from langchain_fstools.shell.session.background import Processes
+    from langchain_fstools.shell.sandbox.unreadable import Unreadable
+    from langchain_fstools.shell.session.background import Background, Processes
 
 T = TypeVar("T")
 
@@ -287,6 +289,9 @@ class PathGuard(Protocol):
     def writable(self, path: str) -> bool:
         """Whether the path may be written, deleted, created or moved."""
 
+    def unreadable(self) -> Unreadable | None:
+        """What commands must not see (the paths not `visible`), or None: nothing."""
+
     def commit_decision(
         self, path: str, finding: Finding | None, *, ignored: bool = False
     ) -> CommitDecision:
@@ -319,7 +324,9 @@ class GuardedBackend(BackendView):
         3. Not `writable`: `write_bytes`, `delete`, `mkdir` and `move` (either end)
            raise `PermissionError`. A command's change set is judged path by path
            (`commit_decision`, `judge_changes`); `commit` refuses one with a path that
-           is not `allow`ed (`PermissionError`, before anything is written).
+           is not `allow`ed (`PermissionError`, before anything is written). Commands
+           run with what the guard hides (`PathGuard.unreadable`) masked in their view
+           (`shell.sandbox.unreadable`).
         4. A change a person approved (`expectation`): `stat` of the file raises
            `StaleApproval` if it is no longer at the version the person saw, and a
            write must carry exactly the approved post-image (a removal must be
@@ -559,6 +566,52 @@ class GuardedBackend(BackendView):
         """`_judging`, async."""
         return await calls.arun(self._judging(changes), self.inner)
 
+    # ----- commands: run with what the guard hides masked ---------------------------------
+
+    def execute(self, command: str, *, timeout: float, output_limit: int) -> ExecutionResult:
+        """Forwarded, hiding what the guard hides from the command."""
+        with hiding(self._guard().unreadable()):
+            return self.inner.execute(command, timeout=timeout, output_limit=output_limit)
+
+    def execute_changes(
+        self, command: str, *, timeout: float, output_limit: int, layer: Layer | None = None
+    ) -> ExecutionResult:
+        """Forwarded, hiding what the guard hides from the command."""
+        with hiding(self._guard().unreadable()):
+            return self.inner.execute_changes(
+                command, timeout=timeout, output_limit=output_limit, layer=layer
+            )
+
+    async def aexecute(
+        self,
+        command: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced by the backend
+        output_limit: int,
+    ) -> ExecutionResult:
+        """Async `execute`."""
+        with hiding(self._guard().unreadable()):
+            return await self.inner.aexecute(command, timeout=timeout, output_limit=output_limit)
+
+    async def aexecute_changes(
+        self,
+        command: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced by the backend
+        output_limit: int,
+        layer: Layer | None = None,
+    ) -> ExecutionResult:
+        """Async `execute_changes`."""
+        with hiding(self._guard().unreadable()):
+            return await self.inner.aexecute_changes(
+                command, timeout=timeout, output_limit=output_limit, layer=layer
+            )
+
+    def processes(self) -> Processes | None:
+        """The inner table, whose commands start with what the guard hides masked."""
+        table = self.inner.processes()
+        return None if table is None else _HidingProcesses(table, self._guard().unreadable())
+
     # ----- the backend methods -------------------------------------------------------------
 
     def stat(self, path: str) -> FileInfo:
@@ -755,6 +808,38 @@ def _readable(guard: PathGuard, path: str) -> bool:
 
 def _writable(guard: PathGuard, path: str) -> bool:
     return guard.writable(path)
+
+
+class _HidingProcesses:
+    """A process table whose commands start with `unreadable` hidden from them."""
+
+    def __init__(self, inner: Processes, unreadable: Unreadable | None) -> None:
+        self.inner = inner
+        self.unreadable = unreadable
+
+    def run(
+        self, command: str, *, timeout: float, output_limit: int, yield_after: float
+    ) -> ExecutionResult:
+        with hiding(self.unreadable):
+            return self.inner.run(
+                command, timeout=timeout, output_limit=output_limit, yield_after=yield_after
+            )
+
+    def start(self, command: str, *, output_limit: int, terminal: bool = False) -> Background:
+        with hiding(self.unreadable):
+            return self.inner.start(command, output_limit=output_limit, terminal=terminal)
+
+    def all(self) -> list[Background]:
+        return self.inner.all()
+
+    def get(self, ident: str) -> Background:
+        return self.inner.get(ident)
+
+    def review(self, background: Background) -> ChangeSet | None:
+        return self.inner.review(background)
+
+    def reviewed(self, background: Background) -> None:
+        self.inner.reviewed(background)
 
 
 class _GuardedSearch:

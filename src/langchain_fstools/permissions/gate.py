@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.shell.sandbox.protected import Finding
+    from langchain_fstools.shell.sandbox.unreadable import Unreadable
     from langchain_fstools.tools.base import FileTool
     from langchain_fstools.tools.targets import Preview
 
@@ -61,6 +62,10 @@ class CallGuard:
         if path in self.approved:
             return self.policy.decide_path("write", path).action != "deny"
         return self.policy.decide_path("write", path).action == "allow"
+
+    def unreadable(self) -> Unreadable | None:
+        """What this call's commands must not see: what the rules deny reading."""
+        return self.policy.unreadable()
 
     def commit_decision(  # noqa: PLR0911 - one return per row of the decision table
         self, path: str, finding: Finding | None, *, ignored: bool = False

@@ -62,6 +62,7 @@ from langchain_fstools.core.globs import compile_globs
 from langchain_fstools.errors import FsToolsError
 from langchain_fstools.shell.policy.analysis import Match, SimpleCommand, analyse, command_pattern
 from langchain_fstools.shell.sandbox.sandbox import SHELL_FILES
+from langchain_fstools.shell.sandbox.unreadable import Unreadable
 from langchain_fstools.tools.targets import Operation, Target
 
 if TYPE_CHECKING:
@@ -262,6 +263,41 @@ class Policy:
             return Verdict("ask", f"the protected path {canonical}", canonical, operation)
         return found
 
+    def unreadable(self) -> Unreadable | None:
+        """What commands must not see: the paths a rule denies reading (None: no rule does).
+
+        Hidden from commands exactly as from the file tools (`decide_path`), and looked
+        for only below the literal start of each denying glob (`shell.sandbox.unreadable`,
+        which asks about a path only once no folder above it is hidden).
+        """
+        denying = [
+            rule
+            for rule in self.rules
+            if rule.action == "deny" and "read" in rule.operations and not rule.commands
+        ]
+        if not denying:
+            return None
+        globs = [glob for rule in denying for glob in rule.paths or ("**",)]
+        starts = {_literal_start(glob) for glob in globs}
+        named = compile_globs([glob.lower() for glob in globs])
+
+        def hidden(path: str) -> bool:
+            # searched from the top, a path is asked about only below folders not hidden:
+            # one that no denying glob names itself is not hidden (told at once)
+            if not named(path.lower().strip("/")):
+                return False
+            try:
+                paths.normalize(path)
+            except FsToolsError:  # no tool can name it (a backslash, bytes not UTF-8)
+                return True  # but a command can: hidden, failing closed
+            return self.decide_path("read", path).action == "deny"
+
+        return Unreadable(
+            hidden=hidden,
+            starts=tuple(sorted(starts)),
+            why=lambda path: self.decide_path("read", path).reason,
+        )
+
     def by_mode(self, verdict: Verdict) -> bool:
         """Whether `verdict` is the mode's own (no rule and no protected path gave it)."""
         return verdict.reason == self._mode_default(verdict.operation, verdict.target).reason
@@ -356,6 +392,22 @@ class Policy:
         if self.mode == "bypass" and verdict.action == "ask":
             return Verdict("allow", "the bypass mode", verdict.target, verdict.operation)
         return verdict
+
+
+def _literal_start(glob: str) -> tuple[str, ...]:
+    """The lower-cased components every path `glob` matches starts with (`()`: any).
+
+    A glob without `/` matches a name at any depth (`core.globs`); otherwise the
+    components before the first one holding a wildcard, class, brace or escape.
+    """
+    if "/" not in glob.rstrip("/"):
+        return ()
+    start: list[str] = []
+    for part in glob.strip("/").lower().split("/"):
+        if any(char in part for char in "*?[{\\"):
+            break
+        start.append(part)
+    return tuple(start)
 
 
 def _path_matcher(globs: Sequence[str]) -> Callable[[str], bool]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,108 @@ def test_a_root_agents_commands_cannot_read_what_only_root_may(tmp_path: Path) -
     )
 
     assert result.output == "done\n"
+
+
+def _read(backend: LocalBackend, command: str) -> str:
+    return backend.execute(command, timeout=30, output_limit=10_000).output
+
+
+def _beside(home: Path, tmp_path: Path) -> LocalBackend:
+    """A backend whose workspace lies beside `home`, not around it (masks found once before)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    return LocalBackend(workspace, execute=True, sandbox=Sandbox(writable=[str(home)]))
+
+
+def test_a_credential_made_after_the_first_command_is_masked_in_the_next(
+    home: Path, tmp_path: Path
+) -> None:
+    backend = _beside(home, tmp_path)
+    assert _read(backend, f"cat {home}/.bashrc") == "content of .bashrc\n"  # the session runs
+    (home / ".aws").mkdir()
+    (home / ".aws" / "credentials").write_text("AWS-SECRET\n")
+    (home / ".cache" / "huggingface" / "token").unlink()
+    (home / ".cache" / "huggingface" / "token").write_text("HF-SECRET\n")  # a new inode
+    output = _read(
+        backend, f"cat {home}/.aws/credentials {home}/.cache/huggingface/token 2>&1; echo end"
+    )
+
+    assert "AWS-SECRET" not in output
+    assert "HF-SECRET" not in output
+    assert output.endswith("end\n")
+
+
+def test_a_masked_file_replaced_by_a_rename_stays_masked(home: Path, tmp_path: Path) -> None:
+    """The kernel drops the session's mask when its path is renamed over: each command masks it."""
+    (home / ".netrc").write_text("OLD-NETRC\n")
+    backend = _beside(home, tmp_path)
+    assert "OLD-NETRC" not in _read(backend, f"cat {home}/.netrc")
+    (home / ".netrc.new").write_text("NEW-NETRC\n")
+    (home / ".netrc.new").replace(home / ".netrc")
+
+    output = _read(backend, f"cat {home}/.netrc; echo end")
+
+    assert "NEW-NETRC" not in output
+    assert output.endswith("end\n")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root agent's case")
+def test_a_root_only_file_made_under_var_after_the_first_command_is_masked(
+    tmp_path: Path,
+) -> None:
+    folder = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="fstools-root-only-"))
+    try:
+        folder.chmod(0o755)
+        (folder / "open.txt").write_text("OPEN\n")
+        backend = LocalBackend(tmp_path, execute=True)
+        assert _read(backend, f"cat {folder}/open.txt") == "OPEN\n"
+        (folder / "root-only.txt").write_text("ROOT-ONLY\n")
+        (folder / "root-only.txt").chmod(0o600)
+
+        output = _read(backend, f"cat {folder}/root-only.txt {folder}/open.txt")
+
+        assert "ROOT-ONLY" not in output
+        assert "OPEN" in output
+    finally:
+        shutil.rmtree(folder)
+
+
+def _age(home: Path) -> None:
+    """Every folder of `home`, and its parent, last changed long ago (trusted listings)."""
+    for folder in [home.parent, home, *(path for path in home.rglob("*") if path.is_dir())]:
+        os.utime(folder, (1_000_000_000, 1_000_000_000))
+
+
+def test_an_unchanged_home_is_not_listed_again(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _age(home)
+    scan = sandbox._HomeScan()
+    first = scan.find(sandbox.HOME_ALLOWED, [])
+    listed: list[str] = []
+    listdir = os.listdir
+
+    def recording(path: str) -> list[str]:
+        listed.append(path)
+        return listdir(path)
+
+    monkeypatch.setattr(os, "listdir", recording)
+
+    assert scan.find(sandbox.HOME_ALLOWED, []) == first
+    assert listed == []
+
+
+def test_a_credential_made_below_a_folder_long_unchanged_is_found(home: Path) -> None:
+    shutil.rmtree(home / ".cache" / "huggingface")
+    _age(home)
+    scan = sandbox._HomeScan()
+    credentials, masks = scan.find(sandbox.HOME_ALLOWED, [])
+    assert str(home / ".aws") not in masks
+    assert str(home / ".cache" / "huggingface" / "token") not in credentials
+
+    (home / ".cache" / "huggingface").mkdir()  # the home's own entries stay as they were
+    (home / ".cache" / "huggingface" / "token").write_text("HF\n")
+    credentials, _masks = scan.find(sandbox.HOME_ALLOWED, [])
+    assert str(home / ".cache" / "huggingface" / "token") in credentials
+
+    (home / ".aws").mkdir()
+    _credentials, masks = scan.find(sandbox.HOME_ALLOWED, [])
+    assert str(home / ".aws") in masks

@@ -29,6 +29,7 @@ from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet, rem
 from langchain_fstools.core.results import Write
 from langchain_fstools.errors import (
     ChangesNotCommitted,
+    CommandRefused,
     ExecutionUnsupported,
     InvalidPath,
     OutsideRoot,
@@ -42,6 +43,7 @@ from langchain_fstools.shell.sandbox.environment import MINIMAL_ENV, CommandEnv,
 from langchain_fstools.shell.sandbox.overlay import Overlay, files_equal, open_upper, upper_path
 from langchain_fstools.shell.sandbox.protected import host_code_paths
 from langchain_fstools.shell.sandbox.sandbox import DEFAULT_SANDBOX, Confinement, Sandbox
+from langchain_fstools.shell.sandbox.unreadable import commands_unreadable, unreadable_paths
 from langchain_fstools.shell.session.output import reporter_if_listening
 from langchain_fstools.shell.session.session import Session, SessionEnded, Sessions
 
@@ -679,7 +681,7 @@ class LocalBackend(Backend):
         return LocalProcesses(
             session,
             start_view=lambda: self._view(session),
-            command_args=self._command_args,
+            command_args=lambda: self._command_args(session),
             workspace=self._root,
             lower=_Lower(self._beneath),
             host_code=self._host_code,
@@ -691,12 +693,44 @@ class LocalBackend(Backend):
         assert self._confinement is not None  # noqa: S101 - prepared by the caller
         return Overlay.create(session.plan.folder) if self._confinement.copy_on_write else None
 
-    def _command_args(self) -> dict[str, object]:
-        """What every command gets: the shell, environment, masks and read-only paths."""
+    def _command_args(self, session: Session, layered: str | None = None) -> dict[str, object]:
+        """What a command of `session` gets: the shell, environment, masks and read-only paths.
+
+        Found at its start: the sandbox's masks (`Confinement.command_masks`) and what
+        the permission rules deny reading in the workspace now, and in the `layered`
+        folder laid over it (`_unreadable`).
+        """
         assert self._confinement is not None  # noqa: S101 - prepared by the caller
-        masks, read_only = self._confinement.inside_workspace()
+        masks, read_only = self._confinement.command_masks(session.plan)
+        masks += self._unreadable(self._confinement, layered)
         env = self._env.build(os.environ, secrets=self._sandbox is None)
         return {"interpreter": find_shell(), "env": env, "masks": masks, "read_only": read_only}
+
+    def _unreadable(self, confinement: Confinement, layered: str | None) -> list[str]:
+        """Real paths of the entries this call's commands must not see, now.
+
+        The workspace's, and those of a layer laid over it (`layered`, a branch's
+        files), each where the command's view shows it.
+
+        Raises:
+            CommandRefused: there is one, and no mount namespace to hide it in (Landlock
+                alone, or `sandbox=None`): the command would read it.
+        """
+        unreadable = commands_unreadable.get()
+        if unreadable is None:
+            return []
+        found = unreadable_paths(self._root, unreadable)
+        if layered is not None:
+            found += unreadable_paths(layered, unreadable)
+        if found and confinement.bwrap is None:
+            raise CommandRefused(
+                "unreadable",
+                f"{unreadable.why(found[0])} denies reading {found[0]}, and commands can be"
+                " kept from it only with bubblewrap, which this machine cannot run",
+            )
+        real = [os.path.realpath(os.path.join(self._root, path.lstrip("/"))) for path in found]
+        # a denied link to the workspace or a folder above it hides nothing it holds
+        return [path for path in dict.fromkeys(real) if not is_inside(path, self._root)]
 
     def close(self) -> None:
         """End the sandbox sessions of this backend's commands (and every process in them)."""
@@ -765,7 +799,7 @@ class LocalBackend(Backend):
                 view=view,
                 on_output=reporter.add if reporter is not None else None,
                 yield_after=yield_after,
-                **self._command_args(),  # type: ignore[arg-type]
+                **self._command_args(session, layered),  # type: ignore[arg-type]
             )
         except SessionEnded as exc:  # the sandbox could not start, or ended: say why
             raise SandboxUnavailable(str(exc.strerror or exc)) from None

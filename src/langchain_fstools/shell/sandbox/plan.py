@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from langchain_fstools.shell.sandbox.limits import Limits
 
 
@@ -33,6 +35,10 @@ class SessionPlan:
         limits: The session's limits: its memory and processes are held by a cgroup
             where this machine can make one (`shell.sandbox.limits`), and each command is told
             which it hit. None: no limits.
+        masked: The real paths the session's sandbox masked at its start, with what each
+            was then (device, inode and change time; None: nothing there). Each
+            command masks over its own view what is masked now and not as this says
+            (`Confinement.command_masks`).
     """
 
     argv: list[str]
@@ -42,6 +48,7 @@ class SessionPlan:
     command_env: dict[str, str] = field(default_factory=dict)
     temporary: str | None = None
     limits: Limits | None = None
+    masked: Mapping[str, tuple[int, int, int] | None] = field(default_factory=dict)
 
 
 _FOLDER_PREFIX: Final = "fstools-session-"

@@ -24,8 +24,12 @@ confined by the confinement helper's steps (`shell.sandbox.confine`). Two ways, 
    abstract sockets only within its own domain) when the kernel has it, and a seccomp
    filter that refuses creating Unix sockets and datagram socket pairs (so no host
    socket can be reached, through a path or abstract), `AF_VSOCK` without the network,
-   and the kernel keyring. The masks inside the workspace (a workspace that is a
-   home directory) are found again for each command and mounted over its view.
+   and the kernel keyring. The masks are found again at each command's start
+   (`Confinement.command_masks`): what became masked since the session started (a
+   new credential file, one replaced by a rename, a new root-only file) and the
+   masks inside the workspace (a workspace that is a home directory) are mounted
+   over the command's own view, with the paths a permission rule denies reading
+   (`shell.sandbox.unreadable`).
 2. **Landlock alone** (`method="landlock"`), where user namespaces are unavailable
    (containers that forbid them): each command's writes are restricted the same way
    (with the session's private temporary folder as `TMPDIR` instead of `/tmp`), reads
@@ -52,11 +56,11 @@ import glob
 import os
 import re
 import shutil
-import stat as stat_module
 import subprocess
 import sys
 import tempfile
-import weakref
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -66,6 +70,7 @@ from langchain_fstools.shell.network.proxy import DomainProxy, proxy_env
 from langchain_fstools.shell.sandbox import confine, supervisor
 from langchain_fstools.shell.sandbox.limits import DEFAULT_LIMITS, Limits
 from langchain_fstools.shell.sandbox.plan import SessionPlan, session_folder
+from langchain_fstools.shell.sandbox.root_only import RACY_NS, RootOnly
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -204,7 +209,9 @@ class Sandbox:
         writable: More host folders commands may write (absolute paths). Default: none.
         read_only: Host paths made read-only, e.g. a folder inside the workspace.
             Default: none.
-        hidden: More host paths masked (they look empty). Default: none.
+        hidden: More host paths masked (they look empty), for paths outside the
+            workspace: inside it, a permission rule that denies reading a path hides
+            it from commands too (`shell.sandbox.unreadable`). Default: none.
         unix_sockets: Let commands create Unix sockets; host sockets outside the masked
             folders become reachable. Default: False.
         method: `"auto"` (bubblewrap, else Landlock alone), `"bwrap"` or
@@ -365,9 +372,11 @@ class Confinement:
             if self.proxy is not None:  # one bridge to the proxy per session
                 inner = [*self.proxy.bridge_argv(self.helper), *inner]
                 command_env |= proxy_env()
-            argv = self._bwrap_argv(inner, folder)
+            masks = self._masks()
+            masked = {path: _identity(path) for path in masks}
+            argv = self._bwrap_argv(inner, folder, masks)
             return SessionPlan(
-                argv, env, folder, self.workspace, command_env, limits=sandbox.limits
+                argv, env, folder, self.workspace, command_env, limits=sandbox.limits, masked=masked
             )
         temporary = tempfile.mkdtemp(prefix="fstools-sandbox-")
         if not sandbox.network:
@@ -390,43 +399,56 @@ class Confinement:
         )
 
     def _masks(self) -> list[str]:
-        """Every path the sandbox makes look empty (see the module docstring)."""
+        """Every path the sandbox makes look empty now (see the module docstring), as real paths.
+
+        Home entries and root-only paths are listed from real folders; the named ones
+        (credentials, `Sandbox.hidden`) may be links, masked where they lead.
+        """
+        assert self.sandbox is not None  # noqa: S101 - only called with one
+        sandbox = self.sandbox
+        kept = self._kept
+        credentials, masks = _HOMES.find(sandbox.home_allowed, kept)
+        named = [os.path.realpath(path) for path in [*credentials, *sandbox.hidden]]
+        found = [*named, *masks, *_root_only_paths(kept)]
+        return list(dict.fromkeys(found))
+
+    @functools.cached_property
+    def _kept(self) -> list[str]:
+        """What no mask may cover, as real paths: the workspace, the helper, the paths given."""
         assert self.sandbox is not None  # noqa: S101 - only called with one
         sandbox = self.sandbox
         keep = [self.workspace, *helper_paths(self.helper), *sandbox.writable, *sandbox.read_only]
-        return [
-            *masked_paths(),
-            *sandbox.hidden,
-            *home_masks(sandbox.home_allowed, keep),
-            *root_only_paths(keep),
-        ]
+        return [os.path.realpath(path) for path in keep]
 
-    def inside_workspace(self) -> tuple[list[str], list[str]]:
-        """The masks and read-only paths beneath the workspace, as real paths.
+    def command_masks(self, plan: SessionPlan) -> tuple[list[str], list[str]]:
+        """The masks and read-only paths a command gets over its own view, as real paths.
 
-        A session's command gets them over its own view (`shell.sandbox.supervisor`). Where a
-        home directory is the workspace or lies in it, they are found again for each
-        command, so a credential the workspace holds is masked from the command after
-        it appeared; elsewhere they depend only on the configuration (found once).
+        Found at the command's start: every mask beneath the workspace (a workspace
+        that is a home directory, or holds one), and every other mask the session's
+        sandbox did not mount as its path is now (`SessionPlan.masked`): a credential, a
+        home entry or a root-only file that appeared since the session started, or a
+        masked one replaced or changed since (written elsewhere and renamed over it, or
+        removed and made again: the kernel drops a mount whose path is replaced). So no command sees
+        what a stale mask of its session no longer covers. Read-only paths beneath the
+        workspace that exist.
         """
         if self.sandbox is None or self.bwrap is None:
             return [], []
-        if any(_contains(self.workspace, home) for home in home_directories()):
-            return self._inside_workspace()
-        return _static_inside(self)
-
-    def _inside_workspace(self) -> tuple[list[str], list[str]]:
-        assert self.sandbox is not None  # noqa: S101 - only called with one
         beneath = self.workspace.rstrip("/") + "/"
-        masks = [os.path.realpath(path) for path in self._masks()]
+        masks = [
+            path
+            for path in self._masks()
+            if path.startswith(beneath)
+            or (not _above(path, self.workspace) and plan.masked.get(path) != _identity(path))
+        ]
         read_only = [os.path.realpath(path) for path in self.sandbox.read_only]
-        return (
-            [path for path in dict.fromkeys(masks) if path.startswith(beneath)],
-            [path for path in read_only if path.startswith(beneath) and os.path.exists(path)],
-        )
+        return masks, [p for p in read_only if p.startswith(beneath) and os.path.exists(p)]
 
-    def _bwrap_argv(self, inner: Sequence[str], session: str) -> list[str]:
-        """Bubblewrap's command line running `inner`, with the session folder `session`."""
+    def _bwrap_argv(self, inner: Sequence[str], session: str, masks: Sequence[str]) -> list[str]:
+        """Bubblewrap's command line running `inner`, with the session folder `session`.
+
+        `masks`: the real paths to make look empty (`_masks`), as they are now.
+        """
         assert self.sandbox is not None  # noqa: S101 - only called with one
         sandbox = self.sandbox
         args = [
@@ -438,8 +460,7 @@ class Confinement:
             *("--proc", "/proc"),
             *("--tmpfs", "/tmp"),  # noqa: S108 - a fresh private tmpfs, not the host's /tmp
         ]
-        masks = self._masks()
-        around = [m for m in masks if _contains(m, self.workspace)]
+        around = [m for m in masks if _above(m, self.workspace)]
         for path in around:  # a mask over the workspace comes first: the workspace stays
             args += _mask(path)
         for path in _under_tmp(helper_paths(self.helper)):
@@ -482,19 +503,6 @@ def _sized(args: list[str], limits: Limits | None) -> list[str]:
     return [part for arg in args for part in ([*size, arg] if arg == "--tmpfs" else [arg])]
 
 
-_STATIC_INSIDE: weakref.WeakKeyDictionary[Confinement, tuple[list[str], list[str]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _static_inside(confinement: Confinement) -> tuple[list[str], list[str]]:
-    """`Confinement.inside_workspace` where no home directory lies in the workspace (once)."""
-    found = _STATIC_INSIDE.get(confinement)
-    if found is None:
-        found = _STATIC_INSIDE[confinement] = confinement._inside_workspace()  # noqa: SLF001
-    return found
-
-
 def _namespace_flags(*, network: bool, mounts: bool = False) -> list[str]:
     """Bubblewrap's namespaces; `mounts`: the capabilities to mount (a session's supervisor)."""
     flags = [
@@ -519,13 +527,21 @@ def home_directories() -> list[str]:
 
 def masked_paths() -> list[str]:
     """Every path masked by default that exists: system folders and home credentials."""
+    return _masked_paths(home_directories())
+
+
+def _masked_paths(homes: Sequence[str], stamps: _Stamps | None = None) -> list[str]:
+    """`masked_paths`, in the home directories `homes`.
+
+    `stamps`: gets each folder on the way to a credential path, stamped before it is read.
+    """
     found = [path for path in MASKED_SYSTEM_PATHS if os.path.lexists(path)]
-    for home in home_directories():
-        found += [
-            os.path.join(home, name)
-            for name in CREDENTIAL_PATHS
-            if os.path.lexists(os.path.join(home, name))
-        ]
+    for home in homes:
+        beneath = home.rstrip("/") + "/"
+        if stamps is not None:
+            for name in CREDENTIAL_PATHS:
+                _stamp_way(beneath + name, home, stamps)
+        found += [beneath + name for name in CREDENTIAL_PATHS if os.path.lexists(beneath + name)]
     return found
 
 
@@ -536,14 +552,31 @@ def home_masks(allowed: Sequence[str], keep: Sequence[str]) -> list[str]:
     way to them; an entry holding a path in `keep` (the workspace, the helper's
     interpreter) is not masked whole: its other entries are.
     """
+    return _home_masks(allowed, [os.path.realpath(path) for path in keep], home_directories())
+
+
+def _home_masks(
+    allowed: Sequence[str],
+    kept: Sequence[str],
+    homes: Sequence[str],
+    stamps: _Stamps | None = None,
+) -> list[str]:
+    """`home_masks` of the home directories `homes`, with `kept` real paths already.
+
+    `stamps`: gets each folder listed, stamped before it is read.
+    """
     found: list[str] = []
-    kept = [os.path.realpath(path) for path in keep]
-    for home in home_directories():
-        found += _masks_below(os.path.realpath(home), [a.strip("/") for a in allowed], kept)
+    inside = [a.strip("/") for a in allowed]
+    for home in homes:
+        found += _masks_below(os.path.realpath(home), inside, kept, stamps)
     return found
 
 
-def _masks_below(folder: str, allowed: list[str], keep: list[str]) -> list[str]:
+def _masks_below(
+    folder: str, allowed: list[str], keep: Sequence[str], stamps: _Stamps | None = None
+) -> list[str]:
+    if stamps is not None:
+        stamps.setdefault(folder, _stamp(folder))
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -557,53 +590,101 @@ def _masks_below(folder: str, allowed: list[str], keep: list[str]) -> list[str]:
         holds = any(k.startswith(path + "/") for k in keep)
         if inner or holds:
             if os.path.isdir(path):
-                found += _masks_below(path, inner, keep)
+                found += _masks_below(path, inner, keep, stamps)
             continue
         found.append(path)
     return found
 
 
-@functools.cache
-def _root_only() -> tuple[str, ...]:
-    """Files and folders under `/etc` and `/var` that only their owner (root) may read."""
-    found: list[str] = []
-    for top in SYSTEM_FOLDERS:
-        for folder, names, files in os.walk(top):
-            for name in list(names):
-                path = os.path.join(folder, name)
-                if not _open_to_all(path, 0o005):
-                    found.append(path)
-                    names.remove(name)  # masked whole: not walked
-            found += [
-                os.path.join(folder, name)
-                for name in files
-                if not _open_to_all(os.path.join(folder, name), 0o004)
-            ]
-    return tuple(found)
+_Stamps = dict[str, tuple[int, int, int] | None]
+"""Folders read, and what each was just before (zeros: missing; None: changed too lately)."""
+
+
+class _HomeScan:
+    """Credential paths and home masks, found again only once a folder they depend on changed.
+
+    They depend on names and kinds only (which entries exist, which are folders or
+    links), and any change of those moves the time of the folder holding them. So
+    each folder read to find them is stamped (device, inode, modification time) just
+    before it is read: `/`, `/home` and `/var`, each home's parent, the folders listed
+    below each home, and those on the way to each credential path (the first missing
+    one included: its parent's stamp tells when it is made). While every stamp holds,
+    the last answer stands; a folder that changed less than `RACY_NS` before it was
+    stamped is never trusted (a change within one clock tick leaves its time).
+    """
+
+    def __init__(self) -> None:
+        """Nothing found yet."""
+        self._lock = threading.Lock()
+        self._key: tuple[object, ...] | None = None
+        self._stamps: _Stamps = {}
+        self._found: tuple[list[str], list[str]] = ([], [])
+
+    def find(self, allowed: Sequence[str], kept: Sequence[str]) -> tuple[list[str], list[str]]:
+        """`masked_paths()` and `home_masks` now (with `kept` real paths already)."""
+        key = (os.path.expanduser("~"), tuple(allowed), tuple(kept))
+        with self._lock:
+            if key == self._key and all(
+                stamp is not None and _stamp(folder) == stamp
+                for folder, stamp in self._stamps.items()
+            ):
+                return list(self._found[0]), list(self._found[1])
+            stamps: _Stamps = {}
+            for folder in ("/", "/home", "/var", os.path.dirname(key[0])):
+                stamps.setdefault(folder, _stamp(folder))
+            homes = home_directories()
+            for home in homes:
+                stamps.setdefault(os.path.dirname(home), _stamp(os.path.dirname(home)))
+            found = (_masked_paths(homes, stamps), _home_masks(allowed, kept, homes, stamps))
+            trusted = all(stamp is not None for stamp in stamps.values())
+            self._key, self._stamps, self._found = (key if trusted else None), stamps, found
+            return list(found[0]), list(found[1])
+
+
+def _stamp(folder: str) -> tuple[int, int, int] | None:
+    """A folder's device, inode and modification time (zeros: missing); None: changed lately."""
+    try:
+        result = os.lstat(folder)
+    except OSError:
+        return (0, 0, 0)
+    if time.time_ns() - result.st_mtime_ns < RACY_NS:
+        return None
+    return result.st_dev, result.st_ino, result.st_mtime_ns
+
+
+def _stamp_way(path: str, home: str, stamps: _Stamps) -> None:
+    """Stamp each folder from `home` down to `path`'s parent, to the first missing one."""
+    folder = home.rstrip("/")
+    for part in path[len(folder) + 1 :].split("/")[:-1]:
+        stamps.setdefault(folder, _stamp(folder))
+        folder = f"{folder}/{part}"
+        if not os.path.isdir(folder):
+            break
+    stamps.setdefault(folder, _stamp(folder))
+
+
+_HOMES: Final = _HomeScan()
+"""The credential paths and home masks of this machine, kept current for each command."""
+_ROOT_ONLY: Final = RootOnly(SYSTEM_FOLDERS)
+"""The root-only paths of this machine, kept current for each command's start."""
 
 
 def root_only_paths(keep: Sequence[str]) -> list[str]:
     """What only root may read outside home directories, for a command of a root agent.
 
-    Found once (`/etc/shadow`, the SSH host keys, `/etc/ssl/private`, root-only logs
-    and caches); the sandbox masks them, since uid 0 inside keeps the owner's rights.
-    None for an agent that is not root: the kernel refuses them itself.
+    `/etc/shadow`, the SSH host keys, `/etc/ssl/private`, root-only logs and caches,
+    found again at each command's start, listing only the folders that changed
+    (`shell.sandbox.root_only`); the sandbox masks them, since uid 0 inside keeps the
+    owner's rights. None for an agent that is not root: the kernel refuses them itself.
     """
+    return _root_only_paths([os.path.realpath(path) for path in keep])
+
+
+def _root_only_paths(kept: Sequence[str]) -> list[str]:
+    """`root_only_paths`, with `kept` real paths already."""
     if os.geteuid() != 0:
         return []
-    kept = [os.path.realpath(path) for path in keep]
-    return [p for p in _root_only() if not any(k == p or k.startswith(p + "/") for k in kept)]
-
-
-def _open_to_all(path: str, bits: int) -> bool:
-    """Whether `path` (not followed) grants everyone `bits`; a link or special file does."""
-    try:
-        result = os.lstat(path)
-    except OSError:
-        return True
-    if not (stat_module.S_ISREG(result.st_mode) or stat_module.S_ISDIR(result.st_mode)):
-        return True
-    return result.st_mode & bits == bits
+    return [p for p in _ROOT_ONLY.paths() if not any(k == p or k.startswith(p + "/") for k in kept)]
 
 
 def _mask(path: str) -> list[str]:
@@ -616,10 +697,23 @@ def _mask(path: str) -> list[str]:
     return []
 
 
-def _contains(folder: str, path: str) -> bool:
-    """Whether `path` is `folder` or lies beneath it (real paths compared)."""
-    folder, path = os.path.realpath(folder), os.path.realpath(path)
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
+def _identity(path: str) -> tuple[int, int, int] | None:
+    """What `path` is now (links followed), or None where nothing is.
+
+    Its device, inode and change time: a file removed and made again may get the
+    inode number it had, never its change time (unless both came within one clock
+    tick). A file changed in place changes too: masked again, harmlessly.
+    """
+    try:
+        result = os.stat(path)
+    except OSError:
+        return None
+    return result.st_dev, result.st_ino, result.st_ctime_ns
+
+
+def _above(mask: str, workspace: str) -> bool:
+    """Whether the real path `mask` is the real path `workspace` or a folder above it."""
+    return workspace == mask or workspace.startswith(mask.rstrip("/") + "/")
 
 
 def _resolver_binds() -> list[str]:
