@@ -117,9 +117,13 @@ class LocalBackend(Backend):
     umask default) and renamed over the target, then the directory is fsynced. A
     writer killed midway leaves the old content (and possibly a stale
     `*.fstools-tmp` file, which listings show as it is). A batch (`write_many`, used
-    by `apply_patch`) writes and fsyncs every temporary file at once, checks every
-    expected version, renames them all, then fsyncs each directory once: each file
-    still holds its old or its new content at any moment. `durability="rename"`
+    by `apply_patch`, and `commit`) writes and fsyncs every temporary file at once,
+    checks every expected version, renames them all, then fsyncs each directory
+    once: each file still holds its old or its new content at any moment, and a
+    batch that does not fit on the disk changes nothing (`DiskFull`). A batch is
+    journaled (`backends.local.journal`): a process killed in its middle leaves an
+    intent record, and the next call on the workspace, from any process, finishes
+    the batch or undoes it and removes its temporary files. `durability="rename"`
     skips the syncs: a killed process still leaves old or new content, a power cut
     may lose recent writes. A conditional write compares versions and renames while
     holding a lock on the target's folder that every writer of this package takes (any
@@ -450,7 +454,7 @@ class LocalBackend(Backend):
             ]
             self._journal.commit(intent, replace(steps, placements=placements))
         replaced: list[int] = []
-        placed: list[_Staged] = []
+        placed: list[tuple[str, int, str]] = []
         try:
             infos = self._apply(steps, staged, directories, replaced, placed)
         except Exception as exc:
@@ -476,7 +480,7 @@ class LocalBackend(Backend):
         staged: Sequence[_Staged],
         directories: dict[str, int],
         replaced: list[int],
-        placed: list[_Staged],
+        placed: list[tuple[str, int, str]],
     ) -> list[FileInfo]:
         """Take `steps`, rename the staged files onto `placed`, sync their folders."""
         for removal in steps.removals:
@@ -493,21 +497,31 @@ class LocalBackend(Backend):
                 with paths.virtual_errors(entry.virtual):
                     placed.append(self._rename(entry, directories, replaced))
         if self._durability == "fsync":
-            synced = {e.directory: e.virtual for e in [*staged, *placed]}
+            synced = {d: v for v, d, _ in placed} | {e.directory: e.virtual for e in staged}
             _sync_all([(v, d) for d, v in synced.items()], _fsync_directory)
-        return [_info(entry.virtual, _stat_virtual(entry)) for entry in placed]
+        return [_info(v, _stat_virtual(v, d, name)) for v, d, name in placed]
 
-    def _rename(self, entry: _Staged, directories: dict[str, int], replaced: list[int]) -> _Staged:
-        """Rename `entry`'s temporary onto its target (making its missing folders); where it is."""
-        target = entry
+    def _rename(
+        self, entry: _Staged, directories: dict[str, int], replaced: list[int]
+    ) -> tuple[str, int, str]:
+        """Rename `entry`'s temporary onto its target; the target's path, directory and name.
+
+        A folder missing when the temporary was staged is made now (once: the batch
+        holds it in `directories`).
+        """
+        directory, name = entry.directory, entry.name
         if entry.missing:
-            place = self._beneath.place(entry.virtual, follow=entry.follow, create=True)
-            directory = _shared_directory(place, paths.parent(place.virtual), directories)
-            target = replace(entry, name=place.name, directory=directory)
+            name = entry.virtual.rpartition("/")[2]
+            held = directories.get(paths.parent(entry.virtual))
+            if held is None:
+                place = self._beneath.place(entry.virtual, follow=entry.follow, create=True)
+                held = _shared_directory(place, paths.parent(place.virtual), directories)
+                name = place.name
+            directory = held
         elif entry.replaces:
             _hold(entry, replaced)
-        os.replace(entry.temp, target.name, src_dir_fd=entry.directory, dst_dir_fd=target.directory)
-        return target
+        os.replace(entry.temp, name, src_dir_fd=entry.directory, dst_dir_fd=directory)
+        return entry.virtual, directory, name
 
     async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
         """Async `write_many`, in a worker thread."""
@@ -559,20 +573,20 @@ class LocalBackend(Backend):
             directory = _shared_directory(place, folder, directories)
             current = place.info
             name = place.name.rpartition("/")[2]
-            staged = _Staged(
-                virtual,
-                place.name,
-                directory,
-                "",
-                -1,
-                entry.expected,
-                replaces=current is not None,
-                folder=folder,
-                follow=entry.follow,
-            )
+            descriptor = -1
             if entry.link is not None or entry.move:
                 temp = _create_temp_entry(directory, name, tag, entry, current)
-                return replace(staged, temp=temp)
+                return _Staged(
+                    virtual,
+                    place.name,
+                    directory,
+                    temp,
+                    descriptor,
+                    entry.expected,
+                    replaces=current is not None,
+                    folder=folder,
+                    follow=entry.follow,
+                )
             if current is not None and entry.follow:
                 require_regular(virtual, current.st_mode)
             descriptor, temp = _create_temp(directory, name, tag, private=current is not None)
@@ -588,7 +602,17 @@ class LocalBackend(Backend):
                 with contextlib.suppress(OSError):
                     os.unlink(temp, dir_fd=directory)
                 raise
-        return replace(staged, temp=temp, descriptor=descriptor)
+        return _Staged(
+            virtual,
+            place.name,
+            directory,
+            temp,
+            descriptor,
+            entry.expected,
+            replaces=current is not None,
+            folder=folder,
+            follow=entry.follow,
+        )
 
     def delete(self, path: str) -> None:
         """Remove a file, a symlink (never its target), or an empty directory.
@@ -1322,9 +1346,9 @@ def _discard(staged: Sequence[_Staged]) -> None:
             os.unlink(entry.temp, dir_fd=entry.directory)
 
 
-def _stat_virtual(entry: _Staged) -> os.stat_result:
-    with paths.virtual_errors(entry.virtual):
-        return os.stat(entry.name, dir_fd=entry.directory, follow_symlinks=False)
+def _stat_virtual(virtual: str, directory: int, name: str) -> os.stat_result:
+    with paths.virtual_errors(virtual):
+        return os.stat(name, dir_fd=directory, follow_symlinks=False)
 
 
 def _sync_all(targets: Sequence[tuple[str, _T]], sync: Callable[[_T], None]) -> None:

@@ -60,6 +60,10 @@ _COMMIT: Final = ".commit"
 _PART: Final = ".part"
 """Suffix of a record being written (renamed to its name once whole and locked)."""
 
+_STILL_NS: Final = 1_000_000_000
+"""How long the folder must have been unchanged for its modification time to tell a change
+(the kernel stamps with a coarse clock: two changes within a tick may share one)."""
+
 _PART_SECONDS: Final = 60.0
 """Age after which a part no record followed is a killed commit's (it lives microseconds)."""
 
@@ -136,6 +140,8 @@ class Journal:
         """Name the workspace; the folder is found on first use (never on an event loop)."""
         self._root = root
         self._durable = durable
+        self._empty_at: int | None = None
+        """The folder's modification time when it was last found empty."""
 
     @functools.cached_property
     def folder(self) -> str:
@@ -186,9 +192,14 @@ class Journal:
             version: The version token of an entry's `lstat`, as the backend spells it.
         """
         try:
-            names = os.listdir(self.folder)
+            seen = os.stat(self.folder).st_mtime_ns
         except FileNotFoundError:
             return
+        if seen == self._empty_at:
+            return
+        names = os.listdir(self.folder)
+        if not names and time.time_ns() - seen > _STILL_NS:
+            self._empty_at = seen  # unchanged since: nothing to settle, no listing needed
         for token in sorted({name.partition(".")[0] for name in names}):
             try:
                 self._settle(token, beneath, version)
