@@ -378,9 +378,9 @@ class LocalBackend(Backend):
         once), then every expected version is checked, then the files are renamed into
         place and each directory touched is fsynced once. A conflict, or any failure
         before the first rename (a full disk), writes nothing. Two files or more are
-        journaled (`backends.local.journal`): a process killed after the first rename
-        leaves the whole batch, once the next call settles it, and one killed before
-        leaves none of it.
+        journaled (`backends.local.journal`): a process killed once every file is
+        staged leaves the whole batch (the next call on the workspace finishes it), one
+        killed before leaves none of it.
 
         Raises:
             DiskFull: the new files do not fit on the disk (nothing was written).
