@@ -1,5 +1,8 @@
 """LocalBackend's journal: a multi-file commit killed at any step is whole or absent once reopened.
 
+Commits: a command's change set (`commit`), `write_many`, a branch merge (modified and new
+files; its deletions are separate calls) and `apply_patch` through the tool.
+
 One child process imports the package once, then forks a grandchild per kill point: the
 grandchild counts the file-system calls of the commit (`os.open`, `os.write`, `os.fsync`,
 `os.replace`, ...) and SIGKILLs itself at the n-th one. The workspace it was committing
@@ -31,6 +34,7 @@ CHILD = textwrap.dedent(
     """
     import json, os, signal, sys
     from langchain_fstools import FileToolkit, LocalBackend
+    from langchain_fstools.backends.branch import BranchBackend
     from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.core.results import Write
 
@@ -46,6 +50,13 @@ CHILD = textwrap.dedent(
         if spec["kind"] == "write_many":
             writes = [Write(path, data.encode()) for path, data in spec["writes"]]
             return lambda: backend.write_many(writes)
+        if spec["kind"] == "merge":
+            branch = BranchBackend(backend)
+            for path, data in spec["writes"]:
+                branch.write_bytes(path, data.encode())
+            def merge():
+                assert not branch.merge().conflicts
+            return merge
         tool = {t.name: t for t in FileToolkit(backend).get_tools()}["apply_patch"]
         call = {"type": "tool_call", "name": "apply_patch", "id": "1", "args": {"patch": spec["patch"]}}
         def patch():
@@ -198,6 +209,19 @@ def test_write_many_killed_at_any_step_is_whole_or_absent(tmp_path: Path) -> Non
     writes = [[f"/kept/f{k:02d}.txt", f"new {k}\n"] for k in range(30)]
     writes += [[f"/made/deep/g{k:02d}.txt", f"made {k}\n"] for k in range(30)]
     report = kill_at_every_point("write_many", roots, writes=writes)
+    assert all(killed for _, killed in report["killed"])
+    whole, none = assert_whole_or_none(roots, before)
+    assert whole
+    assert none
+
+
+def test_a_branch_merge_killed_at_any_step_is_whole_or_absent(tmp_path: Path) -> None:
+    fill = {f"base/f{k:02d}.txt": f"old {k}\n" for k in range(20)}
+    roots = workspaces(tmp_path, KILL_POINTS + 1, fill)
+    before = snapshot(roots[1])
+    writes = [[f"/base/f{k:02d}.txt", f"merged {k}\n"] for k in range(20)]
+    writes += [[f"/branch/new/g{k:02d}.txt", f"new {k}\n"] for k in range(20)]
+    report = kill_at_every_point("merge", roots, writes=writes)
     assert all(killed for _, killed in report["killed"])
     whole, none = assert_whole_or_none(roots, before)
     assert whole
