@@ -3,9 +3,9 @@
 Commits: a command's change set (`commit`), `write_many`, a branch merge (modified and new
 files; its deletions are separate calls) and `apply_patch` through the tool.
 
-One child process imports the package once, then forks a grandchild per kill point: the
-grandchild counts the file-system calls of the commit (`os.open`, `os.write`, `os.fsync`,
-`os.replace`, ...) and SIGKILLs itself at the n-th one. The workspace it was committing
+One child process imports the package and commits once, then forks a grandchild that
+counts the file-system calls of a whole commit (`os.open`, `os.write`, `os.fsync`,
+`os.replace`, ...), then one grandchild per kill point, which SIGKILLs itself at the n-th. The workspace it was committing
 is then opened by a new `LocalBackend` here, which settles what the killed one left.
 """
 
@@ -33,12 +33,15 @@ KILL_POINTS = 24
 CHILD = textwrap.dedent(
     """
     import json, os, signal, sys
-    from langchain_fstools import FileToolkit, LocalBackend
-    from langchain_fstools.backends.branch import BranchBackend
+    from langchain_fstools.backends.local.backend import LocalBackend
     from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.core.results import Write
 
     spec = json.load(open(sys.argv[1]))
+    if spec["kind"] == "merge":
+        from langchain_fstools.backends.branch import BranchBackend
+    if spec["kind"] == "apply_patch":  # the tools import LangChain: only where needed
+        from langchain_fstools import FileToolkit
     CALLS = ("open", "write", "fsync", "replace", "rename", "link", "unlink", "rmdir",
              "mkdir", "chmod", "fchmod", "symlink", "utime", "sendfile")
 
@@ -64,9 +67,8 @@ CHILD = textwrap.dedent(
             assert message.status == "success", message.content
         return patch
 
-    def run(job, kill_at):
-        pid = os.fork()
-        if pid:
+    def run(job, kill_at, *, fork=True):
+        if fork and (pid := os.fork()):
             return os.waitpid(pid, 0)[1]
         act = operation(job)
         calls = [0]
@@ -85,16 +87,18 @@ CHILD = textwrap.dedent(
         finally:
             for name in CALLS:
                 setattr(os, name, real[name])
-        with open(job["root"] + ".calls", "w") as out:
-            out.write(str(calls[0]))
-        os._exit(0)
+        if fork:
+            with open(job["root"] + ".calls", "w") as out:
+                out.write(str(calls[0]))
+            os._exit(0)
 
     jobs = spec["jobs"]
-    assert run(jobs[0], 0) == 0  # the whole commit, counting its calls
-    total = int(open(jobs[0]["root"] + ".calls").read())
+    run(jobs[0], 0, fork=False)  # imports and first-use set-up done once, for every fork
+    assert run(jobs[1], 0) == 0  # the whole commit, counting its calls
+    total = int(open(jobs[1]["root"] + ".calls").read())
     killed = []
-    for number, job in enumerate(jobs[1:]):
-        kill_at = 1 + number * (total - 1) // max(len(jobs) - 2, 1)
+    for number, job in enumerate(jobs[2:]):
+        kill_at = 1 + number * (total - 1) // max(len(jobs) - 3, 1)
         status = run(job, kill_at)
         killed.append([kill_at, os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL])
     print(json.dumps({"total": total, "killed": killed}))
@@ -167,7 +171,7 @@ def _records(root: Path) -> list[str]:
 def test_a_command_change_set_killed_at_any_step_is_whole_or_absent(tmp_path: Path) -> None:
     fill = {f"src/m{k:03d}.py": f"old {k}\n" for k in range(100)}
     fill |= {"old/gone1.txt": "gone 1\n", "old/gone2.txt": "gone 2\n"}
-    roots = workspaces(tmp_path, KILL_POINTS + 1, fill)
+    roots = workspaces(tmp_path, KILL_POINTS + 2, fill)
     before = snapshot(roots[1])
     jobs = []
     for root in roots:
@@ -204,7 +208,7 @@ def test_a_command_change_set_killed_at_any_step_is_whole_or_absent(tmp_path: Pa
 
 def test_write_many_killed_at_any_step_is_whole_or_absent(tmp_path: Path) -> None:
     fill = {f"kept/f{k:02d}.txt": f"old {k}\n" for k in range(30)}
-    roots = workspaces(tmp_path, KILL_POINTS + 1, fill)
+    roots = workspaces(tmp_path, KILL_POINTS + 2, fill)
     before = snapshot(roots[1])
     writes = [[f"/kept/f{k:02d}.txt", f"new {k}\n"] for k in range(30)]
     writes += [[f"/made/deep/g{k:02d}.txt", f"made {k}\n"] for k in range(30)]
@@ -217,7 +221,7 @@ def test_write_many_killed_at_any_step_is_whole_or_absent(tmp_path: Path) -> Non
 
 def test_a_branch_merge_killed_at_any_step_is_whole_or_absent(tmp_path: Path) -> None:
     fill = {f"base/f{k:02d}.txt": f"old {k}\n" for k in range(20)}
-    roots = workspaces(tmp_path, KILL_POINTS + 1, fill)
+    roots = workspaces(tmp_path, KILL_POINTS + 2, fill)
     before = snapshot(roots[1])
     writes = [[f"/base/f{k:02d}.txt", f"merged {k}\n"] for k in range(20)]
     writes += [[f"/branch/new/g{k:02d}.txt", f"new {k}\n"] for k in range(20)]
@@ -230,7 +234,7 @@ def test_a_branch_merge_killed_at_any_step_is_whole_or_absent(tmp_path: Path) ->
 
 def test_apply_patch_killed_at_any_step_is_whole_or_absent(tmp_path: Path) -> None:
     fill = {f"p/f{k:02d}.txt": "alpha\nbeta\ngamma\n" for k in range(20)}
-    roots = workspaces(tmp_path, KILL_POINTS + 1, fill)
+    roots = workspaces(tmp_path, KILL_POINTS + 2, fill)
     before = snapshot(roots[1])
     hunks = [f"*** Update File: p/f{k:02d}.txt\n alpha\n-beta\n+BETA {k}\n" for k in range(20)]
     hunks += [f"*** Add File: q/new{k:02d}.txt\n+added {k}\n" for k in range(20)]
