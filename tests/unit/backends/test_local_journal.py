@@ -265,3 +265,22 @@ def test_a_batch_leaves_no_record(tmp_path: Path, durability: str) -> None:
     backend.write_many([Write("/x/a.txt", b"a"), Write("/x/b.txt", b"b")])
     assert _records(tmp_path) == []
     assert temporaries(tmp_path) == []
+
+
+def test_a_journal_folder_others_may_use_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    (tmp_path / "kept.txt").write_text("kept")
+    version = LocalBackend(tmp_path).stat("/kept.txt").version
+    journal = Path(Journal(str(tmp_path.resolve()), durable=True).folder)
+    journal.mkdir(parents=True, mode=0o700, exist_ok=True)
+    planted = {"removals": [["/kept.txt", version]], "folders": [], "placements": []}
+    (journal / "0.commit").write_text(json.dumps(planted))  # what a record would remove
+    journal.chmod(0o777)  # anyone could have planted it
+    try:
+        backend = LocalBackend(tmp_path)
+        with pytest.raises(PermissionError):
+            backend.write_many([Write("/a.txt", b"a"), Write("/b.txt", b"b")])
+        assert backend.read_bytes("/kept.txt") == b"kept"  # the planted record is not read
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.txt"]
+    finally:
+        journal.chmod(0o700)
+        (journal / "0.commit").unlink()

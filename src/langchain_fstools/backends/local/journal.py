@@ -197,6 +197,9 @@ class Journal:
             return
         if seen == self._empty_at:
             return
+        if not all(_private(level) for level in (os.path.dirname(self.folder), self.folder)):
+            logger.warning("the journal folder is not private: its records are not read")
+            return
         names = os.listdir(self.folder)
         if not names and time.time_ns() - seen > _STILL_NS:
             self._empty_at = seen  # unchanged since: nothing to settle, no listing needed
@@ -212,12 +215,7 @@ class Journal:
         for level in (os.path.dirname(folder), folder):
             with contextlib.suppress(FileExistsError):
                 os.mkdir(level, 0o700)
-            found = os.lstat(level)
-            if (
-                not stat_module.S_ISDIR(found.st_mode)
-                or found.st_uid != os.getuid()
-                or found.st_mode & 0o077
-            ):
+            if not _private(level):
                 raise PermissionError(errno.EPERM, "the journal folder is not private", paths.ROOT)
         return folder
 
@@ -357,6 +355,16 @@ def _unlink(beneath: Beneath, temp: str) -> None:
     with contextlib.suppress(OSError, OutsideRoot), beneath.place(temp, follow=False) as place:
         if place.info is not None:
             os.unlink(place.name, dir_fd=place.directory)
+
+
+def _private(folder: str) -> bool:
+    """Whether `folder` is a directory of this user's that no one else may use."""
+    found = os.lstat(folder)
+    return (
+        stat_module.S_ISDIR(found.st_mode)
+        and found.st_uid == os.getuid()
+        and not found.st_mode & 0o077
+    )
 
 
 def _read_all(descriptor: int) -> bytes:
