@@ -396,18 +396,21 @@ class LocalBackend(Backend):
     def _write_batch(self, entries: Sequence[_Entry], steps: Steps | None = None) -> list[FileInfo]:
         """`write_many` of files given by their bytes, by a source file, or links.
 
-        `steps`' removals and folders are taken first, after everything is staged.
+        `steps`' removals and folders are taken first, after everything is staged. Its
+        new folders are made before the files are staged, so they are staged in place
+        (empty folders are all a reader may see meanwhile); they go again if staging fails.
         """
         steps = steps or Steps()
         virtuals = [e.path if e.canonical else paths.normalize(e.path) for e in entries]
+        made = [Folder(f.path, added=True, mode=None) for f in steps.folders if f.added]
         intent = None
         if len(entries) > 1 or steps.removals or steps.folders:
             targets = [Target(v, e.follow) for v, e in zip(virtuals, entries, strict=True)]
-            intent = self._journal.begin(targets)
+            intent = self._journal.begin(targets, [f.path for f in made])
         staged: list[_Staged] = []
         directories: dict[str, int] = {}
         try:
-            self._stage_all(entries, virtuals, intent, staged, directories)
+            self._stage_all(entries, virtuals, made, intent, staged=staged, directories=directories)
             return self._write_staged(entries, steps, intent, staged, directories)
         finally:
             for descriptor in directories.values():
@@ -417,12 +420,19 @@ class LocalBackend(Backend):
         self,
         entries: Sequence[_Entry],
         virtuals: Sequence[str],
+        made: Sequence[Folder],
         intent: Intent | None,
+        *,
         staged: list[_Staged],
         directories: dict[str, int],
     ) -> None:
-        """Stage every entry onto `staged`; on failure none is left, nor `intent`'s record."""
+        """Make the `made` folders and stage every entry onto `staged`.
+
+        On failure none is left, nor the folders, nor `intent`'s record.
+        """
         try:
+            for folder in made:
+                self._commit_directory(folder)
             for start in range(0, len(entries), _OPEN_TEMPS):
                 chunk = range(start, min(start + _OPEN_TEMPS, len(entries)))
                 self._stage_and_sync(
@@ -430,6 +440,9 @@ class LocalBackend(Backend):
                 )
         except BaseException as exc:
             _discard(staged)
+            for folder in reversed(made):
+                with contextlib.suppress(OSError):
+                    self._remove_entry(Removal(folder.path, None))
             if intent is not None:
                 self._journal.end(intent)
             if isinstance(exc, OSError) and exc.errno in {errno.ENOSPC, errno.EDQUOT}:

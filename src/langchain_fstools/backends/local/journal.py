@@ -3,10 +3,12 @@
 A commit of several files (`LocalBackend.write_many`, `LocalBackend.commit`) goes in
 three stages:
 
-1. Staging. A *staging record* naming every target is put in the journal folder, locked;
-   then each new content is written, as `.{name}.{token}-{n}.fstools-tmp`, in its
-   target's folder (or, where that folder does not exist yet, in its deepest existing
-   ancestor) and synced. Nothing visible changes, so a full disk changes nothing.
+1. Staging. A *staging record* naming every target (and the commit's new folders) is
+   put in the journal folder, locked; the new folders are made (empty, they are all a
+   reader may see), then each new content is written, as `.{name}.{token}-{n}.fstools-tmp`,
+   in its target's folder (or, where that folder does not exist yet, in its deepest
+   existing ancestor) and synced. A full disk here changes nothing: what was staged and
+   made goes again.
 2. The commit point. A *commit record* lists the visible steps in their order
    (removals, deepest first; folders made or given a mode; temporaries renamed onto
    their targets); it is synced with the journal folder.
@@ -16,7 +18,8 @@ Whoever uses the workspace next (`Journal.recover`, from any `LocalBackend` on t
 root, in any process) settles the records no live commit holds: each commit holds a
 `flock` on its records until it ends, and a killed process releases it. A commit record
 is rolled forward (the staged files are complete: every step not yet done is done), a
-staging record alone is rolled back; either way the record's temporaries are removed.
+staging record alone is rolled back (the new folders removed again when empty); either
+way the record's temporaries are removed.
 So the workspace holds the whole set or none of it once the next call starts.
 
 The journal folder is private: `{tempdir}/fstools-journal-{uid}/{digest of the root}`,
@@ -149,11 +152,18 @@ class Journal:
         digest = hashlib.sha256(os.fsencode(self._root)).hexdigest()[:32]
         return os.path.join(tempfile.gettempdir(), f"fstools-journal-{os.getuid()}", digest)
 
-    def begin(self, targets: Sequence[Target]) -> Intent:
-        """Put and lock the staging record of a commit of `targets`, before any is staged."""
+    def begin(self, targets: Sequence[Target], folders: Sequence[str] = ()) -> Intent:
+        """Put and lock the staging record of a commit, before anything is staged.
+
+        Args:
+            targets: The files the commit stages.
+            folders: The new folders made before staging (parents first), which a
+                roll-back removes again (when empty).
+        """
         intent = Intent(secrets.token_hex(6), self._made())
         try:
-            self._put(intent, _STAGING, {"targets": [[t.path, t.follow] for t in targets]})
+            record = {"targets": [[t.path, t.follow] for t in targets], "folders": list(folders)}
+            self._put(intent, _STAGING, record)
         except BaseException:
             self.release(intent)
             raise
@@ -260,7 +270,7 @@ class Journal:
                 if self._durable:
                     os.sync()
             elif _STAGING in records:
-                _back(beneath, token, json.loads(records[_STAGING])["targets"])
+                _back(beneath, token, json.loads(records[_STAGING]))
             self._remove(token, settled=bool(records))
         finally:
             for descriptor in held:
@@ -293,15 +303,21 @@ def _forward(
         _unlink(beneath, temp)
 
 
-def _back(beneath: Beneath, token: str, targets: list[list[Any]]) -> None:
-    """Remove the temporaries a commit staged (or began to) for `targets`."""
-    for number, (path, follow) in enumerate(targets):
+def _back(beneath: Beneath, token: str, record: dict[str, Any]) -> None:
+    """Remove the temporaries a commit staged (or began to), then the folders it made."""
+    for number, (path, follow) in enumerate(record["targets"]):
         with (
             contextlib.suppress(OSError, OutsideRoot),
             staging_place(beneath, path, follow=follow) as staged,
         ):
             name = temporary_name(staged.name.rpartition("/")[2], f"{token}-{number}")
             os.unlink(name, dir_fd=staged.directory)
+    for path in reversed(record["folders"]):
+        with (
+            contextlib.suppress(OSError, OutsideRoot),
+            beneath.place(path, follow=False) as place,
+        ):
+            os.rmdir(place.name, dir_fd=place.directory)
 
 
 def staging_place(beneath: Beneath, path: str, *, follow: bool) -> Place:
