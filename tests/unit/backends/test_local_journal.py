@@ -277,8 +277,9 @@ def test_a_journal_folder_others_may_use_is_refused_and_nothing_is_written(tmp_p
     journal.chmod(0o777)  # anyone could have planted it
     try:
         backend = LocalBackend(tmp_path)
-        with pytest.raises(PermissionError):
+        with pytest.raises(PermissionError) as raised:
             backend.write_many([Write("/a.txt", b"a"), Write("/b.txt", b"b")])
+        assert raised.value.filename == "/"  # never the journal's host path
         assert backend.read_bytes("/kept.txt") == b"kept"  # the planted record is not read
         assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.txt"]
     finally:

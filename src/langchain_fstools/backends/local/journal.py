@@ -52,7 +52,7 @@ from langchain_fstools.core import paths
 from langchain_fstools.errors import OutsideRoot
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from langchain_fstools.backends.local.beneath import Beneath, Place
 
@@ -160,10 +160,12 @@ class Journal:
             folders: The new folders made before staging (parents first), which a
                 roll-back removes again (when empty).
         """
-        intent = Intent(secrets.token_hex(6), self._made())
+        with _unnamed():
+            intent = Intent(secrets.token_hex(6), self._made())
         try:
             record = {"targets": [[t.path, t.follow] for t in targets], "folders": list(folders)}
-            self._put(intent, _STAGING, record)
+            with _unnamed():
+                self._put(intent, _STAGING, record)
         except BaseException:
             self.release(intent)
             raise
@@ -176,7 +178,8 @@ class Journal:
             "folders": [[f.path, f.added, f.mode] for f in steps.folders],
             "placements": [[p.path, p.temp, p.follow] for p in steps.placements],
         }
-        self._put(intent, _COMMIT, record, sync=self._durable)
+        with _unnamed():
+            self._put(intent, _COMMIT, record, sync=self._durable)
 
     def end(self, intent: Intent) -> None:
         """Remove the commit's records: it is done, or failed with nothing left to finish."""
@@ -371,6 +374,15 @@ def _unlink(beneath: Beneath, temp: str) -> None:
     with contextlib.suppress(OSError, OutsideRoot), beneath.place(temp, follow=False) as place:
         if place.info is not None:
             os.unlink(place.name, dir_fd=place.directory)
+
+
+@contextlib.contextmanager
+def _unnamed() -> Iterator[None]:
+    """Re-raise an `OSError` of the journal's own files naming the workspace, not a host path."""
+    try:
+        yield
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, paths.ROOT) from None
 
 
 def _private(folder: str) -> bool:
