@@ -80,6 +80,21 @@ class PartialWrite(FsToolsError):
 
 
 @dataclass(eq=False)
+class DiskFull(FsToolsError):
+    """A batch write found no room on the disk to stage its files: nothing of it was written.
+
+    Attributes:
+        path: The file that did not fit.
+        needed: Bytes of new content the batch writes.
+        free: Bytes free on the disk once the staged files were removed again.
+    """
+
+    path: str
+    needed: int
+    free: int
+
+
+@dataclass(eq=False)
 class NotInGraph(FsToolsError):
     """A backend that lives in graph state was used without a graph runtime."""
 
@@ -548,6 +563,7 @@ __all__ = [
     "CommandTimedOut",
     "ConditionalWritesIgnored",
     "ContextNotFound",
+    "DiskFull",
     "ExecutionUnsupported",
     "FileAlreadyExists",
     "FileTooLarge",

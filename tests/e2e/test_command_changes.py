@@ -367,3 +367,32 @@ def test_a_change_set_the_history_keeps_says_nothing_of_rewinding(root: Path) ->
 
     assert "A /b.txt" in text
     assert "rewound" not in text
+
+
+def test_a_set_that_does_not_fit_on_the_disk_changes_nothing(tmp_path: Path) -> None:
+    """On an 8 MiB disk, a command's 10 MiB are refused whole, and the model is told why."""
+    workspace = tmp_path / "small"
+    workspace.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(workspace)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (CI runs as root): {mounted.stderr.strip()}")
+    try:
+        (workspace / "old.txt").write_text("old\n")
+        command = (
+            "rm old.txt && mkdir -p build/deep && head -c 5M /dev/zero > build/one.bin"
+            " && head -c 5M /dev/zero > build/two.bin"
+        )
+        outcome = run(workspace, command, "none")
+        assert outcome.message is not None
+        assert outcome.message.status == "error"
+        assert "Error: the disk is full, so nothing was written: the changes need 10.0 MiB" in (
+            outcome.text
+        )
+        assert sorted(p.name for p in workspace.iterdir()) == ["old.txt"]
+    finally:
+        subprocess.run(["umount", "-l", str(workspace)], check=True)

@@ -12,10 +12,16 @@ _STEM_BYTES: Final = 200
 """Bytes of the target's name kept in a temporary's name (255 is the usual name limit)."""
 
 
-def temporary_name(name: str) -> str:
-    """A fresh `.{name}.{random}.fstools-tmp` name beside `name`, at most 233 bytes long."""
+def temporary_name(name: str, tag: str | None = None) -> str:
+    """A `.{name}.{tag}.fstools-tmp` name beside `name`, at most 233 bytes long (with a short tag).
+
+    Args:
+        name: The target's name.
+        tag: What tells this temporary from others, known beforehand (a journaled
+            commit's token and the entry's number). Default: 12 random hex digits.
+    """
     stem = name.encode("utf-8", "surrogateescape")[:_STEM_BYTES].decode("utf-8", "ignore")
-    return f".{stem}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+    return f".{stem}.{tag or secrets.token_hex(6)}{TEMP_SUFFIX}"
 
 
 __all__ = ["TEMP_SUFFIX", "temporary_name"]

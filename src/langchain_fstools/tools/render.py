@@ -258,7 +258,26 @@ def _write_error(exc: BaseException) -> str | None:
                 f"Error: another writer kept the folder of {path} locked for {seconds:g} s;"
                 " nothing was written. Try the call again shortly."
             )
+        case errors.DiskFull(path=path, needed=needed, free=free) if needed > free:
+            return (
+                f"Error: the disk is full, so nothing was written: the changes need"
+                f" {_amount(needed)} and {_amount(free)} is free ({_amount(needed - free)}"
+                " too much); free space or change less, then try again."
+            )
+        case errors.DiskFull(path=path):
+            return (
+                f"Error: the disk is full (no room left for {path}), so nothing was written;"
+                " free space, then try again."
+            )
     return None
+
+
+def _amount(size: int) -> str:
+    """`512 bytes`, `3.5 KiB`, `12.0 MiB`, `1.2 GiB`."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return plural(size, "byte")
 
 
 def _command_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one return per error kind

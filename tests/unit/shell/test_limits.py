@@ -20,6 +20,7 @@ from langchain_fstools.shell.sandbox.limits import (
     cgroup_support,
     default_memory,
     limit_hit,
+    remove_dead_cgroups,
 )
 from langchain_fstools.shell.sandbox.sandbox import Confinement
 
@@ -165,6 +166,29 @@ def test_placing_moves_children_born_before_it(cgroups: CgroupSet) -> None:
     finally:
         cgroups.remove()
         process.wait(timeout=10)
+
+
+def test_the_cgroups_a_dead_agent_left_are_removed_and_a_live_ones_kept(
+    cgroups: CgroupSet,
+) -> None:
+    """A killed agent never removes its commands' cgroups: the next session does."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = [
+        str(Path(folder).with_name(f"fstools-{dead.pid}-0")) for folder in cgroups.folders.values()
+    ]
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        for folder in left:
+            Path(folder).mkdir()
+            Path(folder, "cgroup.procs").write_text(str(sleeper.pid))  # still running in it
+        remove_dead_cgroups()
+        assert all(Path(folder).is_dir() for folder in cgroups.folders.values())  # ours stay
+        assert not [folder for folder in left if Path(folder).exists()]
+        assert sleeper.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        sleeper.kill()
+        cgroups.remove()
 
 
 def _children(pid: int) -> list[int]:

@@ -19,6 +19,16 @@ from typing import TYPE_CHECKING, Final, Literal, TypeVar, get_args
 
 from langchain_fstools.backends.local.beneath import LISTING, Beneath, Place
 from langchain_fstools.backends.local.host_paths import is_inside, real_path
+from langchain_fstools.backends.local.journal import (
+    Folder,
+    Intent,
+    Journal,
+    Placement,
+    Removal,
+    Steps,
+    Target,
+    staging_place,
+)
 from langchain_fstools.backends.local.local_processes import LocalProcesses
 from langchain_fstools.backends.local.write_locks import directories_locked
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
@@ -30,6 +40,7 @@ from langchain_fstools.core.results import Write
 from langchain_fstools.errors import (
     ChangesNotCommitted,
     CommandRefused,
+    DiskFull,
     ExecutionUnsupported,
     InvalidPath,
     OutsideRoot,
@@ -108,9 +119,13 @@ class LocalBackend(Backend):
     umask default) and renamed over the target, then the directory is fsynced. A
     writer killed midway leaves the old content (and possibly a stale
     `*.fstools-tmp` file, which listings show as it is). A batch (`write_many`, used
-    by `apply_patch`) writes and fsyncs every temporary file at once, checks every
-    expected version, renames them all, then fsyncs each directory once: each file
-    still holds its old or its new content at any moment. `durability="rename"`
+    by `apply_patch`, and `commit`) writes and fsyncs every temporary file at once,
+    checks every expected version, renames them all, then fsyncs each directory
+    once: each file still holds its old or its new content at any moment, and a
+    batch that does not fit on the disk changes nothing (`DiskFull`). A batch is
+    journaled (`backends.local.journal`): a process killed in its middle leaves an
+    intent record, and the next call on the workspace, from any process, finishes
+    the batch or undoes it and removes its temporary files. `durability="rename"`
     skips the syncs: a killed process still leaves old or new content, a power cut
     may lose recent writes. A conditional write compares versions and renames while
     holding a lock on the target's folder that every writer of this package takes (any
@@ -254,6 +269,7 @@ class LocalBackend(Backend):
         self.supports_execute = execute
         self._root = root
         self._beneath = Beneath(root)
+        self._journal = Journal(root, durable=durability == "fsync")
         self._sandbox = sandbox if execute else None
         # Found on the first command (it starts bubblewrap once to check it works).
         self._confinement: Confinement | None = None
@@ -319,6 +335,7 @@ class LocalBackend(Backend):
     def stat(self, path: str) -> FileInfo:
         """Metadata of `path`; symlinks inside the root report their target."""
         virtual = paths.normalize(path)
+        self._settle()
         with paths.virtual_errors(virtual), self._beneath.place(virtual) as place:
             return _info(virtual, _existing(place))
 
@@ -333,6 +350,7 @@ class LocalBackend(Backend):
             OSError: `start` or `size` is negative (errno EINVAL, as `pread` says).
         """
         virtual = paths.normalize(path)
+        self._settle()
         with paths.virtual_errors(virtual), self._beneath.place(virtual) as place:
             require_regular(virtual, _existing(place).st_mode)
             if start < 0 or (size is not None and size < 0):
@@ -361,81 +379,189 @@ class LocalBackend(Backend):
         Every temporary file is written (and, with `durability="fsync"`, fsynced, all at
         once), then every expected version is checked, then the files are renamed into
         place and each directory touched is fsynced once. A conflict, or any failure
-        before the first rename, writes nothing.
+        before the first rename (a full disk), writes nothing. Two files or more are
+        journaled (`backends.local.journal`): a process killed once every file is
+        staged leaves the whole batch (the next call on the workspace finishes it), one
+        killed before leaves none of it.
 
         Raises:
+            DiskFull: the new files do not fit on the disk (nothing was written).
             PartialWrite: a rename or a directory sync failed after files were renamed.
         """
+        self._settle()
         return self._write_batch([_Entry(w.path, w.expected_version, data=w.data) for w in writes])
 
-    def _write_batch(self, entries: Sequence[_Entry]) -> list[FileInfo]:
-        """`write_many` of files given by their bytes, by a source file, or links."""
+    def _settle(self) -> None:
+        """Finish or undo the commits a killed process left (`Journal.recover`)."""
+        self._journal.recover(self._beneath, _version)
+
+    def _write_batch(self, entries: Sequence[_Entry], steps: Steps | None = None) -> list[FileInfo]:
+        """`write_many` of files given by their bytes, by a source file, or links.
+
+        `steps`' removals and folders are taken first, after everything is staged. Its
+        new folders are made before the files are staged, so they are staged in place
+        (empty folders are all a reader may see meanwhile); they go again if staging fails.
+        """
+        steps = steps or Steps()
+        virtuals = [e.path if e.canonical else paths.normalize(e.path) for e in entries]
+        made = [Folder(f.path, added=True, mode=None) for f in steps.folders if f.added]
+        intent = None
+        if len(entries) > 1 or steps.removals or steps.folders:
+            targets = [Target(v, e.follow) for v, e in zip(virtuals, entries, strict=True)]
+            intent = self._journal.begin(targets, [f.path for f in made])
         staged: list[_Staged] = []
         directories: dict[str, int] = {}
         try:
-            return self._write_staged(entries, staged, directories)
+            self._stage_all(entries, virtuals, made, intent, staged=staged, directories=directories)
+            return self._write_staged(entries, steps, intent, staged, directories)
         finally:
             for descriptor in directories.values():
                 os.close(descriptor)
 
-    def _write_staged(
-        self, entries: Sequence[_Entry], staged: list[_Staged], directories: dict[str, int]
-    ) -> list[FileInfo]:
-        """`_write_batch` with its directories held open in `directories` (closed by the caller)."""
+    def _stage_all(
+        self,
+        entries: Sequence[_Entry],
+        virtuals: Sequence[str],
+        made: Sequence[Folder],
+        intent: Intent | None,
+        *,
+        staged: list[_Staged],
+        directories: dict[str, int],
+    ) -> None:
+        """Make the `made` folders and stage every entry onto `staged`.
+
+        On failure none is left, nor the folders, nor `intent`'s record.
+        """
         try:
+            for folder in made:
+                self._commit_directory(folder)
             for start in range(0, len(entries), _OPEN_TEMPS):
-                self._stage_and_sync(entries[start : start + _OPEN_TEMPS], staged, directories)
-        except BaseException:
+                chunk = range(start, min(start + _OPEN_TEMPS, len(entries)))
+                self._stage_and_sync(
+                    entries, virtuals, chunk, intent, staged=staged, directories=directories
+                )
+        except BaseException as exc:
             _discard(staged)
+            for folder in reversed(made):
+                with contextlib.suppress(OSError):
+                    self._remove_entry(Removal(folder.path, None))
+            if intent is not None:
+                self._journal.end(intent)
+            if isinstance(exc, OSError) and exc.errno in {errno.ENOSPC, errno.EDQUOT}:
+                free = os.statvfs(self._root)
+                needed = sum(_new_bytes(entry) for entry in entries)
+                path = exc.filename if isinstance(exc.filename, str) else paths.ROOT
+                raise DiskFull(path, needed, free.f_bavail * free.f_frsize) from None
             raise
-        renamed = 0
+
+    def _write_staged(
+        self,
+        entries: Sequence[_Entry],
+        steps: Steps,
+        intent: Intent | None,
+        staged: Sequence[_Staged],
+        directories: dict[str, int],
+    ) -> list[FileInfo]:
+        """Journal the staged batch, then take its visible steps (`_apply`)."""
+        if intent is not None:
+            placements = [
+                Placement(e.virtual, paths.join(e.folder, e.temp), e.follow) for e in staged
+            ]
+            self._journal.commit(intent, replace(steps, placements=placements))
         replaced: list[int] = []
+        placed: list[tuple[str, int, str]] = []
         try:
-            with directories_locked(
-                {entry.directory: entry.virtual for entry in staged}, self._lock_timeout
-            ):
-                for entry in staged:
-                    with paths.virtual_errors(entry.virtual):
-                        _check_version(entry)
-                for entry in staged:
-                    with paths.virtual_errors(entry.virtual):
-                        if entry.replaces:
-                            _hold(entry, replaced)
-                        os.replace(
-                            entry.temp,
-                            entry.name,
-                            src_dir_fd=entry.directory,
-                            dst_dir_fd=entry.directory,
-                        )
-                    renamed += 1
-            if self._durability == "fsync":
-                synced = {entry.directory: entry.virtual for entry in staged}
-                _sync_all([(v, d) for d, v in synced.items()], _fsync_directory)
-            return [_info(entry.virtual, _stat_virtual(entry)) for entry in staged]
+            infos = self._apply(steps, staged, directories, replaced, placed)
         except Exception as exc:
-            _discard(staged[renamed:])
-            if not renamed:
+            _discard(staged[len(placed) :])
+            if intent is not None:
+                self._journal.end(intent)
+            if not placed:
                 raise
-            raise PartialWrite(tuple(e.path for e in entries[:renamed]), exc) from exc
+            raise PartialWrite(tuple(e.path for e in entries[: len(placed)]), exc) from exc
+        except BaseException:
+            if intent is not None:
+                self._journal.release(intent)  # the next call finishes the batch
+            raise
         finally:
             _release_later(replaced)
+        if intent is not None:
+            self._journal.end(intent)
+        return infos
+
+    def _apply(
+        self,
+        steps: Steps,
+        staged: Sequence[_Staged],
+        directories: dict[str, int],
+        replaced: list[int],
+        placed: list[tuple[str, int, str]],
+    ) -> list[FileInfo]:
+        """Take `steps`, rename the staged files onto `placed`, sync their folders."""
+        for removal in steps.removals:
+            self._remove_entry(removal)
+        for folder in steps.folders:
+            self._commit_directory(folder)
+        with directories_locked(
+            {entry.directory: entry.virtual for entry in staged}, self._lock_timeout
+        ):
+            for entry in staged:
+                with paths.virtual_errors(entry.virtual):
+                    _check_version(entry)
+            for entry in staged:
+                with paths.virtual_errors(entry.virtual):
+                    placed.append(self._rename(entry, directories, replaced))
+        if self._durability == "fsync":
+            synced = {d: v for v, d, _ in placed} | {e.directory: e.virtual for e in staged}
+            _sync_all([(v, d) for d, v in synced.items()], _fsync_directory)
+        return [_info(v, _stat_virtual(v, d, name)) for v, d, name in placed]
+
+    def _rename(
+        self, entry: _Staged, directories: dict[str, int], replaced: list[int]
+    ) -> tuple[str, int, str]:
+        """Rename `entry`'s temporary onto its target; the target's path, directory and name.
+
+        A folder missing when the temporary was staged is made now (once: the batch
+        holds it in `directories`).
+        """
+        directory, name = entry.directory, entry.name
+        if entry.missing:
+            name = entry.virtual.rpartition("/")[2]
+            held = directories.get(paths.parent(entry.virtual))
+            if held is None:
+                place = self._beneath.place(entry.virtual, follow=entry.follow, create=True)
+                held = _shared_directory(place, paths.parent(place.virtual), directories)
+                name = place.name
+            directory = held
+        elif entry.replaces:
+            _hold(entry, replaced)
+        os.replace(entry.temp, name, src_dir_fd=entry.directory, dst_dir_fd=directory)
+        return entry.virtual, directory, name
 
     async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
         """Async `write_many`, in a worker thread."""
         return await asyncio.to_thread(self.write_many, writes)
 
     def _stage_and_sync(
-        self, entries: Sequence[_Entry], staged: list[_Staged], directories: dict[str, int]
+        self,
+        entries: Sequence[_Entry],
+        virtuals: Sequence[str],
+        numbers: range,
+        intent: Intent | None,
+        *,
+        staged: list[_Staged],
+        directories: dict[str, int],
     ) -> None:
-        """Stage `entries` onto `staged`, fsync them together, close their descriptors."""
+        """Stage entries `numbers` onto `staged`, fsync them together, close their descriptors."""
         chunk: list[_Staged] = []
         try:
-            for entry in entries:
-                chunk.append(self._stage(entry, directories))  # noqa: PERF401 - for the cleanup
+            for number in numbers:
+                tag = intent.tag(number) if intent is not None else None
+                chunk.append(self._stage(entries[number], virtuals[number], tag, directories))
             if self._durability == "fsync":
                 files = [(e.virtual, e.descriptor) for e in chunk if e.descriptor >= 0]
                 _sync_all(files, _fsync_descriptor)
-                if any(entry.move for entry in entries):  # moved in unsynced: one sync for all
+                if any(entries[number].move for number in numbers):  # moved in unsynced
                     _sync_filesystem(chunk[0].directory)
         finally:
             staged.extend(chunk)
@@ -443,28 +569,42 @@ class LocalBackend(Backend):
                 if done.descriptor >= 0:
                     os.close(done.descriptor)
 
-    def _stage(self, entry: _Entry, directories: dict[str, int]) -> _Staged:
-        """Make a temporary file (or link) next to the target; a file's descriptor stays open.
+    def _stage(
+        self, entry: _Entry, virtual: str, tag: str | None, directories: dict[str, int]
+    ) -> _Staged:
+        """Make a temporary file (or link) for the target; a file's descriptor stays open.
 
-        The target's directory is held in `directories` (one descriptor per directory
-        of the batch), so the rename lands where the temporary file was made. A
+        The temporary is made in the target's directory, or in its deepest existing
+        ancestor where that is missing (see `journal.staging_place`): staging makes no
+        folder. The directory is held in `directories` (one descriptor per directory
+        of the batch), so the rename starts where the temporary file was made. A
         replaced file's owner and mode go to the new one, unless the entry has a mode.
         """
-        virtual = entry.path if entry.canonical else paths.normalize(entry.path)
         if virtual == paths.ROOT:
             raise os_error(IsADirectoryError, errno.EISDIR, virtual)
         with paths.virtual_errors(virtual):
-            place = self._beneath.place(virtual, create=True, follow=entry.follow)
-            directory = _shared_directory(place, directories)
+            place = staging_place(self._beneath, virtual, follow=entry.follow)
+            folder = place.virtual[: len(place.virtual) - len(place.name)].rstrip("/") or "/"
+            directory = _shared_directory(place, folder, directories)
             current = place.info
+            name = place.name.rpartition("/")[2]
+            descriptor = -1
             if entry.link is not None or entry.move:
-                temp = _create_temp_entry(directory, place.name, entry, current)
+                temp = _create_temp_entry(directory, name, tag, entry, current)
                 return _Staged(
-                    virtual, place.name, directory, temp, -1, entry.expected, current is not None
+                    virtual,
+                    place.name,
+                    directory,
+                    temp,
+                    descriptor,
+                    entry.expected,
+                    replaces=current is not None,
+                    folder=folder,
+                    follow=entry.follow,
                 )
             if current is not None and entry.follow:
                 require_regular(virtual, current.st_mode)
-            descriptor, temp = _create_temp(directory, place.name, private=current is not None)
+            descriptor, temp = _create_temp(directory, name, tag, private=current is not None)
             try:
                 if current is not None and stat_module.S_ISREG(current.st_mode):
                     _copy_owner_and_mode(descriptor, current)
@@ -478,7 +618,15 @@ class LocalBackend(Backend):
                     os.unlink(temp, dir_fd=directory)
                 raise
         return _Staged(
-            virtual, place.name, directory, temp, descriptor, entry.expected, current is not None
+            virtual,
+            place.name,
+            directory,
+            temp,
+            descriptor,
+            entry.expected,
+            replaces=current is not None,
+            folder=folder,
+            follow=entry.follow,
         )
 
     def delete(self, path: str) -> None:
@@ -524,6 +672,7 @@ class LocalBackend(Backend):
         opened).
         """
         virtual = paths.normalize(path)
+        self._settle()
         with paths.virtual_errors(virtual):
             descriptor = self._open_directory(virtual)
         try:
@@ -576,6 +725,7 @@ class LocalBackend(Backend):
         through a link; one replaced or removed meanwhile is skipped.
         """
         virtual = paths.normalize(path)
+        self._settle()
         with paths.virtual_errors(virtual):
             descriptor = self._open_directory(virtual)
         try:
@@ -818,8 +968,10 @@ class LocalBackend(Backend):
         Every path must still be as it was when the set was read (its `before`
         version; absent for an addition): that is checked for all of them first, and
         again for each file and link as it is renamed into place, under the folder
-        locks every writer takes. Then deletions (deepest first), new directories and
-        mode changes, and one batch of files and links (see `write_many`).
+        locks every writer takes. Every file and link is staged first, so a set that
+        does not fit on the disk changes nothing; then, journaled (see
+        `backends.local.journal`), deletions (deepest first), new directories and mode
+        changes, and the files and links renamed into place (see `write_many`).
 
         Returns:
             What each added or modified file and link now is.
@@ -827,24 +979,29 @@ class LocalBackend(Backend):
         Raises:
             VersionConflict: a path changed since (nothing is committed when found
                 before the first change; a writer that slips in later stops the rest).
+            DiskFull: the set does not fit on the disk (nothing is committed).
         """
+        self._settle()
         deleted = {c.path for c in changes.changes if c.kind is ChangeKind.DELETED}
         for change in changes.changes:
             if not (change.kind is ChangeKind.ADDED and change.path in deleted):
                 self._check_before(change)  # an entry replacing a deleted one: checked by it
-        for change in sorted(
-            (c for c in changes.changes if c.kind is ChangeKind.DELETED),
-            key=lambda c: c.path.count("/"),
-            reverse=True,
-        ):
-            self._remove_entry(change)
+        removals = [
+            Removal(c.path, None if c.entry == "directory" else c.before)
+            for c in sorted(
+                (c for c in changes.changes if c.kind is ChangeKind.DELETED),
+                key=lambda c: c.path.count("/"),
+                reverse=True,
+            )
+        ]
+        folders: list[Folder] = []
         batch: list[_Entry] = []
         move = os.stat(changes.source).st_dev == os.stat(self._root).st_dev
         for change in changes.changes:
             if change.kind is ChangeKind.DELETED:
                 continue
             if change.entry == "directory":
-                self._commit_directory(change)
+                folders.append(Folder(change.path, change.kind is ChangeKind.ADDED, change.mode))
                 continue
             expected = change.before if change.before is not None else ABSENT
             committed = _Entry(change.path, expected, follow=False, canonical=True)
@@ -853,7 +1010,7 @@ class LocalBackend(Backend):
                 continue
             source = upper_path(changes, change.path)
             batch.append(replace(committed, source=source, move=move, mode=change.mode))
-        return self._write_batch(batch) if batch else []
+        return self._write_batch(batch, Steps(removals, folders))
 
     def _check_before(self, change: Change) -> None:
         """`VersionConflict` unless `change.path` is still what the change set found."""
@@ -869,10 +1026,10 @@ class LocalBackend(Backend):
         if actual != change.before:
             raise VersionConflict(change.path, change.before or ABSENT, actual)
 
-    def _remove_entry(self, change: Change) -> None:
+    def _remove_entry(self, removal: Removal) -> None:
         with (
-            paths.virtual_errors(change.path),
-            self._beneath.place(change.path, follow=False) as place,
+            paths.virtual_errors(removal.path),
+            self._beneath.place(removal.path, follow=False) as place,
         ):
             if place.info is None:
                 return
@@ -881,16 +1038,16 @@ class LocalBackend(Backend):
             else:
                 os.unlink(place.name, dir_fd=place.directory)
 
-    def _commit_directory(self, change: Change) -> None:
+    def _commit_directory(self, folder: Folder) -> None:
         """Create an added directory, or give a directory its new mode."""
         with (
-            paths.virtual_errors(change.path),
-            self._beneath.place(change.path, follow=False, create=True) as place,
+            paths.virtual_errors(folder.path),
+            self._beneath.place(folder.path, follow=False, create=True) as place,
         ):
-            if change.kind is ChangeKind.ADDED and place.info is None:
+            if folder.added and place.info is None:
                 os.mkdir(place.name, 0o700, dir_fd=place.directory)
-            if change.mode is not None:
-                os.chmod(place.name, change.mode, dir_fd=place.directory, follow_symlinks=False)
+            if folder.mode is not None:
+                os.chmod(place.name, folder.mode, dir_fd=place.directory, follow_symlinks=False)
 
     # ----- helpers -----------------------------------------------------------------------
 
@@ -1030,9 +1187,11 @@ def _existing(place: Place) -> os.stat_result:
     return place.info
 
 
-def _shared_directory(place: Place, directories: dict[str, int]) -> int:
-    """The batch's descriptor of `place`'s directory: the first one opened is kept."""
-    key = paths.parent(place.virtual)
+def _shared_directory(place: Place, key: str, directories: dict[str, int]) -> int:
+    """The batch's descriptor of `place`'s directory (whose virtual path is `key`).
+
+    The first one opened is kept.
+    """
     held = directories.get(key)
     if held is None:
         if place.owned:
@@ -1055,18 +1214,18 @@ def _pread(descriptor: int, start: int, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _create_temp(directory: int, name: str, *, private: bool) -> tuple[int, str]:
-    """Create `.{name}.{random}.fstools-tmp` exclusively in the directory open at `directory`.
+def _create_temp(directory: int, name: str, tag: str | None, *, private: bool) -> tuple[int, str]:
+    """Create `.{name}.{tag}.fstools-tmp` exclusively in the directory open at `directory`.
 
     A replacement starts private (0o600) until the old file's mode is copied; a new
     file is created 0o666, which the kernel narrows by the umask.
     """
     mode = 0o600 if private else 0o666
-    return _exclusively(name, lambda temp: os.open(temp, _TEMP_FLAGS, mode, dir_fd=directory))
+    return _exclusively(name, tag, lambda temp: os.open(temp, _TEMP_FLAGS, mode, dir_fd=directory))
 
 
 def _create_temp_entry(
-    directory: int, name: str, entry: _Entry, previous: os.stat_result | None
+    directory: int, name: str, tag: str | None, entry: _Entry, previous: os.stat_result | None
 ) -> str:
     """Make `entry`'s link, or move its private source file in, under a temporary name.
 
@@ -1076,10 +1235,10 @@ def _create_temp_entry(
     """
     link, source = entry.link, entry.source
     if link is not None:
-        return _exclusively(name, lambda temp: os.symlink(link, temp, dir_fd=directory))[1]
+        return _exclusively(name, tag, lambda temp: os.symlink(link, temp, dir_fd=directory))[1]
     assert source is not None  # noqa: S101 - a move has a source
     _, temp = _exclusively(
-        name, lambda temp: os.link(source, temp, dst_dir_fd=directory, follow_symlinks=False)
+        name, tag, lambda temp: os.link(source, temp, dst_dir_fd=directory, follow_symlinks=False)
     )
     os.unlink(source)
     now = _later_than(previous)
@@ -1087,17 +1246,19 @@ def _create_temp_entry(
     return temp
 
 
-def _exclusively(name: str, make: Callable[[str], _T]) -> tuple[_T, str]:
-    """`make(temp)` under a fresh `.{name}.{random}.fstools-tmp` name; another name while taken.
+def _exclusively(name: str, tag: str | None, make: Callable[[str], _T]) -> tuple[_T, str]:
+    """`make(temp)` under the `.{name}.{tag}.fstools-tmp` name (see `temporary_name`).
 
-    `make` must fail with `FileExistsError` where the name exists (an exclusive create).
+    Without a tag, a random one, and another while the name is taken. `make` must
+    fail with `FileExistsError` where the name exists (an exclusive create).
     """
     while True:
-        temp = temporary_name(name)
+        temp = temporary_name(name, tag)
         try:
             return make(temp), temp
         except FileExistsError:
-            continue
+            if tag is not None:
+                raise
 
 
 def _sync_filesystem(directory: int) -> None:
@@ -1212,6 +1373,26 @@ class _Staged:
     expected_version: str | None
     replaces: bool
     """Whether a file is already at the target (the rename replaces it)."""
+    folder: str
+    """The virtual path of `directory`."""
+    follow: bool
+    """Whether a link at the target is written through (else replaced)."""
+
+    @property
+    def missing(self) -> bool:
+        """Whether the target's folder did not exist when staged (`name` is a path from there)."""
+        return "/" in self.name
+
+
+def _new_bytes(entry: _Entry) -> int:
+    """Bytes of new content that staging `entry` writes (a move and a link write none)."""
+    if entry.link is not None or entry.move:
+        return 0
+    if entry.source is None:
+        return len(entry.data)
+    with contextlib.suppress(OSError):
+        return os.stat(entry.source).st_size
+    return 0
 
 
 def _discard(staged: Sequence[_Staged]) -> None:
@@ -1221,9 +1402,9 @@ def _discard(staged: Sequence[_Staged]) -> None:
             os.unlink(entry.temp, dir_fd=entry.directory)
 
 
-def _stat_virtual(entry: _Staged) -> os.stat_result:
-    with paths.virtual_errors(entry.virtual):
-        return os.stat(entry.name, dir_fd=entry.directory, follow_symlinks=False)
+def _stat_virtual(virtual: str, directory: int, name: str) -> os.stat_result:
+    with paths.virtual_errors(virtual):
+        return os.stat(name, dir_fd=directory, follow_symlinks=False)
 
 
 def _sync_all(targets: Sequence[tuple[str, _T]], sync: Callable[[_T], None]) -> None:

@@ -136,6 +136,9 @@ Kind = Literal["v2", "v1"]
 
 _SEQUENCE = itertools.count()
 
+_CGROUP_PREFIX: Final = "fstools-"
+"""A command's cgroups are `fstools-{agent pid}-{number}`."""
+
 
 @functools.cache
 def _mounts() -> dict[str, str]:
@@ -214,7 +217,7 @@ class CgroupSet:
         """
         if limits.memory is None and limits.processes is None:
             return None
-        name = f"fstools-{os.getpid()}-{next(_SEQUENCE)}"
+        name = f"{_CGROUP_PREFIX}{os.getpid()}-{next(_SEQUENCE)}"
         mounts, own = _mounts(), _own_cgroups()
         if "v2" in mounts and "v2" in own:
             made = _make_v2(os.path.join(mounts["v2"], own["v2"].lstrip("/"), name), limits)
@@ -284,6 +287,43 @@ class CgroupSet:
                     if time.monotonic() >= until:
                         break
                     time.sleep(_REMOVE_POLL)
+
+
+def remove_dead_cgroups() -> None:
+    """Remove the cgroups that commands of agents no longer running left behind.
+
+    A cgroup is this package's (`fstools-{pid}-{n}`, beside the ones `CgroupSet.create`
+    makes), owned by this user, and its agent process `pid` is gone (a killed agent
+    never removes its own); what still runs in it is killed first. Best effort.
+    """
+    mounts, own = _mounts(), _own_cgroups()
+    for controller in ("v2", "memory", "pids"):
+        if controller not in mounts or controller not in own:
+            continue
+        parent = os.path.join(mounts[controller], own[controller].lstrip("/"))
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            owner = name.removeprefix(_CGROUP_PREFIX).partition("-")[0]
+            if not name.startswith(_CGROUP_PREFIX) or not owner.isdigit() or running(int(owner)):
+                continue
+            folder = os.path.join(parent, name)
+            with contextlib.suppress(OSError):
+                if os.lstat(folder).st_uid == os.geteuid():
+                    CgroupSet("v2" if controller == "v2" else "v1", {controller: folder}).remove()
+
+
+def running(pid: int) -> bool:
+    """Whether process `pid` exists (one of another user counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _make(folder: str, settings: dict[str, str]) -> bool:
@@ -475,4 +515,6 @@ __all__ = [
     "cgroup_support",
     "default_memory",
     "limit_hit",
+    "remove_dead_cgroups",
+    "running",
 ]

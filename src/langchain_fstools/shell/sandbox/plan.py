@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from langchain_fstools.shell.sandbox.limits import remove_dead_cgroups, running
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -57,25 +59,17 @@ _FOLDER_PREFIX: Final = "fstools-session-"
 def session_folder() -> str:
     """A new private folder for a session, named after this process.
 
-    Folders that sessions of processes no longer running left behind (a process killed
-    before it could remove its own) are removed first.
+    Folders (and the commands' views in them) that sessions of processes no longer
+    running left behind (a process killed before it could remove its own) are removed
+    first, if this user owns them; so are such processes' cgroups.
     """
     with contextlib.suppress(OSError):
         for left in Path(tempfile.gettempdir()).glob(f"{_FOLDER_PREFIX}*"):
             owner = left.name.removeprefix(_FOLDER_PREFIX).partition("-")[0]
-            if owner.isdigit() and not _running(int(owner)):
+            if owner.isdigit() and not running(int(owner)) and left.lstat().st_uid == os.getuid():
                 shutil.rmtree(left, ignore_errors=True)
+    remove_dead_cgroups()
     return tempfile.mkdtemp(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-")
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 __all__ = ["SessionPlan", "session_folder"]

@@ -1,0 +1,422 @@
+"""Intent records that make a multi-file commit on local disk all or nothing across a crash.
+
+A commit of several files (`LocalBackend.write_many`, `LocalBackend.commit`) goes in
+three stages:
+
+1. Staging. A *staging record* naming every target (and the commit's new folders) is
+   put in the journal folder, locked; the new folders are made (empty, they are all a
+   reader may see), then each new content is written, as `.{name}.{token}-{n}.fstools-tmp`,
+   in its target's folder (or, where that folder does not exist yet, in its deepest
+   existing ancestor) and synced. A full disk here changes nothing: what was staged and
+   made goes again.
+2. The commit point. A *commit record* lists the visible steps in their order
+   (removals, deepest first; folders made or given a mode; temporaries renamed onto
+   their targets); it is synced with the journal folder.
+3. The visible steps; then both records are removed.
+
+Whoever uses the workspace next (`Journal.recover`, from any `LocalBackend` on the same
+root, in any process) settles the records no live commit holds: each commit holds a
+`flock` on its records until it ends, and a killed process releases it. A commit record
+is rolled forward (the staged files are complete: every step not yet done is done), a
+staging record alone is rolled back (the new folders removed again when empty); either
+way the record's temporaries are removed.
+So the workspace holds the whole set or none of it once the next call starts.
+
+The journal folder is private: `{tempdir}/fstools-journal-{uid}/{digest of the root}`,
+made with mode 0700, and refused unless this user owns it and no one else may use it.
+Limits: where the temporary folder does not survive a reboot (a tmpfs `/tmp`), a power
+cut during a commit's visible steps leaves them half done; the staging record is not
+synced, so a power cut while staging may leave temporaries behind. A killed process
+never does either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import functools
+import hashlib
+import json
+import logging
+import os
+import secrets
+import stat as stat_module
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from langchain_fstools.backends.temporaries import temporary_name
+from langchain_fstools.core import paths
+from langchain_fstools.errors import OutsideRoot
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from langchain_fstools.backends.local.beneath import Beneath, Place
+
+logger = logging.getLogger(__name__)
+
+_STAGING: Final = ".staging"
+_COMMIT: Final = ".commit"
+_PART: Final = ".part"
+"""Suffix of a record being written (renamed to its name once whole and locked)."""
+
+_STILL_NS: Final = 1_000_000_000
+"""How long the folder must have been unchanged for its modification time to tell a change
+(the kernel stamps with a coarse clock: two changes within a tick may share one)."""
+
+_PART_SECONDS: Final = 60.0
+"""Age after which a part no record followed is a killed commit's (it lives microseconds)."""
+
+_RECORD_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_OPEN_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A file a commit stages: its path, and whether a link at it is written through."""
+
+    path: str
+    follow: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """An entry a commit removes, if it is still the one the set was read against."""
+
+    path: str
+    version: str | None
+    """Its version when the set was read; None for a directory (removed when empty)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Folder:
+    """A folder a commit makes (`added`) or gives a mode."""
+
+    path: str
+    added: bool
+    mode: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A staged temporary (its virtual path) that a commit renames onto `path`."""
+
+    path: str
+    temp: str
+    follow: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Steps:
+    """A commit's visible steps, in the order they are taken."""
+
+    removals: Sequence[Removal] = ()
+    folders: Sequence[Folder] = ()
+    placements: Sequence[Placement] = ()
+
+
+@dataclass(slots=True)
+class Intent:
+    """One commit in progress: its token and the locked descriptors of its records."""
+
+    token: str
+    folder: str
+    held: list[int] = field(default_factory=list)
+
+    def tag(self, number: int) -> str:
+        """The tag of the commit's temporary for its `number`-th target."""
+        return f"{self.token}-{number}"
+
+
+class Journal:
+    """The intent records of one workspace's multi-file commits.
+
+    Args:
+        root: The workspace's real host path.
+        durable: Sync the commit record and the steps taken when rolling forward.
+    """
+
+    def __init__(self, root: str, *, durable: bool) -> None:
+        """Name the workspace; the folder is found on first use (never on an event loop)."""
+        self._root = root
+        self._durable = durable
+        self._empty_at: int | None = None
+        """The folder's modification time when it was last found empty."""
+
+    @functools.cached_property
+    def folder(self) -> str:
+        """This workspace's journal folder (which may not exist yet)."""
+        digest = hashlib.sha256(os.fsencode(self._root)).hexdigest()[:32]
+        return os.path.join(tempfile.gettempdir(), f"fstools-journal-{os.getuid()}", digest)
+
+    def begin(self, targets: Sequence[Target], folders: Sequence[str] = ()) -> Intent:
+        """Put and lock the staging record of a commit, before anything is staged.
+
+        Args:
+            targets: The files the commit stages.
+            folders: The new folders made before staging (parents first), which a
+                roll-back removes again (when empty).
+        """
+        with _unnamed():
+            intent = Intent(secrets.token_hex(6), self._made())
+        try:
+            record = {"targets": [[t.path, t.follow] for t in targets], "folders": list(folders)}
+            with _unnamed():
+                self._put(intent, _STAGING, record)
+        except BaseException:
+            self.release(intent)
+            raise
+        return intent
+
+    def commit(self, intent: Intent, steps: Steps) -> None:
+        """Put the commit record (synced): from here on, the commit is rolled forward."""
+        record = {
+            "removals": [[r.path, r.version] for r in steps.removals],
+            "folders": [[f.path, f.added, f.mode] for f in steps.folders],
+            "placements": [[p.path, p.temp, p.follow] for p in steps.placements],
+        }
+        with _unnamed():
+            self._put(intent, _COMMIT, record, sync=self._durable)
+
+    def end(self, intent: Intent) -> None:
+        """Remove the commit's records: it is done, or failed with nothing left to finish."""
+        for suffix in (_COMMIT, _STAGING):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(intent.folder, intent.token + suffix))
+        self.release(intent)
+
+    @staticmethod
+    def release(intent: Intent) -> None:
+        """Unlock the records, leaving them for whoever uses the workspace next."""
+        while intent.held:
+            os.close(intent.held.pop())
+
+    def recover(self, beneath: Beneath, version: Callable[[os.stat_result], str]) -> None:
+        """Roll forward or back every commit whose process died, and remove its temporaries.
+
+        A record that cannot be settled (damaged, or a step the disk refuses) is logged
+        and left for the next call; the call itself goes on.
+
+        Args:
+            beneath: The workspace.
+            version: The version token of an entry's `lstat`, as the backend spells it.
+        """
+        try:
+            seen = os.stat(self.folder).st_mtime_ns
+        except FileNotFoundError:
+            return
+        if seen == self._empty_at:
+            return
+        if not all(_private(level) for level in (os.path.dirname(self.folder), self.folder)):
+            logger.warning("the journal folder is not private: its records are not read")
+            return
+        names = os.listdir(self.folder)
+        if not names and time.time_ns() - seen > _STILL_NS:
+            self._empty_at = seen  # unchanged since: nothing to settle, no listing needed
+        for token in sorted({name.partition(".")[0] for name in names}):
+            try:
+                self._settle(token, beneath, version)
+            except (OSError, OutsideRoot, ValueError, TypeError, KeyError):
+                logger.warning("an unfinished commit could not be settled", exc_info=True)
+
+    def _made(self) -> str:
+        """The journal folder, made private if missing; `PermissionError` if it is not private."""
+        folder = self.folder
+        for level in (os.path.dirname(folder), folder):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(level, 0o700)
+            if not _private(level):
+                raise PermissionError(errno.EPERM, "the journal folder is not private", paths.ROOT)
+        return folder
+
+    def _put(
+        self, intent: Intent, suffix: str, record: dict[str, Any], *, sync: bool = False
+    ) -> None:
+        """Write a record under a part name, lock it, sync it if asked, then give it its name."""
+        name = os.path.join(intent.folder, intent.token + suffix)
+        descriptor = os.open(name + _PART, _RECORD_FLAGS, 0o600)
+        intent.held.append(descriptor)
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        data = json.dumps(record).encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+        if sync:
+            os.fsync(descriptor)
+        os.rename(name + _PART, name)
+        if sync:
+            _fsync_folder(intent.folder)
+
+    def _settle(
+        self, token: str, beneath: Beneath, version: Callable[[os.stat_result], str]
+    ) -> None:
+        """Settle one commit's records, unless its process still holds them."""
+        held: list[int] = []
+        try:
+            records: dict[str, bytes] = {}
+            for suffix in (_COMMIT, _STAGING):
+                try:
+                    descriptor = os.open(os.path.join(self.folder, token + suffix), _OPEN_FLAGS)
+                except FileNotFoundError:
+                    continue
+                held.append(descriptor)
+                try:
+                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return  # a live commit
+                records[suffix] = _read_all(descriptor)
+            if _COMMIT in records:
+                _forward(beneath, json.loads(records[_COMMIT]), version)
+                if self._durable:
+                    os.sync()
+            elif _STAGING in records:
+                _back(beneath, token, json.loads(records[_STAGING]))
+            self._remove(token, settled=bool(records))
+        finally:
+            for descriptor in held:
+                os.close(descriptor)
+
+    def _remove(self, token: str, *, settled: bool) -> None:
+        """Remove a settled commit's records and parts, or parts a commit left long ago.
+
+        A part is locked only after it is made: one younger than `_PART_SECONDS` may be
+        a live commit's, and is left alone.
+        """
+        for suffix in (_COMMIT, _STAGING, _COMMIT + _PART, _STAGING + _PART):
+            name = os.path.join(self.folder, token + suffix)
+            with contextlib.suppress(FileNotFoundError):
+                if settled or os.lstat(name).st_mtime < time.time() - _PART_SECONDS:
+                    os.unlink(name)
+
+
+def _forward(
+    beneath: Beneath, record: dict[str, Any], version: Callable[[os.stat_result], str]
+) -> None:
+    """Take every step of a commit record that is not taken yet, then remove its temporaries."""
+    for path, expected in record["removals"]:
+        _remove(beneath, path, expected, version)
+    for path, added, mode in record["folders"]:
+        _make_folder(beneath, path, added=added, mode=mode)
+    for path, temp, follow in record["placements"]:
+        _place(beneath, path, temp, follow=follow)
+    for _, temp, _ in record["placements"]:
+        _unlink(beneath, temp)
+
+
+def _back(beneath: Beneath, token: str, record: dict[str, Any]) -> None:
+    """Remove the temporaries a commit staged (or began to), then the folders it made."""
+    for number, (path, follow) in enumerate(record["targets"]):
+        with (
+            contextlib.suppress(OSError, OutsideRoot),
+            staging_place(beneath, path, follow=follow) as staged,
+        ):
+            name = temporary_name(staged.name.rpartition("/")[2], f"{token}-{number}")
+            os.unlink(name, dir_fd=staged.directory)
+    for path in reversed(record["folders"]):
+        with (
+            contextlib.suppress(OSError, OutsideRoot),
+            beneath.place(path, follow=False) as place,
+        ):
+            os.rmdir(place.name, dir_fd=place.directory)
+
+
+def staging_place(beneath: Beneath, path: str, *, follow: bool) -> Place:
+    """Where `path`'s temporary is staged: its folder, or its deepest existing ancestor.
+
+    Returns:
+        A place whose `directory` holds the temporary; its `name` is the rest of the
+        path from there (one component when the folder exists). The temporary is named
+        after the last component, with the commit's tag (`Intent.tag`).
+    """
+    return beneath.place(path, follow=follow, partial=True)
+
+
+def _remove(
+    beneath: Beneath, path: str, expected: str | None, version: Callable[[os.stat_result], str]
+) -> None:
+    with contextlib.suppress(OSError, OutsideRoot), beneath.place(path, follow=False) as place:
+        info = place.info
+        if info is None:
+            return
+        if expected is None:
+            if stat_module.S_ISDIR(info.st_mode):
+                os.rmdir(place.name, dir_fd=place.directory)
+        elif version(info) == expected:
+            os.unlink(place.name, dir_fd=place.directory)
+
+
+def _make_folder(beneath: Beneath, path: str, *, added: bool, mode: int | None) -> None:
+    with beneath.place(path, follow=False, create=True) as place:
+        if added and place.info is None:
+            os.mkdir(place.name, 0o700, dir_fd=place.directory)
+        if mode is not None:
+            os.chmod(place.name, mode, dir_fd=place.directory, follow_symlinks=False)
+
+
+def _place(beneath: Beneath, path: str, temp: str, *, follow: bool) -> None:
+    try:
+        staged = beneath.place(temp, follow=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    with staged:
+        if staged.info is None:
+            return  # renamed already
+        with beneath.place(path, follow=follow, create=True) as target:
+            os.replace(
+                staged.name, target.name, src_dir_fd=staged.directory, dst_dir_fd=target.directory
+            )
+
+
+def _unlink(beneath: Beneath, temp: str) -> None:
+    with contextlib.suppress(OSError, OutsideRoot), beneath.place(temp, follow=False) as place:
+        if place.info is not None:
+            os.unlink(place.name, dir_fd=place.directory)
+
+
+@contextlib.contextmanager
+def _unnamed() -> Iterator[None]:
+    """Re-raise an `OSError` of the journal's own files naming the workspace, not a host path."""
+    try:
+        yield
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, paths.ROOT) from None
+
+
+def _private(folder: str) -> bool:
+    """Whether `folder` is a directory of this user's that no one else may use."""
+    found = os.lstat(folder)
+    return (
+        stat_module.S_ISDIR(found.st_mode)
+        and found.st_uid == os.getuid()
+        and not found.st_mode & 0o077
+    )
+
+
+def _read_all(descriptor: int) -> bytes:
+    parts: list[bytes] = []
+    while chunk := os.read(descriptor, 1 << 16):
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _fsync_folder(folder: str) -> None:
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+__all__ = [
+    "Folder",
+    "Intent",
+    "Journal",
+    "Placement",
+    "Removal",
+    "Steps",
+    "Target",
+    "staging_place",
+]
