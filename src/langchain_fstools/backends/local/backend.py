@@ -401,10 +401,16 @@ class LocalBackend(Backend):
         `steps`' removals and folders are taken first, after everything is staged. Its
         new folders are made before the files are staged, so they are staged in place
         (empty folders are all a reader may see meanwhile); they go again if staging fails.
+        A new folder at or below a removed entry waits for its removal (a visible step).
         """
         steps = steps or Steps()
         virtuals = [e.path if e.canonical else paths.normalize(e.path) for e in entries]
-        made = [Folder(f.path, added=True, mode=None) for f in steps.folders if f.added]
+        removed = [r.path for r in steps.removals]
+        made = [
+            Folder(f.path, added=True, mode=None)
+            for f in steps.folders
+            if f.added and not any(paths.is_within(f.path, gone) for gone in removed)
+        ]  # a folder where the set removes an entry (`a.txt` becoming `a.txt/`) is made later
         intent = None
         if len(entries) > 1 or steps.removals or steps.folders:
             targets = [Target(v, e.follow) for v, e in zip(virtuals, entries, strict=True)]

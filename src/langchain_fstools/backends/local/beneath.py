@@ -127,8 +127,9 @@ class Beneath:
             virtual: A normalized virtual path (`paths.normalize`).
             follow: Follow the last component when it is a symlink (inside the root).
             create: Create missing directories on the way (not the last component).
-            partial: Where a directory on the way is missing, stop there and give the
-                rest of the path as `name` (for naming what a path would resolve to).
+            partial: Where a directory on the way is missing (or is a file), stop there and
+                give the rest of the path as `name` (for naming what a path would resolve
+                to, and where a change set's temporary is staged).
 
         Raises:
             OutsideRoot: a symlink on the way leads outside the root.
@@ -199,9 +200,12 @@ class _Walk:
                 os.mkdir(name, dir_fd=self._current())
             descriptor = os.open(name, _DIRECTORY, dir_fd=self._current())
         except NotADirectoryError:
-            if not _is_link(name, self._current()):
-                raise
-            return False
+            if _is_link(name, self._current()):
+                return False
+            if self._partial:  # a file where a folder will be (a change set replaces it)
+                pending.appendleft(name)
+                raise _Missing from None
+            raise
         self._stack.append(descriptor)
         self._names.append(name)
         return True
