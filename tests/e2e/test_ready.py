@@ -73,7 +73,7 @@ def test_a_server_started_with_ready_port_answers_the_next_command(tmp_path: Pat
 
 def test_ready_regex_waits_for_the_line_printed_after_a_delay(tmp_path: Path) -> None:
     backend = LocalBackend(tmp_path, execute=True)
-    command = "echo starting; sleep 1; echo '[stderr?] listening on 8000' >&2; sleep 30"
+    command = "echo starting; sleep 1; echo 'listening on 8000' >&2; sleep 30"
     try:
         started, read = _messages(
             backend,
@@ -128,3 +128,23 @@ def test_ready_without_background_is_refused_with_a_sentence(tmp_path: Path) -> 
         backend.close()
     assert started.status == "error"
     assert "add background=true" in str(started.content)
+
+
+@pytest.mark.parametrize(
+    ("ready", "sentence"), [("(", "'(' is not a regex"), (70000, "70000 is not a TCP port")]
+)
+def test_a_bad_ready_is_refused_before_anything_starts(
+    tmp_path: Path, ready: object, sentence: str
+) -> None:
+    backend = LocalBackend(tmp_path, execute=True)
+    try:
+        started, listed = _messages(
+            backend,
+            tool_call("execute", command="sleep 30", background=True, ready=ready),
+            tool_call("process", action="list"),
+        )
+    finally:
+        backend.close()
+    assert started.status == "error"
+    assert sentence in str(started.content)
+    assert "p1" not in str(listed.content)
