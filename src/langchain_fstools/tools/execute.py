@@ -204,12 +204,10 @@ def _through_processes(
                 functools.partial(table.start, args.command, output_limit=limit, terminal=args.tty)
             )
             standing = ""
-            if ready is not None:
-                wait = functools.partial(_wait_ready, table, started, ready, timeout)
-                standing = yield from calls.blocking(wait)
             artifact: dict[str, Any] = {"command": args.command, "process_id": started.ident}
             if ready is not None:
-                artifact["ready"] = "is ready" in standing
+                wait = functools.partial(_wait_ready, table, started, ready, timeout)
+                artifact["ready"], standing = yield from calls.blocking(wait)
             return ToolOutcome(
                 f"Started process {started.ident} in the background{standing}. Read its output"
                 f' with process(action="read", process_id="{started.ident}").',
@@ -256,8 +254,8 @@ def _ready(args: ExecuteArgs) -> int | re.Pattern[str] | None:
 
 def _wait_ready(
     table: Processes, process: Background, ready: int | re.Pattern[str], timeout: float
-) -> str:
-    """Wait up to `timeout` seconds for `process` to be ready; the clause saying how it stands.
+) -> tuple[bool, str]:
+    """Wait up to `timeout` seconds for `process` to be ready: whether it is, and the clause.
 
     Raises:
         NeverReady: it ended first (with its output).
@@ -275,11 +273,11 @@ def _wait_ready(
         if not done:  # its output ended: so does it, unless it closed its output only
             process.wait(max(0.0, until - time.monotonic()))
     if done:
-        return f"; it is ready: {what}"
+        return True, f"; it is ready: {what}"
     if not process.running:
         output = process.read()
         raise NeverReady(process.ident, output.exit_code, output.text)
-    return f"; after {timeout:g} s it is not ready yet ({yet}) and still runs"
+    return False, f"; after {timeout:g} s it is not ready yet ({yet}) and still runs"
 
 
 def settle(
