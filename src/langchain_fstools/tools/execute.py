@@ -207,7 +207,11 @@ def _through_processes(
             artifact: dict[str, Any] = {"command": args.command, "process_id": started.ident}
             if ready is not None:
                 wait = functools.partial(_wait_ready, table, started, ready, timeout)
-                artifact["ready"], standing = yield from calls.blocking(wait)
+                try:
+                    artifact["ready"], standing = yield from calls.blocking(wait)
+                except InvalidArgument:  # the backend cannot tell: nothing is left running
+                    yield from calls.blocking(started.kill)
+                    raise
             return ToolOutcome(
                 f"Started process {started.ident} in the background{standing}. Read its output"
                 f' with process(action="read", process_id="{started.ident}").',
