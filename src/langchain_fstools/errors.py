@@ -451,6 +451,15 @@ class CommandTooLarge(FsToolsError):
 
 
 @dataclass(eq=False)
+class NeverReady(FsToolsError):
+    """A background process ended before it was ready; `output` is what it printed."""
+
+    process_id: str
+    exit_code: int | None
+    output: str
+
+
+@dataclass(eq=False)
 class CommandTimedOut(FsToolsError):
     """A command ran past its timeout and was killed; `output` is what it printed."""
 
@@ -574,6 +583,7 @@ __all__ = [
     "MissingExtra",
     "MissingFile",
     "NeedsWindow",
+    "NeverReady",
     "NoMatch",
     "NoOpEdit",
     "NotInGraph",

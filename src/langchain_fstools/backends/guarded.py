@@ -841,6 +841,10 @@ class _HidingProcesses:
     def reviewed(self, background: Background) -> None:
         self.inner.reviewed(background)
 
+    def accepts(self, port: int) -> bool:
+        with hiding(self.unreadable):
+            return self.inner.accepts(port)
+
 
 class _GuardedSearch:
     """A native search whose results leave out what the guard hides."""

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING, Any, ClassVar
+import re
+import time
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.wording import plural
@@ -14,6 +16,7 @@ from langchain_fstools.errors import (
     ChangesNotCommitted,
     CommandTimedOut,
     InvalidArgument,
+    NeverReady,
     UnsupportedInvocation,
     VersionConflict,
 )
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
     from langchain_fstools.core.changesets import ChangeReview, ChangeSet
     from langchain_fstools.core.results import ExecutionResult, LimitHit
     from langchain_fstools.lsp.report import TextChange
+    from langchain_fstools.shell.session.background import Background, Processes
     from langchain_fstools.tools.settings import ToolSettings
 
 
@@ -44,12 +48,19 @@ class ExecuteArgs(ToolArgs):
 
     command: str = Field(description="e.g. `pytest -q tests/`.")
     timeout: float | None = Field(default=None, description="Seconds before it is killed.")
-    background: bool = Field(default=False, description="For servers: return a process id.")
-    tty: bool = Field(default=False, description="Background with a terminal.")
+    background: bool = Field(default=False, description="For servers.")
+    tty: bool = Field(default=False, description="With a terminal.")
     yield_after: float | None = Field(default=None, description="Seconds, then background.")
+    ready: str | None = Field(default=None, description="Await port or output regex.")
+
+    @field_validator("ready", mode="before")
+    @classmethod
+    def _port_as_text(cls, value: object) -> object:
+        """A port given as a number is taken as its digits."""
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-DESCRIPTION = """Run a bash command; returns output and exit code.
+DESCRIPTION = """Run a bash command.
 
 -[read_file, grep, glob, edit_file] Not for files: use read_file, grep, glob, edit_file, not
   cat/head/tail, grep/rg, find, sed/awk/echo >.
@@ -60,10 +71,10 @@ DESCRIPTION = """Run a bash command; returns output and exit code.
 -[network_off] No network (ask the user).
 -[network_domains] Network only to {network_domains} (HTTP(S)).
 -[network_on] Network on.
-- On timeout all is killed; output so far returned. Output over
+- On timeout all is killed. Output over
   {execute_output_limit:*byte} is cut in the middle; stderr lines start `[stderr] `.
 -[apply_patch] For patches use apply_patch.
-- sudo, rm -rf / etc. are refused."""
+- sudo, rm -rf / are refused."""
 
 
 class ExecuteTool(FileTool):
@@ -122,8 +133,9 @@ class ExecuteTool(FileTool):
         if refusal is not None:
             raise refusal
         limit = settings.execute_output_limit
+        ready = _ready(args)
         if args.background or args.yield_after is not None:
-            moved = yield from _through_processes(scope, args, timeout, limit)
+            moved = yield from _through_processes(scope, args, timeout, limit, ready)
             if isinstance(moved, ToolOutcome):
                 return moved
             result = moved
@@ -168,10 +180,15 @@ def _reported(result: ExecutionResult) -> str:
 
 
 def _through_processes(
-    scope: CallScope, args: ExecuteArgs, timeout: float, limit: int
+    scope: CallScope,
+    args: ExecuteArgs,
+    timeout: float,
+    limit: int,
+    ready: int | re.Pattern[str] | None,
 ) -> Effect[ToolOutcome | ExecutionResult]:
     """Start a background process, or run a command that may move to the background.
 
+    A process started with `ready` is waited for (up to `timeout`) until it is.
     Returns the tool's result when a process was started or a command moved to the
     background, else the command's result (it ended within `yield_after`).
     """
@@ -186,10 +203,19 @@ def _through_processes(
             started = yield from calls.blocking(
                 functools.partial(table.start, args.command, output_limit=limit, terminal=args.tty)
             )
+            standing = ""
+            artifact: dict[str, Any] = {"command": args.command, "process_id": started.ident}
+            if ready is not None:
+                wait = functools.partial(_wait_ready, table, started, ready, timeout)
+                try:
+                    artifact["ready"], standing = yield from calls.blocking(wait)
+                except InvalidArgument:  # the backend cannot tell: nothing is left running
+                    yield from calls.blocking(started.kill)
+                    raise
             return ToolOutcome(
-                f"Started process {started.ident} in the background. Read its output"
+                f"Started process {started.ident} in the background{standing}. Read its output"
                 f' with process(action="read", process_id="{started.ident}").',
-                {"command": args.command, "process_id": started.ident},
+                artifact,
             )
         after = _yield_after(args.yield_after, timeout)
         result = yield from calls.blocking(
@@ -206,6 +232,56 @@ def _through_processes(
         f' process(action="read", process_id="{result.process_id}").',
         {"command": args.command, "process_id": result.process_id},
     )
+
+
+_PROBE_EVERY: Final = 0.1
+"""Seconds between two probes of a port a starting process should listen on."""
+
+
+def _ready(args: ExecuteArgs) -> int | re.Pattern[str] | None:
+    """What `ready` waits for: a port, or a compiled regex of an output line (checked)."""
+    ready = args.ready
+    if ready is None:
+        return None
+    if not args.background:
+        raise InvalidArgument("ready", "it waits for a background process; add background=true")
+    if ready.strip().isdecimal():
+        port = int(ready)
+        if not 0 < port < 65536:  # noqa: PLR2004 - the TCP port range
+            raise InvalidArgument("ready", f"{port} is not a TCP port (1 to 65535)")
+        return port
+    try:
+        return re.compile(ready)
+    except re.error as bad:
+        raise InvalidArgument("ready", f"{ready!r} is not a regex ({bad})") from None
+
+
+def _wait_ready(
+    table: Processes, process: Background, ready: int | re.Pattern[str], timeout: float
+) -> tuple[bool, str]:
+    """Wait up to `timeout` seconds for `process` to be ready: whether it is, and the clause.
+
+    Raises:
+        NeverReady: it ended first (with its output).
+    """
+    until = time.monotonic() + timeout
+    if isinstance(ready, int):
+        what, yet = f"port {ready} accepts connections", f"port {ready} does not accept connections"
+        while not (done := table.accepts(ready)) and time.monotonic() < until:
+            if process.wait(min(_PROBE_EVERY, until - time.monotonic())):
+                break
+    else:
+        what = f"it printed a line matching {ready.pattern!r}"
+        yet = f"no line matched {ready.pattern!r}"
+        done = process.wait_for_line(ready, timeout)
+        if not done:  # its output ended: so does it, unless it closed its output only
+            process.wait(max(0.0, until - time.monotonic()))
+    if done:
+        return True, f"; it is ready: {what}"
+    if not process.running:
+        output = process.read()
+        raise NeverReady(process.ident, output.exit_code, output.text)
+    return False, f"; after {timeout:g} s it is not ready yet ({yet}) and still runs"
 
 
 def settle(

@@ -304,6 +304,13 @@ def _command_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one ret
                 f"Error: this session already runs {limit} background processes, the most it"
                 " may; kill one (process tool, action kill) before starting another."
             )
+        case errors.NeverReady(process_id=ident, exit_code=code, output=output):
+            ended = "ended" if code is None else f"exited with code {code}"
+            notice = (
+                f"Error: process {ident} {ended} before it was ready."
+                " Fix what its output says, then start it again."
+            )
+            return output.rstrip("\n") + "\n" + notice if output else notice
         case errors.CommandTimedOut(timeout=timeout, output=output):
             notice = (
                 f"Error: the command did not finish within {plural(timeout, 'second')}"

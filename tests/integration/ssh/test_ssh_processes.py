@@ -313,3 +313,16 @@ def test_through_an_agent_a_host_without_python_answers_with_an_error(
         (refused,) = _messages(backend, tool_call("execute", command="sleep 1", background=True))
     assert refused.status == "error"
     assert "no Python 3" in str(refused.content)
+
+
+@pytest.mark.parametrize("ready", [PORT, "listening"])
+def test_through_an_agent_ready_is_refused_in_a_sentence_and_nothing_runs_on(
+    ssh_backend: SSHBackend, sshd: Sshd, ssh_root: Path, ready: object
+) -> None:
+    (refused,) = _messages(
+        ssh_backend,
+        tool_call("execute", command="sleep 31.25", background=True, ready=ready),
+    )
+    assert refused.status == "error"
+    assert "ready= is not available on this backend" in str(refused.content)
+    assert "sleep 31.25" not in _host_process_table(sshd, ssh_root)

@@ -16,7 +16,7 @@ import stat as stat_module
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from langchain_fstools.core.changesets import ChangeKind, ChangeSet, remove_folder
 from langchain_fstools.errors import InvalidArgument
@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from langchain_fstools.shell.sandbox.overlay import LowerTree
     from langchain_fstools.shell.session.background import Background
     from langchain_fstools.shell.session.session import Session
+
+
+_PROBE_TIMEOUT: Final = 2.0
+"""Seconds one probe of a port may take (a connection that hangs is not ready)."""
 
 
 class LocalProcesses:
@@ -96,6 +100,22 @@ class LocalProcesses:
             raise
         background.view = overlay
         return background
+
+    def accepts(self, port: int) -> bool:
+        """Whether `port` accepts connections on the session's loopback now.
+
+        Probed from inside the session (its network namespace is not the host's), by a
+        command that connects with the shell's `/dev/tcp` (IPv4, then IPv6) and changes
+        nothing; False under a shell without it.
+        """
+        probe = f"(: <>/dev/tcp/127.0.0.1/{port} || : <>/dev/tcp/::1/{port}) 2>/dev/null"
+        result, _, _ = self._session.run(
+            probe,
+            timeout=_PROBE_TIMEOUT,
+            output_limit=256,
+            **self._command_args(),  # type: ignore[arg-type]
+        )
+        return result.exit_code == 0
 
     def adopt(self, background: Background, overlay: Overlay | None) -> None:
         """Keep `overlay` as the view of a command that moved to the background."""

@@ -44,10 +44,16 @@ from langchain_fstools.shell.session.session import MAX_PROCESSES, START_TIMEOUT
 from langchain_fstools.shell.session.shell_state import remembering
 
 if TYPE_CHECKING:
+    import re
     from collections.abc import Callable, Coroutine
 
     from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.shell.session.shell_state import ShellState
+
+NO_READY: Final = (
+    "ready= is not available on this backend; start it without, and read its output with"
+    " the process tool"
+)
 
 _END_WAIT: Final = 5.0
 """Seconds a closing session waits for its supervisor to kill its processes and exit."""
@@ -131,9 +137,10 @@ class RemoteProcess(Background):
         if "error" in reply:
             raise BrokenPipeError(0, "the process has ended")
 
-    def wait(self, seconds: float) -> bool:
-        """Wait up to `seconds` for it to end; whether it has."""
-        return self._ended.wait(seconds)
+    def wait_for_line(self, pattern: re.Pattern[str], timeout: float) -> bool:
+        """Refused: its output window lives on the host (`InvalidArgument`)."""
+        del pattern, timeout
+        raise InvalidArgument("ready", NO_READY)
 
     def finish(self, status: int | None, ended_by: str | None, record: bytes = b"") -> None:
         """It ended (the supervisor said so, or its session ended)."""
@@ -322,6 +329,11 @@ class SSHProcesses:
     def reviewed(self, background: Background) -> None:
         """Nothing to do (see `review`)."""
         del background
+
+    def accepts(self, port: int) -> bool:
+        """Refused: `ready` is not available here (`InvalidArgument`)."""
+        del port
+        raise InvalidArgument("ready", NO_READY)
 
 
 class _Processes(_Commands):

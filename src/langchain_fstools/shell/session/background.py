@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from langchain_fstools.shell.sandbox.limits import CHANGED_EVERY
-from langchain_fstools.shell.session.output import OutputBuffer
+from langchain_fstools.shell.session.output import STDERR_MARK, OutputBuffer
 
 if TYPE_CHECKING:
+    import re
     from collections.abc import Callable
 
     from langchain_fstools.core.changesets import ChangeSet
@@ -115,6 +116,7 @@ class Background:
         self._active = time.monotonic()
         self._ended_by: str | None = None
         self._finished_at: float | None = None
+        self._watch: _LineWatch | None = None
         self._reader = threading.Thread(target=self._read_all, name=f"fstools-{ident}", daemon=True)
         self._reader.start()
 
@@ -164,6 +166,30 @@ class Background:
             window.text(), window.dropped_bytes, self.running, self.exit_code, self._ended_by
         )
 
+    def wait(self, seconds: float) -> bool:
+        """Wait up to `seconds` for it to end; whether it has."""
+        return self._ended.wait(seconds)
+
+    def wait_for_line(self, pattern: re.Pattern[str], timeout: float) -> bool:
+        """Whether a line of its output matches `pattern` within `timeout` seconds.
+
+        Lines of both streams count (unmarked), those already in the unread window too,
+        and a last line not yet ended. False once its output ended with no such line.
+        """
+        with self._lock:
+            kept = self._buffer.text()
+            lines = [line.removeprefix(STDERR_MARK.decode()) for line in kept.split("\n")]
+            if any(pattern.search(line) for line in lines):
+                return True
+            if not self._reader.is_alive():
+                return False
+            watch = self._watch = _LineWatch(pattern, lines[-1].encode())
+        try:
+            return watch.found.wait(timeout) and watch.matched
+        finally:
+            with self._lock:
+                self._watch = None
+
     def write(self, data: bytes) -> None:
         """Write `data` to its standard input.
 
@@ -188,6 +214,13 @@ class Background:
         if wait:
             self._reader.join(5.0)
 
+    def _add(self, data: bytes, *, stderr: bool) -> None:
+        """Keep a chunk of output, and show it to a waiter for a line (b"": the end)."""
+        with self._lock:
+            self._buffer.add(data, stderr=stderr)
+            if self._watch is not None:
+                self._watch.add(data, stderr=stderr)
+
     def _read_all(self) -> None:
         """Read every output descriptor until each reaches its end; enforce the idle limit."""
         with selectors.DefaultSelector() as selector:
@@ -203,8 +236,7 @@ class Background:
                     if not data:
                         selector.unregister(key.fd)
                         continue
-                    with self._lock:
-                        self._buffer.add(data, stderr=bool(key.data))
+                    self._add(data, stderr=bool(key.data))
                 if not self.running:
                     continue
                 if time.monotonic() - self._active > self._idle_limit:
@@ -213,12 +245,34 @@ class Background:
                 elif self._over is not None and self._over():
                     self._ended_by = "limit"
                     self._stop()
+        self._add(b"", stderr=False)  # no more output: a waiter for a line stops
         self._ended.wait()
         self._finished_at = time.time()
         for fd in [*self._fds, *([self._stdin] if self._stdin is not None else [])]:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._release()
+
+
+class _LineWatch:
+    """Output lines as they come, per stream, until one matches `pattern` (`found`)."""
+
+    def __init__(self, pattern: re.Pattern[str], partial: bytes) -> None:
+        self.pattern = pattern
+        self.found = threading.Event()
+        self.matched = False
+        self._pending = {False: partial, True: b""}
+
+    def add(self, data: bytes, *, stderr: bool) -> None:
+        if not data:  # the end of all output
+            self.found.set()
+            return
+        *lines, self._pending[stderr] = (self._pending[stderr] + data).split(b"\n")
+        for line in [*lines, self._pending[stderr]]:
+            if self.pattern.search(line.decode("utf-8", "replace").rstrip("\r")):
+                self.matched = True
+                self.found.set()
+                return
 
 
 class Processes(Protocol):
@@ -240,6 +294,9 @@ class Processes(Protocol):
 
     def review(self, background: Background) -> ChangeSet | None:
         """What it changed since its last review, uncommitted (None without a view)."""
+
+    def accepts(self, port: int) -> bool:
+        """Whether `port` accepts connections on the session's loopback now."""
 
     def reviewed(self, background: Background) -> None:
         """The last review's set was committed or dropped."""
