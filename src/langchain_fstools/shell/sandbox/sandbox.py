@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
 from langchain_fstools.errors import SandboxUnavailable
+from langchain_fstools.shell.network import bridge
 from langchain_fstools.shell.network.domains import AllowedDomains, allowed_domains
 from langchain_fstools.shell.network.proxy import DomainProxy, proxy_env
 from langchain_fstools.shell.sandbox import confine, supervisor
@@ -727,7 +728,9 @@ def _resolver_binds() -> list[str]:
 def helper_paths(helper: Sequence[str]) -> list[str]:
     """The folders the helper needs inside the sandbox: the interpreter's and its own.
 
-    This process's prefixes count only when the helper runs on this interpreter.
+    Its own: the supervisor's (with the confinement helper beside it) and the network
+    bridge's, which runs on the same interpreter (`shell.network.bridge`). This
+    process's prefixes count only when the helper runs on this interpreter.
     """
     ours = os.path.realpath(helper[0]) == os.path.realpath(sys.executable)
     prefixes = [os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)] if ours else []
@@ -735,6 +738,7 @@ def helper_paths(helper: Sequence[str]) -> list[str]:
         *prefixes,
         os.path.dirname(os.path.realpath(helper[0])),
         os.path.dirname(os.path.realpath(helper[-1])),
+        os.path.dirname(os.path.realpath(bridge.__file__)),
     ]
 
 
