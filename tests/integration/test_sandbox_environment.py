@@ -33,8 +33,10 @@ def test_the_sandbox_passes_only_the_minimal_set_and_env(tmp_path: Path) -> None
     assert seen["GREETING"] == "given"
     assert seen["LANG"] == "C.UTF-8"
     assert "PATH" in seen
+    assert seen["PYTHONPYCACHEPREFIX"] == "/tmp/pycache"  # the session's own caches
     # what bash itself sets (PWD, SHLVL, _) is all that comes on top
-    assert set(seen) - {"PATH", "HOME", "LANG", "TERM", "TMPDIR", "GREETING"} <= {
+    minimal = {"PATH", "HOME", "LANG", "TERM", "TMPDIR", "PYTHONPYCACHEPREFIX", "GREETING"}
+    assert set(seen) - minimal <= {
         "PWD",
         "SHLVL",
         "_",

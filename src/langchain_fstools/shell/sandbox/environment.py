@@ -6,7 +6,8 @@ for all, `False` for none, or a list of names). The variables of `env=` are set 
 so they win over inherited ones. Each backend states its default:
 
 - `LocalBackend(execute=True)` (sandboxed by default): only `MINIMAL_ENV` (`PATH`,
-  `HOME`, `LANG`, `TERM`, `TMPDIR`), so secrets in the agent's environment stay outside;
+  `HOME`, `LANG`, `TERM`, `TMPDIR`, and `PYTHONPYCACHEPREFIX` in the session's temporary
+  folder), so secrets in the agent's environment stay outside;
   and whatever `inherit_env` says, a variable that looks like a secret (`looks_secret`:
   a name such as `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*_PAT`, `*_PWD`,
   `*JWT*`, ..., or a value holding a URL with credentials, `redis://:pw@host`) is never
