@@ -46,6 +46,9 @@ def test_each_mcp2_example_runs(
     number: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    # a stdio server gets the SDK's default environment (HOME, PATH, ...), not the
+    # suite's XDG folders: its listing cache goes to this test's home
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     src = str(ROOT / "src")  # the server the example starts imports this checkout
     monkeypatch.setenv(
         "PYTHONPATH", os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
