@@ -597,32 +597,22 @@ class LocalBackend(Backend):
             descriptor = -1
             if entry.link is not None or entry.move:
                 temp = _create_temp_entry(directory, name, tag, entry, current)
-                return _Staged(
-                    virtual,
-                    place.name,
-                    directory,
-                    temp,
-                    descriptor,
-                    entry.expected,
-                    replaces=current is not None,
-                    folder=folder,
-                    follow=entry.follow,
-                )
-            if current is not None and entry.follow:
-                require_regular(virtual, current.st_mode)
-            descriptor, temp = _create_temp(directory, name, tag, private=current is not None)
-            try:
-                if current is not None and stat_module.S_ISREG(current.st_mode):
-                    _copy_owner_and_mode(descriptor, current)
-                entry.fill(descriptor)
-                if entry.mode is not None:
-                    os.fchmod(descriptor, entry.mode)
-                _stamp(descriptor, current)
-            except BaseException:
-                os.close(descriptor)
-                with contextlib.suppress(OSError):
-                    os.unlink(temp, dir_fd=directory)
-                raise
+            else:
+                if current is not None and entry.follow:
+                    require_regular(virtual, current.st_mode)
+                descriptor, temp = _create_temp(directory, name, tag, private=current is not None)
+                try:
+                    if current is not None and stat_module.S_ISREG(current.st_mode):
+                        _copy_owner_and_mode(descriptor, current)
+                    entry.fill(descriptor)
+                    if entry.mode is not None:
+                        os.fchmod(descriptor, entry.mode)
+                    _stamp(descriptor, current)
+                except BaseException:
+                    os.close(descriptor)
+                    with contextlib.suppress(OSError):
+                        os.unlink(temp, dir_fd=directory)
+                    raise
         return _Staged(
             virtual,
             place.name,
