@@ -26,10 +26,19 @@ def private_folder(name: str) -> Path:
     """
     folder = Path(tempfile.gettempdir(), f"{name}-{os.getuid()}")
     folder.mkdir(mode=0o700, exist_ok=True)
-    found = folder.lstat()
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid() or found.st_mode & 0o077:
+    if not is_private(folder):
         raise PermissionError(errno.EPERM, "not this user's private folder", str(folder))
     return folder
 
 
-__all__ = ["private_folder"]
+def is_private(folder: str | os.PathLike[str]) -> bool:
+    """Whether `folder` is a real folder (not a link) this user owns that no one else may use.
+
+    Raises:
+        OSError: it cannot be looked at (`FileNotFoundError` when missing).
+    """
+    found = os.lstat(folder)
+    return stat.S_ISDIR(found.st_mode) and found.st_uid == os.getuid() and not found.st_mode & 0o077
+
+
+__all__ = ["is_private", "private_folder"]

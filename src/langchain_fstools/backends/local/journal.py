@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from langchain_fstools.backends.temporaries import temporary_name
 from langchain_fstools.core import paths
+from langchain_fstools.core.private_folders import is_private
 from langchain_fstools.errors import OutsideRoot
 
 if TYPE_CHECKING:
@@ -210,7 +211,7 @@ class Journal:
             return
         if seen == self._empty_at:
             return
-        if not all(_private(level) for level in (os.path.dirname(self.folder), self.folder)):
+        if not all(is_private(level) for level in (os.path.dirname(self.folder), self.folder)):
             logger.warning("the journal folder is not private: its records are not read")
             return
         names = os.listdir(self.folder)
@@ -228,7 +229,7 @@ class Journal:
         for level in (os.path.dirname(folder), folder):
             with contextlib.suppress(FileExistsError):
                 os.mkdir(level, 0o700)
-            if not _private(level):
+            if not is_private(level):
                 raise PermissionError(errno.EPERM, "the journal folder is not private", paths.ROOT)
         return folder
 
@@ -383,16 +384,6 @@ def _unnamed() -> Iterator[None]:
         yield
     except OSError as exc:
         raise type(exc)(exc.errno, exc.strerror, paths.ROOT) from None
-
-
-def _private(folder: str) -> bool:
-    """Whether `folder` is a directory of this user's that no one else may use."""
-    found = os.lstat(folder)
-    return (
-        stat_module.S_ISDIR(found.st_mode)
-        and found.st_uid == os.getuid()
-        and not found.st_mode & 0o077
-    )
 
 
 def _read_all(descriptor: int) -> bytes:
