@@ -89,9 +89,11 @@ class SeaweedServer:
         ]
 
     def start(self, timeout: float = 60.0) -> None:
-        """Start the cluster and wait until its S3 gateway can create a bucket.
+        """Start the cluster and wait until its S3 gateway serves stored objects.
 
-        Started again after `kill`, it serves what it had stored.
+        Ready means a bucket can be created and a probe object read back; started again
+        after `kill`, the probe stored by the first start must be readable, since a
+        restarted cluster answers 500 for old objects until its volumes are known again.
         """
         (self.directory / "data").mkdir(exist_ok=True)
         log = (self.directory / "log").open("ab")
@@ -105,6 +107,7 @@ class SeaweedServer:
                 raise RuntimeError(f"weed server exited: {self.log_tail()}")
             with contextlib.suppress(OSError):
                 self.bucket("ready")
+                self._probe()
                 return
             if time.monotonic() > deadline:
                 raise RuntimeError(f"weed server did not become ready: {self.log_tail()}")
@@ -120,6 +123,18 @@ class SeaweedServer:
             if error.code != 409:
                 raise
         return name
+
+    def _probe(self) -> None:
+        """Read the probe object back, storing it first on the cluster's first start."""
+        url = f"{self.endpoint}/ready/probe"
+        if not (self.directory / "probed").exists():
+            put = urllib.request.Request(url, data=b"probe", method="PUT")  # noqa: S310
+            with urllib.request.urlopen(put, timeout=10):  # noqa: S310 - loopback http
+                pass
+            (self.directory / "probed").touch()
+        with urllib.request.urlopen(url, timeout=10) as answer:  # noqa: S310 - loopback http
+            if answer.read() != b"probe":
+                raise OSError("the probe object reads back wrong")
 
     def store_options(self) -> dict[str, object]:
         """obstore `S3Store` keyword arguments for this cluster."""
