@@ -77,6 +77,10 @@ def test_every_python_block_runs_on_its_own(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "repo").mkdir()
+    # A stdio MCP server started by a block gets the SDK's default environment, which
+    # carries HOME but not the suite's XDG folders: give it a home of its own.
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     if "FSTOOLS_POSTGRES_URL" in source:
         name = re.sub(r"[^a-z0-9]+", "_", f"docs_{page}_{number}".lower())
         monkeypatch.setenv("FSTOOLS_POSTGRES_URL", postgres.create_database(name))
