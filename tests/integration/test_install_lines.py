@@ -1,6 +1,6 @@
 """Every install line of the README and the docs works as written, in a clean virtualenv.
 
-The lines are run in order, in one fresh venv (its `bin` first on PATH), from a copy of
+The lines are run in order (each distinct line once), in one fresh venv (its `bin` first on PATH), from a copy of
 the checkout (what `pip install .` means in the docs; a built wheel lands in the copy).
 The package index's name works only after the first release: a line naming it must say
 so, and is not run. pip reads the package mirrors it is configured with; the install of
@@ -65,10 +65,10 @@ def test_every_install_line_runs_in_a_clean_venv(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=TIMEOUT)
     env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)}
     env.pop("PYTHONPATH", None)
-    ran = []
+    ran: list[str] = []
     for page, command, later in LINES:
-        if later:
-            continue
+        if later or command in ran:
+            continue  # a line the venv has run already would only run again as it did
         done = subprocess.run(
             ["bash", "-c", command],
             cwd=checkout,
