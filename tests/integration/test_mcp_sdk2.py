@@ -13,6 +13,7 @@ Left out: the two modules that need langchain-mcp-adapters.
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,28 @@ def test_the_mcp_tests_pass_on_sdk_2(mcp2_venv: Path) -> None:
     run = _run(mcp2_venv, "-m", "pytest", "-q", "-p", "no:randomly", *MODULES)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert " passed" in run.stdout.splitlines()[-1]
+
+
+CLIENT_2 = """
+import asyncio, sys
+from mcp import Client, StdioServerParameters
+
+async def main() -> None:
+    server = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:])
+    async with Client(server) as client:
+        listed = await client.list_tools()
+        print(len(listed.tools))
+
+asyncio.run(main())
+"""
+
+
+def test_an_mcp_2_client_meets_a_1x_server_without_a_flood_of_warnings(
+    mcp2_venv: Path, tmp_path: Path
+) -> None:
+    """mcp 2.x's `Client` first asks `server/discover`; the 1.x server's refusal is quiet."""
+    server = [sys.executable, "-m", "langchain_fstools", "mcp", "--root", str(tmp_path)]
+    run = _run(mcp2_venv, "-c", CLIENT_2, *server)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert int(run.stdout.split()[-1]) > 0  # the tools were listed after the fallback
+    assert "validation error" not in run.stderr, run.stderr

@@ -15,6 +15,7 @@ server cannot send a request (no elicitation mid-call); it asks by answering wit
 from __future__ import annotations
 
 import importlib
+import logging
 from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Final
@@ -31,6 +32,23 @@ GENERATION: Final = int(metadata.version("mcp").split(".", 1)[0])
 """The installed SDK's major version: 1 or 2."""
 
 _ELICITATION = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+
+ERA_PROBE: Final = "'server/discover'"
+"""How the request an mcp 2.x client asks first (which protocol era the server speaks)
+appears in mcp 1.x's validation warning; the 1.x server answers it with an error and
+the client falls back to `initialize`."""
+
+
+class _QuietEraProbe(logging.Filter):
+    """Drop mcp 1.x's warning about a 2.x client's era probe (dozens of lines on stderr).
+
+    The probe is how a 2.x client finds which protocol the server speaks: refusing it is
+    the answer, not a fault. Any other request that fails validation is still logged.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (message.startswith("Failed to validate request") and ERA_PROBE in message)
 
 
 @dataclass(frozen=True)
@@ -141,6 +159,9 @@ def _server_1(
     call: Callable[[ToolRequest], Awaitable[Any]],
 ) -> Server[Any, Any]:
     server: Server[Any, Any] = Server(name, version=version, instructions=instructions)
+    root = logging.getLogger()  # mcp 1.x logs the warning with `logging.warning`
+    if not any(isinstance(known, _QuietEraProbe) for known in root.filters):
+        root.addFilter(_QuietEraProbe())
 
     @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]
     async def list_tools() -> list[types.Tool]:
