@@ -159,7 +159,7 @@ def _server_1(
     call: Callable[[ToolRequest], Awaitable[Any]],
 ) -> Server[Any, Any]:
     server: Server[Any, Any] = Server(name, version=version, instructions=instructions)
-    root = logging.getLogger()  # mcp 1.x logs the warning with `logging.warning`
+    root = logging.root  # mcp 1.x logs the warning with `logging.warning`
     if not any(isinstance(known, _QuietEraProbe) for known in root.filters):
         root.addFilter(_QuietEraProbe())
 
