@@ -445,15 +445,20 @@ def session_of(runtime: Any) -> str:
     The checkpoint namespace names each node with the id of its task; the last task
     (this tool node's, new at every step) is left out, the ones above it kept: parallel
     subagents that inherit a thread id run under task ids of their own, so each gets a
-    session (and a shell state) of its own, and each keeps it from step to step.
+    session (and a shell state) of its own, and each keeps it from step to step. A graph
+    run without a thread id (no checkpointer) names its sessions the same way under the
+    caller's session: parallel subagents never share one (a subagent's session ends
+    with its call).
     """
     config = getattr(runtime, "config", None) or {}
     configurable = config.get("configurable") or {}
     thread = configurable.get("thread_id")
-    if thread is None:  # no graph: the caller's session (an MCP client's), if it set one
+    namespace = str(configurable.get("checkpoint_ns", ""))
+    if thread is None and not namespace:  # no graph: the caller's session (an MCP client's)
         return session_key.get()
-    *above, own = str(configurable.get("checkpoint_ns", "")).split("|")
-    return "|".join([str(thread), *above, own.partition(":")[0]])
+    *above, own = namespace.split("|")
+    base = session_key.get() if thread is None else str(thread)
+    return "|".join([base, *above, own.partition(":")[0]])
 
 
 def _timeout(requested: float | None, settings: ToolSettings) -> float:

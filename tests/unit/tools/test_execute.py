@@ -413,3 +413,25 @@ def test_the_description_says_which_network_commands_have(
     (execute,) = [tool for tool in tools if tool.name == "execute"]
     assert said in execute.description
     assert unsaid not in execute.description.replace(said, "")
+
+
+def test_parallel_subagents_without_a_thread_id_get_sessions_of_their_own() -> None:
+    """A graph run with no checkpointer: each subagent's task names a session of its own.
+
+    A subagent's session ends with its call; shared, the first to end killed the other's
+    running command ("the sandbox session ended").
+    """
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from langchain_fstools.shell.session.session import in_session  # noqa: PLC0415
+    from langchain_fstools.tools.execute import session_of  # noqa: PLC0415
+
+    def runtime(namespace: str) -> Any:
+        return SimpleNamespace(config={"configurable": {"checkpoint_ns": namespace}})
+
+    first = session_of(runtime("tools:1|task:a|tools:9"))
+    second = session_of(runtime("tools:1|task:b|tools:9"))
+    assert first != second
+    assert first == session_of(runtime("tools:1|task:a|tools:10"))  # kept step to step
+    with in_session("mcp-client"):  # no graph: the caller's session
+        assert session_of(SimpleNamespace(config={})) == "mcp-client"
