@@ -9,6 +9,7 @@ need one are skipped, with the reason, only when Node.js or npm is not installed
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -29,14 +30,17 @@ def installed(package: Path, module: str) -> Path:
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     folder = cache / "langchain-fstools" / f"{package.name}-{hashlib.sha256(lock).hexdigest()[:16]}"
     folder.mkdir(parents=True, exist_ok=True)
-    for path in package.iterdir():
-        if path.is_file():
-            shutil.copyfile(path, folder / path.name)
-    if not (folder / "node_modules" / module).is_dir():
-        subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=folder,
-            check=True,
-            timeout=INSTALL_TIMEOUT,
-        )
+    # One install at a time: test processes running side by side share the cache.
+    with (folder.parent / f"{folder.name}.lock").open("w") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        for path in package.iterdir():
+            if path.is_file():
+                shutil.copyfile(path, folder / path.name)
+        if not (folder / "node_modules" / module).is_dir():
+            subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                cwd=folder,
+                check=True,
+                timeout=INSTALL_TIMEOUT,
+            )
     return folder

@@ -315,7 +315,7 @@ def test_through_an_agent_a_host_without_python_answers_with_an_error(
     assert "no Python 3" in str(refused.content)
 
 
-@pytest.mark.parametrize("ready", [PORT, "listening"])
+@pytest.mark.parametrize("ready", [PORT, "listening"], ids=["port", "line"])
 def test_through_an_agent_ready_is_refused_in_a_sentence_and_nothing_runs_on(
     ssh_backend: SSHBackend, sshd: Sshd, ssh_root: Path, ready: object
 ) -> None:
