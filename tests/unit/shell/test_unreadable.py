@@ -29,15 +29,43 @@ def _tree(root: Path, *files: str) -> None:
         (root / name).write_text(name)
 
 
-def test_no_rule_denying_reads_hides_nothing() -> None:
+def test_no_rule_denying_or_asking_before_reads_hides_nothing() -> None:
     policy = Policy(
         [
             Permission(operations=["write"], paths=["/secrets"], action="deny"),
-            Permission(operations=["read"], paths=["/docs"], action="ask"),
+            Permission(operations=["read"], paths=["/docs"], action="allow"),
             Permission(operations=["execute"], commands=["cat"], action="deny"),
         ]
     )
     assert policy.unreadable() is None
+
+
+def test_a_rule_that_asks_before_a_read_hides_its_path_from_commands(tmp_path: Path) -> None:
+    _tree(tmp_path, "docs/private/plan.md", "docs/readme.md", "src/app.py")
+    policy = Policy([Permission(operations=["read"], paths=["/docs/private"], action="ask")])
+    unreadable = policy.unreadable()
+    assert unreadable is not None
+
+    assert unreadable_paths(str(tmp_path), unreadable) == ["/docs/private"]
+    assert unreadable.why("/docs/private") == "permission rule 1"
+
+
+def test_in_bypass_mode_a_rule_that_asks_hides_nothing_but_a_deny_rule_still_does() -> None:
+    asking = Permission(operations=["read"], paths=["/docs"], action="ask")
+    denying = Permission(operations=["read"], paths=["/secrets"], action="deny")
+
+    assert Policy([asking], mode="bypass").unreadable() is None
+    found = Policy([asking, denying], mode="bypass").unreadable()
+    assert found is not None
+    assert found.starts == (("secrets",),)
+
+
+def test_protected_paths_ask_before_a_read_but_stay_visible_to_commands(tmp_path: Path) -> None:
+    _tree(tmp_path, ".git/HEAD", ".env", "secrets/key")
+
+    found = unreadable_paths(str(tmp_path), _unreadable("/secrets"))
+
+    assert found == ["/secrets"]
 
 
 def test_the_search_starts_where_each_denying_glob_is_literal() -> None:

@@ -871,7 +871,7 @@ class LocalBackend(Backend):
         if found and confinement.bwrap is None:
             raise CommandRefused(
                 "unreadable",
-                f"{unreadable.why(found[0])} denies reading {found[0]}, and commands can be"
+                f"{unreadable.why(found[0])} keeps {found[0]} from reads, and commands can be"
                 " kept from it only with bubblewrap, which this machine cannot run",
             )
         real = [os.path.realpath(os.path.join(self._root, path.lstrip("/"))) for path in found]
@@ -908,6 +908,19 @@ class LocalBackend(Backend):
         except SandboxUnavailable:
             return False
         return confinement.copy_on_write
+
+    def hides_from_commands(self) -> bool:
+        """Whether commands get a mount namespace to mask paths in (bubblewrap).
+
+        Not with Landlock alone or `sandbox=None`; probes the sandbox the first time.
+        """
+        if not self.supports_execute or self._sandbox is None:
+            return False
+        try:
+            confinement = self._confinement_prepared()
+        except SandboxUnavailable:
+            return False
+        return confinement.bwrap is not None
 
     def _confinement_prepared(self) -> Confinement:
         if self._confinement is None:
