@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from langchain_fstools import LocalBackend
+from langchain_fstools.errors import CommandRefused
 from langchain_fstools.permissions.rules import Permission, Policy
 from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap
 from langchain_fstools.shell.sandbox.unreadable import Unreadable, hiding, unreadable_paths
@@ -190,3 +191,22 @@ def test_a_denied_name_no_file_tool_can_spell_is_hidden_all_the_same(tmp_path: P
     found = unreadable_paths(str(tmp_path), _unreadable("*.pem"))
 
     assert sorted(found) == sorted(["/a\\b.pem", "/" + os.fsdecode(b"caf\xe9.pem")])
+
+
+@pytest.mark.parametrize("sandbox", [Sandbox(method="landlock"), None], ids=["landlock", "none"])
+def test_a_backend_without_a_mount_namespace_refuses_a_command_it_cannot_hide_a_path_from(
+    tmp_path: Path, sandbox: Sandbox | None
+) -> None:
+    """The backend's own guarantee, below the permission layer (which asks first)."""
+    _tree(tmp_path, "secrets/key", "notes.txt")
+    backend = LocalBackend(tmp_path, execute=True, sandbox=sandbox)
+    assert not backend.hides_from_commands()
+    try:
+        with hiding(_unreadable("/secrets")), pytest.raises(CommandRefused) as refused:
+            backend.execute("cat secrets/key", timeout=20, output_limit=1000)
+        with hiding(_unreadable("/elsewhere")):
+            ran = backend.execute("cat notes.txt", timeout=20, output_limit=1000)
+    finally:
+        backend.close()
+    assert "permission rule 1 keeps /secrets from reads" in str(refused.value)
+    assert ran.output == "notes.txt"
