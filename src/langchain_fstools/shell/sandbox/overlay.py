@@ -45,6 +45,7 @@ catches a change made after the set was read.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import stat as stat_module
@@ -354,13 +355,18 @@ def open_upper(host: str) -> int:
 def _masked_files(masks: Sequence[str]) -> Callable[[str], bool]:
     """Whether a name is that of a file masked in the command's view.
 
-    The names are found at once; whether a mask is a file only when asked, which is
-    only for an empty new file of that name.
+    Asked only about an empty new file: the names are tabled at the first question,
+    and whether a mask of that name is a file looked at then.
     """
-    by_name: dict[str, list[str]] = {}
-    for mask in masks:
-        by_name.setdefault(os.path.basename(mask), []).append(mask)
-    return lambda name: any(os.path.isfile(mask) for mask in by_name.get(name, ()))
+
+    @functools.cache
+    def by_name() -> dict[str, list[str]]:
+        table: dict[str, list[str]] = {}
+        for mask in masks:
+            table.setdefault(os.path.basename(mask), []).append(mask)
+        return table
+
+    return lambda name: any(os.path.isfile(mask) for mask in by_name().get(name, ()))
 
 
 def _names(host: str) -> list[str]:
