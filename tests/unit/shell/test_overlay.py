@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.core.changesets import Change, ChangeKind
+from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet
 from langchain_fstools.errors import ChangesNotCommitted, VersionConflict
 from langchain_fstools.shell.sandbox.overlay import host_umask
 from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap
@@ -378,6 +378,8 @@ def test_an_empty_new_file_named_as_a_masked_file_never_enters_a_change_set(
     assert "/key" not in found
     assert "/copy/key" not in found
     assert {"/copy", "/kept/key", "/folder", "/other"} <= found  # content, or no masked file
+    assert result.changes.left_out == ("/copy/key", "/key")
+    assert ChangeSet.from_record(result.changes.to_record()) == result.changes
 
 
 def test_an_unknown_workspace_mode_is_refused() -> None:

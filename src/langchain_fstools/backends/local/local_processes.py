@@ -195,7 +195,7 @@ def _copied(changes: ChangeSet, parent: str) -> ChangeSet:
             target.symlink_to(source.readlink())
         else:
             shutil.copy2(source, target, follow_symlinks=False)
-    return ChangeSet(changes.changes, folder, changes.host_code)
+    return ChangeSet(changes.changes, folder, changes.host_code, changes.left_out)
 
 
 __all__ = ["LocalProcesses"]

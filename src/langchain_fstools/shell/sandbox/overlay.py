@@ -25,7 +25,7 @@ holding masked mount points leaves) is a mask artifact and never enters the set.
 file cannot be read at all (a device on a `nodev` mount: `EACCES`), so a copy of it
 fails loudly; an empty new file named as a file masked in the command's view
 (`Overlay.masking`) is what a copy that made its output before the read failed leaves,
-and never enters the set either.
+and never enters the set either (`ChangeSet.left_out` names it, for the result to say).
 
 What the kernel allows in a user namespace shapes what a command sees (and the docs
 state): without `redirect_dir`, `rename(2)` of a directory that existed before the
@@ -51,7 +51,7 @@ import os
 import stat as stat_module
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final, Protocol
 
 from langchain_fstools.core import paths
@@ -171,7 +171,7 @@ class Overlay:
         """
         scan = _Scan(self.upper, lower, self.started_ns, host_umask(), _masked_files(self.masks))
         found = list(scan.directory(paths.ROOT, self.upper))
-        return ChangeSet(tuple(found), self.folder, tuple(host_code))
+        return ChangeSet(tuple(found), self.folder, tuple(host_code), tuple(scan.left_out))
 
 
 def upper_path(changes: ChangeSet, virtual: str) -> str:
@@ -186,6 +186,7 @@ class _Scan:
     started_ns: int
     umask: int
     masked: Callable[[str], bool]
+    left_out: list[str] = field(default_factory=list)
 
     def directory(self, virtual: str, host: str, *, replaced: bool = False) -> Iterator[Change]:
         """The changes below directory `virtual`, whose upper copy is at `host`.
@@ -226,7 +227,8 @@ class _Scan:
     ) -> Iterator[Change]:
         bits = stat_module.S_IMODE(result.st_mode)
         if low is None and result.st_size == 0 and self.masked(os.path.basename(host)):
-            return  # a copy of a masked file (made before its read failed): nothing of it
+            self.left_out.append(virtual)  # a copy of a masked file, made before its read failed
+            return
         if low is None or not stat_module.S_ISREG(low.st_mode):
             yield from self.replacing(virtual, low, "file", mode=bits, size=result.st_size)
         elif (
