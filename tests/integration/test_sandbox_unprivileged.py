@@ -29,8 +29,9 @@ from langchain_fstools.shell.sandbox.overlay import Overlay
 from langchain_fstools.shell.sandbox.sandbox import Confinement, Sandbox, find_bwrap
 from langchain_fstools.shell.sandbox.unreadable import unreadable_paths
 from langchain_fstools.shell.session.session import Session
-from tests.e2e.agent_runs import surviving_sleepers
+from tests.e2e.agent_runs import run_command, surviving_sleepers
 from tests.e2e.test_attacks import DISARM
+from tests.e2e.test_hidden_from_commands import COPIES, COULD_NOT_READ
 
 NOBODY = 65534
 SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
@@ -321,3 +322,46 @@ def test_as_nobody_a_path_a_rule_denies_reading_is_masked_in_the_workspace(
     assert result.output.startswith("65534\n")
     assert "RULE-SECRET" not in result.output
     assert "NOTES" in result.output
+
+
+@pytest.mark.parametrize("command", list(COPIES.values()), ids=list(COPIES))
+def test_as_nobody_a_copy_of_a_folder_holding_a_masked_file_commits_no_stand_in(
+    place: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Through `create_agent`, the session as nobody: the copy fails loudly, no empty `key`."""
+    workspace = place / "ws"
+    (workspace / "proj" / "secrets").mkdir(parents=True)
+    (workspace / "proj" / "secrets" / "key").write_text("SECRET-KEY\n")
+    (workspace / "proj" / "secrets" / "other").write_text("other\n")
+    (workspace / "proj" / "a.txt").write_text("a\n")
+    for path in [workspace, *workspace.rglob("*")]:
+        os.chown(path, NOBODY, NOBODY)
+    helper = (SYSTEM_PYTHON, "-I", "-S", str(place / "helper" / "supervisor.py"))
+    sandbox = Sandbox(method="bwrap")
+    confinement = Confinement(sandbox, str(workspace), bwrap, helper)
+    plan = confinement.session()
+    os.chown(plan.folder, NOBODY, NOBODY)
+    session = Session(replace(plan, argv=[*SETPRIV, *plan.argv]))
+    backend = LocalBackend(workspace, execute=True, sandbox=sandbox)
+    backend._confinement = confinement
+    monkeypatch.setattr(backend._sessions, "current", lambda _plan: session)
+    made = backend._view
+
+    def view_of_nobody(of: Session) -> Overlay | None:
+        overlay = made(of)
+        assert overlay is not None
+        for folder in (overlay.folder, overlay.upper, overlay.work):
+            os.chown(folder, NOBODY, NOBODY)
+        return overlay
+
+    monkeypatch.setattr(backend, "_view", view_of_nobody)
+    rule = Permission(operations=["read"], paths=["/proj/secrets/key"], action="deny")
+    try:
+        outcome = run_command(backend, command, mode="accept_edits", permissions=[rule])
+    finally:
+        session.close()
+
+    assert "SECRET-KEY" not in outcome.text
+    assert any(words in outcome.text for words in COULD_NOT_READ), outcome.text
+    assert (workspace / "copy" / "secrets" / "other").read_text() == "other\n"
+    assert not (workspace / "copy" / "secrets" / "key").exists()

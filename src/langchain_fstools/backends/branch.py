@@ -562,6 +562,10 @@ class BranchBackend(Backend):
 
     # ----- commands ---------------------------------------------------------------------
 
+    def hides_from_commands(self) -> bool:
+        """The base's (its commands run there, the branch's files searched too)."""
+        return self.base.hides_from_commands()
+
     def execute_changes(
         self, command: str, *, timeout: float, output_limit: int, layer: Layer | None = None
     ) -> ExecutionResult:

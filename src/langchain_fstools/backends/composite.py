@@ -477,6 +477,10 @@ class CompositeBackend(Backend):
         """Whether the default backend, where commands run, contains them."""
         return self.default.contains_commands()
 
+    def hides_from_commands(self) -> bool:
+        """Whether the default backend, where commands run, can hide paths from them."""
+        return self.default.hides_from_commands()
+
     def command_root(self) -> str | None:
         """Where commands, run on the default backend, see the workspace."""
         return self.default.command_root()

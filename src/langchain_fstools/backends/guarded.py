@@ -183,6 +183,10 @@ class BackendView(Backend):
         """Forwarded."""
         return self.inner.contains_commands()
 
+    def hides_from_commands(self) -> bool:
+        """Forwarded."""
+        return self.inner.hides_from_commands()
+
     def command_root(self) -> str | None:
         """Forwarded."""
         return self.inner.command_root()
@@ -289,8 +293,12 @@ class PathGuard(Protocol):
     def writable(self, path: str) -> bool:
         """Whether the path may be written, deleted, created or moved."""
 
-    def unreadable(self) -> Unreadable | None:
-        """What commands must not see (the paths not `visible`), or None: nothing."""
+    def unreadable(self, *, masked: bool = True) -> Unreadable | None:
+        """What commands must not see, or None: nothing.
+
+        `masked`: whether the backend can hide paths from commands; where it cannot,
+        a command a person approved to run was asked about because of them, and sees them.
+        """
 
     def commit_decision(
         self, path: str, finding: Finding | None, *, ignored: bool = False
@@ -326,7 +334,7 @@ class GuardedBackend(BackendView):
            (`commit_decision`, `judge_changes`); `commit` refuses one with a path that
            is not `allow`ed (`PermissionError`, before anything is written). Commands
            run with what the guard hides (`PathGuard.unreadable`) masked in their view
-           (`shell.sandbox.unreadable`).
+           (`shell.sandbox.unreadable`), where the inner backend can hide paths.
         4. A change a person approved (`expectation`): `stat` of the file raises
            `StaleApproval` if it is no longer at the version the person saw, and a
            write must carry exactly the approved post-image (a removal must be
@@ -570,14 +578,14 @@ class GuardedBackend(BackendView):
 
     def execute(self, command: str, *, timeout: float, output_limit: int) -> ExecutionResult:
         """Forwarded, hiding what the guard hides from the command."""
-        with hiding(self._guard().unreadable()):
+        with hiding(self._hidden()):
             return self.inner.execute(command, timeout=timeout, output_limit=output_limit)
 
     def execute_changes(
         self, command: str, *, timeout: float, output_limit: int, layer: Layer | None = None
     ) -> ExecutionResult:
         """Forwarded, hiding what the guard hides from the command."""
-        with hiding(self._guard().unreadable()):
+        with hiding(self._hidden()):
             return self.inner.execute_changes(
                 command, timeout=timeout, output_limit=output_limit, layer=layer
             )
@@ -590,7 +598,7 @@ class GuardedBackend(BackendView):
         output_limit: int,
     ) -> ExecutionResult:
         """Async `execute`."""
-        with hiding(self._guard().unreadable()):
+        with hiding(self._hidden()):
             return await self.inner.aexecute(command, timeout=timeout, output_limit=output_limit)
 
     async def aexecute_changes(
@@ -602,15 +610,19 @@ class GuardedBackend(BackendView):
         layer: Layer | None = None,
     ) -> ExecutionResult:
         """Async `execute_changes`."""
-        with hiding(self._guard().unreadable()):
+        with hiding(self._hidden()):
             return await self.inner.aexecute_changes(
                 command, timeout=timeout, output_limit=output_limit, layer=layer
             )
 
+    def _hidden(self) -> Unreadable | None:
+        """What the guard hides from this call's commands (`PathGuard.unreadable`)."""
+        return self._guard().unreadable(masked=self.inner.hides_from_commands())
+
     def processes(self) -> Processes | None:
         """The inner table, whose commands start with what the guard hides masked."""
         table = self.inner.processes()
-        return None if table is None else _HidingProcesses(table, self._guard().unreadable())
+        return None if table is None else _HidingProcesses(table, self._hidden())
 
     # ----- the backend methods -------------------------------------------------------------
 

@@ -409,6 +409,15 @@ class Backend(ABC):
         """
         return False
 
+    def hides_from_commands(self) -> bool:
+        """Whether commands can be kept from workspace paths (`shell.sandbox.unreadable`).
+
+        Then what a permission rule keeps from reads is masked in each command's view;
+        where not, such a rule makes every command ask first (`Policy.decide`). May
+        block the first time (a backend may probe its sandbox). Default: False.
+        """
+        return False
+
     def judge_changes(self, changes: ChangeSet) -> ChangeReview:
         """Whether a command's change set may be committed, must be refused, or asks.
 

@@ -69,11 +69,14 @@ class ChangeSet:
         source: The private host folder holding the new contents (never shown).
         host_code: Virtual paths of code the host runs later (a virtualenv inside the
             workspace, say), which no command may change (see `shell.sandbox.protected`).
+        left_out: Virtual paths the command made that are not part of the set: empty
+            files named as files masked in its view (what a copy of one leaves).
     """
 
     changes: tuple[Change, ...]
     source: str
     host_code: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
 
     def discard(self) -> None:
         """Remove the waiting contents (after a commit, or instead of one)."""
@@ -89,6 +92,7 @@ class ChangeSet:
             "changes": [asdict(change) for change in self.changes],
             "source": self.source,
             "host_code": list(self.host_code),
+            "left_out": list(self.left_out),
         }
 
     @classmethod
@@ -97,7 +101,8 @@ class ChangeSet:
         changes = tuple(
             Change(**{**change, "kind": ChangeKind(change["kind"])}) for change in record["changes"]
         )
-        return cls(changes, record["source"], tuple(record["host_code"]))
+        left_out = tuple(record.get("left_out", ()))
+        return cls(changes, record["source"], tuple(record["host_code"]), left_out)
 
 
 @dataclass(frozen=True, slots=True)

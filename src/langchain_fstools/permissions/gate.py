@@ -63,8 +63,15 @@ class CallGuard:
             return self.policy.decide_path("write", path).action != "deny"
         return self.policy.decide_path("write", path).action == "allow"
 
-    def unreadable(self) -> Unreadable | None:
-        """What this call's commands must not see: what the rules deny reading."""
+    def unreadable(self, *, masked: bool = True) -> Unreadable | None:
+        """What this call's commands must not see: what the rules keep from reads.
+
+        `masked`: whether the backend can hide paths from commands. Where it cannot,
+        a command asks before it runs (`Policy.decide`), and one a person approved
+        runs seeing them: nothing is hidden from it (the backend would refuse it).
+        """
+        if self.command_approved and not masked:
+            return None
         return self.policy.unreadable()
 
     def commit_decision(  # noqa: PLR0911 - one return per row of the decision table

@@ -264,39 +264,72 @@ class Policy:
         return found
 
     def unreadable(self) -> Unreadable | None:
-        """What commands must not see: the paths a rule denies reading (None: no rule does).
+        """What commands must not see: what a rule denies, or asks before, reading.
 
-        Hidden from commands exactly as from the file tools (`decide_path`), and looked
-        for only below the literal start of each denying glob (`shell.sandbox.unreadable`,
-        which asks about a path only once no folder above it is hidden).
+        None when no rule does. A rule that asks hides the path too (fail closed: no
+        person can be asked in the middle of a command); in `bypass`, where it asks
+        no one, it hides nothing. Hidden from commands exactly as the file tools
+        decide (`decide_path`, protected paths aside: they ask about the file tools'
+        reads but stay visible to commands, which guard them by their changes), and
+        looked for only below the literal start of each hiding glob
+        (`shell.sandbox.unreadable`, which asks about a path only once no folder
+        above it is hidden).
         """
-        denying = [
-            rule
-            for rule in self.rules
-            if rule.action == "deny" and "read" in rule.operations and not rule.commands
-        ]
-        if not denying:
+        hiding = [rule for _index, rule in self._hiding_rules()]
+        if not hiding:
             return None
-        globs = [glob for rule in denying for glob in rule.paths or ("**",)]
+        globs = [glob for rule in hiding for glob in rule.paths or ("**",)]
         starts = {_literal_start(glob) for glob in globs}
         named = compile_globs([glob.lower() for glob in globs])
 
         def hidden(path: str) -> bool:
             # searched from the top, a path is asked about only below folders not hidden:
-            # one that no denying glob names itself is not hidden (told at once)
+            # one that no hiding glob names itself is not hidden (told at once)
             if not named(path.lower().strip("/")):
                 return False
             try:
                 paths.normalize(path)
             except FsToolsError:  # no tool can name it (a backslash, bytes not UTF-8)
                 return True  # but a command can: hidden, failing closed
-            return self.decide_path("read", path).action == "deny"
+            return self._decide("read", path, None).action != "allow"
 
         return Unreadable(
             hidden=hidden,
             starts=tuple(sorted(starts)),
-            why=lambda path: self.decide_path("read", path).reason,
+            why=lambda path: self._decide("read", path, None).reason,
         )
+
+    def _hiding_rules(self) -> list[tuple[int, Permission]]:
+        """The path rules (with their index) that keep reads from a person or refuse them."""
+        return [
+            (index, rule)
+            for index, rule in enumerate(self.rules)
+            if "read" in rule.operations
+            and not rule.commands
+            and self._mode_override(Verdict(rule.action, "", "", "read")).action != "allow"
+        ]
+
+    def _unmasked(self, command: str) -> Verdict | None:
+        """How a command that no one can keep from a hidden path is decided (None: none is).
+
+        Where the backend cannot hide paths from commands (`Target.masked` false: SSH,
+        Landlock alone, `sandbox=None`), a command could read what a rule keeps from
+        reads: it asks before it runs, and in `bypass`, which asks no one, a rule that
+        denies reading refuses it. Decided on the rules alone: which paths the command
+        would read cannot be known before it runs.
+        """
+        hiding = self._hiding_rules()
+        if not hiding:
+            return None
+        index, rule = hiding[0]
+        what = ", ".join(rule.paths) if rule.paths else "any path"
+        verb = "denies" if rule.action == "deny" else "asks before"
+        reason = (
+            f"permission rule {index + 1} (it {verb} reading {what}, and commands here"
+            " cannot be kept from it)"
+        )
+        action: Action = "deny" if self.mode == "bypass" else "ask"
+        return Verdict(action, reason, command, "execute")
 
     def by_mode(self, verdict: Verdict) -> bool:
         """Whether `verdict` is the mode's own (no rule and no protected path gave it)."""
@@ -333,6 +366,9 @@ class Policy:
         """Decide one target."""
         if target.operation == "execute":
             verdict = self.decide_command(target.command or "", contained=target.contained)
+            unmasked = None if target.masked else self._unmasked(verdict.target)
+            if unmasked is not None and _RANK[unmasked.action] > _RANK[verdict.action]:
+                verdict = unmasked
             return replace(verdict, network=target.network)
         if target.path is None:
             verdict = self._mode_override(self._mode_default(target.operation, "(unknown)"))

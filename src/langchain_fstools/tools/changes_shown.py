@@ -1,7 +1,8 @@
 """A command's change set as the model and a person see it: a summary and the effect's diff.
 
 `summary` lists what a command changed (`M /src/a.py`, `A /build/out.o`, `D /old.txt`),
-by top-level folder past `SUMMARY_LINES` paths; `rewind_note` says when the history
+by top-level folder past `SUMMARY_LINES` paths, and `left_out_note` the empty copies of
+masked files not kept; `rewind_note` says when the history
 could not keep enough of a committed set to put it back. `effect_diff` shows a person what
 approving would commit: the unified diff of each text file, a line for each binary,
 link, folder or file past the budget.
@@ -171,6 +172,18 @@ def summary(changes: Sequence[Change]) -> str:
     return f"\nChanged ({len(shown):,} paths):\n" + "\n".join(lines)
 
 
+def left_out_note(left_out: Sequence[str]) -> str:
+    """A line naming the empty files a command made as copies of masked files, else ""."""
+    if not left_out:
+        return ""
+    names = ", ".join(_printable(path) for path in left_out[:SUMMARY_LINES])
+    more = f" and {len(left_out) - SUMMARY_LINES:,} more" if len(left_out) > SUMMARY_LINES else ""
+    return (
+        f"\nNot kept: {names}{more} (empty, named as files hidden from the command:"
+        " what copying them leaves)"
+    )
+
+
 def rewind_note(update: Mapping[str, Any]) -> str:
     """A line for a committed command's result when history cannot rewind it, else "".
 
@@ -219,6 +232,7 @@ __all__ = [
     "DIFF_BUDGET",
     "SUMMARY_LINES",
     "effect_diff",
+    "left_out_note",
     "rewind_note",
     "summary",
 ]

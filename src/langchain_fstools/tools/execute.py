@@ -28,6 +28,7 @@ from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutc
 from langchain_fstools.tools.changes_shown import (
     COMMAND_REVIEWS_KEY,
     effect_diff,
+    left_out_note,
     rewind_note,
     summary,
 )
@@ -99,8 +100,10 @@ class ExecuteTool(FileTool):
         """
         if isinstance(parse_invocation(args.command), PatchInvocation):
             return write_targets(args.command)
-        network = _in_words(self.context.backend.command_network())
-        return [Target("execute", command=args.command, network=network)]
+        backend = self.context.backend
+        network = _in_words(backend.command_network())
+        masked = backend.hides_from_commands()
+        return [Target("execute", command=args.command, network=network, masked=masked)]
 
     def contained(self, args: ExecuteArgs) -> bool:
         """Whether the command runs on a copy-on-write view with no network.
@@ -304,13 +307,13 @@ def settle(
         if review.asks:
             state = yield from _waiting(scope, command, changes, review)
             artifact["waiting"] = True
-            body += WAITING + summary(changes.changes)
+            body += WAITING + summary(changes.changes) + left_out_note(changes.left_out)
         else:
             files = [change.path for change in changes.changes if change.entry == "file"]
             before = yield from texts_before(scope.context.diagnostics, files)
             yield from _committed(changes, body)
             texts = yield from texts_after(before)
-            body += summary(changes.changes)
+            body += summary(changes.changes) + left_out_note(changes.left_out)
             body += rewind_note(scope.backend.state_update())
     finally:
         yield from calls.blocking(changes.discard)

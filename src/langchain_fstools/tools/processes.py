@@ -70,7 +70,8 @@ class ProcessTool(FileTool):
         What a process changed is reviewed as a command's change set when it is read.
         """
         if args.action == "write":
-            return [Target("execute", command=args.input or "")]
+            masked = self.context.backend.hides_from_commands()
+            return [Target("execute", command=args.input or "", masked=masked)]
         return []
 
     def contained(self, args: ProcessArgs) -> bool:

@@ -43,6 +43,9 @@ class Target:
     changes is reviewed after it runs (`FileTool.contained`)."""
     network: str | None = None
     """For a command: the network it will have, in words (`Backend.command_network`)."""
+    masked: bool = False
+    """For a command: the backend hides from it what the rules keep from reads
+    (`Backend.hides_from_commands`); if not, it asks first where a rule does."""
 
 
 @dataclass(frozen=True)

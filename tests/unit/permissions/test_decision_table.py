@@ -2,7 +2,9 @@
 
 Every cell is walked: the mode and how the command ran (the row) against the path's
 category (the column), through `CallGuard.commit_decision` (a permission layer) or
-`Backend.judge_changes` (none); the host-run table's every example is host-run.
+`Backend.judge_changes` (none); the host-run table's every example is host-run; and
+the table of what is decided before a command runs, by the rule on reads and whether
+the backend can hide paths from commands, through `Policy.decide`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet
 from langchain_fstools.permissions.gate import CallGuard
 from langchain_fstools.permissions.rules import Permission, Policy
 from langchain_fstools.shell.sandbox.protected import HOST_RUN, PROTECTED, Finding, classify
+from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.guarded import CommitDecision
@@ -26,6 +29,7 @@ DOCS = Path(__file__).resolve().parents[3] / "docs" / "permissions.md"
 CATEGORIES = ("ordinary", "ignored", "host-run", "protected")
 WORDS: dict[str, CommitDecision] = {"keep": "allow", "ask": "ask", "refuse": "refuse"}
 RULE = Permission(operations=["execute"], commands=["touch"])
+ALLOW_CAT = Permission(operations=["execute"], commands=["cat"])
 
 
 def table(heading: str) -> list[list[str]]:
@@ -107,3 +111,35 @@ def test_each_row_of_the_host_run_table_is_host_run(row: list[str]) -> None:
     assert {c.path: classified[c.path].category for c in changes} == dict.fromkeys(
         (c.path for c in changes), HOST_RUN
     )
+
+
+BEFORE = table("## Before a command runs, where nothing can be hidden")
+READ_RULES = {
+    "none": None,
+    "asks before reading a path": Permission(operations=["read"], paths=["/secrets"], action="ask"),
+    "denies reading a path": Permission(operations=["read"], paths=["/secrets"], action="deny"),
+}
+BEFORE_WORDS = {"allow": "run", "ask": "ask", "deny": "refuse"}
+
+
+def test_the_before_it_runs_table_has_every_cell() -> None:
+    cells = {(row[0].strip("`"), row[1]) for row in BEFORE}
+    assert cells == {(m, r) for m in ("default", "accept_edits", "bypass") for r in READ_RULES}
+    assert all(len(row) == 4 for row in BEFORE)
+
+
+@pytest.mark.parametrize("row", BEFORE, ids=[f"{r[0]} {r[1]}" for r in BEFORE])
+def test_each_cell_before_a_command_runs_is_what_the_code_decides(row: list[str]) -> None:
+    mode, rule, hidden, unmasked = row
+    reads = READ_RULES[rule]
+    policy = Policy([*([reads] if reads else []), ALLOW_CAT], mode=mode.strip("`"))  # type: ignore[arg-type]
+    for masked, cell in ((True, hidden), (False, unmasked)):
+        verdict = policy.decide(Target("execute", command="cat x", masked=masked))
+        assert BEFORE_WORDS[verdict.action] == cell, (mode, rule, masked)
+
+
+def test_where_nothing_can_be_hidden_plan_still_runs_nothing() -> None:
+    reads = READ_RULES["denies reading a path"]
+    assert reads is not None
+    policy = Policy([reads, ALLOW_CAT], mode="plan")
+    assert policy.decide(Target("execute", command="cat x", masked=False)).action == "deny"

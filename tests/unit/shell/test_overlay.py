@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.core.changesets import Change, ChangeKind
+from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet
 from langchain_fstools.errors import ChangesNotCommitted, VersionConflict
 from langchain_fstools.shell.sandbox.overlay import host_umask
 from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap
@@ -351,6 +351,35 @@ def test_an_empty_folder_with_a_masks_mode_never_enters_a_change_set(tmp_path: P
     assert "/mask" not in found
     assert not (root / "mask").exists()
     assert "/kept/f" in found
+
+
+def test_an_empty_new_file_named_as_a_masked_file_never_enters_a_change_set(
+    tmp_path: Path,
+) -> None:
+    """What a copy of a masked file leaves when it made its output before its read failed."""
+    root = workspace(tmp_path / "root")
+    outside = tmp_path / "outside"
+    (outside / "folder").mkdir(parents=True)
+    (outside / "key").write_text("SECRET\n")
+    hidden = Sandbox(hidden=[str(outside / "key"), str(outside / "folder")])
+    backend = LocalBackend(root, execute=True, sandbox=hidden)
+    command = (
+        f"cat {outside}/key > key; mkdir copy && cat {outside}/key > copy/key;"
+        " printf x > kept/key 2>/dev/null || (mkdir kept && printf x > kept/key);"
+        " touch folder other"
+    )
+
+    result = backend.execute_changes(command, timeout=30, output_limit=1000)
+
+    assert result.changes is not None, result.output
+    found = {change.path for change in result.changes.changes}
+    result.changes.discard()
+    assert "Permission denied" in result.output
+    assert "/key" not in found
+    assert "/copy/key" not in found
+    assert {"/copy", "/kept/key", "/folder", "/other"} <= found  # content, or no masked file
+    assert result.changes.left_out == ("/copy/key", "/key")
+    assert ChangeSet.from_record(result.changes.to_record()) == result.changes
 
 
 def test_an_unknown_workspace_mode_is_refused() -> None:

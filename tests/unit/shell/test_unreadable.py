@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from langchain_fstools import LocalBackend
+from langchain_fstools.errors import CommandRefused
 from langchain_fstools.permissions.rules import Permission, Policy
 from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap
 from langchain_fstools.shell.sandbox.unreadable import Unreadable, hiding, unreadable_paths
@@ -29,15 +30,43 @@ def _tree(root: Path, *files: str) -> None:
         (root / name).write_text(name)
 
 
-def test_no_rule_denying_reads_hides_nothing() -> None:
+def test_no_rule_denying_or_asking_before_reads_hides_nothing() -> None:
     policy = Policy(
         [
             Permission(operations=["write"], paths=["/secrets"], action="deny"),
-            Permission(operations=["read"], paths=["/docs"], action="ask"),
+            Permission(operations=["read"], paths=["/docs"], action="allow"),
             Permission(operations=["execute"], commands=["cat"], action="deny"),
         ]
     )
     assert policy.unreadable() is None
+
+
+def test_a_rule_that_asks_before_a_read_hides_its_path_from_commands(tmp_path: Path) -> None:
+    _tree(tmp_path, "docs/private/plan.md", "docs/readme.md", "src/app.py")
+    policy = Policy([Permission(operations=["read"], paths=["/docs/private"], action="ask")])
+    unreadable = policy.unreadable()
+    assert unreadable is not None
+
+    assert unreadable_paths(str(tmp_path), unreadable) == ["/docs/private"]
+    assert unreadable.why("/docs/private") == "permission rule 1"
+
+
+def test_in_bypass_mode_a_rule_that_asks_hides_nothing_but_a_deny_rule_still_does() -> None:
+    asking = Permission(operations=["read"], paths=["/docs"], action="ask")
+    denying = Permission(operations=["read"], paths=["/secrets"], action="deny")
+
+    assert Policy([asking], mode="bypass").unreadable() is None
+    found = Policy([asking, denying], mode="bypass").unreadable()
+    assert found is not None
+    assert found.starts == (("secrets",),)
+
+
+def test_protected_paths_ask_before_a_read_but_stay_visible_to_commands(tmp_path: Path) -> None:
+    _tree(tmp_path, ".git/HEAD", ".env", "secrets/key")
+
+    found = unreadable_paths(str(tmp_path), _unreadable("/secrets"))
+
+    assert found == ["/secrets"]
 
 
 def test_the_search_starts_where_each_denying_glob_is_literal() -> None:
@@ -162,3 +191,22 @@ def test_a_denied_name_no_file_tool_can_spell_is_hidden_all_the_same(tmp_path: P
     found = unreadable_paths(str(tmp_path), _unreadable("*.pem"))
 
     assert sorted(found) == sorted(["/a\\b.pem", "/" + os.fsdecode(b"caf\xe9.pem")])
+
+
+@pytest.mark.parametrize("sandbox", [Sandbox(method="landlock"), None], ids=["landlock", "none"])
+def test_a_backend_without_a_mount_namespace_refuses_a_command_it_cannot_hide_a_path_from(
+    tmp_path: Path, sandbox: Sandbox | None
+) -> None:
+    """The backend's own guarantee, below the permission layer (which asks first)."""
+    _tree(tmp_path, "secrets/key", "notes.txt")
+    backend = LocalBackend(tmp_path, execute=True, sandbox=sandbox)
+    assert not backend.hides_from_commands()
+    try:
+        with hiding(_unreadable("/secrets")), pytest.raises(CommandRefused) as refused:
+            backend.execute("cat secrets/key", timeout=20, output_limit=1000)
+        with hiding(_unreadable("/elsewhere")):
+            ran = backend.execute("cat notes.txt", timeout=20, output_limit=1000)
+    finally:
+        backend.close()
+    assert "permission rule 1 keeps /secrets from reads" in str(refused.value)
+    assert ran.output == "notes.txt"

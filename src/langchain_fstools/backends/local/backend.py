@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Final, Literal, TypeVar, cast, get_args
 
 from langchain_fstools.backends.local.beneath import LISTING, Beneath, Place
 from langchain_fstools.backends.local.host_paths import is_inside, real_path
@@ -791,11 +791,13 @@ class LocalBackend(Backend):
                 layered = os.path.join(overlay.folder, "layer")
                 os.mkdir(layered, 0o700)
                 layer.build(layered)
+            overlay, args = self._masked_view(session, overlay, layered)
             result, background = self._run(
                 session,
                 command,
                 overlay,
                 layered,
+                args,
                 timeout=timeout,
                 output_limit=output_limit,
                 yield_after=yield_after,
@@ -852,6 +854,15 @@ class LocalBackend(Backend):
         env = self._env.build(os.environ, secrets=self._sandbox is None)
         return {"interpreter": find_shell(), "env": env, "masks": masks, "read_only": read_only}
 
+    def _masked_view(
+        self, session: Session, overlay: Overlay | None, layered: str | None
+    ) -> tuple[Overlay | None, Mapping[str, object]]:
+        """A command's arguments (`_command_args`), and its view told what they mask."""
+        args = self._command_args(session, layered)
+        if overlay is not None:
+            overlay = overlay.masking(session.plan.masked, cast("list[str]", args["masks"]))
+        return overlay, args
+
     def _unreadable(self, confinement: Confinement, layered: str | None) -> list[str]:
         """Real paths of the entries this call's commands must not see, now.
 
@@ -871,7 +882,7 @@ class LocalBackend(Backend):
         if found and confinement.bwrap is None:
             raise CommandRefused(
                 "unreadable",
-                f"{unreadable.why(found[0])} denies reading {found[0]}, and commands can be"
+                f"{unreadable.why(found[0])} keeps {found[0]} from reads, and commands can be"
                 " kept from it only with bubblewrap, which this machine cannot run",
             )
         real = [os.path.realpath(os.path.join(self._root, path.lstrip("/"))) for path in found]
@@ -909,6 +920,19 @@ class LocalBackend(Backend):
             return False
         return confinement.copy_on_write
 
+    def hides_from_commands(self) -> bool:
+        """Whether commands get a mount namespace to mask paths in (bubblewrap).
+
+        Not with Landlock alone or `sandbox=None`; probes the sandbox the first time.
+        """
+        if not self.supports_execute or self._sandbox is None:
+            return False
+        try:
+            confinement = self._confinement_prepared()
+        except SandboxUnavailable:
+            return False
+        return confinement.bwrap is not None
+
     def _confinement_prepared(self) -> Confinement:
         if self._confinement is None:
             self._confinement = Confinement.prepare(self._sandbox, self._root)
@@ -926,7 +950,8 @@ class LocalBackend(Backend):
         session: Session,
         command: str,
         overlay: Overlay | None,
-        layered: str | None = None,
+        layered: str | None,
+        args: Mapping[str, object],
         *,
         timeout: float,
         output_limit: int,
@@ -945,7 +970,7 @@ class LocalBackend(Backend):
                 view=view,
                 on_output=reporter.add if reporter is not None else None,
                 yield_after=yield_after,
-                **self._command_args(session, layered),  # type: ignore[arg-type]
+                **args,  # type: ignore[arg-type]
             )
         except SessionEnded as exc:  # the sandbox could not start, or ended: say why
             raise SandboxUnavailable(str(exc.strerror or exc)) from None

@@ -16,7 +16,7 @@ import stat as stat_module
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from langchain_fstools.core.changesets import ChangeKind, ChangeSet, remove_folder
 from langchain_fstools.errors import InvalidArgument
@@ -87,12 +87,16 @@ class LocalProcesses:
         overlay = self._start_view()
         view = None if overlay is None else [self._workspace, overlay.upper, overlay.work]
         try:
+            args = self._command_args()
+            if overlay is not None:
+                masks = cast("list[str]", args["masks"])
+                overlay = overlay.masking(self._session.plan.masked, masks)
             background = self._session.spawn(
                 command,
                 view=view,
                 output_limit=output_limit,
                 terminal=terminal,
-                **self._command_args(),  # type: ignore[arg-type]
+                **args,  # type: ignore[arg-type]
             )
         except BaseException:
             if overlay is not None:
@@ -191,7 +195,7 @@ def _copied(changes: ChangeSet, parent: str) -> ChangeSet:
             target.symlink_to(source.readlink())
         else:
             shutil.copy2(source, target, follow_symlinks=False)
-    return ChangeSet(changes.changes, folder, changes.host_code)
+    return ChangeSet(changes.changes, folder, changes.host_code, changes.left_out)
 
 
 __all__ = ["LocalProcesses"]

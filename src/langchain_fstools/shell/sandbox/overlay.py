@@ -21,7 +21,11 @@ never kept, and a new entry's group and world write bits are dropped as the host
 umask drops them; the change says which bits were dropped (`Change.dropped`), and a
 file's waiting content gets the mode kept, so the commit applies what the set says. An
 empty new folder with the mode of a mask's tmpfs (`drwxrwxrwt`: what copying a folder
-holding masked mount points leaves) is a mask artifact and never enters the set.
+holding masked mount points leaves) is a mask artifact and never enters the set. A masked
+file cannot be read at all (a device on a `nodev` mount: `EACCES`), so a copy of it
+fails loudly; an empty new file named as a file masked in the command's view
+(`Overlay.masking`) is what a copy that made its output before the read failed leaves,
+and never enters the set either (`ChangeSet.left_out` names it, for the result to say).
 
 What the kernel allows in a user namespace shapes what a command sees (and the docs
 state): without `redirect_dir`, `rename(2)` of a directory that existed before the
@@ -41,18 +45,20 @@ catches a change made after the set was read.
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import os
 import stat as stat_module
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final, Protocol
 
 from langchain_fstools.core import paths
 from langchain_fstools.core.changesets import Change, ChangedEntry, ChangeKind, ChangeSet
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
 _OPAQUE_XATTRS: Final = ("user.overlay.opaque", "trusted.overlay.opaque")
 """Where overlayfs marks an opaque directory: `user.` in a user namespace."""
@@ -129,6 +135,8 @@ class Overlay:
 
     folder: str
     started_ns: int
+    masks: tuple[str, ...] = ()
+    """The real paths masked in the command's view (`masking`)."""
 
     @classmethod
     def create(cls, parent: str | None = None) -> Overlay:
@@ -137,6 +145,10 @@ class Overlay:
         os.mkdir(os.path.join(folder, "upper"), 0o755)
         os.mkdir(os.path.join(folder, "work"), 0o700)
         return cls(folder, stamp(folder))
+
+    def masking(self, *masks: Iterable[str]) -> Overlay:
+        """This view, told the real paths masked in its command's view (the session's, its own)."""
+        return replace(self, masks=tuple(itertools.chain(*masks)))
 
     @property
     def upper(self) -> str:
@@ -157,9 +169,9 @@ class Overlay:
 
         `host_code`: what the set carries as code the host runs (`shell.sandbox.protected`).
         """
-        scan = _Scan(self.upper, lower, self.started_ns, host_umask())
+        scan = _Scan(self.upper, lower, self.started_ns, host_umask(), _masked_files(self.masks))
         found = list(scan.directory(paths.ROOT, self.upper))
-        return ChangeSet(tuple(found), self.folder, tuple(host_code))
+        return ChangeSet(tuple(found), self.folder, tuple(host_code), tuple(scan.left_out))
 
 
 def upper_path(changes: ChangeSet, virtual: str) -> str:
@@ -173,6 +185,8 @@ class _Scan:
     lower: LowerTree
     started_ns: int
     umask: int
+    masked: Callable[[str], bool]
+    left_out: list[str] = field(default_factory=list)
 
     def directory(self, virtual: str, host: str, *, replaced: bool = False) -> Iterator[Change]:
         """The changes below directory `virtual`, whose upper copy is at `host`.
@@ -205,18 +219,26 @@ class _Scan:
             elif self.lower.readlink(virtual) != target:
                 yield self.change(virtual, ChangeKind.MODIFIED, "link", low, target=target)
         elif stat_module.S_ISREG(mode):
-            bits = stat_module.S_IMODE(mode)
-            if low is None or not stat_module.S_ISREG(low.st_mode):
-                yield from self.replacing(virtual, low, "file", mode=bits, size=result.st_size)
-            elif (
-                stat_module.S_IMODE(low.st_mode) != kept_mode(bits)
-                or low.st_size != result.st_size
-                or not self.lower.same_bytes(virtual, host)
-            ):
-                yield self.change(
-                    virtual, ChangeKind.MODIFIED, "file", low, mode=bits, size=result.st_size
-                )
+            yield from self.changed_file(virtual, host, result, low)
         # FIFOs, sockets and devices the command made are not committed.
+
+    def changed_file(
+        self, virtual: str, host: str, result: os.stat_result, low: os.stat_result | None
+    ) -> Iterator[Change]:
+        bits = stat_module.S_IMODE(result.st_mode)
+        if low is None and result.st_size == 0 and self.masked(os.path.basename(host)):
+            self.left_out.append(virtual)  # a copy of a masked file, made before its read failed
+            return
+        if low is None or not stat_module.S_ISREG(low.st_mode):
+            yield from self.replacing(virtual, low, "file", mode=bits, size=result.st_size)
+        elif (
+            stat_module.S_IMODE(low.st_mode) != kept_mode(bits)
+            or low.st_size != result.st_size
+            or not self.lower.same_bytes(virtual, host)
+        ):
+            yield self.change(
+                virtual, ChangeKind.MODIFIED, "file", low, mode=bits, size=result.st_size
+            )
 
     def changed_directory(
         self,
@@ -330,6 +352,23 @@ def open_upper(host: str) -> int:
             return os.open(host, flags)
         finally:
             os.chmod(host, mode)
+
+
+def _masked_files(masks: Sequence[str]) -> Callable[[str], bool]:
+    """Whether a name is that of a file masked in the command's view.
+
+    Asked only about an empty new file: the names are tabled at the first question,
+    and whether a mask of that name is a file looked at then.
+    """
+
+    @functools.cache
+    def by_name() -> dict[str, list[str]]:
+        table: dict[str, list[str]] = {}
+        for mask in masks:
+            table.setdefault(os.path.basename(mask), []).append(mask)
+        return table
+
+    return lambda name: any(os.path.isfile(mask) for mask in by_name().get(name, ()))
 
 
 def _names(host: str) -> list[str]:
