@@ -36,10 +36,11 @@ compared is the one the branch recorded when it first touched the file):
 A merge with a conflict commits nothing and returns each conflicting file (with the
 conflicting hunks: base, the base's current text, the branch's); the branch keeps its
 changes, so the caller can resolve them and merge again. A clean merge commits every
-file through the base's multi-file write (`write_many`, each write conditional on the
-version planned from), then the deletions, each checked against its version; if any
-step fails, the steps already taken are undone and the error is raised, so the base
-holds all of the merge or none of it. After a clean merge the branch is empty again.
+file and deletion as one batch of the base (`write_many`, each conditional on the
+version planned from; on local disk one journaled commit, whole even across a crash),
+then the directories it made or removed; if any step fails, the steps already taken are
+undone and the error is raised, so the base holds all of the merge or none of it. After
+a clean merge the branch is empty again.
 
 A branch is bounded, since it is kept in memory: at most `max_files` paths changed
 (files and directories written, created or deleted) and `max_bytes` bytes held (the
@@ -73,7 +74,7 @@ from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, File
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.changesets import ChangedEntry, ChangeKind
 from langchain_fstools.core.records import DIRECTORY_VERSION, content_version
-from langchain_fstools.core.results import Write
+from langchain_fstools.core.results import Deletion, Write
 from langchain_fstools.errors import BranchFull, ExecutionUnsupported, PartialWrite, VersionConflict
 from langchain_fstools.formats import syntax
 from langchain_fstools.formats.merge import Hunk, merge
@@ -838,35 +839,27 @@ def _plan_lines(
 
 
 def _commit(steps: list[_Step], directories: list[tuple[str, bool]]) -> Effect[None]:
-    """Commit the planned steps, or undo those taken and raise."""
+    """Commit the planned steps as one batch (writes and deletions), or undo those taken.
+
+    The directories the branch created or deleted follow the batch.
+    """
     writes = [
         Write(s.path, s.data, expected_version=s.version) for s in steps if s.data is not None
     ]
+    deletions = [Deletion(s.path, s.version) for s in steps if s.data is None]
     done: list[_Step] = []
     try:
         try:
-            yield from calls.write_many(writes)
+            yield from calls.write_many(writes, deletions)
         except PartialWrite as partial:
             done += [s for s in steps if s.path in set(partial.written)]
             raise partial.cause from None
-        done += [s for s in steps if s.data is not None]
-        for step in steps:
-            if step.data is None:
-                yield from _delete_at(step.path, step.version)
-                done.append(step)
+        done += steps
         for path, created in directories:
             yield from (calls.mkdir(path) if created else calls.delete(path))
     except Exception:
         yield from _undo(done)
         raise
-
-
-def _delete_at(path: str, version: str) -> Effect[None]:
-    """Delete a file of the base, provided it is still at `version`."""
-    current = yield from calls.stat(path)
-    if current.version != version:
-        raise VersionConflict(path, version, current.version)
-    yield from calls.delete(path)
 
 
 def _undo(done: list[_Step]) -> Effect[None]:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from langchain_fstools.core.changesets import ChangeReview, ChangeSet
-    from langchain_fstools.core.results import ExecutionResult, FileInfo, Write
+    from langchain_fstools.core.results import Deletion, ExecutionResult, FileInfo, Write
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -266,9 +266,12 @@ def write_bytes(path: str, data: bytes, *, expected_version: str | None = None) 
     return info
 
 
-def write_many(writes: Sequence[Write]) -> Effect[list[FileInfo]]:
+def write_many(
+    writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+) -> Effect[list[FileInfo]]:
     """`Backend.write_many` as an effect."""
-    infos: list[FileInfo] = yield Call("write_many", (tuple(writes),))
+    removals = {"deletions": tuple(deletions)} if deletions else {}
+    infos: list[FileInfo] = yield Call("write_many", (tuple(writes),), removals)
     return infos
 
 

@@ -10,7 +10,7 @@ import asyncio
 import errno
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -21,9 +21,13 @@ from langchain_fstools.backends.guarded import BackendView
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import merge_files
 from langchain_fstools.core import calls
+from langchain_fstools.core.results import Deletion, FileInfo, Write
 from langchain_fstools.errors import BranchFull
 from langchain_fstools.formats.merge import Hunk
 from tests.unit.tools.harness import Harness
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 SOURCE = b"def a():\n    return 1\n\n\ndef b():\n    return 2\n"
 
@@ -232,13 +236,22 @@ def test_an_async_merge_commits_as_the_sync_one_does(ws: Workspace) -> None:
 
 
 class _NoDeletes(BackendView):
-    """A base that refuses deletions, to fail a merge after its writes."""
+    """A base that refuses deletions, to fail a merge after its writes.
+
+    Its batches are the protocol's default (each write, then each deletion), as a
+    backend that cannot commit a batch whole makes them.
+    """
 
     def bind(self, runtime: Any) -> Backend:
         return _NoDeletes(self.inner.bind(runtime))
 
     def delete(self, path: str) -> None:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+
+    def write_many(
+        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+    ) -> list[FileInfo]:
+        return Backend.write_many(self, writes, deletions)
 
 
 def test_a_merge_that_fails_part_way_leaves_the_base_as_it_was(tmp_path: Path) -> None:
