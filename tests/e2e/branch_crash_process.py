@@ -7,9 +7,10 @@ one turn, each editing /m.py on its branch (`tests.e2e.test_branches`). The chec
 is SQLite at the file DATABASE, or PostgreSQL at a `postgresql://` URL. BACKEND is
 `state`, `local` (the files in ROOT) or `store` (a `StoreBackend` on PostgreSQL at
 DATABASE). In `run`, the process kills itself with SIGKILL at the merge point KILL:
-`before-N` (the Nth merge is about to commit) or `after-N` (it has committed). `resume`
-continues the thread in a fresh process and prints, as JSON, the `task` results and
-the text of /m.py. With `async`, both phases run `ainvoke` with an `AsyncSqliteSaver`.
+`before-N` (the Nth merge is about to commit) or `after-N` (it has committed); or, with
+`mid`, one subagent only runs, killed as it calls its model after its edit (its step
+checkpointed first: the run's durability is `sync`). `resume` continues the thread in a
+fresh process and prints, as JSON, the `task` results and the text of /m.py. With `async`, both phases run `ainvoke` with an `AsyncSqliteSaver`.
 Nothing is shared between the two processes but the database and the files.
 """
 
@@ -77,17 +78,36 @@ def killing_at(point: str) -> None:
     branch._commit = commit_or_die
 
 
-def agent(backend: Backend, saver: Any, store: Any, *parent: Any) -> Any:
+class DyingModel(ScriptedChatModel):
+    """A scripted model whose process SIGKILLs itself at its call number `dies_at`."""
+
+    dies_at: int = 0
+
+    def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        if len(self.calls) + 1 == self.dies_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super()._generate(messages, *args, **kwargs)
+
+
+def agent(backend: Backend, saver: Any, store: Any, *parent: Any, mid: str = "") -> Any:
+    """The parent and its subagents; `mid`: subagent a only, run (dying) or resumed."""
     import deepagents  # noqa: PLC0415  # an optional dependency of the tests
 
     files = FilesystemMiddleware(backend=backend, branches=True)
+    subagents = [
+        editing("a", files, "return 1", "return 10"),
+        editing("b", files, "return 2", "return 20"),
+    ]
+    if mid:
+        turns = subagents[0]["model"].turns
+        model = DyingModel(turns=turns, dies_at=len(turns), disable_streaming=True)
+        if mid == "resume":  # the subagent goes on at its last turn
+            model = ScriptedChatModel(turns=turns[-1:], disable_streaming=True)
+        subagents = [{**subagents[0], "model": model}]
     return deepagents.create_deep_agent(
         model=ScriptedChatModel(turns=list(parent), disable_streaming=True),
         middleware=[files],
-        subagents=[
-            editing("a", files, "return 1", "return 10"),
-            editing("b", files, "return 2", "return 20"),
-        ],
+        subagents=subagents,
         checkpointer=saver,
         store=store,
     )
@@ -122,6 +142,9 @@ def main(phase: str, database: str, kind: str, root: str, kill: str, driver: str
     if driver == "async":
         asyncio.run(amain(phase, database, kind, root, kill))
         return
+    if kill == "mid":
+        mid(phase, database, kind, root)
+        return
     with storage(database, kind, root) as (saver, backend, store):
         if phase == "run":
             killing_at(kill)
@@ -130,6 +153,18 @@ def main(phase: str, database: str, kind: str, root: str, kill: str, driver: str
             )
             return
         graph = agent(backend, saver, store, *launching("a", "b")[1:])
+        graph.invoke(None, CONFIG)
+        json.dump(report(graph.get_state(CONFIG).values, kind, backend), sys.stdout)
+
+
+def mid(phase: str, database: str, kind: str, root: str) -> None:
+    """`main` for a kill mid-subagent: subagent a alone, killed after its edit's step."""
+    with storage(database, kind, root) as (saver, backend, store):
+        if phase == "run":
+            graph = agent(backend, saver, store, *launching("a"), mid="run")
+            graph.invoke(start_of(kind, backend), CONFIG, durability="sync")
+            return
+        graph = agent(backend, saver, store, *launching("a")[1:], mid="resume")
         graph.invoke(None, CONFIG)
         json.dump(report(graph.get_state(CONFIG).values, kind, backend), sys.stdout)
 

@@ -5,7 +5,9 @@ editing /m.py on its branch, and SIGKILLs itself at a merge point: as the first 
 is about to commit, after it committed (between the two merges), or after the second
 one committed. A second process resumes the thread from the SQLite checkpoint database
 alone (`invoke`; and `ainvoke` with an `AsyncSqliteSaver`): both edits are in the files
-exactly once, and both `task` results say they were merged, with status success.
+exactly once, and both `task` results say they were merged, with status success. And a
+subagent killed while still at work, after its edit's step was checkpointed: the
+resumed subagent goes on from there, and its edit, made before the kill, lands once.
 """
 
 from __future__ import annotations
@@ -90,3 +92,14 @@ def test_on_the_async_path_a_kill_between_two_merges_loses_nothing(
 ) -> None:
     database = str(tmp_path / "checkpoints.sqlite")
     assert_both_merged_once(killed_and_resumed(database, kind, tmp_path, "after-1", "async"))
+
+
+@pytest.mark.parametrize("kind", ["state", "local"])
+def test_a_subagent_killed_while_at_work_keeps_the_edits_it_made_before(
+    tmp_path: Path, kind: str
+) -> None:
+    report = killed_and_resumed(str(tmp_path / "checkpoints.sqlite"), kind, tmp_path, "mid")
+    assert report["text"] == SOURCE.replace("return 1", "return 10")
+    status, text = report["tasks"]["t-a"]
+    assert status == "success", text
+    assert "a edited /m.py." in text
