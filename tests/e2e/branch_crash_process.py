@@ -67,11 +67,11 @@ def killing_at(point: str) -> None:
     commit = branch._commit  # the fault hook of this test
     done = [0]
 
-    def commit_or_die(steps: Any, directories: Any) -> Any:
+    def commit_or_die(*given: Any) -> Any:
         done[0] += 1
         if point == f"before-{done[0]}":
             os.kill(os.getpid(), signal.SIGKILL)
-        yield from commit(steps, directories)
+        yield from commit(*given)
         if point == f"after-{done[0]}":
             os.kill(os.getpid(), signal.SIGKILL)
 

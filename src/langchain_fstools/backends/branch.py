@@ -646,8 +646,14 @@ class BranchBackend(Backend):
             found.append(Proposed(path, kind, entry, touched.origin_data, touched.data))
         return tuple(found)
 
-    def merge(self) -> MergeResult:
+    def merge(self, *, receipt: str | None = None) -> MergeResult:
         """Apply the branch to the base, all or nothing (rules in the module docstring).
+
+        Args:
+            receipt: A name for this merge, unique to the branch: a merge the base
+                kept a receipt of (`Backend.committed`; local disk does, even when its
+                worker died after the commit) is not applied again, whatever the files
+                hold now; its paths are reported present. Default: None.
 
         Returns:
             The committed paths, or the conflicts (and then nothing was committed).
@@ -656,11 +662,11 @@ class BranchBackend(Backend):
             VersionConflict, OSError: the base changed while the merge was committed;
                 the steps already taken were undone.
         """
-        return calls.run(self.merging(), self.base)
+        return calls.run(self.merging(receipt=receipt), self.base)
 
-    async def amerge(self) -> MergeResult:
+    async def amerge(self, *, receipt: str | None = None) -> MergeResult:
         """Async `merge`."""
-        return await calls.arun(self.merging(), self.base)
+        return await calls.arun(self.merging(receipt=receipt), self.base)
 
     def over(self, base: Backend) -> BranchBackend:
         """This branch (its changes shared) over another view or binding of its base."""
@@ -701,14 +707,21 @@ class BranchBackend(Backend):
             raise ValueError(f"not a branch snapshot: {exc!r}") from None
         return branch
 
-    def merging(self, sides: Mapping[str, Side] | None = None) -> Effect[MergeResult]:
+    def merging(
+        self, sides: Mapping[str, Side] | None = None, *, receipt: str | None = None
+    ) -> Effect[MergeResult]:
         """`merge` as an effect over the base; `sides` settles files by hand.
 
         Args:
             sides: For a file a merge found in conflict, which side to take whole:
                 `"branch"` (the branch's content, or its deletion, over whatever the
                 base holds now) or `"base"` (the branch's change of it is dropped).
+            receipt: As `merge`'s.
         """
+        if receipt is not None and (yield from calls.committed(receipt)):
+            done = tuple(sorted(self._changes.touched))
+            self._changes.clear()
+            return MergeResult(present=done)
         sides = sides or {}
         steps: list[_Step] = []
         present: list[str] = []
@@ -730,7 +743,7 @@ class BranchBackend(Backend):
                 conflicts.append(conflict)
         if conflicts:
             return MergeResult(conflicts=tuple(conflicts))
-        yield from _commit(steps, directories)
+        yield from _commit(steps, directories, receipt)
         self._changes.clear()
         return MergeResult(merged=tuple(step.path for step in steps), present=tuple(present))
 
@@ -838,10 +851,13 @@ def _plan_lines(
     return None
 
 
-def _commit(steps: list[_Step], directories: list[tuple[str, bool]]) -> Effect[None]:
+def _commit(
+    steps: list[_Step], directories: list[tuple[str, bool]], receipt: str | None
+) -> Effect[None]:
     """Commit the planned steps as one batch (writes and deletions), or undo those taken.
 
-    The directories the branch created or deleted follow the batch.
+    The batch carries the merge's `receipt`; the directories the branch created or
+    deleted follow it.
     """
     writes = [
         Write(s.path, s.data, expected_version=s.version) for s in steps if s.data is not None
@@ -850,7 +866,7 @@ def _commit(steps: list[_Step], directories: list[tuple[str, bool]]) -> Effect[N
     done: list[_Step] = []
     try:
         try:
-            yield from calls.write_many(writes, deletions)
+            yield from calls.write_many(writes, deletions, receipt=receipt)
         except PartialWrite as partial:
             done += [s for s in steps if s.path in set(partial.written)]
             raise partial.cause from None

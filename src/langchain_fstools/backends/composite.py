@@ -310,22 +310,39 @@ class CompositeBackend(Backend):
         return self._backend(path).write_bytes(path, data, expected_version=expected_version)
 
     def write_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """One batch through the owning part when a single part owns every path."""
         owner, canonical, removed = self._batch_owner(writes, deletions)
         if owner is None:
             return super().write_many(canonical, removed)
-        return owner.write_many(canonical, removed)
+        return owner.write_many(canonical, removed, receipt=receipt)
 
     async def awrite_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """Async `write_many`."""
         owner, canonical, removed = self._batch_owner(writes, deletions)
         if owner is None:
             return await super().awrite_many(canonical, removed)
-        return await owner.awrite_many(canonical, removed)
+        return await owner.awrite_many(canonical, removed, receipt=receipt)
+
+    def committed(self, receipt: str) -> bool:
+        """Whether a part kept the receipt (the batch's owner did, if it committed)."""
+        return any(part.committed(receipt) for part in (self.default, *self.routes.values()))
+
+    async def acommitted(self, receipt: str) -> bool:
+        """Async `committed`."""
+        parts = (self.default, *self.routes.values())
+        return any([await part.acommitted(receipt) for part in parts])
 
     def _batch_owner(
         self, writes: Sequence[Write], deletions: Sequence[Deletion]

@@ -143,10 +143,18 @@ class BackendView(Backend):
         return self.inner.move(source, destination)
 
     def write_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """Forwarded (the wrapped backend's own batch: one sync for all, say)."""
-        return self.inner.write_many(writes, deletions)
+        return self.inner.write_many(writes, deletions, receipt=receipt)
+
+    def committed(self, receipt: str) -> bool:
+        """Forwarded."""
+        return self.inner.committed(receipt)
 
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
         """Forwarded."""
@@ -213,10 +221,18 @@ class BackendView(Backend):
         return await self.inner.awrite_bytes(path, data, expected_version=expected_version)
 
     async def awrite_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """Forwarded."""
-        return await self.inner.awrite_many(writes, deletions)
+        return await self.inner.awrite_many(writes, deletions, receipt=receipt)
+
+    async def acommitted(self, receipt: str) -> bool:
+        """Forwarded."""
+        return await self.inner.acommitted(receipt)
 
     async def adelete(self, path: str) -> None:
         """Forwarded."""
@@ -487,7 +503,7 @@ class GuardedBackend(BackendView):
         return (yield from calls.write_bytes(canonical, data, expected_version=expected_version))
 
     def _write_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion]
+        self, writes: Sequence[Write], deletions: Sequence[Deletion], receipt: str | None
     ) -> Effect[list[FileInfo]]:
         """Every write and deletion checked before any is made, as `_write` and `_delete` check.
 
@@ -504,7 +520,7 @@ class GuardedBackend(BackendView):
             canonical = yield from self._checking_write(deletion.path, None, None)
             removed.append(replace(deletion, path=canonical))
         try:
-            return (yield from calls.write_many(guarded, removed))
+            return (yield from calls.write_many(guarded, removed, receipt=receipt))
         except PartialWrite as partial:
             raise as_given(partial, [*guarded, *removed], [*writes, *deletions]) from partial.cause
 
@@ -659,10 +675,14 @@ class GuardedBackend(BackendView):
         return calls.run(self._write(path, data, expected_version), self.inner)
 
     def write_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """Write writable files as one batch (all checked before any is written)."""
-        return calls.run(self._write_many(writes, deletions), self.inner)
+        return calls.run(self._write_many(writes, deletions, receipt), self.inner)
 
     def delete(self, path: str) -> None:
         """Delete a writable path (an approved removal, if a change is pinned)."""
@@ -715,10 +735,14 @@ class GuardedBackend(BackendView):
         return await calls.arun(self._write(path, data, expected_version), self.inner)
 
     async def awrite_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """Async `write_many`."""
-        return await calls.arun(self._write_many(writes, deletions), self.inner)
+        return await calls.arun(self._write_many(writes, deletions, receipt), self.inner)
 
     async def adelete(self, path: str) -> None:
         """Async `delete`."""

@@ -193,13 +193,19 @@ class Rerooted(BackendView):
             )
 
     def write_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """Inner `write_many` (its own batch)."""
         inner = [replace(write, path=self.inward(write.path)) for write in writes]
         removed = [replace(deletion, path=self.inward(deletion.path)) for deletion in deletions]
         with self._named_outward():
-            return [self._info(info) for info in self.inner.write_many(inner, removed)]
+            return [
+                self._info(info) for info in self.inner.write_many(inner, removed, receipt=receipt)
+            ]
 
     def delete(self, path: str) -> None:
         """Inner `delete`."""
@@ -278,13 +284,17 @@ class Rerooted(BackendView):
             )
 
     async def awrite_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """Inner `awrite_many`."""
         inner = [replace(write, path=self.inward(write.path)) for write in writes]
         removed = [replace(deletion, path=self.inward(deletion.path)) for deletion in deletions]
         with self._named_outward():
-            infos = await self.inner.awrite_many(inner, removed)
+            infos = await self.inner.awrite_many(inner, removed, receipt=receipt)
             return [self._info(info) for info in infos]
 
     async def adelete(self, path: str) -> None:

@@ -313,7 +313,11 @@ class Backend(ABC):
         return info
 
     def write_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """Write several files and remove entries, each atomically, as one batch.
 
@@ -330,6 +334,10 @@ class Backend(ABC):
             writes: The writes, each optionally conditional on a version.
             deletions: The entries removed, each optionally conditional on a version.
                 Default: none.
+            receipt: A name a backend that commits a batch whole keeps with it, all or
+                nothing with the batch, so that `committed(receipt)` tells whether it
+                took effect even after a crash. Default: None (the default batch keeps
+                no receipt).
 
         Returns:
             Each file's metadata after the batch, in the order of `writes`.
@@ -340,7 +348,16 @@ class Backend(ABC):
             VersionConflict, OSError: as `write_bytes` and `delete`, when nothing was
                 changed.
         """
+        del receipt
         return calls.run(_write_each(writes, deletions), self)
+
+    def committed(self, receipt: str) -> bool:
+        """Whether a batch `write_many` was given `receipt` for took effect.
+
+        Default: False (no receipts kept: the caller finds out from the files).
+        """
+        del receipt
+        return False
 
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
         """Yield every entry below `path`, depth first, each directory sorted by name.
@@ -467,10 +484,19 @@ class Backend(ABC):
         )
 
     async def awrite_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """Async `write_many`. Default: `awrite_bytes` for each write, then each deletion."""
+        del receipt
         return await calls.arun(_write_each(writes, deletions), self)
+
+    async def acommitted(self, receipt: str) -> bool:
+        """Async `committed`."""
+        return await asyncio.to_thread(self.committed, receipt)
 
     async def adelete(self, path: str) -> None:
         """Async `delete`."""

@@ -39,6 +39,7 @@ Method = Literal[
     "read_checked",
     "write_bytes",
     "write_many",
+    "committed",
     "delete",
     "mkdir",
     "list_dir",
@@ -267,12 +268,20 @@ def write_bytes(path: str, data: bytes, *, expected_version: str | None = None) 
 
 
 def write_many(
-    writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+    writes: Sequence[Write], deletions: Sequence[Deletion] = (), *, receipt: str | None = None
 ) -> Effect[list[FileInfo]]:
     """`Backend.write_many` as an effect."""
-    removals = {"deletions": tuple(deletions)} if deletions else {}
-    infos: list[FileInfo] = yield Call("write_many", (tuple(writes),), removals)
+    given: dict[str, Any] = {"deletions": tuple(deletions)} if deletions else {}
+    if receipt is not None:
+        given["receipt"] = receipt
+    infos: list[FileInfo] = yield Call("write_many", (tuple(writes),), given)
     return infos
+
+
+def committed(receipt: str) -> Effect[bool]:
+    """`Backend.committed` as an effect."""
+    found: bool = yield Call("committed", (receipt,))
+    return found
 
 
 def delete(path: str) -> Effect[None]:
@@ -351,6 +360,7 @@ __all__ = [
     "before",
     "blocking",
     "commit",
+    "committed",
     "delete",
     "execute",
     "execute_changes",

@@ -117,7 +117,7 @@ class RecordingBackend(BackendView):
         return info
 
     def _write_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion]
+        self, writes: Sequence[Write], deletions: Sequence[Deletion], receipt: str | None
     ) -> Effect[list[FileInfo]]:
         canonical = [replace(write, path=paths.normalize(write.path)) for write in writes]
         removed = [replace(d, path=paths.normalize(d.path)) for d in deletions]
@@ -130,7 +130,7 @@ class RecordingBackend(BackendView):
             before = (yield from self._capture(info.path)) if info.is_file else None
             gone.append((info.path, before))
         try:
-            infos = yield from calls.write_many(canonical, removed)
+            infos = yield from calls.write_many(canonical, removed, receipt=receipt)
         except PartialWrite as partial:
             done = set(partial.written)
             for write, before in zip(canonical, befores, strict=True):
@@ -209,16 +209,24 @@ class RecordingBackend(BackendView):
         return calls.run(self._write(path, data, expected_version), self.inner)
 
     def write_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """Write and remove as one batch, recording each file's earlier content."""
-        return calls.run(self._write_many(writes, deletions), self.inner)
+        return calls.run(self._write_many(writes, deletions, receipt), self.inner)
 
     async def awrite_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """Async `write_many`."""
-        return await calls.arun(self._write_many(writes, deletions), self.inner)
+        return await calls.arun(self._write_many(writes, deletions, receipt), self.inner)
 
     def delete(self, path: str) -> None:
         """Delete, recording a file's earlier content."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langchain_fstools import FileToolkit, StateBackend
+from langchain_fstools import FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.backends.branch import BranchBackend, MergeResult
 from langchain_fstools.backends.guarded import BackendView
 from langchain_fstools.backends.protocol import Backend
@@ -509,3 +509,21 @@ def test_a_branch_through_the_checkpoint_serializer_merges_as_the_branch_does(
 def test_what_is_not_a_snapshot_is_refused(snapshot: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="not a branch snapshot"):
         BranchBackend.restored(StateBackend(), snapshot)
+
+
+def test_a_merge_whose_receipt_the_base_kept_is_not_applied_again(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("old\n")
+    base = LocalBackend(tmp_path)
+    branch = BranchBackend(base)
+    branch.write_bytes("/a.txt", b"branch\n")
+    snapshot = branch.snapshot()
+    assert not base.committed("r1")
+    assert branch.merge(receipt="r1").merged == ("/a.txt",)
+    assert base.committed("r1")
+    assert not base.committed("r2")
+    (tmp_path / "a.txt").write_text("later\n")  # changed since the merge
+    again = BranchBackend.restored(base, snapshot).merge(receipt="r1")
+    assert (again.clean, again.merged, again.present) == (True, (), ("/a.txt",))
+    assert (tmp_path / "a.txt").read_text() == "later\n"
+    by_content = BranchBackend.restored(base, snapshot).merge()  # no receipt: by the files
+    assert [c.path for c in by_content.conflicts] == ["/a.txt"]

@@ -60,7 +60,7 @@ CHILD = textwrap.dedent(
             for path in spec.get("deletes", ()):
                 branch.delete(path)
             def merge():
-                assert not branch.merge().conflicts
+                assert not branch.merge(receipt=spec.get("receipt")).conflicts
             return merge
         tool = {t.name: t for t in FileToolkit(backend).get_tools()}["apply_patch"]
         call = {"type": "tool_call", "name": "apply_patch", "id": "1", "args": {"patch": spec["patch"]}}
@@ -258,13 +258,15 @@ def test_a_branch_merge_that_deletes_killed_at_any_step_is_whole_or_absent(
     writes = [[f"/base/f{k:02d}.txt", f"merged {k}\n"] for k in range(20)]
     writes += [[f"/branch/new/g{k:02d}.txt", f"new {k}\n"] for k in range(10)]
     deletes = [f"/gone/g{k:02d}.txt" for k in range(10)]
-    report = kill_at_every_point("merge", roots, writes=writes, deletes=deletes)
+    report = kill_at_every_point("merge", roots, writes=writes, deletes=deletes, receipt="m")
     assert all(killed for _, killed in report["killed"])
     whole, none = assert_whole_or_none(roots, before)
     assert whole
     assert none
     after = snapshot(roots[0])
     assert not any(name.startswith("gone/g") for name in after)  # the deletions are in the set
+    for root in roots:  # the merge's receipt is kept exactly where the merge took effect
+        assert LocalBackend(root).committed("m") == (snapshot(root) == after), root.name
 
 
 def test_apply_patch_with_deletions_and_moves_killed_at_any_step_is_whole_or_absent(

@@ -374,7 +374,11 @@ class LocalBackend(Backend):
             raise partial.cause from None
 
     def write_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """Replace several files and remove entries, as one commit, with one round of syncs.
 
@@ -385,7 +389,8 @@ class LocalBackend(Backend):
         the first visible step (a full disk), changes nothing. Two changes or more are
         journaled (`backends.local.journal`): a process killed once every file is staged
         leaves the whole batch (the next call on the workspace finishes it), one killed
-        before leaves none of it.
+        before leaves none of it. A `receipt` is kept with the commit, in its journal,
+        once it took effect (`committed`).
 
         Raises:
             DiskFull: the new files do not fit on the disk (nothing was changed).
@@ -399,7 +404,12 @@ class LocalBackend(Backend):
             reverse=True,
         )
         entries = [_Entry(w.path, w.expected_version, data=w.data) for w in writes]
-        return self._write_batch(entries, Steps(removals))
+        return self._write_batch(entries, Steps(removals, receipt=receipt))
+
+    def committed(self, receipt: str) -> bool:
+        """Whether a batch given `receipt` took effect (a cut one is finished or undone first)."""
+        self._settle()
+        return self._journal.receipt(receipt) is not None
 
     def _removal(self, deletion: Deletion) -> Removal:
         """The journal's removal of `deletion`, whose entry must be there at its version."""
@@ -434,7 +444,7 @@ class LocalBackend(Backend):
             if f.added and not any(paths.is_within(f.path, gone) for gone in removed)
         ]  # a folder where the set removes an entry (`a.txt` becoming `a.txt/`) is made later
         intent = None
-        if len(entries) > 1 or steps.removals or steps.folders:
+        if len(entries) > 1 or steps.removals or steps.folders or steps.receipt:
             targets = [Target(v, e.follow) for v, e in zip(virtuals, entries, strict=True)]
             intent = self._journal.begin(targets, [f.path for f in made])
         staged: list[_Staged] = []
@@ -518,7 +528,7 @@ class LocalBackend(Backend):
         finally:
             _release_later(replaced)
         if intent is not None:
-            self._journal.end(intent)
+            self._journal.finish(intent)
         return infos
 
     def _apply(
@@ -574,10 +584,14 @@ class LocalBackend(Backend):
         return entry.virtual, directory, name
 
     async def awrite_many(
-        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
     ) -> list[FileInfo]:
         """Async `write_many`, in a worker thread."""
-        return await asyncio.to_thread(self.write_many, writes, deletions)
+        return await asyncio.to_thread(lambda: self.write_many(writes, deletions, receipt=receipt))
 
     def _stage_and_sync(
         self,
