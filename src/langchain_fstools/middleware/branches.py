@@ -25,10 +25,12 @@ as done: a worker killed mid-subagent resumes the call in a new process with the
 holding every step the subagent's replay takes as done, and none it will do again.
 A worker killed at a merge (or between two) leaves the branches in the checkpoint: the
 process that resumes the thread runs `settling` again and merges them; the subagents
-are not run again. A merge that had committed before the kill finds the files holding
-its changes already (on stores outside the checkpoint: local disk, a LangGraph store)
-and changes nothing twice; files kept in graph state change with the checkpoint that
-drops the branch, all at once.
+are not run again. A merge that had committed before the kill is not applied again:
+local disk kept its receipt with the commit (`tools.merge_branch.merge_receipt`), so it
+is known whatever the files hold now; on another store outside the checkpoint (a
+LangGraph store, an object store) it finds the files holding its changes already and
+changes nothing twice; files kept in graph state change with the checkpoint that drops
+the branch, all at once.
 
 A merge with conflicts commits nothing: the call's result says so, with each
 conflicting file's hunks (the base, the files now, the subagent's); the branch is kept
