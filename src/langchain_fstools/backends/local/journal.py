@@ -140,6 +140,8 @@ class Intent:
     token: str
     folder: str
     held: list[int] = field(default_factory=list)
+    record: dict[str, Any] | None = None
+    """Its commit record, once put."""
 
     def tag(self, number: int) -> str:
         """The tag of the commit's temporary for its `number`-th target."""
@@ -198,11 +200,13 @@ class Journal:
             if steps.receipt is not None:
                 self._receipts()
             self._put(intent, _COMMIT, record, sync=self._durable)
+        intent.record = record
 
     def finish(self, intent: Intent) -> None:
         """End a commit whose every visible step is taken: its receipt, if named, is left."""
-        with _unnamed():
-            self._leave_receipt(os.path.join(intent.folder, intent.token + _COMMIT))
+        if intent.record is not None:
+            with _unnamed():
+                self._leave_receipt(intent.record)
         self.end(intent)
 
     def receipt(self, name: str) -> list[str] | None:
@@ -302,10 +306,11 @@ class Journal:
                     return  # a live commit
                 records[suffix] = _read_all(descriptor)
             if _COMMIT in records:
-                _forward(beneath, json.loads(records[_COMMIT]), version)
+                record = json.loads(records[_COMMIT])
+                _forward(beneath, record, version)
                 if self._durable:
                     os.sync()
-                self._leave_receipt(os.path.join(self.folder, token + _COMMIT))
+                self._leave_receipt(record)
             elif _STAGING in records:
                 _back(beneath, token, json.loads(records[_STAGING]))
             self._remove(token, settled=bool(records))
@@ -322,14 +327,12 @@ class Journal:
             raise PermissionError(errno.EPERM, "the journal folder is not private", paths.ROOT)
         return folder
 
-    def _leave_receipt(self, record: str) -> None:
-        """Turn a taken commit record into its receipt (if it names one), sweeping old ones."""
-        with open(record, "rb") as taken:
-            found = json.loads(taken.read())
-        name = found.get("receipt")
+    def _leave_receipt(self, record: dict[str, Any]) -> None:
+        """Leave the receipt a taken commit's record names (if any), sweeping old ones."""
+        name = record.get("receipt")
         if not isinstance(name, str):
             return
-        changed = [r[0] for r in found["removals"]] + [p[0] for p in found["placements"]]
+        changed = [r[0] for r in record["removals"]] + [p[0] for p in record["placements"]]
         folder = self._receipts()
         now = time.time()
         for entry in os.scandir(folder):  # old receipts, and parts a killed commit left
