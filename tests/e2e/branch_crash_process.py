@@ -10,8 +10,9 @@ DATABASE). In `run`, the process kills itself with SIGKILL at the merge point KI
 `before-N` (the Nth merge is about to commit) or `after-N` (it has committed); or, with
 `mid`, one subagent only runs, killed as it calls its model after its edit (its step
 checkpointed first: the run's durability is `sync`). `resume` continues the thread in a
-fresh process and prints, as JSON, the `task` results and the text of /m.py. With `async`, both phases run `ainvoke` with an `AsyncSqliteSaver`.
-Nothing is shared between the two processes but the database and the files.
+fresh process and prints, as JSON, the `task` results and the text of /m.py. With
+`async`, both phases run `ainvoke` with an `AsyncSqliteSaver`. Nothing is shared between
+the two processes but the database and the files.
 """
 
 from __future__ import annotations
@@ -83,10 +84,10 @@ class DyingModel(ScriptedChatModel):
 
     dies_at: int = 0
 
-    def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+    def _take(self, messages: Any) -> Any:  # every call, sync or async, takes a turn here
         if len(self.calls) + 1 == self.dies_at:
             os.kill(os.getpid(), signal.SIGKILL)
-        return super()._generate(messages, *args, **kwargs)
+        return super()._take(messages)
 
 
 def agent(backend: Backend, saver: Any, store: Any, *parent: Any, mid: str = "") -> Any:
@@ -173,6 +174,16 @@ async def amain(phase: str, database: str, kind: str, root: str, kill: str) -> N
     """`main` on the async path: `ainvoke`, an `AsyncSqliteSaver` (local or state only)."""
     backend: Backend = StateBackend() if kind == "state" else LocalBackend(root)
     async with AsyncSqliteSaver.from_conn_string(database) as saver:
+        if kill == "mid":  # subagent a alone, killed after its edit's step (see `mid`)
+            if phase == "run":
+                graph = agent(backend, saver, None, *launching("a"), mid="run")
+                await graph.ainvoke(start_of(kind, backend), CONFIG, durability="sync")
+                return
+            graph = agent(backend, saver, None, *launching("a")[1:], mid="resume")
+            await graph.ainvoke(None, CONFIG)
+            values = (await graph.aget_state(CONFIG)).values
+            json.dump(report(values, kind, backend), sys.stdout)
+            return
         if phase == "run":
             killing_at(kill)
             graph = agent(backend, saver, None, *launching("a", "b"))

@@ -96,11 +96,14 @@ def test_on_the_async_path_a_kill_between_two_merges_loses_nothing(
     assert_both_merged_once(killed_and_resumed(database, kind, tmp_path, "after-1", "async"))
 
 
-@pytest.mark.parametrize("kind", ["state", "local"])
+@pytest.mark.parametrize(
+    ("kind", "driver"), [("state", "sync"), ("local", "sync"), ("local", "async")]
+)
 def test_a_subagent_killed_while_at_work_keeps_the_edits_it_made_before(
-    tmp_path: Path, kind: str
+    tmp_path: Path, kind: str, driver: str
 ) -> None:
-    report = killed_and_resumed(str(tmp_path / "checkpoints.sqlite"), kind, tmp_path, "mid")
+    database = str(tmp_path / "checkpoints.sqlite")
+    report = killed_and_resumed(database, kind, tmp_path, "mid", driver)
     assert report["text"] == SOURCE.replace("return 1", "return 10")
     status, text = report["tasks"]["t-a"]
     assert status == "success", text
