@@ -68,10 +68,10 @@ class WriteLockTimeout(FsToolsError):
 
 @dataclass(eq=False)
 class PartialWrite(FsToolsError):
-    """A batch write (`Backend.write_many`) failed after some of its files were written.
+    """A batch write (`Backend.write_many`) failed after some of its changes took effect.
 
     Attributes:
-        written: The paths (as given) whose new content is in place.
+        written: The paths (as given) whose new content is in place, or that are removed.
         cause: The error that stopped the batch.
     """
 

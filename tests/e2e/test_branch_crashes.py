@@ -5,7 +5,11 @@ editing /m.py on its branch, and SIGKILLs itself at a merge point: as the first 
 is about to commit, after it committed (between the two merges), or after the second
 one committed. A second process resumes the thread from the SQLite checkpoint database
 alone (`invoke`; and `ainvoke` with an `AsyncSqliteSaver`): both edits are in the files
-exactly once, and both `task` results say they were merged, with status success.
+exactly once, and both `task` results say they were merged, with status success. A merge
+that committed before the kill is known by its receipt, not by what the files hold: it
+is not applied again even when the file changed since. And a
+subagent killed while still at work, after its edit's step was checkpointed: the
+resumed subagent goes on from there, and its edit, made before the kill, lands once.
 """
 
 from __future__ import annotations
@@ -90,3 +94,43 @@ def test_on_the_async_path_a_kill_between_two_merges_loses_nothing(
 ) -> None:
     database = str(tmp_path / "checkpoints.sqlite")
     assert_both_merged_once(killed_and_resumed(database, kind, tmp_path, "after-1", "async"))
+
+
+@pytest.mark.parametrize(
+    ("kind", "driver"), [("state", "sync"), ("local", "sync"), ("local", "async")]
+)
+def test_a_subagent_killed_while_at_work_keeps_the_edits_it_made_before(
+    tmp_path: Path, kind: str, driver: str
+) -> None:
+    database = str(tmp_path / "checkpoints.sqlite")
+    report = killed_and_resumed(database, kind, tmp_path, "mid", driver)
+    assert report["text"] == SOURCE.replace("return 1", "return 10")
+    status, text = report["tasks"]["t-a"]
+    assert status == "success", text
+    assert "a edited /m.py." in text
+
+
+def test_a_merge_committed_before_the_kill_is_not_applied_again_after_a_later_change(
+    tmp_path: Path,
+) -> None:
+    # a's merge committed, then the worker died before the checkpoint; someone changes
+    # a's line before the thread resumes: merged again by content, a's change would
+    # conflict with it (or, undone, be made twice); by its receipt, it is left alone
+    database = str(tmp_path / "checkpoints.sqlite")
+    (tmp_path / "m.py").write_text(SOURCE)
+    killed = run("run", database, "local", tmp_path, "after-1")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    merged = (tmp_path / "m.py").read_text()
+    assert merged.count("return 10") + merged.count("return 20") == 1
+    later = merged.replace("return 10\n", "return 100\n").replace("return 20\n", "return 200\n")
+    (tmp_path / "m.py").write_text(later)
+    resumed = run("resume", database, "local", tmp_path, "after-1")
+    assert resumed.returncode == 0, resumed.stderr
+    report = json.loads(resumed.stdout)
+    assert report["text"] == later.replace("return 1\n", "return 10\n").replace(
+        "return 2\n", "return 20\n"
+    )
+    for name in ("a", "b"):
+        status, text = report["tasks"][f"t-{name}"]
+        assert status == "success", text
+        assert "They were merged: /m.py." in text

@@ -9,6 +9,8 @@ changed differently comes back as a conflict with the base untouched.
 from __future__ import annotations
 
 import asyncio
+import os
+import tempfile
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -303,6 +305,45 @@ def test_a_subagent_stopped_by_an_interrupt_keeps_what_it_wrote_before(
     state = later.invoke(Command(resume="yes"), CONFIG)
     assert "They were merged: /m.py." in results(state)["t-a"].text
     assert final_text(backend, state) == SOURCE.replace("1", "10").replace("2", "20")
+
+
+@pytest.mark.parametrize("end", ["merged", "dropped"])
+def test_a_saved_branch_is_deleted_once_its_call_merges_or_drops_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end: str
+) -> None:
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    saved = tmp_path / f"fstools-suspended-{os.getuid()}"
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "m.py").write_text(SOURCE)
+    backend = LocalBackend(tmp_path / "w")
+    saver = InMemorySaver()
+    script = [
+        tool_call("read_file", call_id="a-1", file_path="/m.py"),
+        tool_call("edit_file", call_id="a-2", file_path="/m.py", old_string="1", new_string="10"),
+        tool_call("ask_person", call_id="a-3", question="Go on?"),
+        "a edited /m.py.",
+    ]
+
+    def worker_(parent: list[AIMessage | str], steps: list[AIMessage | str]) -> Any:
+        files = FilesystemMiddleware(backend=backend, branches=True, mode="accept_edits")
+        return deepagents.create_deep_agent(
+            model=ScriptedChatModel(turns=parent, disable_streaming=True),
+            middleware=[files],
+            subagents=[{**subagent("a", files, *steps), "tools": [ask_person]}],
+            checkpointer=saver,
+        )
+
+    worker_(launching("a"), script).invoke(start(backend), CONFIG)
+    assert len(list(saved.iterdir())) == 1  # the stopped call's branch, on this machine
+    if end == "merged":
+        state = worker_(launching("a")[1:], script[3:]).invoke(Command(resume="yes"), CONFIG)
+        assert "They were merged: /m.py." in results(state)["t-a"].text
+        assert (tmp_path / "w" / "m.py").read_text() == SOURCE.replace("1", "10")
+        assert not state.get("kept_branches")
+    else:  # the resumed subagent fails (its script is played out): the call raises
+        with pytest.raises(RuntimeError, match="played all"):
+            worker_(launching("a")[1:], []).invoke(Command(resume="yes"), CONFIG)
+    assert list(saved.iterdir()) == []
 
 
 @pytest.mark.parametrize("run", ["sync", "async"])

@@ -36,10 +36,11 @@ compared is the one the branch recorded when it first touched the file):
 A merge with a conflict commits nothing and returns each conflicting file (with the
 conflicting hunks: base, the base's current text, the branch's); the branch keeps its
 changes, so the caller can resolve them and merge again. A clean merge commits every
-file through the base's multi-file write (`write_many`, each write conditional on the
-version planned from), then the deletions, each checked against its version; if any
-step fails, the steps already taken are undone and the error is raised, so the base
-holds all of the merge or none of it. After a clean merge the branch is empty again.
+file and deletion as one batch of the base (`write_many`, each conditional on the
+version planned from; on local disk one journaled commit, whole even across a crash),
+then the directories it made or removed; if any step fails, the steps already taken are
+undone and the error is raised, so the base holds all of the merge or none of it. After
+a clean merge the branch is empty again.
 
 A branch is bounded, since it is kept in memory: at most `max_files` paths changed
 (files and directories written, created or deleted) and `max_bytes` bytes held (the
@@ -73,7 +74,7 @@ from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, File
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.changesets import ChangedEntry, ChangeKind
 from langchain_fstools.core.records import DIRECTORY_VERSION, content_version
-from langchain_fstools.core.results import Write
+from langchain_fstools.core.results import Deletion, Write
 from langchain_fstools.errors import BranchFull, ExecutionUnsupported, PartialWrite, VersionConflict
 from langchain_fstools.formats import syntax
 from langchain_fstools.formats.merge import Hunk, merge
@@ -649,8 +650,14 @@ class BranchBackend(Backend):
             found.append(Proposed(path, kind, entry, touched.origin_data, touched.data))
         return tuple(found)
 
-    def merge(self) -> MergeResult:
+    def merge(self, *, receipt: str | None = None) -> MergeResult:
         """Apply the branch to the base, all or nothing (rules in the module docstring).
+
+        Args:
+            receipt: A name for this merge, unique to the branch: a merge the base
+                kept a receipt of (`Backend.committed`; local disk does, even when its
+                worker died after the commit) is not applied again, whatever the files
+                hold now; its paths are reported present. Default: None.
 
         Returns:
             The committed paths, or the conflicts (and then nothing was committed).
@@ -659,11 +666,11 @@ class BranchBackend(Backend):
             VersionConflict, OSError: the base changed while the merge was committed;
                 the steps already taken were undone.
         """
-        return calls.run(self.merging(), self.base)
+        return calls.run(self.merging(receipt=receipt), self.base)
 
-    async def amerge(self) -> MergeResult:
+    async def amerge(self, *, receipt: str | None = None) -> MergeResult:
         """Async `merge`."""
-        return await calls.arun(self.merging(), self.base)
+        return await calls.arun(self.merging(receipt=receipt), self.base)
 
     def over(self, base: Backend) -> BranchBackend:
         """This branch (its changes shared) over another view or binding of its base."""
@@ -704,14 +711,21 @@ class BranchBackend(Backend):
             raise ValueError(f"not a branch snapshot: {exc!r}") from None
         return branch
 
-    def merging(self, sides: Mapping[str, Side] | None = None) -> Effect[MergeResult]:
+    def merging(
+        self, sides: Mapping[str, Side] | None = None, *, receipt: str | None = None
+    ) -> Effect[MergeResult]:
         """`merge` as an effect over the base; `sides` settles files by hand.
 
         Args:
             sides: For a file a merge found in conflict, which side to take whole:
                 `"branch"` (the branch's content, or its deletion, over whatever the
                 base holds now) or `"base"` (the branch's change of it is dropped).
+            receipt: As `merge`'s.
         """
+        if receipt is not None and (yield from calls.committed(receipt)):
+            done = tuple(sorted(self._changes.touched))
+            self._changes.clear()
+            return MergeResult(present=done)
         sides = sides or {}
         steps: list[_Step] = []
         present: list[str] = []
@@ -733,7 +747,7 @@ class BranchBackend(Backend):
                 conflicts.append(conflict)
         if conflicts:
             return MergeResult(conflicts=tuple(conflicts))
-        yield from _commit(steps, directories)
+        yield from _commit(steps, directories, receipt)
         self._changes.clear()
         return MergeResult(merged=tuple(step.path for step in steps), present=tuple(present))
 
@@ -841,36 +855,31 @@ def _plan_lines(
     return None
 
 
-def _commit(steps: list[_Step], directories: list[tuple[str, bool]]) -> Effect[None]:
-    """Commit the planned steps, or undo those taken and raise."""
+def _commit(
+    steps: list[_Step], directories: list[tuple[str, bool]], receipt: str | None
+) -> Effect[None]:
+    """Commit the planned steps as one batch (writes and deletions), or undo those taken.
+
+    The batch carries the merge's `receipt`; the directories the branch created or
+    deleted follow it.
+    """
     writes = [
         Write(s.path, s.data, expected_version=s.version) for s in steps if s.data is not None
     ]
+    deletions = [Deletion(s.path, s.version) for s in steps if s.data is None]
     done: list[_Step] = []
     try:
         try:
-            yield from calls.write_many(writes)
+            yield from calls.write_many(writes, deletions, receipt=receipt)
         except PartialWrite as partial:
             done += [s for s in steps if s.path in set(partial.written)]
             raise partial.cause from None
-        done += [s for s in steps if s.data is not None]
-        for step in steps:
-            if step.data is None:
-                yield from _delete_at(step.path, step.version)
-                done.append(step)
+        done += steps
         for path, created in directories:
             yield from (calls.mkdir(path) if created else calls.delete(path))
     except Exception:
         yield from _undo(done)
         raise
-
-
-def _delete_at(path: str, version: str) -> Effect[None]:
-    """Delete a file of the base, provided it is still at `version`."""
-    current = yield from calls.stat(path)
-    if current.version != version:
-        raise VersionConflict(path, version, current.version)
-    yield from calls.delete(path)
 
 
 def _undo(done: list[_Step]) -> Effect[None]:

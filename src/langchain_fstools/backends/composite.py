@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
     from langchain_fstools.core.changesets import ChangeReview, ChangeSet
-    from langchain_fstools.core.results import ExecutionResult, Write
+    from langchain_fstools.core.results import Deletion, ExecutionResult, Write
     from langchain_fstools.search.contract import SearchPart
     from langchain_fstools.shell.sandbox.overlay import Layer
     from langchain_fstools.shell.session.background import Processes
@@ -309,35 +309,60 @@ class CompositeBackend(Backend):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
         return self._backend(path).write_bytes(path, data, expected_version=expected_version)
 
-    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+    def write_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
         """One batch through the owning part when a single part owns every path."""
-        owner, canonical = self._batch_owner(writes)
+        owner, canonical, removed = self._batch_owner(writes, deletions)
         if owner is None:
-            return super().write_many(canonical)
-        return owner.write_many(canonical)
+            return super().write_many(canonical, removed)
+        return owner.write_many(canonical, removed, receipt=receipt)
 
-    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+    async def awrite_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
         """Async `write_many`."""
-        owner, canonical = self._batch_owner(writes)
+        owner, canonical, removed = self._batch_owner(writes, deletions)
         if owner is None:
-            return await super().awrite_many(canonical)
-        return await owner.awrite_many(canonical)
+            return await super().awrite_many(canonical, removed)
+        return await owner.awrite_many(canonical, removed, receipt=receipt)
 
-    def _batch_owner(self, writes: Sequence[Write]) -> tuple[Backend | None, list[Write]]:
-        """The part owning every write (None if several do), and the writes made canonical.
+    def committed(self, receipt: str) -> bool:
+        """Whether a part kept the receipt (the batch's owner did, if it committed)."""
+        return any(part.committed(receipt) for part in (self.default, *self.routes.values()))
+
+    async def acommitted(self, receipt: str) -> bool:
+        """Async `committed`."""
+        parts = (self.default, *self.routes.values())
+        return any([await part.acommitted(receipt) for part in parts])
+
+    def _batch_owner(
+        self, writes: Sequence[Write], deletions: Sequence[Deletion]
+    ) -> tuple[Backend | None, list[Write], list[Deletion]]:
+        """The part owning every path (None if several do); the writes and deletions canonical.
 
         Raises:
             IsADirectoryError: a path is a mount point or lies above one.
         """
         canonical = [replace(write, path=paths.normalize(write.path)) for write in writes]
-        owners: set[int] = set()
-        for write in canonical:
-            if self._holds_mount(write.path):
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), write.path)
-            owners.add(id(self._backend(write.path)))
+        removed = [replace(d, path=paths.normalize(d.path)) for d in deletions]
+        owners: dict[int, Backend] = {}
+        for path in [w.path for w in canonical] + [d.path for d in removed]:
+            if self._holds_mount(path):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+            owner = self._backend(path)
+            owners[id(owner)] = owner
         if len(owners) == 1:
-            return self._backend(canonical[0].path), canonical
-        return None, canonical
+            return next(iter(owners.values())), canonical, removed
+        return None, canonical, removed
 
     def delete(self, path: str) -> None:
         """Delete through the owning part."""

@@ -12,7 +12,6 @@ the inner backend, then wraps the result for that one call.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 from dataclasses import replace
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import Change, ChangeSet
-    from langchain_fstools.core.results import ExecutionResult, Write
+    from langchain_fstools.core.results import Deletion, ExecutionResult, Write
     from langchain_fstools.search.contract import (
         FileHits,
         GrepRequest,
@@ -143,9 +142,19 @@ class BackendView(Backend):
         """Forwarded."""
         return self.inner.move(source, destination)
 
-    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+    def write_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
         """Forwarded (the wrapped backend's own batch: one sync for all, say)."""
-        return self.inner.write_many(writes)
+        return self.inner.write_many(writes, deletions, receipt=receipt)
+
+    def committed(self, receipt: str) -> bool:
+        """Forwarded."""
+        return self.inner.committed(receipt)
 
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
         """Forwarded."""
@@ -215,9 +224,19 @@ class BackendView(Backend):
         """Forwarded."""
         return await self.inner.awrite_bytes(path, data, expected_version=expected_version)
 
-    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+    async def awrite_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
         """Forwarded."""
-        return await self.inner.awrite_many(writes)
+        return await self.inner.awrite_many(writes, deletions, receipt=receipt)
+
+    async def acommitted(self, receipt: str) -> bool:
+        """Forwarded."""
+        return await self.inner.acommitted(receipt)
 
     async def adelete(self, path: str) -> None:
         """Forwarded."""
@@ -491,8 +510,10 @@ class GuardedBackend(BackendView):
         canonical = yield from self._checking_write(path, data, expected_version)
         return (yield from calls.write_bytes(canonical, data, expected_version=expected_version))
 
-    def _write_many(self, writes: Sequence[Write]) -> Effect[list[FileInfo]]:
-        """Every write checked before any is written, each as `_write` checks it.
+    def _write_many(
+        self, writes: Sequence[Write], deletions: Sequence[Deletion], receipt: str | None
+    ) -> Effect[list[FileInfo]]:
+        """Every write and deletion checked before any is made, as `_write` and `_delete` check.
 
         A pinned file must receive exactly the approved post-image, at the approved version.
         """
@@ -502,7 +523,14 @@ class GuardedBackend(BackendView):
             guarded.append(replace(write, path=canonical))
         for write in guarded:
             yield from self._checking_pin(write.path, write.data, write.expected_version)
-        return (yield from calls.write_many(guarded))
+        removed = []
+        for deletion in deletions:
+            canonical = yield from self._checking_write(deletion.path, None, None)
+            removed.append(replace(deletion, path=canonical))
+        try:
+            return (yield from calls.write_many(guarded, removed, receipt=receipt))
+        except PartialWrite as partial:
+            raise as_given(partial, [*guarded, *removed], [*writes, *deletions]) from partial.cause
 
     def _delete(self, path: str) -> Effect[None]:
         canonical = yield from self._checking_write(path, None, None)
@@ -658,10 +686,15 @@ class GuardedBackend(BackendView):
         """Write a writable file (exactly the approved post-image, if one is pinned)."""
         return calls.run(self._write(path, data, expected_version), self.inner)
 
-    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+    def write_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
         """Write writable files as one batch (all checked before any is written)."""
-        with as_given(writes):
-            return calls.run(self._write_many(writes), self.inner)
+        return calls.run(self._write_many(writes, deletions, receipt), self.inner)
 
     def delete(self, path: str) -> None:
         """Delete a writable path (an approved removal, if a change is pinned)."""
@@ -713,10 +746,15 @@ class GuardedBackend(BackendView):
         """Async `write_bytes`."""
         return await calls.arun(self._write(path, data, expected_version), self.inner)
 
-    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+    async def awrite_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
         """Async `write_many`."""
-        with as_given(writes):
-            return await calls.arun(self._write_many(writes), self.inner)
+        return await calls.arun(self._write_many(writes, deletions, receipt), self.inner)
 
     async def adelete(self, path: str) -> None:
         """Async `delete`."""
@@ -800,14 +838,13 @@ def _rebase(path: str, directory: str, resolved: str) -> str:
     return paths.join(resolved, suffix) if suffix else resolved
 
 
-@contextlib.contextmanager
-def as_given(writes: Sequence[Write]) -> Iterator[None]:
-    """Re-raise a `PartialWrite` of rewritten `writes` naming their paths as given."""
-    try:
-        yield
-    except PartialWrite as partial:
-        written = tuple(w.path for w in writes[: len(partial.written)])
-        raise PartialWrite(written, partial.cause) from partial.cause
+def as_given(
+    partial: PartialWrite, sent: Sequence[Write | Deletion], given: Sequence[Write | Deletion]
+) -> PartialWrite:
+    """`partial`, raised by a batch of rewritten paths (`sent`), naming the paths as `given`."""
+    names = {s.path: g.path for s, g in zip(sent, given, strict=True)}
+    written = tuple(names.get(path, path) for path in partial.written)
+    return PartialWrite(written, partial.cause)
 
 
 def _any(_guard: PathGuard, _path: str) -> bool:

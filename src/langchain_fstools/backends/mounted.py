@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from langchain_fstools.backends.protocol import Backend
-    from langchain_fstools.core.results import FileInfo, Write
+    from langchain_fstools.core.results import Deletion, FileInfo, Write
     from langchain_fstools.search.contract import (
         FileHits,
         GrepRequest,
@@ -192,11 +192,20 @@ class Rerooted(BackendView):
                 self.inner.write_bytes(inner, data, expected_version=expected_version)
             )
 
-    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+    def write_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
         """Inner `write_many` (its own batch)."""
         inner = [replace(write, path=self.inward(write.path)) for write in writes]
+        removed = [replace(deletion, path=self.inward(deletion.path)) for deletion in deletions]
         with self._named_outward():
-            return [self._info(info) for info in self.inner.write_many(inner)]
+            return [
+                self._info(info) for info in self.inner.write_many(inner, removed, receipt=receipt)
+            ]
 
     def delete(self, path: str) -> None:
         """Inner `delete`."""
@@ -274,11 +283,19 @@ class Rerooted(BackendView):
                 await self.inner.awrite_bytes(inner, data, expected_version=expected_version)
             )
 
-    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+    async def awrite_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
         """Inner `awrite_many`."""
         inner = [replace(write, path=self.inward(write.path)) for write in writes]
+        removed = [replace(deletion, path=self.inward(deletion.path)) for deletion in deletions]
         with self._named_outward():
-            return [self._info(info) for info in await self.inner.awrite_many(inner)]
+            infos = await self.inner.awrite_many(inner, removed, receipt=receipt)
+            return [self._info(info) for info in infos]
 
     async def adelete(self, path: str) -> None:
         """Inner `adelete`."""

@@ -13,11 +13,11 @@ Required core (abstract, sync):
     6. `list_dir`    the entries of one directory, sorted by name.
 
 Optional, with defaults on the core: `exists`, `move`, `walk`, `write_many` (a batch of
-writes, which a backend may make with fewer syncs), `list_page` (one page of a
-directory's entries, after a name: a backend that can list without loading the whole
-directory overrides it), `read_checked` (a read that fails unless the file is still at
-a version: a backend that learns the version with the bytes makes it one request), and
-`resolve` (the canonical path the backend will actually
+writes and deletions, which a backend may make with fewer syncs, or as one commit),
+`list_page` (one page of a directory's entries, after a name: a backend that can list
+without loading the whole directory overrides it), `read_checked` (a read that fails
+unless the file is still at a version: a backend that learns the version with the bytes
+makes it one request), and `resolve` (the canonical path the backend will actually
 open for a path: symlinks followed inside the workspace; a backend without symlinks
 resolves a path to itself).
 
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.changesets import ChangeReview
-from langchain_fstools.core.results import EntryKind, ExecutionResult, FileInfo, Write
+from langchain_fstools.core.results import Deletion, EntryKind, ExecutionResult, FileInfo, Write
 from langchain_fstools.errors import ExecutionUnsupported, PartialWrite, VersionConflict
 from langchain_fstools.shell.sandbox.protected import refusal
 
@@ -312,27 +312,52 @@ class Backend(ABC):
         self.delete(source)
         return info
 
-    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
-        """Write several files, each atomically as `write_bytes` does, as one batch.
+    def write_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
+        """Write several files and remove entries, each atomically, as one batch.
 
-        Paths must be distinct. The batch is not atomic as a whole: a caller that needs
-        all or nothing undoes the files `PartialWrite` names. A backend may override
-        this to sync once per batch instead of once per file (`LocalBackend` does).
+        Paths must be distinct (a move is a write of the new path and a deletion of the
+        old). The batch is not atomic as a whole: a caller that needs all or nothing
+        undoes the paths `PartialWrite` names. A backend may override this to sync once
+        per batch instead of once per file, or to make the whole batch one commit
+        (`LocalBackend` journals it: all or nothing even across a crash).
 
-        Default: `write_bytes` for each write, in order.
+        Default: `write_bytes` for each write, in order, then for each deletion `stat`
+        (its version checked) and `delete`.
 
         Args:
             writes: The writes, each optionally conditional on a version.
+            deletions: The entries removed, each optionally conditional on a version.
+                Default: none.
+            receipt: A name a backend that commits a batch whole keeps with it, all or
+                nothing with the batch, so that `committed(receipt)` tells whether it
+                took effect even after a crash. Default: None (the default batch keeps
+                no receipt).
 
         Returns:
             Each file's metadata after the batch, in the order of `writes`.
 
         Raises:
-            PartialWrite: a write failed after others took effect; it names those and
-                carries the error as `cause`.
-            VersionConflict, OSError: as `write_bytes`, when no file was written.
+            PartialWrite: a step failed after others took effect; it names those paths
+                (written or removed) and carries the error as `cause`.
+            VersionConflict, OSError: as `write_bytes` and `delete`, when nothing was
+                changed.
         """
-        return calls.run(_write_each(writes), self)
+        del receipt
+        return calls.run(_write_each(writes, deletions), self)
+
+    def committed(self, receipt: str) -> bool:
+        """Whether a batch `write_many` was given `receipt` for took effect.
+
+        Default: False (no receipts kept: the caller finds out from the files).
+        """
+        del receipt
+        return False
 
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
         """Yield every entry below `path`, depth first, each directory sorted by name.
@@ -467,9 +492,20 @@ class Backend(ABC):
             lambda: self.write_bytes(path, data, expected_version=expected_version)
         )
 
-    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
-        """Async `write_many`. Default: `awrite_bytes` for each write, in order."""
-        return await calls.arun(_write_each(writes), self)
+    async def awrite_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
+        """Async `write_many`. Default: `awrite_bytes` for each write, then each deletion."""
+        del receipt
+        return await calls.arun(_write_each(writes, deletions), self)
+
+    async def acommitted(self, receipt: str) -> bool:
+        """Async `committed`."""
+        return await asyncio.to_thread(self.committed, receipt)
 
     async def adelete(self, path: str) -> None:
         """Async `delete`."""
@@ -569,21 +605,34 @@ def _read_then_check(
     return data
 
 
-def _write_each(writes: Sequence[Write]) -> Effect[list[FileInfo]]:
-    """`write_bytes` for each write in order; `PartialWrite` once one has taken effect."""
+def _write_each(writes: Sequence[Write], deletions: Sequence[Deletion]) -> Effect[list[FileInfo]]:
+    """Each write, then each deletion, in order; `PartialWrite` once one has taken effect."""
     done: list[FileInfo] = []
-    for write in writes:
-        try:
+    removed: list[str] = []
+    try:
+        for write in writes:
             info = yield from calls.write_bytes(
                 write.path, write.data, expected_version=write.expected_version
             )
-        except Exception as exc:
-            if not done:
-                raise
-            written = tuple(w.path for w in writes[: len(done)])
-            raise PartialWrite(written, exc) from exc
-        done.append(info)
+            done.append(info)
+        for deletion in deletions:
+            yield from _delete_checked(deletion)
+            removed.append(deletion.path)
+    except Exception as exc:
+        if not done and not removed:
+            raise
+        written = tuple(w.path for w in writes[: len(done)])
+        raise PartialWrite((*written, *removed), exc) from exc
     return done
+
+
+def _delete_checked(deletion: Deletion) -> Effect[None]:
+    """`delete`, provided the entry is at the deletion's expected version (if any)."""
+    if deletion.expected_version is not None:
+        actual = (yield from calls.stat(deletion.path)).version
+        if actual != deletion.expected_version:
+            raise VersionConflict(deletion.path, deletion.expected_version, actual)
+    yield from calls.delete(deletion.path)
 
 
 def _owner(cls: type, name: str) -> type:
@@ -591,4 +640,13 @@ def _owner(cls: type, name: str) -> type:
     return next(klass for klass in cls.__mro__ if name in vars(klass))
 
 
-__all__ = ["ABSENT", "Backend", "EntryKind", "FileInfo", "Write", "check_limit", "page_of"]
+__all__ = [
+    "ABSENT",
+    "Backend",
+    "Deletion",
+    "EntryKind",
+    "FileInfo",
+    "Write",
+    "check_limit",
+    "page_of",
+]

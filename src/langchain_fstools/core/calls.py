@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from langchain_fstools.core.changesets import ChangeReview, ChangeSet
-    from langchain_fstools.core.results import ExecutionResult, FileInfo, Write
+    from langchain_fstools.core.results import Deletion, ExecutionResult, FileInfo, Write
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -39,6 +39,7 @@ Method = Literal[
     "read_checked",
     "write_bytes",
     "write_many",
+    "committed",
     "delete",
     "mkdir",
     "list_dir",
@@ -266,10 +267,21 @@ def write_bytes(path: str, data: bytes, *, expected_version: str | None = None) 
     return info
 
 
-def write_many(writes: Sequence[Write]) -> Effect[list[FileInfo]]:
+def write_many(
+    writes: Sequence[Write], deletions: Sequence[Deletion] = (), *, receipt: str | None = None
+) -> Effect[list[FileInfo]]:
     """`Backend.write_many` as an effect."""
-    infos: list[FileInfo] = yield Call("write_many", (tuple(writes),))
+    given: dict[str, Any] = {"deletions": tuple(deletions)} if deletions else {}
+    if receipt is not None:
+        given["receipt"] = receipt
+    infos: list[FileInfo] = yield Call("write_many", (tuple(writes),), given)
     return infos
+
+
+def committed(receipt: str) -> Effect[bool]:
+    """`Backend.committed` as an effect."""
+    found: bool = yield Call("committed", (receipt,))
+    return found
 
 
 def delete(path: str) -> Effect[None]:
@@ -348,6 +360,7 @@ __all__ = [
     "before",
     "blocking",
     "commit",
+    "committed",
     "delete",
     "execute",
     "execute_changes",

@@ -77,6 +77,22 @@ class Write:
 
 
 @dataclass(frozen=True, slots=True)
+class Deletion:
+    """One removal of a batch (`Backend.write_many`): a file, or an empty directory.
+
+    A move is a `Write` of the new path (`ABSENT` expected) and a `Deletion` of the old.
+
+    Attributes:
+        path: The entry to remove.
+        expected_version: If given, the removal happens only when the entry's version
+            equals it. Default: None (whatever is there).
+    """
+
+    path: str
+    expected_version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class LimitHit:
     """A sandbox limit a command hit.
 
@@ -122,4 +138,4 @@ class ExecutionResult:
     limit: LimitHit | None = None
 
 
-__all__ = ["EntryKind", "ExecutionResult", "FileInfo", "LimitHit", "Write"]
+__all__ = ["Deletion", "EntryKind", "ExecutionResult", "FileInfo", "LimitHit", "Write"]

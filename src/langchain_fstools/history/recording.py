@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import Backend, FileInfo
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.changesets import ChangeSet
-    from langchain_fstools.core.results import Write
+    from langchain_fstools.core.results import Deletion, Write
 
 
 _Before: TypeAlias = tuple[bytes | None, bool, tuple[str, ...]]
@@ -116,24 +116,44 @@ class RecordingBackend(BackendView):
         self._record(info.path, before, info.version)
         return info
 
-    def _write_many(self, writes: Sequence[Write]) -> Effect[list[FileInfo]]:
+    def _write_many(
+        self, writes: Sequence[Write], deletions: Sequence[Deletion], receipt: str | None
+    ) -> Effect[list[FileInfo]]:
         canonical = [replace(write, path=paths.normalize(write.path)) for write in writes]
+        removed = [replace(d, path=paths.normalize(d.path)) for d in deletions]
         befores: list[_Before] = []
         for write in canonical:
             befores.append((yield from self._capture(write.path)))  # noqa: PERF401 - an effect
+        gone: list[tuple[str, _Before | None]] = []
+        for deletion in removed:
+            info = yield from calls.stat(deletion.path)
+            before = (yield from self._capture(info.path)) if info.is_file else None
+            gone.append((info.path, before))
         try:
-            infos = yield from calls.write_many(canonical)
+            infos = yield from calls.write_many(canonical, removed, receipt=receipt)
         except PartialWrite as partial:
-            for write, before in zip(canonical[: len(partial.written)], befores, strict=False):
+            done = set(partial.written)
+            for write, before in zip(canonical, befores, strict=True):
+                if write.path not in done:
+                    continue
                 try:
                     info = yield from calls.stat(write.path)
                 except OSError:
                     continue  # gone again: nothing to restore it to later
                 self._record(write.path, before, info.version)
-            raise
+            self._record_removed([(path, before) for path, before in gone if path in done])
+            sent: list[Write | Deletion] = [*canonical, *removed]
+            raise as_given(partial, sent, [*writes, *deletions]) from partial.cause
         for info, before in zip(infos, befores, strict=True):
             self._record(info.path, before, info.version)
+        self._record_removed(gone)
         return infos
+
+    def _record_removed(self, removed: Sequence[tuple[str, _Before | None]]) -> None:
+        """Record the removal of each file of `removed` (a directory's `before` is None)."""
+        for path, before in removed:
+            if before is not None:
+                self._record(path, before, None)
 
     def _delete(self, path: str) -> Effect[None]:
         canonical = paths.normalize(path)
@@ -188,15 +208,25 @@ class RecordingBackend(BackendView):
         """Write, recording the file's earlier content."""
         return calls.run(self._write(path, data, expected_version), self.inner)
 
-    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
-        """Write a batch, recording each file's earlier content."""
-        with as_given(writes):
-            return calls.run(self._write_many(writes), self.inner)
+    def write_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
+        """Write and remove as one batch, recording each file's earlier content."""
+        return calls.run(self._write_many(writes, deletions, receipt), self.inner)
 
-    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+    async def awrite_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
         """Async `write_many`."""
-        with as_given(writes):
-            return await calls.arun(self._write_many(writes), self.inner)
+        return await calls.arun(self._write_many(writes, deletions, receipt), self.inner)
 
     def delete(self, path: str) -> None:
         """Delete, recording a file's earlier content."""

@@ -19,12 +19,18 @@ did (an error unless it committed). Parallel calls of one turn have all returned
 then (no merge changes the files under a subagent still at work), and merge one at a
 time in the order the model gave them, each onto what the earlier merges left.
 
+A subagent still at work keeps its branch beside the thread's checkpoint after each of
+its tool steps that changed it (`_Keeper`), before its own checkpoint records the step
+as done: a worker killed mid-subagent resumes the call in a new process with the branch
+holding every step the subagent's replay takes as done, and none it will do again.
 A worker killed at a merge (or between two) leaves the branches in the checkpoint: the
 process that resumes the thread runs `settling` again and merges them; the subagents
-are not run again. A merge that had committed before the kill finds the files holding
-its changes already (on stores outside the checkpoint: local disk, a LangGraph store)
-and changes nothing twice; files kept in graph state change with the checkpoint that
-drops the branch, all at once.
+are not run again. A merge that had committed before the kill is not applied again:
+local disk kept its receipt with the commit (`tools.merge_branch.merge_receipt`), so it
+is known whatever the files hold now; on another store outside the checkpoint (a
+LangGraph store, an object store) it finds the files holding its changes already and
+changes nothing twice; files kept in graph state change with the checkpoint that drops
+the branch, all at once.
 
 A merge with conflicts commits nothing: the call's result says so, with each
 conflicting file's hunks (the base, the files now, the subagent's); the branch is kept
@@ -76,7 +82,12 @@ from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import BranchNotMerged, FsToolsError
 from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.middleware import checkpointed_branches as checkpointed
-from langchain_fstools.middleware.suspended_branches import resume, suspend, suspended_key
+from langchain_fstools.middleware.suspended_branches import (
+    discard,
+    resume,
+    suspend,
+    suspended_key,
+)
 from langchain_fstools.middleware.turns import turn_of
 from langchain_fstools.permissions.review import resumable
 from langchain_fstools.shell.session.session import started_sessions
@@ -159,6 +170,78 @@ JOIN_WAIT = 10.0
 
 _KEPT_TURNS = 64
 """Turns kept whose branching calls did not all run."""
+
+
+_KEEPER: ContextVar[_Keeper | None] = ContextVar("fstools_branch_keeper", default=None)
+"""The running `task` call's keeper of its branch (nested calls keep their parent's)."""
+
+
+@dataclass
+class _Keeper:
+    """Keeps a running call's branch beside the checkpoint it runs from, step by step.
+
+    `step` writes the branch when it changed since the last write, after each tool step
+    of the subagent (`keeping`), before the subagent's checkpoint records that step: a
+    resumed call starts from the newest (`checkpointed_branches.kept`). Once written, a
+    copy an interrupt kept on this machine (`suspended`) is discarded: the checkpoint's
+    supersedes it.
+    """
+
+    config: Any
+    ident: str
+    branch: BranchBackend
+    suspended: str | None
+    """The key of the copy on this machine the branch was taken from, if it was."""
+    saved: dict[str, Any] | None = None
+
+    def _changed(self) -> dict[str, Any] | None:
+        snapshot = self.branch.snapshot()
+        return None if snapshot == self.saved else snapshot
+
+    def _written(self, snapshot: dict[str, Any]) -> None:
+        self.saved = snapshot
+        if self.suspended is not None:
+            discard(self.suspended)
+            self.suspended = None
+
+    def step(self) -> None:
+        """Write the branch if it changed since the last write."""
+        snapshot = self._changed()
+        if snapshot is not None and checkpointed.keep(self.config, self.ident, snapshot):
+            self._written(snapshot)
+
+    async def astep(self) -> None:
+        """Async `step`."""
+        snapshot = self._changed()
+        if snapshot is not None and await checkpointed.akeep(self.config, self.ident, snapshot):
+            await asyncio.to_thread(self._written, snapshot)
+
+    def dropped(self) -> None:
+        """The call raised: its branch is dropped, and the copy it was taken from with it."""
+        if self.suspended is not None:
+            discard(self.suspended)
+
+    def keeping(self, handler: Callable[[R], Result]) -> Callable[[R], Result]:
+        """`handler`, then `step`."""
+
+        def kept(request: R) -> Result:
+            result = handler(request)
+            self.step()
+            return result
+
+        return kept
+
+    def akeeping(
+        self, handler: Callable[[R], Awaitable[Result]]
+    ) -> Callable[[R], Awaitable[Result]]:
+        """Async `keeping`."""
+
+        async def kept(request: R) -> Result:
+            result = await handler(request)
+            await self.astep()
+            return result
+
+        return kept
 
 
 class BranchSwitch(BackendView):
@@ -336,8 +419,11 @@ class BranchedCalls:
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Result]
     ) -> Callable[[ToolCallRequest], Result]:
         """`handler`, run on a branch when the call branches; a subagent's sessions end with it."""
+        keeper = _KEEPER.get()
         if self.branching(request):
             handler = functools.partial(self.run, handler=handler)
+        elif keeper is not None and keeper.branch is _active().get(self.key):
+            handler = keeper.keeping(handler)
         if request.tool_call["name"] not in self.subagents:
             return handler
 
@@ -354,8 +440,11 @@ class BranchedCalls:
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[Result]]
     ) -> Callable[[ToolCallRequest], Awaitable[Result]]:
         """Async `wrapping` (the sessions are ended off the event loop)."""
+        keeper = _KEEPER.get()
         if self.branching(request):
             handler = functools.partial(self.arun, handler=handler)
+        elif keeper is not None and keeper.branch is _active().get(self.key):
+            handler = keeper.akeeping(handler)
         if request.tool_call["name"] not in self.subagents:
             return handler
 
@@ -407,15 +496,15 @@ class BranchedCalls:
             config = _config_of(runtime)
             fresh = later and not self.on_branch()  # a nested branch merges in its call
             found = checkpointed.kept(config, ident) if fresh else None
-            branch, resumed = self._branch(runtime, found)
+            branch, resumed, keeper = self._branch(runtime, found, config, ident, fresh=fresh)
             try:
-                with _activated(self.key, branch), _suspending(branch, runtime):
+                with _activated(self.key, branch, keeper), _suspending(branch, runtime, keeper):
                     result = work()
             finally:
                 turn.note(turn.ran, ident)
             deferred = _later(branch, later=later)
-            if deferred is not None:
-                checkpointed.keep(config, ident, branch.snapshot())
+            if deferred is not None and keeper is not None:
+                keeper.step()
             with turn.ready:
                 while not (resumed or deferred) and not turn.may_merge(ident):
                     turn.ready.wait(turn.wait_time())
@@ -441,15 +530,15 @@ class BranchedCalls:
             config = _config_of(runtime)
             fresh = later and not self.on_branch()  # a nested branch merges in its call
             found = await checkpointed.akept(config, ident) if fresh else None
-            branch, resumed = self._branch(runtime, found)
+            branch, resumed, keeper = self._branch(runtime, found, config, ident, fresh=fresh)
             try:
-                with _activated(self.key, branch), _suspending(branch, runtime):
+                with _activated(self.key, branch, keeper), _suspending(branch, runtime, keeper):
                     result = await work()
             finally:
                 turn.note(turn.ran, ident)
             deferred = _later(branch, later=later)
-            if deferred is not None:
-                await checkpointed.akeep(config, ident, branch.snapshot())
+            if deferred is not None and keeper is not None:
+                await keeper.astep()
             while not (resumed or deferred) and not turn.may_merge(ident):  # noqa: ASYNC110
                 await asyncio.sleep(_POLL_SECONDS)  # the turn's condition is a thread's
             target = self._target(branch, turn, runtime)
@@ -544,21 +633,35 @@ class BranchedCalls:
             )
         return _Waiting(_merge_review(proposed, review.asks))
 
-    def _branch(self, runtime: Any, saved: Mapping[str, Any] | None) -> tuple[BranchBackend, bool]:
+    def _branch(
+        self,
+        runtime: Any,
+        saved: Mapping[str, Any] | None,
+        config: Any,
+        ident: str,
+        *,
+        fresh: bool,
+    ) -> tuple[BranchBackend, bool, _Keeper | None]:
         """The call's branch of what the tools see now (the enclosing call's branch, if any).
 
         New; or the one it had when an interrupt stopped it (`suspended_branches`), or
-        when its worker died after its subagent returned (`saved`, written by
-        `checkpointed_branches.keep`): then True too (the call resumed).
+        when its worker died while or after its subagent ran (`saved`, written by
+        `checkpointed_branches.keep`): then True too (the call resumed). With it, the
+        branch's keeper when the call is `fresh` (not nested: its result carries it).
         """
         base = _active().get(self.key) or self.view(self.storage)
-        kept = resume(_suspended_key(runtime)) or saved
-        if kept is None:
-            return BranchBackend(base), False
-        try:
-            return BranchBackend.restored(base, kept), True
-        except ValueError:  # a damaged write: the call starts afresh
-            return BranchBackend(base), False
+        key = _suspended_key(runtime)
+        suspended = resume(key)
+        kept = suspended or saved
+        branch, resumed = BranchBackend(base), False
+        if kept is not None:
+            with contextlib.suppress(ValueError):  # a damaged write: the call starts afresh
+                branch, resumed = BranchBackend.restored(base, kept), True
+        if not fresh:
+            return branch, resumed, None
+        taken = key if suspended is not None else None
+        keeper = _Keeper(config, ident, branch, taken, None if taken else branch.snapshot())
+        return branch, resumed, keeper
 
     def _target(self, branch: BranchBackend, turn: _Turn, runtime: Any) -> Any:
         """The branch bound to merge into the turn's shared view of the files."""
@@ -659,8 +762,11 @@ def _suspended_key(runtime: Any) -> str:
 
 
 @contextlib.contextmanager
-def _suspending(branch: BranchBackend, runtime: Any) -> Iterator[None]:
-    """Keep `branch` on this machine if an interrupt stops the work inside."""
+def _suspending(branch: BranchBackend, runtime: Any, keeper: _Keeper | None) -> Iterator[None]:
+    """Keep `branch` on this machine if an interrupt stops the work inside.
+
+    If the work raises otherwise, the branch is dropped, with the copy it came from.
+    """
     try:
         yield
     except GraphInterrupt:
@@ -668,6 +774,10 @@ def _suspending(branch: BranchBackend, runtime: Any) -> Iterator[None]:
             suspend(_suspended_key(runtime), branch.snapshot())
         except OSError as exc:  # the work is lost with this call: say so where it can be seen
             logger.warning("a subagent's branch could not be kept across its interrupt: %s", exc)
+        raise
+    except Exception:
+        if keeper is not None:
+            keeper.dropped()
         raise
 
 
@@ -688,12 +798,15 @@ def _active() -> Mapping[Hashable, BranchBackend]:
 
 
 @contextlib.contextmanager
-def _activated(key: Hashable, branch: BranchBackend) -> Iterator[None]:
-    """Make `branch` the active branch of `key` for the calls made inside."""
+def _activated(key: Hashable, branch: BranchBackend, keeper: _Keeper | None) -> Iterator[None]:
+    """Make `branch` the active branch of `key` (and `keeper` its keeper, if given) inside."""
     token = _ACTIVE.set({**_active(), key: branch})
+    kept = _KEEPER.set(keeper) if keeper is not None else None
     try:
         yield
     finally:
+        if kept is not None:
+            _KEEPER.reset(kept)
         _ACTIVE.reset(token)
 
 

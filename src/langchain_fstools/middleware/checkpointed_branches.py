@@ -7,12 +7,18 @@ resumes from its own finished checkpoint and does nothing again, so a new, empty
 would lose its work. So the branch is first written, synchronously, beside the
 checkpoint the call runs from (as a pending write of its own, which LangGraph matches to
 no task and leaves alone), and the call run again takes it from there
-(`BranchedCalls._branch`). It lives and dies with the thread's checkpoints.
+(`BranchedCalls._branch`). The same is done after each tool step of a subagent still at
+work, before its own checkpoint records the step: a worker killed mid-subagent resumes
+it with the branch holding every step its replay takes as done. Each write is named by
+the time it was made and the newest is found (a checkpointer keeps the first write of
+a name). It lives and dies with the thread's checkpoints: LangGraph deletes a pending
+write with its checkpoint only (`prune`, `delete_thread`), never alone.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Final
 
 logger = logging.getLogger(__name__)
@@ -24,30 +30,39 @@ _TASK: Final = "fstools-branch:"
 """The prefix of the write's task id (then the call's id): no task has it."""
 
 
-def keep(config: Any, call_id: str, snapshot: dict[str, Any]) -> None:
+def keep(config: Any, call_id: str, snapshot: dict[str, Any]) -> bool:
     """Write `snapshot` as call `call_id`'s branch beside its checkpoint (if it has one).
 
     A checkpointer that fails is logged: the call's result still carries the branch,
     saved when the call ends.
+
+    Returns:
+        Whether it was written.
     """
     found = _place(config)
-    if found is not None:
-        saver, at = found
-        try:
-            saver.put_writes(at, [(_CHANNEL, snapshot)], _TASK + call_id)
-        except Exception as exc:  # noqa: BLE001 - any checkpointer's failure: logged
-            _unkept(exc)
+    if found is None:
+        return False
+    saver, at = found
+    try:
+        saver.put_writes(at, [(_CHANNEL, snapshot)], _task(call_id))
+    except Exception as exc:  # noqa: BLE001 - any checkpointer's failure: logged
+        _unkept(exc)
+        return False
+    return True
 
 
-async def akeep(config: Any, call_id: str, snapshot: dict[str, Any]) -> None:
+async def akeep(config: Any, call_id: str, snapshot: dict[str, Any]) -> bool:
     """Async `keep`."""
     found = _place(config)
-    if found is not None:
-        saver, at = found
-        try:
-            await saver.aput_writes(at, [(_CHANNEL, snapshot)], _TASK + call_id)
-        except Exception as exc:  # noqa: BLE001 - any checkpointer's failure: logged
-            _unkept(exc)
+    if found is None:
+        return False
+    saver, at = found
+    try:
+        await saver.aput_writes(at, [(_CHANNEL, snapshot)], _task(call_id))
+    except Exception as exc:  # noqa: BLE001 - any checkpointer's failure: logged
+        _unkept(exc)
+        return False
+    return True
 
 
 def _unkept(exc: Exception) -> None:
@@ -80,10 +95,18 @@ async def akept(config: Any, call_id: str) -> dict[str, Any] | None:
     return _found(await saver.aget_tuple(at), call_id)
 
 
+def _task(call_id: str) -> str:
+    """The task id of a write of call `call_id`'s branch made now (they sort by time)."""
+    return f"{_TASK}{call_id}:{time.time_ns():020d}"
+
+
 def _found(saved: Any, call_id: str) -> dict[str, Any] | None:
+    """The newest branch written for call `call_id` among a checkpoint's pending writes."""
     writes = getattr(saved, "pending_writes", None) or []
-    found = [v for t, c, v in writes if t == _TASK + call_id and c == _CHANNEL]
-    return found[-1] if found and isinstance(found[-1], dict) else None
+    prefix = f"{_TASK}{call_id}:"
+    found = [(t, v) for t, c, v in writes if t.startswith(prefix) and c == _CHANNEL]
+    newest = max(found, key=lambda write: write[0])[1] if found else None
+    return newest if isinstance(newest, dict) else None
 
 
 def _place(config: Any, *, resuming: bool = False) -> tuple[Any, dict[str, Any]] | None:

@@ -8,7 +8,9 @@ So the stopped call's branch is kept here, under a key of the call (`suspended_k
 its thread, its namespace in the graph and its id), and the call that resumes starts
 from it, in any process of this machine, within `SUSPENDED_SECONDS`. A branch is kept
 as `BranchBackend.snapshot()` serialized as checkpoints are, in a folder only this
-user can read, and removed once taken.
+user can read. Taking it leaves it there (a worker killed before the resumed call
+keeps its branch elsewhere resumes from it again); it is removed (`discard`) once the
+call's branch is kept beside the thread's checkpoint, merged or dropped.
 """
 
 from __future__ import annotations
@@ -50,19 +52,23 @@ def suspend(key: str, snapshot: dict[str, Any]) -> None:
 
 
 def resume(key: str) -> dict[str, Any] | None:
-    """The snapshot kept under `key`, removed from here; None if none is (or it is too old)."""
+    """The snapshot kept under `key` (left there); None if none is (or it is too old)."""
     path = _folder() / key
     try:
         age = time.time() - path.stat().st_mtime
         kind, _, data = path.read_bytes().partition(b"\n")
     except OSError:
         return None
-    with contextlib.suppress(OSError):
-        path.unlink()
     if age > SUSPENDED_SECONDS:
         return None
     found = _SERDE.loads_typed((kind.decode(), data))
     return found if isinstance(found, dict) else None
+
+
+def discard(key: str) -> None:
+    """Remove what is kept under `key` (nothing there is fine)."""
+    with contextlib.suppress(FileNotFoundError):
+        (_folder() / key).unlink()
 
 
 def _folder() -> Path:
@@ -79,4 +85,4 @@ def _sweep(folder: Path) -> None:
                 entry.unlink()
 
 
-__all__ = ["SUSPENDED_SECONDS", "resume", "suspend", "suspended_key"]
+__all__ = ["SUSPENDED_SECONDS", "discard", "resume", "suspend", "suspended_key"]

@@ -6,18 +6,20 @@ Applying a patch has two stages, both effects over `core.calls`:
    canonical (relative ones from `workdir`), each file is read and decoded, every chunk
    is located (`seek`) and the new bytes are computed. Any problem raises here, and the
    workspace is untouched. The plan is a dry run a caller may show or approve.
-2. `commit` writes the plan: each write is conditional on the version read in stage 1,
-   and each step records how to undo it. Consecutive adds and in-place updates go to
-   the backend as one batch (`write_many`), so a backend can sync them together. If a
-   step fails, the steps already taken are undone in reverse order (written files
-   restored, added files removed, moved files put back, directories it created
-   removed) and the error is raised: a failed patch changes nothing. Each undo is
-   itself conditional: a file is restored only while it still holds what the patch
-   wrote (and a deleted one recreated only while still absent), so a writer who
-   changed it in between keeps their work; then `PatchNotUndone` says exactly which
-   files were restored and what each of the others holds. A step the store failed to
-   answer (its reply lost: it may have happened) is read back when undone, and a file
-   the store cannot read back is said to hold what the store did not say.
+2. `commit` gives the whole plan to the backend as one batch (`write_many`): adds,
+   updates, moves (a write of the new path and a deletion of the old) and deletions,
+   each conditional on the version read in stage 1. A backend that commits a batch
+   whole (`LocalBackend`, journaled: even across a crash) changes all or nothing;
+   another may stop part-way (`PartialWrite`): then the steps already taken are undone
+   in reverse order (written files restored, added files removed, moved files put
+   back, directories it created removed) and the error is raised: a failed patch
+   changes nothing. Each undo is itself conditional: a file is restored only while it
+   still holds what the patch wrote (and a deleted one recreated only while still
+   absent), so a writer who changed it in between keeps their work; then
+   `PatchNotUndone` says exactly which files were restored and what each of the others
+   holds. A step the store failed to answer (its reply lost: it may have happened) is
+   read back when undone, and a file the store cannot read back is said to hold what
+   the store did not say.
 
 Updated files keep their encoding (UTF-8, UTF-8 with BOM, UTF-16, Latin-1) and line
 endings: untouched lines keep theirs, new lines take the file's dominant one.
@@ -26,7 +28,6 @@ endings: untouched lines keep theirs, new lines take the file's dominant one.
 from __future__ import annotations
 
 import errno
-import itertools
 import logging
 import operator
 import posixpath
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from langchain_fstools import errors
 from langchain_fstools.backends import ABSENT
 from langchain_fstools.core import calls, paths
-from langchain_fstools.core.results import Write
+from langchain_fstools.core.results import Deletion, Write
 from langchain_fstools.formats import encoding
 from langchain_fstools.formats.diff import unified_patch
 from langchain_fstools.patch.parser import AddFile, Chunk, DeleteFile, Patch, UpdateFile
@@ -189,12 +190,7 @@ def commit(changes: Sequence[FileChange]) -> Effect[dict[str, str]]:
     undo: list[_Undo] = []
     versions: dict[str, str] = {}
     try:
-        for plain, group in itertools.groupby(changes, key=_is_plain_write):
-            if plain:
-                yield from _commit_writes(list(group), undo, versions)
-                continue
-            for change in group:
-                yield from _commit_one(change, undo, versions)
+        yield from _commit_set(changes, undo, versions)
     except Exception as exc:
         restored, kept = yield from _roll_back(undo)
         if kept:
@@ -410,60 +406,48 @@ def _not_found(
 # ----- committing -----------------------------------------------------------------------
 
 
-def _is_plain_write(change: FileChange) -> bool:
-    """Whether the change is one conditional write: an add, or an update in place."""
-    return change.kind != "delete" and change.move_to is None
-
-
-def _commit_writes(
+def _commit_set(
     changes: Sequence[FileChange], undo: list[_Undo], versions: dict[str, str]
 ) -> Effect[None]:
-    """Write adds and in-place updates as one batch, pushing an undo step per file."""
+    """Write, move and delete as one batch (`write_many`); on failure, push the undo steps.
+
+    A move is a write of its new path (which must be absent) and a deletion of its old
+    one. A backend that commits a batch whole (`LocalBackend`) leaves nothing to undo.
+    """
     noted: set[str] = set()
+    steps: list[_Undo] = []
+    writes: list[Write] = []
+    deletions: list[Deletion] = []
     for change in changes:
-        if change.kind == "add":
-            yield from _note_missing_parents(change.path, undo, noted)
-    writes = [Write(c.path, c.new_data or b"", expected_version=c.version) for c in changes]
+        if change.kind != "delete":
+            target = change.move_to or change.path
+            if change.kind == "add" or change.move_to is not None:
+                yield from _note_missing_parents(target, undo, noted)
+            expected = change.version if change.move_to is None else ABSENT
+            writes.append(Write(target, change.new_data or b"", expected_version=expected))
+            before = change.old_data if change.move_to is None else None
+            steps.append(_Undo(target, before, change.new_data))
+        if change.kind == "delete" or change.move_to is not None:
+            deletions.append(Deletion(change.path, change.version))
+            steps.append(_Undo(change.path, change.old_data, None))
     try:
-        infos = yield from calls.write_many(writes)
+        infos = yield from calls.write_many(writes, deletions)
     except Exception as exc:
         partial = exc if isinstance(exc, errors.PartialWrite) else None
         cause = exc if partial is None else partial.cause
-        written = set(partial.written if partial else ())
+        done = set(partial.written if partial else ())
         # a store that stopped answering may have stored a write whose reply was lost:
         # those files are found out (re-read) when the patch is undone
         unknown = isinstance(cause, errors.StoreUnavailable)
         undo.extend(
-            _Undo(c.path, c.old_data, c.new_data, unsure=c.path not in written)
-            for c in changes
-            if c.path in written or unknown
+            replace(step, unsure=step.path not in done)
+            for step in steps
+            if step.path in done or unknown
         )
         if partial is None:
             raise
         raise cause from None
-    undo.extend(_Undo(change.path, change.old_data, change.new_data) for change in changes)
     versions.update((info.path, info.version) for info in infos)
-
-
-def _commit_one(change: FileChange, undo: list[_Undo], versions: dict[str, str]) -> Effect[None]:
-    """Perform one change, pushing how to undo each of its steps."""
-    if change.kind == "delete":
-        current = yield from calls.stat(change.path)
-        if current.version != change.version:
-            raise errors.VersionConflict(change.path, change.version, current.version)
-        step = _Undo(change.path, change.old_data, None)
-        yield from _taken(calls.delete(change.path), step, undo)
-        return
-    assert change.new_data is not None  # noqa: S101 - moved updates carry new bytes
-    assert change.move_to is not None  # noqa: S101 - in-place writes go in a batch
-    yield from _note_missing_parents(change.move_to, undo, set())
-    written = calls.write_bytes(change.move_to, change.new_data, expected_version=ABSENT)
-    info = yield from _taken(written, _Undo(change.move_to, None, change.new_data), undo)
-    versions[change.move_to] = info.version
-    current = yield from calls.stat(change.path)
-    if current.version != change.version:
-        raise errors.VersionConflict(change.path, change.version, current.version)
-    yield from _taken(calls.delete(change.path), _Undo(change.path, change.old_data, None), undo)
 
 
 def _taken(effect: Effect[T], step: _Undo, undo: list[_Undo]) -> Effect[T]:

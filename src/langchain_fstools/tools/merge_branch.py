@@ -11,6 +11,9 @@ now. The merge goes through the tools' own view (rules, history), as the first o
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -24,6 +27,7 @@ from langchain_fstools.errors import FsToolsError, InvalidArgument
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.changes_shown import rewind_note
 from langchain_fstools.tools.diagnosing import texts_after, texts_before
+from langchain_fstools.tools.runtime import running_config
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
@@ -94,6 +98,22 @@ def kept_snapshot(state: Mapping[str, Any], ident: str) -> Mapping[str, Any] | N
     return snapshot
 
 
+def merge_receipt(
+    ident: str, snapshot: Mapping[str, Any], sides: Mapping[str, str] | None = None
+) -> str:
+    """The receipt of merging the branch `snapshot` holds, kept as `ident` in this thread.
+
+    The same merge of the same branch (with the same `sides`) has the same receipt in
+    any worker, so a merge resumed after its worker died is not applied twice
+    (`BranchBackend.merge`); another branch, or another thread's, has another.
+    """
+    thread = (running_config().get("configurable") or {}).get("thread_id")
+    touched = snapshot.get("touched") or {}
+    versions = sorted((path, str(entry[2]), str(entry[4])) for path, entry in touched.items())
+    named = json.dumps([str(thread), ident, versions, sorted((sides or {}).items())])
+    return "merge:" + hashlib.sha256(named.encode()).hexdigest()
+
+
 class MergeArgs(ToolArgs):
     """Arguments of merge."""
 
@@ -157,7 +177,8 @@ class MergeTool(FileTool):
                 "branch", f"branch {args.branch} in the state is damaged; make the changes yourself"
             )
         before = yield from texts_before(scope.context.diagnostics, branch.changed)
-        result = yield from branch.merging(sides)
+        receipt = merge_receipt(args.branch, snapshot, sides)
+        result = yield from branch.merging(sides, receipt=receipt)
         artifact: dict[str, Any] = {BRANCH_KEY: args.branch, "merged": list(result.merged)}
         if not result.clean:
             artifact["conflicts"] = [c.path for c in result.conflicts]
@@ -197,7 +218,8 @@ def merged_kept(
         damaged = "Error: the kept changes in the state are damaged; nothing was merged."
         return f"{damaged} Run the task again.", {KEPT_KEY: {ident: None}}, None
     try:
-        result = yield from calls.blocking(branch.merge)
+        merge = functools.partial(branch.merge, receipt=merge_receipt(ident, snapshot))
+        result = yield from calls.blocking(merge)
     except (FsToolsError, OSError) as exc:
         return f"Error: the merge failed ({exc}); nothing was merged.", {}, None
     if not result.clean:

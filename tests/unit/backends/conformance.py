@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import pytest
 
 from langchain_fstools.backends import ABSENT
-from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo, Write
+from langchain_fstools.backends.protocol import Backend, Deletion, EntryKind, FileInfo, Write
 from langchain_fstools.core import calls
 from langchain_fstools.core.calls import Effect
 from langchain_fstools.errors import OutsideRoot, PartialWrite, VersionConflict
@@ -384,6 +384,30 @@ class WriteTests:
             else:  # a backend that checks every version first writes nothing
                 assert not (yield from calls.exists("/m/x.txt"))
             assert (yield from calls.read_bytes("/m/free.txt")) == b"free"
+
+        drive(case())
+
+    def test_write_many_with_deletions(self, drive: Drive) -> None:
+        def case() -> Effect[None]:
+            old = yield from put("/d/old.txt", b"old")
+            yield from put("/d/any.txt", b"any")
+            kept = yield from put("/d/kept.txt", b"kept")
+            infos = yield from calls.write_many(
+                [Write("/d/new/moved.txt", b"old", ABSENT)],
+                [Deletion("/d/old.txt", old.version), Deletion("/d/any.txt")],
+            )
+            assert [i.path for i in infos] == ["/d/new/moved.txt"]
+            assert (yield from names("/d")) == ["kept.txt", "new"]
+            error = yield from failure(
+                calls.write_many([Write("/d/y.txt", b"y")], [Deletion("/d/kept.txt", old.version)])
+            )
+            assert isinstance(error, PartialWrite | VersionConflict)
+            if isinstance(error, PartialWrite):  # a backend that writes one by one
+                assert error.written == ("/d/y.txt",)
+                assert isinstance(error.cause, VersionConflict)
+            else:  # a backend that checks every version first changes nothing
+                assert not (yield from calls.exists("/d/y.txt"))
+            assert (yield from calls.stat("/d/kept.txt")).version == kept.version
 
         drive(case())
 

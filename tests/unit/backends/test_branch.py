@@ -10,20 +10,24 @@ import asyncio
 import errno
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langchain_fstools import FileToolkit, StateBackend
+from langchain_fstools import FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.backends.branch import BranchBackend, MergeResult
 from langchain_fstools.backends.guarded import BackendView
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import merge_files
 from langchain_fstools.core import calls
+from langchain_fstools.core.results import Deletion, FileInfo, Write
 from langchain_fstools.errors import BranchFull
 from langchain_fstools.formats.merge import Hunk
 from tests.unit.tools.harness import Harness
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 SOURCE = b"def a():\n    return 1\n\n\ndef b():\n    return 2\n"
 
@@ -232,13 +236,22 @@ def test_an_async_merge_commits_as_the_sync_one_does(ws: Workspace) -> None:
 
 
 class _NoDeletes(BackendView):
-    """A base that refuses deletions, to fail a merge after its writes."""
+    """A base that refuses deletions, to fail a merge after its writes.
+
+    Its batches are the protocol's default (each write, then each deletion), as a
+    backend that cannot commit a batch whole makes them.
+    """
 
     def bind(self, runtime: Any) -> Backend:
         return _NoDeletes(self.inner.bind(runtime))
 
     def delete(self, path: str) -> None:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+
+    def write_many(
+        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+    ) -> list[FileInfo]:
+        return Backend.write_many(self, writes, deletions)
 
 
 def test_a_merge_that_fails_part_way_leaves_the_base_as_it_was(tmp_path: Path) -> None:
@@ -496,3 +509,21 @@ def test_a_branch_through_the_checkpoint_serializer_merges_as_the_branch_does(
 def test_what_is_not_a_snapshot_is_refused(snapshot: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="not a branch snapshot"):
         BranchBackend.restored(StateBackend(), snapshot)
+
+
+def test_a_merge_whose_receipt_the_base_kept_is_not_applied_again(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("old\n")
+    base = LocalBackend(tmp_path)
+    branch = BranchBackend(base)
+    branch.write_bytes("/a.txt", b"branch\n")
+    snapshot = branch.snapshot()
+    assert not base.committed("r1")
+    assert branch.merge(receipt="r1").merged == ("/a.txt",)
+    assert base.committed("r1")
+    assert not base.committed("r2")
+    (tmp_path / "a.txt").write_text("later\n")  # changed since the merge
+    again = BranchBackend.restored(base, snapshot).merge(receipt="r1")
+    assert (again.clean, again.merged, again.present) == (True, (), ("/a.txt",))
+    assert (tmp_path / "a.txt").read_text() == "later\n"
+    by_content = BranchBackend.restored(base, snapshot).merge()  # no receipt: by the files
+    assert [c.path for c in by_content.conflicts] == ["/a.txt"]

@@ -1,7 +1,7 @@
 """LocalBackend's journal: a multi-file commit killed at any step is whole or absent once reopened.
 
-Commits: a command's change set (`commit`), `write_many`, a branch merge (modified and new
-files; its deletions are separate calls) and `apply_patch` through the tool.
+Commits: a command's change set (`commit`), `write_many`, a branch merge (modified, new
+and deleted files) and `apply_patch` through the tool (updates, adds, deletions, moves).
 
 One child process imports the package and commits once, then forks a grandchild that
 counts the file-system calls of a whole commit (`os.open`, `os.write`, `os.fsync`,
@@ -57,8 +57,10 @@ CHILD = textwrap.dedent(
             branch = BranchBackend(backend)
             for path, data in spec["writes"]:
                 branch.write_bytes(path, data.encode())
+            for path in spec.get("deletes", ()):
+                branch.delete(path)
             def merge():
-                assert not branch.merge().conflicts
+                assert not branch.merge(receipt=spec.get("receipt")).conflicts
             return merge
         tool = {t.name: t for t in FileToolkit(backend).get_tools()}["apply_patch"]
         call = {"type": "tool_call", "name": "apply_patch", "id": "1", "args": {"patch": spec["patch"]}}
@@ -244,6 +246,51 @@ def test_apply_patch_killed_at_any_step_is_whole_or_absent(tmp_path: Path) -> No
     whole, none = assert_whole_or_none(roots, before)
     assert whole
     assert none
+
+
+def test_a_branch_merge_that_deletes_killed_at_any_step_is_whole_or_absent(
+    tmp_path: Path,
+) -> None:
+    fill = {f"base/f{k:02d}.txt": f"old {k}\n" for k in range(20)}
+    fill |= {f"gone/g{k:02d}.txt": f"gone {k}\n" for k in range(10)}
+    roots = workspaces(tmp_path, KILL_POINTS + 2, fill)
+    before = snapshot(roots[1])
+    writes = [[f"/base/f{k:02d}.txt", f"merged {k}\n"] for k in range(20)]
+    writes += [[f"/branch/new/g{k:02d}.txt", f"new {k}\n"] for k in range(10)]
+    deletes = [f"/gone/g{k:02d}.txt" for k in range(10)]
+    report = kill_at_every_point("merge", roots, writes=writes, deletes=deletes, receipt="m")
+    assert all(killed for _, killed in report["killed"])
+    whole, none = assert_whole_or_none(roots, before)
+    assert whole
+    assert none
+    after = snapshot(roots[0])
+    assert not any(name.startswith("gone/g") for name in after)  # the deletions are in the set
+    for root in roots:  # the merge's receipt is kept exactly where the merge took effect
+        assert LocalBackend(root).committed("m") == (snapshot(root) == after), root.name
+
+
+def test_apply_patch_with_deletions_and_moves_killed_at_any_step_is_whole_or_absent(
+    tmp_path: Path,
+) -> None:
+    fill = {f"p/f{k:02d}.txt": "alpha\nbeta\ngamma\n" for k in range(30)}
+    roots = workspaces(tmp_path, KILL_POINTS + 2, fill)
+    before = snapshot(roots[1])
+    hunks = [f"*** Update File: p/f{k:02d}.txt\n alpha\n-beta\n+BETA {k}\n" for k in range(10)]
+    hunks += [f"*** Delete File: p/f{k:02d}.txt\n" for k in range(10, 20)]
+    hunks += [
+        f"*** Update File: p/f{k:02d}.txt\n*** Move to: moved/m{k:02d}.txt\n alpha\n-beta\n+MOVED\n"
+        for k in range(20, 30)
+    ]
+    hunks += [f"*** Add File: q/new{k:02d}.txt\n+added {k}\n" for k in range(10)]
+    patch = "*** Begin Patch\n" + "".join(hunks) + "*** End Patch\n"
+    report = kill_at_every_point("apply_patch", roots, patch=patch)
+    assert all(killed for _, killed in report["killed"])
+    whole, none = assert_whole_or_none(roots, before)
+    assert whole
+    assert none
+    after = snapshot(roots[0])
+    assert after["moved/m25.txt"] == "alpha\nMOVED\ngamma\n"
+    assert not any(f"p/f{k:02d}.txt" in after for k in range(10, 30))
 
 
 def test_a_live_commit_is_left_to_its_process(tmp_path: Path) -> None:

@@ -247,9 +247,9 @@ class Batches(Backend):
     def write_bytes(self, path: str, data: bytes, *, expected_version: str | None = None) -> Any:
         return self.inner.write_bytes(path, data, expected_version=expected_version)
 
-    def write_many(self, writes: Any) -> list[FileInfo]:
-        self.batches.append([w.path for w in writes])
-        return self.inner.write_many(writes)
+    def write_many(self, writes: Any, deletions: Any = ()) -> list[FileInfo]:
+        self.batches.append([w.path for w in writes] + [f"-{d.path}" for d in deletions])
+        return self.inner.write_many(writes, deletions)
 
     def delete(self, path: str) -> None:
         self.inner.delete(path)
@@ -261,7 +261,7 @@ class Batches(Backend):
         return self.inner.list_dir(path)
 
 
-def test_a_patch_writes_consecutive_adds_and_updates_as_one_batch(tmp_path: Path) -> None:
+def test_a_patch_is_one_batch_of_its_writes_and_deletions(tmp_path: Path) -> None:
     for name in ("a", "b", "c"):
         (tmp_path / f"{name}.txt").write_text(f"{name}\n")
     backend = Batches(LocalBackend(tmp_path))
@@ -270,8 +270,9 @@ def test_a_patch_writes_consecutive_adds_and_updates_as_one_batch(tmp_path: Path
         "*** Delete File: b.txt\n*** Update File: c.txt\n-c\n+C\n*** End Patch\n",
         backend,
     )
-    assert backend.batches == [["/a.txt", "/n/new.txt"], ["/c.txt"]]
+    assert backend.batches == [["/a.txt", "/n/new.txt", "/c.txt", "-/b.txt"]]
     assert (tmp_path / "n" / "new.txt").read_text() == "new\n"
+    assert not (tmp_path / "b.txt").exists()
 
 
 def test_a_patch_whose_batch_fails_midway_changes_nothing(

@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools.middleware import suspended_branches
-from langchain_fstools.middleware.suspended_branches import resume, suspend, suspended_key
+from langchain_fstools.middleware.suspended_branches import (
+    discard,
+    resume,
+    suspend,
+    suspended_key,
+)
 
 SNAPSHOT = {
     "max_files": 3,
@@ -24,13 +29,16 @@ def _private_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
 
 
-def test_a_branch_is_taken_back_once_by_the_call_it_was_kept_for() -> None:
+def test_a_branch_is_taken_back_by_the_call_it_was_kept_for_until_discarded() -> None:
     key = suspended_key("thread", "tools:1", "call")
     assert key != suspended_key("thread", "tools:2", "call")
     suspend(key, SNAPSHOT)
     assert resume(suspended_key("other", "tools:1", "call")) is None
     assert resume(key) == SNAPSHOT
-    assert resume(key) is None  # taken
+    assert resume(key) == SNAPSHOT  # a worker killed after taking it takes it again
+    discard(key)
+    assert resume(key) is None
+    discard(key)  # nothing kept: fine
 
 
 def test_a_branch_kept_too_long_is_not_taken(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -36,7 +36,7 @@ from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, File
 from langchain_fstools.backends.temporaries import temporary_name
 from langchain_fstools.core import paths
 from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet, remove_folder
-from langchain_fstools.core.results import Write
+from langchain_fstools.core.results import Deletion, Write
 from langchain_fstools.errors import (
     ChangesNotCommitted,
     CommandRefused,
@@ -373,23 +373,55 @@ class LocalBackend(Backend):
         except PartialWrite as partial:  # the rename happened, the directory sync failed
             raise partial.cause from None
 
-    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
-        """Replace several files, each atomically, with one round of syncs for them all.
+    def write_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
+        """Replace several files and remove entries, as one commit, with one round of syncs.
 
-        Every temporary file is written (and, with `durability="fsync"`, fsynced, all at
-        once), then every expected version is checked, then the files are renamed into
-        place and each directory touched is fsynced once. A conflict, or any failure
-        before the first rename (a full disk), writes nothing. Two files or more are
-        journaled (`backends.local.journal`): a process killed once every file is
-        staged leaves the whole batch (the next call on the workspace finishes it), one
-        killed before leaves none of it.
+        Every deletion's version is checked, every temporary file is written (and, with
+        `durability="fsync"`, fsynced, all at once), then every expected version is
+        checked, then the deletions are made (deepest first), the files renamed into
+        place and each directory touched fsynced once. A conflict, or any failure before
+        the first visible step (a full disk), changes nothing. Two changes or more are
+        journaled (`backends.local.journal`): a process killed once every file is staged
+        leaves the whole batch (the next call on the workspace finishes it), one killed
+        before leaves none of it. A `receipt` is kept with the commit, in its journal,
+        once it took effect (`committed`).
 
         Raises:
-            DiskFull: the new files do not fit on the disk (nothing was written).
-            PartialWrite: a rename or a directory sync failed after files were renamed.
+            DiskFull: the new files do not fit on the disk (nothing was changed).
+            PartialWrite: a removal, a rename or a directory sync failed after others
+                took effect.
         """
         self._settle()
-        return self._write_batch([_Entry(w.path, w.expected_version, data=w.data) for w in writes])
+        removals = sorted(
+            (self._removal(deletion) for deletion in deletions),
+            key=lambda removal: removal.path.count("/"),
+            reverse=True,
+        )
+        entries = [_Entry(w.path, w.expected_version, data=w.data) for w in writes]
+        return self._write_batch(entries, Steps(removals, receipt=receipt))
+
+    def committed(self, receipt: str) -> bool:
+        """Whether a batch given `receipt` took effect (a cut one is finished or undone first)."""
+        self._settle()
+        return self._journal.receipt(receipt) is not None
+
+    def _removal(self, deletion: Deletion) -> Removal:
+        """The journal's removal of `deletion`, whose entry must be there at its version."""
+        virtual = paths.normalize(deletion.path)
+        with paths.virtual_errors(virtual), self._beneath.place(virtual, follow=False) as place:
+            info = _existing(place)
+        if stat_module.S_ISDIR(info.st_mode):
+            return Removal(virtual, None)
+        actual = _version(info)
+        if deletion.expected_version not in (None, actual):
+            raise VersionConflict(virtual, deletion.expected_version, actual)
+        return Removal(virtual, actual)
 
     def _settle(self) -> None:
         """Finish or undo the commits a killed process left (`Journal.recover`)."""
@@ -412,7 +444,7 @@ class LocalBackend(Backend):
             if f.added and not any(paths.is_within(f.path, gone) for gone in removed)
         ]  # a folder where the set removes an entry (`a.txt` becoming `a.txt/`) is made later
         intent = None
-        if len(entries) > 1 or steps.removals or steps.folders:
+        if len(entries) > 1 or steps.removals or steps.folders or steps.receipt:
             targets = [Target(v, e.follow) for v, e in zip(virtuals, entries, strict=True)]
             intent = self._journal.begin(targets, [f.path for f in made])
         staged: list[_Staged] = []
@@ -476,15 +508,19 @@ class LocalBackend(Backend):
             self._journal.commit(intent, replace(steps, placements=placements))
         replaced: list[int] = []
         placed: list[tuple[str, int, str]] = []
+        removed: list[str] = []
         try:
-            infos = self._apply(steps, staged, directories, replaced, placed)
+            infos = self._apply(
+                steps, staged, directories, replaced=replaced, placed=placed, removed=removed
+            )
         except Exception as exc:
             _discard(staged[len(placed) :])
             if intent is not None:
                 self._journal.end(intent)
-            if not placed:
+            if not placed and not removed:
                 raise
-            raise PartialWrite(tuple(e.path for e in entries[: len(placed)]), exc) from exc
+            written = (*removed, *(e.path for e in entries[: len(placed)]))
+            raise PartialWrite(written, exc) from exc
         except BaseException:
             if intent is not None:
                 self._journal.release(intent)  # the next call finishes the batch
@@ -492,7 +528,7 @@ class LocalBackend(Backend):
         finally:
             _release_later(replaced)
         if intent is not None:
-            self._journal.end(intent)
+            self._journal.finish(intent)
         return infos
 
     def _apply(
@@ -500,12 +536,15 @@ class LocalBackend(Backend):
         steps: Steps,
         staged: Sequence[_Staged],
         directories: dict[str, int],
+        *,
         replaced: list[int],
         placed: list[tuple[str, int, str]],
+        removed: list[str],
     ) -> list[FileInfo]:
-        """Take `steps`, rename the staged files onto `placed`, sync their folders."""
+        """Take `steps` (the removals onto `removed`), rename the staged files onto `placed`."""
         for removal in steps.removals:
             self._remove_entry(removal)
+            removed.append(removal.path)
         for folder in steps.folders:
             self._commit_directory(folder)
         with directories_locked(
@@ -544,9 +583,15 @@ class LocalBackend(Backend):
         os.replace(entry.temp, name, src_dir_fd=entry.directory, dst_dir_fd=directory)
         return entry.virtual, directory, name
 
-    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+    async def awrite_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
         """Async `write_many`, in a worker thread."""
-        return await asyncio.to_thread(self.write_many, writes)
+        return await asyncio.to_thread(lambda: self.write_many(writes, deletions, receipt=receipt))
 
     def _stage_and_sync(
         self,
@@ -1048,6 +1093,7 @@ class LocalBackend(Backend):
             raise VersionConflict(change.path, change.before or ABSENT, actual)
 
     def _remove_entry(self, removal: Removal) -> None:
+        """Remove an entry (gone already: nothing to do); a file only at its version."""
         with (
             paths.virtual_errors(removal.path),
             self._beneath.place(removal.path, follow=False) as place,
@@ -1056,8 +1102,11 @@ class LocalBackend(Backend):
                 return
             if stat_module.S_ISDIR(place.info.st_mode):
                 os.rmdir(place.name, dir_fd=place.directory)
-            else:
-                os.unlink(place.name, dir_fd=place.directory)
+                return
+            actual = _version(place.info)
+            if removal.version is not None and actual != removal.version:
+                raise VersionConflict(removal.path, removal.version, actual)
+            os.unlink(place.name, dir_fd=place.directory)
 
     def _commit_directory(self, folder: Folder) -> None:
         """Create an added directory, or give a directory its new mode."""

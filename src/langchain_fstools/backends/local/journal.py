@@ -22,6 +22,13 @@ staging record alone is rolled back (the new folders removed again when empty); 
 way the record's temporaries are removed.
 So the workspace holds the whole set or none of it once the next call starts.
 
+A commit may be given a receipt name (a branch merge's): its commit record then carries
+it, and where the commit ends (or is rolled forward) the record becomes the receipt, in
+`{folder}.receipts`, listing the paths the commit changed (`Journal.receipt`). So a
+receipt exists exactly when the commit took effect, even across a crash: a merge
+resumed after its worker died asks for it instead of merging again. Receipts older than
+`RECEIPT_SECONDS` are removed when a new one is written.
+
 The journal folder is private: `{tempdir}/fstools-journal-{uid}/{digest of the root}`,
 made with mode 0700, and refused unless this user owns it and no one else may use it.
 Limits: where the temporary folder does not survive a reboot (a tmpfs `/tmp`), a power
@@ -61,6 +68,8 @@ logger = logging.getLogger(__name__)
 
 _STAGING: Final = ".staging"
 _COMMIT: Final = ".commit"
+_RECEIPTS: Final = ".receipts"
+"""Suffix of the journal folder's sibling holding receipts."""
 _PART: Final = ".part"
 """Suffix of a record being written (renamed to its name once whole and locked)."""
 
@@ -70,6 +79,9 @@ _STILL_NS: Final = 1_000_000_000
 
 _PART_SECONDS: Final = 60.0
 """Age after which a part no record followed is a killed commit's (it lives microseconds)."""
+
+RECEIPT_SECONDS: Final = 7 * 24 * 3600.0
+"""How long a commit's receipt is kept."""
 
 _RECORD_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _OPEN_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -117,6 +129,8 @@ class Steps:
     removals: Sequence[Removal] = ()
     folders: Sequence[Folder] = ()
     placements: Sequence[Placement] = ()
+    receipt: str | None = None
+    """The name of the receipt the commit leaves when it ends (`Journal.finish`)."""
 
 
 @dataclass(slots=True)
@@ -126,6 +140,8 @@ class Intent:
     token: str
     folder: str
     held: list[int] = field(default_factory=list)
+    record: dict[str, Any] | None = None
+    """Its commit record, once put."""
 
     def tag(self, number: int) -> str:
         """The tag of the commit's temporary for its `number`-th target."""
@@ -178,9 +194,29 @@ class Journal:
             "removals": [[r.path, r.version] for r in steps.removals],
             "folders": [[f.path, f.added, f.mode] for f in steps.folders],
             "placements": [[p.path, p.temp, p.follow] for p in steps.placements],
+            "receipt": steps.receipt,
         }
         with _unnamed():
+            if steps.receipt is not None:
+                self._receipts()
             self._put(intent, _COMMIT, record, sync=self._durable)
+        intent.record = record
+
+    def finish(self, intent: Intent) -> None:
+        """End a commit whose every visible step is taken: its receipt, if named, is left."""
+        if intent.record is not None:
+            with _unnamed():
+                self._leave_receipt(intent.record)
+        self.end(intent)
+
+    def receipt(self, name: str) -> list[str] | None:
+        """The paths the commit with receipt `name` changed; None if none took effect."""
+        try:
+            with open(os.path.join(self.folder + _RECEIPTS, _receipt_file(name)), "rb") as kept:
+                found = json.loads(kept.read())
+        except (FileNotFoundError, ValueError):
+            return None
+        return [str(path) for path in found] if isinstance(found, list) else None
 
     def end(self, intent: Intent) -> None:
         """Remove the commit's records: it is done, or failed with nothing left to finish."""
@@ -270,15 +306,53 @@ class Journal:
                     return  # a live commit
                 records[suffix] = _read_all(descriptor)
             if _COMMIT in records:
-                _forward(beneath, json.loads(records[_COMMIT]), version)
+                record = json.loads(records[_COMMIT])
+                _forward(beneath, record, version)
                 if self._durable:
                     os.sync()
+                self._leave_receipt(record)
             elif _STAGING in records:
                 _back(beneath, token, json.loads(records[_STAGING]))
             self._remove(token, settled=bool(records))
         finally:
             for descriptor in held:
                 os.close(descriptor)
+
+    def _receipts(self) -> str:
+        """The receipts folder, made private if missing; `PermissionError` if it is not."""
+        folder = self.folder + _RECEIPTS
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
+        if not is_private(folder):
+            raise PermissionError(errno.EPERM, "the journal folder is not private", paths.ROOT)
+        return folder
+
+    def _leave_receipt(self, record: dict[str, Any]) -> None:
+        """Leave the receipt a taken commit's record names (if any), sweeping old ones."""
+        name = record.get("receipt")
+        if not isinstance(name, str):
+            return
+        changed = [r[0] for r in record["removals"]] + [p[0] for p in record["placements"]]
+        folder = self._receipts()
+        now = time.time()
+        for entry in os.scandir(folder):  # old receipts, and parts a killed commit left
+            age = _PART_SECONDS if entry.name.endswith(_PART) else RECEIPT_SECONDS
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_mtime < now - age:
+                    os.unlink(entry.path)
+        part = os.path.join(folder, f".{secrets.token_hex(6)}{_PART}")
+        descriptor = os.open(part, _RECORD_FLAGS, 0o600)
+        try:
+            data = memoryview(json.dumps(changed).encode())
+            while data:
+                data = data[os.write(descriptor, data) :]
+            if self._durable:
+                os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.rename(part, os.path.join(folder, _receipt_file(name)))
+        if self._durable:
+            _fsync_folder(folder)
 
     def _remove(self, token: str, *, settled: bool) -> None:
         """Remove a settled commit's records and parts, or parts a commit left long ago.
@@ -291,6 +365,11 @@ class Journal:
             with contextlib.suppress(FileNotFoundError):
                 if settled or os.lstat(name).st_mtime < time.time() - _PART_SECONDS:
                     os.unlink(name)
+
+
+def _receipt_file(name: str) -> str:
+    """The file name of receipt `name` (any string: a digest of it)."""
+    return hashlib.sha256(name.encode()).hexdigest()[:40]
 
 
 def _forward(
@@ -402,6 +481,7 @@ def _fsync_folder(folder: str) -> None:
 
 
 __all__ = [
+    "RECEIPT_SECONDS",
     "Folder",
     "Intent",
     "Journal",
