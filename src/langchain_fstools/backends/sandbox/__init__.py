@@ -1,0 +1,1 @@
+"""Our backend over any deepagents sandbox (`SandboxBackendProtocol`)."""
