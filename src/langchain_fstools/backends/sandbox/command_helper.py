@@ -688,7 +688,7 @@ def _commit(request: dict[str, Any]) -> dict[str, Any]:
     stage = tempfile.mkdtemp(dir=_stage_parent(state), prefix=".fstools-stage-")
     try:
         staged = _stage(stage, changes, blob)
-        return {"written": _Apply(state.root).all(changes, staged)}
+        return {"written": _Apply(state.root, stage).all(changes, staged)}
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -749,14 +749,15 @@ def _stage(stage: str, changes: list[dict[str, Any]], blob: bytes) -> dict[str, 
 class _Apply:
     """The visible steps of a commit, each with its undo, undone in reverse on a failure.
 
-    A replaced or deleted file or link is kept aside (renamed, or linked, beside it)
-    until every step is taken, so an undo puts it back.
+    A replaced or deleted file or link is kept aside (renamed, or linked, into the
+    staging folder, on the workspace's file system) until every step is taken, so an
+    undo puts it back; the staging folder goes with the commit.
     """
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, stage: str) -> None:
         self.root = root
+        self.stage = stage
         self.undo: list[Callable[[], object]] = []
-        self.aside: list[str] = []
 
     def all(self, changes: list[dict[str, Any]], staged: dict[str, str]) -> dict[str, Any]:
         """Deletions (deepest first), folders and modes, then renames; what was written."""
@@ -780,9 +781,6 @@ class _Apply:
                 with contextlib.suppress(OSError):
                     step()
             raise
-        finally:
-            for path in self.aside:
-                _forget(path)
         return written
 
     def delete(self, full: str) -> None:
@@ -816,9 +814,8 @@ class _Apply:
             self.undo.append(lambda: os.unlink(full))
 
     def _aside(self, full: str) -> str:
-        aside = os.path.join(os.path.dirname(full), ".fstools-old-" + os.urandom(6).hex())
-        self.aside.append(aside)
-        return aside
+        del full
+        return os.path.join(self.stage, "old-" + os.urandom(6).hex())
 
 
 _OPS = {"probe": _probe, "run": _run, "commit": _commit}

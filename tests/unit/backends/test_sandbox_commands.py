@@ -1,0 +1,356 @@
+"""Commands in a deepagents sandbox are recorded as change sets, and nothing lasts until commit."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from langchain_fstools.backends.sandbox import recorded_commands as commands
+from langchain_fstools.core.changesets import ChangeKind
+from langchain_fstools.core.paths import ROOT
+from langchain_fstools.errors import DiskFull, SandboxFailed, VersionConflict
+from langchain_fstools.shell.sandbox.overlay import upper_path
+from tests.unit.backends.shell_sandbox import CommandedBackend, ShellSandbox
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from langchain_fstools.core.changesets import ChangeSet
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("print('hi')\n")
+    (root / "notes.txt").write_text("one\n")
+    (root / "old").mkdir()
+    (root / "old" / "gone.txt").write_text("bye\n")
+    return root
+
+
+@pytest.fixture
+def backend(workspace: Path) -> Iterator[CommandedBackend]:
+    made = CommandedBackend(workspace, ShellSandbox())
+    yield made
+    shutil.rmtree(made.commands.state, ignore_errors=True)
+
+
+def _tree(root: Path) -> dict[str, tuple[str, int, bytes | str]]:
+    found: dict[str, tuple[str, int, bytes | str]] = {}
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        key = str(path.relative_to(root))
+        if path.is_symlink():
+            found[key] = ("link", 0, str(path.readlink()))
+        elif path.is_dir():
+            found[key] = ("dir", stat.S_IMODE(info.st_mode), "")
+        else:
+            found[key] = ("file", stat.S_IMODE(info.st_mode), path.read_bytes())
+    return found
+
+
+def _listed(changes: ChangeSet) -> list[tuple[str, str, str]]:
+    return [(c.kind.value, c.path, c.entry) for c in changes.changes]
+
+
+SCRIPT = (
+    "echo more >> notes.txt; rm -r old; mkdir -p build;"
+    " printf '\\000\\001\\377' > build/blob.bin; ln -s ../notes.txt build/notes;"
+    " chmod 755 src/app.py; echo done"
+)
+
+
+def test_a_commands_changes_are_listed_and_the_workspace_is_unchanged(
+    backend: CommandedBackend, workspace: Path
+) -> None:
+    before = _tree(workspace)
+    result = backend.execute_changes(SCRIPT, timeout=20, output_limit=10_000)
+    assert result.output == "done\n"
+    assert result.exit_code == 0
+    changes = result.changes
+    assert changes is not None
+    try:
+        assert _listed(changes) == [
+            ("A", "/build", "directory"),
+            ("A", "/build/blob.bin", "file"),
+            ("A", "/build/notes", "link"),
+            ("M", "/notes.txt", "file"),
+            ("D", "/old", "directory"),
+            ("D", "/old/gone.txt", "file"),
+            ("M", "/src/app.py", "file"),
+        ]
+        by_path = {c.path: c for c in changes.changes}
+        assert Path(upper_path(changes, "/build/blob.bin")).read_bytes() == b"\x00\x01\xff"
+        assert Path(upper_path(changes, "/notes.txt")).read_bytes() == b"one\nmore\n"
+        assert by_path["/build/notes"].target == "../notes.txt"
+        assert by_path["/src/app.py"].mode == 0o755
+        assert by_path["/src/app.py"].old_mode == 0o644
+        assert by_path["/notes.txt"].before == backend.stat("/notes.txt").version
+        assert by_path["/build/blob.bin"].before is None
+        assert _tree(workspace) == before
+    finally:
+        changes.discard()
+
+
+def test_a_committed_set_is_the_workspace_after_the_command(
+    backend: CommandedBackend, workspace: Path, tmp_path: Path
+) -> None:
+    plain = tmp_path / "plain"
+    shutil.copytree(workspace, plain, symlinks=True)
+    os.system(f"cd {plain} && {SCRIPT} >/dev/null")  # noqa: S605 - the same script, run plainly
+    result = backend.execute_changes(SCRIPT, timeout=20, output_limit=10_000)
+    assert result.changes is not None
+    infos = backend.commit(result.changes)
+    result.changes.discard()
+    assert _tree(workspace) == _tree(plain)
+    assert {info.path: info.version for info in infos}["/notes.txt"] == backend.stat(
+        "/notes.txt"
+    ).version
+
+
+def test_a_second_command_sees_what_the_file_tools_wrote_since(
+    backend: CommandedBackend, workspace: Path
+) -> None:
+    first = backend.execute_changes("true", timeout=20, output_limit=1000)
+    assert first.changes is not None
+    assert not first.changes
+    backend.write_bytes("/notes.txt", b"edited\n")
+    result = backend.execute_changes("echo x >> notes.txt", timeout=20, output_limit=1000)
+    assert result.changes is not None
+    assert Path(upper_path(result.changes, "/notes.txt")).read_bytes() == b"edited\nx\n"
+    result.changes.discard()
+    assert (workspace / "notes.txt").read_bytes() == b"edited\n"
+
+
+def test_a_rejected_modification_keeps_the_files_version(
+    backend: CommandedBackend, workspace: Path
+) -> None:
+    version = backend.stat("/notes.txt").version
+    result = backend.execute_changes("echo x >> notes.txt", timeout=20, output_limit=1000)
+    assert result.changes is not None
+    result.changes.discard()
+    assert backend.stat("/notes.txt").version == version
+    assert (workspace / "notes.txt").read_text() == "one\n"
+
+
+def test_a_set_whose_path_changed_meanwhile_is_refused_whole(
+    backend: CommandedBackend, workspace: Path
+) -> None:
+    result = backend.execute_changes(
+        "echo new > fresh.txt; echo x >> notes.txt", timeout=20, output_limit=1000
+    )
+    assert result.changes is not None
+    backend.write_bytes("/notes.txt", b"someone else\n")
+    with pytest.raises(VersionConflict) as raised:
+        backend.commit(result.changes)
+    result.changes.discard()
+    assert raised.value.path == "/notes.txt"
+    assert not (workspace / "fresh.txt").exists()
+    assert (workspace / "notes.txt").read_text() == "someone else\n"
+
+
+def test_set_uid_bits_are_dropped(backend: CommandedBackend, workspace: Path) -> None:
+    result = backend.execute_changes("chmod 4755 src/app.py", timeout=20, output_limit=1000)
+    assert result.changes is not None
+    (change,) = result.changes.changes
+    assert change.mode == 0o755
+    assert change.dropped == stat.S_ISUID
+    backend.commit(result.changes)
+    result.changes.discard()
+    assert stat.S_IMODE((workspace / "src" / "app.py").stat().st_mode) == 0o755
+
+
+def test_a_file_replacing_a_folder_is_a_deletion_and_an_addition(
+    backend: CommandedBackend, workspace: Path
+) -> None:
+    result = backend.execute_changes("rm -r old && echo f > old", timeout=20, output_limit=1000)
+    assert result.changes is not None
+    assert _listed(result.changes) == [
+        ("D", "/old", "directory"),
+        ("D", "/old/gone.txt", "file"),
+        ("A", "/old", "file"),
+    ]
+    backend.commit(result.changes)
+    result.changes.discard()
+    assert (workspace / "old").read_text() == "f\n"
+
+
+def test_output_floods_keep_head_and_tail(backend: CommandedBackend) -> None:
+    result = backend.execute_changes(
+        "yes line | head -c 10000000; echo; echo end", timeout=30, output_limit=2000
+    )
+    assert result.dropped_bytes > 9_000_000
+    assert result.output.startswith("line\n")
+    assert result.output.endswith("end\n")
+    assert "bytes of output omitted" in result.output
+
+
+def test_stderr_lines_are_marked(backend: CommandedBackend) -> None:
+    result = backend.execute_changes("echo a; echo b >&2", timeout=20, output_limit=1000)
+    assert result.output == "a\n[stderr] b\n"
+
+
+def test_a_command_past_its_deadline_is_killed_with_what_it_started(
+    backend: CommandedBackend, workspace: Path
+) -> None:
+    result = backend.execute_changes(
+        "echo started; (sleep 30; echo late > late.txt) & sleep 30", timeout=1, output_limit=1000
+    )
+    assert result.timed_out
+    assert result.exit_code is None
+    assert result.output == "started\n"
+    assert result.changes is not None
+    assert not result.changes
+    assert not (workspace / "late.txt").exists()
+
+
+def test_a_set_over_the_changed_bytes_limit_keeps_nothing(workspace: Path) -> None:
+    backend = CommandedBackend(workspace, ShellSandbox(), changed_bytes=1000)
+    try:
+        result = backend.execute_changes(
+            "head -c 5000 /dev/zero > big; echo x >> notes.txt", timeout=20, output_limit=1000
+        )
+        assert result.changes is None
+        assert result.limit is not None
+        assert (result.limit.name, result.limit.value) == ("changed_bytes", 1000)
+        assert not (workspace / "big").exists()
+        assert (workspace / "notes.txt").read_text() == "one\n"
+    finally:
+        shutil.rmtree(backend.commands.state, ignore_errors=True)
+
+
+def test_large_contents_travel_as_files(
+    backend: CommandedBackend, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(commands, "INLINE_LIMIT", 100)
+    data = os.urandom(50_000).hex()
+    (workspace / "data.txt").write_text(data)
+    result = backend.execute_changes("rev data.txt > reversed.txt", timeout=20, output_limit=100)
+    assert result.changes is not None
+    backend.commit(result.changes)
+    result.changes.discard()
+    assert (workspace / "reversed.txt").read_text() == data[::-1]
+
+
+def test_without_python3_commands_run_plainly(workspace: Path, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sh", "echo", "cat", "mkdir", "mv"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    backend = CommandedBackend(workspace, ShellSandbox(path=str(bin_dir)))
+    assert not backend.contains_commands()
+    result = backend.execute_changes("echo hi > made.txt; echo ok", timeout=20, output_limit=100)
+    assert result.changes is None
+    assert result.output == "ok\n"
+    assert (workspace / "made.txt").read_text() == "hi\n"
+
+
+def test_a_helper_that_gives_no_answer_is_one_sentence(backend: CommandedBackend) -> None:
+    assert backend.contains_commands()
+    Path(backend.commands.helper).write_text("import sys; sys.exit(3)\n")
+    with pytest.raises(SandboxFailed) as raised:
+        backend.execute_changes("true", timeout=20, output_limit=100)
+    assert raised.value.reason.startswith("the command helper did not answer")
+
+
+def test_a_helper_removed_from_the_sandbox_is_sent_again(backend: CommandedBackend) -> None:
+    assert backend.contains_commands()
+    Path(backend.commands.helper).unlink()
+    result = backend.execute_changes("echo back", timeout=20, output_limit=100)
+    assert result.output == "back\n"
+
+
+def test_one_round_trip_per_command(backend: CommandedBackend) -> None:
+    assert backend.contains_commands()
+    sandbox = backend.remote
+    calls = sandbox.calls
+    result = backend.execute_changes("echo x > y.txt", timeout=20, output_limit=100)
+    assert sandbox.calls == calls + 1
+    assert result.changes is not None
+    backend.commit(result.changes)
+    result.changes.discard()
+    assert sandbox.calls == calls + 2
+
+
+def test_async_twins_give_the_same_set(backend: CommandedBackend) -> None:
+
+    async def both() -> tuple[list[tuple[str, str, str]], list[str]]:
+        body = backend.commands.execute("echo z > z.txt", timeout=20, output_limit=100)
+        result = await commands.arun(body, backend.remote)
+        assert result.changes is not None
+        infos = await commands.arun(backend.commands.commit(result.changes), backend.remote)
+        result.changes.discard()
+        return _listed(result.changes), [info.path for info in infos]
+
+    backend.contains_commands()
+    listed, written = asyncio.run(both())
+    assert listed == [("A", "/z.txt", "file")]
+    assert written == ["/z.txt"]
+
+
+def test_a_helper_that_cannot_keep_its_copy_changes_nothing(
+    backend: CommandedBackend, workspace: Path
+) -> None:
+    backend.execute_changes("true", timeout=20, output_limit=100)
+    objects = Path(backend.commands.state) / "objects"
+    shutil.rmtree(objects)
+    objects.write_text("not a folder")
+    with pytest.raises(OSError, match="the command helper failed"):
+        backend.execute_changes("echo x >> notes.txt", timeout=20, output_limit=100)
+    assert (workspace / "notes.txt").read_text() == "one\n"
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB file system (tmpfs), where this test may mount one (as root)."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "none", str(folder)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_command_filling_the_disk_keeps_nothing_until_commit_and_the_commit_fits_or_not(
+    small_disk: Path,
+) -> None:
+    (small_disk / "notes.txt").write_text("one\n")
+    backend = CommandedBackend(small_disk, ShellSandbox())
+    try:
+        result = backend.execute_changes(
+            "echo x >> notes.txt; head -c 5000000 /dev/urandom > big", timeout=20, output_limit=1000
+        )
+        assert result.exit_code != 0
+        assert "No space left" in result.output
+        assert sorted(p.name for p in small_disk.iterdir()) == ["notes.txt"]
+        assert (small_disk / "notes.txt").read_text() == "one\n"
+        assert result.changes is not None
+        with pytest.raises(DiskFull):
+            backend.commit(result.changes)
+        result.changes.discard()
+        assert sorted(p.name for p in small_disk.iterdir()) == ["notes.txt"]
+        assert (small_disk / "notes.txt").read_text() == "one\n"
+    finally:
+        shutil.rmtree(backend.commands.state, ignore_errors=True)
+
+
+def test_kinds_are_the_change_kinds() -> None:
+    assert {kind.value for kind in ChangeKind} == {"A", "M", "D"}
+    assert ROOT == "/"
