@@ -23,8 +23,7 @@ answer, zlib-compressed JSON in base64, on one line. Requests (`op`):
        directory replaced by a file or the reverse as a deletion and an addition. Only
        a file whose stat changed is hashed.
     4. The new bytes of added and modified files are packed in the changes' order
-       (zlib), inline in the answer up to `inline_limit` base64 characters, else in a
-       file of the private folder (`blob_path`) the host downloads.
+       (zlib) into the answer.
     5. The workspace is restored to the baseline: what the command added is removed,
        what it modified or deleted is written back from `objects/` (in place when the
        inode is still there, with its mtime, so its version is as before), modes back.
@@ -35,6 +34,10 @@ answer, zlib-compressed JSON in base64, on one line. Requests (`op`):
   directories and modes, and renames into place; a failure undoes the steps taken.
   Answers each written path's version. The next `run` takes the commit into its
   baseline (step 1).
+
+An answer longer than the request's `inline_limit` (base64 characters) is kept in a
+file of the private folder's `out/`, and the answer printed names it (`answer_path`):
+the host downloads it (a provider cuts long outputs). The next call removes it.
 
 Failures answer `{"error": {"kind": K, ...}}`: `conflict` (`path`, `expected`,
 `actual`), `disk_full`, `changed_limit`, `private` (the private folder is not this
@@ -98,9 +101,20 @@ def main() -> int:
     except OSError as exc:
         answer = {"error": _os_failure(exc)}
     packed = base64.b64encode(zlib.compress(json.dumps(answer).encode(), 1)).decode()
+    if "state" in request and len(packed) > request.get("inline_limit", len(packed)):
+        packed = _answer_file(request, packed)
     sys.stdout.write("\n" + FRAME + "\n" + packed + "\n")
     sys.stdout.flush()
     return 0
+
+
+def _answer_file(request: dict[str, Any], packed: str) -> str:
+    """Keep a long answer in a file of the private folder; the short answer naming it."""
+    handle, path = tempfile.mkstemp(dir=os.path.join(request["state"], "out"))
+    with os.fdopen(handle, "w") as file:
+        file.write(packed)
+    pointer = json.dumps({"answer_path": path}).encode()
+    return base64.b64encode(zlib.compress(pointer, 1)).decode()
 
 
 def _os_failure(exc: OSError) -> dict[str, Any]:
@@ -511,7 +525,7 @@ def _umask() -> int:
 # ----- packing and restoring ---------------------------------------------------------
 
 
-def _pack(state: _State, changes: list[dict[str, Any]], request: dict[str, Any]) -> dict[str, Any]:
+def _pack(root: str, changes: list[dict[str, Any]], limit: int) -> dict[str, Any]:
     """The new bytes of the changed files, in order (step 4 of `run`)."""
     packer = zlib.compressobj(1)
     parts = []
@@ -519,7 +533,7 @@ def _pack(state: _State, changes: list[dict[str, Any]], request: dict[str, Any])
     for change in changes:
         if change["kind"] == "D" or change["entry"] != "file":
             continue
-        source = _open_file(os.path.join(state.root, change["path"]))
+        source = _open_file(os.path.join(root, change["path"]))
         size = 0
         try:
             while True:
@@ -528,20 +542,14 @@ def _pack(state: _State, changes: list[dict[str, Any]], request: dict[str, Any])
                     break
                 size += len(data)
                 total += len(data)
-                if total > request["changed_limit"]:
-                    raise _Failure({"kind": "changed_limit", "limit": request["changed_limit"]})
+                if total > limit:
+                    raise _Failure({"kind": "changed_limit", "limit": limit})
                 parts.append(packer.compress(data))
         finally:
             os.close(source)
         change["size"] = size
     parts.append(packer.flush())
-    blob = b"".join(parts)
-    if len(blob) * 4 // 3 <= request["inline_limit"]:
-        return {"blob": base64.b64encode(blob).decode()}
-    handle, path = tempfile.mkstemp(dir=os.path.join(state.folder, "out"))
-    with os.fdopen(handle, "wb") as file:
-        file.write(blob)
-    return {"blob_path": path}
+    return {"blob": base64.b64encode(b"".join(parts)).decode()}
 
 
 def _restore(state: _State, base: Manifest, after: Manifest, same_bytes: set[str]) -> None:
@@ -646,7 +654,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     diff = _Diff(state.root, base, after, _umask())
     try:
         diff.directory("")
-        answer.update(_pack(state, diff.changes, request))
+        answer.update(_pack(state.root, diff.changes, request["changed_limit"]))
         answer["changes"] = diff.changes
     except _Failure as failure:
         answer["error"] = failure.args[0]

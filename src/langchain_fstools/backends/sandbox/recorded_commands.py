@@ -49,9 +49,10 @@ from langchain_fstools.shell.session.output import OutputBuffer
 
 T = TypeVar("T")
 
-INLINE_LIMIT: Final = 256 * 1024
-"""Base64 characters of contents carried inside a command line or its output; above,
-the contents travel as a file."""
+INLINE_LIMIT: Final = 48 * 1024
+"""Base64 characters of a helper's request or answer carried inside a command line or
+its output (providers cut long outputs: `DockerSandbox` at 100,000 bytes); above, it
+travels as a file (`upload_files`, `download_files`)."""
 
 HELPER_GRACE: Final = 60
 """Seconds the sandbox's own deadline adds to a command's, for the helper's scans."""
@@ -199,7 +200,7 @@ class SandboxCommands:
                     limit=LimitHit("changed_bytes", int(error["limit"])),
                 )
             raise _failure(error)
-        blob = yield from self._contents(answer)
+        blob = zlib.decompress(base64.b64decode(answer["blob"]))
         changes = _unpacked(answer["changes"], blob, self.host_code)
         return ExecutionResult(
             result.output, result.exit_code, result.timed_out, result.dropped_bytes, changes
@@ -219,6 +220,7 @@ class SandboxCommands:
             "root": self.root,
             "state": self.state,
             "changes": records,
+            "inline_limit": INLINE_LIMIT,
         }
         encoded = base64.b64encode(blob).decode()
         if len(encoded) <= INLINE_LIMIT:
@@ -268,6 +270,12 @@ class SandboxCommands:
                 "the command helper did not answer: "
                 + (output.strip().splitlines() or ["no output"])[-1][:200]
             )
+        if "answer_path" in answer:
+            responses = yield Exchange("download", paths=(answer["answer_path"],))
+            _check_transfers(responses, "download")
+            answer = _frame(FRAME + "\n" + responses[0].content.decode())
+            if answer is None:
+                raise SandboxFailed("the command helper's answer could not be read")
         return answer
 
     def _call(self, request: dict[str, Any]) -> str:
@@ -285,14 +293,6 @@ class SandboxCommands:
             f"(umask 077 && mkdir -p {state} && cat > {helper}.new <<'FSTOOLS_HELPER_SOURCE'\n"
             f"{self._source}\nFSTOOLS_HELPER_SOURCE\nmv {helper}.new {helper}) >/dev/null 2>&1\n"
         )
-
-    def _contents(self, answer: dict[str, Any]) -> Calls[bytes]:
-        """The packed new contents of a `run` answer, fetched if they wait in a file."""
-        if answer.get("blob") is not None:
-            return zlib.decompress(base64.b64decode(answer["blob"]))
-        responses = yield Exchange("download", paths=(answer["blob_path"],))
-        _check_transfers(responses, "download")
-        return zlib.decompress(responses[0].content)
 
 
 def _frame(output: str) -> dict[str, Any] | None:
