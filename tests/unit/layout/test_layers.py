@@ -49,7 +49,7 @@ HEAVY = ("langchain_core", "langchain", "langgraph", "asyncssh", "PIL", "pypdf")
 SHELL_ROOMS: dict[str, int] = {"policy": 0, "network": 1, "sandbox": 2, "session": 3}
 """Each `shell` subpackage's rank: a room may import its own modules and lower rooms."""
 
-BACKENDS_OF_THEIR_OWN = ("local", "ssh", "objectstore")
+BACKENDS_OF_THEIR_OWN = ("local", "ssh", "objectstore", "sandbox")
 """The backends that are packages: each imports its own modules and the shared ones, never
 another backend package's."""
 
