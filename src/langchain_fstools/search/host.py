@@ -47,6 +47,8 @@ from langchain_fstools.search.contract import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from langchain_fstools.search.contract import NativeSearch
+
 STOP_AHEAD = 0.25
 """Seconds before the caller's deadline at which the host stops by itself, so its
 partial results are sent before the caller gives up on it."""
@@ -135,13 +137,17 @@ class HostFiles:
         return real
 
 
-def main(request: dict[str, Any], out: IO[bytes] | None = None) -> None:
+def main(
+    request: dict[str, Any], out: IO[bytes] | None = None, native: NativeSearch | None = None
+) -> None:
     """Run one request from the caller and write its records to `out` (stdout).
 
     Args:
         request: `{"op": "probe"}`, or `{"op": "list" | "search", "root": ...,
             "seconds": ..., ...}` as `list_request` and `grep_request` build it.
         out: Where the JSON lines go. Default: standard output.
+        native: A native search of the host's files to run instead of the engine (a
+            sandbox's ripgrep: `backends.sandbox.helper`). Default: None (the engine).
     """
     stream = out if out is not None else sys.stdout.buffer
 
@@ -152,13 +158,12 @@ def main(request: dict[str, Any], out: IO[bytes] | None = None) -> None:
         emit("ready", sys.executable, MAGIC_NUMBER.hex())
         stream.flush()
         return
-    files = HostFiles(request["root"])
+    search = native or EngineSearch(HostFiles(request["root"]))
     deadline = time.monotonic() + request["seconds"] - STOP_AHEAD
     try:
         if request["op"] == "list":
             globs = _tuples(request["globs"])
-            effect = engine.list_files(request["directory"], globs=globs, deadline=deadline)
-            listing = calls.run(effect, files)
+            listing = search.list_files(request["directory"], globs=globs, deadline=deadline)
             for listed in listing.files:
                 emit("file", listed.path, listed.mtime)
             emit("end", listing.complete)
@@ -171,8 +176,7 @@ def main(request: dict[str, Any], out: IO[bytes] | None = None) -> None:
                 ]
                 emit("hits", hits.path, hits.mtime, hits.count, lines)
 
-            outcome = calls.run(engine.grep(grep, deadline=deadline, sink=sink), files)
-            emit("end", outcome.complete)
+            emit("end", search.grep(grep, deadline=deadline, sink=sink))
     except InvalidPattern as exc:
         emit("error", "pattern", exc.reason)
     except errors.FsToolsError as exc:
@@ -180,6 +184,32 @@ def main(request: dict[str, Any], out: IO[bytes] | None = None) -> None:
     except OSError as exc:  # built by HostFiles: a virtual path and an errno
         emit("error", "os", [exc.errno, exc.filename])
     stream.flush()
+
+
+@dataclass(frozen=True)
+class EngineSearch:
+    """`NativeSearch` by the pure-Python engine over the host's files (`HostFiles`)."""
+
+    files: HostFiles
+
+    def list_files(
+        self,
+        directory: str,
+        *,
+        globs: tuple[tuple[str, ...], ...],
+        deadline: float,
+        newest: int | None = None,
+        excluded: tuple[str, ...] = (),
+    ) -> Listing:
+        """`engine.list_files` on the host (every file: `newest` and `excluded` unused)."""
+        del newest, excluded
+        return calls.run(engine.list_files(directory, globs=globs, deadline=deadline), self.files)
+
+    def grep(
+        self, request: GrepRequest, *, deadline: float, sink: Callable[[FileHits], None]
+    ) -> bool:
+        """`engine.grep` on the host; whether it finished in time."""
+        return calls.run(engine.grep(request, deadline=deadline, sink=sink), self.files).complete
 
 
 def list_request(
@@ -347,6 +377,7 @@ def _tuples(value: Any) -> Any:
 
 __all__ = [
     "STOP_AHEAD",
+    "EngineSearch",
     "HostFiles",
     "HostSearchFailed",
     "Reply",

@@ -14,7 +14,7 @@ already inside the root and refuses to follow a link it has not judged. A swap m
 the call fail or land on another path inside the root, never outside it.
 
 Where the kernel has `openat2` (Linux 5.6+), the directories of a path are first opened
-in one call with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` (`backends.local.openat2`): what it
+in one call with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` (`backends.openat2`): what it
 reaches is what the walk would, and it refuses any link, so a path with a link (or a
 missing folder) on the way is walked component by component as above. The kernel's own
 `RESOLVE_BENEATH` resolution of links is not used: it refuses absolute symlinks, which
@@ -37,8 +37,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Self
 
-from langchain_fstools.backends.local.host_paths import is_inside, real_path
-from langchain_fstools.backends.local.openat2 import open_directory_beneath
+from langchain_fstools.backends.host_paths import is_inside, real_path
+from langchain_fstools.backends.openat2 import open_directory_beneath
 from langchain_fstools.errors import OutsideRoot
 
 if TYPE_CHECKING:

@@ -1,0 +1,95 @@
+"""The sandbox backend's search: ripgrep in the sandbox, else the engine run there.
+
+A glob or grep is one `execute` of the helper (`backends.sandbox.helper`), which runs
+`search.host.main` on the sandbox's disk: with the sandbox's `rg` when it has one
+(`search.ripgrep.RipgrepSearch`, the local backend's command line and parsing, so the
+results agree with ripgrep and `.gitignore` exactly as on local disk), else the
+package's own engine (`search.engine`, the same semantics). Records come back in
+`search.host`'s format and are decoded by `search.host.decode`. Whether the sandbox
+has ripgrep is asked once (one round trip), on the first search.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_fstools.search.host import STOP_AHEAD, decode, grep_request, list_request
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from langchain_fstools.backends.sandbox.transport import Transport
+    from langchain_fstools.search.contract import FileHits, GrepRequest, Listing, NativeSearch
+    from langchain_fstools.search.host import Reply
+
+_MARGIN = 5
+"""Seconds the provider's timeout gives a search beyond its deadline (start-up, reply)."""
+
+
+class _Search:
+    """`native_search` of `SandboxBackend`."""
+
+    _transport: Transport
+    _use_ripgrep: bool
+    _ripgrep: bool | None
+
+    _rg_path: str | None = None
+
+    def native_search(self) -> NativeSearch:
+        """The search run in the sandbox (its ripgrep, or the engine); asks once which."""
+        if self._ripgrep is None:
+            found, _ = self._transport.run(self._transport.call("probe"))
+            self._rg_path = found["rg"] if self._use_ripgrep else None
+            self._ripgrep = bool(self._rg_path)
+        return SandboxSearch(self._run_search)
+
+    def _run_search(self, request: dict[str, Any], deadline: float) -> Reply:
+        seconds = max(deadline - time.monotonic(), 0.0)
+        exchange = self._transport.call(
+            "search",
+            {**request, "seconds": seconds},
+            self._rg_path,
+            timeout=math.ceil(seconds + STOP_AHEAD) + _MARGIN,
+        )
+        _, data = self._transport.run(exchange)
+        return decode(data, timed_out=False)
+
+
+@dataclass(frozen=True)
+class SandboxSearch:
+    """`NativeSearch` in the sandbox: each call one run of the helper.
+
+    Attributes:
+        run: Runs a `search.host` request (without its root and time, which the
+            helper and the deadline give) and decodes its records.
+    """
+
+    run: Callable[[dict[str, Any], float], Reply]
+
+    def list_files(
+        self,
+        directory: str,
+        *,
+        globs: tuple[tuple[str, ...], ...],
+        deadline: float,
+        newest: int | None = None,
+        excluded: tuple[str, ...] = (),
+    ) -> Listing:
+        """Every file below `directory` (`newest` and `excluded` are left to the caller)."""
+        del newest, excluded
+        return self.run(list_request("", directory, globs, 0), deadline).listing
+
+    def grep(
+        self, request: GrepRequest, *, deadline: float, sink: Callable[[FileHits], None]
+    ) -> bool:
+        """Search in the sandbox; each file's hits are handed to `sink` in this thread."""
+        reply = self.run(grep_request("", request, 0), deadline)
+        for hits in reply.hits:
+            sink(hits)
+        return reply.complete
+
+
+__all__ = ["SandboxSearch"]
