@@ -4,9 +4,8 @@ reverted on reject, kept on approval, rewound from history, refused on protected
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 from langchain.agents import create_agent
@@ -15,11 +14,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from langchain_fstools import FilesystemMiddleware, FileToolkit
+from langchain_fstools.backends.sandbox import SandboxBackend
 from langchain_fstools.testing import ScriptedChatModel
-from tests.unit.backends.shell_sandbox import CommandedBackend, ShellSandbox
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
+from tests.unit.backends.sandbox_double import ShellSandbox
 
 CONFIG: Any = {"configurable": {"thread_id": "t"}}
 
@@ -35,13 +32,11 @@ def root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def backend(root: Path) -> Iterator[CommandedBackend]:
-    made = CommandedBackend(root, ShellSandbox())
-    yield made
-    shutil.rmtree(made.commands.state, ignore_errors=True)
+def backend(root: Path) -> SandboxBackend:
+    return SandboxBackend(ShellSandbox(), str(root), helper_folder=str(root.parent / "helper"))
 
 
-def _agent(backend: CommandedBackend, command: str, **middleware: Any) -> tuple[Any, Any]:
+def _agent(backend: SandboxBackend, command: str, **middleware: Any) -> tuple[Any, Any]:
     call = AIMessage(
         content="", tool_calls=[{"name": "execute", "args": {"command": command}, "id": "c1"}]
     )
@@ -60,7 +55,7 @@ COMMAND = "echo new > a.txt && echo n > n.txt && rm gone.txt"
 
 
 def test_default_mode_asks_after_the_command_ran_and_keeps_nothing_before(
-    backend: CommandedBackend, root: Path
+    backend: SandboxBackend, root: Path
 ) -> None:
     graph, _ = _agent(backend, COMMAND, mode="default")
 
@@ -81,7 +76,7 @@ def test_default_mode_asks_after_the_command_ran_and_keeps_nothing_before(
     assert "A person approved these changes; they are kept." in str(_result(graph).content)
 
 
-def test_reject_leaves_the_workspace_as_before(backend: CommandedBackend, root: Path) -> None:
+def test_reject_leaves_the_workspace_as_before(backend: SandboxBackend, root: Path) -> None:
     before = {p.name: p.read_bytes() for p in root.iterdir() if p.is_file()}
     graph, _ = _agent(backend, COMMAND, mode="default")
     graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
@@ -93,7 +88,7 @@ def test_reject_leaves_the_workspace_as_before(backend: CommandedBackend, root: 
     assert "nothing was kept" in str(_result(graph).content)
 
 
-def test_rewind_restores_what_a_command_changed(backend: CommandedBackend, root: Path) -> None:
+def test_rewind_restores_what_a_command_changed(backend: SandboxBackend, root: Path) -> None:
     graph, middleware = _agent(backend, COMMAND, mode="accept_edits", history=True)
     graph.invoke({"messages": [("user", "go")]}, CONFIG)
     assert (root / "a.txt").read_text() == "new\n"
@@ -108,7 +103,7 @@ def test_rewind_restores_what_a_command_changed(backend: CommandedBackend, root:
 
 @pytest.mark.parametrize("path", [".git/config", ".git/hooks/x"])
 def test_a_protected_path_is_refused_and_nothing_is_kept(
-    backend: CommandedBackend, root: Path, path: str
+    backend: SandboxBackend, root: Path, path: str
 ) -> None:
     tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
     call = {"command": f"echo '[alias]' > {path}; echo new > a.txt"}
@@ -126,7 +121,7 @@ def test_a_protected_path_is_refused_and_nothing_is_kept(
 
 
 def test_a_toolkit_without_permissions_commits_an_ordinary_set(
-    backend: CommandedBackend, root: Path
+    backend: SandboxBackend, root: Path
 ) -> None:
     tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
     out = tools["execute"].invoke({"command": "echo new > a.txt; echo ok"})

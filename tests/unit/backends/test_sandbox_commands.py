@@ -8,16 +8,16 @@ import shutil
 import stat
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from langchain_fstools.backends.sandbox import recorded_commands as commands
+from langchain_fstools.backends.sandbox import SandboxBackend, transport
 from langchain_fstools.core.changesets import ChangeKind
 from langchain_fstools.core.paths import ROOT
-from langchain_fstools.errors import DiskFull, SandboxFailed, VersionConflict
+from langchain_fstools.errors import DiskFull, VersionConflict
 from langchain_fstools.shell.sandbox.overlay import upper_path
-from tests.unit.backends.shell_sandbox import CommandedBackend, ShellSandbox
+from tests.unit.backends.sandbox_double import ShellSandbox
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -36,11 +36,16 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
+def _backend(root: Path, sandbox: ShellSandbox | None = None, **settings: Any) -> SandboxBackend:
+    helper = root.parent / f"helper-{root.name}"
+    return SandboxBackend(
+        sandbox or ShellSandbox(), str(root), helper_folder=str(helper), **settings
+    )
+
+
 @pytest.fixture
-def backend(workspace: Path) -> Iterator[CommandedBackend]:
-    made = CommandedBackend(workspace, ShellSandbox())
-    yield made
-    shutil.rmtree(made.commands.state, ignore_errors=True)
+def backend(workspace: Path) -> SandboxBackend:
+    return _backend(workspace)
 
 
 def _tree(root: Path) -> dict[str, tuple[str, int, bytes | str]]:
@@ -69,7 +74,7 @@ SCRIPT = (
 
 
 def test_a_commands_changes_are_listed_and_the_workspace_is_unchanged(
-    backend: CommandedBackend, workspace: Path
+    backend: SandboxBackend, workspace: Path
 ) -> None:
     before = _tree(workspace)
     result = backend.execute_changes(SCRIPT, timeout=20, output_limit=10_000)
@@ -101,7 +106,7 @@ def test_a_commands_changes_are_listed_and_the_workspace_is_unchanged(
 
 
 def test_a_committed_set_is_the_workspace_after_the_command(
-    backend: CommandedBackend, workspace: Path, tmp_path: Path
+    backend: SandboxBackend, workspace: Path, tmp_path: Path
 ) -> None:
     plain = tmp_path / "plain"
     shutil.copytree(workspace, plain, symlinks=True)
@@ -117,7 +122,7 @@ def test_a_committed_set_is_the_workspace_after_the_command(
 
 
 def test_a_second_command_sees_what_the_file_tools_wrote_since(
-    backend: CommandedBackend, workspace: Path
+    backend: SandboxBackend, workspace: Path
 ) -> None:
     first = backend.execute_changes("true", timeout=20, output_limit=1000)
     assert first.changes is not None
@@ -131,7 +136,7 @@ def test_a_second_command_sees_what_the_file_tools_wrote_since(
 
 
 def test_a_rejected_modification_keeps_the_files_version(
-    backend: CommandedBackend, workspace: Path
+    backend: SandboxBackend, workspace: Path
 ) -> None:
     version = backend.stat("/notes.txt").version
     result = backend.execute_changes("echo x >> notes.txt", timeout=20, output_limit=1000)
@@ -142,7 +147,7 @@ def test_a_rejected_modification_keeps_the_files_version(
 
 
 def test_a_set_whose_path_changed_meanwhile_is_refused_whole(
-    backend: CommandedBackend, workspace: Path
+    backend: SandboxBackend, workspace: Path
 ) -> None:
     result = backend.execute_changes(
         "echo new > fresh.txt; echo x >> notes.txt", timeout=20, output_limit=1000
@@ -157,7 +162,7 @@ def test_a_set_whose_path_changed_meanwhile_is_refused_whole(
     assert (workspace / "notes.txt").read_text() == "someone else\n"
 
 
-def test_set_uid_bits_are_dropped(backend: CommandedBackend, workspace: Path) -> None:
+def test_set_uid_bits_are_dropped(backend: SandboxBackend, workspace: Path) -> None:
     result = backend.execute_changes("chmod 4755 src/app.py", timeout=20, output_limit=1000)
     assert result.changes is not None
     (change,) = result.changes.changes
@@ -169,7 +174,7 @@ def test_set_uid_bits_are_dropped(backend: CommandedBackend, workspace: Path) ->
 
 
 def test_a_file_replacing_a_folder_is_a_deletion_and_an_addition(
-    backend: CommandedBackend, workspace: Path
+    backend: SandboxBackend, workspace: Path
 ) -> None:
     result = backend.execute_changes("rm -r old && echo f > old", timeout=20, output_limit=1000)
     assert result.changes is not None
@@ -183,7 +188,7 @@ def test_a_file_replacing_a_folder_is_a_deletion_and_an_addition(
     assert (workspace / "old").read_text() == "f\n"
 
 
-def test_output_floods_keep_head_and_tail(backend: CommandedBackend) -> None:
+def test_output_floods_keep_head_and_tail(backend: SandboxBackend) -> None:
     result = backend.execute_changes(
         "yes line | head -c 10000000; echo; echo end", timeout=30, output_limit=2000
     )
@@ -193,13 +198,13 @@ def test_output_floods_keep_head_and_tail(backend: CommandedBackend) -> None:
     assert "bytes of output omitted" in result.output
 
 
-def test_stderr_lines_are_marked(backend: CommandedBackend) -> None:
+def test_stderr_lines_are_marked(backend: SandboxBackend) -> None:
     result = backend.execute_changes("echo a; echo b >&2", timeout=20, output_limit=1000)
     assert result.output == "a\n[stderr] b\n"
 
 
 def test_a_command_past_its_deadline_is_killed_with_what_it_started(
-    backend: CommandedBackend, workspace: Path
+    backend: SandboxBackend, workspace: Path
 ) -> None:
     result = backend.execute_changes(
         "echo started; (sleep 30; echo late > late.txt) & sleep 30", timeout=1, output_limit=1000
@@ -213,24 +218,23 @@ def test_a_command_past_its_deadline_is_killed_with_what_it_started(
 
 
 def test_a_set_over_the_changed_bytes_limit_keeps_nothing(workspace: Path) -> None:
-    backend = CommandedBackend(workspace, ShellSandbox(), changed_bytes=1000)
-    try:
-        result = backend.execute_changes(
-            "head -c 5000 /dev/zero > big; echo x >> notes.txt", timeout=20, output_limit=1000
-        )
-        assert result.changes is None
-        assert result.limit is not None
-        assert (result.limit.name, result.limit.value) == ("changed_bytes", 1000)
-        assert not (workspace / "big").exists()
-        assert (workspace / "notes.txt").read_text() == "one\n"
-    finally:
-        shutil.rmtree(backend.commands.state, ignore_errors=True)
+    backend = _backend(workspace, changed_bytes=1000)
+    result = backend.execute_changes(
+        "head -c 5000 /dev/zero > big; echo x >> notes.txt", timeout=20, output_limit=1000
+    )
+    assert result.changes is None
+    assert result.limit is not None
+    assert (result.limit.name, result.limit.value) == ("changed_bytes", 1000)
+    assert not (workspace / "big").exists()
+    assert (workspace / "notes.txt").read_text() == "one\n"
 
 
 def test_large_contents_travel_as_files(
-    backend: CommandedBackend, workspace: Path, monkeypatch: pytest.MonkeyPatch
+    backend: SandboxBackend, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(commands, "INLINE_LIMIT", 100)
+    assert backend.contains_commands()  # the private folder exists before a request file
+    monkeypatch.setattr(transport, "INLINE_REQUEST", 100)
+    monkeypatch.setattr(transport, "INLINE_REPLY", 100)
     data = os.urandom(50_000).hex()
     (workspace / "data.txt").write_text(data)
     result = backend.execute_changes("rev data.txt > reversed.txt", timeout=20, output_limit=100)
@@ -247,7 +251,7 @@ def test_without_python3_commands_run_plainly(workspace: Path, tmp_path: Path) -
         found = shutil.which(tool)
         assert found is not None
         (bin_dir / tool).symlink_to(found)
-    backend = CommandedBackend(workspace, ShellSandbox(path=str(bin_dir)))
+    backend = _backend(workspace, ShellSandbox(path=str(bin_dir)))
     assert not backend.contains_commands()
     result = backend.execute_changes("echo hi > made.txt; echo ok", timeout=20, output_limit=100)
     assert result.changes is None
@@ -255,58 +259,41 @@ def test_without_python3_commands_run_plainly(workspace: Path, tmp_path: Path) -
     assert (workspace / "made.txt").read_text() == "hi\n"
 
 
-def test_a_helper_that_gives_no_answer_is_one_sentence(backend: CommandedBackend) -> None:
+def test_one_round_trip_per_command(workspace: Path) -> None:
+    sandbox = ShellSandbox()
+    backend = _backend(workspace, sandbox)
     assert backend.contains_commands()
-    Path(backend.commands.helper).write_text("import sys; sys.exit(3)\n")
-    with pytest.raises(SandboxFailed) as raised:
-        backend.execute_changes("true", timeout=20, output_limit=100)
-    assert raised.value.reason.startswith("the command helper did not answer")
-
-
-def test_a_helper_removed_from_the_sandbox_is_sent_again(backend: CommandedBackend) -> None:
-    assert backend.contains_commands()
-    Path(backend.commands.helper).unlink()
-    result = backend.execute_changes("echo back", timeout=20, output_limit=100)
-    assert result.output == "back\n"
-
-
-def test_one_round_trip_per_command(backend: CommandedBackend) -> None:
-    assert backend.contains_commands()
-    sandbox = backend.remote
-    calls = sandbox.calls
     result = backend.execute_changes("echo x > y.txt", timeout=20, output_limit=100)
-    assert sandbox.calls == calls + 1
+    assert sandbox.calls == {"execute": 3, "upload": 1}  # the probe sent the helper once
     assert result.changes is not None
     backend.commit(result.changes)
     result.changes.discard()
-    assert sandbox.calls == calls + 2
+    assert sandbox.calls == {"execute": 4, "upload": 1}
 
 
-def test_async_twins_give_the_same_set(backend: CommandedBackend) -> None:
-
+def test_async_twins_give_the_same_set(backend: SandboxBackend) -> None:
     async def both() -> tuple[list[tuple[str, str, str]], list[str]]:
-        body = backend.commands.execute("echo z > z.txt", timeout=20, output_limit=100)
-        result = await commands.arun(body, backend.remote)
+        result = await backend.aexecute_changes("echo z > z.txt", timeout=20, output_limit=100)
         assert result.changes is not None
-        infos = await commands.arun(backend.commands.commit(result.changes), backend.remote)
+        infos = await backend.acommit(result.changes)
         result.changes.discard()
         return _listed(result.changes), [info.path for info in infos]
 
-    backend.contains_commands()
     listed, written = asyncio.run(both())
     assert listed == [("A", "/z.txt", "file")]
     assert written == ["/z.txt"]
 
 
 def test_a_helper_that_cannot_keep_its_copy_changes_nothing(
-    backend: CommandedBackend, workspace: Path
+    backend: SandboxBackend, workspace: Path
 ) -> None:
     backend.execute_changes("true", timeout=20, output_limit=100)
-    objects = Path(backend.commands.state) / "objects"
+    objects = workspace.parent / "helper-ws" / "commands" / "objects"
     shutil.rmtree(objects)
     objects.write_text("not a folder")
-    with pytest.raises(OSError, match="the command helper failed"):
+    with pytest.raises(OSError) as raised:
         backend.execute_changes("echo x >> notes.txt", timeout=20, output_limit=100)
+    assert raised.value.filename == "/"  # no path of the sandbox's private folder
     assert (workspace / "notes.txt").read_text() == "one\n"
 
 
@@ -332,23 +319,20 @@ def test_a_command_filling_the_disk_keeps_nothing_until_commit_and_the_commit_fi
     small_disk: Path,
 ) -> None:
     (small_disk / "notes.txt").write_text("one\n")
-    backend = CommandedBackend(small_disk, ShellSandbox())
-    try:
-        result = backend.execute_changes(
-            "echo x >> notes.txt; head -c 5000000 /dev/urandom > big", timeout=20, output_limit=1000
-        )
-        assert result.exit_code != 0
-        assert "No space left" in result.output
-        assert sorted(p.name for p in small_disk.iterdir()) == ["notes.txt"]
-        assert (small_disk / "notes.txt").read_text() == "one\n"
-        assert result.changes is not None
-        with pytest.raises(DiskFull):
-            backend.commit(result.changes)
-        result.changes.discard()
-        assert sorted(p.name for p in small_disk.iterdir()) == ["notes.txt"]
-        assert (small_disk / "notes.txt").read_text() == "one\n"
-    finally:
-        shutil.rmtree(backend.commands.state, ignore_errors=True)
+    backend = _backend(small_disk)
+    result = backend.execute_changes(
+        "echo x >> notes.txt; head -c 5000000 /dev/urandom > big", timeout=20, output_limit=1000
+    )
+    assert result.exit_code != 0
+    assert "No space left" in result.output
+    assert sorted(p.name for p in small_disk.iterdir()) == ["notes.txt"]
+    assert (small_disk / "notes.txt").read_text() == "one\n"
+    assert result.changes is not None
+    with pytest.raises(DiskFull):
+        backend.commit(result.changes)
+    result.changes.discard()
+    assert sorted(p.name for p in small_disk.iterdir()) == ["notes.txt"]
+    assert (small_disk / "notes.txt").read_text() == "one\n"
 
 
 def test_kinds_are_the_change_kinds() -> None:

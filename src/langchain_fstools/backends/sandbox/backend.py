@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import shlex
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_fstools.backends.protocol import Backend, check_limit
 from langchain_fstools.backends.sandbox.helper import info_of
+from langchain_fstools.backends.sandbox.recorded_commands import SandboxCommands
 from langchain_fstools.backends.sandbox.search import _Search
-from langchain_fstools.backends.sandbox.transport import DEFAULT_TIMEOUT, Transport
+from langchain_fstools.backends.sandbox.transport import DEFAULT_TIMEOUT, Execute, Transport
 from langchain_fstools.core import paths
 from langchain_fstools.core.results import ExecutionResult, FileInfo, Write
+from langchain_fstools.errors import ChangesNotCommitted, ExecutionUnsupported
+from langchain_fstools.shell.sandbox.limits import GiB
 from langchain_fstools.shell.session.output import OutputBuffer
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Iterator, Sequence
 
     from langchain_fstools.backends.sandbox.transport import Exchange, SandboxLike
+    from langchain_fstools.core.changesets import ChangeSet
+    from langchain_fstools.shell.sandbox.overlay import Layer
 
 
 class SandboxBackend(_Search, Backend):
@@ -48,8 +55,15 @@ class SandboxBackend(_Search, Backend):
     A sandbox without Python 3.11+ (`python`) answers the first call with
     `StoreUnavailable` saying so, which the tools turn into one sentence for the model.
 
-    Commands (`execute`) are the provider's own `execute`, run in `root`: they write
-    straight to the sandbox's disk, unreviewed; output is bounded as for every backend.
+    Commands (`execute`) run in `root` through the helper too, and are governed as on
+    local disk (`backends.sandbox.recorded_commands`): the helper keeps a copy of the
+    workspace, runs the command in place, reads what it changed and puts the workspace
+    back, so `execute_changes` returns the command's change set, uncommitted, for the
+    review the file tools' changes get (protected paths, permission rules, a person's
+    approval in `default` mode, history), and `commit` applies it all or nothing.
+    Where the helper cannot run, commands are the provider's own `execute`, writing
+    straight to the sandbox's disk, unreviewed (`contains_commands` is False). The
+    sandbox's network is the provider's: it is not governed here.
 
     Args:
         sandbox: The provider's sandbox object: anything with deepagents'
@@ -64,6 +78,8 @@ class SandboxBackend(_Search, Backend):
         helper_folder: Where the helper is kept in the sandbox: a folder the first
             call makes, private to the user commands run as. Default:
             `/tmp/.fstools-<sandbox id>`.
+        changed_bytes: Most bytes of new content one command may leave; above, nothing
+            it changed is kept. None: no bound. Default: 4 GiB.
 
     Raises:
         ValueError: `root` or `helper_folder` is not an absolute path, or `timeout` is
@@ -90,6 +106,7 @@ class SandboxBackend(_Search, Backend):
         timeout: int = DEFAULT_TIMEOUT,
         use_ripgrep: bool = True,
         helper_folder: str | None = None,
+        changed_bytes: int | None = 4 * GiB,
     ) -> None:
         """Remember the sandbox; nothing runs in it until the first call."""
         if not root.startswith("/"):
@@ -103,6 +120,7 @@ class SandboxBackend(_Search, Backend):
             sandbox, self._root, python=python, timeout=timeout, folder=helper_folder
         )
         self._use_ripgrep = use_ripgrep
+        self._commands = SandboxCommands(self._transport, changed_bytes=changed_bytes)
         self._ripgrep: bool | None = None
 
     @property
@@ -231,25 +249,105 @@ class SandboxBackend(_Search, Backend):
 
     # ----- commands ------------------------------------------------------------------------------
 
+    def contains_commands(self) -> bool:
+        """Whether commands are recorded as change sets: the helper runs (asked once)."""
+        return self._transport.run(self._commands.probe())
+
     def execute(self, command: str, *, timeout: float, output_limit: int) -> ExecutionResult:
-        """Run `command` with the provider's `execute`, in `root`; it writes in place."""
-        response = self._transport.sandbox.execute(
-            self._in_root(command), timeout=math.ceil(timeout)
-        )
-        return _result(response, output_limit)
+        """Run `command` in `root`; what it changed is committed unless refused.
+
+        The change set is committed when the command ends, but for a change no command
+        may make by itself (`judge_changes`), which keeps the whole set out
+        (`execute_changes` leaves all of it to the caller).
+
+        Raises:
+            ChangesNotCommitted: the command changed what git or this program runs
+                later, or credentials; nothing it changed was committed.
+        """
+        result = self._transport.run(self._run(command, timeout, output_limit))
+        try:
+            return self._transport.run(self._committed(result))
+        finally:
+            if result.changes is not None:
+                result.changes.discard()
 
     async def aexecute(
         self,
         command: str,
         *,
-        timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced by the provider
+        timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced in the sandbox
         output_limit: int,
     ) -> ExecutionResult:
         """Async `execute`."""
-        response = await self._transport.sandbox.aexecute(
-            self._in_root(command), timeout=math.ceil(timeout)
-        )
+        result = await self._transport.arun(self._run(command, timeout, output_limit))
+        try:
+            return await self._transport.arun(self._committed(result))
+        finally:
+            if result.changes is not None:
+                await asyncio.to_thread(result.changes.discard)
+
+    def execute_changes(
+        self, command: str, *, timeout: float, output_limit: int, layer: Layer | None = None
+    ) -> ExecutionResult:
+        """Run `command` in `root`, its changes returned uncommitted (None: unrecorded).
+
+        Raises:
+            ExecutionUnsupported: a `layer` (a branch's) was given: none is laid here.
+            DiskFull: the sandbox's disk is full (nothing the command changed is kept).
+        """
+        if layer is not None:
+            raise ExecutionUnsupported("branch")
+        return self._transport.run(self._run(command, timeout, output_limit))
+
+    async def aexecute_changes(
+        self,
+        command: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - the command's deadline, enforced in the sandbox
+        output_limit: int,
+        layer: Layer | None = None,
+    ) -> ExecutionResult:
+        """Async `execute_changes`."""
+        if layer is not None:
+            raise ExecutionUnsupported("branch")
+        return await self._transport.arun(self._run(command, timeout, output_limit))
+
+    def _run(self, command: str, timeout: float, output_limit: int) -> Exchange[ExecutionResult]:
+        """The command recorded by the helper, or, where it cannot run, the provider's run."""
+        if (yield from self._commands.probe()):
+            return (
+                yield from self._commands.execute(
+                    command, timeout=timeout, output_limit=output_limit
+                )
+            )
+        response = yield Execute(self._in_root(command), math.ceil(timeout))
         return _result(response, output_limit)
+
+    def _committed(self, result: ExecutionResult) -> Exchange[ExecutionResult]:
+        """`execute`'s commit of a recorded result's set, unless the review refuses it."""
+        if result.changes is not None:
+            refused = self.judge_changes(result.changes).refused
+            if refused is not None:
+                raise ChangesNotCommitted(*refused, result.output)
+            yield from self._commands.commit(result.changes)
+        return replace(result, changes=None)
+
+    def commit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Apply a command's change set in the sandbox, all or nothing.
+
+        Every path must still be at its `before` version (checked for all first);
+        every file and link is staged before anything visible changes, and a failure
+        puts back what was changed.
+
+        Raises:
+            VersionConflict: a path changed since (nothing is committed).
+            DiskFull: the new contents do not fit on the sandbox's disk (nothing is).
+        """
+        return self._transport.run(self._commands.commit(changes))
+
+    async def acommit(self, changes: ChangeSet) -> list[FileInfo]:
+        """Async `commit`."""
+        return await self._transport.arun(self._commands.commit(changes))
 
     def command_root(self) -> str:
         """Commands see the workspace at `root` in the sandbox."""

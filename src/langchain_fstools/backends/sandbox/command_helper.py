@@ -1,19 +1,17 @@
-"""The command helper: one command run in place in a sandbox, recorded, then undone.
+"""Commands in the sandbox, run in place, recorded as a change set, then undone.
 
-`backends.sandbox.commands` sends this file to the sandbox once (to its private
-folder) and runs it with the sandbox's python3 for every command; it imports only the
-standard library and runs on Python 3.7 or newer. It reads one request, base64 JSON on
-its standard input, and answers with `FRAME` on a line of its own followed by the
-answer, zlib-compressed JSON in base64, on one line. Requests (`op`):
+Operations of the sandbox's helper (`backends.sandbox.helper` ships and runs them, one
+`execute` each; see `backends.sandbox.recorded_commands` for the host's side). They
+keep their files in `commands/` of the helper's private folder: `manifest.json`,
+`objects/<sha256>` and `stage/`.
 
-- `probe`: the helper runs; answers `host_code`, the workspace paths of code it runs
-  itself (its interpreter's prefixes and site-packages), which no command may change.
-- `run`: a command, with `root`, `state`, `command`, `timeout`, `output_limit`,
-  `changed_limit` and `inline_limit`:
+- `command_probe`: the workspace paths of code the helper runs itself (its Python's
+  prefixes and site-packages), which no command may change (`host_code`).
+- `command_run` (`command`, `timeout`, `output_limit`, `changed_limit`):
     1. The baseline is brought up to date: the workspace is scanned (kind, mode, size,
        mtime, ctime and inode of every entry, a link's target) and every file whose
        stat differs from the last manifest (the file tools wrote it since) is copied,
-       by the hash of its bytes, into the private folder's `objects/`.
+       by the hash of its bytes, into `objects/`.
     2. The command runs with `sh -c` in the workspace, in a process group of its own,
        its input empty; at the deadline the group is killed, and when the shell ends
        what it left running is killed too. The output is kept as a head and a tail
@@ -22,26 +20,17 @@ answer, zlib-compressed JSON in base64, on one line. Requests (`op`):
        (bytes, mode, a link's target, a file turned link) and deleted entries, a
        directory replaced by a file or the reverse as a deletion and an addition. Only
        a file whose stat changed is hashed.
-    4. The new bytes of added and modified files are packed in the changes' order
-       (zlib) into the answer.
+    4. The new bytes of added and modified files are the reply's bytes, in the
+       changes' order (more than `changed_limit` of them: none, and the reply says so).
     5. The workspace is restored to the baseline: what the command added is removed,
        what it modified or deleted is written back from `objects/` (in place when the
        inode is still there, with its mtime, so its version is as before), modes back.
        Each change's `before` is the version of its path after the restore.
-- `commit`: `changes` (as `run` gave them) and their bytes (`blob`, base64 inline,
-  or `blob_path`, uploaded): every `before` is checked first, every file and link is
-  staged beside the private folder's objects, then deletions (deepest first), new
-  directories and modes, and renames into place; a failure undoes the steps taken.
-  Answers each written path's version. The next `run` takes the commit into its
-  baseline (step 1).
-
-An answer longer than the request's `inline_limit` (base64 characters) is kept in a
-file of the private folder's `out/`, and the answer printed names it (`answer_path`):
-the host downloads it (a provider cuts long outputs). The next call removes it.
-
-Failures answer `{"error": {"kind": K, ...}}`: `conflict` (`path`, `expected`,
-`actual`), `disk_full`, `changed_limit`, `private` (the private folder is not this
-user's own), `os` (`message`).
+- `command_commit` (the changes as `command_run` gave them; their bytes): every
+  `before` is checked first (`VersionConflict`), every file and link is staged on the
+  workspace's file system, then deletions (deepest first), new directories and modes,
+  and renames into place; a failure undoes the steps taken (`DiskFull` when the disk is
+  full). The next `command_run` takes the commit into its baseline (step 1).
 """
 
 from __future__ import annotations
@@ -62,21 +51,30 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-if TYPE_CHECKING:  # annotations only: the sandbox may run Python 3.7
-    from collections.abc import Callable
+from langchain_fstools import errors
+from langchain_fstools.backends.file_versions import version_of
 
-    Entry = list[Any]
-    """A scanned entry: [kind, mode, size, mtime_ns, ctime_ns, inode, hash-or-target]; kind
-    is "f" (file), "d" (directory), "l" (link) or "o" (a FIFO, socket or device)."""
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
-    Manifest = dict[str, Entry]
-    """Entries by path relative to the workspace."""
+    from langchain_fstools.backends.beneath import Beneath
 
-FRAME = "--fstools-command-frame--"
-"""The line before the answer: whatever a provider adds to the output comes before it."""
+Entry = list[Any]
+"""A scanned entry: [kind, mode, size, mtime_ns, ctime_ns, inode, hash-or-target]; kind is
+"f" (file), "d" (directory), "l" (link) or "o" (a FIFO, socket or device)."""
+
+Manifest = dict[str, Entry]
+"""Entries by path relative to the workspace."""
+
+Reply = tuple[Any, bytes]
+
+
+class Disk(Protocol):
+    """The workspace as the helper's operations get it (`helper.Disk`)."""
+
+    beneath: Beneath
 
 _CHUNK = 1 << 20
 _READ = 65536
@@ -86,74 +84,30 @@ _DRAIN_SECONDS = 0.2
 """How long output is still read once the shell ended (its children may hold the pipes)."""
 
 
-def version(result: os.stat_result) -> str:
-    """The version token of an entry: mtime, size and inode (a rename makes a new one)."""
-    return "%x-%x-%x" % (result.st_mtime_ns, result.st_size, result.st_ino)  # noqa: UP031
-
-
-def main() -> int:
-    """Answer the request on standard input; the exit status is 0 whenever it answered."""
-    request = json.loads(base64.b64decode(sys.stdin.read()))
-    try:
-        answer = _OPS[request["op"]](request)
-    except _Failure as failure:
-        answer = {"error": failure.args[0]}
-    except OSError as exc:
-        answer = {"error": _os_failure(exc)}
-    packed = base64.b64encode(zlib.compress(json.dumps(answer).encode(), 1)).decode()
-    if "state" in request and len(packed) > request.get("inline_limit", len(packed)):
-        packed = _answer_file(request, packed)
-    sys.stdout.write("\n" + FRAME + "\n" + packed + "\n")
-    sys.stdout.flush()
-    return 0
-
-
-def _answer_file(request: dict[str, Any], packed: str) -> str:
-    """Keep a long answer in a file of the private folder; the short answer naming it."""
-    handle, path = tempfile.mkstemp(dir=os.path.join(request["state"], "out"))
-    with os.fdopen(handle, "w") as file:
-        file.write(packed)
-    pointer = json.dumps({"answer_path": path}).encode()
-    return base64.b64encode(zlib.compress(pointer, 1)).decode()
-
-
-def _os_failure(exc: OSError) -> dict[str, Any]:
-    kind = "disk_full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "os"
-    return {"kind": kind, "message": str(exc)}
-
-
-class _Failure(Exception):
-    """A failure answered as data (its argument)."""
-
-
-# ----- probe ---------------------------------------------------------------------------
-
-
-def _probe(request: dict[str, Any]) -> dict[str, Any]:
-    root = os.path.realpath(request["root"])
+def probe(disk: Disk, data: bytes) -> Reply:
+    """`command_probe`: the workspace paths of the code the helper runs (module docstring)."""
+    del data
+    root = disk.beneath.root
     found = [sys.prefix, sys.exec_prefix, sys.base_prefix, *site.getsitepackages()]
     found.append(os.path.dirname(os.path.realpath(sys.executable)))
-    inside = []
+    inside: list[str] = []
     for path in found:
         real = os.path.realpath(path)
         if real.startswith(root.rstrip("/") + "/"):
             virtual = "/" + os.path.relpath(real, root)
             if virtual not in inside:
                 inside.append(virtual)
-    return {"host_code": inside}
-
-
-# ----- the private folder and its manifest ------------------------------------------
+    return inside, b""
 
 
 class _State:
-    """The private folder: `manifest.json`, `objects/<sha256>`, `out/`, `stage/`."""
+    """The commands' private folder: `manifest.json`, `objects/<sha256>`, `stage/`."""
 
     def __init__(self, folder: str, root: str) -> None:
         self.folder = folder
         self.root = root
         _private(folder)
-        for name in ("objects", "out", "stage"):
+        for name in ("objects", "stage"):
             path = os.path.join(folder, name)
             if not os.path.isdir(path):
                 os.mkdir(path, 0o700)
@@ -175,14 +129,11 @@ class _State:
         os.replace(temporary, os.path.join(self.folder, "manifest.json"))
 
     def sweep(self, manifest: Manifest) -> None:
-        """Remove objects the manifest no longer names, and answers the host fetched."""
+        """Remove the objects the manifest no longer names."""
         kept = {entry[6] for entry in manifest.values() if entry[0] == "f"}
         for name in os.listdir(os.path.join(self.folder, "objects")):
             if name not in kept:
                 _forget(self.object(name))
-        out = os.path.join(self.folder, "out")
-        for name in os.listdir(out):
-            _forget(os.path.join(out, name))
 
 
 def _private(folder: str) -> None:
@@ -195,7 +146,7 @@ def _private(folder: str) -> None:
         or found.st_uid != os.geteuid()
         or stat.S_IMODE(found.st_mode) & 0o077
     ):
-        raise _Failure({"kind": "private", "message": folder})
+        raise errors.SandboxFailed("the commands' folder in the sandbox is not private")
 
 
 def _forget(path: str) -> None:
@@ -525,9 +476,8 @@ def _umask() -> int:
 # ----- packing and restoring ---------------------------------------------------------
 
 
-def _pack(root: str, changes: list[dict[str, Any]], limit: int) -> dict[str, Any]:
-    """The new bytes of the changed files, in order (step 4 of `run`)."""
-    packer = zlib.compressobj(1)
+def _pack(root: str, changes: list[dict[str, Any]], limit: int) -> bytes | None:
+    """The new bytes of the changed files, in order (step 4); None above `limit` bytes."""
     parts = []
     total = 0
     for change in changes:
@@ -543,13 +493,12 @@ def _pack(root: str, changes: list[dict[str, Any]], limit: int) -> dict[str, Any
                 size += len(data)
                 total += len(data)
                 if total > limit:
-                    raise _Failure({"kind": "changed_limit", "limit": limit})
-                parts.append(packer.compress(data))
+                    return None
+                parts.append(data)
         finally:
             os.close(source)
         change["size"] = size
-    parts.append(packer.flush())
-    return {"blob": base64.b64encode(b"".join(parts)).decode()}
+    return b"".join(parts)
 
 
 def _restore(state: _State, base: Manifest, after: Manifest, same_bytes: set[str]) -> None:
@@ -646,27 +595,42 @@ def _depth(path: str) -> int:
     return path.count("/")
 
 
-def _run(request: dict[str, Any]) -> dict[str, Any]:
-    state = _State(request["state"], request["root"])
-    base = _baseline(state)
-    answer = _execute(state.root, request["command"], request["timeout"], request["output_limit"])
-    after = _scan(state.root)
-    diff = _Diff(state.root, base, after, _umask())
-    try:
-        diff.directory("")
-        answer.update(_pack(state.root, diff.changes, request["changed_limit"]))
+def run(disk: Disk, folder: str, request: dict[str, Any], data: bytes) -> Reply:
+    """`command_run`: the command's result and changes, and their bytes (module docstring)."""
+    del data
+    with _disk_errors():
+        state = _State(os.path.join(folder, "commands"), disk.beneath.root)
+        base = _baseline(state)
+        answer = _execute(
+            state.root, request["command"], request["timeout"], request["output_limit"]
+        )
+        after = _scan(state.root)
+        diff = _Diff(state.root, base, after, _umask())
+        try:
+            diff.directory("")
+            blob = _pack(state.root, diff.changes, request["changed_limit"])
+        finally:
+            _restore(state, base, after, diff.same_bytes)
+            _settle(state, base, after)
+        if blob is None:
+            answer["limit"] = request["changed_limit"]
+            return answer, b""
+        for change in diff.changes:
+            if change["kind"] != "A":
+                change["before"] = version_of(os.lstat(os.path.join(state.root, change["path"])))
         answer["changes"] = diff.changes
-    except _Failure as failure:
-        answer["error"] = failure.args[0]
+        return answer, blob
+
+
+@contextlib.contextmanager
+def _disk_errors() -> Iterator[None]:
+    """A full disk as `DiskFull`; any other `OSError` naming the workspace's root only."""
+    try:
+        yield
     except OSError as exc:
-        answer["error"] = _os_failure(exc)
-    finally:
-        _restore(state, base, after, diff.same_bytes)
-        _settle(state, base, after)
-    for change in answer.get("changes", ()):
-        if change["kind"] != "A":
-            change["before"] = version(os.lstat(os.path.join(state.root, change["path"])))
-    return answer
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise errors.DiskFull("/", 0, 0) from None
+        raise OSError(exc.errno or errno.EIO, exc.strerror or str(exc), "/") from None
 
 
 def _settle(state: _State, base: Manifest, after: Manifest) -> None:
@@ -682,23 +646,23 @@ def _settle(state: _State, base: Manifest, after: Manifest) -> None:
 # ----- committing ---------------------------------------------------------------------
 
 
-def _commit(request: dict[str, Any]) -> dict[str, Any]:
-    state = _State(request["state"], request["root"])
-    changes = request["changes"]
-    deleted = {c["path"] for c in changes if c["kind"] == "D"}
-    for change in changes:
-        if change["kind"] == "A" and change["path"] in deleted:
-            continue  # checked as the deletion
-        if change["entry"] == "directory" and change["kind"] == "M":
-            continue  # a directory's version changes with its entries: its files are checked
-        _check(state.root, change)
-    blob = _blob(request)
-    stage = tempfile.mkdtemp(dir=_stage_parent(state), prefix=".fstools-stage-")
-    try:
-        staged = _stage(stage, changes, blob)
-        return {"written": _Apply(state.root, stage).all(changes, staged)}
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+def commit(disk: Disk, folder: str, changes: list[dict[str, Any]], data: bytes) -> Reply:
+    """`command_commit`: each written path's [version, size, mtime_ns] (module docstring)."""
+    with _disk_errors():
+        state = _State(os.path.join(folder, "commands"), disk.beneath.root)
+        deleted = {c["path"] for c in changes if c["kind"] == "D"}
+        for change in changes:
+            if change["kind"] == "A" and change["path"] in deleted:
+                continue  # checked as the deletion
+            if change["entry"] == "directory" and change["kind"] == "M":
+                continue  # a directory's version changes with its entries: its files are
+            _check(state.root, change)
+        stage = tempfile.mkdtemp(dir=_stage_parent(state), prefix=".fstools-stage-")
+        try:
+            staged = _stage(stage, changes, data)
+            return _Apply(state.root, stage).all(changes, staged), b""
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
 
 
 def _stage_parent(state: _State) -> str:
@@ -713,23 +677,12 @@ def _stage_parent(state: _State) -> str:
 
 def _check(root: str, change: dict[str, Any]) -> None:
     try:
-        actual: str | None = version(os.lstat(os.path.join(root, change["path"])))
+        actual: str | None = version_of(os.lstat(os.path.join(root, change["path"])))
     except (FileNotFoundError, NotADirectoryError):
         actual = None
-    if actual != change.get("before"):
-        raise _Failure(
-            {"kind": "conflict", "path": change["path"], "expected": change.get("before"),
-             "actual": actual}
-        )  # fmt: skip
-
-
-def _blob(request: dict[str, Any]) -> bytes:
-    if request.get("blob") is not None:
-        return zlib.decompress(base64.b64decode(request["blob"]))
-    with open(request["blob_path"], "rb") as file:
-        data = file.read()
-    _forget(request["blob_path"])
-    return zlib.decompress(data)
+    expected = change.get("before")
+    if actual != expected:
+        raise errors.VersionConflict("/" + change["path"], expected or "", actual)
 
 
 def _stage(stage: str, changes: list[dict[str, Any]], blob: bytes) -> dict[str, str]:
@@ -783,7 +736,7 @@ class _Apply:
                     continue
                 self.place(full, staged[change["path"]])
                 result = os.lstat(full)
-                written[change["path"]] = [version(result), result.st_size, result.st_mtime_ns]
+                written[change["path"]] = [version_of(result), result.st_size, result.st_mtime_ns]
         except BaseException:
             for step in reversed(self.undo):
                 with contextlib.suppress(OSError):
@@ -826,8 +779,9 @@ class _Apply:
         return os.path.join(self.stage, "old-" + os.urandom(6).hex())
 
 
-_OPS = {"probe": _probe, "run": _run, "commit": _commit}
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+OPERATIONS: dict[str, Callable[..., Reply]] = {
+    "command_probe": probe,
+    "command_run": run,
+    "command_commit": commit,
+}
+"""The helper's operations this module adds (`backends.sandbox.helper`)."""

@@ -48,6 +48,7 @@ from langchain_fstools.backends.beneath import LISTING, Beneath, Place
 from langchain_fstools.backends.file_versions import later_than, version_of
 from langchain_fstools.backends.host_paths import is_inside, real_path
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
+from langchain_fstools.backends.sandbox import command_helper
 from langchain_fstools.backends.temporaries import temporary_name
 from langchain_fstools.core import paths
 from langchain_fstools.core.results import EntryKind, FileInfo
@@ -570,8 +571,10 @@ _OPERATIONS: dict[str, Callable[..., Reply]] = {
     "mkdir": _mkdir,
     "move": _move,
     "write": _write,
+    **command_helper.OPERATIONS,
 }
-"""Every operation the helper runs, by the name a request gives."""
+"""Every operation the helper runs, by the name a request gives (commands' from
+`backends.sandbox.command_helper`)."""
 
 
 # ----- small helpers ----------------------------------------------------------------------------

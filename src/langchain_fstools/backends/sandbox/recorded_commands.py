@@ -1,212 +1,111 @@
 """Commands in a sandbox, recorded as change sets: the host side of `command_helper`.
 
 A deepagents sandbox offers `execute`, `upload_files` and `download_files`, and no
-copy-on-write view. So a command runs in place, through the command helper (see its
-module), which keeps a baseline of the workspace in the sandbox's private folder
-(`/tmp/.fstools-<hash of the workspace path>`, mode 0700), runs the command, reads
-what it changed, and puts the workspace back as it was: nothing a command does lasts
-until its change set is committed, exactly as under the local overlay view. Here the
-set's new contents are unpacked into a private host folder (`ChangeSet.source`), so
-the review, the approval diff, the pending store and history treat it as any other;
-`commit` sends them back and the helper applies them all or nothing, each path's
-`before` version checked first. Discarding a set needs nothing in the sandbox.
+copy-on-write view. So a command runs in place, through the helper's command
+operations (see `command_helper`), which keep a baseline of the workspace in the
+helper's private folder, run the command, read what it changed, and put the workspace
+back as it was: nothing a command does lasts until its change set is committed,
+exactly as under the local overlay view. Here the set's new contents are unpacked into
+a private host folder (`ChangeSet.source`), so the review, the approval diff, the
+pending store and history treat it as any other; `commit` sends them back and the
+helper applies them all or nothing, each path's `before` version checked first.
+Discarding a set needs nothing in the sandbox.
 
-The helper is sent once (its file named by the hash of its source), with the first
-call; a sandbox without python3 (3.7 or newer) cannot run it, and there `available`
-is False: commands then run plainly, in place and unrecorded (`run_plain`).
-
-One round trip per command: the request rides in the command line (base64 in a
-here-document) and the answer in its output, after `command_helper.FRAME`; contents
-above `INLINE_LIMIT` travel as a file through `download_files` / `upload_files`.
-Every call is a generator of `Exchange`s run by `run` or `arun`, so the sync and async
-forms share one body.
+Each call is one helper operation through the backend's `Transport` (one `execute`;
+a long request or reply travels as a file), written once as an exchange that `run`
+and `arun` drive. A sandbox where the helper cannot run (no python3) cannot record:
+`available` is False there, and commands run plainly, in place and unrecorded.
 """
 
 from __future__ import annotations
 
 import base64
-import errno
-import hashlib
-import inspect
-import json
 import os
-import secrets
-import shlex
 import tempfile
-import zlib
-from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
-from langchain_fstools.backends.protocol import ABSENT
-from langchain_fstools.backends.sandbox.command_helper import FRAME
 from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet, remove_folder
 from langchain_fstools.core.results import EntryKind, ExecutionResult, FileInfo, LimitHit
-from langchain_fstools.errors import DiskFull, SandboxFailed, VersionConflict
+from langchain_fstools.errors import StoreUnavailable, VersionConflict
 from langchain_fstools.shell.sandbox.overlay import open_upper, upper_path
 from langchain_fstools.shell.session.output import OutputBuffer
 
-T = TypeVar("T")
-
-INLINE_LIMIT: Final = 48 * 1024
-"""Base64 characters of a helper's request or answer carried inside a command line or
-its output (providers cut long outputs: `DockerSandbox` at 100,000 bytes); above, it
-travels as a file (`upload_files`, `download_files`)."""
+if TYPE_CHECKING:
+    from langchain_fstools.backends.sandbox.transport import Exchange, Transport
 
 HELPER_GRACE: Final = 60
-"""Seconds the sandbox's own deadline adds to a command's, for the helper's scans."""
+"""Seconds an operation may take beyond its command's deadline (the helper's scans)."""
 
-_MISSING: Final = "--fstools-helper-missing--"
-_HELPER_SOURCE: Final = Path(__file__).with_name("command_helper.py")
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """One call of the sandbox: `execute` a command, or `download_files` / `upload_files`.
-
-    Attributes:
-        op: `execute`, `download` or `upload`.
-        command: The command (`execute`).
-        timeout: Its deadline in whole seconds (`execute`).
-        paths: What to download.
-        files: What to upload: (path, bytes) pairs.
-    """
-
-    op: str
-    command: str = ""
-    timeout: int | None = None
-    paths: tuple[str, ...] = ()
-    files: tuple[tuple[str, bytes], ...] = ()
-
-
-Calls = Generator[Exchange, Any, T]
-"""A body that asks the sandbox for `Exchange`s and returns a `T`."""
-
-
-def run(body: Calls[T], sandbox: Any) -> T:
-    """Run `body`, answering its exchanges with the sandbox's sync calls."""
-    answer: Any = None
-    while True:
-        try:
-            exchange = body.send(answer)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        answer = _answered(exchange, sandbox)
-
-
-async def arun(body: Calls[T], sandbox: Any) -> T:
-    """Run `body`, answering its exchanges with the sandbox's async calls."""
-    answer: Any = None
-    while True:
-        try:
-            exchange = body.send(answer)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        answer = await _aanswered(exchange, sandbox)
-
-
-def _answered(exchange: Exchange, sandbox: Any) -> Any:
-    if exchange.op == "execute":
-        if exchange.timeout is not None and _takes_timeout(sandbox.execute):
-            return _ran(sandbox.execute(exchange.command, timeout=exchange.timeout))
-        return _ran(sandbox.execute(exchange.command))
-    if exchange.op == "download":
-        return sandbox.download_files(list(exchange.paths))
-    return sandbox.upload_files(list(exchange.files))
-
-
-async def _aanswered(exchange: Exchange, sandbox: Any) -> Any:
-    if exchange.op == "execute":
-        if exchange.timeout is not None and _takes_timeout(sandbox.execute):
-            return _ran(await sandbox.aexecute(exchange.command, timeout=exchange.timeout))
-        return _ran(await sandbox.aexecute(exchange.command))
-    if exchange.op == "download":
-        return await sandbox.adownload_files(list(exchange.paths))
-    return await sandbox.aupload_files(list(exchange.files))
-
-
-def _ran(response: Any) -> tuple[str, int | None]:
-    """An `ExecuteResponse` as the bodies take it: the output and the exit code."""
-    return str(response.output), response.exit_code
-
-
-def _takes_timeout(execute: Any) -> bool:
-    """Whether a provider's `execute` takes `timeout` (older ones do not)."""
-    try:
-        return "timeout" in inspect.signature(execute).parameters
-    except (TypeError, ValueError):
-        return False
+NO_LIMIT: Final = 1 << 62
+"""`changed_bytes` when no bound is set."""
 
 
 class SandboxCommands:
     """Commands in one sandbox's workspace, recorded as change sets (see the module).
 
     Args:
-        root: The workspace's path inside the sandbox.
+        transport: The backend's way to its helper in the sandbox.
         changed_bytes: Most bytes of new content one command's set may hold; above,
             nothing it changed is kept (`LimitHit("changed_bytes")`). None: no bound.
     """
 
-    def __init__(self, root: str, *, changed_bytes: int | None) -> None:
-        """Keep the settings; nothing is sent to the sandbox before the first call."""
-        self.root = root.rstrip("/") or "/"
+    def __init__(self, transport: Transport, *, changed_bytes: int | None) -> None:
+        """Keep the settings; nothing is asked of the sandbox before the first call."""
+        self.transport = transport
         self.changed_bytes = changed_bytes
-        digest = hashlib.sha256(self.root.encode()).hexdigest()[:16]
-        self.state = f"/tmp/.fstools-{digest}"  # noqa: S108 - the sandbox's, checked private
-        source = _HELPER_SOURCE.read_text(encoding="utf-8")
-        self._source = source
-        name = hashlib.sha256(source.encode()).hexdigest()[:16]
-        self.helper = f"{self.state}/command-{name}.py"
         self.available: bool | None = None
-        """Whether the helper runs in the sandbox (None: not asked yet)."""
+        """Whether commands are recorded here (None: not asked yet)."""
         self.host_code: tuple[str, ...] = ()
-        """Workspace paths of the code the helper runs (its python3's prefixes)."""
+        """Workspace paths of the code the helper runs (its Python's prefixes)."""
 
-    # ----- bodies --------------------------------------------------------------------
-
-    def probe(self) -> Calls[bool]:
-        """Send the helper and ask it to answer: whether it runs (python3 is there)."""
+    def probe(self) -> Exchange[bool]:
+        """Whether the helper runs in the sandbox, asked once (`available`)."""
         if self.available is None:
-            request = {"op": "probe", "root": self.root}
-            output, _ = yield Exchange("execute", self._install() + self._call(request), 60)
-            answer = _frame(output)
-            self.available = answer is not None and "host_code" in answer
-            self.host_code = tuple(answer["host_code"]) if self.available and answer else ()
+            try:
+                found, _ = yield from self.transport.call("command_probe")
+            except StoreUnavailable as failure:
+                if not failure.lasting:
+                    raise
+                self.available = False
+            else:
+                self.host_code = tuple(found)
+                self.available = True
         return self.available
 
-    def execute(self, command: str, *, timeout: float, output_limit: int) -> Calls[ExecutionResult]:
-        """Run `command` through the helper: its result, and its changes uncommitted."""
+    def execute(
+        self, command: str, *, timeout: float, output_limit: int
+    ) -> Exchange[ExecutionResult]:
+        """Run `command` through the helper: its result, and its changes uncommitted.
+
+        Raises:
+            DiskFull: the sandbox's disk was full for the helper's own copy.
+        """
         request = {
-            "op": "run",
-            "root": self.root,
-            "state": self.state,
             "command": command,
             "timeout": timeout,
             "output_limit": output_limit,
-            "changed_limit": self.changed_bytes if self.changed_bytes is not None else 1 << 62,
-            "inline_limit": INLINE_LIMIT,
+            "changed_limit": self.changed_bytes if self.changed_bytes is not None else NO_LIMIT,
         }
-        answer = yield from self._helper(request, int(timeout) + HELPER_GRACE)
-        result = _result(answer, output_limit)
-        error = answer.get("error")
-        if error is not None:
-            if error["kind"] == "changed_limit":
-                return ExecutionResult(
-                    result.output,
-                    result.exit_code,
-                    result.timed_out,
-                    result.dropped_bytes,
-                    limit=LimitHit("changed_bytes", int(error["limit"])),
-                )
-            raise _failure(error)
-        blob = zlib.decompress(base64.b64decode(answer["blob"]))
-        changes = _unpacked(answer["changes"], blob, self.host_code)
-        return ExecutionResult(
-            result.output, result.exit_code, result.timed_out, result.dropped_bytes, changes
+        seconds = int(timeout) + HELPER_GRACE
+        answer, blob = yield from self.transport.call(
+            "command_run", self.transport.folder, request, timeout=seconds
         )
+        buffer = OutputBuffer(output_limit)
+        for stream, data in answer["head"]:
+            buffer.add(base64.b64decode(data), stderr=stream == "stderr")
+        buffer.skip(int(answer["dropped"]))
+        for stream, data in answer["tail"]:
+            buffer.add(base64.b64decode(data), stderr=stream == "stderr")
+        result = ExecutionResult(
+            buffer.text(), answer["exit_code"], answer["timed_out"], buffer.dropped_bytes
+        )
+        if "limit" in answer:
+            return replace(result, limit=LimitHit("changed_bytes", int(answer["limit"])))
+        return replace(result, changes=_unpacked(answer["changes"], blob, self.host_code))
 
-    def commit(self, changes: ChangeSet) -> Calls[list[FileInfo]]:
+    def commit(self, changes: ChangeSet) -> Exchange[list[FileInfo]]:
         """Apply `changes` in the sandbox, all or nothing; what each file and link now is.
 
         Raises:
@@ -214,113 +113,23 @@ class SandboxCommands:
             DiskFull: the sandbox's disk has no room for the new contents.
         """
         records = [_record(change) for change in changes.changes]
-        blob = _packed(changes)
-        request: dict[str, Any] = {
-            "op": "commit",
-            "root": self.root,
-            "state": self.state,
-            "changes": records,
-            "inline_limit": INLINE_LIMIT,
-        }
-        encoded = base64.b64encode(blob).decode()
-        if len(encoded) <= INLINE_LIMIT:
-            request["blob"] = encoded
-        else:
-            path = f"{self.state}/in-{secrets.token_hex(8)}"
-            responses = yield Exchange("upload", files=((path, blob),))
-            _check_transfers(responses, "upload")
-            request["blob_path"] = path
-        answer = yield from self._helper(request, HELPER_GRACE)
-        if "error" in answer:
-            raise _failure(answer["error"])
-        written = answer["written"]
+        written, _ = yield from self.transport.call(
+            "command_commit", self.transport.folder, records, data=_packed(changes)
+        )
         infos = []
         for change in changes.changes:
-            relative = change.path.lstrip("/")
-            if relative in written:
-                token, size, mtime_ns = written[relative]
+            found = written.get(change.path.lstrip("/"))
+            if found is not None:
+                token, size, mtime_ns = found
                 link = change.entry == "link"
                 infos.append(
                     FileInfo(change.path, EntryKind.FILE, size, mtime_ns / 1e9, token, link)
                 )
         return infos
 
-    def run_plain(
-        self, command: str, *, timeout: float, output_limit: int
-    ) -> Calls[ExecutionResult]:
-        """Run `command` with the sandbox's own `execute`, in place and unrecorded."""
-        line = f"cd {shlex.quote(self.root)} && {command}"
-        output, code = yield Exchange("execute", line, max(1, int(timeout)))
-        buffer = OutputBuffer(output_limit)
-        buffer.add(output.encode())
-        return ExecutionResult(
-            buffer.text(), code, timed_out=False, dropped_bytes=buffer.dropped_bytes
-        )
-
-    # ----- the helper ------------------------------------------------------------------
-
-    def _helper(self, request: dict[str, Any], timeout: int) -> Calls[dict[str, Any]]:
-        """The helper's answer to `request`, sending the helper again if it is gone."""
-        output, _ = yield Exchange("execute", self._call(request), timeout)
-        if _MISSING in output and FRAME not in output:
-            output, _ = yield Exchange("execute", self._install() + self._call(request), timeout)
-        answer = _frame(output)
-        if answer is None:
-            raise SandboxFailed(
-                "the command helper did not answer: "
-                + (output.strip().splitlines() or ["no output"])[-1][:200]
-            )
-        if "answer_path" in answer:
-            responses = yield Exchange("download", paths=(answer["answer_path"],))
-            _check_transfers(responses, "download")
-            answer = _frame(FRAME + "\n" + responses[0].content.decode())
-            if answer is None:
-                raise SandboxFailed("the command helper's answer could not be read")
-        return answer
-
-    def _call(self, request: dict[str, Any]) -> str:
-        encoded = base64.b64encode(json.dumps(request).encode()).decode()
-        helper = shlex.quote(self.helper)
-        return (
-            f"if [ -f {helper} ]; then python3 -I -S {helper} <<'FSTOOLS_REQUEST'\n"
-            f"{encoded}\nFSTOOLS_REQUEST\nelse echo {_MISSING}; fi"
-        )
-
-    def _install(self) -> str:
-        """Shell that writes the helper into the private folder (made mode 0700)."""
-        state, helper = shlex.quote(self.state), shlex.quote(self.helper)
-        return (
-            f"(umask 077 && mkdir -p {state} && cat > {helper}.new <<'FSTOOLS_HELPER_SOURCE'\n"
-            f"{self._source}\nFSTOOLS_HELPER_SOURCE\nmv {helper}.new {helper}) >/dev/null 2>&1\n"
-        )
-
-
-def _frame(output: str) -> dict[str, Any] | None:
-    """The helper's answer in `output` (after its last `FRAME` line), or None."""
-    _, found, rest = output.rpartition(FRAME + "\n")
-    if not found:
-        return None
-    try:
-        return json.loads(zlib.decompress(base64.b64decode(rest.strip())))  # type: ignore[no-any-return]
-    except (ValueError, zlib.error):
-        return None
-
-
-def _result(answer: dict[str, Any], output_limit: int) -> ExecutionResult:
-    """The command's output replayed through `OutputBuffer`, its exit code, its end."""
-    buffer = OutputBuffer(output_limit)
-    for stream, data in answer.get("head", ()):
-        buffer.add(base64.b64decode(data), stderr=stream == "stderr")
-    buffer.skip(int(answer.get("dropped", 0)))
-    for stream, data in answer.get("tail", ()):
-        buffer.add(base64.b64decode(data), stderr=stream == "stderr")
-    return ExecutionResult(
-        buffer.text(), answer.get("exit_code"), bool(answer.get("timed_out")), buffer.dropped_bytes
-    )
-
 
 def _unpacked(records: list[dict[str, Any]], blob: bytes, host_code: tuple[str, ...]) -> ChangeSet:
-    """The change set of a `run` answer, its new files written into a private host folder."""
+    """The change set of a `command_run` reply, its new files in a private host folder."""
     folder = tempfile.mkdtemp(prefix="fstools-sandbox-cow-")
     try:
         changes = tuple(_change(record) for record in records)
@@ -358,7 +167,7 @@ def _change(record: dict[str, Any]) -> Change:
 
 
 def _record(change: Change) -> dict[str, Any]:
-    """A change as the helper's `commit` takes it (paths relative to the workspace)."""
+    """A change as `command_commit` takes it (paths relative to the workspace)."""
     return {
         "path": change.path.lstrip("/"),
         "kind": change.kind.value,
@@ -371,11 +180,11 @@ def _record(change: Change) -> dict[str, Any]:
 
 
 def _packed(changes: ChangeSet) -> bytes:
-    """The new files' bytes in the changes' order, compressed (`commit`'s blob).
+    """The new files' bytes in the changes' order (`command_commit`'s bytes).
 
-    Each file is read as committed; its size is what the change says it holds.
+    A file whose size is not what the change says (its waiting copy was changed) fails
+    the commit as a conflict.
     """
-    packer = zlib.compressobj(1)
     parts: list[bytes] = []
     for change in changes.changes:
         if change.kind is ChangeKind.DELETED or change.entry != "file":
@@ -383,29 +192,9 @@ def _packed(changes: ChangeSet) -> bytes:
         with os.fdopen(open_upper(upper_path(changes, change.path)), "rb") as file:
             data = file.read()
         if len(data) != change.size:
-            raise VersionConflict(change.path, change.before or ABSENT, None)
-        parts.append(packer.compress(data))
-    parts.append(packer.flush())
+            raise VersionConflict(change.path, change.before or "", None)
+        parts.append(data)
     return b"".join(parts)
 
 
-def _check_transfers(responses: list[Any], what: str) -> None:
-    for response in responses:
-        if getattr(response, "error", None):
-            raise SandboxFailed(f"the sandbox's {what} failed ({response.error})")
-
-
-def _failure(error: dict[str, Any]) -> Exception:
-    """The exception of a helper's failure answer."""
-    kind = error["kind"]
-    if kind == "conflict":
-        path = "/" + error["path"]
-        return VersionConflict(path, error.get("expected") or ABSENT, error.get("actual"))
-    if kind == "disk_full":
-        return DiskFull("/", 0, 0)
-    if kind == "private":
-        return SandboxFailed("its private folder is not this user's own")
-    return OSError(errno.EIO, f"the command helper failed: {error.get('message')}", "/")
-
-
-__all__ = ["INLINE_LIMIT", "Calls", "Exchange", "SandboxCommands", "arun", "run"]
+__all__ = ["HELPER_GRACE", "SandboxCommands"]
