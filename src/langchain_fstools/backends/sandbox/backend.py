@@ -325,7 +325,7 @@ class SandboxBackend(_Search, Backend):
 
     def _committed(self, result: ExecutionResult) -> Exchange[ExecutionResult]:
         """`execute`'s commit of a recorded result's set, unless the review refuses it."""
-        if result.changes is not None:
+        if result.changes:  # an empty set commits nothing: no round trip
             refused = self.judge_changes(result.changes).refused
             if refused is not None:
                 raise ChangesNotCommitted(*refused, result.output)

@@ -76,6 +76,7 @@ class Disk(Protocol):
 
     beneath: Beneath
 
+
 _CHUNK = 1 << 20
 _READ = 65536
 _NEVER_KEPT = stat.S_ISUID | stat.S_ISGID
@@ -272,9 +273,9 @@ def _baseline(state: _State) -> Manifest:
         else:
             entry[6] = _store(state, os.path.join(state.root, path))
             changed = True
-    if changed or len(now) != len(old):
+    if changed or now != old:
         state.save(now)
-    state.sweep(now)
+        state.sweep(now)
     return now
 
 
@@ -605,6 +606,9 @@ def run(disk: Disk, folder: str, request: dict[str, Any], data: bytes) -> Reply:
             state.root, request["command"], request["timeout"], request["output_limit"]
         )
         after = _scan(state.root)
+        if _untouched(base, after):  # nothing to compare, pack or put back
+            answer["changes"] = []
+            return answer, b""
         diff = _Diff(state.root, base, after, _umask())
         try:
             diff.directory("")
@@ -620,6 +624,13 @@ def run(disk: Disk, folder: str, request: dict[str, Any], data: bytes) -> Reply:
                 change["before"] = version_of(os.lstat(os.path.join(state.root, change["path"])))
         answer["changes"] = diff.changes
         return answer, blob
+
+
+def _untouched(base: Manifest, after: Manifest) -> bool:
+    """Whether every entry is as the baseline has it (a command that wrote nothing)."""
+    return base.keys() == after.keys() and all(
+        _same_stat(entry, after[path]) for path, entry in base.items()
+    )
 
 
 @contextlib.contextmanager
@@ -777,11 +788,3 @@ class _Apply:
     def _aside(self, full: str) -> str:
         del full
         return os.path.join(self.stage, "old-" + os.urandom(6).hex())
-
-
-OPERATIONS: dict[str, Callable[..., Reply]] = {
-    "command_probe": probe,
-    "command_run": run,
-    "command_commit": commit,
-}
-"""The helper's operations this module adds (`backends.sandbox.helper`)."""

@@ -48,7 +48,6 @@ from langchain_fstools.backends.beneath import LISTING, Beneath, Place
 from langchain_fstools.backends.file_versions import later_than, version_of
 from langchain_fstools.backends.host_paths import is_inside, real_path
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
-from langchain_fstools.backends.sandbox import command_helper
 from langchain_fstools.backends.temporaries import temporary_name
 from langchain_fstools.core import paths
 from langchain_fstools.core.results import EntryKind, FileInfo
@@ -558,6 +557,20 @@ def _real_directory(root: str, virtual: str) -> Path:
     return Path(real)
 
 
+def _commands(name: str) -> Callable[..., Reply]:
+    """The operation `name` of `command_helper`, imported only when a command runs.
+
+    A file operation does not pay for its imports.
+    """
+
+    def operation(*args: Any) -> Reply:
+        from langchain_fstools.backends.sandbox import command_helper  # noqa: PLC0415
+
+        return getattr(command_helper, name)(*args)  # type: ignore[no-any-return]
+
+    return operation
+
+
 _OPERATIONS: dict[str, Callable[..., Reply]] = {
     "search": _search,
     "probe": _probe,
@@ -571,7 +584,9 @@ _OPERATIONS: dict[str, Callable[..., Reply]] = {
     "mkdir": _mkdir,
     "move": _move,
     "write": _write,
-    **command_helper.OPERATIONS,
+    "command_probe": _commands("probe"),
+    "command_run": _commands("run"),
+    "command_commit": _commands("commit"),
 }
 """Every operation the helper runs, by the name a request gives (commands' from
 `backends.sandbox.command_helper`)."""
