@@ -16,9 +16,22 @@ from collections import Counter
 from pathlib import Path
 
 from deepagents.backends.protocol import ExecuteResponse, FileDownloadResponse, FileUploadResponse
+from deepagents.backends.sandbox import BaseSandbox
+
+from langchain_fstools.search.ripgrep import find_ripgrep
 
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 """What commands get: no variable of the test process leaks in."""
+
+
+def path_with_ripgrep(folder: Path) -> str:
+    """A PATH with this environment's `rg` (linked into `folder`) before the system's."""
+    found = find_ripgrep()
+    assert found is not None, "rg (the ripgrep wheel) is missing"
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / "rg").exists():
+        (folder / "rg").symlink_to(found)
+    return f"{folder}:{ENV['PATH']}"
 
 
 class ShellSandbox:
@@ -111,3 +124,27 @@ class ShellSandbox:
 
     async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
         return await asyncio.to_thread(self.download_files, paths)
+
+
+class ShellBaseSandbox(BaseSandbox):
+    """deepagents' own `BaseSandbox`, subclassed as a provider would, over `ShellSandbox`.
+
+    Only the abstract methods are written (`execute`, `upload_files`, `download_files`,
+    `id`); the async twins are `BaseSandbox`'s (a worker thread each).
+    """
+
+    def __init__(self, shell: ShellSandbox) -> None:
+        self.shell = shell
+
+    @property
+    def id(self) -> str:
+        return self.shell.id
+
+    def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+        return self.shell.execute(command, timeout=timeout)
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        return self.shell.upload_files(files)
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        return self.shell.download_files(paths)

@@ -103,7 +103,8 @@ class SandboxBackend(_Search, Backend):
             sandbox, self._root, python=python, timeout=timeout, folder=helper_folder
         )
         self._use_ripgrep = use_ripgrep
-        self._ripgrep: bool | None = None
+        self._probed = False
+        self._rg_path: str | None = None
 
     @property
     def transport(self) -> Transport:

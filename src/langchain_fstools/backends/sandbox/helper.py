@@ -545,7 +545,7 @@ def _search(disk: Disk, request: dict[str, Any], ripgrep: str | None, data: byte
 
         native = RipgrepSearch(ripgrep, functools.partial(_real_directory, disk.beneath.root))
     out = io.BytesIO()
-    host.main({**request, "root": disk.beneath.root}, out, native)
+    host.main({**request, "root": disk.beneath.root, "whole_seconds": False}, out, native)
     return None, out.getvalue()
 
 
