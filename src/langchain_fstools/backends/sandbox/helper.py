@@ -88,20 +88,21 @@ def framed(packed: bytes) -> str:
     return OPEN + base64.b64encode(packed).decode("ascii") + CLOSE
 
 
-def unframed(output: str) -> bytes | None:
-    """The packed reply in a command's output, or None if there is no whole frame.
+def frames(output: str) -> Iterator[bytes]:
+    """The base64 frames in a command's output, decoded, the last one first.
 
-    The last frame counts; whitespace a terminal adds inside it is ignored.
+    A provider may print text around the helper's output, even text that looks like a
+    frame: the caller takes the last frame that unpacks. Whitespace a terminal adds
+    inside a frame is ignored.
     """
-    start = output.rfind(OPEN)
-    end = output.find(CLOSE, start + len(OPEN)) if start >= 0 else -1
-    if end < 0:
-        return None
-    body = "".join(output[start + len(OPEN) : end].split())
-    try:
-        return base64.b64decode(body, validate=True)
-    except ValueError:
-        return None
+    end = len(output)
+    while (end := output.rfind(CLOSE, 0, end)) >= 0:
+        start = output.rfind(OPEN, 0, end)
+        if start < 0:
+            return
+        body = "".join(output[start + len(OPEN) : end].split())
+        with contextlib.suppress(ValueError):
+            yield base64.b64decode(body, validate=True)
 
 
 def info_record(info: FileInfo) -> list[Any]:
@@ -626,11 +627,11 @@ __all__ = [
     "Disk",
     "error_record",
     "framed",
+    "frames",
     "info_of",
     "info_record",
     "main",
     "pack",
     "raised",
-    "unframed",
     "unpack",
 ]

@@ -34,10 +34,12 @@ its async twins, as `core.calls` drives backend calls.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import re
 import shlex
+import zlib
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
@@ -48,7 +50,7 @@ from langchain_fstools.core import calls
 from langchain_fstools.errors import StoreUnavailable
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Sequence
+    from collections.abc import Sequence
 
 T = TypeVar("T")
 
@@ -68,6 +70,9 @@ folder and downloaded."""
 
 DEFAULT_TIMEOUT: Final = 120
 """Seconds one operation may take in the sandbox (the provider's `execute` timeout)."""
+
+READS: Final = frozenset({"probe", "stat", "exists", "read", "list", "walk", "resolve", "search"})
+"""Operations that change nothing: asked again when the provider cut their reply short."""
 
 MISSING: Final = "<fstools-missing>"
 UNSAFE: Final = "<fstools-unsafe>"
@@ -241,22 +246,28 @@ class Transport:
         return await calls.adrive(exchange, self._aperform)
 
     def _perform(self, request: Request) -> Any:
-        match request:
-            case Execute(command=command, timeout=timeout):
-                return self.sandbox.execute(command, timeout=timeout)
-            case Upload(files=files):
-                return self.sandbox.upload_files(list(files))
-            case Download(paths=paths):
-                return self.sandbox.download_files(list(paths))
+        try:
+            match request:
+                case Execute(command=command, timeout=timeout):
+                    return self.sandbox.execute(command, timeout=timeout)
+                case Upload(files=files):
+                    return self.sandbox.upload_files(list(files))
+                case Download(paths=paths):
+                    return self.sandbox.download_files(list(paths))
+        except Exception as exc:
+            raise _unanswered(exc) from exc
 
-    def _aperform(self, request: Request) -> Awaitable[Any]:
-        match request:
-            case Execute(command=command, timeout=timeout):
-                return self.sandbox.aexecute(command, timeout=timeout)
-            case Upload(files=files):
-                return self.sandbox.aupload_files(list(files))
-            case Download(paths=paths):
-                return self.sandbox.adownload_files(list(paths))
+    async def _aperform(self, request: Request) -> Any:
+        try:
+            match request:
+                case Execute(command=command, timeout=timeout):
+                    return await self.sandbox.aexecute(command, timeout=timeout)
+                case Upload(files=files):
+                    return await self.sandbox.aupload_files(list(files))
+                case Download(paths=paths):
+                    return await self.sandbox.adownload_files(list(paths))
+        except Exception as exc:
+            raise _unanswered(exc) from exc
 
     # ----- one operation -----------------------------------------------------------------
 
@@ -270,31 +281,30 @@ class Transport:
             OSError, FsToolsError: what the operation raised in the sandbox.
         """
         header = {"op": op, "root": self.root, "args": list(args), "inline": INLINE_REPLY}
-        spilled = False
-        uploaded = False
+        uploaded = spilled = False
         while True:
             if self._drop:
                 header["drop"], self._drop = self._drop, []
             argument = yield from self._argument(helper.pack(header, data))
             response = yield Execute(self._command(argument), timeout or self.timeout)
+            header.pop("drop", None)
             output = str(response.output)
-            packed = helper.unframed(output)
-            if packed is None:
+            reply = _reply(output)
+            if reply is None:
                 if MISSING in output and not uploaded:
                     yield from self._upload_program()
                     uploaded = True
                     continue
+                if getattr(response, "truncated", False) and op in READS and not spilled:
+                    header["inline"], spilled = 1, True  # cut short: ask for it in a file
+                    continue
                 raise _failure(output, response)
-            reply, out = helper.unpack(packed)
-            if "file" in reply:
-                packed = yield from self._download(reply["file"])
-                reply, out = helper.unpack(packed)
-            if getattr(response, "truncated", False) and not spilled and "file" not in reply:
-                header["inline"], spilled = 1, True  # cut short yet framed: ask for a file
-                continue
-            if "error" in reply:
-                raise helper.raised(reply["error"])
-            return reply["ok"], out
+            answer, out = reply
+            if "file" in answer:
+                answer, out = helper.unpack((yield from self._download(answer["file"])))
+            if "error" in answer:
+                raise helper.raised(answer["error"])
+            return answer["ok"], out
 
     def _command(self, argument: str) -> str:
         return shlex.join(
@@ -333,6 +343,19 @@ class Transport:
         return bytes(content)
 
 
+def _reply(output: str) -> tuple[dict[str, Any], bytes] | None:
+    """The helper's reply in a command's output; None if there is no whole one."""
+    for packed in helper.frames(output):
+        with contextlib.suppress(zlib.error, ValueError):  # not ours, or mangled on the way
+            return helper.unpack(packed)
+    return None
+
+
+def _unanswered(exc: Exception) -> StoreUnavailable:
+    """A provider's own failure (the sandbox is gone, its API refused), in our terms."""
+    return StoreUnavailable("sandbox", f"the sandbox did not answer ({type(exc).__name__}: {exc})")
+
+
 def _failure(output: str, response: Any) -> StoreUnavailable:
     """Why a run printed no reply, as the sentence the model gets."""
     code = getattr(response, "exit_code", None)
@@ -350,7 +373,11 @@ def _failure(output: str, response: Any) -> StoreUnavailable:
             "the helper's folder in the sandbox's /tmp is not private to its user",
             lasting=True,
         )
-    if code == 127 or "not found" in output:  # noqa: PLR2004 - the shell's "command not found"
+    if getattr(response, "truncated", False):
+        return StoreUnavailable(
+            "sandbox", "the sandbox cut the helper's reply short; check the file, then try again"
+        )
+    if code == 127:  # noqa: PLR2004 - the shell's "command not found"
         return StoreUnavailable(
             "sandbox", "the sandbox has no python3, which the file tools need there", lasting=True
         )
