@@ -42,6 +42,9 @@ class ShellSandbox:
         path: The PATH commands get (without python3 to play a sandbox lacking it).
         banner: Text printed before and after every command's output (a chatty provider).
         output_limit: Characters of output kept; more is cut and `truncated` set.
+        transfers_reach: Whether uploads and downloads reach the files commands see;
+            False plays Docker's archive API, which cannot see a tmpfs: an upload
+            "succeeds" and lands nowhere, a download finds nothing.
     """
 
     def __init__(
@@ -51,11 +54,13 @@ class ShellSandbox:
         path: str = ENV["PATH"],
         banner: str = "",
         output_limit: int | None = None,
+        transfers_reach: bool = True,
     ) -> None:
         self.name = name
         self.env = {**ENV, "PATH": path}
         self.banner = banner
         self.output_limit = output_limit
+        self.transfers_reach = transfers_reach
         self.calls: Counter[str] = Counter()
 
     @property
@@ -100,6 +105,9 @@ class ShellSandbox:
         self.calls["upload"] += 1
         responses = []
         for name, content in files:
+            if not self.transfers_reach:
+                responses.append(FileUploadResponse(name))
+                continue
             try:
                 Path(name).parent.mkdir(parents=True, exist_ok=True)
                 Path(name).write_bytes(content)
@@ -116,6 +124,9 @@ class ShellSandbox:
         self.calls["download"] += 1
         responses = []
         for name in paths:
+            if not self.transfers_reach:
+                responses.append(FileDownloadResponse(name, error="file_not_found"))
+                continue
             try:
                 responses.append(FileDownloadResponse(name, Path(name).read_bytes()))
             except OSError:

@@ -59,9 +59,7 @@ def test_a_folder_others_can_write_is_refused_and_nothing_is_written(tmp_path: P
     setup.folder.chmod(0o777)
     with pytest.raises(StoreUnavailable) as caught:
         setup.backend.write_bytes("/a.txt", b"x")
-    assert (
-        caught.value.cause == "the helper's folder in the sandbox's /tmp is not private to its user"
-    )
+    assert caught.value.cause == "the helper's folder in the sandbox is not private to its user"
     assert caught.value.lasting
     assert setup.shell.calls["upload"] == 0
     assert list(setup.root.iterdir()) == []
@@ -211,3 +209,20 @@ def test_execute_runs_in_the_root_with_bounded_output(tmp_path: Path) -> None:
 def test_bad_configuration_fails_at_construction(root: str, options: dict[str, object]) -> None:
     with pytest.raises(ValueError, match=r"absolute|positive"):
         SandboxBackend(ShellSandbox(), root, **options)  # type: ignore[arg-type]
+
+
+def test_a_provider_whose_transfers_miss_the_folder_is_served_through_execute(
+    tmp_path: Path,
+) -> None:
+    setup = Setup(tmp_path, ShellSandbox(transfers_reach=False, output_limit=50_000))
+    big = os.urandom(3 * INLINE_REQUEST)
+    setup.backend.write_bytes("/big.bin", big)
+    assert (setup.root / "big.bin").read_bytes() == big
+    assert setup.backend.read_bytes("/big.bin") == big
+    assert (
+        asyncio.run(setup.backend.aread_bytes("/big.bin", 1000, 2 * INLINE_REQUEST))
+        == (big[1000 : 1000 + 2 * INLINE_REQUEST])
+    )
+    setup.backend.stat("/")
+    leftovers = [p.name for p in setup.folder.iterdir() if p.name.startswith(("in-", "out-"))]
+    assert leftovers == []

@@ -158,13 +158,21 @@ def main(argument: str, folder: str) -> None:
     """
     inline = 0
     try:
-        header, data = unpack(_request_bytes(argument, folder))
+        try:
+            request = _request_bytes(argument, folder)
+        except FileNotFoundError:  # an upload that did not reach the folder
+            sys.stdout.write(framed(pack({"unread": True})) + "\n")
+            return
+        header, data = unpack(request)
         inline = header.get("inline", 0)
         for name in header.get("drop", ()):
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(folder, os.path.basename(name)))
-        value, out = _OPERATIONS[header["op"]](Disk(header["root"]), *header.get("args", ()), data)
+        disk = Disk(header["root"], folder)
+        value, out = _OPERATIONS[header["op"]](disk, *header.get("args", ()), data)
         reply = pack({"ok": value}, out)
+        if header["op"] == "fetch":
+            inline = 0  # a part of a reply is never spilled again
     except Exception as exc:  # noqa: BLE001 - every failure is the reply
         reply = pack({"error": error_record(exc)})
     if inline and len(reply) * 4 // 3 > inline:
@@ -200,10 +208,12 @@ class Disk:
 
     Args:
         root: The workspace root, as the user named it; it must exist.
+        folder: The helper's private folder.
     """
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, folder: str) -> None:
         """Hold the root's real path (links resolved) for walks beneath it."""
+        self.folder = folder
         real = os.path.realpath(root)
         if not os.path.isdir(real):
             raise errors.StoreUnavailable(
@@ -558,7 +568,16 @@ def _real_directory(root: str, virtual: str) -> Path:
     return Path(real)
 
 
+def _fetch(disk: Disk, name: str, start: int, size: int, data: bytes) -> Reply:
+    """Part of a reply spilled to the private folder (`disk.folder`)."""
+    del data
+    with open(os.path.join(disk.folder, os.path.basename(name)), "rb") as file:
+        file.seek(start)
+        return None, file.read(size)
+
+
 _OPERATIONS: dict[str, Callable[..., Reply]] = {
+    "fetch": _fetch,
     "search": _search,
     "probe": _probe,
     "stat": _stat,

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from langchain_fstools.search.contract import FileHits, GrepRequest, Listing, NativeSearch
     from langchain_fstools.search.host import Reply
 
+_LONGEST = 86_400.0
+"""Seconds a search is given at most (its deadline may be infinite)."""
+
 _MARGIN = 5
 """Seconds the provider's timeout gives a search beyond its deadline (start-up, reply)."""
 
@@ -51,7 +54,7 @@ class _Search:
         return self._rg_path is not None
 
     def _run_search(self, request: dict[str, Any], deadline: float) -> Reply:
-        seconds = max(deadline - time.monotonic(), 0.0)
+        seconds = min(max(deadline - time.monotonic(), 0.0), _LONGEST)
         exchange = self._transport.call(
             "search",
             {**request, "seconds": seconds},
