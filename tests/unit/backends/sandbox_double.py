@@ -16,9 +16,22 @@ from collections import Counter
 from pathlib import Path
 
 from deepagents.backends.protocol import ExecuteResponse, FileDownloadResponse, FileUploadResponse
+from deepagents.backends.sandbox import BaseSandbox
+
+from langchain_fstools.search.ripgrep import find_ripgrep
 
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 """What commands get: no variable of the test process leaks in."""
+
+
+def path_with_ripgrep(folder: Path) -> str:
+    """A PATH with this environment's `rg` (linked into `folder`) before the system's."""
+    found = find_ripgrep()
+    assert found is not None, "rg (the ripgrep wheel) is missing"
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / "rg").exists():
+        (folder / "rg").symlink_to(found)
+    return f"{folder}:{ENV['PATH']}"
 
 
 class ShellSandbox:
@@ -29,6 +42,9 @@ class ShellSandbox:
         path: The PATH commands get (without python3 to play a sandbox lacking it).
         banner: Text printed before and after every command's output (a chatty provider).
         output_limit: Characters of output kept; more is cut and `truncated` set.
+        transfers_reach: Whether uploads and downloads reach the files commands see;
+            False plays Docker's archive API, which cannot see a tmpfs: an upload
+            "succeeds" and lands nowhere, a download finds nothing.
     """
 
     def __init__(
@@ -38,11 +54,13 @@ class ShellSandbox:
         path: str = ENV["PATH"],
         banner: str = "",
         output_limit: int | None = None,
+        transfers_reach: bool = True,
     ) -> None:
         self.name = name
         self.env = {**ENV, "PATH": path}
         self.banner = banner
         self.output_limit = output_limit
+        self.transfers_reach = transfers_reach
         self.calls: Counter[str] = Counter()
 
     @property
@@ -87,6 +105,9 @@ class ShellSandbox:
         self.calls["upload"] += 1
         responses = []
         for name, content in files:
+            if not self.transfers_reach:
+                responses.append(FileUploadResponse(name))
+                continue
             try:
                 Path(name).parent.mkdir(parents=True, exist_ok=True)
                 Path(name).write_bytes(content)
@@ -103,6 +124,9 @@ class ShellSandbox:
         self.calls["download"] += 1
         responses = []
         for name in paths:
+            if not self.transfers_reach:
+                responses.append(FileDownloadResponse(name, error="file_not_found"))
+                continue
             try:
                 responses.append(FileDownloadResponse(name, Path(name).read_bytes()))
             except OSError:
@@ -111,3 +135,27 @@ class ShellSandbox:
 
     async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
         return await asyncio.to_thread(self.download_files, paths)
+
+
+class ShellBaseSandbox(BaseSandbox):
+    """deepagents' own `BaseSandbox`, subclassed as a provider would, over `ShellSandbox`.
+
+    Only the abstract methods are written (`execute`, `upload_files`, `download_files`,
+    `id`); the async twins are `BaseSandbox`'s (a worker thread each).
+    """
+
+    def __init__(self, shell: ShellSandbox) -> None:
+        self.shell = shell
+
+    @property
+    def id(self) -> str:
+        return self.shell.id
+
+    def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+        return self.shell.execute(command, timeout=timeout)
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        return self.shell.upload_files(files)
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        return self.shell.download_files(paths)

@@ -121,7 +121,8 @@ class SandboxBackend(_Search, Backend):
         )
         self._use_ripgrep = use_ripgrep
         self._commands = SandboxCommands(self._transport, changed_bytes=changed_bytes)
-        self._ripgrep: bool | None = None
+        self._probed = False
+        self._rg_path: str | None = None
 
     @property
     def transport(self) -> Transport:

@@ -75,6 +75,7 @@ class Disk(Protocol):
     """The workspace as the helper's operations get it (`helper.Disk`)."""
 
     beneath: Beneath
+    folder: str
 
 
 _CHUNK = 1 << 20
@@ -596,11 +597,11 @@ def _depth(path: str) -> int:
     return path.count("/")
 
 
-def run(disk: Disk, folder: str, request: dict[str, Any], data: bytes) -> Reply:
+def run(disk: Disk, request: dict[str, Any], data: bytes) -> Reply:
     """`command_run`: the command's result and changes, and their bytes (module docstring)."""
     del data
     with _disk_errors():
-        state = _State(os.path.join(folder, "commands"), disk.beneath.root)
+        state = _State(os.path.join(disk.folder, "commands"), disk.beneath.root)
         base = _baseline(state)
         answer = _execute(
             state.root, request["command"], request["timeout"], request["output_limit"]
@@ -657,10 +658,10 @@ def _settle(state: _State, base: Manifest, after: Manifest) -> None:
 # ----- committing ---------------------------------------------------------------------
 
 
-def commit(disk: Disk, folder: str, changes: list[dict[str, Any]], data: bytes) -> Reply:
+def commit(disk: Disk, changes: list[dict[str, Any]], data: bytes) -> Reply:
     """`command_commit`: each written path's [version, size, mtime_ns] (module docstring)."""
     with _disk_errors():
-        state = _State(os.path.join(folder, "commands"), disk.beneath.root)
+        state = _State(os.path.join(disk.folder, "commands"), disk.beneath.root)
         deleted = {c["path"] for c in changes if c["kind"] == "D"}
         for change in changes:
             if change["kind"] == "A" and change["path"] in deleted:

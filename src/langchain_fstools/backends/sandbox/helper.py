@@ -88,20 +88,21 @@ def framed(packed: bytes) -> str:
     return OPEN + base64.b64encode(packed).decode("ascii") + CLOSE
 
 
-def unframed(output: str) -> bytes | None:
-    """The packed reply in a command's output, or None if there is no whole frame.
+def frames(output: str) -> Iterator[bytes]:
+    """The base64 frames in a command's output, decoded, the last one first.
 
-    The last frame counts; whitespace a terminal adds inside it is ignored.
+    A provider may print text around the helper's output, even text that looks like a
+    frame: the caller takes the last frame that unpacks. Whitespace a terminal adds
+    inside a frame is ignored.
     """
-    start = output.rfind(OPEN)
-    end = output.find(CLOSE, start + len(OPEN)) if start >= 0 else -1
-    if end < 0:
-        return None
-    body = "".join(output[start + len(OPEN) : end].split())
-    try:
-        return base64.b64decode(body, validate=True)
-    except ValueError:
-        return None
+    end = len(output)
+    while (end := output.rfind(CLOSE, 0, end)) >= 0:
+        start = output.rfind(OPEN, 0, end)
+        if start < 0:
+            return
+        body = "".join(output[start + len(OPEN) : end].split())
+        with contextlib.suppress(ValueError):
+            yield base64.b64decode(body, validate=True)
 
 
 def info_record(info: FileInfo) -> list[Any]:
@@ -157,13 +158,21 @@ def main(argument: str, folder: str) -> None:
     """
     inline = 0
     try:
-        header, data = unpack(_request_bytes(argument, folder))
+        try:
+            request = _request_bytes(argument, folder)
+        except FileNotFoundError:  # an upload that did not reach the folder
+            sys.stdout.write(framed(pack({"unread": True})) + "\n")
+            return
+        header, data = unpack(request)
         inline = header.get("inline", 0)
         for name in header.get("drop", ()):
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(folder, os.path.basename(name)))
-        value, out = _OPERATIONS[header["op"]](Disk(header["root"]), *header.get("args", ()), data)
+        disk = Disk(header["root"], folder)
+        value, out = _OPERATIONS[header["op"]](disk, *header.get("args", ()), data)
         reply = pack({"ok": value}, out)
+        if header["op"] == "fetch":
+            inline = 0  # a part of a reply is never spilled again
     except Exception as exc:  # noqa: BLE001 - every failure is the reply
         reply = pack({"error": error_record(exc)})
     if inline and len(reply) * 4 // 3 > inline:
@@ -199,10 +208,12 @@ class Disk:
 
     Args:
         root: The workspace root, as the user named it; it must exist.
+        folder: The helper's private folder.
     """
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, folder: str) -> None:
         """Hold the root's real path (links resolved) for walks beneath it."""
+        self.folder = folder
         real = os.path.realpath(root)
         if not os.path.isdir(real):
             raise errors.StoreUnavailable(
@@ -545,7 +556,7 @@ def _search(disk: Disk, request: dict[str, Any], ripgrep: str | None, data: byte
 
         native = RipgrepSearch(ripgrep, functools.partial(_real_directory, disk.beneath.root))
     out = io.BytesIO()
-    host.main({**request, "root": disk.beneath.root}, out, native)
+    host.main({**request, "root": disk.beneath.root, "whole_seconds": False}, out, native)
     return None, out.getvalue()
 
 
@@ -571,7 +582,16 @@ def _commands(name: str) -> Callable[..., Reply]:
     return operation
 
 
+def _fetch(disk: Disk, name: str, start: int, size: int, data: bytes) -> Reply:
+    """Part of a reply spilled to the private folder (`disk.folder`)."""
+    del data
+    with open(os.path.join(disk.folder, os.path.basename(name)), "rb") as file:
+        file.seek(start)
+        return None, file.read(size)
+
+
 _OPERATIONS: dict[str, Callable[..., Reply]] = {
+    "fetch": _fetch,
     "search": _search,
     "probe": _probe,
     "stat": _stat,
@@ -644,11 +664,11 @@ __all__ = [
     "Disk",
     "error_record",
     "framed",
+    "frames",
     "info_of",
     "info_record",
     "main",
     "pack",
     "raised",
-    "unframed",
     "unpack",
 ]

@@ -89,9 +89,7 @@ class SandboxCommands:
             "changed_limit": self.changed_bytes if self.changed_bytes is not None else NO_LIMIT,
         }
         seconds = int(timeout) + HELPER_GRACE
-        answer, blob = yield from self.transport.call(
-            "command_run", self.transport.folder, request, timeout=seconds
-        )
+        answer, blob = yield from self.transport.call("command_run", request, timeout=seconds)
         buffer = OutputBuffer(output_limit)
         for stream, data in answer["head"]:
             buffer.add(base64.b64decode(data), stderr=stream == "stderr")
@@ -114,7 +112,7 @@ class SandboxCommands:
         """
         records = [_record(change) for change in changes.changes]
         written, _ = yield from self.transport.call(
-            "command_commit", self.transport.folder, records, data=_packed(changes)
+            "command_commit", records, data=_packed(changes)
         )
         infos = []
         for change in changes.changes:

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from langchain_fstools.search.contract import FileHits, GrepRequest, Listing, NativeSearch
     from langchain_fstools.search.host import Reply
 
+_LONGEST = 86_400.0
+"""Seconds a search is given at most (its deadline may be infinite)."""
+
 _MARGIN = 5
 """Seconds the provider's timeout gives a search beyond its deadline (start-up, reply)."""
 
@@ -34,20 +37,24 @@ class _Search:
 
     _transport: Transport
     _use_ripgrep: bool
-    _ripgrep: bool | None
-
-    _rg_path: str | None = None
+    _probed: bool
+    _rg_path: str | None
 
     def native_search(self) -> NativeSearch:
         """The search run in the sandbox (its ripgrep, or the engine); asks once which."""
-        if self._ripgrep is None:
+        if not self._probed:
             found, _ = self._transport.run(self._transport.call("probe"))
             self._rg_path = found["rg"] if self._use_ripgrep else None
-            self._ripgrep = bool(self._rg_path)
+            self._probed = True
         return SandboxSearch(self._run_search)
 
+    @property
+    def searches_with_ripgrep(self) -> bool:
+        """Whether searches run the sandbox's ripgrep (known after `native_search`)."""
+        return self._rg_path is not None
+
     def _run_search(self, request: dict[str, Any], deadline: float) -> Reply:
-        seconds = max(deadline - time.monotonic(), 0.0)
+        seconds = min(max(deadline - time.monotonic(), 0.0), _LONGEST)
         exchange = self._transport.call(
             "search",
             {**request, "seconds": seconds},

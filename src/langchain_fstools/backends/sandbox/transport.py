@@ -10,12 +10,15 @@ where the request is `helper`'s wire format (base64 on the command line, or an
 uploaded file when longer than `INLINE_REQUEST`), and the reply is the framed text the
 helper prints. The loader runs the helper program (the module `helper` and what it
 imports, `backends.shipping`), kept in a private folder of the sandbox
-(`/tmp/.fstools-<sandbox id>`, mode 0700, owned by the user commands run as):
+(`/var/tmp/.fstools-<sandbox id>`, mode 0700, owned by the user commands run as):
 
     1. The first call finds no program there: the loader says `MISSING`, the client
        uploads the program (`upload_files`, named by its SHA-256) and asks again. So a
        sandbox pays two extra round trips once; a new version of this package uploads
-       its own program beside the old one.
+       its own program beside the old one. Where the provider's uploads cannot reach
+       the folder (the loader still finds nothing), the program is written through
+       `execute`, a part per command line; large requests and replies then travel the
+       same way (`fetch` reads a reply in parts).
     2. The loader checks the program's digest, compiles it once and keeps the code
        beside it (marshalled, per Python bytecode version), so later runs only load it.
     3. A folder that is not private (another owner, group or other permissions, a
@@ -34,21 +37,20 @@ its async twins, as `core.calls` drives backend calls.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import re
 import shlex
+import zlib
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from langchain_fstools.backends import shipping
 from langchain_fstools.backends.sandbox import helper
 from langchain_fstools.core import calls
 from langchain_fstools.errors import StoreUnavailable
-
-if TYPE_CHECKING:
-    from collections.abc import Awaitable, Sequence
 
 T = TypeVar("T")
 
@@ -68,6 +70,14 @@ folder and downloaded."""
 
 DEFAULT_TIMEOUT: Final = 120
 """Seconds one operation may take in the sandbox (the provider's `execute` timeout)."""
+
+READS: Final = frozenset(
+    {"probe", "stat", "exists", "read", "list", "walk", "resolve", "search", "fetch"}
+)
+"""Operations that change nothing: asked again when the provider cut their reply short."""
+
+_LEAST_INLINE: Final = 4096
+"""The shortest reply a provider is assumed to print whole."""
 
 MISSING: Final = "<fstools-missing>"
 UNSAFE: Final = "<fstools-unsafe>"
@@ -132,6 +142,21 @@ class Shipped:
         exec(modules[module.__name__], module.__dict__)
 sys.meta_path.insert(0, Shipped())
 importlib.import_module({program!r}).main(argument, folder)
+"""
+
+
+# Writes one part of a file into the private folder (made by the loader's first run),
+# the last part renaming the whole into place.
+_WRITER = """\
+import base64, os, sys
+folder, name, number, last, part = sys.argv[1:6]
+path = os.path.join(folder, os.path.basename(name))
+flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if number != "0" else os.O_TRUNC)
+descriptor = os.open(path + ".part", flags, 0o600)
+os.write(descriptor, base64.b64decode(part))
+os.close(descriptor)
+if last == "1":
+    os.replace(path + ".part", path)
 """
 
 
@@ -210,7 +235,7 @@ class Transport:
         python: Name or path of Python 3.11+ in the sandbox. Default: `python3`.
         timeout: Seconds an operation may take. Default: `DEFAULT_TIMEOUT`.
         folder: The helper's private folder in the sandbox (made by the first call).
-            Default: `/tmp/.fstools-<sandbox id>`.
+            Default: `/var/tmp/.fstools-<sandbox id>`.
     """
 
     def __init__(
@@ -229,6 +254,9 @@ class Transport:
         self.timeout = timeout
         self.folder = folder or _folder(sandbox)
         self._drop: list[str] = []
+        self._inline = INLINE_REPLY
+        self._uploads_reach = True
+        self._downloads_reach = True
 
     # ----- driving ------------------------------------------------------------------------
 
@@ -241,22 +269,28 @@ class Transport:
         return await calls.adrive(exchange, self._aperform)
 
     def _perform(self, request: Request) -> Any:
-        match request:
-            case Execute(command=command, timeout=timeout):
-                return self.sandbox.execute(command, timeout=timeout)
-            case Upload(files=files):
-                return self.sandbox.upload_files(list(files))
-            case Download(paths=paths):
-                return self.sandbox.download_files(list(paths))
+        try:
+            match request:
+                case Execute(command=command, timeout=timeout):
+                    return self.sandbox.execute(command, timeout=timeout)
+                case Upload(files=files):
+                    return self.sandbox.upload_files(list(files))
+                case Download(paths=paths):
+                    return self.sandbox.download_files(list(paths))
+        except Exception as exc:
+            raise _unanswered(exc) from exc
 
-    def _aperform(self, request: Request) -> Awaitable[Any]:
-        match request:
-            case Execute(command=command, timeout=timeout):
-                return self.sandbox.aexecute(command, timeout=timeout)
-            case Upload(files=files):
-                return self.sandbox.aupload_files(list(files))
-            case Download(paths=paths):
-                return self.sandbox.adownload_files(list(paths))
+    async def _aperform(self, request: Request) -> Any:
+        try:
+            match request:
+                case Execute(command=command, timeout=timeout):
+                    return await self.sandbox.aexecute(command, timeout=timeout)
+                case Upload(files=files):
+                    return await self.sandbox.aupload_files(list(files))
+                case Download(paths=paths):
+                    return await self.sandbox.adownload_files(list(paths))
+        except Exception as exc:
+            raise _unanswered(exc) from exc
 
     # ----- one operation -----------------------------------------------------------------
 
@@ -269,32 +303,36 @@ class Transport:
             StoreUnavailable: the sandbox cannot run the helper, or failed to answer.
             OSError, FsToolsError: what the operation raised in the sandbox.
         """
-        header = {"op": op, "root": self.root, "args": list(args), "inline": INLINE_REPLY}
+        header = {"op": op, "root": self.root, "args": list(args), "inline": self._inline}
+        installed = 0  # the program: 1 uploaded, 2 written through `execute`
         spilled = False
-        uploaded = False
         while True:
             if self._drop:
                 header["drop"], self._drop = self._drop, []
             argument = yield from self._argument(helper.pack(header, data))
             response = yield Execute(self._command(argument), timeout or self.timeout)
+            header.pop("drop", None)
             output = str(response.output)
-            packed = helper.unframed(output)
-            if packed is None:
-                if MISSING in output and not uploaded:
-                    yield from self._upload_program()
-                    uploaded = True
+            reply = _reply(output)
+            if reply is None:
+                if MISSING in output and installed < 2:  # noqa: PLR2004 - both ways tried
+                    yield from self._put(_digest(), _program(), through_execute=installed == 1)
+                    installed += 1
+                    continue
+                if getattr(response, "truncated", False) and op in READS and not spilled:
+                    self._inline = max(len(output) // 2, _LEAST_INLINE)  # the provider's cap
+                    header["inline"], spilled = self._inline, True
                     continue
                 raise _failure(output, response)
-            reply, out = helper.unpack(packed)
-            if "file" in reply:
-                packed = yield from self._download(reply["file"])
-                reply, out = helper.unpack(packed)
-            if getattr(response, "truncated", False) and not spilled and "file" not in reply:
-                header["inline"], spilled = 1, True  # cut short yet framed: ask for a file
+            answer, out = reply
+            if answer.get("unread") and self._uploads_reach:  # the upload went elsewhere
+                self._uploads_reach = False
                 continue
-            if "error" in reply:
-                raise helper.raised(reply["error"])
-            return reply["ok"], out
+            if "file" in answer:
+                answer, out = helper.unpack((yield from self._fetch(answer["file"])))
+            if "error" in answer:
+                raise helper.raised(answer["error"])
+            return answer["ok"], out
 
     def _command(self, argument: str) -> str:
         return shlex.join(
@@ -302,35 +340,74 @@ class Transport:
         )
 
     def _argument(self, packed: bytes) -> Exchange[str]:
-        """The request as an argument: inline, or uploaded to the private folder."""
+        """The request as an argument: inline, or put in the private folder."""
         text = base64.b64encode(packed).decode("ascii")
         if len(text) <= INLINE_REQUEST:
             return text
         name = f"in-{hashlib.sha256(packed).hexdigest()[:16]}"
-        yield from self._upload(((f"{self.folder}/{name}", packed),))
+        yield from self._put(name, packed, through_execute=not self._uploads_reach)
         return helper.REQUEST_FILE + name
 
-    def _upload_program(self) -> Exchange[None]:
-        yield from self._upload(((f"{self.folder}/{_digest()}", _program()),))
+    def _put(self, name: str, data: bytes, *, through_execute: bool) -> Exchange[None]:
+        """Put a file in the private folder: uploaded, or written by `execute`s.
 
-    def _upload(self, files: Sequence[tuple[str, bytes]]) -> Exchange[None]:
-        responses = yield Upload(tuple(files))
-        for response in responses:
-            if getattr(response, "error", None):
+        Some providers' uploads cannot reach every folder the commands see (Docker's
+        archive API does not see a tmpfs such as `/tmp`): the loader then still finds
+        nothing, and the file is written through `execute`, a part per command line.
+        """
+        if not through_execute:
+            responses = yield Upload(((f"{self.folder}/{name}", data),))
+            errors = [r.error for r in responses if getattr(r, "error", None)]
+            if not errors:
+                return
+        text = base64.b64encode(data).decode("ascii")
+        parts = [text[at : at + INLINE_REQUEST] for at in range(0, len(text), INLINE_REQUEST)]
+        for number, part in enumerate(parts or [""]):
+            last = "1" if number == len(parts) - 1 or not parts else "0"
+            command = shlex.join(
+                [self.python, "-I", "-S", "-c", _WRITER, self.folder, name, str(number), last, part]
+            )
+            response = yield Execute(command, self.timeout)
+            if response.exit_code != 0:
                 raise StoreUnavailable(
                     "sandbox",
-                    f"the sandbox refused an upload to its private folder ({response.error})",
+                    "the sandbox could not keep the helper's files in its private folder"
+                    f" ({str(response.output).strip()[-200:]})",
                 )
 
-    def _download(self, name: str) -> Exchange[bytes]:
-        (response,) = yield Download((f"{self.folder}/{name}",))
-        self._drop.append(name)
-        content = getattr(response, "content", None)
-        if getattr(response, "error", None) or content is None:
-            raise StoreUnavailable(
-                "sandbox", f"the sandbox did not hand back a reply it wrote ({response.error})"
-            )
-        return bytes(content)
+    def _fetch(self, name: str) -> Exchange[bytes]:
+        """A reply the helper wrote to the private folder: downloaded, or read in parts.
+
+        The next request asks the helper to remove it.
+        """
+        if self._downloads_reach:
+            (response,) = yield Download((f"{self.folder}/{name}",))
+            content = getattr(response, "content", None)
+            if not getattr(response, "error", None) and content is not None:
+                self._drop.append(name)
+                return bytes(content)
+            self._downloads_reach = False
+        parts: list[bytes] = []
+        while True:
+            size = max(self._inline // 2, _LEAST_INLINE)
+            _, part = yield from self.call("fetch", name, sum(map(len, parts)), size)
+            parts.append(part)
+            if len(part) < size:
+                self._drop.append(name)
+                return b"".join(parts)
+
+
+def _reply(output: str) -> tuple[dict[str, Any], bytes] | None:
+    """The helper's reply in a command's output; None if there is no whole one."""
+    for packed in helper.frames(output):
+        with contextlib.suppress(zlib.error, ValueError):  # not ours, or mangled on the way
+            return helper.unpack(packed)
+    return None
+
+
+def _unanswered(exc: Exception) -> StoreUnavailable:
+    """A provider's own failure (the sandbox is gone, its API refused), in our terms."""
+    return StoreUnavailable("sandbox", f"the sandbox did not answer ({type(exc).__name__}: {exc})")
 
 
 def _failure(output: str, response: Any) -> StoreUnavailable:
@@ -347,10 +424,14 @@ def _failure(output: str, response: Any) -> StoreUnavailable:
     if UNSAFE in output:
         return StoreUnavailable(
             "sandbox",
-            "the helper's folder in the sandbox's /tmp is not private to its user",
+            "the helper's folder in the sandbox is not private to its user",
             lasting=True,
         )
-    if code == 127 or "not found" in output:  # noqa: PLR2004 - the shell's "command not found"
+    if getattr(response, "truncated", False):
+        return StoreUnavailable(
+            "sandbox", "the sandbox cut the helper's reply short; check the file, then try again"
+        )
+    if code == 127:  # noqa: PLR2004 - the shell's "command not found"
         return StoreUnavailable(
             "sandbox", "the sandbox has no python3, which the file tools need there", lasting=True
         )
@@ -361,8 +442,11 @@ def _failure(output: str, response: Any) -> StoreUnavailable:
 
 
 def _folder(sandbox: SandboxLike) -> str:
-    """The default private folder: in the sandbox's /tmp, named by its id."""
-    return f"/tmp/.fstools-{_safe(_sandbox_id(sandbox))}"  # noqa: S108 - private, checked
+    """The default private folder: in the sandbox's /var/tmp, named by its id.
+
+    Not `/tmp`: it is often a tmpfs, which some providers' file transfers cannot reach.
+    """
+    return f"/var/tmp/.fstools-{_safe(_sandbox_id(sandbox))}"  # noqa: S108 - private, checked
 
 
 def _sandbox_id(sandbox: SandboxLike) -> str:
