@@ -11,7 +11,7 @@ from langchain_fstools.sandboxes.docker import DockerSandbox
 from langchain_fstools.shell.sandbox.limits import Limits, MiB
 
 if TYPE_CHECKING:
-    from tests.integration.docker.conftest import DockerEngine
+    from tests.integration.docker.engine import DockerEngine
 
 pytestmark = pytest.mark.integration
 
@@ -112,12 +112,12 @@ def test_the_memory_limit_kills_a_command_that_passes_it(docker_engine: DockerEn
         assert sandbox.execute("echo alive").output == "alive\n"
 
 
-def test_rlimits_and_tmp_size_come_from_limits(docker_engine: DockerEngine) -> None:
+def test_rlimits_and_shared_memory_come_from_limits(docker_engine: DockerEngine) -> None:
     limits = Limits(memory=256 * MiB, open_files=100, file_size=4096, tmp_size=8 * MiB)
     with docker_engine.sandbox(limits=limits) as sandbox:
         assert sandbox.execute("ulimit -n").output == "100\n"
         assert sandbox.execute("ulimit -f").output == "8\n"  # in 512-byte blocks
-        result = sandbox.execute("df -k /tmp | tail -1").output.split()
+        result = sandbox.execute("df -k /dev/shm | tail -1").output.split()
         assert result[1] == str(8 * 1024)
 
 
