@@ -116,13 +116,13 @@ _STATE: Final = "/tmp/.fstools"  # noqa: S108 - inside the container
 (one file per running command, holding its process group)."""
 
 _WRAPPER: Final = f"""\
-mkdir -p {_STATE}/run 2>/dev/null
 setsid -w sh -c 'echo $$ > "$0" 2>/dev/null; exec sh -c "$1" 2>&1' {_STATE}/run/"$1" "$2"
 status=$?
-rm -f {_STATE}/run/"$1"; touch {_STATE}/active 2>/dev/null
+rm -f {_STATE}/run/"$1"; : 2>/dev/null > {_STATE}/active
 exit $status
 """
-"""`sh -c _WRAPPER fstools TOKEN COMMAND`: run COMMAND in a session of its own."""
+"""`sh -c _WRAPPER fstools TOKEN COMMAND`: run COMMAND in a session of its own (`_INIT`
+made the folder; shell redirections instead of `touch` and `mkdir` spare two processes)."""
 
 _KILLER: Final = f"""\
 group=$(cat {_STATE}/run/"$1" 2>/dev/null) && kill -KILL "-$group" 2>/dev/null
@@ -130,7 +130,7 @@ for process in /proc/[0-9]*; do
     tr '\\0' '\\n' < "$process/environ" 2>/dev/null | grep -qx "FSTOOLS_EXEC=$1" \\
         && kill -KILL "${{process#/proc/}}" 2>/dev/null
 done
-rm -f {_STATE}/run/"$1"; touch {_STATE}/active 2>/dev/null
+rm -f {_STATE}/run/"$1"; : 2>/dev/null > {_STATE}/active
 exit 0
 """
 """`sh -c _KILLER fstools TOKEN`: kill the command with TOKEN, its group and its heirs."""
@@ -138,9 +138,9 @@ exit 0
 _INIT: Final = f"""\
 trap 'exit 0' TERM INT
 mkdir -p {_STATE}/run; touch {_STATE}/active
+[ "$1" -gt 0 ] || exec sleep infinity
 while :; do
     sleep 1 & wait $!
-    [ "$1" -gt 0 ] || continue
     [ -z "$(ls {_STATE}/run)" ] || continue
     idle=$(( $(date +%s) - $(stat -c %Y {_STATE}/active) ))
     [ "$idle" -lt "$1" ] || exit 0

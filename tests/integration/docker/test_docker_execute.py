@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING
 
@@ -124,3 +125,13 @@ def test_rlimits_and_shared_memory_come_from_limits(docker_engine: DockerEngine)
 async def test_a_command_runs_off_the_event_loop(docker_sandbox: DockerSandbox) -> None:
     result = await docker_sandbox.aexecute("echo async", timeout=10)
     assert (result.output, result.exit_code) == ("async\n", 0)
+
+
+async def test_concurrent_commands_each_get_their_own_output(
+    docker_sandbox: DockerSandbox,
+) -> None:
+    commands = [f"sleep 0.{(n * 3) % 5}; seq {n} {n + 2}; exit {n}" for n in range(8)]
+    results = await asyncio.gather(*(docker_sandbox.aexecute(c, timeout=30) for c in commands))
+    assert [(r.output, r.exit_code) for r in results] == [
+        (f"{n}\n{n + 1}\n{n + 2}\n", n) for n in range(8)
+    ]
