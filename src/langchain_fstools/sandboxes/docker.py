@@ -8,12 +8,13 @@ remote. deepagents' `BaseSandbox` builds its file operations on the three calls 
 - **`execute`** runs `sh -c COMMAND` by `docker exec`, in the workspace, through a small
   wrapper: the command gets a session (and process group) of its own, whose leader's
   pid is kept in `/tmp/.fstools/run/<token>`, and every process it starts carries
-  `FSTOOLS_EXEC=<token>` in its environment. At the deadline a second exec kills the
-  group and every process with that token (one that left the group with `setsid` too),
-  and the result says the command timed out (exit code 124, as deepagents' providers
-  do). stderr goes to stdout's pipe, so the output keeps the order it was written in; at
-  most `max_output_bytes` of it are kept:
-  past it, the first and the last halves are kept and the result is `truncated`.
+  `FSTOOLS_EXEC=<token>` in its environment. When the command's shell ends, the wrapper
+  kills what is left of its group (`cmd &` does not outlive the call, nor hold its
+  output open). At the deadline a second exec kills the group and every process with
+  that token (one that left the group with `setsid` too), and the result says the
+  command timed out (exit code 124, as deepagents' providers do). stderr goes to
+  stdout's pipe, so the output keeps the order it was written in; past
+  `max_output_bytes`, its first and last halves are kept and the result is `truncated`.
 - **`upload_files`** sends one tar archive for the batch's files in the workspace
   (`PUT .../archive`, extracted there, so a workspace volume of a read-only container
   takes them) and one for the others (extracted at `/`); parents are made, a directory
@@ -118,11 +119,13 @@ _STATE: Final = "/tmp/.fstools"  # noqa: S108 - inside the container
 _WRAPPER: Final = f"""\
 setsid -w sh -c 'echo $$ > "$0" 2>/dev/null; exec sh -c "$1" 2>&1' {_STATE}/run/"$1" "$2"
 status=$?
+read -r group 2>/dev/null < {_STATE}/run/"$1" && kill -KILL "-$group" 2>/dev/null
 rm -f {_STATE}/run/"$1"; : 2>/dev/null > {_STATE}/active
 exit $status
 """
-"""`sh -c _WRAPPER fstools TOKEN COMMAND`: run COMMAND in a session of its own (`_INIT`
-made the folder; shell redirections instead of `touch` and `mkdir` spare two processes)."""
+"""`sh -c _WRAPPER fstools TOKEN COMMAND`: run COMMAND in a session of its own, then kill
+what is left of it (`_INIT` made the folder; builtins and redirections instead of `cat`,
+`touch` and `mkdir` spare three processes)."""
 
 _KILLER: Final = f"""\
 group=$(cat {_STATE}/run/"$1" 2>/dev/null) && kill -KILL "-$group" 2>/dev/null
@@ -430,8 +433,8 @@ class DockerSandbox(BaseSandbox):
 
         Returns:
             One response per path, in order: its `content`, or `error`:
-            `file_not_found`, `is_directory`, `invalid_path` (malformed, or not a
-            regular file: a device, a pipe), or a sentence.
+            `file_not_found`, `is_directory`, `invalid_path` (malformed, a link
+            loop, or not a regular file: a device, a pipe), or a sentence.
         """
         responses = []
         for path in paths:
@@ -596,6 +599,8 @@ class DockerSandbox(BaseSandbox):
             return self._gone()
         if answer.status_code == 404 or "not a directory" in message:  # noqa: PLR2004
             return FILE_NOT_FOUND
+        if "too many links" in message:
+            return INVALID_PATH
         return self._refused(answer, "read")
 
     def _refused(self, answer: requests.Response, verb: str) -> str:

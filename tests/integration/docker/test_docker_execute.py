@@ -47,6 +47,27 @@ def test_a_timeout_kills_the_command_s_group_and_what_left_it(
     assert docker_sandbox.execute(COUNT_SLEEPERS).output.strip() == "0"
 
 
+def test_a_background_process_ends_with_its_command(docker_sandbox: DockerSandbox) -> None:
+    started = time.monotonic()
+    result = docker_sandbox.execute("sleep 9876 & echo left running", timeout=60)
+    assert (result.output, result.exit_code) == ("left running\n", 0)
+    assert time.monotonic() - started < 20  # the sleep did not hold the output open
+    assert docker_sandbox.execute(COUNT_SLEEPERS).output.strip() == "0"
+
+
+def test_a_process_that_left_the_group_and_the_token_ends_at_the_deadline(
+    docker_sandbox: DockerSandbox,
+) -> None:
+    """`env -i` drops the token and `setsid` the group: the output is let go after a grace."""
+    started = time.monotonic()
+    escape = "setsid sh -c ': > /tmp/escaped; exec env -i sleep 9876' &"
+    wait = "until [ -e /tmp/escaped ]; do sleep 0.05; done"  # out of the group for sure
+    result = docker_sandbox.execute(f"{escape} {wait}; echo started", timeout=1)
+    assert result.exit_code == 124
+    assert result.output.startswith("started\n")
+    assert time.monotonic() - started < 20
+
+
 def test_a_command_within_its_timeout_is_not_killed(docker_sandbox: DockerSandbox) -> None:
     result = docker_sandbox.execute("sleep 1; echo done", timeout=5)
     assert (result.output, result.exit_code) == ("done\n", 0)

@@ -71,8 +71,9 @@ def test_each_failed_upload_says_why_and_the_others_are_written(
 
 
 def test_each_failed_download_says_why(docker_sandbox: DockerSandbox) -> None:
-    docker_sandbox.execute("mkdir folder && echo x > file && mkfifo pipe")
+    docker_sandbox.execute("mkdir folder && echo x > file && mkfifo pipe && ln -s a b && ln -s b a")
     paths = [
+        "/workspace/a",
         "/workspace/missing",
         "/workspace/folder",
         "/workspace/file/below",
@@ -83,6 +84,7 @@ def test_each_failed_download_says_why(docker_sandbox: DockerSandbox) -> None:
     ]
     downloaded = docker_sandbox.download_files(paths)
     assert [(response.path, response.error) for response in downloaded] == [
+        ("/workspace/a", "invalid_path"),
         ("/workspace/missing", "file_not_found"),
         ("/workspace/folder", "is_directory"),
         ("/workspace/file/below", "file_not_found"),

@@ -108,3 +108,12 @@ def test_the_dockerfile_and_the_offline_build_install_the_same_packages() -> Non
     assert "debootstrap --variant=minbase" in script
     assert " bookworm " in script
     assert "FROM debian:bookworm-slim" in dockerfile
+
+
+def test_an_engine_that_does_not_answer_is_one_sentence_per_call() -> None:
+    sandbox = _sandbox()
+    result = sandbox.execute("true")
+    assert result.exit_code is None
+    assert result.output.startswith("Error: the Docker Engine did not answer;")
+    assert sandbox.upload_files([("/workspace/a", b"")])[0].error == result.output
+    assert sandbox.download_files(["/workspace/a"])[0].error == result.output
