@@ -29,8 +29,6 @@ from langchain_fstools.sandboxes.docker import DockerSandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = "fstools-sandbox:test"
-HELPER = "/var/tmp/.fstools-helper"
-"""On the container's own file system: archive uploads do not reach its /tmp (a tmpfs)."""
 
 
 def timed(function: object) -> float:
@@ -47,7 +45,7 @@ def docker_exec(client: docker.DockerClient, container_id: str) -> None:
 
 def measure(client: docker.DockerClient, files: int, repeat: int) -> dict[str, float]:
     with DockerSandbox.create(image=IMAGE, client=client) as sandbox:
-        backend = SandboxBackend(sandbox, helper_folder=HELPER)
+        backend = SandboxBackend(sandbox)
         writes = [Write(f"/d{n % 10}/f{n}.txt", b"x" * 200) for n in range(files)]
         for start in range(0, len(writes), 500):
             backend.write_many(writes[start : start + 500])

@@ -34,17 +34,13 @@ SCRIPT = (
     " chmod 4755 src/app.py; echo done"
 )
 
-HELPER = "/var/tmp/.fstools-helper"
-"""The helper's folder: on the container's own file system, since the engine's archive
-uploads do not reach into its /tmp (a tmpfs mount)."""
-
 TREE = "find . -printf '%y %m %p %l\\n' | sort; cat notes.txt src/app.py"
 """What a test compares of the workspace, asked of the container itself."""
 
 
 @pytest.fixture
 def backend(docker_sandbox: DockerSandbox) -> SandboxBackend:
-    made = SandboxBackend(docker_sandbox, helper_folder=HELPER)
+    made = SandboxBackend(docker_sandbox)
     made.write_bytes("/src/app.py", b"print('hi')\n")
     made.write_bytes("/notes.txt", b"one\n")
     made.write_bytes("/old/gone.txt", b"bye\n")
@@ -145,7 +141,7 @@ def test_rewind_restores_what_a_command_changed(backend: SandboxBackend) -> None
 def test_a_command_filling_the_disk_keeps_nothing(docker_engine: DockerEngine) -> None:
     with docker_engine.sandbox(limits=Limits(memory=512 * MiB, tmp_size=8 * MiB)) as sandbox:
         assert sandbox.execute("mkdir /dev/shm/ws").exit_code == 0
-        backend = SandboxBackend(sandbox, "/dev/shm/ws", helper_folder=HELPER)
+        backend = SandboxBackend(sandbox, "/dev/shm/ws")
         backend.write_bytes("/notes.txt", b"one\n")
         result = backend.execute_changes(
             "echo x >> notes.txt; head -c 20000000 /dev/urandom > big",
