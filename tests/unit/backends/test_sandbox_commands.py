@@ -15,7 +15,7 @@ import pytest
 from langchain_fstools.backends.sandbox import SandboxBackend, transport
 from langchain_fstools.core.changesets import ChangeKind
 from langchain_fstools.core.paths import ROOT
-from langchain_fstools.errors import DiskFull, VersionConflict
+from langchain_fstools.errors import DiskFull, OutsideRoot, VersionConflict
 from langchain_fstools.shell.sandbox.overlay import upper_path
 from tests.unit.backends.sandbox_double import ShellSandbox
 
@@ -160,6 +160,21 @@ def test_a_set_whose_path_changed_meanwhile_is_refused_whole(
     assert raised.value.path == "/notes.txt"
     assert not (workspace / "fresh.txt").exists()
     assert (workspace / "notes.txt").read_text() == "someone else\n"
+
+
+def test_a_link_put_on_the_way_before_the_commit_is_refused(
+    backend: SandboxBackend, workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    result = backend.execute_changes("echo x > src/new.txt", timeout=20, output_limit=1000)
+    assert result.changes is not None
+    shutil.rmtree(workspace / "src")
+    (workspace / "src").symlink_to(outside)  # a process left running, say
+    with pytest.raises(OutsideRoot):
+        backend.commit(result.changes)
+    result.changes.discard()
+    assert list(outside.iterdir()) == []
 
 
 def test_set_uid_bits_are_dropped(backend: SandboxBackend, workspace: Path) -> None:

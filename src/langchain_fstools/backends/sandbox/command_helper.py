@@ -27,7 +27,8 @@ keep their files in `commands/` of the helper's private folder: `manifest.json`,
        inode is still there, with its mtime, so its version is as before), modes back.
        Each change's `before` is the version of its path after the restore.
 - `command_commit` (the changes as `command_run` gave them; their bytes): every
-  `before` is checked first (`VersionConflict`), every file and link is staged on the
+  `before` is checked first (`VersionConflict`), and that no link leads a path out of
+  the workspace (`OutsideRoot`); every file and link is staged on the
   workspace's file system, then deletions (deepest first), new directories and modes,
   and renames into place; a failure undoes the steps taken (`DiskFull` when the disk is
   full). The next `command_run` takes the commit into its baseline (step 1).
@@ -664,6 +665,7 @@ def commit(disk: Disk, changes: list[dict[str, Any]], data: bytes) -> Reply:
         state = _State(os.path.join(disk.folder, "commands"), disk.beneath.root)
         deleted = {c["path"] for c in changes if c["kind"] == "D"}
         for change in changes:
+            _confined(state.root, change["path"])
             if change["kind"] == "A" and change["path"] in deleted:
                 continue  # checked as the deletion
             if change["entry"] == "directory" and change["kind"] == "M":
@@ -675,6 +677,20 @@ def commit(disk: Disk, changes: list[dict[str, Any]], data: bytes) -> Reply:
             return _Apply(state.root, stage).all(changes, staged), b""
         finally:
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def _confined(root: str, path: str) -> None:
+    """`OutsideRoot` unless every folder on the way to `path` is a real folder of `root`.
+
+    A link put on the way since the set was read (by a process left running) would
+    lead the commit out of the workspace. Folders the set adds are not there yet: the
+    nearest one that is must be the folder itself, no link.
+    """
+    folder = os.path.dirname(os.path.join(root, path))
+    while not os.path.lexists(folder):
+        folder = os.path.dirname(folder)
+    if os.path.realpath(folder) != folder:
+        raise errors.OutsideRoot("/" + path)
 
 
 def _stage_parent(state: _State) -> str:
