@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from langchain_fstools import FilesystemMiddleware
+from langchain_fstools import FilesystemMiddleware, FileToolkit
 from langchain_fstools.backends.sandbox import SandboxBackend
 from langchain_fstools.errors import DiskFull, VersionConflict
 from langchain_fstools.shell.sandbox.limits import Limits, MiB
@@ -156,3 +156,37 @@ def test_a_command_filling_the_disk_keeps_nothing(docker_engine: DockerEngine) -
             backend.commit(result.changes)
         result.changes.discard()
         assert sandbox.execute("ls -a /dev/shm/ws").output == ".\n..\nnotes.txt\n"
+
+
+def test_a_sandbox_gone_before_a_command_is_one_sentence(
+    docker_engine: DockerEngine,
+) -> None:
+    sandbox = docker_engine.sandbox()
+    backend = SandboxBackend(sandbox)
+    backend.write_bytes("/notes.txt", b"one\n")
+    tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
+    sandbox.close()  # another client removed the container
+
+    call = {"command": "echo x >> notes.txt"}
+    message = tools["execute"].invoke(
+        {"type": "tool_call", "id": "c1", "name": "execute", "args": call}
+    )
+
+    assert message.status == "error"
+    (sentence,) = [line for line in str(message.content).splitlines() if line]
+    assert sentence.startswith("Error: ")
+    assert sentence.endswith(".")
+
+
+def test_an_output_flood_is_cut_in_the_middle_and_its_changes_kept(
+    backend: SandboxBackend,
+) -> None:
+    tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
+    command = "yes flood | head -c 20000000; echo; echo x >> notes.txt; echo end"
+
+    out = tools["execute"].invoke({"command": command})
+
+    assert out.startswith("flood\n")
+    assert "bytes of output omitted" in out
+    assert "end\nExit code: 0" in out
+    assert backend.read_bytes("/notes.txt") == b"one\nx\n"
