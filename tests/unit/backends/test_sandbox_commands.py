@@ -7,6 +7,8 @@ import os
 import shutil
 import stat
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +17,7 @@ import pytest
 from langchain_fstools.backends.sandbox import SandboxBackend, transport
 from langchain_fstools.core.changesets import ChangeKind
 from langchain_fstools.core.paths import ROOT
+from langchain_fstools.core.results import ExecutionResult
 from langchain_fstools.errors import DiskFull, OutsideRoot, VersionConflict
 from langchain_fstools.shell.sandbox.overlay import upper_path
 from tests.unit.backends.sandbox_double import ShellSandbox
@@ -175,6 +178,27 @@ def test_a_link_put_on_the_way_before_the_commit_is_refused(
         backend.commit(result.changes)
     result.changes.discard()
     assert list(outside.iterdir()) == []
+
+
+def test_a_write_while_a_command_runs_waits_for_it_and_is_not_undone(
+    backend: SandboxBackend, workspace: Path
+) -> None:
+    assert backend.contains_commands()
+    results: list[ExecutionResult] = []
+    command = threading.Thread(
+        target=lambda: results.append(
+            backend.execute_changes("sleep 2; cat notes.txt", timeout=20, output_limit=100)
+        )
+    )
+    command.start()
+    time.sleep(1)
+    backend.write_bytes("/notes.txt", b"mine\n")
+    command.join()
+    (result,) = results
+    assert result.output == "one\n"  # the write waited for the command's end
+    assert result.changes is not None
+    assert not result.changes
+    assert (workspace / "notes.txt").read_text() == "mine\n"
 
 
 def test_set_uid_bits_are_dropped(backend: SandboxBackend, workspace: Path) -> None:

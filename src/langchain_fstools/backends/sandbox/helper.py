@@ -169,7 +169,8 @@ def main(argument: str, folder: str) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(folder, os.path.basename(name)))
         disk = Disk(header["root"], folder)
-        value, out = _OPERATIONS[header["op"]](disk, *header.get("args", ()), data)
+        with _turn(folder, header["op"]):
+            value, out = _OPERATIONS[header["op"]](disk, *header.get("args", ()), data)
         reply = pack({"ok": value}, out)
         if header["op"] == "fetch":
             inline = 0  # a part of a reply is never spilled again
@@ -179,6 +180,33 @@ def main(argument: str, folder: str) -> None:
         reply = pack({"file": _spill(folder, reply)})
     sys.stdout.write(framed(reply) + "\n")
     sys.stdout.flush()
+
+
+_COMMAND_OPERATIONS: Final = frozenset({"command_run", "command_commit"})
+_WRITING_OPERATIONS: Final = frozenset({"write", "delete", "mkdir", "move"})
+
+
+@contextlib.contextmanager
+def _turn(folder: str, op: str) -> Iterator[None]:
+    """Wait for the workspace's turn: a command alone, writes beside each other.
+
+    A command runs in place and puts back what it changed (`command_helper`), so a
+    write made while it runs would be taken as the command's and undone: a command
+    holds `workspace.lock` in the private folder exclusively, each write shares it,
+    and reads take nothing. The lock is the kernel's (`flock`), released if the
+    process dies.
+    """
+    if op not in _COMMAND_OPERATIONS and op not in _WRITING_OPERATIONS:
+        yield
+        return
+    import fcntl  # noqa: PLC0415 - only writes and commands take the lock
+
+    descriptor = os.open(os.path.join(folder, "workspace.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX if op in _COMMAND_OPERATIONS else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def _request_bytes(argument: str, folder: str) -> bytes:
