@@ -4,6 +4,7 @@ reverted on reject, kept on approval, rewound from history, refused on protected
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,24 @@ def test_a_toolkit_without_permissions_commits_an_ordinary_set(
     assert out.startswith("ok\nExit code: 0")
     assert "M /a.txt" in out
     assert (root / "a.txt").read_text() == "new\n"
+
+
+def test_without_python3_default_mode_asks_before_the_command_runs(
+    root: Path, tmp_path: Path
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sh", "echo"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    sandbox = ShellSandbox(path=str(bin_dir))
+    backend = SandboxBackend(sandbox, str(root), helper_folder=str(root.parent / "helper"))
+    graph, _ = _agent(backend, "echo n > n.txt", mode="default")
+
+    first = graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
+
+    assert first.interrupts  # asked before: nothing ran yet
+    assert not (root / "n.txt").exists()
+    graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CONFIG, version="v2")
+    assert (root / "n.txt").read_text() == "n\n"
