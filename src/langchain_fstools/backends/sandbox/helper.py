@@ -35,7 +35,6 @@ import functools
 import io
 import json
 import os
-import secrets
 import stat as stat_module
 import sys
 import zlib
@@ -194,7 +193,7 @@ def _request_bytes(argument: str, folder: str) -> bytes:
 
 def _spill(folder: str, reply: bytes) -> str:
     """Write a long reply to the private folder; its name."""
-    name = f"out-{secrets.token_hex(8)}"
+    name = f"out-{os.urandom(8).hex()}"
     descriptor = os.open(os.path.join(folder, name), _TEMP_FLAGS, 0o600)
     try:
         _write_all(descriptor, reply)
