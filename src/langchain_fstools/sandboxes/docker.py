@@ -121,14 +121,16 @@ _STATE: Final = "/tmp/.fstools"  # noqa: S108 - inside the container
 (one file per running command, holding its process group)."""
 
 _WRAPPER: Final = f"""\
+cd "$3" 2>/dev/null || {{ mkdir -p "$3" && cd "$3"; }} || exit 126
 setsid -w sh -c 'echo $$ > "$0" 2>/dev/null; exec sh -c "$1" 2>&1' {_STATE}/run/"$1" "$2"
 status=$?
 read -r group 2>/dev/null < {_STATE}/run/"$1" && kill -KILL "-$group" 2>/dev/null
 rm -f {_STATE}/run/"$1"; : 2>/dev/null > {_STATE}/active
 exit $status
 """
-"""`sh -c _WRAPPER fstools TOKEN COMMAND`: run COMMAND in a session of its own, then kill
-what is left of it (`_INIT` made the folder; builtins and redirections instead of `cat`,
+"""`sh -c _WRAPPER fstools TOKEN COMMAND WORKSPACE`: run COMMAND in WORKSPACE (made again
+if a command removed it) in a session of its own, then kill what is left of it (`_INIT`
+made the folder; builtins and redirections instead of `cat`,
 `touch` and `mkdir` spare three processes)."""
 
 _KILLER: Final = f"""\
@@ -160,6 +162,9 @@ _SYMLINK: Final = 1 << 27
 _NOT_REGULAR: Final = _DIRECTORY | _SYMLINK | 1 << 26 | 1 << 25 | 1 << 24 | 1 << 19
 """Go's `fs.FileMode` bits in the engine's stat: directory, link, device, pipe, socket,
 irregular."""
+
+_NO_FOLDER: Final = "no_folder"
+"""`_put`'s answer when the folder to extract in is missing (never a caller's error)."""
 
 _FOLLOW_LINKS: Final = 40
 """Symbolic links a download follows before it gives up (Linux's own limit)."""
@@ -368,9 +373,9 @@ class DockerSandbox(BaseSandbox):
         try:
             exec_id = api.exec_create(
                 self._id,
-                ["sh", "-c", _WRAPPER, "fstools", token, command],
+                ["sh", "-c", _WRAPPER, "fstools", token, command, self.workspace],
                 environment={"FSTOOLS_EXEC": token},
-                workdir=self.workspace,
+                workdir="/",  # the wrapper enters the workspace, or makes it again
             )["Id"]
             stream = api.exec_start(exec_id, socket=True)
         except (docker.errors.APIError, requests.RequestException) as error:
@@ -417,12 +422,19 @@ class DockerSandbox(BaseSandbox):
                 answers[index] = FileUploadResponse(path, INVALID_PATH)
             else:
                 batch.append((index, resolved, content))
-        inside = [item for item in batch if item[1].startswith(self.workspace + "/")]
-        for root, group in ((self.workspace, inside), ("/", [i for i in batch if i not in inside])):
-            if group and self._put(root, group) is not None:
+        within = self.workspace + "/"
+        groups = [
+            (self.workspace, [item for item in batch if item[1].startswith(within)]),
+            ("/", [item for item in batch if not item[1].startswith(within)]),
+        ]
+        for root, group in groups:  # a group may be added while this loop runs
+            error = self._put(root, group) if group else None
+            if error == _NO_FOLDER:  # the workspace was removed: extracted at /, it is made
+                groups.append(("/", group))
+            elif error is not None:
                 for item in group:
-                    error = self._put(root, [item])
-                    answers[item[0]] = FileUploadResponse(files[item[0]][0], error)
+                    alone = error if len(group) == 1 else self._put(root, [item])
+                    answers[item[0]] = FileUploadResponse(files[item[0]][0], alone)
         return [
             answer or FileUploadResponse(path)
             for answer, (path, _) in zip(answers, files, strict=True)
@@ -567,9 +579,13 @@ class DockerSandbox(BaseSandbox):
             )
         except requests.RequestException as error:
             return self._unavailable(error)
-        if answer.ok:
-            return None
+        return None if answer.ok else self._put_error(root, answer)
+
+    def _put_error(self, root: str, answer: requests.Response) -> str:
+        """The error of an upload the engine refused."""
         message = _message(answer)
+        if answer.status_code == 404 and root != "/" and "No such container" not in message:  # noqa: PLR2004
+            return _NO_FOLDER
         if "cannot overwrite directory" in message:
             return IS_DIRECTORY
         if "not a directory" in message:
