@@ -8,23 +8,27 @@ remote. deepagents' `BaseSandbox` builds its file operations on the three calls 
 - **`execute`** runs `sh -c COMMAND` by `docker exec`, in the workspace, through a small
   wrapper: the command gets a session (and process group) of its own, whose leader's
   pid is kept in `/tmp/.fstools/run/<token>`, and every process it starts carries
-  `FSTOOLS_EXEC=<token>` in its environment. At the deadline a second exec kills the
-  group and every process with that token (one that left the group with `setsid` too),
-  and the result says the command timed out (exit code 124, as deepagents' providers
-  do). stderr goes to stdout's pipe, so the output keeps the order it was written in; at
-  most `max_output_bytes` of it are kept:
-  past it, the first and the last halves are kept and the result is `truncated`.
-- **`upload_files`** sends one tar archive for the whole batch (`PUT .../archive`,
-  extracted at `/`, parents made, a directory never replaced by a file); if the engine
-  refuses it, each file goes alone, so each gets its own error.
+  `FSTOOLS_EXEC=<token>` in its environment. When the command's shell ends, the wrapper
+  kills what is left of its group (`cmd &` does not outlive the call, nor hold its
+  output open). At the deadline a second exec kills the group and every process with
+  that token (one that left the group with `setsid` too), and the result says the
+  command timed out (exit code 124, as deepagents' providers do). stderr goes to
+  stdout's pipe, so the output keeps the order it was written in; past
+  `max_output_bytes`, its first and last halves are kept and the result is `truncated`.
+- **`upload_files`** sends one tar archive for the batch's files in the workspace
+  (`PUT .../archive`, extracted there, so a workspace volume of a read-only container
+  takes them) and one for the others (extracted at `/`); parents are made, a directory
+  is never replaced by a file. If the engine refuses an archive, its files go one by
+  one, so each gets its own error. The engine writes below a tmpfs mount, not into it
+  (its archive calls do not see such mounts), so `/tmp` is the container's own disk.
 - **`download_files`** fetches each path as a tar archive (`GET .../archive`) and
   reads the engine's stat of it first: a directory or a device is refused without
   reading it, a symbolic link is followed (the engine resolves it inside the container).
 
 Relative paths are taken from the workspace, as commands run there. Errors per file are
 deepagents' literals (`file_not_found`, `is_directory`, `permission_denied`,
-`invalid_path`); a sandbox that is gone (its container stopped or removed, say by
-another client) is not an exception: `execute` returns an `ExecuteResponse` whose
+`invalid_path`); a sandbox that is gone (its container stopped, paused or removed, say
+by another client) is not an exception: `execute` returns an `ExecuteResponse` whose
 `exit_code` is None and whose output ends with one sentence saying so, and each file
 of an upload or download gets that sentence as its error. A host path never appears in
 either.
@@ -32,10 +36,10 @@ either.
 What `Limits` maps to (each for the whole container, since all of a workspace's
 commands share it): `memory` the container's memory (swap not added), `processes` its
 pids limit, `cpu_seconds`, `open_files` and `file_size` the rlimits `cpu`, `nofile` and
-`fsize` of every process, `tmp_size` the size of `/tmp` and `/dev/shm` (tmpfs).
-`changed_bytes` does not map (the engine sizes a container's writable layer only on
-some storage drivers); `cpus` (a share of CPUs) is an argument of `create`, since
-`Limits` has none.
+`fsize` of every process, `tmp_size` the size of `/dev/shm`. `/tmp` is no tmpfs (see
+`upload_files`), and `changed_bytes` does not map (the engine sizes a container's
+writable layer only on some storage drivers); `cpus` (a share of CPUs) is an argument
+of `create`, since `Limits` has none.
 
 With `idle_timeout`, the container's first process ends it (and the engine removes
 it) once no command ran for that many seconds and none is running: a worker that died
@@ -82,6 +86,7 @@ from docker.utils.socket import frames_iter  # noqa: E402
 from langchain_fstools.shell.sandbox.limits import DEFAULT_LIMITS, Limits  # noqa: E402
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import TracebackType
 
     from docker import DockerClient
@@ -99,21 +104,34 @@ KILL_GRACE: Final = 2.0
 """Seconds `execute` waits, after killing a command at its deadline, for its output to end
 (a process that escaped both the group and the token could hold it open forever)."""
 
+ALIVE_EVERY: Final = 5.0
+"""Seconds between two checks, while a command runs, that its container still runs."""
+
 EXIT_GRACE: Final = 2.0
 """Seconds `execute` waits, after the output ended, for the engine to record the exit code."""
 
-_STATE: Final = "/tmp/.fstools"  # noqa: S108 - inside the container, on its own tmpfs
+STOP_GRACE: Final = 0.5
+"""Seconds a command's SIGKILL exit waits for the engine to say its container stopped."""
+
+_KILLED: Final = 128 + 9
+"""The exit status of a process SIGKILLed: the command's own, or its container's end."""
+
+_STATE: Final = "/tmp/.fstools"  # noqa: S108 - inside the container
 """The container's bookkeeping folder: `active` (touched after each command) and `run/`
 (one file per running command, holding its process group)."""
 
 _WRAPPER: Final = f"""\
-mkdir -p {_STATE}/run 2>/dev/null
+cd "$3" 2>/dev/null || {{ mkdir -p "$3" && cd "$3"; }} || exit 126
 setsid -w sh -c 'echo $$ > "$0" 2>/dev/null; exec sh -c "$1" 2>&1' {_STATE}/run/"$1" "$2"
 status=$?
-rm -f {_STATE}/run/"$1"; touch {_STATE}/active 2>/dev/null
+read -r group 2>/dev/null < {_STATE}/run/"$1" && kill -KILL "-$group" 2>/dev/null
+rm -f {_STATE}/run/"$1"; : 2>/dev/null > {_STATE}/active
 exit $status
 """
-"""`sh -c _WRAPPER fstools TOKEN COMMAND`: run COMMAND in a session of its own."""
+"""`sh -c _WRAPPER fstools TOKEN COMMAND WORKSPACE`: run COMMAND in WORKSPACE (made again
+if a command removed it) in a session of its own, then kill what is left of it (`_INIT`
+made the folder; builtins and redirections instead of `cat`,
+`touch` and `mkdir` spare three processes)."""
 
 _KILLER: Final = f"""\
 group=$(cat {_STATE}/run/"$1" 2>/dev/null) && kill -KILL "-$group" 2>/dev/null
@@ -121,7 +139,7 @@ for process in /proc/[0-9]*; do
     tr '\\0' '\\n' < "$process/environ" 2>/dev/null | grep -qx "FSTOOLS_EXEC=$1" \\
         && kill -KILL "${{process#/proc/}}" 2>/dev/null
 done
-rm -f {_STATE}/run/"$1"; touch {_STATE}/active 2>/dev/null
+rm -f {_STATE}/run/"$1"; : 2>/dev/null > {_STATE}/active
 exit 0
 """
 """`sh -c _KILLER fstools TOKEN`: kill the command with TOKEN, its group and its heirs."""
@@ -129,9 +147,9 @@ exit 0
 _INIT: Final = f"""\
 trap 'exit 0' TERM INT
 mkdir -p {_STATE}/run; touch {_STATE}/active
+[ "$1" -gt 0 ] || exec sleep infinity
 while :; do
     sleep 1 & wait $!
-    [ "$1" -gt 0 ] || continue
     [ -z "$(ls {_STATE}/run)" ] || continue
     idle=$(( $(date +%s) - $(stat -c %Y {_STATE}/active) ))
     [ "$idle" -lt "$1" ] || exit 0
@@ -144,6 +162,9 @@ _SYMLINK: Final = 1 << 27
 _NOT_REGULAR: Final = _DIRECTORY | _SYMLINK | 1 << 26 | 1 << 25 | 1 << 24 | 1 << 19
 """Go's `fs.FileMode` bits in the engine's stat: directory, link, device, pipe, socket,
 irregular."""
+
+_NO_FOLDER: Final = "no_folder"
+"""`_put`'s answer when the folder to extract in is missing (never a caller's error)."""
 
 _FOLLOW_LINKS: Final = 40
 """Symbolic links a download follows before it gives up (Linux's own limit)."""
@@ -211,8 +232,9 @@ class DockerSandbox(BaseSandbox):
         """Start a new container for one workspace and return its sandbox.
 
         Args:
-            image: The image to run: Linux with `sh`, coreutils and util-linux's
-                `setsid` (docs/remote-sandboxes.md builds one with python3 and ripgrep).
+            image: The image to run, already on the engine (it is never pulled):
+                Linux with `sh`, coreutils and util-linux's `setsid`; deepagents' file
+                operations also need `python3` (docs/remote-sandboxes.md builds one).
             workspace: The workspace folder inside the container, made if missing.
                 Default: `/workspace`.
             limits: What the container may use (see the module docstring for what
@@ -241,10 +263,9 @@ class DockerSandbox(BaseSandbox):
             raise ValueError(f"idle_timeout must be at least 1 second; got {idle_timeout}")
         client = client or docker.from_env()
         try:
-            container = client.containers.run(
+            container = client.containers.create(
                 image,
                 ["sh", "-c", _INIT, "fstools", str(idle_timeout or 0)],
-                detach=True,
                 init=True,
                 auto_remove=True,
                 working_dir=workspace,
@@ -255,9 +276,14 @@ class DockerSandbox(BaseSandbox):
             )
         except docker.errors.ImageNotFound:
             raise ValueError(
-                f"The Docker Engine has no image {image!r}: build it first"
+                f"The Docker Engine has no image {image!r}: pull or build it first"
                 " (docs/remote-sandboxes.md shows how)"
             ) from None
+        try:
+            container.start()
+        except BaseException:
+            container.remove(force=True)
+            raise
         return cls(
             client,
             str(container.id),
@@ -347,36 +373,35 @@ class DockerSandbox(BaseSandbox):
         try:
             exec_id = api.exec_create(
                 self._id,
-                ["sh", "-c", _WRAPPER, "fstools", token, command],
+                ["sh", "-c", _WRAPPER, "fstools", token, command, self.workspace],
                 environment={"FSTOOLS_EXEC": token},
-                workdir=self.workspace,
+                workdir="/",  # the wrapper enters the workspace, or makes it again
             )["Id"]
             stream = api.exec_start(exec_id, socket=True)
         except (docker.errors.APIError, requests.RequestException) as error:
             return ExecuteResponse(output=self._unavailable(error), exit_code=None)
         output = _Output(self.max_output_bytes)
-        deadline = _Deadline(self, token, stream) if limit else None
+        watch = _Watch(stream, limit or None, kill=lambda: self._kill(token), alive=self.is_running)
         try:
-            if deadline:
-                deadline.start(limit)
+            watch.start()
             with contextlib.suppress(OSError):
                 frames = frames_iter(stream, tty=False)  # type: ignore[no-untyped-call]  # untyped in types-docker
                 for _, chunk in frames:
                     output.add(chunk)
         finally:
-            if deadline:
-                deadline.finished()
+            watch.finished()
             stream.close()
-        if deadline and deadline.expired:
+        truncated = output.cut > 0
+        if watch.expired:
             note = (
                 f"Error: Command timed out after {limit} seconds and was killed. Run it"
                 " with a longer timeout, or in the background, if it needs more time."
             )
-            return ExecuteResponse(output.text(note), exit_code=124, truncated=output.cut > 0)
-        code = self._exit_code(exec_id)
-        if code is None or (code >= 128 and not self._running()):  # noqa: PLR2004 - signals
-            return ExecuteResponse(output.text(self._gone()), None, truncated=output.cut > 0)
-        return ExecuteResponse(output.text(), exit_code=code, truncated=output.cut > 0)
+            return ExecuteResponse(output.text(note), exit_code=124, truncated=truncated)
+        code = None if watch.gone else self._exit_code(exec_id)
+        if code is None or (code == _KILLED and not self._survives()):
+            return ExecuteResponse(output.text(self._gone()), None, truncated=truncated)
+        return ExecuteResponse(output.text(), exit_code=code, truncated=truncated)
 
     def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
         """Write each `(path, bytes)`, making missing parents; one error per file.
@@ -397,9 +422,19 @@ class DockerSandbox(BaseSandbox):
                 answers[index] = FileUploadResponse(path, INVALID_PATH)
             else:
                 batch.append((index, resolved, content))
-        if batch and self._put(batch) is not None:
-            for item in batch:
-                answers[item[0]] = FileUploadResponse(files[item[0]][0], self._put([item]))
+        within = self.workspace + "/"
+        groups = [
+            (self.workspace, [item for item in batch if item[1].startswith(within)]),
+            ("/", [item for item in batch if not item[1].startswith(within)]),
+        ]
+        for root, group in groups:  # a group may be added while this loop runs
+            error = self._put(root, group) if group else None
+            if error == _NO_FOLDER:  # the workspace was removed: extracted at /, it is made
+                groups.append(("/", group))
+            elif error is not None:
+                for item in group:
+                    alone = error if len(group) == 1 else self._put(root, [item])
+                    answers[item[0]] = FileUploadResponse(files[item[0]][0], alone)
         return [
             answer or FileUploadResponse(path)
             for answer, (path, _) in zip(answers, files, strict=True)
@@ -413,8 +448,8 @@ class DockerSandbox(BaseSandbox):
 
         Returns:
             One response per path, in order: its `content`, or `error`:
-            `file_not_found`, `is_directory`, `invalid_path` (malformed, or not a
-            regular file: a device, a pipe), or a sentence.
+            `file_not_found`, `is_directory`, `invalid_path` (malformed, a link
+            loop, or not a regular file: a device, a pipe), or a sentence.
         """
         responses = []
         for path in paths:
@@ -428,8 +463,11 @@ class DockerSandbox(BaseSandbox):
 
     def close(self) -> None:
         """Remove the container and whatever runs in it (nothing to do if it is gone)."""
-        with contextlib.suppress(docker.errors.NotFound):
+        try:
             self._client.api.remove_container(self._id, force=True)
+        except docker.errors.APIError as error:
+            if error.status_code not in {404, 409}:  # gone, or being removed already
+                raise
 
     async def aclose(self) -> None:
         """`close`, off the event loop."""
@@ -463,7 +501,7 @@ class DockerSandbox(BaseSandbox):
 
     # ----- the engine's side ------------------------------------------------------------
 
-    def kill(self, token: str) -> None:
+    def _kill(self, token: str) -> None:
         """Kill the command started with `token`: its process group and its heirs."""
         api = self._client.api
         with contextlib.suppress(docker.errors.APIError, requests.RequestException):
@@ -484,7 +522,21 @@ class DockerSandbox(BaseSandbox):
                 return None
             time.sleep(0.01)
 
-    def _running(self) -> bool:
+    def _survives(self) -> bool:
+        """Whether the container still runs after one of its commands was SIGKILLed.
+
+        The engine learns that a killed container stopped a little after its commands'
+        exits, so a container still running is asked again for `STOP_GRACE` seconds.
+        """
+        until = time.monotonic() + STOP_GRACE
+        while self.is_running():
+            if time.monotonic() >= until:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def is_running(self) -> bool:
+        """Whether the container runs (False when it is gone or the engine does not answer)."""
         try:
             state = self._client.api.inspect_container(self._id)["State"]
         except (docker.errors.APIError, requests.RequestException):
@@ -493,8 +545,8 @@ class DockerSandbox(BaseSandbox):
 
     def _gone(self) -> str:
         return (
-            f"Error: the sandbox is gone (its container {self._id[:12]} was stopped or"
-            " removed); start a new sandbox."
+            f"Error: the sandbox is gone (its container {self._id[:12]} was stopped,"
+            " paused or removed); start a new sandbox."
         )
 
     def _unavailable(self, error: Exception) -> str:
@@ -517,19 +569,23 @@ class DockerSandbox(BaseSandbox):
         api = self._client.api
         return f"{api.base_url}/v{api.api_version}/containers/{self._id}/archive"
 
-    def _put(self, batch: list[tuple[int, str, bytes]]) -> str | None:
-        """Extract `batch` in one archive at `/`; None, or the error for all of it."""
+    def _put(self, root: str, batch: list[tuple[int, str, bytes]]) -> str | None:
+        """Extract `batch` in one archive at `root`; None, or the error for all of it."""
         try:
             answer = self._client.api.put(
                 self._archive_url(),
-                params={"path": "/", "noOverwriteDirNonDir": "true"},
-                data=_tar([(path, content) for _, path, content in batch]),
+                params={"path": root, "noOverwriteDirNonDir": "true"},
+                data=_tar([(posixpath.relpath(path, root), data) for _, path, data in batch]),
             )
         except requests.RequestException as error:
             return self._unavailable(error)
-        if answer.ok:
-            return None
+        return None if answer.ok else self._put_error(root, answer)
+
+    def _put_error(self, root: str, answer: requests.Response) -> str:
+        """The error of an upload the engine refused."""
         message = _message(answer)
+        if answer.status_code == 404 and root != "/" and "No such container" not in message:  # noqa: PLR2004
+            return _NO_FOLDER
         if "cannot overwrite directory" in message:
             return IS_DIRECTORY
         if "not a directory" in message:
@@ -563,11 +619,13 @@ class DockerSandbox(BaseSandbox):
             return self._gone()
         if answer.status_code == 404 or "not a directory" in message:  # noqa: PLR2004
             return FILE_NOT_FOUND
+        if "too many links" in message:
+            return INVALID_PATH
         return self._refused(answer, "read")
 
     def _refused(self, answer: requests.Response, verb: str) -> str:
         """The sentence for an archive call the engine refused for another reason."""
-        if answer.status_code in {404, 409} and not self._running():
+        if answer.status_code in {404, 409} and not self.is_running():
             return self._gone()
         return (
             f"Error: the Docker Engine could not {verb} this file (HTTP"
@@ -575,36 +633,63 @@ class DockerSandbox(BaseSandbox):
         )
 
 
-class _Deadline:
-    """Kills a command at its deadline, then ends its output if it does not end."""
+class _Watch:
+    """Watches a running command: kills it at its deadline, lets its output go.
 
-    def __init__(self, sandbox: DockerSandbox, token: str, stream: Any) -> None:
-        self.sandbox = sandbox
-        self.token = token
+    The output is let go when it will not end: a process left both the group and the
+    token, or the container is gone (a runtime that dies may never close an exec's
+    output; checked every `ALIVE_EVERY` seconds).
+    """
+
+    def __init__(
+        self,
+        stream: Any,
+        seconds: float | None,
+        *,
+        kill: Callable[[], None],
+        alive: Callable[[], bool],
+    ) -> None:
         self.stream = stream
+        self.kill = kill
+        self.alive = alive
+        self.seconds = seconds
         self.expired = False
+        """The deadline came first: the command was killed."""
+        self.gone = False
+        """The container stopped while the command ran."""
         self._done = threading.Event()
-        self._timer: threading.Timer | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def start(self, seconds: float) -> None:
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
+    def start(self) -> None:
+        self._thread.start()
 
     def finished(self) -> None:
+        """The output ended: stop watching (`expired` and `gone` are final after this)."""
         self._done.set()
-        if self._timer is not None:
-            self._timer.cancel()
+        self._thread.join()
 
-    def _expire(self) -> None:
-        if self._done.is_set():
-            return
-        self.expired = True
-        self.sandbox.kill(self.token)
-        if not self._done.wait(KILL_GRACE):
-            raw = getattr(self.stream, "_sock", self.stream)
-            with contextlib.suppress(OSError):
-                raw.shutdown(socket.SHUT_RDWR)
+    def _run(self) -> None:
+        until = None if self.seconds is None else time.monotonic() + self.seconds
+        while True:
+            left = ALIVE_EVERY if until is None else until - time.monotonic()
+            if self._done.wait(max(0.0, min(left, ALIVE_EVERY))):
+                return
+            if until is not None and time.monotonic() >= until:
+                self.expired = True
+                self.kill()
+                if not self._done.wait(KILL_GRACE):
+                    self._let_go()
+                return
+            if not self.alive():
+                self.gone = True
+                self._let_go()
+                return
+
+    def _let_go(self) -> None:
+        """End the read of the output: shut the connection's socket down."""
+        raw = getattr(self.stream, "_sock", self.stream)
+        with contextlib.suppress(OSError):
+            raw.shutdown(socket.SHUT_RDWR)
 
 
 class _Output:
@@ -667,18 +752,17 @@ def _resources(limits: Limits, cpus: float | None) -> dict[str, Any]:
         if value is not None
     ]
     if limits.tmp_size is not None:
-        settings["tmpfs"] = {"/tmp": f"size={limits.tmp_size}"}  # noqa: S108
         settings["shm_size"] = limits.tmp_size
     return settings
 
 
 def _tar(files: list[tuple[str, bytes]]) -> bytes:
-    """An uncompressed tar of `files`, named relative to `/`, mode 0644."""
+    """An uncompressed tar of `files` (relative names), mode 0644."""
     buffer = io.BytesIO()
     now = time.time()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
         for path, content in files:
-            entry = tarfile.TarInfo(path.lstrip("/"))
+            entry = tarfile.TarInfo(path)
             entry.size, entry.mode, entry.mtime = len(content), 0o644, now
             archive.addfile(entry, io.BytesIO(content))
     return buffer.getvalue()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,7 @@ from langchain_fstools.sandboxes.docker import DockerSandbox
 from langchain_fstools.shell.sandbox.limits import Limits, MiB
 
 if TYPE_CHECKING:
-    from tests.integration.docker.conftest import DockerEngine
+    from tests.integration.docker.engine import DockerEngine
 
 pytestmark = pytest.mark.integration
 
@@ -44,6 +45,27 @@ def test_a_timeout_kills_the_command_s_group_and_what_left_it(
     assert "timed out after 1 seconds" in result.output
     assert took < 20  # the deadline, not the sleeps, ended it
     assert docker_sandbox.execute(COUNT_SLEEPERS).output.strip() == "0"
+
+
+def test_a_background_process_ends_with_its_command(docker_sandbox: DockerSandbox) -> None:
+    started = time.monotonic()
+    result = docker_sandbox.execute("sleep 9876 & echo left running", timeout=60)
+    assert (result.output, result.exit_code) == ("left running\n", 0)
+    assert time.monotonic() - started < 20  # the sleep did not hold the output open
+    assert docker_sandbox.execute(COUNT_SLEEPERS).output.strip() == "0"
+
+
+def test_a_process_that_left_the_group_and_the_token_ends_at_the_deadline(
+    docker_sandbox: DockerSandbox,
+) -> None:
+    """`env -i` drops the token and `setsid` the group: the output is let go after a grace."""
+    started = time.monotonic()
+    escape = "setsid sh -c ': > /tmp/escaped; exec env -i sleep 9876' &"
+    wait = "until [ -e /tmp/escaped ]; do sleep 0.05; done"  # out of the group for sure
+    result = docker_sandbox.execute(f"{escape} {wait}; echo started", timeout=1)
+    assert result.exit_code == 124
+    assert result.output.startswith("started\n")
+    assert time.monotonic() - started < 20
 
 
 def test_a_command_within_its_timeout_is_not_killed(docker_sandbox: DockerSandbox) -> None:
@@ -112,15 +134,25 @@ def test_the_memory_limit_kills_a_command_that_passes_it(docker_engine: DockerEn
         assert sandbox.execute("echo alive").output == "alive\n"
 
 
-def test_rlimits_and_tmp_size_come_from_limits(docker_engine: DockerEngine) -> None:
+def test_rlimits_and_shared_memory_come_from_limits(docker_engine: DockerEngine) -> None:
     limits = Limits(memory=256 * MiB, open_files=100, file_size=4096, tmp_size=8 * MiB)
     with docker_engine.sandbox(limits=limits) as sandbox:
         assert sandbox.execute("ulimit -n").output == "100\n"
         assert sandbox.execute("ulimit -f").output == "8\n"  # in 512-byte blocks
-        result = sandbox.execute("df -k /tmp | tail -1").output.split()
+        result = sandbox.execute("df -k /dev/shm | tail -1").output.split()
         assert result[1] == str(8 * 1024)
 
 
 async def test_a_command_runs_off_the_event_loop(docker_sandbox: DockerSandbox) -> None:
     result = await docker_sandbox.aexecute("echo async", timeout=10)
     assert (result.output, result.exit_code) == ("async\n", 0)
+
+
+async def test_concurrent_commands_each_get_their_own_output(
+    docker_sandbox: DockerSandbox,
+) -> None:
+    commands = [f"sleep 0.{(n * 3) % 5}; seq {n} {n + 2}; exit {n}" for n in range(8)]
+    results = await asyncio.gather(*(docker_sandbox.aexecute(c, timeout=30) for c in commands))
+    assert [(r.output, r.exit_code) for r in results] == [
+        (f"{n}\n{n + 1}\n{n + 2}\n", n) for n in range(8)
+    ]
