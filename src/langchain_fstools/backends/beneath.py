@@ -96,17 +96,21 @@ class Beneath:
 
     Args:
         root: The root's real host path (symlinks already resolved).
+        fast: Open a path's folders in one `openat2` call where the kernel has it
+            (`backends.openat2`); False walks every component, sparing a short-lived
+            process (a sandbox's helper) the loading of `ctypes`. Default: True.
     """
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, *, fast: bool = True) -> None:
         """Remember the root; it is opened on first use (a constructor may run on a loop)."""
         self.root = root
+        self.fast = fast
         self._descriptor: int | None = None
         self._lock = threading.Lock()
 
     def __reduce__(self) -> tuple[type[Beneath], tuple[str]]:
         """Copies and pickles name the same root and open their own descriptor."""
-        return (Beneath, (self.root,))
+        return (Beneath, (self.root,))  # `fast` keeps its default: only helpers turn it off
 
     def descriptor(self) -> int:
         """The root's descriptor, opened once and closed with this object."""
@@ -156,7 +160,7 @@ class _Walk:
     def run(self, virtual: str, *, follow: bool, create: bool) -> Place:
         parts = [part for part in virtual.split("/") if part]
         directory = None
-        if len(parts) > 1:  # the common case in one call: no link, nothing missing on the way
+        if len(parts) > 1 and self._beneath.fast:  # in one call: no link, nothing missing
             directory = open_directory_beneath(self._root, "/".join(parts[:-1]))
         if directory is not None:
             self._stack.append(directory)

@@ -27,8 +27,8 @@ remote. deepagents' `BaseSandbox` builds its file operations on the three calls 
 
 Relative paths are taken from the workspace, as commands run there. Errors per file are
 deepagents' literals (`file_not_found`, `is_directory`, `permission_denied`,
-`invalid_path`); a sandbox that is gone (its container stopped or removed, say by
-another client) is not an exception: `execute` returns an `ExecuteResponse` whose
+`invalid_path`); a sandbox that is gone (its container stopped, paused or removed, say
+by another client) is not an exception: `execute` returns an `ExecuteResponse` whose
 `exit_code` is None and whose output ends with one sentence saying so, and each file
 of an upload or download gets that sentence as its error. A host path never appears in
 either.
@@ -86,6 +86,7 @@ from docker.utils.socket import frames_iter  # noqa: E402
 from langchain_fstools.shell.sandbox.limits import DEFAULT_LIMITS, Limits  # noqa: E402
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import TracebackType
 
     from docker import DockerClient
@@ -103,6 +104,9 @@ KILL_GRACE: Final = 2.0
 """Seconds `execute` waits, after killing a command at its deadline, for its output to end
 (a process that escaped both the group and the token could hold it open forever)."""
 
+ALIVE_EVERY: Final = 5.0
+"""Seconds between two checks, while a command runs, that its container still runs."""
+
 EXIT_GRACE: Final = 2.0
 """Seconds `execute` waits, after the output ended, for the engine to record the exit code."""
 
@@ -117,14 +121,16 @@ _STATE: Final = "/tmp/.fstools"  # noqa: S108 - inside the container
 (one file per running command, holding its process group)."""
 
 _WRAPPER: Final = f"""\
+cd "$3" 2>/dev/null || {{ mkdir -p "$3" && cd "$3"; }} || exit 126
 setsid -w sh -c 'echo $$ > "$0" 2>/dev/null; exec sh -c "$1" 2>&1' {_STATE}/run/"$1" "$2"
 status=$?
 read -r group 2>/dev/null < {_STATE}/run/"$1" && kill -KILL "-$group" 2>/dev/null
 rm -f {_STATE}/run/"$1"; : 2>/dev/null > {_STATE}/active
 exit $status
 """
-"""`sh -c _WRAPPER fstools TOKEN COMMAND`: run COMMAND in a session of its own, then kill
-what is left of it (`_INIT` made the folder; builtins and redirections instead of `cat`,
+"""`sh -c _WRAPPER fstools TOKEN COMMAND WORKSPACE`: run COMMAND in WORKSPACE (made again
+if a command removed it) in a session of its own, then kill what is left of it (`_INIT`
+made the folder; builtins and redirections instead of `cat`,
 `touch` and `mkdir` spare three processes)."""
 
 _KILLER: Final = f"""\
@@ -156,6 +162,9 @@ _SYMLINK: Final = 1 << 27
 _NOT_REGULAR: Final = _DIRECTORY | _SYMLINK | 1 << 26 | 1 << 25 | 1 << 24 | 1 << 19
 """Go's `fs.FileMode` bits in the engine's stat: directory, link, device, pipe, socket,
 irregular."""
+
+_NO_FOLDER: Final = "no_folder"
+"""`_put`'s answer when the folder to extract in is missing (never a caller's error)."""
 
 _FOLLOW_LINKS: Final = 40
 """Symbolic links a download follows before it gives up (Linux's own limit)."""
@@ -364,36 +373,35 @@ class DockerSandbox(BaseSandbox):
         try:
             exec_id = api.exec_create(
                 self._id,
-                ["sh", "-c", _WRAPPER, "fstools", token, command],
+                ["sh", "-c", _WRAPPER, "fstools", token, command, self.workspace],
                 environment={"FSTOOLS_EXEC": token},
-                workdir=self.workspace,
+                workdir="/",  # the wrapper enters the workspace, or makes it again
             )["Id"]
             stream = api.exec_start(exec_id, socket=True)
         except (docker.errors.APIError, requests.RequestException) as error:
             return ExecuteResponse(output=self._unavailable(error), exit_code=None)
         output = _Output(self.max_output_bytes)
-        deadline = _Deadline(self, token, stream) if limit else None
+        watch = _Watch(stream, limit or None, kill=lambda: self._kill(token), alive=self.is_running)
         try:
-            if deadline:
-                deadline.start(limit)
+            watch.start()
             with contextlib.suppress(OSError):
                 frames = frames_iter(stream, tty=False)  # type: ignore[no-untyped-call]  # untyped in types-docker
                 for _, chunk in frames:
                     output.add(chunk)
         finally:
-            if deadline:
-                deadline.finished()
+            watch.finished()
             stream.close()
-        if deadline and deadline.expired:
+        truncated = output.cut > 0
+        if watch.expired:
             note = (
                 f"Error: Command timed out after {limit} seconds and was killed. Run it"
                 " with a longer timeout, or in the background, if it needs more time."
             )
-            return ExecuteResponse(output.text(note), exit_code=124, truncated=output.cut > 0)
-        code = self._exit_code(exec_id)
+            return ExecuteResponse(output.text(note), exit_code=124, truncated=truncated)
+        code = None if watch.gone else self._exit_code(exec_id)
         if code is None or (code == _KILLED and not self._survives()):
-            return ExecuteResponse(output.text(self._gone()), None, truncated=output.cut > 0)
-        return ExecuteResponse(output.text(), exit_code=code, truncated=output.cut > 0)
+            return ExecuteResponse(output.text(self._gone()), None, truncated=truncated)
+        return ExecuteResponse(output.text(), exit_code=code, truncated=truncated)
 
     def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
         """Write each `(path, bytes)`, making missing parents; one error per file.
@@ -414,12 +422,19 @@ class DockerSandbox(BaseSandbox):
                 answers[index] = FileUploadResponse(path, INVALID_PATH)
             else:
                 batch.append((index, resolved, content))
-        inside = [item for item in batch if item[1].startswith(self.workspace + "/")]
-        for root, group in ((self.workspace, inside), ("/", [i for i in batch if i not in inside])):
-            if group and self._put(root, group) is not None:
+        within = self.workspace + "/"
+        groups = [
+            (self.workspace, [item for item in batch if item[1].startswith(within)]),
+            ("/", [item for item in batch if not item[1].startswith(within)]),
+        ]
+        for root, group in groups:  # a group may be added while this loop runs
+            error = self._put(root, group) if group else None
+            if error == _NO_FOLDER:  # the workspace was removed: extracted at /, it is made
+                groups.append(("/", group))
+            elif error is not None:
                 for item in group:
-                    error = self._put(root, [item])
-                    answers[item[0]] = FileUploadResponse(files[item[0]][0], error)
+                    alone = error if len(group) == 1 else self._put(root, [item])
+                    answers[item[0]] = FileUploadResponse(files[item[0]][0], alone)
         return [
             answer or FileUploadResponse(path)
             for answer, (path, _) in zip(answers, files, strict=True)
@@ -486,7 +501,7 @@ class DockerSandbox(BaseSandbox):
 
     # ----- the engine's side ------------------------------------------------------------
 
-    def kill(self, token: str) -> None:
+    def _kill(self, token: str) -> None:
         """Kill the command started with `token`: its process group and its heirs."""
         api = self._client.api
         with contextlib.suppress(docker.errors.APIError, requests.RequestException):
@@ -514,13 +529,14 @@ class DockerSandbox(BaseSandbox):
         exits, so a container still running is asked again for `STOP_GRACE` seconds.
         """
         until = time.monotonic() + STOP_GRACE
-        while self._running():
+        while self.is_running():
             if time.monotonic() >= until:
                 return True
             time.sleep(0.05)
         return False
 
-    def _running(self) -> bool:
+    def is_running(self) -> bool:
+        """Whether the container runs (False when it is gone or the engine does not answer)."""
         try:
             state = self._client.api.inspect_container(self._id)["State"]
         except (docker.errors.APIError, requests.RequestException):
@@ -529,8 +545,8 @@ class DockerSandbox(BaseSandbox):
 
     def _gone(self) -> str:
         return (
-            f"Error: the sandbox is gone (its container {self._id[:12]} was stopped or"
-            " removed); start a new sandbox."
+            f"Error: the sandbox is gone (its container {self._id[:12]} was stopped,"
+            " paused or removed); start a new sandbox."
         )
 
     def _unavailable(self, error: Exception) -> str:
@@ -563,9 +579,13 @@ class DockerSandbox(BaseSandbox):
             )
         except requests.RequestException as error:
             return self._unavailable(error)
-        if answer.ok:
-            return None
+        return None if answer.ok else self._put_error(root, answer)
+
+    def _put_error(self, root: str, answer: requests.Response) -> str:
+        """The error of an upload the engine refused."""
         message = _message(answer)
+        if answer.status_code == 404 and root != "/" and "No such container" not in message:  # noqa: PLR2004
+            return _NO_FOLDER
         if "cannot overwrite directory" in message:
             return IS_DIRECTORY
         if "not a directory" in message:
@@ -605,7 +625,7 @@ class DockerSandbox(BaseSandbox):
 
     def _refused(self, answer: requests.Response, verb: str) -> str:
         """The sentence for an archive call the engine refused for another reason."""
-        if answer.status_code in {404, 409} and not self._running():
+        if answer.status_code in {404, 409} and not self.is_running():
             return self._gone()
         return (
             f"Error: the Docker Engine could not {verb} this file (HTTP"
@@ -613,36 +633,63 @@ class DockerSandbox(BaseSandbox):
         )
 
 
-class _Deadline:
-    """Kills a command at its deadline, then ends its output if it does not end."""
+class _Watch:
+    """Watches a running command: kills it at its deadline, lets its output go.
 
-    def __init__(self, sandbox: DockerSandbox, token: str, stream: Any) -> None:
-        self.sandbox = sandbox
-        self.token = token
+    The output is let go when it will not end: a process left both the group and the
+    token, or the container is gone (a runtime that dies may never close an exec's
+    output; checked every `ALIVE_EVERY` seconds).
+    """
+
+    def __init__(
+        self,
+        stream: Any,
+        seconds: float | None,
+        *,
+        kill: Callable[[], None],
+        alive: Callable[[], bool],
+    ) -> None:
         self.stream = stream
+        self.kill = kill
+        self.alive = alive
+        self.seconds = seconds
         self.expired = False
+        """The deadline came first: the command was killed."""
+        self.gone = False
+        """The container stopped while the command ran."""
         self._done = threading.Event()
-        self._timer: threading.Timer | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def start(self, seconds: float) -> None:
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
+    def start(self) -> None:
+        self._thread.start()
 
     def finished(self) -> None:
+        """The output ended: stop watching (`expired` and `gone` are final after this)."""
         self._done.set()
-        if self._timer is not None:
-            self._timer.cancel()
+        self._thread.join()
 
-    def _expire(self) -> None:
-        if self._done.is_set():
-            return
-        self.expired = True
-        self.sandbox.kill(self.token)
-        if not self._done.wait(KILL_GRACE):
-            raw = getattr(self.stream, "_sock", self.stream)
-            with contextlib.suppress(OSError):
-                raw.shutdown(socket.SHUT_RDWR)
+    def _run(self) -> None:
+        until = None if self.seconds is None else time.monotonic() + self.seconds
+        while True:
+            left = ALIVE_EVERY if until is None else until - time.monotonic()
+            if self._done.wait(max(0.0, min(left, ALIVE_EVERY))):
+                return
+            if until is not None and time.monotonic() >= until:
+                self.expired = True
+                self.kill()
+                if not self._done.wait(KILL_GRACE):
+                    self._let_go()
+                return
+            if not self.alive():
+                self.gone = True
+                self._let_go()
+                return
+
+    def _let_go(self) -> None:
+        """End the read of the output: shut the connection's socket down."""
+        raw = getattr(self.stream, "_sock", self.stream)
+        with contextlib.suppress(OSError):
+            raw.shutdown(socket.SHUT_RDWR)
 
 
 class _Output:

@@ -122,6 +122,14 @@ def test_a_file_uploaded_to_tmp_is_seen_by_commands(docker_sandbox: DockerSandbo
     assert docker_sandbox.execute("cat /tmp/.edit_old").output == "seen"
 
 
+def test_a_removed_workspace_is_made_again(docker_sandbox: DockerSandbox) -> None:
+    assert docker_sandbox.execute("cd / && rm -rf /workspace").exit_code == 0
+    assert docker_sandbox.upload_files([("/workspace/sub/a.txt", b"back")])[0].error is None
+    docker_sandbox.execute("cd / && rm -rf /workspace")
+    result = docker_sandbox.execute("pwd; ls")
+    assert (result.output, result.exit_code) == ("/workspace\n", 0)
+
+
 async def test_files_move_off_the_event_loop(docker_sandbox: DockerSandbox) -> None:
     assert await docker_sandbox.aupload_files([("/workspace/a", b"async")]) == [
         FileUploadResponse("/workspace/a")

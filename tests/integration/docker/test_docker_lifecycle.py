@@ -123,6 +123,25 @@ def test_a_container_killed_mid_command_gives_a_clear_result(
     assert docker_sandbox.id[:12] in result.output
 
 
+def test_a_container_paused_mid_command_is_noticed_before_the_deadline(
+    docker_engine: DockerEngine, docker_sandbox: DockerSandbox
+) -> None:
+    """A paused container never ends its commands' output: the watch lets it go."""
+    other_client = docker.DockerClient(base_url=docker_engine.host)
+    pauser = threading.Timer(1.0, lambda: other_client.containers.get(docker_sandbox.id).pause())
+    pauser.start()
+    started = time.monotonic()
+    try:
+        result = docker_sandbox.execute("echo working; sleep 9876", timeout=120)
+    finally:
+        pauser.join()
+        other_client.close()
+    assert time.monotonic() - started < 60  # the watch, not the deadline, ended it
+    assert result.exit_code is None
+    assert result.output.startswith("working\n")
+    assert "paused" in result.output
+
+
 def test_an_idle_sandbox_ends_itself_but_not_while_a_command_runs(
     docker_engine: DockerEngine,
 ) -> None:

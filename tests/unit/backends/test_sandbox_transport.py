@@ -226,3 +226,23 @@ def test_a_provider_whose_transfers_miss_the_folder_is_served_through_execute(
     setup.backend.stat("/")
     leftovers = [p.name for p in setup.folder.iterdir() if p.name.startswith(("in-", "out-"))]
     assert leftovers == []
+
+
+def test_a_view_bound_to_a_call_reads_what_its_stat_brought_at_that_version(
+    tmp_path: Path,
+) -> None:
+    setup = Setup(tmp_path)
+    setup.backend.write_bytes("/a.txt", b"0123456789")
+    view = setup.backend.bind(None)
+    setup.shell.calls.clear()
+    info = view.stat("/a.txt")
+    assert view.read_bytes("/a.txt") == b"0123456789"
+    assert view.read_bytes("/a.txt", 2, 3) == b"234"
+    assert view.read_checked("/a.txt", 8, 5, expected_version=info.version) == b"89"
+    assert setup.shell.calls == {"execute": 1}
+    with pytest.raises(VersionConflict):  # another version is asked of the sandbox
+        view.read_checked("/a.txt", expected_version="0-0-0")
+    view.write_bytes("/a.txt", b"new")  # a change forgets what was peeked
+    assert view.read_bytes("/a.txt") == b"new"
+    assert setup.backend.read_bytes("/a.txt") == b"new"
+    assert setup.backend._peeked is None  # the unbound backend keeps nothing

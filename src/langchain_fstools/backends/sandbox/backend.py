@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import math
 import shlex
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from langchain_fstools.backends.protocol import Backend, check_limit
 from langchain_fstools.backends.sandbox.helper import info_of
@@ -18,6 +19,11 @@ from langchain_fstools.core.results import ExecutionResult, FileInfo, Write
 from langchain_fstools.errors import ChangesNotCommitted, ExecutionUnsupported
 from langchain_fstools.shell.sandbox.limits import GiB
 from langchain_fstools.shell.session.output import OutputBuffer
+
+PEEK: Final = 16_384
+"""Bytes of a file a bound view's `stat` brings along (see `SandboxBackend.bind`): a
+window of a small file, or enough to tell text from binary, yet a reply that every
+provider prints whole."""
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Iterator, Sequence
@@ -121,8 +127,20 @@ class SandboxBackend(_Search, Backend):
         )
         self._use_ripgrep = use_ripgrep
         self._commands = SandboxCommands(self._transport, changed_bytes=changed_bytes)
-        self._probed = False
-        self._rg_path: str | None = None
+        self._peeked: dict[str, tuple[FileInfo, bytes]] | None = None
+
+    def bind(self, runtime: Any) -> SandboxBackend:
+        """A view for one tool call: its `stat` of a file brings the file's first bytes.
+
+        The read that usually follows a stat (telling text from binary, a window of a
+        small file) is then served from them, at the version the stat reported: one
+        round trip for both. What the view keeps dies with the call, and any change it
+        makes forgets it.
+        """
+        del runtime
+        view = copy.copy(self)
+        view._peeked = {}  # noqa: SLF001 - the view's own
+        return view
 
     @property
     def transport(self) -> Transport:
@@ -137,11 +155,11 @@ class SandboxBackend(_Search, Backend):
 
     def stat(self, path: str) -> FileInfo:
         """Metadata of `path`; symlinks inside the root report their target."""
-        return self._transport.run(self._info("stat", paths.normalize(path)))
+        return self._transport.run(self._stat(path))
 
     async def astat(self, path: str) -> FileInfo:
         """Async `stat`."""
-        return await self._transport.arun(self._info("stat", paths.normalize(path)))
+        return await self._transport.arun(self._stat(path))
 
     def exists(self, path: str) -> bool:
         """Whether anything exists at `path`."""
@@ -193,19 +211,19 @@ class SandboxBackend(_Search, Backend):
 
     def delete(self, path: str) -> None:
         """Remove a file, a symlink (never its target), or an empty directory."""
-        self._transport.run(self._value("delete", paths.normalize(path)))
+        self._transport.run(self._change("delete", paths.normalize(path)))
 
     async def adelete(self, path: str) -> None:
         """Async `delete`."""
-        await self._transport.arun(self._value("delete", paths.normalize(path)))
+        await self._transport.arun(self._change("delete", paths.normalize(path)))
 
     def mkdir(self, path: str) -> None:
         """Create a directory and its parents; an existing directory is fine."""
-        self._transport.run(self._value("mkdir", paths.normalize(path)))
+        self._transport.run(self._change("mkdir", paths.normalize(path)))
 
     async def amkdir(self, path: str) -> None:
         """Async `mkdir`."""
-        await self._transport.arun(self._value("mkdir", paths.normalize(path)))
+        await self._transport.arun(self._change("mkdir", paths.normalize(path)))
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """Entries of a directory, sorted by name; links listed as their targets."""
@@ -359,6 +377,15 @@ class SandboxBackend(_Search, Backend):
 
     # ----- the operations as exchanges -----------------------------------------------------------
 
+    def _forget(self) -> None:
+        """Drop what a bound view peeked: the call is changing files."""
+        if self._peeked:
+            self._peeked.clear()
+
+    def _change(self, op: str, *args: Any) -> Exchange[Any]:
+        self._forget()
+        return (yield from self._value(op, *args))
+
     def _value(self, op: str, *args: Any) -> Exchange[Any]:
         value, _ = yield from self._transport.call(op, *args)
         return value
@@ -366,15 +393,34 @@ class SandboxBackend(_Search, Backend):
     def _info(self, op: str, *args: Any) -> Exchange[FileInfo]:
         return info_of((yield from self._value(op, *args)))
 
+    def _stat(self, path: str) -> Exchange[FileInfo]:
+        virtual = paths.normalize(path)
+        if self._peeked is None:
+            return info_of((yield from self._value("stat", virtual)))
+        record, head = yield from self._transport.call("stat", virtual, PEEK)
+        info = info_of(record)
+        if info.is_file:
+            self._peeked[virtual] = (info, head)
+        return info
+
     def _read(
         self, path: str, start: int, size: int | None, expected: str | None
     ) -> Exchange[bytes]:
-        _, data = yield from self._transport.call(
-            "read", paths.normalize(path), start, size, expected
-        )
+        virtual = paths.normalize(path)
+        peeked = self._peeked.get(virtual) if self._peeked is not None else None
+        if peeked is not None and start >= 0 and (size is None or size >= 0):
+            info, head = peeked
+            end = None if size is None else start + size
+            whole = len(head) == info.size
+            if (expected is None or expected == info.version) and (
+                whole or (end is not None and end <= len(head))
+            ):
+                return head[start:end]
+        _, data = yield from self._transport.call("read", virtual, start, size, expected)
         return data
 
     def _write(self, writes: Sequence[Write]) -> Exchange[list[FileInfo]]:
+        self._forget()
         batch = [[paths.normalize(w.path), w.expected_version, len(w.data)] for w in writes]
         data = b"".join(w.data for w in writes)
         records, _ = yield from self._transport.call("write", batch, data=data)
@@ -385,6 +431,7 @@ class SandboxBackend(_Search, Backend):
         return [info_of(record) for record in records]
 
     def _move(self, source: str, destination: str) -> Exchange[FileInfo]:
+        self._forget()
         origin, target = paths.normalize(source), paths.normalize(destination)
         return (yield from self._info("move", origin, target))
 

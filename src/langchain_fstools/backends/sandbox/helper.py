@@ -35,12 +35,10 @@ import functools
 import io
 import json
 import os
-import secrets
 import stat as stat_module
 import sys
 import zlib
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from langchain_fstools import errors
@@ -54,6 +52,7 @@ from langchain_fstools.core.results import EntryKind, FileInfo
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from pathlib import Path
 
 OPEN: Final = "<fstools:"
 """Where a reply's frame starts on standard output."""
@@ -170,7 +169,7 @@ def main(argument: str, folder: str) -> None:
                 os.unlink(os.path.join(folder, os.path.basename(name)))
         disk = Disk(header["root"], folder)
         with _turn(folder, header["op"]):
-            value, out = _OPERATIONS[header["op"]](disk, *header.get("args", ()), data)
+            value, out = _OPERATIONS[header["op"]](disk, *header.get("args", ()), data=data)
         reply = pack({"ok": value}, out)
         if header["op"] == "fetch":
             inline = 0  # a part of a reply is never spilled again
@@ -222,7 +221,7 @@ def _request_bytes(argument: str, folder: str) -> bytes:
 
 def _spill(folder: str, reply: bytes) -> str:
     """Write a long reply to the private folder; its name."""
-    name = f"out-{secrets.token_hex(8)}"
+    name = f"out-{os.urandom(8).hex()}"
     descriptor = os.open(os.path.join(folder, name), _TEMP_FLAGS, 0o600)
     try:
         _write_all(descriptor, reply)
@@ -249,7 +248,7 @@ class Disk:
                 f"the workspace root {root} is not a directory in the sandbox",
                 lasting=True,
             )
-        self.beneath = Beneath(real)
+        self.beneath = Beneath(real, fast=False)
 
     def place(self, virtual: str, **options: bool) -> Place:
         """`Beneath.place`, with errors naming the virtual path."""
@@ -289,20 +288,33 @@ class Disk:
             return os.open(place.name, LISTING, dir_fd=place.directory)
 
 
-# ----- the operations: (disk, *args, data) -> (JSON value, bytes) ------------------------------
+# ----- the operations: (disk, *args, data=bytes) -> (JSON value, bytes) -------------------------
 
 Reply = tuple[Any, bytes]
 
 
-def _stat(disk: Disk, virtual: str, data: bytes) -> Reply:
+def _stat(disk: Disk, virtual: str, peek: int = 0, *, data: bytes) -> Reply:
+    """Metadata of `virtual`; with `peek`, a regular file's first bytes too, as found.
+
+    The bytes and the metadata then come from one open file, so they agree.
+    """
     del data
     with paths.virtual_errors(virtual), disk.place(virtual) as place:
-        return info_record(_info(virtual, _existing(place))), b""
+        status = _existing(place)
+        if not (peek and stat_module.S_ISREG(status.st_mode)):
+            return info_record(_info(virtual, status)), b""
+        descriptor = os.open(place.name, _READ_FLAGS, dir_fd=place.directory)
+        try:
+            status = os.fstat(descriptor)
+            head = _pread(descriptor, 0, peek) if stat_module.S_ISREG(status.st_mode) else b""
+            return info_record(_info(virtual, status)), head
+        finally:
+            os.close(descriptor)
 
 
 def _exists(disk: Disk, virtual: str, data: bytes) -> Reply:
     try:
-        _stat(disk, virtual, data)
+        _stat(disk, virtual, data=data)
     except (FileNotFoundError, NotADirectoryError):
         return False, b""
     return True, b""
@@ -576,7 +588,11 @@ def _probe(disk: Disk, data: bytes) -> Reply:
 def _search(disk: Disk, request: dict[str, Any], ripgrep: str | None, data: bytes) -> Reply:
     """A glob or grep (`search.host`'s request and records), by `ripgrep` or the engine."""
     del data
-    from langchain_fstools.search import host  # noqa: PLC0415 - only searches load the engine
+    import site  # noqa: PLC0415 - only searches load the engine and what it may use
+
+    from langchain_fstools.search import host  # noqa: PLC0415 - the same
+
+    sys.path.extend(site.getsitepackages())  # compiled extensions the engine may use (re2)
 
     native = None
     if ripgrep:
@@ -590,6 +606,8 @@ def _search(disk: Disk, request: dict[str, Any], ripgrep: str | None, data: byte
 
 def _real_directory(root: str, virtual: str) -> Path:
     """The real path of a virtual directory, for ripgrep; `OutsideRoot` if it leaves."""
+    from pathlib import Path  # noqa: PLC0415 - only searches pay for pathlib's import
+
     real = real_path(os.path.join(root, virtual.lstrip("/")))
     if not is_inside(root, real):
         raise errors.OutsideRoot(virtual)
@@ -602,10 +620,10 @@ def _commands(name: str) -> Callable[..., Reply]:
     A file operation does not pay for its imports.
     """
 
-    def operation(*args: Any) -> Reply:
+    def operation(*args: Any, **keywords: Any) -> Reply:
         from langchain_fstools.backends.sandbox import command_helper  # noqa: PLC0415
 
-        return getattr(command_helper, name)(*args)  # type: ignore[no-any-return]
+        return getattr(command_helper, name)(*args, **keywords)  # type: ignore[no-any-return]
 
     return operation
 

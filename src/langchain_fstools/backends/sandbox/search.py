@@ -37,21 +37,23 @@ class _Search:
 
     _transport: Transport
     _use_ripgrep: bool
-    _probed: bool
-    _rg_path: str | None
 
     def native_search(self) -> NativeSearch:
         """The search run in the sandbox (its ripgrep, or the engine); asks once which."""
-        if not self._probed:
-            found, _ = self._transport.run(self._transport.call("probe"))
-            self._rg_path = found["rg"] if self._use_ripgrep else None
-            self._probed = True
+        transport = self._transport
+        if transport.offers is None:
+            transport.offers, _ = transport.run(transport.call("probe"))
         return SandboxSearch(self._run_search)
 
     @property
     def searches_with_ripgrep(self) -> bool:
         """Whether searches run the sandbox's ripgrep (known after `native_search`)."""
         return self._rg_path is not None
+
+    @property
+    def _rg_path(self) -> str | None:
+        offers = self._transport.offers
+        return offers["rg"] if offers is not None and self._use_ripgrep else None
 
     def _run_search(self, request: dict[str, Any], deadline: float) -> Reply:
         seconds = min(max(deadline - time.monotonic(), 0.0), _LONGEST)

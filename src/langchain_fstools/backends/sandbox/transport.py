@@ -92,8 +92,7 @@ import sys
 if sys.version_info < {floor}:
     print("{old}%d.%d>" % sys.version_info[:2])
     raise SystemExit(0)
-import gc, hashlib, importlib, importlib.machinery, importlib.util, json, marshal, os, site
-import stat, zlib
+import gc, importlib, importlib.machinery, importlib.util, marshal, os, stat
 gc.disable()
 folder, digest, argument = sys.argv[1:4]
 try:
@@ -114,6 +113,7 @@ except (OSError, ValueError, EOFError):
             packed = file.read()
     except OSError:
         packed = b""
+    import hashlib, json, zlib
     if hashlib.sha256(packed).hexdigest() != digest:
         print("{missing}")
         raise SystemExit(0)
@@ -126,7 +126,6 @@ except (OSError, ValueError, EOFError):
     with open(temporary, "wb") as file:
         file.write(marshal.dumps(shipped))
     os.replace(temporary, cache)
-sys.path.extend(site.getsitepackages())
 modules, packages = shipped["modules"], set(shipped["packages"])
 withheld = set(shipped["withheld"])
 class Shipped:
@@ -254,6 +253,8 @@ class Transport:
         self.timeout = timeout
         self.folder = folder or _folder(sandbox)
         self._drop: list[str] = []
+        self.offers: dict[str, Any] | None = None
+        """What the sandbox offers (its Python, its `rg`), once asked (`probe`)."""
         self._inline = INLINE_REPLY
         self._uploads_reach = True
         self._downloads_reach = True
