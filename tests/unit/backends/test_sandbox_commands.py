@@ -201,6 +201,18 @@ def test_a_write_while_a_command_runs_waits_for_it_and_is_not_undone(
     assert (workspace / "notes.txt").read_text() == "mine\n"
 
 
+def test_a_bound_view_reads_what_a_commit_wrote_not_what_it_peeked_before(
+    backend: SandboxBackend,
+) -> None:
+    view = backend.bind(None)
+    assert view.stat("/notes.txt").size == 4  # peeks the first bytes
+    result = view.execute_changes("echo x >> notes.txt", timeout=20, output_limit=100)
+    assert result.changes is not None
+    view.commit(result.changes)
+    result.changes.discard()
+    assert view.read_bytes("/notes.txt") == b"one\nx\n"
+
+
 def test_set_uid_bits_are_dropped(backend: SandboxBackend, workspace: Path) -> None:
     result = backend.execute_changes("chmod 4755 src/app.py", timeout=20, output_limit=1000)
     assert result.changes is not None

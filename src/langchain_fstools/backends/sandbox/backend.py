@@ -333,6 +333,7 @@ class SandboxBackend(_Search, Backend):
 
     def _run(self, command: str, timeout: float, output_limit: int) -> Exchange[ExecutionResult]:
         """The command recorded by the helper, or, where it cannot run, the provider's run."""
+        self._forget()  # a plain command writes in place; a commit follows a recorded one
         if (yield from self._commands.probe()):
             return (
                 yield from self._commands.execute(
@@ -362,10 +363,12 @@ class SandboxBackend(_Search, Backend):
             VersionConflict: a path changed since (nothing is committed).
             DiskFull: the new contents do not fit on the sandbox's disk (nothing is).
         """
+        self._forget()
         return self._transport.run(self._commands.commit(changes))
 
     async def acommit(self, changes: ChangeSet) -> list[FileInfo]:
         """Async `commit`."""
+        self._forget()
         return await self._transport.arun(self._commands.commit(changes))
 
     def command_root(self) -> str:
