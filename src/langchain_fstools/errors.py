@@ -443,6 +443,16 @@ class SandboxUnavailable(FsToolsError):
 
 
 @dataclass(eq=False)
+class SandboxFailed(FsToolsError):
+    """A remote sandbox (`SandboxBackend`) failed a call, or its helper gave no answer.
+
+    `reason` says what failed, in words; nothing the call would change was kept.
+    """
+
+    reason: str
+
+
+@dataclass(eq=False)
 class CommandTooLarge(FsToolsError):
     """A command, with its environment, is larger than the sandbox takes (bytes); nothing ran."""
 
@@ -598,6 +608,7 @@ __all__ = [
     "SSHAuthenticationFailed",
     "SSHConnectionFailed",
     "SSHHostKeyRejected",
+    "SandboxFailed",
     "SandboxUnavailable",
     "SearchFailed",
     "SpecialFile",

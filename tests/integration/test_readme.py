@@ -3,7 +3,8 @@
 Each block runs on its own (its own imports, a fresh module namespace), as a reader
 would paste it, in a temporary directory holding an empty `./repo`. A block that reads
 `FSTOOLS_POSTGRES_URL` gets a database of the throwaway PostgreSQL the integration
-fixtures start, as the docs tell a reader to set it.
+fixtures start, as the docs tell a reader to set it; one that makes a `DockerSandbox`
+gets `DOCKER_HOST` of the checkout's Docker Engine (tests/integration/docker/engine.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.integration.docker.engine import start_engine
 from tests.integration.postgres import PostgresServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,6 +86,8 @@ def test_every_python_block_runs_on_its_own(
     if "FSTOOLS_POSTGRES_URL" in source:
         name = re.sub(r"[^a-z0-9]+", "_", f"docs_{page}_{number}".lower())
         monkeypatch.setenv("FSTOOLS_POSTGRES_URL", postgres.create_database(name))
+    if "DockerSandbox" in source:
+        monkeypatch.setenv("DOCKER_HOST", start_engine().host)
     module = types.ModuleType("docs_block")  # a real module, as dataclasses expect
     monkeypatch.setitem(sys.modules, module.__name__, module)
     namespace: dict[str, Any] = module.__dict__

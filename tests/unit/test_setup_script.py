@@ -32,7 +32,7 @@ def _checkout(tmp_path: Path, *, ensurepip: bool) -> tuple[Path, dict[str, str]]
     stubs.mkdir()
     _stub(stubs, "apt-get", f'echo "$*" >> {tmp_path / "apt.log"}')
     _stub(stubs, "sudo", '"$@"')
-    for tool in ("git", "bwrap", "pg_ctl"):
+    for tool in ("git", "bwrap", "pg_ctl", "dockerd", "debootstrap"):
         _stub(stubs, tool, "exit 0")
     pip = f'mkdir -p "$3/bin" && printf \'#!/bin/sh\\necho "$0 $*" >> {tmp_path / "pip.log"}\\n\' > "$3/bin/pip"'
     _stub(
@@ -43,7 +43,8 @@ def _checkout(tmp_path: Path, *, ensurepip: bool) -> tuple[Path, dict[str, str]]
   "-m venv "*) {pip} && chmod +x "$3/bin/pip";;
 esac""",
     )
-    return checkout, {**os.environ, "PATH": f"{stubs}:/usr/bin:/bin"}
+    # FSTOOLS_DOCKER=0: no Docker Engine started (the Docker tests run scripts/docker-engine)
+    return checkout, {**os.environ, "PATH": f"{stubs}:/usr/bin:/bin", "FSTOOLS_DOCKER": "0"}
 
 
 def _setup(checkout: Path, env: dict[str, str]) -> list[str]:

@@ -10,7 +10,7 @@ import errno
 import os
 import stat as stat_module
 
-from langchain_fstools.backends.protocol import EntryKind
+from langchain_fstools.core.results import EntryKind
 from langchain_fstools.errors import SpecialFile
 
 SPECIAL_KINDS = (

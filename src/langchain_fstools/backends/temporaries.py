@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import secrets
+import os
 from typing import Final
 
 TEMP_SUFFIX: Final = ".fstools-tmp"
@@ -18,10 +18,12 @@ def temporary_name(name: str, tag: str | None = None) -> str:
     Args:
         name: The target's name.
         tag: What tells this temporary from others, known beforehand (a journaled
-            commit's token and the entry's number). Default: 12 random hex digits.
+            commit's token and the entry's number). Default: 12 random hex digits (from
+            `os.urandom`, as `secrets` takes them; `secrets` itself loads `hashlib`,
+            which a sandbox's short-lived helper would pay for on every run).
     """
     stem = name.encode("utf-8", "surrogateescape")[:_STEM_BYTES].decode("utf-8", "ignore")
-    return f".{stem}.{tag or secrets.token_hex(6)}{TEMP_SUFFIX}"
+    return f".{stem}.{tag or os.urandom(6).hex()}{TEMP_SUFFIX}"
 
 
 __all__ = ["TEMP_SUFFIX", "temporary_name"]

@@ -15,7 +15,9 @@ line, which `decode` turns back into the engine's values:
 
 Paths in records and errors are virtual: the host knows the workspace root only to
 join it with virtual paths, and never names it. Modification times are whole seconds,
-the precision SFTP gives, so sorting by time agrees with every other call.
+the precision SFTP gives, so sorting by time agrees with every other call, unless the
+request says `"whole_seconds": false` (a sandbox's helper, whose calls keep the disk's
+precision).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from langchain_fstools.search.contract import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from langchain_fstools.search.contract import NativeSearch
+
 STOP_AHEAD = 0.25
 """Seconds before the caller's deadline at which the host stops by itself, so its
 partial results are sent before the caller gives up on it."""
@@ -70,9 +74,13 @@ class HostFiles:
 
     Attributes:
         root: The workspace root's real path on the host.
+        whole_seconds: Modification times in whole seconds, as SFTP gives them (for
+            SSH, so search results sort as its other calls report); False keeps the
+            disk's precision (a sandbox's helper, whose `stat` keeps it). Default: True.
     """
 
     root: str
+    whole_seconds: bool = True
     calls_may_block: ClassVar[bool] = False
     """No worker thread per call for the search deadline: the caller keeps it, by
     stopping this process (see `STOP_AHEAD`), so each call runs directly."""
@@ -84,7 +92,7 @@ class HostFiles:
     def stat(self, path: str) -> FileInfo:
         """Metadata of `path`, links followed."""
         real = self._resolve(path)
-        return _info(path, _os(path, os.stat, real))
+        return self._info(path, _os(path, os.stat, real))
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """Entries of a directory, sorted by name."""
@@ -115,15 +123,23 @@ class HostFiles:
             raise _error(path, exc.errno or errno.EIO) from None
         if stat_module.S_ISREG(own.st_mode):
             self._known[path] = self._regular[path] = real
-            return FileInfo(path, EntryKind.FILE, own.st_size, _seconds(own), "")
+            return FileInfo(path, EntryKind.FILE, own.st_size, self._mtime(own), "")
         if not stat_module.S_ISLNK(own.st_mode):
             self._known[path] = real
-            return _info(path, own)
+            return self._info(path, own)
         try:
             target = _os(path, os.stat, self._resolve(path))
         except (OSError, errors.OutsideRoot):
-            return FileInfo(path, EntryKind.SPECIAL, 0, _seconds(own), "", link=True)
-        return replace(_info(path, target), link=True)
+            return FileInfo(path, EntryKind.SPECIAL, 0, self._mtime(own), "", link=True)
+        return replace(self._info(path, target), link=True)
+
+    def _info(self, path: str, status: os.stat_result) -> FileInfo:
+        kind = _kind(status.st_mode)
+        size = status.st_size if kind is EntryKind.FILE else 0
+        return FileInfo(path, kind, size, self._mtime(status), "")
+
+    def _mtime(self, status: os.stat_result) -> float:
+        return float(int(status.st_mtime)) if self.whole_seconds else status.st_mtime
 
     def _resolve(self, path: str) -> str:
         known = self._known.get(path)
@@ -135,13 +151,17 @@ class HostFiles:
         return real
 
 
-def main(request: dict[str, Any], out: IO[bytes] | None = None) -> None:
+def main(
+    request: dict[str, Any], out: IO[bytes] | None = None, native: NativeSearch | None = None
+) -> None:
     """Run one request from the caller and write its records to `out` (stdout).
 
     Args:
         request: `{"op": "probe"}`, or `{"op": "list" | "search", "root": ...,
             "seconds": ..., ...}` as `list_request` and `grep_request` build it.
         out: Where the JSON lines go. Default: standard output.
+        native: A native search of the host's files to run instead of the engine (a
+            sandbox's ripgrep: `backends.sandbox.helper`). Default: None (the engine).
     """
     stream = out if out is not None else sys.stdout.buffer
 
@@ -152,13 +172,12 @@ def main(request: dict[str, Any], out: IO[bytes] | None = None) -> None:
         emit("ready", sys.executable, MAGIC_NUMBER.hex())
         stream.flush()
         return
-    files = HostFiles(request["root"])
+    search = native or EngineSearch(HostFiles(request["root"], request.get("whole_seconds", True)))
     deadline = time.monotonic() + request["seconds"] - STOP_AHEAD
     try:
         if request["op"] == "list":
             globs = _tuples(request["globs"])
-            effect = engine.list_files(request["directory"], globs=globs, deadline=deadline)
-            listing = calls.run(effect, files)
+            listing = search.list_files(request["directory"], globs=globs, deadline=deadline)
             for listed in listing.files:
                 emit("file", listed.path, listed.mtime)
             emit("end", listing.complete)
@@ -171,8 +190,7 @@ def main(request: dict[str, Any], out: IO[bytes] | None = None) -> None:
                 ]
                 emit("hits", hits.path, hits.mtime, hits.count, lines)
 
-            outcome = calls.run(engine.grep(grep, deadline=deadline, sink=sink), files)
-            emit("end", outcome.complete)
+            emit("end", search.grep(grep, deadline=deadline, sink=sink))
     except InvalidPattern as exc:
         emit("error", "pattern", exc.reason)
     except errors.FsToolsError as exc:
@@ -180,6 +198,32 @@ def main(request: dict[str, Any], out: IO[bytes] | None = None) -> None:
     except OSError as exc:  # built by HostFiles: a virtual path and an errno
         emit("error", "os", [exc.errno, exc.filename])
     stream.flush()
+
+
+@dataclass(frozen=True)
+class EngineSearch:
+    """`NativeSearch` by the pure-Python engine over the host's files (`HostFiles`)."""
+
+    files: HostFiles
+
+    def list_files(
+        self,
+        directory: str,
+        *,
+        globs: tuple[tuple[str, ...], ...],
+        deadline: float,
+        newest: int | None = None,
+        excluded: tuple[str, ...] = (),
+    ) -> Listing:
+        """`engine.list_files` on the host (every file: `newest` and `excluded` unused)."""
+        del newest, excluded
+        return calls.run(engine.list_files(directory, globs=globs, deadline=deadline), self.files)
+
+    def grep(
+        self, request: GrepRequest, *, deadline: float, sink: Callable[[FileHits], None]
+    ) -> bool:
+        """`engine.grep` on the host; whether it finished in time."""
+        return calls.run(engine.grep(request, deadline=deadline, sink=sink), self.files).complete
 
 
 def list_request(
@@ -319,23 +363,12 @@ def _error(path: str, code: int) -> OSError:
     return OSError(code, os.strerror(code), path)
 
 
-def _info(path: str, status: os.stat_result) -> FileInfo:
-    kind = _kind(status.st_mode)
-    size = status.st_size if kind is EntryKind.FILE else 0
-    return FileInfo(path, kind, size, _seconds(status), "")
-
-
 def _kind(mode: int) -> EntryKind:
     if stat_module.S_ISREG(mode):
         return EntryKind.FILE
     if stat_module.S_ISDIR(mode):
         return EntryKind.DIRECTORY
     return EntryKind.SPECIAL
-
-
-def _seconds(status: os.stat_result) -> float:
-    """Whole seconds, as SFTP reports them."""
-    return float(int(status.st_mtime))
 
 
 def _tuples(value: Any) -> Any:
@@ -347,6 +380,7 @@ def _tuples(value: Any) -> Any:
 
 __all__ = [
     "STOP_AHEAD",
+    "EngineSearch",
     "HostFiles",
     "HostSearchFailed",
     "Reply",

@@ -299,6 +299,11 @@ def _command_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one ret
                 " Use the file tools instead, and tell the user: they can fix the sandbox, or"
                 " opt out with sandbox=None, which runs commands unconfined (unsafe)."
             )
+        case errors.SandboxFailed(reason=reason):
+            return (
+                f"Error: the sandbox failed: {reason}; nothing was changed. Try again shortly,"
+                " and if it persists tell the user."
+            )
         case errors.ProcessLimit(limit=limit):
             return (
                 f"Error: this session already runs {limit} background processes, the most it"

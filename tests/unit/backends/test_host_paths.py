@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from langchain_fstools.backends.local import host_paths
-from langchain_fstools.backends.local.host_paths import is_inside, real_path
+from langchain_fstools.backends import host_paths
+from langchain_fstools.backends.host_paths import is_inside, real_path
 
 NAMES = st.sampled_from(["a", "b", "c", "d", "x y", "é"])
 PARTS = st.lists(NAMES, min_size=1, max_size=4)

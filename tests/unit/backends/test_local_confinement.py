@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.backends.local import beneath
+from langchain_fstools.backends import beneath
 from langchain_fstools.errors import InvalidPath, OutsideRoot
 from langchain_fstools.tools.toolkit import FileToolkit
 

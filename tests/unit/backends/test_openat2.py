@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_fstools.backends.local.openat2 import _syscall, open_directory_beneath
+from langchain_fstools.backends.openat2 import _syscall, open_directory_beneath
 
 pytestmark = pytest.mark.skipif(_syscall() is None, reason="needs openat2 (Linux 5.6+)")
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from langchain_fstools.backends import shipping
 from langchain_fstools.backends.ssh import search as ssh_search
 from langchain_fstools.search.contract import GrepRequest
 from langchain_fstools.search.host import decode, grep_request, main
@@ -158,5 +159,5 @@ def test_a_search_on_the_host_loads_neither_asyncio_nor_a_withheld_module(
 
 
 def test_a_package_with_compiled_parts_is_left_to_the_host() -> None:
-    assert ssh_search._pure_python_package("pydantic_core") == []
-    assert ssh_search._pure_python_package("pathspec")
+    assert shipping._pure_python_package("pydantic_core") == []
+    assert shipping._pure_python_package("pathspec")

@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "channels": 3,
     "search": 4,
     "lsp": 4,
+    "sandboxes": 4,
     "backends": 5,
     "patch": 6,
     "history": 6,
@@ -35,7 +36,8 @@ LAYERS: dict[str, int] = {
 
 `search` sits above `shell`: its spawner (host-side search processes) is confined by
 `shell.sandbox.confine`; so does `lsp`, whose language servers run without the network
-(`shell.sandbox.confine`'s seccomp filter), below `tools`, which render its diagnostics. `middleware` and `mcp` share the top rank: two front-ends over the same floors
+(`shell.sandbox.confine`'s seccomp filter), below `tools`, which render its diagnostics;
+so does `sandboxes`, the sandbox providers we ship, whose containers take `shell`'s `Limits`. `middleware` and `mcp` share the top rank: two front-ends over the same floors
 (`permissions`, `history`, `tools`), neither importing the other.
 
 Top-level modules not listed here (the root `__init__`, `__main__`, `demo`, `testing`) are
@@ -49,7 +51,7 @@ HEAVY = ("langchain_core", "langchain", "langgraph", "asyncssh", "PIL", "pypdf")
 SHELL_ROOMS: dict[str, int] = {"policy": 0, "network": 1, "sandbox": 2, "session": 3}
 """Each `shell` subpackage's rank: a room may import its own modules and lower rooms."""
 
-BACKENDS_OF_THEIR_OWN = ("local", "ssh", "objectstore")
+BACKENDS_OF_THEIR_OWN = ("local", "ssh", "objectstore", "sandbox")
 """The backends that are packages: each imports its own modules and the shared ones, never
 another backend package's."""
 
@@ -210,12 +212,15 @@ BINDINGS: dict[str, tuple[str, ...]] = {
     "langchain_fstools.backends.state": _LANGGRAPH,
     "langchain_fstools.backends.store": _LANGGRAPH,
     "langchain_fstools.backends.store_postgres": _LANGGRAPH,
+    # deepagents' BaseSandbox, which DockerSandbox implements, loads LangChain
+    "langchain_fstools.sandboxes.docker": (*_LANGGRAPH, "langchain"),
 }
 """Lower modules that exist to bind a third-party library, and what that loads."""
 
 
 @pytest.mark.parametrize(
-    "package", ["errors", "core", "formats", "search", "shell", "channels", "backends", "patch"]
+    "package",
+    ["errors", "core", "formats", "search", "shell", "channels", "backends", "patch", "sandboxes"],
 )
 def test_lower_layers_load_without_the_heavy_stack(package: str) -> None:
     modules = sorted(

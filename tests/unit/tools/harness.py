@@ -26,14 +26,28 @@ from langchain_fstools import (
     StoreBackend,
 )
 from langchain_fstools.backends.protocol import Backend
+from langchain_fstools.backends.sandbox import SandboxBackend
 from langchain_fstools.backends.state import merge_files
 from langchain_fstools.core import calls
 from langchain_fstools.tools.reads import READS_KEY, merge_reads
+from tests.unit.backends.sandbox_double import ShellBaseSandbox, ShellSandbox, path_with_ripgrep
 
-BACKENDS = ["local", "local-python", "state", "store", "composite", "objectstore"]
+BACKENDS = [
+    "local",
+    "local-python",
+    "state",
+    "store",
+    "composite",
+    "objectstore",
+    "sandbox",
+    "sandbox-python",
+]
 """local: LocalBackend with ripgrep; local-python: without; state: StateBackend;
 store: StoreBackend on an InMemoryStore; composite: LocalBackend with /docs/ and /odd/
-mounted from graph state; objectstore: ObjectStoreBackend on obstore's MemoryStore."""
+mounted from graph state; objectstore: ObjectStoreBackend on obstore's MemoryStore;
+sandbox: SandboxBackend over a deepagents `BaseSandbox` subclass running `sh -c` here,
+with ripgrep on its PATH; sandbox-python: over a plain provider object without it (the
+engine runs in the sandbox)."""
 
 
 class Harness:
@@ -50,11 +64,22 @@ class Harness:
             "composite": lambda: CompositeBackend(
                 LocalBackend(self.root), {"/docs/": StateBackend(), "/odd/": StateBackend()}
             ),
+            "sandbox": lambda: SandboxBackend(
+                ShellBaseSandbox(ShellSandbox(path=path_with_ripgrep(tmp_path / "bin"))),
+                str(self.root),
+                helper_folder=str(tmp_path / "helper"),
+            ),
+            "sandbox-python": lambda: SandboxBackend(
+                ShellSandbox(), str(self.root), helper_folder=str(tmp_path / "helper")
+            ),
         }.get(kind, lambda: LocalBackend(self.root, use_ripgrep=kind == "local"))()
         self.mounts = ["/docs/", "/odd/"] if kind == "composite" else []
         """Mount points `ls /` shows even when empty."""
         if kind == "local":
             assert backend.native_search() is not None, "rg (the ripgrep wheel) is missing"
+        if kind.startswith("sandbox"):
+            backend.native_search()
+            assert backend.searches_with_ripgrep == (kind == "sandbox")
         self.toolkit = FileToolkit(backend, **settings)
         self.tools = {tool.name: tool for tool in self.toolkit.get_tools()}
         self.state: dict[str, Any] = {"files": {}, READS_KEY: {}, "messages": []}

@@ -11,14 +11,14 @@ import logging
 import os
 import shutil
 import stat as stat_module
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeVar, cast, get_args
 
-from langchain_fstools.backends.local.beneath import LISTING, Beneath, Place
-from langchain_fstools.backends.local.host_paths import is_inside, real_path
+from langchain_fstools.backends.beneath import LISTING, Beneath, Place
+from langchain_fstools.backends.file_versions import later_than, version_of
+from langchain_fstools.backends.host_paths import is_inside, real_path
 from langchain_fstools.backends.local.journal import (
     Folder,
     Intent,
@@ -100,7 +100,7 @@ class LocalBackend(Backend):
 
     Confinement: every virtual path passes `paths.normalize` and is walked beneath the
     root's directory descriptor, one component at a time, each opened relative to the
-    one before with `O_NOFOLLOW` (see `backends.local.beneath`); the open, create, rename or
+    one before with `O_NOFOLLOW` (see `backends.beneath`); the open, create, rename or
     remove then names only the last component, relative to the directory reached. A
     symlink on the way is followed only when its target, resolved, lies inside the
     root, and the walk continues from the root descriptor. So `..`, a symlinked file or
@@ -425,7 +425,7 @@ class LocalBackend(Backend):
 
     def _settle(self) -> None:
         """Finish or undo the commits a killed process left (`Journal.recover`)."""
-        self._journal.recover(self._beneath, _version)
+        self._journal.recover(self._beneath, version_of)
 
     def _write_batch(self, entries: Sequence[_Entry], steps: Steps | None = None) -> list[FileInfo]:
         """`write_many` of files given by their bytes, by a source file, or links.
@@ -1088,7 +1088,7 @@ class LocalBackend(Backend):
                     current = place.info
             except (FileNotFoundError, NotADirectoryError):
                 current = None
-        actual = _version(current) if current is not None else None
+        actual = version_of(current) if current is not None else None
         if actual != change.before:
             raise VersionConflict(change.path, change.before or ABSENT, actual)
 
@@ -1125,7 +1125,7 @@ class LocalBackend(Backend):
         """The real host path of a canonical virtual path, for `host_path` only.
 
         `OutsideRoot` if it leaves the root. File operations never use it: they walk
-        beneath the root's descriptor (`backends.local.beneath`).
+        beneath the root's descriptor (`backends.beneath`).
         """
         host = real_path(os.path.join(self._root, virtual.lstrip("/")))
         if not is_inside(self._root, host):
@@ -1178,7 +1178,7 @@ class LocalBackend(Backend):
             with self._beneath.place(virtual) as place:
                 target = _existing(place)
         except (OutsideRoot, OSError):
-            return FileInfo(virtual, EntryKind.SPECIAL, 0, own.st_mtime, _version(own), link=True)
+            return FileInfo(virtual, EntryKind.SPECIAL, 0, own.st_mtime, version_of(own), link=True)
         return replace(_info(virtual, target), link=True)
 
 
@@ -1226,7 +1226,7 @@ class _Lower:
             os.close(lower)
 
     def version(self, result: os.stat_result) -> str:
-        return _version(result)
+        return version_of(result)
 
 
 def _start_confined(spawner: Spawner, command: list[str], cwd: Path, stdin: bool) -> SpawnedProcess:  # noqa: FBT001 - the `RipgrepSearch.start` signature
@@ -1242,12 +1242,7 @@ def _info(virtual: str, result: os.stat_result) -> FileInfo:
     mode = result.st_mode
     kind = kind_of(mode)
     size = result.st_size if kind is EntryKind.FILE else 0
-    return FileInfo(virtual, kind, size, result.st_mtime, _version(result))
-
-
-def _version(result: os.stat_result) -> str:
-    """Changes with the content: mtime, size, and the inode (each write renames)."""
-    return f"{result.st_mtime_ns:x}-{result.st_size:x}-{result.st_ino:x}"
+    return FileInfo(virtual, kind, size, result.st_mtime, version_of(result))
 
 
 def _existing(place: Place) -> os.stat_result:
@@ -1311,7 +1306,7 @@ def _create_temp_entry(
         name, tag, lambda temp: os.link(source, temp, dst_dir_fd=directory, follow_symlinks=False)
     )
     os.unlink(source)
-    now = _later_than(previous)
+    now = later_than(previous)
     os.utime(temp, ns=(now, now), dir_fd=directory, follow_symlinks=False)
     return temp
 
@@ -1361,14 +1356,8 @@ def _stamp(descriptor: int, previous: os.stat_result | None) -> None:
     The kernel stamps files with a coarse clock and reuses freed inode numbers, so two
     quick same-size writes could otherwise share a version token.
     """
-    now = _later_than(previous)
+    now = later_than(previous)
     os.utime(descriptor, ns=(now, now))
-
-
-def _later_than(previous: os.stat_result | None) -> int:
-    """Now, in nanoseconds, or just after `previous`'s modification time if that is later."""
-    now = time.time_ns()
-    return now if previous is None else max(now, previous.st_mtime_ns + 1)
 
 
 def _write_all(descriptor: int, data: bytes) -> None:
@@ -1389,7 +1378,7 @@ def _check_version(entry: _Staged) -> None:
         current = os.stat(entry.name, dir_fd=entry.directory, follow_symlinks=False)
     except FileNotFoundError:
         current = None
-    actual = _version(current) if current is not None else None
+    actual = version_of(current) if current is not None else None
     if actual != (None if expected == ABSENT else expected):
         raise VersionConflict(entry.virtual, expected, actual)
 

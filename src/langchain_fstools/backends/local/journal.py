@@ -62,7 +62,7 @@ from langchain_fstools.errors import OutsideRoot
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
-    from langchain_fstools.backends.local.beneath import Beneath, Place
+    from langchain_fstools.backends.beneath import Beneath, Place
 
 logger = logging.getLogger(__name__)
 

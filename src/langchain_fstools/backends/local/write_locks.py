@@ -30,7 +30,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Final
 
-from langchain_fstools.backends.local.beneath import LISTING
+from langchain_fstools.backends.beneath import LISTING
 from langchain_fstools.errors import WriteLockTimeout
 
 if TYPE_CHECKING:

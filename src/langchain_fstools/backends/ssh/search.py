@@ -39,26 +39,21 @@ over SFTP, and the connection stops using the host's Python.
 
 from __future__ import annotations
 
-import ast
 import asyncio
-import functools
-import importlib.util
 import io
 import json
-import marshal
 import posixpath
 import shlex
 import stat as stat_module
-import sys
 import time
-import zlib
 from dataclasses import dataclass
 from importlib.util import MAGIC_NUMBER
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import asyncssh
 
+from langchain_fstools.backends import shipping
+from langchain_fstools.backends.shipping import FILE
 from langchain_fstools.backends.ssh.exec import _Commands
 from langchain_fstools.backends.ssh.files import _Files
 from langchain_fstools.core import calls, paths
@@ -78,7 +73,7 @@ from langchain_fstools.search.ripgrep import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from typing import TypeAlias
 
     from langchain_fstools.backends.protocol import Backend
@@ -141,7 +136,7 @@ importlib.import_module({program!r}).main(request)
 
 def command(python: str) -> str:
     """The shell command that starts the program with the host's `python`."""
-    loader = _LOADER.format(floor=MIN_PYTHON, program=PROGRAM, file=_FILE)
+    loader = _LOADER.format(floor=MIN_PYTHON, program=PROGRAM, file=FILE)
     return shlex.join([python, "-I", "-S", "-c", loader])
 
 
@@ -155,7 +150,7 @@ def program_input(request: dict[str, Any], *, compiled: bool = False) -> bytes:
     """
     if compiled:
         request = {**request, "bytecode": MAGIC_NUMBER.hex()}
-    modules = _compiled() if compiled else _sources()
+    modules = shipping.compiled(PROGRAM) if compiled else shipping.sources(PROGRAM)
     return json.dumps(request).encode() + b"\n" + modules
 
 
@@ -436,157 +431,6 @@ class _RemoteRipgrep:
         for hits in found:
             sink(hits)
         return complete
-
-
-_FILE = "<fstools>/{}.py"
-"""The file name a shipped module's code is compiled with (its dotted name as a path)."""
-
-
-@dataclass(frozen=True)
-class _Program:
-    """The modules shipped to the host (see the module docstring).
-
-    Attributes:
-        sources: Source of every module, by name.
-        packages: The names among them that are packages.
-        withheld: Modules the shipped third-party packages import only optionally and
-            the program does not: the host refuses them.
-    """
-
-    sources: dict[str, str]
-    packages: list[str]
-    withheld: list[str]
-
-
-@functools.cache
-def _program() -> _Program:
-    """The program and what it imports (found once)."""
-    sources: dict[str, str] = {}
-    packages: set[str] = set()
-    own_imports: set[str] = set()  # of the program's own modules
-    optional: set[str] = set()  # of the shipped third-party modules
-    pending = [PROGRAM]
-    while pending:
-        name = pending.pop()
-        if name in sources:
-            continue
-        sources[name] = _source(name)
-        for parent in _parents(name):
-            packages.add(parent)
-            sources.setdefault(parent, "")
-        for imported in _imports(sources[name]):
-            top = imported.partition(".")[0]
-            own_imports.add(top)
-            if top == PROGRAM.partition(".")[0]:
-                pending.append(imported)
-            elif top not in sys.stdlib_module_names:
-                for module, source, package in _pure_python_package(top):
-                    sources[module] = source
-                    optional.update(_optional_imports(source))
-                    if package:
-                        packages.add(module)
-    shipped = {name.partition(".")[0] for name in sources}
-    withheld = optional - own_imports - shipped - sys.stdlib_module_names
-    return _Program(sources, sorted(packages), sorted(withheld))
-
-
-@functools.cache
-def _sources() -> bytes:
-    """The program as compressed JSON: its modules' sources, compiled by the host."""
-    program = _program()
-    data = {"modules": program.sources, "packages": program.packages, "withheld": program.withheld}
-    return zlib.compress(json.dumps(data).encode(), 6)
-
-
-@functools.cache
-def _compiled() -> bytes:
-    """The program as compressed marshalled code, for a host with our bytecode.
-
-    Compiled as the host compiles sources: without this module's `__future__` flags,
-    and with asserts kept (the host's Python runs without `-O`).
-    """
-    program = _program()
-    code = {
-        name: compile(
-            source, _FILE.format(name.replace(".", "/")), "exec", dont_inherit=True, optimize=0
-        )
-        for name, source in program.sources.items()
-    }
-    data = {"modules": code, "packages": program.packages, "withheld": program.withheld}
-    return zlib.compress(marshal.dumps(data), 6)
-
-
-def _source(name: str) -> str:
-    spec = importlib.util.find_spec(name)
-    source = spec.loader.get_source(name) if spec and spec.loader else None  # type: ignore[attr-defined]
-    if source is None:
-        raise ImportError(name)
-    return str(source)
-
-
-def _parents(name: str) -> Iterator[str]:
-    parts = name.split(".")
-    for depth in range(1, len(parts)):
-        yield ".".join(parts[:depth])
-
-
-def _imports(source: str) -> Iterator[str]:
-    """Modules `source` imports when it runs (imports for type checking only left out)."""
-    yield from _imports_in(ast.parse(source).body)
-
-
-def _imports_in(nodes: list[ast.stmt]) -> Iterator[str]:
-    for node in nodes:
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            yield from _imports_in(node.orelse)
-            continue
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Import):
-                yield from (alias.name for alias in inner.names)
-            elif isinstance(inner, ast.ImportFrom) and inner.module and not inner.level:
-                yield inner.module
-                for alias in inner.names:  # `from package import module`
-                    submodule = f"{inner.module}.{alias.name}"
-                    if _is_module(submodule):
-                        yield submodule
-
-
-def _optional_imports(source: str) -> set[str]:
-    """Top-level modules `source` imports inside `try` blocks: it runs without them."""
-    return {
-        imported.partition(".")[0]
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.Try)
-        for imported in _imports_in(node.body)
-    }
-
-
-def _is_module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _pure_python_package(top: str) -> list[tuple[str, str, bool]]:
-    """Every module of a third-party package as (name, source, is package).
-
-    None if the package has compiled parts: the host must then have it installed.
-    """
-    spec = importlib.util.find_spec(top)
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    files = [p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
-    if any(p.suffix in {".so", ".pyd", ".dylib"} for p in files):
-        return []
-    modules = []
-    for path in sorted(p for p in files if p.suffix == ".py"):
-        parts = path.relative_to(folder).with_suffix("").parts
-        package = parts[-1] == "__init__"
-        name = ".".join((top, *parts[:-1])) if package else ".".join((top, *parts))
-        modules.append((name, path.read_text(encoding="utf-8"), package))
-    return modules
 
 
 def _unknown_mtime(relative: str) -> float:

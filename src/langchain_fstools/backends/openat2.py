@@ -11,11 +11,8 @@ components itself, judging links one by one.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
-import platform
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -32,43 +29,42 @@ _FLAGS: Final = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 _AT_FDCWD: Final = -100
 
 
-class _OpenHow(ctypes.Structure):
-    _fields_ = (
-        ("flags", ctypes.c_uint64),
-        ("mode", ctypes.c_uint64),
-        ("resolve", ctypes.c_uint64),
-    )
-
-
-@dataclass(frozen=True)
-class _Syscall:
-    """The bound system call and its fixed arguments."""
-
-    function: Callable[..., int]
-    number: int
-    how: _OpenHow
-
-    def __call__(self, directory: int, relative: str) -> int:
-        """The new descriptor, or -1."""
-        how = ctypes.byref(self.how)
-        size = ctypes.sizeof(_OpenHow)
-        return int(self.function(self.number, directory, os.fsencode(relative), how, size))
-
-
 @functools.cache
-def _syscall() -> _Syscall | None:
-    """`openat2` bound once per process, if this kernel answers it (probed on `.`)."""
+def _syscall() -> Callable[[int, str], int] | None:
+    """`openat2` bound once per process, if this kernel answers it (probed on `.`).
+
+    `ctypes` is loaded here, on first use, not when the module is: a short-lived
+    process that walks beneath a root a few times (a sandbox's helper, which never
+    calls this) does not pay for loading it.
+    """
+    import ctypes  # noqa: PLC0415 - see above
+    import platform  # noqa: PLC0415 - the same
+
     number = _SYSCALL_NUMBERS.get(platform.machine())
     if number is None or os.uname().sysname != "Linux":
         return None
+
+    class OpenHow(ctypes.Structure):
+        _fields_ = (
+            ("flags", ctypes.c_uint64),
+            ("mode", ctypes.c_uint64),
+            ("resolve", ctypes.c_uint64),
+        )
+
     function = ctypes.CDLL(None, use_errno=True).syscall
     function.restype = ctypes.c_long
-    bound = _Syscall(function, number, _OpenHow(_FLAGS, 0, _RESOLVE))
-    probe = bound(_AT_FDCWD, ".")
+    how = OpenHow(_FLAGS, 0, _RESOLVE)
+    reference, size = ctypes.byref(how), ctypes.sizeof(OpenHow)
+
+    def call(directory: int, relative: str) -> int:
+        """The new descriptor, or -1."""
+        return int(function(number, directory, os.fsencode(relative), reference, size))
+
+    probe = call(_AT_FDCWD, ".")
     if probe < 0:
         return None  # ENOSYS (before 5.6) or refused by a seccomp filter
     os.close(probe)
-    return bound
+    return call
 
 
 def open_directory_beneath(directory: int, relative: str) -> int | None:

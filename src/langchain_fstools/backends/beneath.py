@@ -14,7 +14,7 @@ already inside the root and refuses to follow a link it has not judged. A swap m
 the call fail or land on another path inside the root, never outside it.
 
 Where the kernel has `openat2` (Linux 5.6+), the directories of a path are first opened
-in one call with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` (`backends.local.openat2`): what it
+in one call with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` (`backends.openat2`): what it
 reaches is what the walk would, and it refuses any link, so a path with a link (or a
 missing folder) on the way is walked component by component as above. The kernel's own
 `RESOLVE_BENEATH` resolution of links is not used: it refuses absolute symlinks, which
@@ -37,8 +37,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Self
 
-from langchain_fstools.backends.local.host_paths import is_inside, real_path
-from langchain_fstools.backends.local.openat2 import open_directory_beneath
+from langchain_fstools.backends.host_paths import is_inside, real_path
+from langchain_fstools.backends.openat2 import open_directory_beneath
 from langchain_fstools.errors import OutsideRoot
 
 if TYPE_CHECKING:
@@ -96,17 +96,21 @@ class Beneath:
 
     Args:
         root: The root's real host path (symlinks already resolved).
+        fast: Open a path's folders in one `openat2` call where the kernel has it
+            (`backends.openat2`); False walks every component, sparing a short-lived
+            process (a sandbox's helper) the loading of `ctypes`. Default: True.
     """
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, *, fast: bool = True) -> None:
         """Remember the root; it is opened on first use (a constructor may run on a loop)."""
         self.root = root
+        self.fast = fast
         self._descriptor: int | None = None
         self._lock = threading.Lock()
 
     def __reduce__(self) -> tuple[type[Beneath], tuple[str]]:
         """Copies and pickles name the same root and open their own descriptor."""
-        return (Beneath, (self.root,))
+        return (Beneath, (self.root,))  # `fast` keeps its default: only helpers turn it off
 
     def descriptor(self) -> int:
         """The root's descriptor, opened once and closed with this object."""
@@ -156,7 +160,7 @@ class _Walk:
     def run(self, virtual: str, *, follow: bool, create: bool) -> Place:
         parts = [part for part in virtual.split("/") if part]
         directory = None
-        if len(parts) > 1:  # the common case in one call: no link, nothing missing on the way
+        if len(parts) > 1 and self._beneath.fast:  # in one call: no link, nothing missing
             directory = open_directory_beneath(self._root, "/".join(parts[:-1]))
         if directory is not None:
             self._stack.append(directory)

@@ -1,0 +1,126 @@
+"""Files in a Docker sandbox: our tools on `SandboxBackend` vs deepagents' `BaseSandbox`.
+
+    python bench/sandbox_backend.py [--repeat 15]
+
+Starts this checkout's Docker Engine (scripts/docker-engine, as the Docker tests do),
+makes one `DockerSandbox`, writes a 300-line Python file in its `/workspace`, and times
+the median of `--repeat` rounds (interleaved: each round runs every call in turn) of:
+
+- the floor: one `execute("true")`, the provider's round trip;
+- `read_file` of 100 lines and `edit_file` of one line (after a read), through
+  `FileToolkit(SandboxBackend(sandbox))`: one `execute` of our helper each;
+- the same on deepagents' own `BaseSandbox` methods of the same `DockerSandbox`
+  (`read(path, offset=0, limit=100)`, `edit(path, old, new)`).
+
+Targets (issue 53): ours at most 1.5x the floor, and faster than deepagents'; printed as
+ratios with PASS/FAIL. A benchmark, not a test: it asserts only that both edits landed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+ROOT = Path(__file__).resolve().parents[1]
+
+import docker  # noqa: E402
+
+from langchain_fstools import FileToolkit  # noqa: E402
+from langchain_fstools.backends.sandbox import SandboxBackend  # noqa: E402
+from langchain_fstools.sandboxes.docker import DockerSandbox  # noqa: E402
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+FLOOR_TARGET = 1.5
+"""Our read_file and edit_file: at most this many times one `execute("true")`."""
+
+IMAGE = "fstools-sandbox:test"
+LINES = 300
+
+
+def engine_client() -> docker.DockerClient:
+    subprocess.run(["bash", str(ROOT / "scripts" / "docker-engine")], check=True)
+    host = (ROOT / ".cache" / "docker" / "host").read_text().strip()
+    return docker.DockerClient(base_url=host)
+
+
+def timed(function: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    function()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=15)
+    options = parser.parse_args()
+    client = engine_client()
+    with DockerSandbox.create(image=IMAGE, client=client) as sandbox:
+        backend = SandboxBackend(sandbox, "/workspace")
+        source = "".join(f"value_{n} = {n}  # line {n}\n" for n in range(LINES))
+        backend.write_bytes("/ours.py", source.encode())
+        backend.write_bytes("/theirs.py", source.encode())
+        tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
+        read = tools["read_file"]
+        edit = tools["edit_file"]
+        read.invoke({"file_path": "/ours.py", "limit": 100})  # the helper is in place
+        sandbox.read("/workspace/theirs.py", offset=0, limit=100)
+        flips = {"ours": 0, "theirs": 0, "read": 0}
+
+        def our_edit() -> None:
+            n = flips["ours"]
+            flips["ours"] += 1
+            old, new = ("_7 = 7 ", "_7 = 70 ") if n % 2 == 0 else ("_7 = 70 ", "_7 = 7 ")
+            text = str(edit.invoke({"file_path": "/ours.py", "old_string": old, "new_string": new}))
+            assert "Error" not in text, text
+
+        def their_edit() -> None:
+            n = flips["theirs"]
+            flips["theirs"] += 1
+            old, new = ("_7 = 7 ", "_7 = 70 ") if n % 2 == 0 else ("_7 = 70 ", "_7 = 7 ")
+            result = sandbox.edit("/workspace/theirs.py", old, new)
+            assert result.error is None, result.error
+
+        def our_read() -> None:
+            # another window each time, so the "file unchanged" stub never answers
+            offset = 1 + (flips["read"] % 2)
+            read.invoke({"file_path": "/ours.py", "offset": offset, "limit": 100})
+            flips["read"] += 1
+
+        calls: dict[str, Callable[[], object]] = {
+            "floor: execute('true')": lambda: sandbox.execute("true"),
+            "ours: read_file 100 lines": our_read,
+            "deepagents: read 100 lines": lambda: sandbox.read(
+                "/workspace/theirs.py", offset=0, limit=100
+            ),
+            "ours: edit_file one line": our_edit,
+            "deepagents: edit one line": their_edit,
+        }
+        times: dict[str, list[float]] = {name: [] for name in calls}
+        for _ in range(options.repeat):
+            for name, call in calls.items():
+                times[name].append(timed(call))
+        median = {name: statistics.median(values) for name, values in times.items()}
+    floor = median["floor: execute('true')"]
+    print(f"{'call':32} {'median ms':>10} {'x floor':>8}")
+    for name, value in median.items():
+        print(f"{name:32} {value * 1000:10.1f} {value / floor:8.2f}")
+    for what in ("read", "edit"):
+        ours = next(v for k, v in median.items() if k.startswith("ours") and what in k)
+        theirs = next(v for k, v in median.items() if k.startswith("deepagents") and what in k)
+        floor_ok = "PASS" if ours / floor <= FLOOR_TARGET else "FAIL"
+        peer_ok = "PASS" if ours < theirs else "FAIL"
+        print(
+            f"{what}: ours/floor {ours / floor:.2f} (target <= {FLOOR_TARGET}: {floor_ok}),"
+            f" ours/deepagents {ours / theirs:.2f} (target < 1: {peer_ok})"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,720 @@
+"""The helper that runs inside a sandbox: one file operation per run, and its wire format.
+
+`SandboxBackend` ships this module (with what it imports: `backends.beneath`,
+`backends.file_versions`, `backends.modes`, `core.paths`, and the search modules
+when a search asks for them; see `backends.shipping`) into the sandbox once, and each
+call runs it with the sandbox's `python3 -I -S` through one `execute` (the loader is in
+`backends.sandbox.transport`). The operations are the local backend's, on the
+sandbox's own disk: every path is walked beneath the root's directory descriptor
+(`backends.beneath`), so a symlink that leads outside the root is `OutsideRoot`, and
+versions are `backends.file_versions`' tokens, read in the same run as the write.
+
+The wire format, one fact for both ends (this module is imported by the client too):
+    request  one command-line argument: base64 of the zlib-compressed JSON header, a
+             newline, then the operation's bytes (a write's content). A request too
+             long for a command line is uploaded to the private folder and named as
+             `@<name>` instead; the helper reads it and removes it.
+    reply    on standard output, between `OPEN` and `CLOSE`: base64 of the
+             zlib-compressed JSON header (`{"ok": value}` or `{"error": record}`), a
+             newline, then the reply's bytes (a read's content). Text a provider adds
+             before or after the frame is ignored. A reply longer than the request's
+             `inline` limit is written to the private folder instead, and the frame
+             holds `{"file": <name>}`: the client downloads it, and the next request
+             names it in `drop` so the helper removes it.
+
+Standard library only, and our own shippable modules: it runs on the sandbox's Python
+(3.11 or newer), never on this process's.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import errno
+import functools
+import io
+import json
+import os
+import stat as stat_module
+import sys
+import zlib
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final
+
+from langchain_fstools import errors
+from langchain_fstools.backends.beneath import LISTING, Beneath, Place
+from langchain_fstools.backends.file_versions import later_than, version_of
+from langchain_fstools.backends.host_paths import is_inside, real_path
+from langchain_fstools.backends.modes import kind_of, os_error, require_regular
+from langchain_fstools.backends.temporaries import temporary_name
+from langchain_fstools.core import paths
+from langchain_fstools.core.results import EntryKind, FileInfo
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+
+OPEN: Final = "<fstools:"
+"""Where a reply's frame starts on standard output."""
+
+CLOSE: Final = ":fstools>"
+"""Where it ends."""
+
+REQUEST_FILE: Final = "@"
+"""First character of a request argument naming an uploaded request file."""
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+# ----- the wire format (both ends) ------------------------------------------------------------
+
+
+def pack(header: dict[str, Any], data: bytes = b"") -> bytes:
+    """A header and its bytes, compressed: what a request or a reply carries."""
+    return zlib.compress(json.dumps(header, separators=(",", ":")).encode() + b"\n" + data, 1)
+
+
+def unpack(packed: bytes) -> tuple[dict[str, Any], bytes]:
+    """`pack`'s header and bytes again."""
+    text = zlib.decompress(packed)
+    header, _, data = text.partition(b"\n")
+    return json.loads(header), data
+
+
+def framed(packed: bytes) -> str:
+    """A reply as it is printed: base64 between the frame's marks."""
+    return OPEN + base64.b64encode(packed).decode("ascii") + CLOSE
+
+
+def frames(output: str) -> Iterator[bytes]:
+    """The base64 frames in a command's output, decoded, the last one first.
+
+    A provider may print text around the helper's output, even text that looks like a
+    frame: the caller takes the last frame that unpacks. Whitespace a terminal adds
+    inside a frame is ignored.
+    """
+    end = len(output)
+    while (end := output.rfind(CLOSE, 0, end)) >= 0:
+        start = output.rfind(OPEN, 0, end)
+        if start < 0:
+            return
+        body = "".join(output[start + len(OPEN) : end].split())
+        with contextlib.suppress(ValueError):
+            yield base64.b64decode(body, validate=True)
+
+
+def info_record(info: FileInfo) -> list[Any]:
+    """A `FileInfo` as JSON."""
+    return [info.path, info.kind.value, info.size, info.mtime, info.version, info.link]
+
+
+def info_of(record: list[Any]) -> FileInfo:
+    """`info_record`'s `FileInfo` again."""
+    path, kind, size, mtime, version, link = record
+    return FileInfo(path, EntryKind(kind), size, mtime, version, link=link)
+
+
+def error_record(exc: Exception) -> list[Any]:
+    """An error the helper raised, as JSON: an `OSError`'s errno and path, or ours."""
+    if isinstance(exc, errors.FsToolsError):
+        return ["fstools", type(exc).__name__, vars(exc)]
+    if isinstance(exc, OSError):
+        return ["os", exc.errno or errno.EIO, exc.filename]
+    return ["failed", type(exc).__name__, str(exc)]
+
+
+def raised(record: list[Any]) -> Exception:
+    """The exception `error_record` describes, as the helper raised it.
+
+    An `OSError` comes back as its built-in subclass for its errno (`FileNotFoundError`
+    for ENOENT, ...), naming the virtual path. Anything unexpected is a `RuntimeError`.
+    """
+    kind = record[0]
+    if kind == "os":
+        code, path = record[1], record[2]
+        return OSError(code, os.strerror(code), path)
+    if kind == "fstools":
+        cls = getattr(errors, record[1], None)
+        if isinstance(cls, type) and issubclass(cls, errors.FsToolsError):
+            values = record[2]
+            if cls is errors.PartialWrite:
+                values = {**values, "written": tuple(values["written"])}
+                values["cause"] = raised(values["cause"])
+            return cls(**values)
+    return RuntimeError(f"the sandbox helper failed: {record[1]}: {record[-1]}")
+
+
+# ----- the helper's side ----------------------------------------------------------------------
+
+
+def main(argument: str, folder: str) -> None:
+    """Run the request in `argument` and print its framed reply.
+
+    Args:
+        argument: The request (base64), or `@<name>` of a request file in `folder`.
+        folder: The helper's private folder in the sandbox.
+    """
+    inline = 0
+    try:
+        try:
+            request = _request_bytes(argument, folder)
+        except FileNotFoundError:  # an upload that did not reach the folder
+            sys.stdout.write(framed(pack({"unread": True})) + "\n")
+            return
+        header, data = unpack(request)
+        inline = header.get("inline", 0)
+        for name in header.get("drop", ()):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, os.path.basename(name)))
+        disk = Disk(header["root"], folder)
+        with _turn(folder, header["op"]):
+            value, out = _OPERATIONS[header["op"]](disk, *header.get("args", ()), data=data)
+        reply = pack({"ok": value}, out)
+        if header["op"] == "fetch":
+            inline = 0  # a part of a reply is never spilled again
+    except Exception as exc:  # noqa: BLE001 - every failure is the reply
+        reply = pack({"error": error_record(exc)})
+    if inline and len(reply) * 4 // 3 > inline:
+        reply = pack({"file": _spill(folder, reply)})
+    sys.stdout.write(framed(reply) + "\n")
+    sys.stdout.flush()
+
+
+_COMMAND_OPERATIONS: Final = frozenset({"command_run", "command_commit"})
+_WRITING_OPERATIONS: Final = frozenset({"write", "delete", "mkdir", "move"})
+
+
+@contextlib.contextmanager
+def _turn(folder: str, op: str) -> Iterator[None]:
+    """Wait for the workspace's turn: a command alone, writes beside each other.
+
+    A command runs in place and puts back what it changed (`command_helper`), so a
+    write made while it runs would be taken as the command's and undone: a command
+    holds `workspace.lock` in the private folder exclusively, each write shares it,
+    and reads take nothing. The lock is the kernel's (`flock`), released if the
+    process dies.
+    """
+    if op not in _COMMAND_OPERATIONS and op not in _WRITING_OPERATIONS:
+        yield
+        return
+    import fcntl  # noqa: PLC0415 - only writes and commands take the lock
+
+    descriptor = os.open(os.path.join(folder, "workspace.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX if op in _COMMAND_OPERATIONS else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def _request_bytes(argument: str, folder: str) -> bytes:
+    if not argument.startswith(REQUEST_FILE):
+        return base64.b64decode(argument)
+    path = os.path.join(folder, os.path.basename(argument[1:]))
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    finally:
+        os.unlink(path)
+
+
+def _spill(folder: str, reply: bytes) -> str:
+    """Write a long reply to the private folder; its name."""
+    name = f"out-{os.urandom(8).hex()}"
+    descriptor = os.open(os.path.join(folder, name), _TEMP_FLAGS, 0o600)
+    try:
+        _write_all(descriptor, reply)
+    finally:
+        os.close(descriptor)
+    return name
+
+
+class Disk:
+    """The sandbox's disk below the workspace root, as `LocalBackend` sees its own.
+
+    Args:
+        root: The workspace root, as the user named it; it must exist.
+        folder: The helper's private folder.
+    """
+
+    def __init__(self, root: str, folder: str) -> None:
+        """Hold the root's real path (links resolved) for walks beneath it."""
+        self.folder = folder
+        real = os.path.realpath(root)
+        if not os.path.isdir(real):
+            raise errors.StoreUnavailable(
+                "sandbox",
+                f"the workspace root {root} is not a directory in the sandbox",
+                lasting=True,
+            )
+        self.beneath = Beneath(real, fast=False)
+
+    def place(self, virtual: str, **options: bool) -> Place:
+        """`Beneath.place`, with errors naming the virtual path."""
+        with paths.virtual_errors(virtual):
+            return self.beneath.place(virtual, **options)
+
+    def info(self, virtual: str, directory: int, name: str) -> FileInfo:
+        """The entry `name` in `directory` as listed: a symlink as its target, `link` set.
+
+        A link that leads outside the root or nowhere is a special entry.
+        """
+        own = os.stat(name, dir_fd=directory, follow_symlinks=False)
+        if not stat_module.S_ISLNK(own.st_mode):
+            return _info(virtual, own)
+        try:
+            with self.beneath.place(virtual) as place:
+                target = _existing(place)
+        except (errors.OutsideRoot, OSError):
+            return FileInfo(virtual, EntryKind.SPECIAL, 0, own.st_mtime, version_of(own), link=True)
+        return replace(_info(virtual, target), link=True)
+
+    def entries(
+        self, virtual: str, descriptor: int, after: str | None = None
+    ) -> Iterator[FileInfo]:
+        """The entries of the directory open at `descriptor`, sorted, after `after`."""
+        with paths.virtual_errors(virtual), os.scandir(descriptor) as scan:
+            names = sorted(entry.name for entry in scan)
+        for name in names:
+            if after is not None and name <= after:
+                continue
+            with contextlib.suppress(FileNotFoundError):  # gone since the scan
+                yield self.info(paths.join(virtual, name), descriptor, name)
+
+    def open_directory(self, virtual: str) -> int:
+        """A descriptor of the directory `virtual` resolves to, opened for listing."""
+        with paths.virtual_errors(virtual), self.place(virtual) as place:
+            return os.open(place.name, LISTING, dir_fd=place.directory)
+
+
+# ----- the operations: (disk, *args, data=bytes) -> (JSON value, bytes) -------------------------
+
+Reply = tuple[Any, bytes]
+
+
+def _stat(disk: Disk, virtual: str, peek: int = 0, *, data: bytes) -> Reply:
+    """Metadata of `virtual`; with `peek`, a regular file's first bytes too, as found.
+
+    The bytes and the metadata then come from one open file, so they agree.
+    """
+    del data
+    with paths.virtual_errors(virtual), disk.place(virtual) as place:
+        status = _existing(place)
+        if not (peek and stat_module.S_ISREG(status.st_mode)):
+            return info_record(_info(virtual, status)), b""
+        descriptor = os.open(place.name, _READ_FLAGS, dir_fd=place.directory)
+        try:
+            status = os.fstat(descriptor)
+            head = _pread(descriptor, 0, peek) if stat_module.S_ISREG(status.st_mode) else b""
+            return info_record(_info(virtual, status)), head
+        finally:
+            os.close(descriptor)
+
+
+def _exists(disk: Disk, virtual: str, data: bytes) -> Reply:
+    try:
+        _stat(disk, virtual, data=data)
+    except (FileNotFoundError, NotADirectoryError):
+        return False, b""
+    return True, b""
+
+
+def _read(  # noqa: PLR0917 - a request's arguments, in order
+    disk: Disk, virtual: str, start: int, size: int | None, expected: str | None, data: bytes
+) -> Reply:
+    """Bytes of a regular file, whole or a range; with `expected`, only at that version."""
+    del data
+    with paths.virtual_errors(virtual), disk.place(virtual) as place:
+        require_regular(virtual, _existing(place).st_mode)
+        if start < 0 or (size is not None and size < 0):
+            raise os_error(OSError, errno.EINVAL, virtual)
+        descriptor = os.open(place.name, _READ_FLAGS, dir_fd=place.directory)
+        try:
+            result = os.fstat(descriptor)
+            require_regular(virtual, result.st_mode)
+            if expected is not None and version_of(result) != expected:
+                raise errors.VersionConflict(virtual, expected, version_of(result))
+            wanted = max(result.st_size - start, 0)
+            wanted = wanted if size is None else min(size, wanted)
+            return None, _pread(descriptor, start, wanted)
+        finally:
+            os.close(descriptor)
+
+
+def _list(disk: Disk, virtual: str, after: str | None, limit: int | None, data: bytes) -> Reply:
+    del data
+    descriptor = disk.open_directory(virtual)
+    try:
+        listed: list[list[Any]] = []
+        for info in disk.entries(virtual, descriptor, after):
+            if limit is not None and len(listed) >= limit:
+                break
+            listed.append(info_record(info))
+        return listed, b""
+    finally:
+        os.close(descriptor)
+
+
+def _walk(disk: Disk, virtual: str, data: bytes) -> Reply:
+    """Every entry below `virtual`, depth first, sorted; linked directories not entered."""
+    del data
+    found: list[list[Any]] = []
+
+    def walk(path: str, descriptor: int) -> None:
+        for info in disk.entries(path, descriptor):
+            found.append(info_record(info))
+            if info.is_dir and not info.link:
+                try:
+                    inner = os.open(info.name, LISTING, dir_fd=descriptor)
+                except OSError:  # replaced or removed since the scan
+                    continue
+                try:
+                    walk(info.path, inner)
+                finally:
+                    os.close(inner)
+
+    descriptor = disk.open_directory(virtual)
+    try:
+        walk(virtual, descriptor)
+    finally:
+        os.close(descriptor)
+    return found, b""
+
+
+def _resolve(disk: Disk, virtual: str, data: bytes) -> Reply:
+    del data
+    with paths.virtual_errors(virtual), disk.place(virtual, partial=True) as place:
+        return place.virtual, b""
+
+
+def _delete(disk: Disk, virtual: str, data: bytes) -> Reply:
+    del data
+    if virtual == paths.ROOT:
+        raise errors.InvalidPath(virtual, "the workspace root cannot be deleted")
+    with paths.virtual_errors(virtual), disk.place(virtual, follow=False) as place:
+        if stat_module.S_ISDIR(_existing(place).st_mode):
+            os.rmdir(place.name, dir_fd=place.directory)
+        else:
+            os.unlink(place.name, dir_fd=place.directory)
+    return None, b""
+
+
+def _mkdir(disk: Disk, virtual: str, data: bytes) -> Reply:
+    del data
+    with paths.virtual_errors(virtual):
+        try:
+            place = disk.beneath.place(virtual, create=True)
+        except NotADirectoryError:  # a parent is a file
+            raise os_error(FileExistsError, errno.EEXIST, virtual) from None
+        with place:
+            if place.info is None:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(place.name, dir_fd=place.directory)
+                place.info = os.stat(place.name, dir_fd=place.directory)
+            if not stat_module.S_ISDIR(place.info.st_mode):
+                raise os_error(FileExistsError, errno.EEXIST, virtual)
+    return None, b""
+
+
+def _move(disk: Disk, origin: str, target: str, data: bytes) -> Reply:
+    """Rename as POSIX `rename` does, creating the target's parents (`LocalBackend.move`)."""
+    del data
+    with paths.virtual_errors(origin):
+        start = disk.beneath.place(origin, follow=False)
+    with start:
+        with paths.virtual_errors(origin):
+            _existing(start)
+        with paths.virtual_errors(target):
+            if origin == target:
+                return info_record(disk.info(target, start.directory, start.name)), b""
+            if paths.is_within(target, origin):
+                raise os_error(OSError, errno.EINVAL, target)
+            if target == paths.ROOT:
+                raise os_error(OSError, errno.ENOTEMPTY, target)
+            with disk.beneath.place(target, follow=False, create=True) as end:
+                os.replace(
+                    start.name, end.name, src_dir_fd=start.directory, dst_dir_fd=end.directory
+                )
+                for directory in {start.directory, end.directory}:
+                    _fsync_directory(directory)
+                return info_record(disk.info(target, end.directory, end.name)), b""
+
+
+def _write(disk: Disk, writes: list[list[Any]], data: bytes) -> Reply:
+    """Write files all or nothing: stage every one, check every version, rename them all.
+
+    Each write is `[virtual, expected version or None, size]`; their contents follow
+    one another in `data`. A conflict or a failure while staging (a full disk) leaves
+    every file as it was. A rename that fails puts back the files renamed before it
+    (each replaced file is kept under a hard link until the batch is done).
+    """
+    staged = _stage_all(disk, writes, data)
+    try:
+        for entry in staged:
+            entry.check()
+        _rename_all(staged)
+        for directory in {entry.place.directory for entry in staged}:
+            _fsync_directory(directory)
+        return [info_record(entry.info()) for entry in staged], b""
+    finally:
+        for entry in staged:
+            entry.close()
+
+
+def _rename_all(staged: list[_Staged]) -> None:
+    """Rename every staged file into place; if one fails, put back those renamed before."""
+    for done, entry in enumerate(staged):
+        try:
+            entry.commit()
+        except OSError as exc:
+            for renamed in reversed(staged[:done]):
+                renamed.undo()
+            raise os_error(type(exc), exc.errno or errno.EIO, entry.virtual) from None
+
+
+def _stage_all(disk: Disk, writes: list[list[Any]], data: bytes) -> list[_Staged]:
+    """Stage every write; a full disk is `DiskFull`, with nothing left staged."""
+    staged: list[_Staged] = []
+    offset = 0
+    try:
+        for virtual, expected, size in writes:
+            staged.append(_stage(disk, virtual, expected, data[offset : offset + size]))
+            offset += size
+    except OSError as exc:
+        for entry in staged:
+            entry.close()
+        if exc.errno not in {errno.ENOSPC, errno.EDQUOT}:
+            raise
+        free = os.statvfs(disk.beneath.root)
+        raise errors.DiskFull(exc.filename, len(data), free.f_bavail * free.f_frsize) from None
+    except BaseException:
+        for entry in staged:
+            entry.close()
+        raise
+    return staged
+
+
+class _Staged:
+    """One file of a batch: its place, its temporary file, and the file it replaces."""
+
+    def __init__(self, virtual: str, expected: str | None, place: Place) -> None:
+        self.virtual, self.expected, self.place = virtual, expected, place
+        self.temp = ""
+        self.kept = ""
+
+    def check(self) -> None:
+        """Raise `VersionConflict` unless the target is at its expected version."""
+        if self.expected is None:
+            return
+        current = _lstat(self.place)
+        actual = version_of(current) if current is not None else None
+        if actual != (None if self.expected == "" else self.expected):
+            raise errors.VersionConflict(self.virtual, self.expected, actual)
+
+    def commit(self) -> None:
+        """Keep the replaced file under a hard link, then rename the temporary over it."""
+        directory, name = self.place.directory, self.place.name
+        if _lstat(self.place) is not None:
+            self.kept = temporary_name(name)
+            os.link(name, self.kept, src_dir_fd=directory, dst_dir_fd=directory)
+        os.rename(self.temp, name, src_dir_fd=directory, dst_dir_fd=directory)
+        self.temp = ""
+
+    def undo(self) -> None:
+        """Put the replaced file back (or remove the new one)."""
+        directory, name = self.place.directory, self.place.name
+        if self.kept:
+            os.rename(self.kept, name, src_dir_fd=directory, dst_dir_fd=directory)
+            self.kept = ""
+        else:
+            os.unlink(name, dir_fd=directory)
+
+    def info(self) -> FileInfo:
+        """The written file's metadata, under the path the write named."""
+        status = os.stat(self.place.name, dir_fd=self.place.directory, follow_symlinks=False)
+        return _info(self.virtual, status)
+
+    def close(self) -> None:
+        """Remove what is left (a temporary not renamed, a kept file), release the place."""
+        for name in (self.temp, self.kept):
+            if name:
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=self.place.directory)
+        self.place.close()
+
+
+def _stage(disk: Disk, virtual: str, expected: str | None, content: bytes) -> _Staged:
+    """Walk to `virtual` (creating parents) and write its temporary file beside it."""
+    with paths.virtual_errors(virtual):
+        place = disk.beneath.place(virtual, create=True)
+    entry = _Staged(virtual, expected, place)
+    try:
+        with paths.virtual_errors(virtual):
+            current = _file_slot(virtual, place)
+            entry.temp = temporary_name(place.name)
+            descriptor = os.open(entry.temp, _TEMP_FLAGS, 0o666, dir_fd=place.directory)
+            try:
+                _write_all(descriptor, content)
+                if current is not None:
+                    os.fchmod(descriptor, stat_module.S_IMODE(current.st_mode))
+                now = later_than(current)
+                os.utime(descriptor, ns=(now, now))
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+    except BaseException:
+        entry.close()
+        raise
+    return entry
+
+
+def _file_slot(virtual: str, place: Place) -> os.stat_result | None:
+    """What a write would replace at `place`: a file, or nothing; a directory is refused."""
+    current = place.info
+    if place.name == "." or (current is not None and stat_module.S_ISDIR(current.st_mode)):
+        raise os_error(IsADirectoryError, errno.EISDIR, virtual)
+    return current
+
+
+def _probe(disk: Disk, data: bytes) -> Reply:
+    """What the sandbox offers: its Python, and ripgrep on its PATH."""
+    del disk, data
+    import shutil  # noqa: PLC0415 - only the probe needs it
+
+    return {"python": list(sys.version_info[:3]), "rg": shutil.which("rg")}, b""
+
+
+def _search(disk: Disk, request: dict[str, Any], ripgrep: str | None, data: bytes) -> Reply:
+    """A glob or grep (`search.host`'s request and records), by `ripgrep` or the engine."""
+    del data
+    import site  # noqa: PLC0415 - only searches load the engine and what it may use
+
+    from langchain_fstools.search import host  # noqa: PLC0415 - the same
+
+    sys.path.extend(site.getsitepackages())  # compiled extensions the engine may use (re2)
+
+    native = None
+    if ripgrep:
+        from langchain_fstools.search.ripgrep import RipgrepSearch  # noqa: PLC0415 - the same
+
+        native = RipgrepSearch(ripgrep, functools.partial(_real_directory, disk.beneath.root))
+    out = io.BytesIO()
+    host.main({**request, "root": disk.beneath.root, "whole_seconds": False}, out, native)
+    return None, out.getvalue()
+
+
+def _real_directory(root: str, virtual: str) -> Path:
+    """The real path of a virtual directory, for ripgrep; `OutsideRoot` if it leaves."""
+    from pathlib import Path  # noqa: PLC0415 - only searches pay for pathlib's import
+
+    real = real_path(os.path.join(root, virtual.lstrip("/")))
+    if not is_inside(root, real):
+        raise errors.OutsideRoot(virtual)
+    return Path(real)
+
+
+def _commands(name: str) -> Callable[..., Reply]:
+    """The operation `name` of `command_helper`, imported only when a command runs.
+
+    A file operation does not pay for its imports.
+    """
+
+    def operation(*args: Any, **keywords: Any) -> Reply:
+        from langchain_fstools.backends.sandbox import command_helper  # noqa: PLC0415
+
+        return getattr(command_helper, name)(*args, **keywords)  # type: ignore[no-any-return]
+
+    return operation
+
+
+def _fetch(disk: Disk, name: str, start: int, size: int, data: bytes) -> Reply:
+    """Part of a reply spilled to the private folder (`disk.folder`)."""
+    del data
+    with open(os.path.join(disk.folder, os.path.basename(name)), "rb") as file:
+        file.seek(start)
+        return None, file.read(size)
+
+
+_OPERATIONS: dict[str, Callable[..., Reply]] = {
+    "fetch": _fetch,
+    "search": _search,
+    "probe": _probe,
+    "stat": _stat,
+    "exists": _exists,
+    "read": _read,
+    "list": _list,
+    "walk": _walk,
+    "resolve": _resolve,
+    "delete": _delete,
+    "mkdir": _mkdir,
+    "move": _move,
+    "write": _write,
+    "command_probe": _commands("probe"),
+    "command_run": _commands("run"),
+    "command_commit": _commands("commit"),
+}
+"""Every operation the helper runs, by the name a request gives (commands' from
+`backends.sandbox.command_helper`)."""
+
+
+# ----- small helpers ----------------------------------------------------------------------------
+
+
+def _info(virtual: str, result: os.stat_result) -> FileInfo:
+    kind = kind_of(result.st_mode)
+    size = result.st_size if kind is EntryKind.FILE else 0
+    return FileInfo(virtual, kind, size, result.st_mtime, version_of(result))
+
+
+def _existing(place: Place) -> os.stat_result:
+    if place.info is None:
+        raise os_error(FileNotFoundError, errno.ENOENT, place.virtual)
+    return place.info
+
+
+def _lstat(place: Place) -> os.stat_result | None:
+    try:
+        return os.stat(place.name, dir_fd=place.directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _pread(descriptor: int, start: int, size: int) -> bytes:
+    parts: list[bytes] = []
+    done = 0
+    while done < size and (chunk := os.pread(descriptor, size - done, start + done)):
+        parts.append(chunk)
+        done += len(chunk)
+    return b"".join(parts)
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
+def _fsync_directory(directory: int) -> None:
+    descriptor = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=directory)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+__all__ = [
+    "CLOSE",
+    "OPEN",
+    "REQUEST_FILE",
+    "Disk",
+    "error_record",
+    "framed",
+    "frames",
+    "info_of",
+    "info_record",
+    "main",
+    "pack",
+    "raised",
+    "unpack",
+]

@@ -1,0 +1,503 @@
+"""How `SandboxBackend` asks its helper in the sandbox: one `execute` per operation.
+
+A sandbox provider (deepagents' `SandboxBackendProtocol`: Modal, Daytona, Runloop,
+`DockerSandbox`, ...) offers `execute`, `upload_files` and `download_files`, each a
+round trip. An operation is one `execute` of
+
+    python3 -I -S -c <LOADER> <folder> <digest> <request>
+
+where the request is `helper`'s wire format (base64 on the command line, or an
+uploaded file when longer than `INLINE_REQUEST`), and the reply is the framed text the
+helper prints. The loader runs the helper program (the module `helper` and what it
+imports, `backends.shipping`), kept in a private folder of the sandbox
+(`/var/tmp/.fstools-<sandbox id>`, mode 0700, owned by the user commands run as):
+
+    1. The first call finds no program there: the loader says `MISSING`, the client
+       uploads the program (`upload_files`, named by its SHA-256) and asks again. So a
+       sandbox pays two extra round trips once; a new version of this package uploads
+       its own program beside the old one. Where the provider's uploads cannot reach
+       the folder (the loader still finds nothing), the program is written through
+       `execute`, a part per command line; large requests and replies then travel the
+       same way (`fetch` reads a reply in parts).
+    2. The loader checks the program's digest, compiles it once and keeps the code
+       beside it (marshalled, per Python bytecode version), so later runs only load it.
+    3. A folder that is not private (another owner, group or other permissions, a
+       link) is refused (`UNSAFE`): code kept there could have been planted.
+
+Without `python3` (or with one older than 3.11) the first call fails with
+`StoreUnavailable` naming what is missing, a sentence the model can pass on; nothing is
+written. A reply the provider cut short (`truncated`) is asked again to be written to
+the private folder and downloaded.
+
+The transport is written once as requests (`Execute`, `Upload`, `Download`) that a
+generator yields: `run` performs them with the provider's sync methods, `arun` awaits
+its async twins, as `core.calls` drives backend calls.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import hashlib
+import re
+import shlex
+import zlib
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, TypeVar
+
+from langchain_fstools.backends import shipping
+from langchain_fstools.backends.sandbox import helper
+from langchain_fstools.core import calls
+from langchain_fstools.errors import StoreUnavailable
+
+T = TypeVar("T")
+
+PROGRAM: Final = "langchain_fstools.backends.sandbox.helper"
+"""The module whose `main` the sandbox runs; it and its imports are shipped."""
+
+MIN_PYTHON: Final = (3, 11)
+"""The oldest Python in the sandbox that runs the shipped modules (`requires-python`)."""
+
+INLINE_REQUEST: Final = 96_000
+"""Longest request (base64 characters) sent on the command line; longer ones are
+uploaded (Linux refuses a single argument above 128 KiB)."""
+
+INLINE_REPLY: Final = 4_000_000
+"""Longest reply (base64 characters) printed; a longer one is written to the private
+folder and downloaded."""
+
+DEFAULT_TIMEOUT: Final = 120
+"""Seconds one operation may take in the sandbox (the provider's `execute` timeout)."""
+
+READS: Final = frozenset(
+    {"probe", "stat", "exists", "read", "list", "walk", "resolve", "search", "fetch"}
+)
+"""Operations that change nothing: asked again when the provider cut their reply short."""
+
+_LEAST_INLINE: Final = 4096
+"""The shortest reply a provider is assumed to print whole."""
+
+MISSING: Final = "<fstools-missing>"
+UNSAFE: Final = "<fstools-unsafe>"
+OLD_PYTHON: Final = "<fstools-python:"
+
+# The loader: checks the Python, the private folder, then loads the helper (its code
+# kept from an earlier run, or its sources checked against the digest and compiled) and
+# imports its modules from memory. Reference cycles are left to the end of the run:
+# it is short, and the collector would scan every object the imports made.
+_LOADER = """\
+import sys
+if sys.version_info < {floor}:
+    print("{old}%d.%d>" % sys.version_info[:2])
+    raise SystemExit(0)
+import gc, importlib, importlib.machinery, importlib.util, marshal, os, stat
+gc.disable()
+folder, digest, argument = sys.argv[1:4]
+try:
+    os.mkdir(folder, 0o700)
+except FileExistsError:
+    pass
+status = os.lstat(folder)
+if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.geteuid() or status.st_mode & 0o77:
+    print("{unsafe}")
+    raise SystemExit(0)
+cache = os.path.join(folder, digest + "." + importlib.util.MAGIC_NUMBER.hex())
+try:
+    with open(cache, "rb") as file:
+        shipped = marshal.loads(file.read())
+except (OSError, ValueError, EOFError):
+    try:
+        with open(os.path.join(folder, digest), "rb") as file:
+            packed = file.read()
+    except OSError:
+        packed = b""
+    import hashlib, json, zlib
+    if hashlib.sha256(packed).hexdigest() != digest:
+        print("{missing}")
+        raise SystemExit(0)
+    shipped = json.loads(zlib.decompress(packed))
+    shipped["modules"] = {{
+        name: compile(source, {file!r}.format(name.replace(".", "/")), "exec", dont_inherit=True)
+        for name, source in shipped["modules"].items()
+    }}
+    temporary = "%s.%d" % (cache, os.getpid())
+    with open(temporary, "wb") as file:
+        file.write(marshal.dumps(shipped))
+    os.replace(temporary, cache)
+modules, packages = shipped["modules"], set(shipped["packages"])
+withheld = set(shipped["withheld"])
+class Shipped:
+    def find_spec(self, name, path=None, target=None):
+        if name in withheld:
+            raise ModuleNotFoundError(name, name=name)
+        if name in modules:
+            return importlib.machinery.ModuleSpec(name, self, is_package=name in packages)
+        return None
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        exec(modules[module.__name__], module.__dict__)
+sys.meta_path.insert(0, Shipped())
+importlib.import_module({program!r}).main(argument, folder)
+"""
+
+
+# Writes one part of a file into the private folder (made by the loader's first run),
+# the last part renaming the whole into place.
+_WRITER = """\
+import base64, os, sys
+folder, name, number, last, part = sys.argv[1:6]
+path = os.path.join(folder, os.path.basename(name))
+flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if number != "0" else os.O_TRUNC)
+descriptor = os.open(path + ".part", flags, 0o600)
+os.write(descriptor, base64.b64decode(part))
+os.close(descriptor)
+if last == "1":
+    os.replace(path + ".part", path)
+"""
+
+
+class SandboxLike(Protocol):
+    """What `SandboxBackend` needs of a sandbox: deepagents' `SandboxBackendProtocol` shape.
+
+    `execute` returns an object with `output` (str), `exit_code` and `truncated`
+    (deepagents' `ExecuteResponse`); uploads and downloads return one response per
+    file, with `error` (None on success) and, for a download, `content`.
+    """
+
+    @property
+    def id(self) -> str:
+        """The sandbox's unique id."""
+        ...
+
+    def execute(self, command: str, *, timeout: int | None = None) -> Any:
+        """Run a shell command."""
+        ...
+
+    async def aexecute(self, command: str, *, timeout: int | None = None) -> Any:  # noqa: ASYNC109 - the provider's
+        """Async `execute`."""
+        ...
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[Any]:
+        """Write files at absolute paths."""
+        ...
+
+    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[Any]:
+        """Async `upload_files`."""
+        ...
+
+    def download_files(self, paths: list[str]) -> list[Any]:
+        """Read files at absolute paths."""
+        ...
+
+    async def adownload_files(self, paths: list[str]) -> list[Any]:
+        """Async `download_files`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Execute:
+    """Run `command` in the sandbox; the result is the provider's response."""
+
+    command: str
+    timeout: int
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """Write files in the sandbox; the result is the provider's responses."""
+
+    files: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Download:
+    """Read files from the sandbox; the result is the provider's responses."""
+
+    paths: tuple[str, ...]
+
+
+Request = Execute | Upload | Download
+
+Exchange = Generator[Request, Any, T]
+"""A computation over sandbox requests returning a `T` (`Transport.run`/`arun` drive it)."""
+
+
+class Transport:
+    """The helper in one sandbox, asked one operation at a time (module docstring).
+
+    Args:
+        sandbox: The provider's sandbox object.
+        root: The workspace root in the sandbox (absolute).
+        python: Name or path of Python 3.11+ in the sandbox. Default: `python3`.
+        timeout: Seconds an operation may take. Default: `DEFAULT_TIMEOUT`.
+        folder: The helper's private folder in the sandbox (made by the first call).
+            Default: `/var/tmp/.fstools-<sandbox id>`.
+    """
+
+    def __init__(
+        self,
+        sandbox: SandboxLike,
+        root: str,
+        *,
+        python: str = "python3",
+        timeout: int = DEFAULT_TIMEOUT,
+        folder: str | None = None,
+    ) -> None:
+        """Remember the sandbox; nothing runs until the first operation."""
+        self.sandbox = sandbox
+        self.root = root
+        self.python = python
+        self.timeout = timeout
+        self.folder = folder or _folder(sandbox)
+        self._drop: list[str] = []
+        self.offers: dict[str, Any] | None = None
+        """What the sandbox offers (its Python, its `rg`), once asked (`probe`)."""
+        self._inline = INLINE_REPLY
+        self._uploads_reach = True
+        self._downloads_reach = True
+
+    # ----- driving ------------------------------------------------------------------------
+
+    def run(self, exchange: Exchange[T]) -> T:
+        """Drive `exchange` with the provider's sync methods."""
+        return calls.drive(exchange, self._perform)
+
+    async def arun(self, exchange: Exchange[T]) -> T:
+        """Drive `exchange` with the provider's async methods."""
+        return await calls.adrive(exchange, self._aperform)
+
+    def _perform(self, request: Request) -> Any:
+        try:
+            match request:
+                case Execute(command=command, timeout=timeout):
+                    return self.sandbox.execute(command, timeout=timeout)
+                case Upload(files=files):
+                    return self.sandbox.upload_files(list(files))
+                case Download(paths=paths):
+                    return self.sandbox.download_files(list(paths))
+        except Exception as exc:
+            raise _unanswered(exc) from exc
+
+    async def _aperform(self, request: Request) -> Any:
+        try:
+            match request:
+                case Execute(command=command, timeout=timeout):
+                    return await self.sandbox.aexecute(command, timeout=timeout)
+                case Upload(files=files):
+                    return await self.sandbox.aupload_files(list(files))
+                case Download(paths=paths):
+                    return await self.sandbox.adownload_files(list(paths))
+        except Exception as exc:
+            raise _unanswered(exc) from exc
+
+    # ----- one operation -----------------------------------------------------------------
+
+    def call(
+        self, op: str, *args: Any, data: bytes = b"", timeout: int | None = None
+    ) -> Exchange[tuple[Any, bytes]]:
+        """Run operation `op` of the helper: its value and bytes, or its error raised.
+
+        Raises:
+            StoreUnavailable: the sandbox cannot run the helper, or failed to answer.
+            OSError, FsToolsError: what the operation raised in the sandbox.
+        """
+        header = {"op": op, "root": self.root, "args": list(args), "inline": self._inline}
+        installed = 0  # the program: 1 uploaded, 2 written through `execute`
+        spilled = False
+        while True:
+            if self._drop:
+                header["drop"], self._drop = self._drop, []
+            argument = yield from self._argument(helper.pack(header, data))
+            response = yield Execute(self._command(argument), timeout or self.timeout)
+            header.pop("drop", None)
+            output = str(response.output)
+            reply = _reply(output)
+            if reply is None:
+                if MISSING in output and installed < 2:  # noqa: PLR2004 - both ways tried
+                    yield from self._put(_digest(), _program(), through_execute=installed == 1)
+                    installed += 1
+                    continue
+                if getattr(response, "truncated", False) and op in READS and not spilled:
+                    self._inline = max(len(output) // 2, _LEAST_INLINE)  # the provider's cap
+                    header["inline"], spilled = self._inline, True
+                    continue
+                raise _failure(output, response)
+            answer, out = reply
+            if answer.get("unread") and self._uploads_reach:  # the upload went elsewhere
+                self._uploads_reach = False
+                continue
+            if "file" in answer:
+                answer, out = helper.unpack((yield from self._fetch(answer["file"])))
+            if "error" in answer:
+                raise helper.raised(answer["error"])
+            return answer["ok"], out
+
+    def _command(self, argument: str) -> str:
+        return shlex.join(
+            [self.python, "-I", "-S", "-c", _loader(), self.folder, _digest(), argument]
+        )
+
+    def _argument(self, packed: bytes) -> Exchange[str]:
+        """The request as an argument: inline, or put in the private folder."""
+        text = base64.b64encode(packed).decode("ascii")
+        if len(text) <= INLINE_REQUEST:
+            return text
+        name = f"in-{hashlib.sha256(packed).hexdigest()[:16]}"
+        yield from self._put(name, packed, through_execute=not self._uploads_reach)
+        return helper.REQUEST_FILE + name
+
+    def _put(self, name: str, data: bytes, *, through_execute: bool) -> Exchange[None]:
+        """Put a file in the private folder: uploaded, or written by `execute`s.
+
+        Some providers' uploads cannot reach every folder the commands see (Docker's
+        archive API does not see a tmpfs such as `/tmp`): the loader then still finds
+        nothing, and the file is written through `execute`, a part per command line.
+        """
+        if not through_execute:
+            responses = yield Upload(((f"{self.folder}/{name}", data),))
+            errors = [r.error for r in responses if getattr(r, "error", None)]
+            if not errors:
+                return
+        text = base64.b64encode(data).decode("ascii")
+        parts = [text[at : at + INLINE_REQUEST] for at in range(0, len(text), INLINE_REQUEST)]
+        for number, part in enumerate(parts or [""]):
+            last = "1" if number == len(parts) - 1 or not parts else "0"
+            command = shlex.join(
+                [self.python, "-I", "-S", "-c", _WRITER, self.folder, name, str(number), last, part]
+            )
+            response = yield Execute(command, self.timeout)
+            if response.exit_code != 0:
+                raise StoreUnavailable(
+                    "sandbox",
+                    "the sandbox could not keep the helper's files in its private folder"
+                    f" ({str(response.output).strip()[-200:]})",
+                )
+
+    def _fetch(self, name: str) -> Exchange[bytes]:
+        """A reply the helper wrote to the private folder: downloaded, or read in parts.
+
+        The next request asks the helper to remove it.
+        """
+        if self._downloads_reach:
+            (response,) = yield Download((f"{self.folder}/{name}",))
+            content = getattr(response, "content", None)
+            if not getattr(response, "error", None) and content is not None:
+                self._drop.append(name)
+                return bytes(content)
+            self._downloads_reach = False
+        parts: list[bytes] = []
+        while True:
+            size = max(self._inline // 2, _LEAST_INLINE)
+            _, part = yield from self.call("fetch", name, sum(map(len, parts)), size)
+            parts.append(part)
+            if len(part) < size:
+                self._drop.append(name)
+                return b"".join(parts)
+
+
+def _reply(output: str) -> tuple[dict[str, Any], bytes] | None:
+    """The helper's reply in a command's output; None if there is no whole one."""
+    for packed in helper.frames(output):
+        with contextlib.suppress(zlib.error, ValueError):  # not ours, or mangled on the way
+            return helper.unpack(packed)
+    return None
+
+
+def _unanswered(exc: Exception) -> StoreUnavailable:
+    """A provider's own failure (the sandbox is gone, its API refused), in our terms."""
+    return StoreUnavailable("sandbox", f"the sandbox did not answer ({type(exc).__name__}: {exc})")
+
+
+def _failure(output: str, response: Any) -> StoreUnavailable:
+    """Why a run printed no reply, as the sentence the model gets."""
+    code = getattr(response, "exit_code", None)
+    if OLD_PYTHON in output:
+        found = output.split(OLD_PYTHON, 1)[1].split(">", 1)[0]
+        floor = ".".join(map(str, MIN_PYTHON))
+        return StoreUnavailable(
+            "sandbox",
+            f"the sandbox's python3 is {found}; the file tools need {floor} or newer",
+            lasting=True,
+        )
+    if UNSAFE in output:
+        return StoreUnavailable(
+            "sandbox",
+            "the helper's folder in the sandbox is not private to its user",
+            lasting=True,
+        )
+    if getattr(response, "truncated", False):
+        return StoreUnavailable(
+            "sandbox", "the sandbox cut the helper's reply short; check the file, then try again"
+        )
+    if code == 127:  # noqa: PLR2004 - the shell's "command not found"
+        return StoreUnavailable(
+            "sandbox", "the sandbox has no python3, which the file tools need there", lasting=True
+        )
+    last = output.strip().splitlines()[-1:] or ["no output"]
+    return StoreUnavailable(
+        "sandbox", f"the sandbox's helper failed (exit {code}: {last[0][:200]})"
+    )
+
+
+def _folder(sandbox: SandboxLike) -> str:
+    """The default private folder: in the sandbox's /var/tmp, named by its id.
+
+    Not `/tmp`: it is often a tmpfs, which some providers' file transfers cannot reach.
+    """
+    return f"/var/tmp/.fstools-{_safe(_sandbox_id(sandbox))}"  # noqa: S108 - private, checked
+
+
+def _sandbox_id(sandbox: SandboxLike) -> str:
+    try:
+        return str(sandbox.id)
+    except (AttributeError, NotImplementedError):
+        return "sandbox"
+
+
+def _safe(name: str) -> str:
+    """A folder name from a sandbox id: its safe characters, and a digest when cut."""
+    kept = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:40]
+    if kept == name:
+        return kept
+    return f"{kept}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+
+
+@functools.cache
+def _program() -> bytes:
+    return shipping.sources(PROGRAM)
+
+
+@functools.cache
+def _digest() -> str:
+    return hashlib.sha256(_program()).hexdigest()
+
+
+@functools.cache
+def _loader() -> str:
+    return _LOADER.format(
+        floor=MIN_PYTHON,
+        old=OLD_PYTHON,
+        unsafe=UNSAFE,
+        missing=MISSING,
+        file=shipping.FILE,
+        program=PROGRAM,
+    )
+
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "INLINE_REPLY",
+    "INLINE_REQUEST",
+    "MIN_PYTHON",
+    "PROGRAM",
+    "Download",
+    "Exchange",
+    "Execute",
+    "Request",
+    "SandboxLike",
+    "Transport",
+    "Upload",
+]

@@ -1,0 +1,161 @@
+"""A sandbox provider for unit tests: deepagents' protocol over this machine's `sh -c`.
+
+`ShellSandbox` has the methods of deepagents' `SandboxBackendProtocol` that
+`SandboxBackend` uses (`execute`, `upload_files`, `download_files`, their async twins,
+`id`) and runs them here, with no network: commands through `/bin/sh -c` (the async
+twin through an asyncio subprocess), files by absolute path. It counts what it was
+asked, so tests can count round trips, and can be made to misbehave as providers do
+(chatter around the output, a shell without `python3`, output cut short).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+from deepagents.backends.protocol import ExecuteResponse, FileDownloadResponse, FileUploadResponse
+from deepagents.backends.sandbox import BaseSandbox
+
+from langchain_fstools.search.ripgrep import find_ripgrep
+
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+"""What commands get: no variable of the test process leaks in."""
+
+
+def path_with_ripgrep(folder: Path) -> str:
+    """A PATH with this environment's `rg` (linked into `folder`) before the system's."""
+    found = find_ripgrep()
+    assert found is not None, "rg (the ripgrep wheel) is missing"
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / "rg").exists():
+        (folder / "rg").symlink_to(found)
+    return f"{folder}:{ENV['PATH']}"
+
+
+class ShellSandbox:
+    """deepagents' `SandboxBackendProtocol` shape, run on this machine.
+
+    Args:
+        name: The sandbox id.
+        path: The PATH commands get (without python3 to play a sandbox lacking it).
+        banner: Text printed before and after every command's output (a chatty provider).
+        output_limit: Characters of output kept; more is cut and `truncated` set.
+        transfers_reach: Whether uploads and downloads reach the files commands see;
+            False plays Docker's archive API, which cannot see a tmpfs: an upload
+            "succeeds" and lands nowhere, a download finds nothing.
+    """
+
+    def __init__(
+        self,
+        name: str = "double",
+        *,
+        path: str = ENV["PATH"],
+        banner: str = "",
+        output_limit: int | None = None,
+        transfers_reach: bool = True,
+    ) -> None:
+        self.name = name
+        self.env = {**ENV, "PATH": path}
+        self.banner = banner
+        self.output_limit = output_limit
+        self.transfers_reach = transfers_reach
+        self.calls: Counter[str] = Counter()
+
+    @property
+    def id(self) -> str:
+        return self.name
+
+    def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+        self.calls["execute"] += 1
+        done = subprocess.run(
+            ["/bin/sh", "-c", command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            cwd="/",
+            timeout=timeout or None,
+            check=False,
+        )
+        return self._response(done.stdout, done.returncode)
+
+    async def aexecute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:  # noqa: ASYNC109
+        self.calls["execute"] += 1
+        process = await asyncio.create_subprocess_exec(
+            "/bin/sh",
+            "-c",
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            cwd="/",
+        )
+        output, _ = await asyncio.wait_for(process.communicate(), timeout or None)
+        return self._response(output, process.returncode)
+
+    def _response(self, output: bytes, code: int | None) -> ExecuteResponse:
+        text = self.banner + output.decode("utf-8", "replace") + self.banner
+        truncated = self.output_limit is not None and len(text) > self.output_limit
+        if truncated:
+            text = text[: self.output_limit]
+        return ExecuteResponse(output=text, exit_code=code, truncated=truncated)
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        self.calls["upload"] += 1
+        responses = []
+        for name, content in files:
+            if not self.transfers_reach:
+                responses.append(FileUploadResponse(name))
+                continue
+            try:
+                Path(name).parent.mkdir(parents=True, exist_ok=True)
+                Path(name).write_bytes(content)
+            except OSError as exc:
+                responses.append(FileUploadResponse(name, error=exc.strerror))
+            else:
+                responses.append(FileUploadResponse(name))
+        return responses
+
+    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        return await asyncio.to_thread(self.upload_files, files)
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        self.calls["download"] += 1
+        responses = []
+        for name in paths:
+            if not self.transfers_reach:
+                responses.append(FileDownloadResponse(name, error="file_not_found"))
+                continue
+            try:
+                responses.append(FileDownloadResponse(name, Path(name).read_bytes()))
+            except OSError:
+                responses.append(FileDownloadResponse(name, error="file_not_found"))
+        return responses
+
+    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        return await asyncio.to_thread(self.download_files, paths)
+
+
+class ShellBaseSandbox(BaseSandbox):
+    """deepagents' own `BaseSandbox`, subclassed as a provider would, over `ShellSandbox`.
+
+    Only the abstract methods are written (`execute`, `upload_files`, `download_files`,
+    `id`); the async twins are `BaseSandbox`'s (a worker thread each).
+    """
+
+    def __init__(self, shell: ShellSandbox) -> None:
+        self.shell = shell
+
+    @property
+    def id(self) -> str:
+        return self.shell.id
+
+    def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+        return self.shell.execute(command, timeout=timeout)
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        return self.shell.upload_files(files)
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        return self.shell.download_files(paths)

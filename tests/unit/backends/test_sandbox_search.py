@@ -1,0 +1,149 @@
+"""Glob and grep in a sandbox answer as on local disk (ripgrep there, or the engine there).
+
+One fixed tree with what searches must get right (`.gitignore` at two levels, `.ignore`,
+a negated rule, hidden files, a `.git` folder, a binary file, a long line, CRLF, a
+symlinked folder) is searched on `LocalBackend` with ripgrep and on `SandboxBackend`
+over a `sh -c` provider, with and without ripgrep in the sandbox; the answers must be
+equal, modification times included.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langchain_fstools.backends.local.backend import LocalBackend
+from langchain_fstools.backends.sandbox import SandboxBackend
+from langchain_fstools.search.contract import FileHits, GrepRequest, InvalidPattern
+from tests.unit.backends.sandbox_double import ShellSandbox, path_with_ripgrep
+
+TREE: dict[str, bytes] = {
+    ".gitignore": b"*.log\nbuild/\n!keep.log\n",
+    ".ignore": b"scratch.txt\n",
+    ".env": b"needle=1\n",
+    ".hidden/inner.py": b"# needle in a hidden folder\n",
+    ".git/config": b"needle in git\n",
+    "app.py": b"import os\n\ndef needle():\n    return 'Needle'\n",
+    "debug.log": b"needle in an ignored log\n",
+    "keep.log": b"needle kept by a negated rule\n",
+    "build/out.py": b"needle built\n",
+    "scratch.txt": b"needle scratch\n",
+    "sub/.gitignore": b"local.txt\n",
+    "sub/local.txt": b"needle local\n",
+    "sub/deep/mod.py": b"x = 1\nneedle = 2\ny = 3\nneeedle = 4\n",
+    "sub/crlf.txt": b"one\r\nneedle two\r\nthree\r\n",
+    "blob.bin": b"needle\x00\x01\x02 binary",
+    "long.txt": b"a" * 12_000 + b" needle at the end\nshort needle\n",
+    "unicode/été.md": "naïve needle ☃\n".encode(),
+}
+
+REQUESTS: list[dict[str, Any]] = [
+    {"pattern": "needle"},
+    {"pattern": "needle", "mode": "content", "before": 1, "after": 1},
+    {"pattern": "needle", "mode": "count", "ignore_case": True},
+    {"pattern": "ne+dle", "regex": True, "mode": "content"},
+    {"pattern": "needle", "globs": (("*.py",),)},
+    {"pattern": "needle", "directory": "/sub", "mode": "content"},
+    {"pattern": "needle", "directory": "/sub/deep/mod.py", "mode": "content"},
+    {"pattern": "x = 1\nneedle", "regex": True, "multiline": True, "mode": "content"},
+    {"pattern": "absent"},
+]
+
+GLOBS: list[tuple[str, tuple[tuple[str, ...], ...]]] = [
+    ("/", ()),
+    ("/", (("*.py",),)),
+    ("/", (("**/*.{py,md}",),)),
+    ("/sub", ()),
+    ("/unicode", (("*.md",),)),
+]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("tree") / "workspace"
+    for name, data in TREE.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    (root / "linked").symlink_to(root / "sub")  # a linked folder is not entered
+    stamp = time.time() - 1000
+    for number, path in enumerate(sorted(root.rglob("*"))):
+        if not path.is_symlink():
+            time_ns = int((stamp + number) * 1e9) + 123_456_789
+            os.utime(path, ns=(time_ns, time_ns))
+    return root
+
+
+@pytest.fixture(scope="module", params=["ripgrep", "engine"])
+def sandbox(
+    request: pytest.FixtureRequest, tree: Path, tmp_path_factory: pytest.TempPathFactory
+) -> SandboxBackend:
+    home = tmp_path_factory.mktemp("sandbox")
+    path = (
+        path_with_ripgrep(home / "bin")
+        if request.param == "ripgrep"
+        else ShellSandbox().env["PATH"]
+    )
+    backend = SandboxBackend(ShellSandbox(path=path), str(tree), helper_folder=str(home / "helper"))
+    backend.native_search()
+    assert backend.searches_with_ripgrep == (request.param == "ripgrep")
+    return backend
+
+
+def hits_of(backend: LocalBackend | SandboxBackend, request: GrepRequest) -> list[Any]:
+    found: list[FileHits] = []
+    search = backend.native_search()
+    assert search is not None
+    complete = search.grep(request, deadline=time.monotonic() + 60, sink=found.append)
+    assert complete
+    counted = request.mode != "files_with_matches"  # else a count is not part of the answer
+    return sorted(
+        (hits.path, hits.mtime, counted and hits.count, [vars_of(line) for line in hits.lines])
+        for hits in found
+    )
+
+
+def vars_of(line: Any) -> tuple[Any, ...]:
+    return (line.number, line.text, line.is_match, line.column)
+
+
+@pytest.mark.parametrize("fields", REQUESTS, ids=lambda fields: repr(fields)[:60])
+def test_grep_agrees_with_local_ripgrep(
+    tree: Path, sandbox: SandboxBackend, fields: dict[str, Any]
+) -> None:
+    request = GrepRequest(**{"directory": "/", **fields})
+    expected = hits_of(LocalBackend(tree), request)
+    assert hits_of(sandbox, request) == expected
+    if fields["pattern"] == "needle" and len(fields) == 1:  # the corpus means what it says
+        assert [path for path, *_ in expected] == [
+            "/.env",
+            "/.hidden/inner.py",
+            "/app.py",
+            "/keep.log",
+            "/long.txt",
+            "/sub/crlf.txt",
+            "/sub/deep/mod.py",
+            "/unicode/été.md",
+        ]
+
+
+@pytest.mark.parametrize(("directory", "globs"), GLOBS)
+def test_listing_agrees_with_local_ripgrep(
+    tree: Path, sandbox: SandboxBackend, directory: str, globs: tuple[tuple[str, ...], ...]
+) -> None:
+    deadline = time.monotonic() + 60
+    local = LocalBackend(tree).native_search()
+    assert local is not None
+    expected = local.list_files(directory, globs=globs, deadline=deadline)
+    got = sandbox.native_search().list_files(directory, globs=globs, deadline=deadline)
+    assert got.complete
+    assert sorted(got.files, key=lambda f: f.path) == sorted(expected.files, key=lambda f: f.path)
+    assert expected.files
+
+
+def test_a_bad_regex_is_the_same_error(sandbox: SandboxBackend) -> None:
+    with pytest.raises(InvalidPattern):
+        hits_of(sandbox, GrepRequest(pattern="[", directory="/", regex=True))
