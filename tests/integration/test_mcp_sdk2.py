@@ -29,6 +29,7 @@ REQUIREMENTS = [
     "pytest>=8",
     "pytest-asyncio>=0.23",
     "pytest-socket>=0.7",
+    "pytest-xdist>=3.5",
     "blockbuster>=1.5",
     "psycopg[binary]>=3.2",
 ]
