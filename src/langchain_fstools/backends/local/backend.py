@@ -418,7 +418,7 @@ class LocalBackend(Backend):
             info = _existing(place)
         if stat_module.S_ISDIR(info.st_mode):
             return Removal(virtual, None)
-        actual = _version(info)
+        actual = version_of(info)
         if deletion.expected_version not in (None, actual):
             raise VersionConflict(virtual, deletion.expected_version, actual)
         return Removal(virtual, actual)
@@ -1103,7 +1103,7 @@ class LocalBackend(Backend):
             if stat_module.S_ISDIR(place.info.st_mode):
                 os.rmdir(place.name, dir_fd=place.directory)
                 return
-            actual = _version(place.info)
+            actual = version_of(place.info)
             if removal.version is not None and actual != removal.version:
                 raise VersionConflict(removal.path, removal.version, actual)
             os.unlink(place.name, dir_fd=place.directory)

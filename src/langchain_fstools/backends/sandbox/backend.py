@@ -15,7 +15,7 @@ from langchain_fstools.backends.sandbox.recorded_commands import SandboxCommands
 from langchain_fstools.backends.sandbox.search import _Search
 from langchain_fstools.backends.sandbox.transport import DEFAULT_TIMEOUT, Execute, Transport
 from langchain_fstools.core import paths
-from langchain_fstools.core.results import ExecutionResult, FileInfo, Write
+from langchain_fstools.core.results import Deletion, ExecutionResult, FileInfo, Write
 from langchain_fstools.errors import ChangesNotCommitted, ExecutionUnsupported
 from langchain_fstools.shell.sandbox.limits import GiB
 from langchain_fstools.shell.session.output import OutputBuffer
@@ -201,12 +201,32 @@ class SandboxBackend(_Search, Backend):
         """Async `write_bytes`."""
         return (await self._transport.arun(self._write([Write(path, data, expected_version)])))[0]
 
-    def write_many(self, writes: Sequence[Write]) -> list[FileInfo]:
-        """Write several files all or nothing (see the class docstring)."""
+    def write_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
+        """Write several files all or nothing (see the class docstring).
+
+        A batch with deletions is the protocol's default (writes, then deletions; a
+        step that fails after others names them in `PartialWrite`); no receipt is kept.
+        """
+        if deletions:
+            return super().write_many(writes, deletions, receipt=receipt)
         return self._transport.run(self._write(writes))
 
-    async def awrite_many(self, writes: Sequence[Write]) -> list[FileInfo]:
+    async def awrite_many(
+        self,
+        writes: Sequence[Write],
+        deletions: Sequence[Deletion] = (),
+        *,
+        receipt: str | None = None,
+    ) -> list[FileInfo]:
         """Async `write_many`."""
+        if deletions:
+            return await super().awrite_many(writes, deletions, receipt=receipt)
         return await self._transport.arun(self._write(writes))
 
     def delete(self, path: str) -> None:
