@@ -23,12 +23,13 @@ The wire format, one fact for both ends (this module is imported by the client t
              names it in `drop` so the helper removes it.
 
 Standard library only, and our own shippable modules: it runs on the sandbox's Python
-(3.11 or newer), never on this process's.
+(3.11 or newer), never on this process's. Each run pays for what it imports, so it
+imports little (`binascii`, not `base64`, which loads `struct`).
 """
 
 from __future__ import annotations
 
-import base64
+import binascii
 import contextlib
 import errno
 import functools
@@ -84,7 +85,7 @@ def unpack(packed: bytes) -> tuple[dict[str, Any], bytes]:
 
 def framed(packed: bytes) -> str:
     """A reply as it is printed: base64 between the frame's marks."""
-    return OPEN + base64.b64encode(packed).decode("ascii") + CLOSE
+    return OPEN + binascii.b2a_base64(packed, newline=False).decode("ascii") + CLOSE
 
 
 def frames(output: str) -> Iterator[bytes]:
@@ -100,8 +101,8 @@ def frames(output: str) -> Iterator[bytes]:
         if start < 0:
             return
         body = "".join(output[start + len(OPEN) : end].split())
-        with contextlib.suppress(ValueError):
-            yield base64.b64decode(body, validate=True)
+        with contextlib.suppress(ValueError):  # binascii.Error is one
+            yield binascii.a2b_base64(body, strict_mode=True)
 
 
 def info_record(info: FileInfo) -> list[Any]:
@@ -182,7 +183,7 @@ def main(argument: str, folder: str) -> None:
 
 def _request_bytes(argument: str, folder: str) -> bytes:
     if not argument.startswith(REQUEST_FILE):
-        return base64.b64decode(argument)
+        return binascii.a2b_base64(argument, strict_mode=True)
     path = os.path.join(folder, os.path.basename(argument[1:]))
     try:
         with open(path, "rb") as file:
