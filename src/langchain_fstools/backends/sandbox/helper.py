@@ -48,6 +48,7 @@ from langchain_fstools.backends.file_versions import later_than, version_of
 from langchain_fstools.backends.host_paths import is_inside, real_path
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.temporaries import temporary_name
+from langchain_fstools.backends.write_locks import DEFAULT_LOCK_TIMEOUT, directories_locked
 from langchain_fstools.core import paths
 from langchain_fstools.core.results import EntryKind, FileInfo
 
@@ -418,15 +419,20 @@ def _write(disk: Disk, writes: list[list[Any]], data: bytes) -> Reply:
     """Write files all or nothing: stage every one, check every version, rename them all.
 
     Each write is `[virtual, expected version or None, size]`; their contents follow
-    one another in `data`. A conflict or a failure while staging (a full disk) leaves
-    every file as it was. A rename that fails puts back the files renamed before it
-    (each replaced file is kept under a hard link until the batch is done).
+    one another in `data`. Versions are checked and files renamed under the write locks
+    every writer of this package takes (`backends.write_locks`, as `LocalBackend`
+    does), so of two writers that read one version, one wins. A conflict or a failure
+    while staging (a full disk) leaves every file as it was. A rename that fails puts
+    back the files renamed before it (each replaced file is kept under a hard link
+    until the batch is done).
     """
     staged = _stage_all(disk, writes, data)
     try:
-        for entry in staged:
-            entry.check()
-        _rename_all(staged)
+        folders = {entry.place.directory: entry.virtual for entry in staged}
+        with directories_locked(folders, DEFAULT_LOCK_TIMEOUT):
+            for entry in staged:
+                entry.check()
+            _rename_all(staged)
         for directory in {entry.place.directory for entry in staged}:
             _fsync_directory(directory)
         return [info_record(entry.info()) for entry in staged], b""
