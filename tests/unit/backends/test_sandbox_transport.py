@@ -265,3 +265,13 @@ def test_of_writers_that_read_one_version_exactly_one_wins(tmp_path: Path) -> No
     assert sorted(outcomes) == ["conflict"] * 5 + ["written"]
     winner = outcomes.index("written")
     assert (setup.root / "a.txt").read_bytes() == b"writer %d" % winner
+
+
+def test_backends_on_one_sandbox_and_root_share_their_storage() -> None:
+    one, other = ShellSandbox("box-1"), ShellSandbox("box-1")
+    assert SandboxBackend(one, "/w").storage_key() == SandboxBackend(other, "/w/").storage_key()
+    assert SandboxBackend(one, "/w").storage_key() != SandboxBackend(one, "/v").storage_key()
+    assert (
+        SandboxBackend(one, "/w").storage_key()
+        != SandboxBackend(ShellSandbox("box-2"), "/w").storage_key()
+    )

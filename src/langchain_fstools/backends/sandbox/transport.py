@@ -260,7 +260,10 @@ class Transport:
         self.root = root
         self.python = python
         self.timeout = timeout
-        self.folder = folder or _folder(sandbox)
+        self.sandbox_id = _sandbox_id(sandbox)
+        """The provider's id of the sandbox ("sandbox" when it has none)."""
+        self.has_id = self.sandbox_id != _NO_ID
+        self.folder = folder or _folder(self.sandbox_id)
         self._drop: list[str] = []
         self.offers: dict[str, Any] | None = None
         """What the sandbox offers (its Python, its `rg`), once asked (`probe`)."""
@@ -451,19 +454,23 @@ def _failure(output: str, response: Any) -> StoreUnavailable:
     )
 
 
-def _folder(sandbox: SandboxLike) -> str:
+def _folder(sandbox_id: str) -> str:
     """The default private folder: in the sandbox's /var/tmp, named by its id.
 
     Not `/tmp`: it is often a tmpfs, which some providers' file transfers cannot reach.
     """
-    return f"/var/tmp/.fstools-{_safe(_sandbox_id(sandbox))}"  # noqa: S108 - private, checked
+    return f"/var/tmp/.fstools-{_safe(sandbox_id)}"  # noqa: S108 - private, checked
+
+
+_NO_ID: Final = "sandbox"
+"""The id a provider object without one is given (its folder's name)."""
 
 
 def _sandbox_id(sandbox: SandboxLike) -> str:
     try:
         return str(sandbox.id)
     except (AttributeError, NotImplementedError):
-        return "sandbox"
+        return _NO_ID
 
 
 def _safe(name: str) -> str:
