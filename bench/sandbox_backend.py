@@ -20,19 +20,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' engine helper
 
-import docker  # noqa: E402
+from tests.integration.docker.engine import start_engine
 
-from langchain_fstools import FileToolkit  # noqa: E402
-from langchain_fstools.backends.sandbox import SandboxBackend  # noqa: E402
-from langchain_fstools.sandboxes.docker import DockerSandbox  # noqa: E402
+from langchain_fstools import FileToolkit
+from langchain_fstools.backends.sandbox import SandboxBackend
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,14 +38,7 @@ if TYPE_CHECKING:
 FLOOR_TARGET = 1.5
 """Our read_file and edit_file: at most this many times one `execute("true")`."""
 
-IMAGE = "fstools-sandbox:test"
 LINES = 300
-
-
-def engine_client() -> docker.DockerClient:
-    subprocess.run(["bash", str(ROOT / "scripts" / "docker-engine")], check=True)
-    host = (ROOT / ".cache" / "docker" / "host").read_text().strip()
-    return docker.DockerClient(base_url=host)
 
 
 def timed(function: Callable[[], object]) -> float:
@@ -60,8 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=15)
     options = parser.parse_args()
-    client = engine_client()
-    with DockerSandbox.create(image=IMAGE, client=client) as sandbox:
+    with start_engine().sandbox() as sandbox:
         backend = SandboxBackend(sandbox, "/workspace")
         source = "".join(f"value_{n} = {n}  # line {n}\n" for n in range(LINES))
         backend.write_bytes("/ours.py", source.encode())

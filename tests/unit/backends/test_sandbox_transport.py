@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -246,3 +247,31 @@ def test_a_view_bound_to_a_call_reads_what_its_stat_brought_at_that_version(
     assert view.read_bytes("/a.txt") == b"new"
     assert setup.backend.read_bytes("/a.txt") == b"new"
     assert setup.backend._peeked is None  # the unbound backend keeps nothing
+
+
+def test_of_writers_that_read_one_version_exactly_one_wins(tmp_path: Path) -> None:
+    setup = Setup(tmp_path)
+    version = setup.backend.write_bytes("/a.txt", b"start").version
+
+    def write(n: int) -> str:
+        try:
+            setup.backend.write_bytes("/a.txt", b"writer %d" % n, expected_version=version)
+        except VersionConflict:
+            return "conflict"
+        return "written"
+
+    with ThreadPoolExecutor(6) as pool:
+        outcomes = list(pool.map(write, range(6)))
+    assert sorted(outcomes) == ["conflict"] * 5 + ["written"]
+    winner = outcomes.index("written")
+    assert (setup.root / "a.txt").read_bytes() == b"writer %d" % winner
+
+
+def test_backends_on_one_sandbox_and_root_share_their_storage() -> None:
+    one, other = ShellSandbox("box-1"), ShellSandbox("box-1")
+    assert SandboxBackend(one, "/w").storage_key() == SandboxBackend(other, "/w/").storage_key()
+    assert SandboxBackend(one, "/w").storage_key() != SandboxBackend(one, "/v").storage_key()
+    assert (
+        SandboxBackend(one, "/w").storage_key()
+        != SandboxBackend(ShellSandbox("box-2"), "/w").storage_key()
+    )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from langchain_fstools import FileToolkit, LocalBackend
-from langchain_fstools.backends.local.write_locks import directories_locked
+from langchain_fstools.backends.write_locks import directories_locked
 from langchain_fstools.errors import WriteLockTimeout
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 HOLDER = """
 import os, sys, time
-from langchain_fstools.backends.local.write_locks import directories_locked
+from langchain_fstools.backends.write_locks import directories_locked
 with directories_locked({os.open(sys.argv[1], os.O_PATH): "/held"}, 5):
     print("held", flush=True)
     time.sleep(60)

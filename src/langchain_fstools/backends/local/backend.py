@@ -30,10 +30,10 @@ from langchain_fstools.backends.local.journal import (
     staging_place,
 )
 from langchain_fstools.backends.local.local_processes import LocalProcesses
-from langchain_fstools.backends.local.write_locks import directories_locked
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
 from langchain_fstools.backends.temporaries import temporary_name
+from langchain_fstools.backends.write_locks import DEFAULT_LOCK_TIMEOUT, directories_locked
 from langchain_fstools.core import paths
 from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet, remove_folder
 from langchain_fstools.core.results import Deletion, Write
@@ -79,9 +79,6 @@ _SYNC_THREADS = 16
 
 _OPEN_TEMPS = 256
 """Most temporary files, and most replaced files, a batch write holds open at once."""
-
-DEFAULT_LOCK_TIMEOUT: Final = 10.0
-"""Seconds a write waits for other writers of its folders (see `backends.local.write_locks`)."""
 
 _COPY_CHUNK: Final = 1 << 24
 """Bytes one `sendfile` call copies into a file committed from a change set."""
@@ -129,7 +126,7 @@ class LocalBackend(Backend):
     skips the syncs: a killed process still leaves old or new content, a power cut
     may lose recent writes. A conditional write compares versions and renames while
     holding a lock on the target's folder that every writer of this package takes (any
-    thread, any process; see `backends.local.write_locks`), so of two writers that read one
+    thread, any process; see `backends.write_locks`), so of two writers that read one
     version exactly one succeeds; a program that does not take the lock (an editor)
     can still slip in between the check and the rename. The version token combines
     mtime, size and inode; each write stamps a precise mtime later than the replaced

@@ -148,8 +148,13 @@ class SandboxBackend(_Search, Backend):
         return self._transport
 
     def storage_key(self) -> Hashable:
-        """The sandbox and its root: two backends on them share their files."""
-        return ("sandbox", id(self._transport.sandbox), self._root)
+        """The sandbox (by its id) and the root: two backends on them share their files.
+
+        A provider object without an id stands for itself.
+        """
+        transport = self._transport
+        sandbox = transport.sandbox_id if transport.has_id else id(transport.sandbox)
+        return ("sandbox", sandbox, self._root)
 
     # ----- the core, sync and async -----------------------------------------------------------
 

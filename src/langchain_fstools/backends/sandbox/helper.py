@@ -23,12 +23,13 @@ The wire format, one fact for both ends (this module is imported by the client t
              names it in `drop` so the helper removes it.
 
 Standard library only, and our own shippable modules: it runs on the sandbox's Python
-(3.11 or newer), never on this process's.
+(3.11 or newer), never on this process's. Each run pays for what it imports, so it
+imports little (`binascii`, not `base64`, which loads `struct`).
 """
 
 from __future__ import annotations
 
-import base64
+import binascii
 import contextlib
 import errno
 import functools
@@ -47,6 +48,7 @@ from langchain_fstools.backends.file_versions import later_than, version_of
 from langchain_fstools.backends.host_paths import is_inside, real_path
 from langchain_fstools.backends.modes import kind_of, os_error, require_regular
 from langchain_fstools.backends.temporaries import temporary_name
+from langchain_fstools.backends.write_locks import DEFAULT_LOCK_TIMEOUT, directories_locked
 from langchain_fstools.core import paths
 from langchain_fstools.core.results import EntryKind, FileInfo
 
@@ -84,7 +86,7 @@ def unpack(packed: bytes) -> tuple[dict[str, Any], bytes]:
 
 def framed(packed: bytes) -> str:
     """A reply as it is printed: base64 between the frame's marks."""
-    return OPEN + base64.b64encode(packed).decode("ascii") + CLOSE
+    return OPEN + binascii.b2a_base64(packed, newline=False).decode("ascii") + CLOSE
 
 
 def frames(output: str) -> Iterator[bytes]:
@@ -100,8 +102,8 @@ def frames(output: str) -> Iterator[bytes]:
         if start < 0:
             return
         body = "".join(output[start + len(OPEN) : end].split())
-        with contextlib.suppress(ValueError):
-            yield base64.b64decode(body, validate=True)
+        with contextlib.suppress(ValueError):  # binascii.Error is one
+            yield binascii.a2b_base64(body, strict_mode=True)
 
 
 def info_record(info: FileInfo) -> list[Any]:
@@ -210,7 +212,7 @@ def _turn(folder: str, op: str) -> Iterator[None]:
 
 def _request_bytes(argument: str, folder: str) -> bytes:
     if not argument.startswith(REQUEST_FILE):
-        return base64.b64decode(argument)
+        return binascii.a2b_base64(argument, strict_mode=True)
     path = os.path.join(folder, os.path.basename(argument[1:]))
     try:
         with open(path, "rb") as file:
@@ -445,15 +447,20 @@ def _write(disk: Disk, writes: list[list[Any]], data: bytes) -> Reply:
     """Write files all or nothing: stage every one, check every version, rename them all.
 
     Each write is `[virtual, expected version or None, size]`; their contents follow
-    one another in `data`. A conflict or a failure while staging (a full disk) leaves
-    every file as it was. A rename that fails puts back the files renamed before it
-    (each replaced file is kept under a hard link until the batch is done).
+    one another in `data`. Versions are checked and files renamed under the write locks
+    every writer of this package takes (`backends.write_locks`, as `LocalBackend`
+    does), so of two writers that read one version, one wins. A conflict or a failure
+    while staging (a full disk) leaves every file as it was. A rename that fails puts
+    back the files renamed before it (each replaced file is kept under a hard link
+    until the batch is done).
     """
     staged = _stage_all(disk, writes, data)
     try:
-        for entry in staged:
-            entry.check()
-        _rename_all(staged)
+        folders = {entry.place.directory: entry.virtual for entry in staged}
+        with directories_locked(folders, DEFAULT_LOCK_TIMEOUT):
+            for entry in staged:
+                entry.check()
+            _rename_all(staged)
         for directory in {entry.place.directory for entry in staged}:
             _fsync_directory(directory)
         return [info_record(entry.info()) for entry in staged], b""

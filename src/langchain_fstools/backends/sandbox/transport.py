@@ -86,13 +86,16 @@ OLD_PYTHON: Final = "<fstools-python:"
 # The loader: checks the Python, the private folder, then loads the helper (its code
 # kept from an earlier run, or its sources checked against the digest and compiled) and
 # imports its modules from memory. Reference cycles are left to the end of the run:
-# it is short, and the collector would scan every object the imports made.
+# it is short, and the collector would scan every object the imports made. `inspect` is
+# loaded only when something uses it: `dataclasses` imports it for the docstrings of
+# classes that have none (ours all have one), and it takes longer to load than the
+# helper takes to run.
 _LOADER = """\
 import sys
 if sys.version_info < {floor}:
     print("{old}%d.%d>" % sys.version_info[:2])
     raise SystemExit(0)
-import gc, importlib, importlib.machinery, importlib.util, marshal, os, stat
+import gc, importlib, importlib.machinery, marshal, os, stat
 gc.disable()
 folder, digest, argument = sys.argv[1:4]
 try:
@@ -103,7 +106,7 @@ status = os.lstat(folder)
 if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.geteuid() or status.st_mode & 0o77:
     print("{unsafe}")
     raise SystemExit(0)
-cache = os.path.join(folder, digest + "." + importlib.util.MAGIC_NUMBER.hex())
+cache = os.path.join(folder, digest + "." + importlib._bootstrap_external.MAGIC_NUMBER.hex())
 try:
     with open(cache, "rb") as file:
         shipped = marshal.loads(file.read())
@@ -140,6 +143,12 @@ class Shipped:
     def exec_module(self, module):
         exec(modules[module.__name__], module.__dict__)
 sys.meta_path.insert(0, Shipped())
+class Deferred(type(sys)):
+    def __getattr__(self, name):
+        del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), name)
+for name in ("inspect",):
+    sys.modules[name] = Deferred(name)
 importlib.import_module({program!r}).main(argument, folder)
 """
 
@@ -147,12 +156,12 @@ importlib.import_module({program!r}).main(argument, folder)
 # Writes one part of a file into the private folder (made by the loader's first run),
 # the last part renaming the whole into place.
 _WRITER = """\
-import base64, os, sys
+import binascii, os, sys
 folder, name, number, last, part = sys.argv[1:6]
 path = os.path.join(folder, os.path.basename(name))
 flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if number != "0" else os.O_TRUNC)
 descriptor = os.open(path + ".part", flags, 0o600)
-os.write(descriptor, base64.b64decode(part))
+os.write(descriptor, binascii.a2b_base64(part))
 os.close(descriptor)
 if last == "1":
     os.replace(path + ".part", path)
@@ -251,7 +260,10 @@ class Transport:
         self.root = root
         self.python = python
         self.timeout = timeout
-        self.folder = folder or _folder(sandbox)
+        self.sandbox_id = _sandbox_id(sandbox)
+        """The provider's id of the sandbox ("sandbox" when it has none)."""
+        self.has_id = self.sandbox_id != _NO_ID
+        self.folder = folder or _folder(self.sandbox_id)
         self._drop: list[str] = []
         self.offers: dict[str, Any] | None = None
         """What the sandbox offers (its Python, its `rg`), once asked (`probe`)."""
@@ -442,19 +454,23 @@ def _failure(output: str, response: Any) -> StoreUnavailable:
     )
 
 
-def _folder(sandbox: SandboxLike) -> str:
+def _folder(sandbox_id: str) -> str:
     """The default private folder: in the sandbox's /var/tmp, named by its id.
 
     Not `/tmp`: it is often a tmpfs, which some providers' file transfers cannot reach.
     """
-    return f"/var/tmp/.fstools-{_safe(_sandbox_id(sandbox))}"  # noqa: S108 - private, checked
+    return f"/var/tmp/.fstools-{_safe(sandbox_id)}"  # noqa: S108 - private, checked
+
+
+_NO_ID: Final = "sandbox"
+"""The id a provider object without one is given (its folder's name)."""
 
 
 def _sandbox_id(sandbox: SandboxLike) -> str:
     try:
         return str(sandbox.id)
     except (AttributeError, NotImplementedError):
-        return "sandbox"
+        return _NO_ID
 
 
 def _safe(name: str) -> str:

@@ -36,6 +36,9 @@ from langchain_fstools.errors import WriteLockTimeout
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
+DEFAULT_LOCK_TIMEOUT: Final = 10.0
+"""Seconds a write waits for other writers of its folders, by default."""
+
 _FIRST_WAIT: Final = 0.0005
 """Seconds of the first wait for a held lock; each next wait doubles, up to `_LONGEST_WAIT`."""
 
@@ -110,4 +113,4 @@ def _lock(descriptor: int, virtual: str, deadline: float, timeout: float) -> Non
         wait = min(wait * 2, _LONGEST_WAIT)
 
 
-__all__ = ["directories_locked"]
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "directories_locked"]
