@@ -182,9 +182,14 @@ class PermissionGate:
             return None
         tool, args = found
         declared = tool.targets(args)
-        if self.after_effect and any(target.operation == "execute" for target in declared):
-            contained = yield from calls.blocking(functools.partial(tool.contained, args))
-            declared = [replace(t, contained=contained) for t in declared]
+        if any(target.operation == "execute" for target in declared):
+            # Both may probe the sandbox the first time: off the event loop.
+            backend = tool.context.backend
+            masked = yield from calls.blocking(backend.hides_from_commands)
+            contained = self.after_effect and (
+                yield from calls.blocking(functools.partial(tool.contained, args))
+            )
+            declared = [replace(t, contained=contained, masked=masked) for t in declared]
         targets: list[Target] = []
         for target in declared:
             targets.append(target)

@@ -100,10 +100,8 @@ class ExecuteTool(FileTool):
         """
         if isinstance(parse_invocation(args.command), PatchInvocation):
             return write_targets(args.command)
-        backend = self.context.backend
-        network = _in_words(backend.command_network())
-        masked = backend.hides_from_commands()
-        return [Target("execute", command=args.command, network=network, masked=masked)]
+        network = _in_words(self.context.backend.command_network())
+        return [Target("execute", command=args.command, network=network)]
 
     def contained(self, args: ExecuteArgs) -> bool:
         """Whether the command runs on a copy-on-write view with no network.

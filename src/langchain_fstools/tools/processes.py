@@ -70,8 +70,7 @@ class ProcessTool(FileTool):
         What a process changed is reviewed as a command's change set when it is read.
         """
         if args.action == "write":
-            masked = self.context.backend.hides_from_commands()
-            return [Target("execute", command=args.input or "", masked=masked)]
+            return [Target("execute", command=args.input or "")]
         return []
 
     def contained(self, args: ProcessArgs) -> bool:

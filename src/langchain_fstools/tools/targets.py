@@ -45,7 +45,8 @@ class Target:
     """For a command: the network it will have, in words (`Backend.command_network`)."""
     masked: bool = False
     """For a command: the backend hides from it what the rules keep from reads
-    (`Backend.hides_from_commands`); if not, it asks first where a rule does."""
+    (`Backend.hides_from_commands`, asked by the permission gate); if not, it asks
+    first where a rule does."""
 
 
 @dataclass(frozen=True)

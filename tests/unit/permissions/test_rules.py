@@ -199,7 +199,7 @@ def tool_targets(name: str, args: dict[str, object]) -> list[Target] | None:
             {"notebook_path": "/n.ipynb", "new_source": "x"},
             [Target("write", "/n.ipynb")],
         ),
-        ("execute", {"command": "make"}, [Target("execute", command="make", masked=True)]),
+        ("execute", {"command": "make"}, [Target("execute", command="make")]),
         (
             "execute",
             {
