@@ -63,6 +63,7 @@ import time
 from typing import TYPE_CHECKING, Any, Final, Self
 
 from langchain_fstools.core.extras import require
+from langchain_fstools.core.wording import plural
 
 require("docker", extra="docker", feature="DockerSandbox")
 require("deepagents", extra="docker", feature="DockerSandbox")
@@ -394,7 +395,7 @@ class DockerSandbox(BaseSandbox):
         truncated = output.cut > 0
         if watch.expired:
             note = (
-                f"Error: Command timed out after {limit} seconds and was killed. Run it"
+                f"Error: Command timed out after {plural(limit, 'second')} and was killed. Run it"
                 " with a longer timeout, or in the background, if it needs more time."
             )
             return ExecuteResponse(output.text(note), exit_code=124, truncated=truncated)
@@ -718,7 +719,7 @@ class _Output:
         head = self.head.decode("utf-8", errors="replace")
         tail = self.tail.decode("utf-8", errors="replace")
         if self.cut:
-            head += f"\n... [{self.cut:,} bytes of output left out] ...\n"
+            head += f"\n... [{plural(self.cut, 'byte')} of output left out] ...\n"
         body = head + tail
         if note:
             body = f"{body.rstrip()}\n\n{note}" if body.strip() else note
