@@ -1,7 +1,7 @@
 """The MCP server's own tests again, on the mcp SDK 2.x.
 
 The `test` extra pins mcp 1.x (langchain-mcp-adapters requires mcp<2), so this test makes a
-second venv, `.venv-mcp2`, with mcp 2.x (`scripts/venv`: the first run installs it, later
+second venv, `.venv-mcp2`, with mcp 2.x (`scripts/mcp2-venv`: the first run installs it, later
 runs reuse it while `pyproject.toml` is unchanged; `scripts/setup` does not make it), and
 runs there the server's unit tests and its integration tests over stdio and HTTP (our
 Python client, the HTTP door, the official TypeScript client, MCP Inspector's CLI), and
@@ -21,18 +21,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ".venv-mcp2"
 PYTHON = ROOT / VENV / "bin" / "python"
-# What .venv-mcp2 holds: the package, mcp 2.x, and what the tests below import.
-REQUIREMENTS = [
-    "-e",
-    ".",
-    "mcp>=2,<3",
-    "pytest>=8",
-    "pytest-asyncio>=0.23",
-    "pytest-socket>=0.7",
-    "pytest-xdist>=3.5",
-    "blockbuster>=1.5",
-    "psycopg[binary]>=3.2",
-]
 MODULES = [
     "tests/unit/mcp",
     "--ignore=tests/unit/mcp/test_to_fastmcp.py",
@@ -57,17 +45,16 @@ def _run(*command: str | Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def mcp2_venv(pytestconfig: pytest.Config) -> Path:
-    """`.venv-mcp2`, made by `scripts/venv` unless it is there with these requirements.
+    """`.venv-mcp2`, made by `scripts/mcp2-venv` unless it is there with its requirements.
 
     Its lines (each step, and every 30 s that a step still runs) go to the terminal as
-    they come: the first install takes minutes.
+    they come, when the test runs in the main process (`-n 0`): the first install takes
+    minutes. `.ci/run` makes it before the tests.
     """
     capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled():
-        made = subprocess.run(
-            ["bash", "scripts/venv", VENV, *REQUIREMENTS], cwd=ROOT, check=False, timeout=1200
-        )
-    assert made.returncode == 0, "scripts/venv failed; its output is above"
+        made = subprocess.run(["bash", "scripts/mcp2-venv"], cwd=ROOT, check=False, timeout=1200)
+    assert made.returncode == 0, "scripts/mcp2-venv failed; its output is above"
     return PYTHON
 
 
