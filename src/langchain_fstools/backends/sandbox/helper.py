@@ -24,7 +24,8 @@ The wire format, one fact for both ends (this module is imported by the client t
 
 Standard library only, and our own shippable modules: it runs on the sandbox's Python
 (3.11 or newer), never on this process's. Each run pays for what it imports, so it
-imports little (`binascii`, not `base64`, which loads `struct`).
+imports little: `binascii`, not `base64` (which loads `struct`); `_json`'s C codec, not
+`json` (which loads `re`); and the modules it ships take `TYPE_CHECKING` without `typing`.
 """
 
 from __future__ import annotations
