@@ -35,14 +35,15 @@ import threading
 import weakref
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Self
 
 from langchain_fstools.backends.host_paths import is_inside, real_path
 from langchain_fstools.backends.openat2 import open_directory_beneath
 from langchain_fstools.errors import OutsideRoot
 
+TYPE_CHECKING = False  # `typing` is not imported: the sandbox's helper would pay for it
 if TYPE_CHECKING:
     from types import TracebackType
+    from typing import Final, Self
 
 _DIRECTORY: Final = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 """How each directory on the way is opened: for lookups only, never through a link."""

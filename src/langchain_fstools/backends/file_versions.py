@@ -8,8 +8,8 @@ ships this module), so a token means the same thing on both. Standard library on
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # `typing` is not imported: the sandbox's helper would pay for it
 if TYPE_CHECKING:
     import os
 

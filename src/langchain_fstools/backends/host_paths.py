@@ -11,7 +11,10 @@ before, so both give the same answer for every path (a differential test checks)
 from __future__ import annotations
 
 import os
-from typing import Final
+
+TYPE_CHECKING = False  # `typing` is not imported: the sandbox's helper would pay for it
+if TYPE_CHECKING:
+    from typing import Final
 
 _FD_LINKS: Final = "/proc/self/fd/"
 _KERNEL_RESOLVES: Final = hasattr(os, "O_PATH") and os.path.isdir(_FD_LINKS)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import TYPE_CHECKING, Final
 
+TYPE_CHECKING = False  # `typing` is not imported: the sandbox's helper would pay for it
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Final
 
 _SYSCALL_NUMBERS: Final = {"x86_64": 437, "aarch64": 437, "arm64": 437, "riscv64": 437}
 """`openat2`'s number: 437 on every architecture with the generic or x86-64 table."""

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Final
+
+TYPE_CHECKING = False  # `typing` is not imported: the sandbox's helper would pay for it
+if TYPE_CHECKING:
+    from typing import Final
 
 TEMP_SUFFIX: Final = ".fstools-tmp"
 """Suffix of the temporary files atomic writes rename into place."""

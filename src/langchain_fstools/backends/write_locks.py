@@ -28,13 +28,14 @@ import errno
 import fcntl
 import os
 import time
-from typing import TYPE_CHECKING, Final
 
 from langchain_fstools.backends.beneath import LISTING
 from langchain_fstools.errors import WriteLockTimeout
 
+TYPE_CHECKING = False  # `typing` is not imported: the sandbox's helper would pay for it
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
+    from typing import Final
 
 DEFAULT_LOCK_TIMEOUT: Final = 10.0
 """Seconds a write waits for other writers of its folders, by default."""

@@ -12,10 +12,10 @@ import contextlib
 import errno
 import os
 import posixpath
-from typing import TYPE_CHECKING
 
 from langchain_fstools.errors import InvalidPath, OutsideRoot
 
+TYPE_CHECKING = False  # `typing` is not imported: the sandbox's helper would pay for it
 if TYPE_CHECKING:
     from collections.abc import Iterator
 

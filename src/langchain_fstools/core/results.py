@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # `typing` is not imported: the sandbox's helper would pay for it
 if TYPE_CHECKING:
     from langchain_fstools.core.changesets import ChangeSet
 

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shlex
 import stat
+import subprocess
+import sys
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from langchain_fstools.backends.protocol import Write
-from langchain_fstools.backends.sandbox import SandboxBackend
+from langchain_fstools.backends.sandbox import SandboxBackend, helper
 from langchain_fstools.backends.sandbox.transport import INLINE_REQUEST
 from langchain_fstools.errors import OutsideRoot, StoreUnavailable, VersionConflict
-from tests.unit.backends.sandbox_double import ShellSandbox
+from tests.unit.backends.sandbox_double import ENV, ShellSandbox
 
 
 class Setup:
@@ -275,3 +281,67 @@ def test_backends_on_one_sandbox_and_root_share_their_storage() -> None:
         SandboxBackend(one, "/w").storage_key()
         != SandboxBackend(ShellSandbox("box-2"), "/w").storage_key()
     )
+
+
+class RecordingShell(ShellSandbox):
+    """Keeps the commands it ran."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commands: list[str] = []
+
+    def execute(self, command: str, *, timeout: int | None = None) -> Any:
+        self.commands.append(command)
+        return super().execute(command, timeout=timeout)
+
+
+def test_a_read_in_the_sandbox_imports_neither_typing_nor_json(tmp_path: Path) -> None:
+    """Each operation starts a Python in the sandbox, which pays for every module imported."""
+    shell = RecordingShell()
+    setup = Setup(tmp_path, shell)
+    setup.backend.write_bytes("/a.txt", b"one")
+    assert setup.backend.read_bytes("/a.txt") == b"one"
+    python, *arguments = shlex.split(shell.commands[-1])
+    done = subprocess.run(  # the read again, its imports listed
+        [python, "-X", "importtime", *arguments],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        check=True,
+        timeout=60,
+    )
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert helper.OPEN in done.stdout
+    assert "langchain_fstools.backends.beneath" in imported  # what the helper imports
+    assert not imported & {"typing", "json"}
+
+
+WIRE_VALUES = [
+    {"ok": [1, -2.5, 1e300, 10**30, None, True, False, 'é\n\u2028"', {"": []}]},
+    {"error": ["os", 2, "/a b"]},
+]
+
+
+@pytest.mark.parametrize("value", WIRE_VALUES)
+def test_the_wire_carries_what_json_would(value: dict[str, Any]) -> None:
+    packed = helper.pack(value, b"data")
+    header = zlib.decompress(packed).partition(b"\n")[0]
+    assert header == json.dumps(value, separators=(",", ":")).encode()
+    assert helper.unpack(packed) == (value, b"data")
+
+
+@pytest.mark.parametrize("header", [b"", b"{", b"{}x", b"nul", b"[1,]"])
+def test_a_header_that_is_not_json_is_a_value_error(header: bytes) -> None:
+    with pytest.raises(ValueError):
+        helper.unpack(zlib.compress(header + b"\n"))
+
+
+def test_without_the_c_codec_the_wire_is_json_module_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "_json", None)  # importing it raises ImportError
+    dumps, loads = helper._json_codec()
+    assert dumps(WIRE_VALUES[0]) == json.dumps(WIRE_VALUES[0], separators=(",", ":"))
+    assert loads(dumps(WIRE_VALUES[0])) == WIRE_VALUES[0]

@@ -24,7 +24,8 @@ The wire format, one fact for both ends (this module is imported by the client t
 
 Standard library only, and our own shippable modules: it runs on the sandbox's Python
 (3.11 or newer), never on this process's. Each run pays for what it imports, so it
-imports little (`binascii`, not `base64`, which loads `struct`).
+imports little: `binascii`, not `base64` (which loads `struct`); `_json`'s C codec, not
+`json` (which loads `re`); and the modules it ships take `TYPE_CHECKING` without `typing`.
 """
 
 from __future__ import annotations
@@ -34,13 +35,12 @@ import contextlib
 import errno
 import functools
 import io
-import json
 import os
 import stat as stat_module
 import sys
+import types
 import zlib
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final
 
 from langchain_fstools import errors
 from langchain_fstools.backends.beneath import LISTING, Beneath, Place
@@ -52,9 +52,11 @@ from langchain_fstools.backends.write_locks import DEFAULT_LOCK_TIMEOUT, directo
 from langchain_fstools.core import paths
 from langchain_fstools.core.results import EntryKind, FileInfo
 
+TYPE_CHECKING = False  # `typing` is not imported: the sandbox's helper would pay for it
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
+    from typing import Any, Final
 
 OPEN: Final = "<fstools:"
 """Where a reply's frame starts on standard output."""
@@ -74,14 +76,81 @@ _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXE
 
 def pack(header: dict[str, Any], data: bytes = b"") -> bytes:
     """A header and its bytes, compressed: what a request or a reply carries."""
-    return zlib.compress(json.dumps(header, separators=(",", ":")).encode() + b"\n" + data, 1)
+    return zlib.compress(_to_json(header).encode() + b"\n" + data, 1)
 
 
 def unpack(packed: bytes) -> tuple[dict[str, Any], bytes]:
-    """`pack`'s header and bytes again."""
+    """`pack`'s header and bytes again.
+
+    Raises:
+        ValueError: the header is not JSON (`zlib.error` if `packed` is not compressed).
+    """
     text = zlib.decompress(packed)
     header, _, data = text.partition(b"\n")
-    return json.loads(header), data
+    return _from_json(header.decode()), data
+
+
+_CONSTANTS: Final = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": -float("inf")}
+
+
+def _unserializable(value: object) -> object:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _json_codec() -> tuple[Callable[[Any], str], Callable[[str], Any]]:
+    """Compact JSON out and in, by the C encoder and scanner that `json` itself uses.
+
+    Importing `json` loads `re` for its pure-Python fallbacks, which every run in the
+    sandbox would pay for; `json` serves where `_json` is missing or differs.
+    """
+    try:
+        import _json  # noqa: PLC0415 - the fallback below imports `json` instead
+
+        markers, indent, sort_keys, skipkeys, allow_nan = None, None, False, False, True
+        encode = _json.make_encoder(  # as `json.JSONEncoder` makes it
+            markers,
+            _unserializable,
+            _json.encode_basestring_ascii,
+            indent,
+            ":",
+            ",",
+            sort_keys,
+            skipkeys,
+            allow_nan,
+        )
+        # What the scanner reads of a `json.JSONDecoder`: `json.loads`' defaults.
+        decoder = types.SimpleNamespace(
+            strict=True,
+            object_hook=None,
+            object_pairs_hook=None,
+            array_hook=None,
+            parse_float=float,
+            parse_int=int,
+            parse_constant=_CONSTANTS.__getitem__,
+            memo={},
+        )
+        scan = _json.make_scanner(decoder)  # type: ignore[arg-type] # it reads those attributes
+    except (ImportError, AttributeError, TypeError):
+        import json  # noqa: PLC0415 - only where `_json` does not serve
+
+        return functools.partial(json.dumps, separators=(",", ":")), json.loads
+
+    def dumps(value: Any) -> str:
+        return "".join(encode(value, 0))
+
+    def loads(text: str) -> Any:
+        try:
+            value, end = scan(text, 0)
+        except StopIteration:
+            raise ValueError("not JSON") from None
+        if end != len(text):
+            raise ValueError("not JSON: text after the value")
+        return value
+
+    return dumps, loads
+
+
+_to_json, _from_json = _json_codec()
 
 
 def framed(packed: bytes) -> str:
@@ -292,7 +361,8 @@ class Disk:
 
 # ----- the operations: (disk, *args, data=bytes) -> (JSON value, bytes) -------------------------
 
-Reply = tuple[Any, bytes]
+if TYPE_CHECKING:
+    Reply = tuple[Any, bytes]
 
 
 def _stat(disk: Disk, virtual: str, peek: int = 0, *, data: bytes) -> Reply:

@@ -20,7 +20,8 @@ imports, `backends.shipping`), kept in a private folder of the sandbox
        `execute`, a part per command line; large requests and replies then travel the
        same way (`fetch` reads a reply in parts).
     2. The loader checks the program's digest, compiles it once and keeps the code
-       beside it (marshalled, per Python bytecode version), so later runs only load it.
+       beside it (marshalled module by module, per Python bytecode version), so later runs
+       only load what they import.
     3. A folder that is not private (another owner, group or other permissions, a
        link) is refused (`UNSAFE`): code kept there could have been planted.
 
@@ -86,7 +87,9 @@ OLD_PYTHON: Final = "<fstools-python:"
 # The loader: checks the Python, the private folder, then loads the helper (its code
 # kept from an earlier run, or its sources checked against the digest and compiled) and
 # imports its modules from memory. Reference cycles are left to the end of the run:
-# it is short, and the collector would scan every object the imports made. `inspect` is
+# it is short, and the collector would scan every object the imports made. The cache
+# keeps each module's code marshalled apart (`.each`), so a run unmarshals only the
+# modules it imports, not the search engine's and the commands'. `inspect` is
 # loaded only when something uses it: `dataclasses` imports it for the docstrings of
 # classes that have none (ours all have one), and it takes longer to load than the
 # helper takes to run.
@@ -106,7 +109,9 @@ status = os.lstat(folder)
 if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.geteuid() or status.st_mode & 0o77:
     print("{unsafe}")
     raise SystemExit(0)
-cache = os.path.join(folder, digest + "." + importlib._bootstrap_external.MAGIC_NUMBER.hex())
+cache = os.path.join(
+    folder, digest + "." + importlib._bootstrap_external.MAGIC_NUMBER.hex() + ".each"
+)
 try:
     with open(cache, "rb") as file:
         shipped = marshal.loads(file.read())
@@ -122,7 +127,9 @@ except (OSError, ValueError, EOFError):
         raise SystemExit(0)
     shipped = json.loads(zlib.decompress(packed))
     shipped["modules"] = {{
-        name: compile(source, {file!r}.format(name.replace(".", "/")), "exec", dont_inherit=True)
+        name: marshal.dumps(compile(
+            source, {file!r}.format(name.replace(".", "/")), "exec", dont_inherit=True
+        ))
         for name, source in shipped["modules"].items()
     }}
     temporary = "%s.%d" % (cache, os.getpid())
@@ -141,7 +148,7 @@ class Shipped:
     def create_module(self, spec):
         return None
     def exec_module(self, module):
-        exec(modules[module.__name__], module.__dict__)
+        exec(marshal.loads(modules[module.__name__]), module.__dict__)
 sys.meta_path.insert(0, Shipped())
 class Deferred(type(sys)):
     def __getattr__(self, name):
