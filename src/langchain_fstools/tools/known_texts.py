@@ -4,7 +4,8 @@ Per file, the toolkit keeps the last version a read found: its metadata, first b
 codec and line index. A later read asks the backend for its window at that version
 (`Backend.read_checked`) without a `stat` first: on an object store that is one ranged
 GET instead of a HEAD and a GET. A file changed since fails the check, and the read
-starts again from a `stat`.
+starts again from a `stat`. A write through the tools notes the version it made too, so
+a read after an edit is one call.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from langchain_fstools.formats import encoding
 from langchain_fstools.formats.text import LineIndex
 
 if TYPE_CHECKING:
@@ -79,5 +81,21 @@ class KnownTexts:
                 self._entries.popitem(last=False)
             return known
 
+    def learn_written(self, backend: object, info: FileInfo, data: bytes) -> None:
+        """Note the version a tool wrote (`data` at `info.version`), as a read would find it.
 
-__all__ = ["KnownText", "KnownTexts"]
+        Only text a read takes in place (`in_place`); the codec is sniffed from the head
+        as a read sniffs it, so the next read decodes the file as it would after a `stat`.
+        """
+        head = data[: encoding.SNIFF_BYTES]
+        codec = encoding.sniff(head)
+        if codec is not None and in_place(codec):
+            self.learn(backend, info, head, codec, start=len(codec.bom))
+
+
+def in_place(codec: TextCodec) -> bool:
+    """Whether a read takes windows of this codec's files straight from their bytes."""
+    return codec.name == "utf-8" or codec.single_byte
+
+
+__all__ = ["KnownText", "KnownTexts", "in_place"]

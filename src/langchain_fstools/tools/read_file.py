@@ -23,6 +23,7 @@ from langchain_fstools.formats.text import (
 )
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.diagnosing import prepare_diagnostics
+from langchain_fstools.tools.known_texts import in_place
 from langchain_fstools.tools.media_reader import read_image, read_notebook, read_pdf
 from langchain_fstools.tools.reads import after_read
 from langchain_fstools.tools.targets import Target
@@ -125,7 +126,7 @@ def _known_rereadable(
     over the size cap (refused). Only text read in place (UTF-8, single-byte codecs).
     """
     known = scope.context.known_texts.get(scope.context.backend, path)
-    if known is None or args.pages is not None or not _in_place(known.codec):
+    if known is None or args.pages is not None or not in_place(known.codec):
         return None
     info = known.info
     if scope.reads.repeats(path, version=info.version, view=view) is not None:
@@ -162,7 +163,7 @@ def _read_new_text(  # noqa: PLR0917 - one read's facts
     codec = encoding.sniff(head)
     if codec is None:
         raise errors.BinaryFile(path)
-    start = len(codec.bom) if _in_place(codec) else 0
+    start = len(codec.bom) if in_place(codec) else 0
     known = scope.context.known_texts.learn(scope.context.backend, info, head, codec, start=start)
     return (yield from _read_text(scope, known, begin, limit, checked=False))
 
@@ -187,7 +188,7 @@ def _read_text(
         window = yield from read_window(
             read,
             known.index,
-            codec=codec.name if _in_place(codec) else "utf-8",
+            codec=codec.name if in_place(codec) else "utf-8",
             offset=offset,
             row=row,
             limit=limit,
@@ -296,7 +297,7 @@ def _reader(scope: CallScope, info: FileInfo, codec: encoding.TextCodec) -> Effe
     one windowing algorithm serves all.
     """
     path = info.path
-    if _in_place(codec):
+    if in_place(codec):
 
         def read_range(start: int, size: int) -> Effect[bytes]:
             return calls.read_bytes(path, start, size)
@@ -334,10 +335,6 @@ def _checked_reader(info: FileInfo) -> tuple[Reader, Callable[[], Effect[None]]]
             yield from calls.read_checked(path, 0, 0, expected_version=version)
 
     return read_range, confirm
-
-
-def _in_place(codec: encoding.TextCodec) -> bool:
-    return codec.name == "utf-8" or codec.single_byte
 
 
 def _render(path: str, window: Window, offset: int, limit: int) -> str:

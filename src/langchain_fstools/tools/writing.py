@@ -139,6 +139,7 @@ def write_text(
         raise errors.FileTooLarge(path, len(data), limit)
     reports = syntax_reports(scope, [(path, old_text, new_text)])
     info = yield from calls.write_bytes(path, data, expected_version=expected_version)
+    scope.context.known_texts.learn_written(scope.context.backend, info, data)
     lines = count_lines(new_text)
     record = after_write(
         scope.reads.get(path),

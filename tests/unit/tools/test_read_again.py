@@ -63,6 +63,22 @@ def test_a_reread_asks_no_stat_and_reads_at_the_version_it_knows(tmp_path: Path)
     assert set(backend.log) == {"read_checked"}, backend.log
 
 
+def test_a_read_after_an_edit_asks_no_stat_and_shows_the_edit(tmp_path: Path) -> None:
+    """The edit noted the version it wrote: the next read goes to it straight."""
+    (tmp_path / "n.txt").write_bytes(NUMBERED)
+    backend = CallLog(LocalBackend(tmp_path))
+    tools = {t.name: t for t in FileToolkit(backend).get_tools()}
+    tools["read_file"].invoke({"file_path": "/n.txt", "offset": 10, "limit": 1})
+    edited = tools["edit_file"].invoke(
+        {"file_path": "/n.txt", "old_string": "line 10\n", "new_string": "line ten\n"}
+    )
+    assert "Edited" in edited, edited
+    backend.log.clear()
+    again = tools["read_file"].invoke({"file_path": "/n.txt", "offset": 9, "limit": 3})
+    assert again.startswith("9\tline 9\n10\tline ten\n11\tline 11"), again
+    assert set(backend.log) == {"read_checked"}, backend.log
+
+
 def test_on_an_object_store_a_reread_is_one_get(monkeypatch: pytest.MonkeyPatch) -> None:
     h = Harness("objectstore", Path("/unused"))
     h.seed("/n.txt", NUMBERED)
