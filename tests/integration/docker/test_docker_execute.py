@@ -42,7 +42,7 @@ def test_a_timeout_kills_the_command_s_group_and_what_left_it(
     took = time.monotonic() - started
     assert result.exit_code == 124
     assert result.output.startswith("started\n")
-    assert "timed out after 1 seconds" in result.output
+    assert "timed out after 1 second " in result.output
     assert took < 20  # the deadline, not the sleeps, ended it
     assert docker_sandbox.execute(COUNT_SLEEPERS).output.strip() == "0"
 
