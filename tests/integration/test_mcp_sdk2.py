@@ -67,11 +67,12 @@ def test_the_mcp_tests_pass_on_sdk_2(mcp2_venv: Path) -> None:
 
 
 CLIENT_2 = """
-import asyncio, sys
+import asyncio, os, sys
 from mcp import Client, StdioServerParameters
 
 async def main() -> None:
-    server = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:])
+    # this environment, so the server keeps its listing cache where the suite's is
+    server = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:], env=dict(os.environ))
     async with Client(server) as client:
         listed = await client.list_tools()
         print(len(listed.tools))
