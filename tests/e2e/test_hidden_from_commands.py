@@ -239,3 +239,38 @@ def test_the_control_where_nothing_is_hidden_the_allowed_command_runs_without_as
 
     assert not talk.asked
     assert "a\n" in str(talk.graph.get_state(CONFIG).values["messages"][-2].content)
+
+
+@needs_bwrap
+def test_a_copy_approved_later_still_says_what_was_not_kept(root: Path) -> None:
+    """The person is shown the empty stand-ins left out, and the approved result names them."""
+    backend, rules = _masking(root, "deny")
+    call = AIMessage(
+        "",
+        tool_calls=[
+            {
+                "name": "execute",
+                "args": {"command": COPIES["file by file, output first"]},
+                "id": "c",
+            }
+        ],
+    )
+    graph = create_agent(
+        ScriptedChatModel(turns=[call, AIMessage("done")]),
+        middleware=[FilesystemMiddleware(backend=backend, mode="default", permissions=rules)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t"}}
+    try:
+        first = graph.invoke({"messages": [("user", "go")]}, config, version="v2")
+        (asked,) = first.interrupts
+        assert "Not kept: /copy/secrets/key" in asked.value["action_requests"][0]["description"]
+        after = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    finally:
+        backend.close()
+
+    (result,) = [m for m in after["messages"] if isinstance(m, ToolMessage)]
+    assert "A person approved these changes; they are kept." in str(result.content)
+    assert "Not kept: /copy/secrets/key (empty, named as files hidden" in str(result.content)
+    assert (root / "copy" / "secrets" / "other").read_text() == "other\n"
+    assert not (root / "copy" / "secrets" / "key").exists()

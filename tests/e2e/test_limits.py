@@ -119,6 +119,16 @@ def test_a_sparse_file_counts_at_its_apparent_size(workspace: Path) -> None:
     assert list(workspace.iterdir()) == []
 
 
+def _until_none_runs(tools: dict[str, Any], seconds: float = 30) -> None:
+    """Wait until the process tool lists no running process (at most `seconds`)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        listed = tools["process"].invoke(_call("process", action="list"))
+        if "is running" not in str(listed.content):
+            return
+        time.sleep(0.1)
+
+
 def test_a_background_process_past_what_it_may_change_is_stopped_and_keeps_nothing(
     workspace: Path,
 ) -> None:
@@ -136,12 +146,7 @@ def test_a_background_process_past_what_it_may_change_is_stopped_and_keeps_nothi
         time.sleep(0.5)
         early = tools["process"].invoke(_call("process", action="read", process_id="p1"))
         assert "A /kept.txt" in str(early.content), early.content
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            listed = tools["process"].invoke(_call("process", action="list"))
-            if "is running" not in str(listed.content):
-                break
-            time.sleep(0.1)
+        _until_none_runs(tools)
         late = tools["process"].invoke(_call("process", action="read", process_id="p1"))
     finally:
         backend.close()
@@ -335,3 +340,27 @@ def test_a_limits_words_on_standard_output_name_no_limit(workspace: Path) -> Non
     outcome = _run(workspace, "cat notes.txt", limits=Limits(memory=256 * MiB))
     assert outcome.ran, outcome.text
     assert "sandbox's" not in outcome.text, outcome.text
+
+
+@pytest.mark.parametrize(
+    ("command", "limits", "said"),
+    [
+        ("sleep 0.3; head -c 2M /dev/zero > big.bin", Limits(file_size=MiB), "file size limit"),
+        *LIMITED,
+    ],
+)
+def test_a_limit_hit_in_the_background_is_named_when_the_process_is_read(
+    workspace: Path, command: str, limits: Limits, said: str
+) -> None:
+    """A background process that ended at a limit says which, as a command's result does."""
+    backend = LocalBackend(workspace, execute=True, sandbox=Sandbox(limits=limits))
+    tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
+    try:
+        started = tools["execute"].invoke(_call("execute", command=command, background=True))
+        ident = started.artifact["process_id"]
+        _until_none_runs(tools)
+        read = tools["process"].invoke(_call("process", action="read", process_id=ident))
+    finally:
+        backend.close()
+    assert said in str(read.content), read.content
+    assert "the user can raise it with Sandbox(limits=Limits(" in str(read.content)

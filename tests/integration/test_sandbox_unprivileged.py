@@ -9,12 +9,13 @@ Landlock alone, or the supervisor only) as `nobody` through `setpriv`, exactly a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -248,12 +249,9 @@ def test_as_nobody_a_committed_file_is_what_the_command_left(
         session.close()
 
 
-def test_as_nobody_a_credential_made_or_replaced_after_the_first_command_stays_hidden(
-    place: Path, bwrap: str
-) -> None:
-    """Each command masks what became a credential since its session's sandbox started."""
-    confinement = _confinement(place, bwrap, "bwrap")
-    home = place / "home"
+@contextlib.contextmanager
+def _commands_as_nobody(confinement: Confinement, home: Path) -> Iterator[Callable[[str], str]]:
+    """Run commands as nobody in one session, each with the masks found at its start."""
     plan = confinement.session()
     os.chown(plan.folder, NOBODY, NOBODY)
     session = Session(replace(plan, argv=[*SETPRIV, *plan.argv]))
@@ -273,6 +271,23 @@ def test_as_nobody_a_credential_made_or_replaced_after_the_first_command_stays_h
         return result.output
 
     try:
+        yield run
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("method", ["bwrap", "landlock"])
+def test_as_nobody_a_credential_made_or_replaced_after_the_first_command_stays_hidden(
+    place: Path, bwrap: str, method: str
+) -> None:
+    """Each command masks what became a credential since its session's sandbox started.
+
+    With Landlock alone, the session's rules hide every credential path, made or not, so
+    one made later (its folder too) is as unreadable as one replaced by a rename.
+    """
+    confinement = _confinement(place, bwrap, method)
+    home = place / "home"
+    with _commands_as_nobody(confinement, home) as run:
         first = run(f"id -u; cat {home}/.netrc; echo end")
         (home / ".kube").mkdir(mode=0o755)
         (home / ".kube" / "config").write_text("CREDENTIAL kube\n")
@@ -281,11 +296,34 @@ def test_as_nobody_a_credential_made_or_replaced_after_the_first_command_stays_h
         (home / ".netrc.new").chmod(0o644)
         (home / ".netrc.new").replace(home / ".netrc")
         second = run(f"cat {home}/.kube/config {home}/.netrc; echo end")
-    finally:
-        session.close()
 
     assert first.startswith("65534\n")
     assert "CREDENTIAL" not in first + second
+    assert second.endswith("end\n")
+
+
+@pytest.mark.parametrize("method", ["bwrap", "landlock"])
+def test_as_nobody_a_first_credential_made_in_a_home_after_the_first_command_stays_hidden(
+    place: Path, bwrap: str, method: str
+) -> None:
+    """A home that held no credential when the session started: the first one made is hidden."""
+    home = place / "home"
+    for name in (".ssh", ".aws", ".netrc"):
+        shutil.rmtree(home / name) if (home / name).is_dir() else (home / name).unlink()
+    (home / ".bashrc").write_text("OPEN\n")  # a shell file: commands see it
+    (home / ".bashrc").chmod(0o644)
+    confinement = _confinement(place, bwrap, method)
+    with _commands_as_nobody(confinement, home) as run:
+        first = run(f"cat {home}/.bashrc; echo end")
+        (home / ".aws").mkdir(mode=0o755)
+        (home / ".aws" / "credentials").write_text("CREDENTIAL aws\n")
+        (home / ".aws" / "credentials").chmod(0o644)
+        (home / ".netrc").write_text("CREDENTIAL netrc\n")
+        (home / ".netrc").chmod(0o644)
+        second = run(f"cat {home}/.aws/credentials {home}/.netrc; echo end")
+
+    assert first == "OPEN\nend\n"
+    assert "CREDENTIAL" not in second
     assert second.endswith("end\n")
 
 

@@ -4,14 +4,18 @@ A command that runs on a copy-on-write view of the workspace (see `shell.sandbox
 leaves the workspace as it was; what it wrote, deleted, linked or made executable is
 described here as a `ChangeSet`, whose new contents wait in a private folder until the
 backend commits them (`Backend.commit`) or the set is discarded. Plain data, plus the
-folder's removal (`remove_folder`), whatever modes the command left in it.
+folder's removal (`remove_folder`), whatever modes the command left in it, and its removal
+off the caller's path (`remove_folder_later`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import shutil
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -79,8 +83,8 @@ class ChangeSet:
     left_out: tuple[str, ...] = ()
 
     def discard(self) -> None:
-        """Remove the waiting contents (after a commit, or instead of one)."""
-        remove_folder(self.source)
+        """Remove the waiting contents (after a commit, or instead of one): `source` is free now."""
+        remove_folder_later(self.source)
 
     def __bool__(self) -> bool:
         """Whether the command changed anything."""
@@ -126,6 +130,37 @@ def remove_folder(path: str) -> None:
     layer; as their owner, the agent opens them (`u+rwx`) and goes on.
     """
     shutil.rmtree(path, onerror=_opening)
+
+
+def remove_folder_later(path: str) -> None:
+    """`remove_folder`, with the folder gone from `path` at once and removed on a background thread.
+
+    Removing even an empty view's four folders costs a millisecond, on the path of every
+    command. The folder is renamed aside (`.discarded-<name>`, beside it) and removed
+    later; where it cannot be renamed, it is removed here. Removals left when the
+    process exits run before it ends (the executor's threads are joined at exit).
+    """
+    folder = Path(path)
+    aside = folder.with_name(f".discarded-{folder.name}")
+    try:
+        folder.rename(aside)
+    except OSError:
+        remove_folder(path)
+        return
+    _remover(os.getpid()).submit(remove_folder, str(aside))
+
+
+def removals_settled(timeout: float = 60.0) -> None:
+    """Wait until the folders discarded so far in this process are removed (at most `timeout` s)."""
+    with contextlib.suppress(TimeoutError):
+        _remover(os.getpid()).submit(int).result(timeout)
+
+
+@functools.cache
+def _remover(process: int) -> ThreadPoolExecutor:
+    """The thread removing discarded folders, started once per process (a fork starts its own)."""
+    del process
+    return ThreadPoolExecutor(1, thread_name_prefix="fstools-discard")
 
 
 def _opening(function: object, path: str, _error: object) -> None:

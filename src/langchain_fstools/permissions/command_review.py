@@ -39,7 +39,7 @@ from langchain_fstools.errors import VersionConflict
 from langchain_fstools.permissions.approval import Approval, FileActionRequest, decisions
 from langchain_fstools.permissions.review import _require_checkpointer
 from langchain_fstools.shell.session.pending import drop, take
-from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY, rewind_note
+from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY, left_out_note, rewind_note
 from langchain_fstools.tools.execute import WAITING
 from langchain_fstools.tools.merge_branch import KEPT_KEY, merged_kept
 from langchain_fstools.tools.runtime import StateRuntime, running_config
@@ -131,7 +131,8 @@ class CommandReview:
             self.gate.revoke(call_id)
             yield from calls.blocking(changes.discard)
         update = backend.state_update()
-        return "A person approved these changes; they are kept." + rewind_note(update), update
+        kept = "A person approved these changes; they are kept." + left_out_note(changes.left_out)
+        return kept + rewind_note(update), update
 
     def _merged(
         self,

@@ -427,7 +427,7 @@ def _waiting(
         raise ChangesNotCommitted("unapproved", review.asks[0], "", "")
     kept, key = yield from calls.blocking(functools.partial(keep, changes))
     diff = yield from effect_diff(kept, review.asks)
-    shown = summary(kept.changes).removeprefix("\n")
+    shown = (summary(kept.changes) + left_out_note(kept.left_out)).removeprefix("\n")
     request = {
         "key": key,
         "digest": (yield from calls.blocking(functools.partial(digest, kept))),

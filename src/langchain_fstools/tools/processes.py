@@ -132,14 +132,16 @@ def _standing(process: Background) -> str:
     seconds = f"{process.runtime:.0f} s"
     if process.running:
         return f"{process.ident} is running ({seconds})."
-    if process.limit is not None:
+    limit = process.limit
+    if limit is not None and limit.name == "changed_bytes":
         return (
             f"{process.ident} ended after {seconds} (what earlier reads kept stays)."
-            f" {limit_note(process.limit)}"
+            f" {limit_note(limit)}"
         )
     if process.ended_by is not None:
         return f"{process.ident} {_ENDED_BY[process.ended_by]} after {seconds}."
-    return f"{process.ident} exited with code {process.exit_code} after {seconds}."
+    ended = f"{process.ident} exited with code {process.exit_code} after {seconds}."
+    return ended if limit is None else f"{ended} {limit_note(limit)}"
 
 
 def _listing(processes: list[Background]) -> ToolOutcome:

@@ -156,7 +156,8 @@ class LocalProcesses:
         overlay = background.view
         if not isinstance(overlay, Overlay):
             return None
-        if background.limit is not None:  # stopped at changed_bytes: nothing more is kept
+        limit = background.limit
+        if limit is not None and limit.name == "changed_bytes":  # nothing more is kept
             remove_folder(overlay.folder)
             background.view = None
             return None

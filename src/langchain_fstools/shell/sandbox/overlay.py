@@ -118,10 +118,14 @@ def stamp(folder: str) -> int:
     """
     marker = tempfile.mkdtemp(prefix=".stamp-", dir=folder)
     try:
-        stamped = os.stat(marker).st_ctime_ns
+        return _stamp_of(marker)
     finally:
         os.rmdir(marker)
-    return max(stamped, time.clock_gettime_ns(_CLOCK_REALTIME_COARSE))
+
+
+def _stamp_of(made: str) -> int:
+    """`stamp`, from the folder `made` just made (its ctime is the file system's "now")."""
+    return max(os.stat(made).st_ctime_ns, time.clock_gettime_ns(_CLOCK_REALTIME_COARSE))
 
 
 @dataclass(frozen=True)
@@ -143,8 +147,9 @@ class Overlay:
         """Make the private folders (mode 0700, in `parent` or the host's temporary folder)."""
         folder = tempfile.mkdtemp(prefix="fstools-cow-", dir=parent)
         os.mkdir(os.path.join(folder, "upper"), 0o755)
-        os.mkdir(os.path.join(folder, "work"), 0o700)
-        return cls(folder, stamp(folder))
+        work = os.path.join(folder, "work")
+        os.mkdir(work, 0o700)
+        return cls(folder, _stamp_of(work))
 
     def masking(self, *masks: Iterable[str]) -> Overlay:
         """This view, told the real paths masked in its command's view (the session's, its own)."""

@@ -33,7 +33,9 @@ confined by the confinement helper's steps (`shell.sandbox.confine`). Two ways, 
 2. **Landlock alone** (`method="landlock"`), where user namespaces are unavailable
    (containers that forbid them): each command's writes are restricted the same way
    (with the session's private temporary folder as `TMPDIR` instead of `/tmp`), reads
-   to everything but the masked paths, TCP to nothing unless `network=True` (Landlock
+   to everything but the masked paths (every credential path, made yet or not: the
+   session's rules are fixed at its start, so one made later, folder and all, is as
+   unreadable as one there from the start), TCP to nothing unless `network=True` (Landlock
    ABI 4), abstract Unix sockets and signals to its own processes (ABI 6), plus the
    same seccomp filter (which, without `network=True`, also refuses IPv4, IPv6 and
    packet sockets), and no capabilities (the bounding set emptied: uid 0 gets none on
@@ -386,7 +388,7 @@ class Confinement:
             **common,
             required=True,
             writable=[self.workspace, temporary, "/dev/shm", *sandbox.writable],  # noqa: S108
-            hide=[*masked_paths(), *sandbox.hidden, folder],
+            hide=[*_masked_places(), *sandbox.hidden, folder],
             deny_family=families,
         )
         return SessionPlan(
@@ -529,6 +531,13 @@ def home_directories() -> list[str]:
 def masked_paths() -> list[str]:
     """Every path masked by default that exists: system folders and home credentials."""
     return _masked_paths(home_directories())
+
+
+def _masked_places() -> list[str]:
+    """`masked_paths`, with every credential path of each home whether it exists yet or not."""
+    homes = [home.rstrip("/") + "/" for home in home_directories()]
+    later = [home + name for home in homes for name in CREDENTIAL_PATHS]
+    return list(dict.fromkeys([*masked_paths(), *later]))
 
 
 def _masked_paths(homes: Sequence[str], stamps: _Stamps | None = None) -> list[str]:

@@ -8,7 +8,9 @@ counted as skipped), so a chatty server never grows memory past that bound. `wri
 feeds its standard input (a pipe, or a pseudo-terminal when asked), `kill` ends it and
 everything it started. A process that nobody reads or writes for `idle_limit` seconds
 is ended, and says so; so is one whose copy-on-write view takes more disk than
-`Limits.changed_bytes` (`ended_by` "limit", `limit` names it).
+`Limits.changed_bytes` (`ended_by` "limit", `limit` names it). One that ended by itself at
+another limit (memory, processes, CPU time, file size) is named by `limit` as a command's
+end is (`shell.sandbox.limits.limit_hit`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ IDLE_LIMIT: Final = 1800.0
 
 _READ_SIZE: Final = 64 * 1024
 _TICK: Final = 1.0
+_ERRORS_KEPT: Final = 4096
+"""Bytes of its standard error a process keeps, to name the limit it hit (`Background.limit`)."""
 """Seconds between the reader's checks of the idle limit."""
 
 
@@ -75,6 +79,8 @@ class Background:
         buffer: The output read so far (a command moved to the background keeps its own).
         idle_limit: Seconds without a read or write before it is ended.
         over: The check of its view's disk use, if it has a view and the limit is set.
+        judge: Names the sandbox limit it hit, from its exit status and what it said on
+            its standard error (the last `_ERRORS_KEPT` bytes), once it ended by itself.
         release: Called once it ended and its output was read to the end: frees what
             the session held for it.
     """
@@ -93,6 +99,7 @@ class Background:
         buffer: OutputBuffer | None = None,
         idle_limit: float = IDLE_LIMIT,
         over: ChangedBytes | None = None,
+        judge: Callable[[int | None, str], LimitHit | None] | None = None,
         release: Callable[[], None] = lambda: None,
     ) -> None:
         """Start reading its output."""
@@ -111,6 +118,8 @@ class Background:
         self._lock = threading.Lock()
         self._idle_limit = idle_limit
         self._over = over
+        self._judge = judge
+        self._errors = b""
         self._release = release
         self._end_checked = False
         self._active = time.monotonic()
@@ -148,12 +157,15 @@ class Background:
         Ended at it (`ended_by` "limit"), or found past it once it had ended (what it
         wrote since the last check counts too).
         """
-        if self._over is None:
+        if self._over is not None:
+            if not self.running and not self._end_checked:
+                self._over(now=True)
+                self._end_checked = True
+            if self._over.hit is not None:
+                return self._over.hit
+        if self._judge is None or self.running or self._ended_by is not None:
             return None
-        if not self.running and not self._end_checked:
-            self._over(now=True)
-            self._end_checked = True
-        return self._over.hit
+        return self._judge(self._status(), self._errors.decode("utf-8", "replace"))
 
     def read(self) -> ProcessOutput:
         """The output since the last read; the window starts again empty."""
@@ -218,6 +230,8 @@ class Background:
         """Keep a chunk of output, and show it to a waiter for a line (b"": the end)."""
         with self._lock:
             self._buffer.add(data, stderr=stderr)
+            if stderr:
+                self._errors = (self._errors + data)[-_ERRORS_KEPT:]
             if self._watch is not None:
                 self._watch.add(data, stderr=stderr)
 

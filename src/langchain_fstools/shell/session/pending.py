@@ -23,6 +23,7 @@ import secrets
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -50,7 +51,7 @@ def keep(changes: ChangeSet) -> tuple[ChangeSet, str]:
     key = secrets.token_hex(16)
     folder = base / key
     Path(changes.source).rename(folder)  # a fresh name: never over another's set
-    kept = ChangeSet(changes.changes, str(folder), changes.host_code)
+    kept = replace(changes, source=str(folder))
     (folder / _RECORD).write_text(json.dumps(kept.to_record()), encoding="utf-8")
     return kept, key
 
@@ -81,7 +82,7 @@ def take(key: str, shown: str) -> ChangeSet | Literal["gone", "altered"]:
         hashed = ""
     finally:
         drop(key)
-    taken = ChangeSet(found.changes, copy, found.host_code)
+    taken = replace(found, source=copy)
     if not hmac.compare_digest(hashed, shown):
         taken.discard()
         return "altered"

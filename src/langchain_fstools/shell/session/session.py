@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
 import shutil
 import socket
@@ -230,7 +231,9 @@ class Session:
                 yielding and job.ended.is_set()
             )
             if timed_out and yielding:
-                background = self._adopt(launched, command, buffer, output_limit, over)
+                background = self._adopt(
+                    launched, command, buffer, output_limit, over, counted=counted
+                )
                 result = ExecutionResult(
                     buffer.text(),
                     None,
@@ -328,6 +331,7 @@ class Session:
             running = sum(1 for one in self.background.values() if one.running)
         if running >= MAX_PROCESSES:
             raise ProcessLimit(MAX_PROCESSES)
+        counted = self._limit_counts()
         if terminal:  # one pseudo-terminal for input and output
             ours, theirs = os.openpty()  # neither inheritable
         else:
@@ -351,7 +355,9 @@ class Session:
             launched = replace(launched, fds=(ours, -1, launched.fds[2]))
         launched = replace(launched, stdin=ours)
         over = self._over_changed_bytes(view)
-        return self._adopt(launched, command, OutputBuffer(output_limit), output_limit, over)
+        return self._adopt(
+            launched, command, OutputBuffer(output_limit), output_limit, over, counted=counted
+        )
 
     def pause(self, background: Background) -> bool:
         """Stop every process of `background` until `resume` (False if it has ended)."""
@@ -425,8 +431,14 @@ class Session:
         buffer: OutputBuffer,
         output_limit: int,
         over: ChangedBytes | None,
+        *,
+        counted: Mapping[str, int],
     ) -> Background:
-        """Keep a launched command as a background process of this session."""
+        """Keep a launched command as a background process of this session.
+
+        `counted`: the session's limit counts when it started, by which its end names
+        the limit it hit (`_limit_hit`).
+        """
         job = launched.job
         out_r, err_r, record = launched.fds
         os.close(record)
@@ -444,6 +456,7 @@ class Session:
             output_limit=output_limit,
             buffer=buffer,
             over=over,
+            judge=functools.partial(self._limit_hit, counted),
             release=lambda: self._forget(job),
         )
         with self._lock:
