@@ -11,6 +11,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -364,7 +365,23 @@ def _tamper(upper: Path, tampering: list[str], done: threading.Event) -> None:
         time.sleep(0.001)
 
 
-def test_a_sparse_file_is_listed_not_read_and_committed_sparse(root: Path) -> None:
+@pytest.fixture(params=["same file system", "another file system"])
+def sparse_root(request: pytest.FixtureRequest, root: Path) -> Iterator[Path]:
+    """The workspace beside the views' folders, or on another file system (a tmpfs)."""
+    if request.param == "same file system":
+        yield root
+        return
+    folder = Path(tempfile.mkdtemp(dir="/dev/shm", prefix="fstools-sparse-"))
+    assert folder.stat().st_dev != Path(tempfile.gettempdir()).stat().st_dev
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_a_sparse_file_is_listed_not_read_and_committed_sparse(sparse_root: Path) -> None:
+    """Across file systems too, where the commit copies the file: its holes stay holes."""
+    root = sparse_root
     graph = agent(root, "truncate -s 2G big.bin && printf x >> big.bin", InMemorySaver())
 
     first = graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")

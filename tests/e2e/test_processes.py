@@ -9,6 +9,8 @@ wrote reaches the workspace only through the review of its changes.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -183,3 +185,29 @@ def test_a_ninth_background_process_is_refused_with_the_documented_sentence(
         "Error: this session already runs 8 background processes, the most it may;"
         " kill one (process tool, action kill) before starting another."
     )
+
+
+def test_a_background_processs_sparse_file_is_committed_sparse_on_another_file_system() -> None:
+    """Its review copies the file, and so does the commit to a workspace on a tmpfs: holes stay."""
+    folder = Path(tempfile.mkdtemp(dir="/dev/shm", prefix="fstools-sparse-"))
+    backend = LocalBackend(folder, execute=True)
+    tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
+    try:
+        tools["execute"].invoke(
+            _call(
+                "execute", command="truncate -s 512M big.bin; printf x >> big.bin", background=True
+            )
+        )
+        seen = ""
+        deadline = time.monotonic() + 20
+        while "A /big.bin" not in seen and time.monotonic() < deadline:
+            read = tools["process"].invoke(_call("process", action="read", process_id="p1"))
+            seen += str(read.content)
+            time.sleep(0.1)
+        committed = (folder / "big.bin").stat()
+        assert "A /big.bin" in seen, seen
+        assert committed.st_size == 512 * 2**20 + 1
+        assert committed.st_blocks * 512 < 1 << 20  # still sparse
+    finally:
+        backend.close()
+        shutil.rmtree(folder)

@@ -37,6 +37,7 @@ from langchain_fstools.backends.write_locks import DEFAULT_LOCK_TIMEOUT, directo
 from langchain_fstools.core import paths
 from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet, remove_folder
 from langchain_fstools.core.results import Deletion, Write
+from langchain_fstools.core.sparse_files import copy_sparse
 from langchain_fstools.errors import (
     ChangesNotCommitted,
     CommandRefused,
@@ -80,8 +81,6 @@ _SYNC_THREADS = 16
 _OPEN_TEMPS = 256
 """Most temporary files, and most replaced files, a batch write holds open at once."""
 
-_COPY_CHUNK: Final = 1 << 24
-"""Bytes one `sendfile` call copies into a file committed from a change set."""
 
 _T = TypeVar("_T")
 
@@ -1407,9 +1406,7 @@ class _Entry:
             return
         source = os.open(self.source, _READ_FLAGS)
         try:
-            offset = 0
-            while copied := os.sendfile(descriptor, source, offset, _COPY_CHUNK):
-                offset += copied
+            copy_sparse(source, descriptor)  # a sparse file stays sparse
         finally:
             os.close(source)
 

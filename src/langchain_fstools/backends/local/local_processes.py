@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, cast
 
 from langchain_fstools.core.changesets import ChangeKind, ChangeSet, remove_folder
+from langchain_fstools.core.sparse_files import copy_sparse
 from langchain_fstools.errors import InvalidArgument
 from langchain_fstools.shell.sandbox.overlay import Overlay, stamp, upper_path
 
@@ -194,9 +195,18 @@ def _copied(changes: ChangeSet, parent: str) -> ChangeSet:
             target.mkdir(exist_ok=True)
         elif stat_module.S_ISLNK(mode):
             target.symlink_to(source.readlink())
-        else:
+        elif stat_module.S_ISREG(mode):
+            _copy_file(source, target)
+        else:  # what shutil makes of it (a named pipe: refused)
             shutil.copy2(source, target, follow_symlinks=False)
     return ChangeSet(changes.changes, folder, changes.host_code, changes.left_out)
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    """Copy the file `source` to `target` with its mode and times, holes kept as holes."""
+    with source.open("rb") as reading, target.open("xb") as writing:
+        copy_sparse(reading.fileno(), writing.fileno())
+    shutil.copystat(source, target, follow_symlinks=False)
 
 
 __all__ = ["LocalProcesses"]

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from langchain_fstools.core.changesets import ChangeKind, ChangeSet
 from langchain_fstools.core.private_folders import private_folder
+from langchain_fstools.core.sparse_files import pieces
 from langchain_fstools.shell.sandbox.overlay import open_upper, upper_path
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ PENDING_SECONDS: Final = 3600.0
 """How long a change set waits for its approval."""
 
 _RECORD: Final = "changes.json"
-_CHUNK: Final = 1 << 20
 
 
 def keep(changes: ChangeSet) -> tuple[ChangeSet, str]:
@@ -119,29 +119,18 @@ def _hash_file(update: Callable[[bytes], object], source: int, target: int | Non
 
     A sparse file's holes cost nothing to read, and stay holes in the copy.
     """
-    size = os.fstat(source).st_size
     offset = 0
-    while offset < size:
-        try:
-            data = min(os.lseek(source, offset, os.SEEK_DATA), size)
-        except OSError:  # ENXIO: only a hole is left
-            data = size
-        if data > offset:
-            update(b"hole %d\n" % (data - offset))
-            offset = data
-        end = min(os.lseek(source, offset, os.SEEK_HOLE), size) if offset < size else size
-        while offset < end:
-            chunk = os.pread(source, min(_CHUNK, end - offset), offset)
-            if not chunk:  # cut short meanwhile: what was read is what counts
-                end = size = offset
-                break
-            update(chunk)
+    for piece in pieces(source):
+        if isinstance(piece, int):
+            update(b"hole %d\n" % piece)
+        else:
+            update(piece)
             if target is not None:
-                os.pwrite(target, chunk, offset)
-            offset += len(chunk)
-    update(b"end %d\n" % size)
+                os.pwrite(target, piece, offset)
+        offset += piece if isinstance(piece, int) else len(piece)
+    update(b"end %d\n" % offset)
     if target is not None:
-        os.ftruncate(target, size)
+        os.ftruncate(target, offset)
 
 
 def _load(key: str) -> ChangeSet | None:
