@@ -122,3 +122,4 @@ def test_a_process_gone_with_its_container_is_one_sentence(
     assert text.count(". ") <= 2  # one sentence, and the setup note
     with pytest.raises(StoreUnavailable):
         _table(backend).all()
+    backend.close()  # its processes went with the container: nothing to end, no error

@@ -152,6 +152,7 @@ def test_a_command_moves_to_the_background_past_yield_after(backend: SandboxBack
     table = _table(backend)
     quick = table.run("echo done", timeout=30, output_limit=1000, yield_after=5)
     assert (quick.output, quick.exit_code, quick.process_id) == ("done\n", 0, None)
+    assert table.all() == []  # it ended in time: a command, not a process
     slow = table.run("echo started; sleep 30", timeout=60, output_limit=1000, yield_after=0.5)
     assert slow.process_id is not None
     assert slow.output == "started\n"

@@ -851,6 +851,7 @@ _OPERATIONS: dict[str, Callable[..., Reply]] = {
     "process_kill": _processes("kill"),
     "process_wait": _processes("wait"),
     "process_list": _processes("listing"),
+    "process_forget": _processes("forget"),
     "process_accepts": _processes("accepts"),
     "process_close": _processes("close"),
 }

@@ -26,13 +26,14 @@ port (probed in the sandbox), not for a line of output (its window lives there).
 from __future__ import annotations
 
 import base64
+import contextlib
 import math
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Final
 
 from langchain_fstools.core.results import ExecutionResult
-from langchain_fstools.errors import InvalidArgument
+from langchain_fstools.errors import InvalidArgument, StoreUnavailable
 from langchain_fstools.shell.session.background import IDLE_LIMIT, Background, ProcessOutput
 from langchain_fstools.shell.session.output import OutputBuffer
 from langchain_fstools.shell.session.session import MAX_PROCESSES
@@ -189,6 +190,7 @@ class SandboxProcesses:
             )
         with self._lock:
             self._known.pop(process.ident, None)
+        self._transport.run(self._transport.call("process_forget", process.ident))
         return ExecutionResult(output.text, output.exit_code, dropped_bytes=output.skipped)
 
     def start(self, command: str, *, output_limit: int, terminal: bool = False) -> Background:
@@ -248,15 +250,20 @@ class SandboxProcesses:
         return bool(found)
 
     def close(self) -> None:
-        """End every process in the sandbox (and its keeper)."""
+        """End every process in the sandbox (and its keeper).
+
+        A sandbox that is gone took its processes with it: nothing to end there.
+        """
         if self.started_any:
-            self._transport.run(self._transport.call("process_close"))
+            with contextlib.suppress(StoreUnavailable):
+                self._transport.run(self._transport.call("process_close"))
         self._ended_all()
 
     async def aclose(self) -> None:
         """Async `close`."""
         if self.started_any:
-            await self._transport.arun(self._transport.call("process_close"))
+            with contextlib.suppress(StoreUnavailable):
+                await self._transport.arun(self._transport.call("process_close"))
         self._ended_all()
 
     def _ended_all(self) -> None:

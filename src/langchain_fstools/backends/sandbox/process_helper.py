@@ -18,7 +18,8 @@ Requests: `start` (`command`, `cwd`, `limit`, `most`: refused with `"limit"` whe
 processes run already; the keeper numbers processes `p1`, `p2`, ... for every worker
 alike), `read`, `write` (`data` base64), `kill`, `list` (every process with its command,
 start time and standing), `wait` (`seconds`: answered when the process ends or then),
-`accepts` (`port`: whether the sandbox's loopback accepts connections there) and
+`accepts` (`port`: whether the sandbox's loopback accepts connections there), `forget`
+(an ended process left out of later lists) and
 `close` (the supervisor's input ends: it kills every group and exits, and so does the
 keeper). When the supervisor exits by itself (nothing ran or waited to be read for
 `idle` seconds), the keeper removes its socket and exits; the next start forks another.
@@ -87,6 +88,12 @@ def wait(disk: Disk, ident: str, seconds: float, data: bytes) -> Reply:
     """`process_wait`: the standing once the process ended, or after `seconds`."""
     del data
     return _checked(_ask(disk.folder, {"op": "wait", "proc": ident, "seconds": seconds})), b""
+
+
+def forget(disk: Disk, ident: str, data: bytes) -> Reply:
+    """`process_forget`: leave an ended process out of later lists."""
+    del data
+    return _ask(disk.folder, {"op": "forget", "proc": ident}, spawn=False, absent={}), b""
 
 
 def listing(disk: Disk, data: bytes) -> Reply:
@@ -267,19 +274,25 @@ class Keeper:  # pragma: no cover - runs detached in the sandbox; tested through
         return max(0.0, min(until for _, _, until in self.waiting) - time.monotonic())
 
     def _accept(self) -> None:
-        connection, _ = self.listening.accept()
-        self.selector.register(connection, selectors.EVENT_READ, [b""])
+        with contextlib.suppress(OSError):
+            connection, _ = self.listening.accept()
+            self.selector.register(connection, selectors.EVENT_READ, [b""])
 
     def _request(self, connection: socket.socket, buffer: list[bytes]) -> None:
-        chunk = connection.recv(_READ)
+        try:
+            chunk = connection.recv(_READ)
+        except OSError:  # the asking run died: nobody to answer
+            chunk = b""
+            buffer[0] = b""
         buffer[0] += chunk
         if chunk and not buffer[0].endswith(b"\n"):
             return
         self.selector.unregister(connection)
-        if not chunk:
+        try:
+            request = json.loads(buffer[0])
+        except ValueError:  # empty (it hung up) or not ours
             connection.close()
             return
-        request = json.loads(buffer[0])
         op = request.get("op")
         if op == "list":
             rows = [self._standing(ident) for ident in self.started]
@@ -291,6 +304,9 @@ class Keeper:  # pragma: no cover - runs detached in the sandbox; tested through
             else:
                 until = time.monotonic() + float(request.get("seconds", 0))
                 self.waiting.append((connection, ident, until))
+        elif op == "forget":  # a command that ended within its `yield_after`
+            self.started.pop(str(request.get("proc")), None)
+            _answer(connection, {})
         elif op == "close":
             self.closing.append(connection)
             with contextlib.suppress(OSError):
@@ -411,6 +427,7 @@ __all__ = [
     "Keeper",
     "accepts",
     "close",
+    "forget",
     "kill",
     "listing",
     "read",
