@@ -150,3 +150,34 @@ def test_without_python3_default_mode_asks_before_the_command_runs(
     assert not (root / "n.txt").exists()
     graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CONFIG, version="v2")
     assert (root / "n.txt").read_text() == "n\n"
+
+
+def test_a_background_process_runs_in_place_so_default_mode_asks_before_it_starts(
+    backend: SandboxBackend, root: Path
+) -> None:
+    """Unlike a command, a background process is not recorded: it is asked about first."""
+    call = AIMessage(
+        content="",
+        tool_calls=[
+            {
+                "name": "execute",
+                "args": {"command": "echo made > made.txt; sleep 30", "background": True},
+                "id": "c1",
+            }
+        ],
+    )
+    model = ScriptedChatModel(turns=[call, AIMessage(content="done")])
+    graph = create_agent(
+        model,
+        middleware=[FilesystemMiddleware(backend=backend, mode="default")],
+        checkpointer=InMemorySaver(),
+    )
+    try:
+        first = graph.invoke({"messages": [("user", "go")]}, CONFIG, version="v2")
+        (asked,) = first.interrupts  # before it ran: nothing made yet
+        assert asked.value["action_requests"][0]["name"] == "execute"
+        assert not (root / "made.txt").exists()
+        graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CONFIG, version="v2")
+        assert "Started process p1 in the background." in str(_result(graph).content)
+    finally:
+        backend.close()

@@ -502,6 +502,10 @@ class CompositeBackend(Backend):
         """Whether the default backend, where commands run, contains them."""
         return self.default.contains_commands()
 
+    def contains_background(self) -> bool:
+        """Whether the default backend, where processes run, contains them."""
+        return self.default.contains_background()
+
     def hides_from_commands(self) -> bool:
         """Whether the default backend, where commands run, can hide paths from them."""
         return self.default.hides_from_commands()

@@ -192,6 +192,10 @@ class BackendView(Backend):
         """Forwarded."""
         return self.inner.contains_commands()
 
+    def contains_background(self) -> bool:
+        """Forwarded."""
+        return self.inner.contains_background()
+
     def hides_from_commands(self) -> bool:
         """Forwarded."""
         return self.inner.hides_from_commands()

@@ -434,6 +434,15 @@ class Backend(ABC):
         """
         return False
 
+    def contains_background(self) -> bool:
+        """Whether background processes are contained as commands are (`processes`).
+
+        Then what one changes is reviewed before it lasts; else the tools ask before
+        starting one, or writing to one, in `default` mode. May block as
+        `contains_commands` does. Default: `contains_commands()`.
+        """
+        return self.contains_commands()
+
     def hides_from_commands(self) -> bool:
         """Whether commands can be kept from workspace paths (`shell.sandbox.unreadable`).
 

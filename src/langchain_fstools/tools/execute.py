@@ -111,6 +111,8 @@ class ExecuteTool(FileTool):
         """
         if isinstance(parse_invocation(args.command), PatchInvocation):
             return False
+        if args.background or args.yield_after is not None:
+            return self.context.backend.contains_background()
         return self.context.backend.contains_commands()
 
     def previews(self, args: ExecuteArgs) -> bool:

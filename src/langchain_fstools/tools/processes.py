@@ -76,7 +76,7 @@ class ProcessTool(FileTool):
     def contained(self, args: ProcessArgs) -> bool:
         """Input to a contained process is contained too (its effects are reviewed)."""
         del args
-        return self.context.backend.contains_commands()
+        return self.context.backend.contains_background()
 
     def _effect(self, scope: CallScope, args: ProcessArgs) -> Effect[ToolOutcome]:
         with in_session(session_of(scope.runtime)):

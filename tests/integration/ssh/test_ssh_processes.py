@@ -221,11 +221,11 @@ def test_closing_the_backend_leaves_no_process_on_the_host(sshd: Sshd, ssh_root:
         _started(_table(backend), f"sleep {mark}3", terminal=True)
     before = _host_process_table(sshd, ssh_root)
     assert all(f"sleep {mark}{n}" in before for n in (1, 2, 3)), before
-    assert "The supervisor an SSH session runs on the host" in before
+    assert "A supervisor of background processes on another machine" in before
     backend.close()
     after = _host_process_table(sshd, ssh_root)
     assert f"sleep {mark}" not in after
-    assert "The supervisor an SSH session runs on the host" not in after
+    assert "A supervisor of background processes on another machine" not in after
     assert all(not p.running and p.ended_by == "session" for p in table.all())
 
 

@@ -11,6 +11,8 @@ asked, so tests can count round trips, and can be made to misbehave as providers
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -45,6 +47,9 @@ class ShellSandbox:
         transfers_reach: Whether uploads and downloads reach the files commands see;
             False plays Docker's archive API, which cannot see a tmpfs: an upload
             "succeeds" and lands nowhere, a download finds nothing.
+        timeout_exit: The exit code a command killed at its deadline reports, with its
+            output so far, as deepagents' providers do (124); None: the deadline raises
+            `subprocess.TimeoutExpired`.
     """
 
     def __init__(
@@ -55,8 +60,10 @@ class ShellSandbox:
         banner: str = "",
         output_limit: int | None = None,
         transfers_reach: bool = True,
+        timeout_exit: int | None = None,
     ) -> None:
         self.name = name
+        self.timeout_exit = timeout_exit
         self.env = {**ENV, "PATH": path}
         self.banner = banner
         self.output_limit = output_limit
@@ -69,6 +76,8 @@ class ShellSandbox:
 
     def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
         self.calls["execute"] += 1
+        if self.timeout_exit is not None:
+            return self._killed_at_deadline(command, timeout)
         done = subprocess.run(
             ["/bin/sh", "-c", command],
             stdout=subprocess.PIPE,
@@ -79,6 +88,24 @@ class ShellSandbox:
             check=False,
         )
         return self._response(done.stdout, done.returncode)
+
+    def _killed_at_deadline(self, command: str, timeout: int | None) -> ExecuteResponse:
+        """The command in a group of its own, the group killed at the deadline."""
+        process = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            cwd="/",
+            start_new_session=True,
+        )
+        try:
+            output, _ = process.communicate(timeout=timeout or None)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+            return self._response(output, self.timeout_exit)
+        return self._response(output, process.returncode)
 
     async def aexecute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:  # noqa: ASYNC109
         self.calls["execute"] += 1

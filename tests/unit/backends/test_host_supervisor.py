@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from langchain_fstools.backends.ssh import host_supervisor
-from langchain_fstools.backends.ssh.host_supervisor import Window
+from langchain_fstools.backends import host_supervisor
+from langchain_fstools.backends.host_supervisor import Window
 from langchain_fstools.shell.session.shell_state import ShellState, remembering
 
 SOURCE = Path(host_supervisor.__file__).read_text(encoding="utf-8")

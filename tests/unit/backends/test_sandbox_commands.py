@@ -389,3 +389,23 @@ def test_a_command_filling_the_disk_keeps_nothing_until_commit_and_the_commit_fi
 def test_kinds_are_the_change_kinds() -> None:
     assert {kind.value for kind in ChangeKind} == {"A", "M", "D"}
     assert ROOT == "/"
+
+
+def test_a_provider_s_kill_at_the_deadline_is_a_timeout_as_locally(tmp_path: Path) -> None:
+    """Without python3 commands are the provider's; its exit 124 at the deadline is ours."""
+    (tmp_path / "ws").mkdir()
+    sandbox = ShellSandbox(path=str(tmp_path / "empty-bin"), timeout_exit=124)
+    backend = _backend(tmp_path / "ws", sandbox)
+    result = backend.execute_changes(
+        "echo started; exec /bin/sleep 30", timeout=1, output_limit=100
+    )
+    assert (result.timed_out, result.exit_code) == (True, None)
+    assert result.output == "started\n"
+
+
+def test_exit_124_before_the_deadline_is_the_command_s_own(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    sandbox = ShellSandbox(path=str(tmp_path / "empty-bin"), timeout_exit=124)
+    backend = _backend(tmp_path / "ws", sandbox)
+    result = backend.execute_changes("exit 124", timeout=30, output_limit=100)
+    assert (result.timed_out, result.exit_code) == (False, 124)

@@ -1,64 +1,70 @@
-"""`ThreadSandboxes` without a provider: ids kept per thread in the store given, a
-sandbox that cannot be attached replaced, bad configuration refused at construction."""
+"""`ThreadSandboxes`: a thread's sandbox found again, sync and async by one body."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from langchain_fstools.backends.sandbox import ThreadSandboxes
+from langchain_fstools.backends.sandbox.threads import NAMESPACE, ThreadSandboxes
 
 
 @dataclass
-class Box:
+class _Box:
     id: str
 
 
-class Provider:
-    """Makes numbered boxes; attaches only the ones still alive."""
+class _Provider:
+    """Makes boxes `s1`, `s2`, ...; attaches only those it made and did not end."""
 
     def __init__(self) -> None:
-        self.alive: dict[str, Box] = {}
-        self.made = 0
+        self.made: dict[str, _Box] = {}
 
-    def create(self) -> Box:
-        self.made += 1
-        box = Box(f"box-{self.made}")
-        self.alive[box.id] = box
+    def create(self) -> _Box:
+        box = _Box(f"s{len(self.made) + 1}")
+        self.made[box.id] = box
         return box
 
-    def attach(self, sandbox_id: str) -> Box:
-        if sandbox_id not in self.alive:
-            raise ValueError(f"No sandbox {sandbox_id!r}")
-        return self.alive[sandbox_id]
+    def attach(self, sandbox_id: str) -> _Box:
+        if sandbox_id not in self.made:
+            raise LookupError(f"no sandbox {sandbox_id}")
+        return self.made[sandbox_id]
 
 
-def test_a_thread_keeps_its_sandbox_in_the_store_for_any_worker() -> None:
-    store, provider = InMemoryStore(), Provider()
-    first = ThreadSandboxes(create=provider.create, attach=provider.attach, store=store)
-    assert first.get_or_create("t").id == "box-1"
-    assert first.get_or_create("u").id == "box-2"
-    other_worker = ThreadSandboxes(create=provider.create, attach=provider.attach, store=store)
-    assert other_worker.get_or_create("t").id == "box-1"
-    assert store.get(("fstools", "sandboxes"), "t").value == {"sandbox_id": "box-1"}  # type: ignore[union-attr]
+@pytest.fixture(params=["sync", "async"])
+def get_or_create(request: pytest.FixtureRequest) -> tuple[str, InMemoryStore, _Provider]:
+    return request.param, InMemoryStore(), _Provider()
 
 
-def test_a_sandbox_that_ended_is_replaced_and_the_new_id_recorded() -> None:
-    store, provider = InMemoryStore(), Provider()
-    sandboxes = ThreadSandboxes(
-        create=provider.create, attach=provider.attach, store=store, namespace=("s",)
-    )
-    sandboxes.get_or_create("t")
-    del provider.alive["box-1"]
-    assert sandboxes.get_or_create("t").id == "box-2"
-    assert store.get(("s",), "t").value == {"sandbox_id": "box-2"}  # type: ignore[union-attr]
+def _ask(how: str, sandboxes: ThreadSandboxes, thread: str) -> _Box:
+    if how == "sync":
+        return sandboxes.get_or_create(thread)  # type: ignore[return-value]
+    return asyncio.run(sandboxes.aget_or_create(thread))  # type: ignore[return-value]
 
 
-def test_an_empty_namespace_is_refused_at_construction() -> None:
-    provider = Provider()
-    with pytest.raises(ValueError, match="namespace"):
-        ThreadSandboxes(
-            create=provider.create, attach=provider.attach, store=InMemoryStore(), namespace=()
-        )
+def test_a_thread_gets_one_sandbox_and_finds_it_again(
+    get_or_create: tuple[str, InMemoryStore, _Provider],
+) -> None:
+    how, store, provider = get_or_create
+    sandboxes = ThreadSandboxes(create=provider.create, attach=provider.attach, store=store)
+    first = _ask(how, sandboxes, "t1")
+    assert _ask(how, sandboxes, "t1") is first
+    assert _ask(how, sandboxes, "t2").id == "s2"
+    item = store.get(NAMESPACE, "t1")
+    assert item is not None
+    assert item.value == {"sandbox_id": "s1"}
+
+
+def test_a_sandbox_that_is_gone_is_replaced_and_its_id_recorded(
+    get_or_create: tuple[str, InMemoryStore, _Provider],
+) -> None:
+    how, store, provider = get_or_create
+    sandboxes = ThreadSandboxes(create=provider.create, attach=provider.attach, store=store)
+    store.put(NAMESPACE, "t1", {"sandbox_id": "ended-long-ago"})
+    box = _ask(how, sandboxes, "t1")
+    assert box.id == "s1"
+    item = store.get(NAMESPACE, "t1")
+    assert item is not None
+    assert item.value == {"sandbox_id": "s1"}

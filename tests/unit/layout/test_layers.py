@@ -204,7 +204,6 @@ BINDINGS: dict[str, tuple[str, ...]] = {
     "langchain_fstools.backends.ssh.connection": ("asyncssh",),
     "langchain_fstools.backends.ssh.exec": ("asyncssh",),
     "langchain_fstools.backends.ssh.files": ("asyncssh",),
-    "langchain_fstools.backends.ssh.host_supervisor": ("asyncssh",),  # by its package only
     "langchain_fstools.backends.ssh.remote_processes": ("asyncssh",),
     "langchain_fstools.backends.ssh.search": ("asyncssh",),
     "langchain_fstools.channels.cadence": _LANGGRAPH,

@@ -6,11 +6,13 @@ import asyncio
 import copy
 import math
 import shlex
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 from langchain_fstools.backends.protocol import Backend, check_limit
 from langchain_fstools.backends.sandbox.helper import info_of
+from langchain_fstools.backends.sandbox.kept_processes import SandboxProcesses
 from langchain_fstools.backends.sandbox.recorded_commands import SandboxCommands
 from langchain_fstools.backends.sandbox.search import _Search
 from langchain_fstools.backends.sandbox.transport import DEFAULT_TIMEOUT, Execute, Transport
@@ -49,9 +51,10 @@ class SandboxBackend(_Search, Backend):
       replaced file's; a conditional write checks the version in that run too.
     - Atomic writes: a temporary file beside the target, fsynced, given the old file's
       permission bits, renamed over it. `write_many` stages every file, checks every
-      version, then renames them all, putting back the renamed ones if a rename fails:
-      a conflict or a full disk changes nothing. There is no journal: a sandbox that
-      dies in the middle of the renames may keep some of them.
+      version (of its deletions too), then renames them all and removes what it
+      deletes, putting back every step taken if one fails: a conflict, a full disk or
+      a directory that is not empty changes nothing. There is no journal: a sandbox
+      that dies in the middle of the renames may keep some of them.
     - Ranged reads read only the range (`read_bytes(path, start, size)`), in the
       sandbox; `read_checked` checks the version in the same run.
     - Search: ripgrep in the sandbox when it is on its PATH, with the local backend's
@@ -70,6 +73,11 @@ class SandboxBackend(_Search, Backend):
     Where the helper cannot run, commands are the provider's own `execute`, writing
     straight to the sandbox's disk, unreviewed (`contains_commands` is False). The
     sandbox's network is the provider's: it is not governed here.
+
+    Background processes (`processes`, the `process` tool) are kept in the sandbox by
+    the helper (`backends.sandbox.kept_processes`), as on SSH: they run in place, so what
+    they change is not reviewed, and the tools ask before starting one in `default`
+    mode. `close` ends them.
 
     Args:
         sandbox: The provider's sandbox object: anything with deepagents'
@@ -127,6 +135,7 @@ class SandboxBackend(_Search, Backend):
         )
         self._use_ripgrep = use_ripgrep
         self._commands = SandboxCommands(self._transport, changed_bytes=changed_bytes)
+        self._processes = SandboxProcesses(self._transport)
         self._peeked: dict[str, tuple[FileInfo, bytes]] | None = None
 
     def bind(self, runtime: Any) -> SandboxBackend:
@@ -213,14 +222,14 @@ class SandboxBackend(_Search, Backend):
         *,
         receipt: str | None = None,
     ) -> list[FileInfo]:
-        """Write several files all or nothing (see the class docstring).
+        """Write several files and remove entries, all or nothing, in one helper run.
 
-        A batch with deletions is the protocol's default (writes, then deletions; a
-        step that fails after others names them in `PartialWrite`); no receipt is kept.
+        Every write is staged and every version checked before anything visible
+        changes; a step that fails puts back the steps before it (see the class
+        docstring). No receipt is kept.
         """
-        if deletions:
-            return super().write_many(writes, deletions, receipt=receipt)
-        return self._transport.run(self._write(writes))
+        del receipt
+        return self._transport.run(self._write(writes, deletions))
 
     async def awrite_many(
         self,
@@ -230,9 +239,8 @@ class SandboxBackend(_Search, Backend):
         receipt: str | None = None,
     ) -> list[FileInfo]:
         """Async `write_many`."""
-        if deletions:
-            return await super().awrite_many(writes, deletions, receipt=receipt)
-        return await self._transport.arun(self._write(writes))
+        del receipt
+        return await self._transport.arun(self._write(writes, deletions))
 
     def delete(self, path: str) -> None:
         """Remove a file, a symlink (never its target), or an empty directory."""
@@ -365,8 +373,10 @@ class SandboxBackend(_Search, Backend):
                     command, timeout=timeout, output_limit=output_limit
                 )
             )
+        started = time.monotonic()
         response = yield Execute(self._in_root(command), math.ceil(timeout))
-        return _result(response, output_limit)
+        expired = time.monotonic() - started >= timeout
+        return _result(response, output_limit, timed_out=expired)
 
     def _committed(self, result: ExecutionResult) -> Exchange[ExecutionResult]:
         """`execute`'s commit of a recorded result's set, unless the review refuses it."""
@@ -399,6 +409,28 @@ class SandboxBackend(_Search, Backend):
     def command_root(self) -> str:
         """Commands see the workspace at `root` in the sandbox."""
         return self._root
+
+    def contains_background(self) -> bool:
+        """False: background processes run in place (`backends.sandbox.kept_processes`)."""
+        return False
+
+    def processes(self) -> SandboxProcesses | None:
+        """The sandbox's background processes, kept there by the helper (None without it).
+
+        See `backends.sandbox.kept_processes`: what they change is not reviewed.
+        """
+        return self._processes if self.contains_commands() else None
+
+    def close(self) -> None:
+        """End the background processes this backend started in the sandbox.
+
+        The sandbox itself is the provider's to end (`DockerSandbox.close`).
+        """
+        self._processes.close()
+
+    async def aclose(self) -> None:
+        """Async `close`."""
+        await self._processes.aclose()
 
     def _in_root(self, command: str) -> str:
         return f"cd {shlex.quote(self._root)} && {command}"
@@ -447,11 +479,18 @@ class SandboxBackend(_Search, Backend):
         _, data = yield from self._transport.call("read", virtual, start, size, expected)
         return data
 
-    def _write(self, writes: Sequence[Write]) -> Exchange[list[FileInfo]]:
+    def _write(
+        self, writes: Sequence[Write], deletions: Sequence[Deletion] = ()
+    ) -> Exchange[list[FileInfo]]:
         self._forget()
         batch = [[paths.normalize(w.path), w.expected_version, len(w.data)] for w in writes]
         data = b"".join(w.data for w in writes)
-        records, _ = yield from self._transport.call("write", batch, data=data)
+        if deletions:
+            removed = [[paths.normalize(d.path), d.expected_version] for d in deletions]
+            call = self._transport.call("write_and_delete", batch, removed, data=data)
+        else:
+            call = self._transport.call("write", batch, data=data)
+        records, _ = yield from call
         return [info_of(record) for record in records]
 
     def _list(self, path: str, after: str | None, limit: int | None) -> Exchange[list[FileInfo]]:
@@ -464,11 +503,25 @@ class SandboxBackend(_Search, Backend):
         return (yield from self._info("move", origin, target))
 
 
-def _result(response: Any, output_limit: int) -> ExecutionResult:
-    """The provider's `ExecuteResponse` as ours, its output bounded by `output_limit`."""
+PROVIDER_TIMEOUT: Final = 124
+"""The exit code deepagents' providers (and `DockerSandbox`) give a command they killed at
+its deadline, as coreutils' `timeout` does."""
+
+
+def _result(response: Any, output_limit: int, *, timed_out: bool) -> ExecutionResult:
+    """The provider's `ExecuteResponse` as ours, its output bounded by `output_limit`.
+
+    Exit code 124 once the deadline has passed (`timed_out`) is the provider's kill at
+    the deadline: the result says it timed out, as a local command's does, so the model
+    gets the same sentence. Before the deadline, 124 is the command's own exit code.
+    """
     buffer = OutputBuffer(output_limit)
     buffer.add(str(response.output).encode("utf-8", "surrogateescape"))
     code = response.exit_code
+    if timed_out and code == PROVIDER_TIMEOUT:
+        return ExecutionResult(
+            buffer.text(), None, timed_out=True, dropped_bytes=buffer.dropped_bytes
+        )
     return ExecutionResult(buffer.text(), code, dropped_bytes=buffer.dropped_bytes)
 
 

@@ -253,7 +253,7 @@ def main(argument: str, folder: str) -> None:
 
 
 _COMMAND_OPERATIONS: Final = frozenset({"command_run", "command_commit"})
-_WRITING_OPERATIONS: Final = frozenset({"write", "delete", "mkdir", "move"})
+_WRITING_OPERATIONS: Final = frozenset({"write", "write_and_delete", "delete", "mkdir", "move"})
 
 
 @contextlib.contextmanager
@@ -539,6 +539,109 @@ def _write(disk: Disk, writes: list[list[Any]], data: bytes) -> Reply:
             entry.close()
 
 
+def _write_and_delete(
+    disk: Disk, writes: list[list[Any]], deletions: list[list[Any]], data: bytes
+) -> Reply:
+    """`_write` with removals, all or nothing: stage, verify, apply, undo on failure.
+
+    Each deletion is `[virtual, expected version or None]`: a file, a link (never its
+    target) or an empty directory. Every write is staged first (a full disk changes
+    nothing); under the write locks of every folder touched, every version is checked
+    (a conflict or a missing entry changes nothing); then the files are renamed into
+    place and the entries removed, a removed file or link kept under a temporary name
+    beside it until the end. A step that fails (a directory that is not empty) puts
+    back every step before it: the removed entries, then the replaced files. There is
+    no journal: a sandbox that dies among the renames may keep some of them.
+    """
+    staged = _stage_all(disk, writes, data)
+    removals: list[_Removal] = []
+    try:
+        for virtual, expected in deletions:
+            if virtual == paths.ROOT:
+                raise errors.InvalidPath(virtual, "the workspace root cannot be deleted")
+            with paths.virtual_errors(virtual):
+                removals.append(_Removal(virtual, expected, disk.place(virtual, follow=False)))
+        steps: list[_Staged | _Removal] = [*staged, *removals]
+        folders = {step.place.directory: step.virtual for step in steps}
+        with directories_locked(folders, DEFAULT_LOCK_TIMEOUT):
+            for step in steps:
+                step.check()
+            _rename_all(staged)
+            _remove_all(removals, staged)
+        for removal in removals:
+            removal.forget()
+        for directory in folders:
+            _fsync_directory(directory)
+        return [info_record(entry.info()) for entry in staged], b""
+    finally:
+        for entry in staged:
+            entry.close()
+        for removal in removals:
+            removal.close()
+
+
+def _remove_all(removals: list[_Removal], staged: list[_Staged]) -> None:
+    """Remove every entry; if one fails, put back those removed and the files renamed."""
+    for done, removal in enumerate(removals):
+        try:
+            removal.remove()
+        except OSError as exc:
+            for removed in reversed(removals[:done]):
+                removed.undo()
+            for renamed in reversed(staged):
+                renamed.undo()
+            raise os_error(type(exc), exc.errno or errno.EIO, removal.virtual) from None
+
+
+class _Removal:
+    """One deletion of a batch: its place, and what it removed until the batch is done."""
+
+    def __init__(self, virtual: str, expected: str | None, place: Place) -> None:
+        self.virtual, self.expected, self.place = virtual, expected, place
+        self.kept = ""
+        self.mode: int | None = None
+
+    def check(self) -> None:
+        """Raise unless the entry exists, at its expected version when one is given."""
+        current = _lstat(self.place)
+        if current is None:
+            raise os_error(FileNotFoundError, errno.ENOENT, self.virtual)
+        if self.expected is not None and version_of(current) != self.expected:
+            raise errors.VersionConflict(self.virtual, self.expected, version_of(current))
+
+    def remove(self) -> None:
+        """Remove an empty directory, or move a file or link aside (kept until the end)."""
+        directory, name = self.place.directory, self.place.name
+        current = os.stat(name, dir_fd=directory, follow_symlinks=False)
+        if stat_module.S_ISDIR(current.st_mode):
+            os.rmdir(name, dir_fd=directory)
+            self.mode = stat_module.S_IMODE(current.st_mode)
+            return
+        kept = temporary_name(name)
+        os.rename(name, kept, src_dir_fd=directory, dst_dir_fd=directory)
+        self.kept = kept
+
+    def undo(self) -> None:
+        """Put the entry back (an empty directory is made again, with its mode)."""
+        directory, name = self.place.directory, self.place.name
+        if self.kept:
+            os.rename(self.kept, name, src_dir_fd=directory, dst_dir_fd=directory)
+            self.kept = ""
+        elif self.mode is not None:
+            os.mkdir(name, self.mode, dir_fd=directory)
+            self.mode = None
+
+    def forget(self) -> None:
+        """The batch is done: what was moved aside goes."""
+        if self.kept:
+            os.unlink(self.kept, dir_fd=self.place.directory)
+            self.kept = ""
+
+    def close(self) -> None:
+        """Release the place (after a failure, what was kept was put back)."""
+        self.place.close()
+
+
 def _rename_all(staged: list[_Staged]) -> None:
     """Rename every staged file into place; if one fails, put back those renamed before."""
     for done, entry in enumerate(staged):
@@ -705,6 +808,17 @@ def _commands(name: str) -> Callable[..., Reply]:
     return operation
 
 
+def _processes(name: str) -> Callable[..., Reply]:
+    """The operation `name` of `process_helper`, imported only when a process is asked for."""
+
+    def operation(*args: Any, **keywords: Any) -> Reply:
+        from langchain_fstools.backends.sandbox import process_helper  # noqa: PLC0415
+
+        return getattr(process_helper, name)(*args, **keywords)  # type: ignore[no-any-return]
+
+    return operation
+
+
 def _fetch(disk: Disk, name: str, start: int, size: int, data: bytes) -> Reply:
     """Part of a reply spilled to the private folder (`disk.folder`)."""
     del data
@@ -727,12 +841,23 @@ _OPERATIONS: dict[str, Callable[..., Reply]] = {
     "mkdir": _mkdir,
     "move": _move,
     "write": _write,
+    "write_and_delete": _write_and_delete,
     "command_probe": _commands("probe"),
     "command_run": _commands("run"),
     "command_commit": _commands("commit"),
+    "process_start": _processes("start"),
+    "process_read": _processes("read"),
+    "process_write": _processes("write"),
+    "process_kill": _processes("kill"),
+    "process_wait": _processes("wait"),
+    "process_list": _processes("listing"),
+    "process_forget": _processes("forget"),
+    "process_accepts": _processes("accepts"),
+    "process_close": _processes("close"),
 }
 """Every operation the helper runs, by the name a request gives (commands' from
-`backends.sandbox.command_helper`)."""
+`backends.sandbox.command_helper`, background processes' from
+`backends.sandbox.process_helper`)."""
 
 
 # ----- small helpers ----------------------------------------------------------------------------

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-from typing import TYPE_CHECKING, Final
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from langchain_fstools.core import calls
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Generator
 
     from langgraph.store.base import BaseStore
 
@@ -78,10 +81,53 @@ class ThreadSandboxes:
         Returns:
             The sandbox, its id recorded under the thread.
         """
-        item = self._store.get(self._namespace, thread_id)
+        return calls.drive(self._found(thread_id), self._perform)
+
+    async def aget_or_create(self, thread_id: str) -> SandboxLike:
+        """Async `get_or_create`.
+
+        The store's async methods; `create` and `attach` run in a worker thread (they
+        may block while a container starts).
+        """
+        return await calls.adrive(self._found(thread_id), self._aperform)
+
+    def _found(self, thread_id: str) -> Generator[_Step, Any, SandboxLike]:
+        """`get_or_create` as steps, driven sync or async."""
+        item = yield _Step("get", thread_id)
         if item is not None:
-            with contextlib.suppress(Exception):  # any provider's "gone": a new sandbox
-                return self._attach(str(item.value["sandbox_id"]))
-        sandbox = self._create()
-        self._store.put(self._namespace, thread_id, {"sandbox_id": sandbox.id})
+            try:
+                attached: SandboxLike = yield _Step("attach", str(item.value["sandbox_id"]))
+            except Exception:  # noqa: BLE001, S110 - any provider's "gone": a new sandbox
+                pass
+            else:
+                return attached
+        sandbox: SandboxLike = yield _Step("create")
+        yield _Step("put", thread_id, {"sandbox_id": sandbox.id})
         return sandbox
+
+    def _perform(self, step: _Step) -> Any:
+        match step.kind:
+            case "get":
+                return self._store.get(self._namespace, step.key)
+            case "put":
+                return self._store.put(self._namespace, step.key, step.value)
+            case "attach":
+                return self._attach(step.key)
+        return self._create()
+
+    async def _aperform(self, step: _Step) -> Any:
+        match step.kind:
+            case "get":
+                return await self._store.aget(self._namespace, step.key)
+            case "put":
+                return await self._store.aput(self._namespace, step.key, step.value)
+        return await asyncio.to_thread(self._perform, step)
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One step of `get_or_create`: the store's `get`/`put`, or the provider's `attach`/`create`."""
+
+    kind: str
+    key: str = ""
+    value: dict[str, Any] = field(default_factory=dict)

@@ -2,7 +2,7 @@
 
 `SSHBackend.processes()` gives the process table of the current session
 (`shell.session.session.session_key`). On first use a session opens one exec channel that runs
-`backends.ssh.host_supervisor` with the host's Python 3 (`python_path`; its source is
+`backends.host_supervisor` with the host's Python 3 (`python_path`; its source is
 sent as `python3 -I -S -c SOURCE`, nothing is installed) and speaks JSON lines with it:
 start, write, read, kill, list. The supervisor keeps each process's output window on
 the host (the head and tail since the last read, `output_limit` bytes), puts each
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import asyncssh
 
+from langchain_fstools.backends import host_supervisor
 from langchain_fstools.backends.ssh.exec import _Commands
 from langchain_fstools.core.results import ExecutionResult
 from langchain_fstools.errors import InvalidArgument, ProcessLimit, SSHConnectionFailed
@@ -62,7 +63,7 @@ _END_WAIT: Final = 5.0
 @functools.cache
 def _source() -> str:
     """The supervisor's source, as sent to the host."""
-    return Path(__file__).with_name("host_supervisor.py").read_text(encoding="utf-8")
+    return Path(host_supervisor.__file__).read_text(encoding="utf-8")
 
 
 class RemoteProcess(Background):

@@ -1,11 +1,13 @@
-"""The supervisor an SSH session runs on the host: its background processes, over one channel.
+"""A supervisor of background processes on another machine, over one JSON-lines channel.
 
-`backends.ssh.remote_processes` sends this file's source to the host's Python 3 as
+`backends.ssh.remote_processes` sends this file's source to an SSH host's Python 3 as
 `python3 -I -S -c SOURCE IDLE_LIMIT` over one exec channel per session; nothing is
-installed there. It imports only the standard library and runs on Python 3.7 or newer.
-It speaks JSON lines: requests on its standard input, answers and events on its
-standard output. First it says `{"ready": true, "pid": P, "bash": B}` (B: whether the
-host has bash, which commands then run with). Requests carry an `id` the answer repeats:
+installed there. In a deepagents sandbox, the helper's process keeper
+(`backends.sandbox.process_helper`) runs it in a child, over two pipes. It imports only
+the standard library and runs on Python 3.7 or newer. It speaks JSON lines: requests on
+its standard input, answers and events on its standard output. First it says
+`{"ready": true, "pid": P, "bash": B}` (B: whether the host has bash, which commands
+then run with). Requests carry an `id` the answer repeats:
 
 - `{"op": "start", "proc": K, "command": C, "cwd": D, "fallback_cwd": R, "env": E,
   "terminal": T, "limit": N, "remember": M}`: run `C` with the shell in `D` (else `R`)
