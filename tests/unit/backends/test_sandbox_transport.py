@@ -316,14 +316,10 @@ class RecordingShell(ShellSandbox):
         return super().execute(command, timeout=timeout)
 
 
-def test_a_read_in_the_sandbox_imports_neither_typing_nor_json(tmp_path: Path) -> None:
-    """Each operation starts a Python in the sandbox, which pays for every module imported."""
-    shell = RecordingShell()
-    setup = Setup(tmp_path, shell)
-    setup.backend.write_bytes("/a.txt", b"one")
-    assert setup.backend.read_bytes("/a.txt") == b"one"
+def imports_of_the_last_run(shell: RecordingShell) -> tuple[set[str], str]:
+    """The modules the sandbox's last run imported (run again, listed), and its output."""
     python, *arguments = shlex.split(shell.commands[-1])
-    done = subprocess.run(  # the read again, its imports listed
+    done = subprocess.run(
         [python, "-X", "importtime", *arguments],
         capture_output=True,
         text=True,
@@ -336,9 +332,29 @@ def test_a_read_in_the_sandbox_imports_neither_typing_nor_json(tmp_path: Path) -
         for line in done.stderr.splitlines()
         if line.startswith("import time:")
     }
-    assert helper.OPEN in done.stdout
+    return imported, done.stdout
+
+
+def test_a_read_in_the_sandbox_imports_neither_typing_nor_json(tmp_path: Path) -> None:
+    """Each operation starts a Python in the sandbox, which pays for every module imported."""
+    shell = RecordingShell()
+    setup = Setup(tmp_path, shell)
+    setup.backend.write_bytes("/a.txt", b"one")
+    assert setup.backend.read_bytes("/a.txt") == b"one"
+    imported, output = imports_of_the_last_run(shell)
+    assert helper.OPEN in output
     assert "langchain_fstools.backends.beneath" in imported  # what the helper imports
     assert not imported & {"typing", "json"}
+
+
+def test_a_recorded_command_in_the_sandbox_does_not_import_typing(tmp_path: Path) -> None:
+    shell = RecordingShell()
+    setup = Setup(tmp_path, shell)
+    assert setup.backend.execute("true", timeout=30, output_limit=1000).exit_code == 0
+    imported, output = imports_of_the_last_run(shell)
+    assert helper.OPEN in output
+    assert "langchain_fstools.backends.sandbox.command_helper" in imported
+    assert "typing" not in imported
 
 
 WIRE_VALUES = [
