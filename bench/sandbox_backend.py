@@ -1,6 +1,6 @@
 """Files in a Docker sandbox: our tools on `SandboxBackend` vs deepagents' `BaseSandbox`.
 
-    python bench/sandbox_backend.py [--repeat 15]
+    python bench/sandbox_backend.py [--repeat 15] [--no-sympy]
 
 Starts this checkout's Docker Engine (scripts/docker-engine, as the Docker tests do),
 makes one `DockerSandbox`, writes a 300-line Python file in its `/workspace`, and times
@@ -10,20 +10,27 @@ the median of `--repeat` rounds (interleaved: each round runs every call in turn
 - `read_file` of 100 lines and `edit_file` of one line (after a read), through
   `FileToolkit(SandboxBackend(sandbox))`: one `execute` of our helper each;
 - the same on deepagents' own `BaseSandbox` methods of the same `DockerSandbox`
-  (`read(path, offset=0, limit=100)`, `edit(path, old, new)`).
+  (`read(path, offset=0, limit=100)`, `edit(path, old, new)`);
+- on sympy's source (sympy 1.14.0's wheel, fetched once with `pip download` into
+  `.cache/bench/`, its 1,500 files put in `/workspace/sympy`): our `grep` (matching
+  lines) and `glob` tools against deepagents' `grep` and `glob`, on a pattern of a few
+  hundred matches and on every test module.
 
-Targets (issue 53): ours at most 1.5x the floor, and faster than deepagents'; printed as
-ratios with PASS/FAIL. A benchmark, not a test: it asserts only that both edits landed.
+Targets (issue 53): read and edit at most 1.5x the floor; read, edit, grep and glob
+faster than deepagents'; printed as ratios with PASS/FAIL. A benchmark, not a test: it
+asserts only that both edits landed and that both sides found something.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' engine helper
 
@@ -40,6 +47,9 @@ FLOOR_TARGET = 1.5
 
 LINES = 300
 
+SYMPY = "sympy==1.14.0"
+CACHE = Path(__file__).resolve().parents[1] / ".cache" / "bench"
+
 
 def timed(function: Callable[[], object]) -> float:
     started = time.perf_counter()
@@ -47,9 +57,82 @@ def timed(function: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+def sympy_files() -> list[tuple[str, bytes]]:
+    """sympy's package files from its wheel (downloaded once), as `(path in sympy/, bytes)`."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    wheels = sorted(CACHE.glob("sympy-1.14.0-*.whl"))
+    if not wheels:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", SYMPY, "--no-deps", "-d", str(CACHE)],
+            check=True,
+        )
+        wheels = sorted(CACHE.glob("sympy-1.14.0-*.whl"))
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        return [
+            (name, wheel.read(name))
+            for name in wheel.namelist()
+            if name.startswith("sympy/") and not name.endswith("/")
+        ]
+
+
+def sympy_calls(sandbox: Any, tools: dict[str, Any]) -> dict[str, Callable[[], object]]:
+    """Our grep and glob tools and deepagents' on sympy's source, put in the sandbox."""
+    files = sympy_files()
+    for start in range(0, len(files), 200):
+        batch = [(f"/workspace/{name}", data) for name, data in files[start : start + 200]]
+        assert not [r.error for r in sandbox.upload_files(batch) if r.error]
+    grep, glob = tools["grep"], tools["glob"]
+
+    def our_grep() -> None:
+        found = grep.invoke(
+            {"pattern": "def _eval_is_real", "path": "/sympy", "output_mode": "content"}
+        )
+        assert "_eval_is_real" in str(found), found
+
+    def their_grep() -> None:
+        found = sandbox.grep("def _eval_is_real", path="/workspace/sympy")
+        assert found.matches, found
+
+    def our_glob() -> None:
+        assert "test_" in str(glob.invoke({"pattern": "**/test_*.py", "path": "/sympy"}))
+
+    def their_glob() -> None:
+        assert sandbox.glob("**/test_*.py", path="/workspace/sympy").matches
+
+    calls: dict[str, Callable[[], object]] = {
+        "ours: grep sympy": our_grep,
+        "deepagents: grep sympy": their_grep,
+        "ours: glob sympy": our_glob,
+        "deepagents: glob sympy": their_glob,
+    }
+    for call in calls.values():
+        call()  # warm: the first walk, the page cache
+    return calls
+
+
+def report(median: dict[str, float]) -> None:
+    """Each call's median against the floor, then ours against deepagents' and the targets."""
+    floor = median["floor: execute('true')"]
+    print(f"{'call':32} {'median ms':>10} {'x floor':>8}")
+    for name, value in median.items():
+        print(f"{name:32} {value * 1000:10.1f} {value / floor:8.2f}")
+    for what in ("read", "edit", "grep", "glob"):
+        ours = next((v for k, v in median.items() if k.startswith("ours") and what in k), None)
+        theirs = next((v for k, v in median.items() if k.startswith("deep") and what in k), None)
+        if ours is None or theirs is None:
+            continue
+        peer_ok = "PASS" if ours < theirs else "FAIL"
+        line = f"{what}: ours/deepagents {ours / theirs:.2f} (target < 1: {peer_ok})"
+        if what in {"read", "edit"}:
+            floor_ok = "PASS" if ours / floor <= FLOOR_TARGET else "FAIL"
+            line += f", ours/floor {ours / floor:.2f} (target <= {FLOOR_TARGET}: {floor_ok})"
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--no-sympy", action="store_true", help="skip grep and glob")
     options = parser.parse_args()
     with start_engine().sandbox() as sandbox:
         backend = SandboxBackend(sandbox, "/workspace")
@@ -92,24 +175,14 @@ def main() -> None:
             "ours: edit_file one line": our_edit,
             "deepagents: edit one line": their_edit,
         }
+        if not options.no_sympy:
+            calls |= sympy_calls(sandbox, tools)
         times: dict[str, list[float]] = {name: [] for name in calls}
         for _ in range(options.repeat):
             for name, call in calls.items():
                 times[name].append(timed(call))
         median = {name: statistics.median(values) for name, values in times.items()}
-    floor = median["floor: execute('true')"]
-    print(f"{'call':32} {'median ms':>10} {'x floor':>8}")
-    for name, value in median.items():
-        print(f"{name:32} {value * 1000:10.1f} {value / floor:8.2f}")
-    for what in ("read", "edit"):
-        ours = next(v for k, v in median.items() if k.startswith("ours") and what in k)
-        theirs = next(v for k, v in median.items() if k.startswith("deepagents") and what in k)
-        floor_ok = "PASS" if ours / floor <= FLOOR_TARGET else "FAIL"
-        peer_ok = "PASS" if ours < theirs else "FAIL"
-        print(
-            f"{what}: ours/floor {ours / floor:.2f} (target <= {FLOOR_TARGET}: {floor_ok}),"
-            f" ours/deepagents {ours / theirs:.2f} (target < 1: {peer_ok})"
-        )
+    report(median)
 
 
 if __name__ == "__main__":

@@ -10,25 +10,30 @@ run, with its group-killing wrapper), and one run of the sandbox helper
 (`SandboxBackend.stat("/")`: the loader and the helper's imports, which every file
 operation pays too), so the last column is what recording itself costs. Medians of `--repeat` interleaved
 runs, for a workspace of each `--files` count (small files in 10 folders); target: at most
-2x the `docker exec` floor. Needs the engine and image of scripts/docker-engine (run it
-first). A benchmark, not a test: it checks only that every run exited 0.
+2x the `docker exec` floor. Starts this checkout's Docker Engine and image
+(scripts/docker-engine, as the Docker tests do). A benchmark, not a test: it checks only
+that every run exited 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import docker
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' engine helper
+
+from tests.integration.docker.engine import start_engine
 
 from langchain_fstools.backends.sandbox import SandboxBackend
 from langchain_fstools.core.results import Write
 from langchain_fstools.sandboxes.docker import DockerSandbox
 
-ROOT = Path(__file__).resolve().parents[1]
-IMAGE = "fstools-sandbox:test"
+if TYPE_CHECKING:
+    import docker
 
 
 def timed(function: object) -> float:
@@ -43,8 +48,8 @@ def docker_exec(client: docker.DockerClient, container_id: str) -> None:
     assert client.api.exec_inspect(exec_id)["ExitCode"] == 0
 
 
-def measure(client: docker.DockerClient, files: int, repeat: int) -> dict[str, float]:
-    with DockerSandbox.create(image=IMAGE, client=client) as sandbox:
+def measure(client: docker.DockerClient, image: str, files: int, repeat: int) -> dict[str, float]:
+    with DockerSandbox.create(image=image, client=client) as sandbox:
         backend = SandboxBackend(sandbox)
         writes = [Write(f"/d{n % 10}/f{n}.txt", b"x" * 200) for n in range(files)]
         for start in range(0, len(writes), 500):
@@ -82,14 +87,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=21)
     parser.add_argument("--files", default="0,1000")
     args = parser.parse_args()
-    client = docker.DockerClient(base_url=(ROOT / ".cache" / "docker" / "host").read_text().strip())
+    engine = start_engine()
     print(
         "| files | docker exec true | DockerSandbox.execute | one helper run (stat) |"
         " ours, recorded | ours / docker exec | ours - helper run |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for count in (int(n) for n in args.files.split(",")):
-        found = measure(client, count, args.repeat)
+        found = measure(engine.client, engine.image, count, args.repeat)
         floor, ours, run = found["docker exec"], found["ours, recorded"], found["one helper run"]
         print(
             f"| {count:,} | {floor:.1f} ms | {found['DockerSandbox.execute']:.1f} ms"

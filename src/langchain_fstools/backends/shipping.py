@@ -9,6 +9,12 @@ third-party package imports only optionally (inside `try`), and the program itse
 not, is withheld: the host refuses it, so the package runs as it does without it,
 whatever the host has installed. Parent packages are shipped empty: importing
 `langchain_fstools.backends.x` on the host runs `x` alone.
+
+Our errors (`langchain_fstools.errors`) are shipped as their skeleton (`skeleton`): each
+class with its name, its bases and its fields, and one plain `__init__` for all. Every
+run on the host pays for what it imports, and some fifty dataclasses cost more than the
+operation they report; the host's exceptions carry the same fields (`vars`), which is
+all a reply sends back, and the client raises them as the real classes.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+SKELETONS = frozenset({"langchain_fstools.errors"})
+"""Modules shipped as their skeleton (module docstring): their classes' names, bases and fields."""
 
 FILE = "<fstools>/{}.py"
 """The file name a shipped module's code is compiled with (its dotted name as a path)."""
@@ -59,7 +68,7 @@ def program(name: str) -> Program:
         module = pending.pop()
         if module in sources:
             continue
-        sources[module] = _source(module)
+        sources[module] = skeleton(_source(module)) if module in SKELETONS else _source(module)
         for parent in _parents(module):
             packages.add(parent)
             sources.setdefault(parent, "")
@@ -103,6 +112,59 @@ def compiled(name: str) -> bytes:
     }
     data = {"modules": code, "packages": shipped.packages, "withheld": shipped.withheld}
     return zlib.compress(marshal.dumps(data), 6)
+
+
+_FIELDS_INIT = """\
+class _Fields:
+    _fields = ()
+    _defaults = {}
+
+    def __init__(self, *args, **kwargs):
+        given = {**self._defaults, **dict(zip(self._fields, args)), **kwargs}
+        if len(args) > len(self._fields) or set(given) != set(self._fields):
+            raise TypeError(f"{type(self).__name__} takes {self._fields}")
+        self.__dict__.update((name, given[name]) for name in self._fields)
+"""
+
+
+def skeleton(source: str) -> str:
+    """The classes of `source` with their fields alone: a light twin for another host.
+
+    A dataclass keeps its name, its bases and its fields in order (its bases' first, as
+    `dataclass` orders them), and takes them as its `__init__` does, defaults included
+    (literals); an instance's `vars` are its fields. Other classes keep their name and
+    bases. Methods, docstrings and imports are left out, so the skeleton imports nothing.
+    """
+    lines = [_FIELDS_INIT]
+    fields: dict[str, list[str]] = {}
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = [ast.unparse(base) for base in node.bases]
+        if not any(ast.unparse(d).startswith("dataclass") for d in node.decorator_list):
+            lines.append(f"class {node.name}({', '.join(bases)}):\n    pass")
+            continue
+        own = _annotated(node)
+        inherited = [name for base in bases for name in fields.get(base, [])]
+        fields[node.name] = [*inherited, *own]
+        parents = [base for base in bases if base in fields]  # dataclasses: _Fields in them
+        defaults = [f"**{base}._defaults" for base in parents]
+        defaults += [f"{name!r}: {value}" for name, value in own.items() if value is not None]
+        lines.append(
+            f"class {node.name}({', '.join(bases if parents else ['_Fields', *bases])}):\n"
+            f"    _fields = {tuple(fields[node.name])!r}\n"
+            f"    _defaults = {{{', '.join(defaults)}}}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _annotated(node: ast.ClassDef) -> dict[str, str | None]:
+    """A class body's annotated names, in order, with their default's source (or None)."""
+    return {
+        item.target.id: None if item.value is None else ast.unparse(item.value)
+        for item in node.body
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+    }
 
 
 def _source(name: str) -> str:
@@ -178,4 +240,4 @@ def _pure_python_package(top: str) -> list[tuple[str, str, bool]]:
     return modules
 
 
-__all__ = ["FILE", "Program", "compiled", "program", "sources"]
+__all__ = ["FILE", "SKELETONS", "Program", "compiled", "program", "skeleton", "sources"]

@@ -1,4 +1,9 @@
-"""edit_file: replace an exact string in a file the agent has read."""
+"""edit_file: replace an exact string in a file the agent has read.
+
+A file the toolkit holds whole at the version the agent read (`tools.known_texts`) is
+edited without asking for it: the write alone, on the condition that the file is still
+at that version. A file changed since fails that condition, and is edited afresh.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +15,22 @@ from langchain_fstools import errors
 from langchain_fstools.backends import ABSENT
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.wording import plural
-from langchain_fstools.formats import encoding
+from langchain_fstools.formats import encoding, syntax
 from langchain_fstools.formats.matching import plan_replacement
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.targets import Target
-from langchain_fstools.tools.writing import changed, load_text, require_read, write_text
+from langchain_fstools.tools.writing import (
+    changed,
+    known_text,
+    load_text,
+    require_read,
+    write_text,
+)
 
 if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import FileInfo
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.tools.writing import TextFile
 
 
 class EditFileArgs(ToolArgs):
@@ -57,6 +69,12 @@ class EditFileTool(FileTool):
             raise errors.UseNotebookEdit(path)
         if args.old_string == args.new_string:
             raise errors.NoOpEdit(path)
+        known = known_text(scope, path) if args.old_string else None
+        if known is not None:
+            try:
+                return (yield from _replace(scope, known, args))
+            except _STALE_MAY_CAUSE:
+                pass  # the file may have changed since: edit it afresh
         try:
             info: FileInfo | None = yield from calls.stat(path)
         except FileNotFoundError:
@@ -69,37 +87,58 @@ class EditFileTool(FileTool):
             return (yield from _create(scope, path, info, args.new_string))
         assert info is not None  # noqa: S101 - a missing file re-raised above
         require_read(scope, info, whole=False)
-        current = yield from load_text(scope, info)
-        plan = plan_replacement(
-            current.text, args.old_string, args.new_string, replace_all=args.replace_all
-        )
-        if plan == 0:
-            raise errors.NoMatch(path)
-        if isinstance(plan, int):
-            raise errors.AmbiguousMatch(path, plan)
-        written = yield from write_text(
-            scope,
-            path,
-            plan.text,
-            codec=current.codec,
-            old_text=current.text,
-            expected_version=info.version,
-        )
-        how = {
-            "exact": "",
-            "quotes": " (matched after normalising curly quotes; the file's quote style was kept)",
-            "line_numbers": " (matched after removing line-number prefixes from old_string)",
-        }[plan.matched_by]
-        text = f"Edited {path}: replaced {plural(plan.count, 'occurrence')}{how}.\n{written.diff}"
-        artifact = {
-            "path": path,
-            "replacements": plan.count,
-            "matched_by": plan.matched_by,
-            "encoding": current.codec.label,
-            "patch": written.patch,
-            "version": written.info.version,
-        }
-        return changed(text, artifact, written.syntax, [written.change])
+        return (yield from _replace(scope, (yield from load_text(scope, info)), args))
+
+
+_STALE_MAY_CAUSE = (
+    errors.VersionConflict,
+    errors.NoMatch,
+    errors.AmbiguousMatch,
+    syntax.SyntaxBroken,
+    errors.FileTooLarge,
+    errors.InvalidArgument,
+)
+"""What an edit of the kept text raises, before writing anything, if the file changed
+since: the edit is then made afresh, and its errors are the current file's."""
+
+
+def _replace(scope: CallScope, current: TextFile, args: EditFileArgs) -> Effect[ToolOutcome]:
+    """Replace `old_string` in `current`, written only if the file is still at its version.
+
+    `current` is the file as read now, or as the toolkit kept it at the version the
+    agent read (`known_text`): one round trip, the conditional write.
+    """
+    path = current.info.path
+    plan = plan_replacement(
+        current.text, args.old_string, args.new_string, replace_all=args.replace_all
+    )
+    if plan == 0:
+        raise errors.NoMatch(path)
+    if isinstance(plan, int):
+        raise errors.AmbiguousMatch(path, plan)
+    written = yield from write_text(
+        scope,
+        path,
+        plan.text,
+        codec=current.codec,
+        old_text=current.text,
+        expected_version=current.info.version,
+    )
+    how = {
+        "exact": "",
+        "quotes": " (matched after normalising curly quotes; the file's quote style was kept)",
+        "line_numbers": " (matched after removing line-number prefixes from old_string)",
+    }[plan.matched_by]
+    text = f"Edited {path}: replaced {plural(plan.count, 'occurrence')}{how}.\n{written.diff}"
+    artifact = {
+        "path": path,
+        "replacements": plan.count,
+        "matched_by": plan.matched_by,
+        "encoding": current.codec.label,
+        "patch": written.patch,
+        "version": written.info.version,
+    }
+    return changed(text, artifact, written.syntax, [written.change])
 
 
 def _create(

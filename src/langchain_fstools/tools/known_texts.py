@@ -6,6 +6,11 @@ codec and line index. A later read asks the backend for its window at that versi
 GET instead of a HEAD and a GET. A file changed since fails the check, and the read
 starts again from a `stat`. A write through the tools notes the version it made too, so
 a read after an edit is one call.
+
+A small file's whole content is kept with its version when the toolkit had all of it (a
+read whose first bytes were the file, a tool's write): an edit of that version then
+needs no read, only the write, which is made on the condition that the file is still
+at that version (`tools.edit_file`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,11 @@ if TYPE_CHECKING:
     from langchain_fstools.formats.encoding import TextCodec
 
 
+KEEP_CONTENT_BYTES = 65_536
+"""Largest file whose whole content is kept with its version (at most 16 MiB for the
+256 files kept). Default: 64 KiB."""
+
+
 @dataclass
 class KnownText:
     """One version of a text file, as reads found it.
@@ -32,12 +42,14 @@ class KnownText:
         head: Its first bytes (`encoding.SNIFF_BYTES`), which told its kind and codec.
         codec: Its text encoding.
         index: Where its lines start, as far as reads have learnt.
+        content: Its whole content, when it is small and the toolkit had all of it.
     """
 
     info: FileInfo
     head: bytes
     codec: TextCodec
     index: LineIndex
+    content: bytes | None = None
 
 
 class KnownTexts:
@@ -59,7 +71,14 @@ class KnownTexts:
             return known
 
     def learn(
-        self, backend: object, info: FileInfo, head: bytes, codec: TextCodec, *, start: int
+        self,
+        backend: object,
+        info: FileInfo,
+        head: bytes,
+        codec: TextCodec,
+        *,
+        start: int,
+        content: bytes | None = None,
     ) -> KnownText:
         """Note that `info.path` is at `info.version`; its index is kept if it already was.
 
@@ -69,12 +88,19 @@ class KnownTexts:
             head: Its first bytes.
             codec: Its text encoding.
             start: Where its line 1 starts (after a byte-order mark).
+            content: Its whole content, if known (kept up to `KEEP_CONTENT_BYTES`);
+                a `head` as long as the file is its content too.
         """
+        if content is None and len(head) == info.size:
+            content = head
+        kept = content if content is not None and len(content) <= KEEP_CONTENT_BYTES else None
         key = (id(backend), info.path)
         with self._lock:
             known = self._entries.get(key)
             if known is None or known.info.version != info.version or known.codec != codec:
-                known = KnownText(info, head, codec, LineIndex(start=start))
+                known = KnownText(info, head, codec, LineIndex(start=start), kept)
+            elif known.content is None:
+                known.content = kept
             self._entries[key] = known
             self._entries.move_to_end(key)
             while len(self._entries) > self._max_entries:
@@ -90,7 +116,7 @@ class KnownTexts:
         head = data[: encoding.SNIFF_BYTES]
         codec = encoding.sniff(head)
         if codec is not None and in_place(codec):
-            self.learn(backend, info, head, codec, start=len(codec.bom))
+            self.learn(backend, info, head, codec, start=len(codec.bom), content=data)
 
 
 def in_place(codec: TextCodec) -> bool:
@@ -98,4 +124,4 @@ def in_place(codec: TextCodec) -> bool:
     return codec.name == "utf-8" or codec.single_byte
 
 
-__all__ = ["KnownText", "KnownTexts", "in_place"]
+__all__ = ["KEEP_CONTENT_BYTES", "KnownText", "KnownTexts", "in_place"]

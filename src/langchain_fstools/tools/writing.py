@@ -105,6 +105,26 @@ def load_text(scope: CallScope, info: FileInfo) -> Effect[TextFile]:
     return TextFile(info, codec, codec.decode(data))
 
 
+def known_text(scope: CallScope, path: str) -> TextFile | None:
+    """The file as the toolkit kept it at the version the agent read, if it kept it whole.
+
+    A change made from it must be written on the condition that the file is still at
+    `info.version` (`write_text` with that `expected_version`): the file is not asked
+    for, so only the write finds out whether it changed since. None when the agent read
+    another version, or the toolkit holds no whole content of this one (see
+    `tools.known_texts`), or a read of it would fail as `load_text`'s would.
+    """
+    known = scope.context.known_texts.get(scope.context.backend, path)
+    record = scope.reads.get(path)
+    if known is None or known.content is None or record is None:
+        return None
+    info, data = known.info, known.content
+    if record["version"] != info.version or info.size > scope.context.settings.max_edit_bytes:
+        return None
+    codec = encoding.detect(data)
+    return None if codec is None else TextFile(info, codec, codec.decode(data))
+
+
 def write_text(
     scope: CallScope,
     path: str,
@@ -273,6 +293,7 @@ __all__ = [
     "Written",
     "changed",
     "enforce_syntax",
+    "known_text",
     "load_text",
     "prepare_syntax",
     "require_read",

@@ -255,6 +255,27 @@ def test_a_view_bound_to_a_call_reads_what_its_stat_brought_at_that_version(
     assert setup.backend._peeked is None  # the unbound backend keeps nothing
 
 
+def test_a_view_keeps_what_a_checked_read_from_the_start_brought_at_that_version(
+    tmp_path: Path,
+) -> None:
+    """A read of a known version (no stat) is one round trip for its window's passes."""
+    setup = Setup(tmp_path)
+    version = setup.backend.write_bytes("/a.txt", b"0123456789").version
+    view = setup.backend.bind(None)
+    setup.shell.calls.clear()
+    assert view.read_checked("/a.txt", 0, 4, expected_version=version) == b"0123"
+    assert view.read_checked("/a.txt", 1, 2, expected_version=version) == b"12"
+    assert setup.shell.calls == {"execute": 1}  # the first 4 bytes, not the file's end
+    assert view.read_checked("/a.txt", 2, 100, expected_version=version) == b"23456789"
+    assert view.read_checked("/a.txt", 0, 100, expected_version=version) == b"0123456789"
+    assert view.read_checked("/a.txt", 0, 0, expected_version=version) == b""
+    assert view.read_bytes("/a.txt") == b"0123456789"  # fewer bytes than asked: the whole file
+    assert setup.shell.calls == {"execute": 3}
+    (setup.root / "a.txt").write_bytes(b"changed")
+    with pytest.raises(VersionConflict):  # a read at another version asks the sandbox
+        view.read_checked("/a.txt", 0, 100, expected_version="0-0-0")
+
+
 def test_of_writers_that_read_one_version_exactly_one_wins(tmp_path: Path) -> None:
     setup = Setup(tmp_path)
     version = setup.backend.write_bytes("/a.txt", b"start").version
@@ -295,14 +316,10 @@ class RecordingShell(ShellSandbox):
         return super().execute(command, timeout=timeout)
 
 
-def test_a_read_in_the_sandbox_imports_neither_typing_nor_json(tmp_path: Path) -> None:
-    """Each operation starts a Python in the sandbox, which pays for every module imported."""
-    shell = RecordingShell()
-    setup = Setup(tmp_path, shell)
-    setup.backend.write_bytes("/a.txt", b"one")
-    assert setup.backend.read_bytes("/a.txt") == b"one"
+def imports_of_the_last_run(shell: RecordingShell) -> tuple[set[str], str]:
+    """The modules the sandbox's last run imported (run again, listed), and its output."""
     python, *arguments = shlex.split(shell.commands[-1])
-    done = subprocess.run(  # the read again, its imports listed
+    done = subprocess.run(
         [python, "-X", "importtime", *arguments],
         capture_output=True,
         text=True,
@@ -315,9 +332,29 @@ def test_a_read_in_the_sandbox_imports_neither_typing_nor_json(tmp_path: Path) -
         for line in done.stderr.splitlines()
         if line.startswith("import time:")
     }
-    assert helper.OPEN in done.stdout
+    return imported, done.stdout
+
+
+def test_a_read_in_the_sandbox_imports_neither_typing_nor_json(tmp_path: Path) -> None:
+    """Each operation starts a Python in the sandbox, which pays for every module imported."""
+    shell = RecordingShell()
+    setup = Setup(tmp_path, shell)
+    setup.backend.write_bytes("/a.txt", b"one")
+    assert setup.backend.read_bytes("/a.txt") == b"one"
+    imported, output = imports_of_the_last_run(shell)
+    assert helper.OPEN in output
     assert "langchain_fstools.backends.beneath" in imported  # what the helper imports
     assert not imported & {"typing", "json"}
+
+
+def test_a_recorded_command_in_the_sandbox_does_not_import_typing(tmp_path: Path) -> None:
+    shell = RecordingShell()
+    setup = Setup(tmp_path, shell)
+    assert setup.backend.execute("true", timeout=30, output_limit=1000).exit_code == 0
+    imported, output = imports_of_the_last_run(shell)
+    assert helper.OPEN in output
+    assert "langchain_fstools.backends.sandbox.command_helper" in imported
+    assert "typing" not in imported
 
 
 WIRE_VALUES = [

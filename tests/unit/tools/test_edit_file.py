@@ -5,11 +5,15 @@ from __future__ import annotations
 import codecs
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from langchain_fstools import FileToolkit, LocalBackend
+from langchain_fstools.backends.guarded import BackendView
+from langchain_fstools.tools.known_texts import KEEP_CONTENT_BYTES
 from tests.unit.tools.conftest import Run
 from tests.unit.tools.harness import Harness
 
@@ -224,3 +228,76 @@ def test_legacy_encodings_read_as_themselves_and_edit_byte_exact(
     msg = edit(run, "/legacy.txt", old, new, replace_all=True)
     assert msg.status == "success", msg.content
     assert h.content("/legacy.txt") == text.replace(old, new).encode(codec)
+
+
+class CallLog(BackendView):
+    """A backend that notes which of stat, read and write each call was."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.log: list[str] = []
+
+    def stat(self, path: str) -> Any:
+        self.log.append("stat")
+        return super().stat(path)
+
+    def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
+        self.log.append("read")
+        return super().read_bytes(path, start, size)
+
+    def read_checked(
+        self, path: str, start: int = 0, size: int | None = None, *, expected_version: str
+    ) -> bytes:
+        self.log.append("read")
+        return super().read_checked(path, start, size, expected_version=expected_version)
+
+    def write_bytes(self, path: str, data: bytes, *, expected_version: str | None = None) -> Any:
+        self.log.append("write")
+        return super().write_bytes(path, data, expected_version=expected_version)
+
+
+def logged_tools(root: Path) -> tuple[CallLog, dict[str, Any]]:
+    backend = CallLog(LocalBackend(root))
+    return backend, {t.name: t for t in FileToolkit(backend).get_tools()}
+
+
+def test_an_edit_of_a_small_file_kept_whole_is_its_conditional_write_alone(
+    tmp_path: Path,
+) -> None:
+    """The toolkit kept the file as read (then as written): each edit is one call."""
+    (tmp_path / "a.py").write_bytes(b"x = 1\ny = 2\n")
+    backend, tools = logged_tools(tmp_path)
+    tools["read_file"].invoke({"file_path": "/a.py"})
+    for old, new in [("x = 1", "x = 10"), ("y = 2", "y = 20")]:
+        backend.log.clear()
+        edited = tools["edit_file"].invoke(
+            {"file_path": "/a.py", "old_string": old, "new_string": new}
+        )
+        assert edited.startswith("Edited /a.py"), edited
+        assert backend.log == ["write"]
+    assert (tmp_path / "a.py").read_bytes() == b"x = 10\ny = 20\n"
+
+
+def test_an_edit_of_text_only_a_change_since_brought_is_refused_as_changed(
+    h: Harness, run: Run
+) -> None:
+    """The kept text lacks `old_string`; the file has it now: changed since, not missing."""
+    h.seed("/a.py", b"x = 1\n")
+    run("read_file", file_path="/a.py")
+    h.change_behind_the_agents_back("/a.py", b"x = 1\ny = 2\n")
+    msg = edit(run, "/a.py", "y = 2", "y = 3")
+    assert "modified since it was last read" in msg.content
+    assert h.content("/a.py") == b"x = 1\ny = 2\n"
+
+
+def test_a_file_over_the_kept_size_is_asked_for_before_its_edit(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_bytes(b"x" * KEEP_CONTENT_BYTES + b"\nend\n")
+    backend, tools = logged_tools(tmp_path)
+    tools["read_file"].invoke({"file_path": "/big.txt", "offset": 2})
+    backend.log.clear()
+    edited = tools["edit_file"].invoke(
+        {"file_path": "/big.txt", "old_string": "end", "new_string": "END"}
+    )
+    assert edited.startswith("Edited /big.txt"), edited
+    assert backend.log[0] == "stat"
+    assert backend.log[-1] == "write"

@@ -7,7 +7,7 @@ import copy
 import math
 import shlex
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from langchain_fstools.backends.protocol import Backend, check_limit
@@ -136,15 +136,17 @@ class SandboxBackend(_Search, Backend):
         self._use_ripgrep = use_ripgrep
         self._commands = SandboxCommands(self._transport, changed_bytes=changed_bytes)
         self._processes = SandboxProcesses(self._transport)
-        self._peeked: dict[str, tuple[FileInfo, bytes]] | None = None
+        self._peeked: dict[str, _Peeked] | None = None
 
     def bind(self, runtime: Any) -> SandboxBackend:
-        """A view for one tool call: its `stat` of a file brings the file's first bytes.
+        """A view for one tool call, which keeps the bytes its calls brought at their version.
 
-        The read that usually follows a stat (telling text from binary, a window of a
-        small file) is then served from them, at the version the stat reported: one
-        round trip for both. What the view keeps dies with the call, and any change it
-        makes forgets it.
+        Its `stat` of a file brings the file's first bytes too, and its reads from the
+        start keep what they read: a later read of the call at that version (telling
+        text from binary, a window of a small file, the window's second pass, the
+        parse a read starts in the background) is served from them. One round trip
+        for a small file's read. What the view keeps dies with the call, and any
+        change it makes forgets it.
         """
         del runtime
         view = copy.copy(self)
@@ -460,7 +462,7 @@ class SandboxBackend(_Search, Backend):
         record, head = yield from self._transport.call("stat", virtual, PEEK)
         info = info_of(record)
         if info.is_file:
-            self._peeked[virtual] = (info, head)
+            self._peeked[virtual] = _Peeked(info.version, head, whole=len(head) == info.size)
         return info
 
     def _read(
@@ -469,14 +471,15 @@ class SandboxBackend(_Search, Backend):
         virtual = paths.normalize(path)
         peeked = self._peeked.get(virtual) if self._peeked is not None else None
         if peeked is not None and start >= 0 and (size is None or size >= 0):
-            info, head = peeked
-            end = None if size is None else start + size
-            whole = len(head) == info.size
-            if (expected is None or expected == info.version) and (
-                whole or (end is not None and end <= len(head))
-            ):
-                return head[start:end]
+            served = peeked.serve(start, size, expected)
+            if served is not None:
+                return served
         _, data = yield from self._transport.call("read", virtual, start, size, expected)
+        if self._peeked is not None and expected is not None and start == 0:
+            # read at `expected`: fewer bytes than asked for are the whole file
+            read = _Peeked(expected, data, whole=size is None or len(data) < size)
+            if peeked is None or peeked.version != expected or read.knows_more(peeked):
+                self._peeked[virtual] = read
         return data
 
     def _write(
@@ -501,6 +504,29 @@ class SandboxBackend(_Search, Backend):
         self._forget()
         origin, target = paths.normalize(source), paths.normalize(destination)
         return (yield from self._info("move", origin, target))
+
+
+@dataclass(frozen=True, slots=True)
+class _Peeked:
+    """A file's bytes from its start at one version, as a bound view's call read them."""
+
+    version: str
+    head: bytes
+    whole: bool
+    """Whether `head` is the whole file."""
+
+    def serve(self, start: int, size: int | None, expected: str | None) -> bytes | None:
+        """The bytes a read asks for, if these hold them at its version; else None."""
+        end = None if size is None else start + size
+        if expected not in {None, self.version}:
+            return None
+        if self.whole or (end is not None and end <= len(self.head)):
+            return self.head[start:end]
+        return None
+
+    def knows_more(self, other: _Peeked) -> bool:
+        """Whether these bytes hold more of the file than `other`'s."""
+        return (self.whole and not other.whole) or len(self.head) > len(other.head)
 
 
 PROVIDER_TIMEOUT: Final = 124

@@ -52,31 +52,31 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_fstools import errors
 from langchain_fstools.backends.file_versions import version_of
 
+TYPE_CHECKING = False  # `typing` is not imported: the sandbox's helper would pay for it
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from typing import Any, Protocol
 
     from langchain_fstools.backends.beneath import Beneath
 
-Entry = list[Any]
-"""A scanned entry: [kind, mode, size, mtime_ns, ctime_ns, inode, hash-or-target]; kind is
-"f" (file), "d" (directory), "l" (link) or "o" (a FIFO, socket or device)."""
+    Entry = list[Any]
+    """A scanned entry: [kind, mode, size, mtime_ns, ctime_ns, inode, hash-or-target];
+    kind is "f" (file), "d" (directory), "l" (link) or "o" (a FIFO, socket or device)."""
 
-Manifest = dict[str, Entry]
-"""Entries by path relative to the workspace."""
+    Manifest = dict[str, Entry]
+    """Entries by path relative to the workspace."""
 
-Reply = tuple[Any, bytes]
+    Reply = tuple[Any, bytes]
 
+    class Disk(Protocol):
+        """The workspace as the helper's operations get it (`helper.Disk`)."""
 
-class Disk(Protocol):
-    """The workspace as the helper's operations get it (`helper.Disk`)."""
-
-    beneath: Beneath
-    folder: str
+        beneath: Beneath
+        folder: str
 
 
 _CHUNK = 1 << 20
