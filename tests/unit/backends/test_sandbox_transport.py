@@ -317,6 +317,7 @@ def test_a_read_in_the_sandbox_imports_neither_typing_nor_json(tmp_path: Path) -
     }
     assert helper.OPEN in done.stdout
     assert "langchain_fstools.backends.beneath" in imported  # what the helper imports
+    assert "langchain_fstools.backends.disk_operations" in imported  # its operations
     assert not imported & {"typing", "json"}
 
 

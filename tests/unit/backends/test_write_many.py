@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from langchain_fstools import LocalBackend
+from langchain_fstools.backends import disk_operations
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.local import backend as local
@@ -30,7 +31,7 @@ class Syncs:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.files = 0
         self.directories: list[str] = []
-        real_file, real_directory = local._fsync_descriptor, local._fsync_directory
+        real_file, real_directory = local._fsync_descriptor, disk_operations.fsync_directory
 
         def file(descriptor: int) -> None:
             self.files += 1
@@ -41,7 +42,7 @@ class Syncs:
             real_directory(descriptor)
 
         monkeypatch.setattr(local, "_fsync_descriptor", file)
-        monkeypatch.setattr(local, "_fsync_directory", directory)
+        monkeypatch.setattr(disk_operations, "fsync_directory", directory)
 
 
 def temps(root: Path) -> list[Path]:
@@ -203,7 +204,7 @@ def test_write_bytes_raises_the_plain_error(
     def failing(directory: int) -> None:
         raise OSError(5, "Input/output error", str(directory))
 
-    monkeypatch.setattr(local, "_fsync_directory", failing)
+    monkeypatch.setattr(disk_operations, "fsync_directory", failing)
     with pytest.raises(OSError, match="Input/output error") as caught:
         LocalBackend(tmp_path).write_bytes("/a.txt", b"a")
     assert caught.value.filename == "/a.txt"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeVar, cast, get_args
 
+from langchain_fstools.backends import disk_operations
 from langchain_fstools.backends.beneath import LISTING, Beneath, Place
 from langchain_fstools.backends.file_versions import later_than, version_of
 from langchain_fstools.backends.host_paths import is_inside, real_path
@@ -30,9 +31,8 @@ from langchain_fstools.backends.local.journal import (
     staging_place,
 )
 from langchain_fstools.backends.local.local_processes import LocalProcesses
-from langchain_fstools.backends.modes import kind_of, os_error, require_regular
-from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
-from langchain_fstools.backends.temporaries import temporary_name
+from langchain_fstools.backends.modes import os_error, require_regular
+from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo
 from langchain_fstools.backends.write_locks import DEFAULT_LOCK_TIMEOUT, directories_locked
 from langchain_fstools.core import paths
 from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet, remove_folder
@@ -42,7 +42,6 @@ from langchain_fstools.errors import (
     CommandRefused,
     DiskFull,
     ExecutionUnsupported,
-    InvalidPath,
     OutsideRoot,
     PartialWrite,
     SandboxUnavailable,
@@ -87,9 +86,6 @@ _T = TypeVar("_T")
 
 _LEAST_SEARCH_MEMORY = 32 << 20
 """The smallest `search_memory_limit`: rg's spawner process lives under it too."""
-
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class LocalBackend(Backend):
@@ -331,10 +327,8 @@ class LocalBackend(Backend):
 
     def stat(self, path: str) -> FileInfo:
         """Metadata of `path`; symlinks inside the root report their target."""
-        virtual = paths.normalize(path)
         self._settle()
-        with paths.virtual_errors(virtual), self._beneath.place(virtual) as place:
-            return _info(virtual, _existing(place))
+        return disk_operations.stat(self._beneath, paths.normalize(path))
 
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Bytes of a regular file, whole or `size` bytes from `start`.
@@ -346,20 +340,8 @@ class LocalBackend(Backend):
         Raises:
             OSError: `start` or `size` is negative (errno EINVAL, as `pread` says).
         """
-        virtual = paths.normalize(path)
         self._settle()
-        with paths.virtual_errors(virtual), self._beneath.place(virtual) as place:
-            require_regular(virtual, _existing(place).st_mode)
-            if start < 0 or (size is not None and size < 0):
-                raise os_error(OSError, errno.EINVAL, virtual)
-            descriptor = os.open(place.name, _READ_FLAGS, dir_fd=place.directory)
-            try:
-                result = os.fstat(descriptor)
-                require_regular(virtual, result.st_mode)
-                wanted = max(result.st_size - start, 0)
-                return _pread(descriptor, start, wanted if size is None else min(size, wanted))
-            finally:
-                os.close(descriptor)
+        return disk_operations.read(self._beneath, paths.normalize(path), start, size)
 
     def write_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
@@ -412,7 +394,7 @@ class LocalBackend(Backend):
         """The journal's removal of `deletion`, whose entry must be there at its version."""
         virtual = paths.normalize(deletion.path)
         with paths.virtual_errors(virtual), self._beneath.place(virtual, follow=False) as place:
-            info = _existing(place)
+            info = disk_operations.existing(place)
         if stat_module.S_ISDIR(info.st_mode):
             return Removal(virtual, None)
         actual = version_of(info)
@@ -549,14 +531,16 @@ class LocalBackend(Backend):
         ):
             for entry in staged:
                 with paths.virtual_errors(entry.virtual):
-                    _check_version(entry)
+                    disk_operations.check_version(
+                        entry.virtual, entry.directory, entry.name, entry.expected_version
+                    )
             for entry in staged:
                 with paths.virtual_errors(entry.virtual):
                     placed.append(self._rename(entry, directories, replaced))
         if self._durability == "fsync":
             synced = {d: v for v, d, _ in placed} | {e.directory: e.virtual for e in staged}
-            _sync_all([(v, d) for d, v in synced.items()], _fsync_directory)
-        return [_info(v, _stat_virtual(v, d, name)) for v, d, name in placed]
+            _sync_all([(v, d) for d, v in synced.items()], disk_operations.fsync_directory)
+        return [disk_operations.file_info(v, _stat_virtual(v, d, name)) for v, d, name in placed]
 
     def _rename(
         self, entry: _Staged, directories: dict[str, int], replaced: list[int]
@@ -642,14 +626,16 @@ class LocalBackend(Backend):
             else:
                 if current is not None and entry.follow:
                     require_regular(virtual, current.st_mode)
-                descriptor, temp = _create_temp(directory, name, tag, private=current is not None)
+                descriptor, temp = disk_operations.create_temp(
+                    directory, name, tag, private=current is not None
+                )
                 try:
                     if current is not None and stat_module.S_ISREG(current.st_mode):
-                        _copy_owner_and_mode(descriptor, current)
+                        disk_operations.copy_owner_and_mode(descriptor, current)
                     entry.fill(descriptor)
                     if entry.mode is not None:
                         os.fchmod(descriptor, entry.mode)
-                    _stamp(descriptor, current)
+                    disk_operations.stamp(descriptor, current)
                 except BaseException:
                     os.close(descriptor)
                     with contextlib.suppress(OSError):
@@ -673,14 +659,7 @@ class LocalBackend(Backend):
         Raises:
             InvalidPath: `path` is the root.
         """
-        virtual = paths.normalize(path)
-        if virtual == paths.ROOT:
-            raise InvalidPath(virtual, "the workspace root cannot be deleted")
-        with paths.virtual_errors(virtual), self._beneath.place(virtual, follow=False) as place:
-            if stat_module.S_ISDIR(_existing(place).st_mode):
-                os.rmdir(place.name, dir_fd=place.directory)
-            else:
-                os.unlink(place.name, dir_fd=place.directory)
+        disk_operations.delete(self._beneath, paths.normalize(path))
 
     def mkdir(self, path: str) -> None:
         """Create a directory and its parents; an existing directory is fine.
@@ -688,19 +667,7 @@ class LocalBackend(Backend):
         Raises:
             FileExistsError: `path` or one of its parents is a file.
         """
-        virtual = paths.normalize(path)
-        with paths.virtual_errors(virtual):
-            try:
-                place = self._beneath.place(virtual, create=True)
-            except NotADirectoryError:  # a parent is a file
-                raise os_error(FileExistsError, errno.EEXIST, virtual) from None
-            with place:
-                if place.info is None:
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(place.name, dir_fd=place.directory)
-                    place.info = os.stat(place.name, dir_fd=place.directory)
-                if not stat_module.S_ISDIR(place.info.st_mode):
-                    raise os_error(FileExistsError, errno.EEXIST, virtual)
+        disk_operations.mkdir(self._beneath, paths.normalize(path))
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """Entries of a directory, sorted by name.
@@ -711,10 +678,9 @@ class LocalBackend(Backend):
         """
         virtual = paths.normalize(path)
         self._settle()
-        with paths.virtual_errors(virtual):
-            descriptor = self._open_directory(virtual)
+        descriptor = disk_operations.open_directory(self._beneath, virtual)
         try:
-            return self._scan(virtual, descriptor)
+            return list(disk_operations.entries(self._beneath, virtual, descriptor))
         finally:
             os.close(descriptor)
 
@@ -722,9 +688,7 @@ class LocalBackend(Backend):
 
     def resolve(self, path: str) -> str:
         """The virtual path of what `path` reaches: symlinks followed inside the root."""
-        virtual = paths.normalize(path)
-        with paths.virtual_errors(virtual), self._beneath.place(virtual, partial=True) as place:
-            return place.virtual
+        return disk_operations.resolve(self._beneath, paths.normalize(path))
 
     def move(self, source: str, destination: str) -> FileInfo:
         """Rename a file or a directory tree as POSIX `rename` does, creating parents.
@@ -735,26 +699,8 @@ class LocalBackend(Backend):
         non-empty directory or an ancestor, `EISDIR`/`ENOTDIR` for kind mismatches.
         """
         origin, target = paths.normalize(source), paths.normalize(destination)
-        with paths.virtual_errors(origin):
-            start = self._beneath.place(origin, follow=False)
-        with start:
-            with paths.virtual_errors(origin):
-                _existing(start)
-            with paths.virtual_errors(target):
-                if origin == target:
-                    return self._describe(target, start.directory, start.name)
-                if paths.is_within(target, origin):
-                    raise os_error(OSError, errno.EINVAL, target)
-                if target == paths.ROOT:  # by path, rename(2) finds the root not empty
-                    raise os_error(OSError, errno.ENOTEMPTY, target)
-                with self._beneath.place(target, follow=False, create=True) as end:
-                    os.replace(
-                        start.name, end.name, src_dir_fd=start.directory, dst_dir_fd=end.directory
-                    )
-                    if self._durability == "fsync":
-                        for directory in {start.directory, end.directory}:
-                            _fsync_directory(directory)
-                    return self._describe(target, end.directory, end.name)
+        durable = self._durability == "fsync"
+        return disk_operations.move(self._beneath, origin, target, durable=durable)
 
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
         """Every entry below `path`, depth first, sorted; symlinked directories not entered.
@@ -764,10 +710,9 @@ class LocalBackend(Backend):
         """
         virtual = paths.normalize(path)
         self._settle()
-        with paths.virtual_errors(virtual):
-            descriptor = self._open_directory(virtual)
+        descriptor = disk_operations.open_directory(self._beneath, virtual)
         try:
-            yield from self._walk(virtual, descriptor)
+            yield from disk_operations.walk(self._beneath, virtual, descriptor)
         finally:
             os.close(descriptor)
 
@@ -1129,55 +1074,6 @@ class LocalBackend(Backend):
             raise OutsideRoot(virtual)
         return host
 
-    def _open_directory(self, virtual: str) -> int:
-        """A descriptor of the directory `virtual` resolves to, opened for listing."""
-        with self._beneath.place(virtual) as place:
-            return os.open(place.name, LISTING, dir_fd=place.directory)
-
-    def _walk(self, virtual: str, descriptor: int) -> Iterator[FileInfo]:
-        for info in self._scan(virtual, descriptor):
-            yield info
-            if info.is_dir and not info.link:
-                try:
-                    inner = os.open(info.name, LISTING, dir_fd=descriptor)
-                except OSError:  # replaced or removed since the scan
-                    continue
-                try:
-                    yield from self._walk(info.path, inner)
-                finally:
-                    os.close(inner)
-
-    def _scan(self, virtual: str, descriptor: int) -> list[FileInfo]:
-        """The entries of the directory open at `descriptor`, which `virtual` names."""
-        with paths.virtual_errors(virtual):
-            with os.scandir(descriptor) as scan:
-                names = sorted(entry.name for entry in scan)
-            listed = (self._listed(paths.join(virtual, name), descriptor, name) for name in names)
-            return [info for info in listed if info is not None]
-
-    def _listed(self, virtual: str, directory: int, name: str) -> FileInfo | None:
-        """One scanned entry; None if it vanished since the scan."""
-        try:
-            return self._describe(virtual, directory, name)
-        except FileNotFoundError:
-            return None
-
-    def _describe(self, virtual: str, directory: int, name: str) -> FileInfo:
-        """The entry `name` in `directory` as listed: a symlink as its target, with `link` set.
-
-        A link that leads outside the root or nowhere is a special entry: its target
-        is never examined further.
-        """
-        own = os.stat(name, dir_fd=directory, follow_symlinks=False)
-        if not stat_module.S_ISLNK(own.st_mode):
-            return _info(virtual, own)
-        try:
-            with self._beneath.place(virtual) as place:
-                target = _existing(place)
-        except (OutsideRoot, OSError):
-            return FileInfo(virtual, EntryKind.SPECIAL, 0, own.st_mtime, version_of(own), link=True)
-        return replace(_info(virtual, target), link=True)
-
 
 @functools.cache
 def find_shell() -> str:
@@ -1212,7 +1108,7 @@ class _Lower:
 
     def same_bytes(self, virtual: str, upper: str) -> bool:
         with self.beneath.place(virtual, follow=False) as place:
-            lower = os.open(place.name, _READ_FLAGS, dir_fd=place.directory)
+            lower = os.open(place.name, disk_operations.READ_FLAGS, dir_fd=place.directory)
         try:
             new = open_upper(upper)
             try:
@@ -1235,20 +1131,6 @@ def _start_confined(spawner: Spawner, command: list[str], cwd: Path, stdin: bool
         os.close(directory)
 
 
-def _info(virtual: str, result: os.stat_result) -> FileInfo:
-    mode = result.st_mode
-    kind = kind_of(mode)
-    size = result.st_size if kind is EntryKind.FILE else 0
-    return FileInfo(virtual, kind, size, result.st_mtime, version_of(result))
-
-
-def _existing(place: Place) -> os.stat_result:
-    """The `lstat` of the entry a walk reached; `FileNotFoundError` if there is none."""
-    if place.info is None:
-        raise os_error(FileNotFoundError, errno.ENOENT, place.virtual)
-    return place.info
-
-
 def _shared_directory(place: Place, key: str, directories: dict[str, int]) -> int:
     """The batch's descriptor of `place`'s directory (whose virtual path is `key`).
 
@@ -1266,26 +1148,6 @@ def _shared_directory(place: Place, key: str, directories: dict[str, int]) -> in
     return held
 
 
-def _pread(descriptor: int, start: int, size: int) -> bytes:
-    """Read at most `size` bytes from `start`, never allocating more than that."""
-    parts: list[bytes] = []
-    done = 0
-    while done < size and (chunk := os.pread(descriptor, size - done, start + done)):
-        parts.append(chunk)
-        done += len(chunk)
-    return b"".join(parts)
-
-
-def _create_temp(directory: int, name: str, tag: str | None, *, private: bool) -> tuple[int, str]:
-    """Create `.{name}.{tag}.fstools-tmp` exclusively in the directory open at `directory`.
-
-    A replacement starts private (0o600) until the old file's mode is copied; a new
-    file is created 0o666, which the kernel narrows by the umask.
-    """
-    mode = 0o600 if private else 0o666
-    return _exclusively(name, tag, lambda temp: os.open(temp, _TEMP_FLAGS, mode, dir_fd=directory))
-
-
 def _create_temp_entry(
     directory: int, name: str, tag: str | None, entry: _Entry, previous: os.stat_result | None
 ) -> str:
@@ -1297,30 +1159,17 @@ def _create_temp_entry(
     """
     link, source = entry.link, entry.source
     if link is not None:
-        return _exclusively(name, tag, lambda temp: os.symlink(link, temp, dir_fd=directory))[1]
+        return disk_operations.exclusively(
+            name, tag, lambda temp: os.symlink(link, temp, dir_fd=directory)
+        )[1]
     assert source is not None  # noqa: S101 - a move has a source
-    _, temp = _exclusively(
+    _, temp = disk_operations.exclusively(
         name, tag, lambda temp: os.link(source, temp, dst_dir_fd=directory, follow_symlinks=False)
     )
     os.unlink(source)
     now = later_than(previous)
     os.utime(temp, ns=(now, now), dir_fd=directory, follow_symlinks=False)
     return temp
-
-
-def _exclusively(name: str, tag: str | None, make: Callable[[str], _T]) -> tuple[_T, str]:
-    """`make(temp)` under the `.{name}.{tag}.fstools-tmp` name (see `temporary_name`).
-
-    Without a tag, a random one, and another while the name is taken. `make` must
-    fail with `FileExistsError` where the name exists (an exclusive create).
-    """
-    while True:
-        temp = temporary_name(name, tag)
-        try:
-            return make(temp), temp
-        except FileExistsError:
-            if tag is not None:
-                raise
 
 
 def _sync_filesystem(directory: int) -> None:
@@ -1336,48 +1185,6 @@ def _sync_filesystem(directory: int) -> None:
 @functools.cache
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
-
-
-def _copy_owner_and_mode(descriptor: int, original: os.stat_result) -> None:
-    """Give the temporary file the replaced file's owner (when allowed) and mode."""
-    own = os.fstat(descriptor)
-    if (own.st_uid, own.st_gid) != (original.st_uid, original.st_gid):
-        with contextlib.suppress(PermissionError):
-            os.fchown(descriptor, original.st_uid, original.st_gid)
-    os.fchmod(descriptor, stat_module.S_IMODE(original.st_mode))
-
-
-def _stamp(descriptor: int, previous: os.stat_result | None) -> None:
-    """Set a precise modification time, later than the replaced file's.
-
-    The kernel stamps files with a coarse clock and reuses freed inode numbers, so two
-    quick same-size writes could otherwise share a version token.
-    """
-    now = later_than(previous)
-    os.utime(descriptor, ns=(now, now))
-
-
-def _write_all(descriptor: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(descriptor, view) :]
-
-
-def _check_version(entry: _Staged) -> None:
-    """Raise `VersionConflict` unless the target is at its expected version (None: no condition).
-
-    The target is looked at itself, never through a link: a link swapped in is a conflict.
-    """
-    expected = entry.expected_version
-    if expected is None:
-        return
-    try:
-        current = os.stat(entry.name, dir_fd=entry.directory, follow_symlinks=False)
-    except FileNotFoundError:
-        current = None
-    actual = version_of(current) if current is not None else None
-    if actual != (None if expected == ABSENT else expected):
-        raise VersionConflict(entry.virtual, expected, actual)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1403,9 +1210,9 @@ class _Entry:
     def fill(self, descriptor: int) -> None:
         """Write the content into the new file open at `descriptor`."""
         if self.source is None:
-            _write_all(descriptor, self.data)
+            disk_operations.write_all(descriptor, self.data)
             return
-        source = os.open(self.source, _READ_FLAGS)
+        source = os.open(self.source, disk_operations.READ_FLAGS)
         try:
             offset = 0
             while copied := os.sendfile(descriptor, source, offset, _COPY_CHUNK):
@@ -1507,7 +1314,7 @@ def _hold(entry: _Staged, held: list[int]) -> None:
     if len(held) >= _OPEN_TEMPS:  # never hold many descriptors the process may need
         _release_later(held)
     with contextlib.suppress(OSError):
-        held.append(os.open(entry.name, _READ_FLAGS, dir_fd=entry.directory))
+        held.append(os.open(entry.name, disk_operations.READ_FLAGS, dir_fd=entry.directory))
 
 
 def _release_later(descriptors: list[int]) -> None:
@@ -1525,15 +1332,6 @@ def _close_all(descriptors: Sequence[int]) -> None:
 
 def _fsync_descriptor(descriptor: int) -> None:
     os.fsync(descriptor)
-
-
-def _fsync_directory(directory: int) -> None:
-    """Sync the directory open at `directory` (a lookup descriptor cannot be synced)."""
-    descriptor = os.open(".", LISTING, dir_fd=directory)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 __all__ = ["DURABILITIES", "Durability", "LocalBackend"]
