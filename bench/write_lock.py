@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.backends.local import backend as local
+from langchain_fstools.backends.local import atomic_writes
 from langchain_fstools.core.results import Write
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=31)
     repeat = parser.parse_args().repeat
-    locked_function = local.directories_locked
+    locked_function = atomic_writes.directories_locked
     for durability in ("fsync", "rename"):
         root = Path(tempfile.mkdtemp())
         paths = workspace(root)
@@ -82,11 +82,11 @@ def main() -> None:
             with_lock: list[float] = []
             without: list[float] = []
             for _ in range(repeat):
-                local.directories_locked = locked_function  # type: ignore[assignment]
+                atomic_writes.directories_locked = locked_function  # type: ignore[assignment]
                 with_lock.append(timed(run))
-                local.directories_locked = _unlocked  # type: ignore[assignment]
+                atomic_writes.directories_locked = _unlocked  # type: ignore[assignment]
                 without.append(timed(run))
-            local.directories_locked = locked_function  # type: ignore[assignment]
+            atomic_writes.directories_locked = locked_function  # type: ignore[assignment]
             a, b = statistics.median(with_lock) * 1000, statistics.median(without) * 1000
             verdict = "PASS" if a <= 1.10 * b else "FAIL"
             print(

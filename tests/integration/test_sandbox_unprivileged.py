@@ -226,8 +226,8 @@ def test_as_nobody_a_committed_file_is_what_the_command_left(
     os.chown(plan.folder, NOBODY, NOBODY)
     session = Session(replace(plan, argv=[*SETPRIV, *plan.argv]))
     backend = LocalBackend(place / "ws", execute=True, sandbox=sandbox)
-    backend._confinement = confinement
-    monkeypatch.setattr(backend._sessions, "current", lambda _plan: session)
+    backend._commands._confinement = confinement
+    monkeypatch.setattr(backend._commands._sessions, "current", lambda _plan: session)
     made = backend._view
 
     def view_of_nobody(of: Session) -> Overlay | None:
@@ -343,8 +343,8 @@ def test_as_nobody_a_copy_of_a_folder_holding_a_masked_file_commits_no_stand_in(
     os.chown(plan.folder, NOBODY, NOBODY)
     session = Session(replace(plan, argv=[*SETPRIV, *plan.argv]))
     backend = LocalBackend(workspace, execute=True, sandbox=sandbox)
-    backend._confinement = confinement
-    monkeypatch.setattr(backend._sessions, "current", lambda _plan: session)
+    backend._commands._confinement = confinement
+    monkeypatch.setattr(backend._commands._sessions, "current", lambda _plan: session)
     made = backend._view
 
     def view_of_nobody(of: Session) -> Overlay | None:
