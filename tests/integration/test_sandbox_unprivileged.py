@@ -228,7 +228,7 @@ def test_as_nobody_a_committed_file_is_what_the_command_left(
     backend = LocalBackend(place / "ws", execute=True, sandbox=sandbox)
     backend._commands._confinement = confinement
     monkeypatch.setattr(backend._commands._sessions, "current", lambda _plan: session)
-    made = backend._view
+    made = backend._commands._view
 
     def view_of_nobody(of: Session) -> Overlay | None:
         overlay = made(of)
@@ -237,7 +237,7 @@ def test_as_nobody_a_committed_file_is_what_the_command_left(
             os.chown(folder, NOBODY, NOBODY)
         return overlay
 
-    monkeypatch.setattr(backend, "_view", view_of_nobody)
+    monkeypatch.setattr(backend._commands, "_view", view_of_nobody)
     try:
         result = backend.execute(DISARM, timeout=20, output_limit=10_000)
         assert (place / "ws" / "note.txt").read_text() == "benign\n", result.output
@@ -345,7 +345,7 @@ def test_as_nobody_a_copy_of_a_folder_holding_a_masked_file_commits_no_stand_in(
     backend = LocalBackend(workspace, execute=True, sandbox=sandbox)
     backend._commands._confinement = confinement
     monkeypatch.setattr(backend._commands._sessions, "current", lambda _plan: session)
-    made = backend._view
+    made = backend._commands._view
 
     def view_of_nobody(of: Session) -> Overlay | None:
         overlay = made(of)
@@ -354,7 +354,7 @@ def test_as_nobody_a_copy_of_a_folder_holding_a_masked_file_commits_no_stand_in(
             os.chown(folder, NOBODY, NOBODY)
         return overlay
 
-    monkeypatch.setattr(backend, "_view", view_of_nobody)
+    monkeypatch.setattr(backend._commands, "_view", view_of_nobody)
     rule = Permission(operations=["read"], paths=["/proj/secrets/key"], action="deny")
     try:
         outcome = run_command(backend, command, mode="accept_edits", permissions=[rule])
