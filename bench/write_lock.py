@@ -4,7 +4,7 @@
 
 `LocalBackend.write_many` of 100 files (one line changed in each, in 10 folders, as
 `apply_patch` writes them) and `write_bytes` of one file, each timed with the folder
-lock (`backends.local.write_locks`) and with it replaced by a no-op, interleaved, durable
+lock (`backends.write_locks`) and with it replaced by a no-op, interleaved, durable
 (`fsync`) and with `durability="rename"`. Reported: medians and the ratio with/without
 (target: at most 1.10x, the issue's "not slower by more than 10%"). A benchmark, not a
 test: it checks only that both ways wrote the same bytes.
