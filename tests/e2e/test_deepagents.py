@@ -121,6 +121,6 @@ def test_a_task_calls_sandbox_sessions_end_when_it_returns(tmp_path: Path) -> No
         assert results["t1"].content == "Started."
         assert str(results["m2"].content).split()[:2] == ["main", str(tmp_path / "sub")]
         assert not surviving_sleepers(duration, grace=5)  # ended with the task call
-        assert len(backend._sessions._sessions) == 1  # the main agent's only
+        assert len(backend._commands._sessions._sessions) == 1  # the main agent's only
     finally:
         backend.close()

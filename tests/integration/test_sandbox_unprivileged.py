@@ -227,9 +227,9 @@ def test_as_nobody_a_committed_file_is_what_the_command_left(
     os.chown(plan.folder, NOBODY, NOBODY)
     session = Session(replace(plan, argv=[*SETPRIV, *plan.argv]))
     backend = LocalBackend(place / "ws", execute=True, sandbox=sandbox)
-    backend._confinement = confinement
-    monkeypatch.setattr(backend._sessions, "current", lambda _plan: session)
-    made = backend._view
+    backend._commands._confinement = confinement
+    monkeypatch.setattr(backend._commands._sessions, "current", lambda _plan: session)
+    made = backend._commands._view
 
     def view_of_nobody(of: Session) -> Overlay | None:
         overlay = made(of)
@@ -238,7 +238,7 @@ def test_as_nobody_a_committed_file_is_what_the_command_left(
             os.chown(folder, NOBODY, NOBODY)
         return overlay
 
-    monkeypatch.setattr(backend, "_view", view_of_nobody)
+    monkeypatch.setattr(backend._commands, "_view", view_of_nobody)
     try:
         result = backend.execute(DISARM, timeout=20, output_limit=10_000)
         assert (place / "ws" / "note.txt").read_text() == "benign\n", result.output
@@ -381,9 +381,9 @@ def test_as_nobody_a_copy_of_a_folder_holding_a_masked_file_commits_no_stand_in(
     os.chown(plan.folder, NOBODY, NOBODY)
     session = Session(replace(plan, argv=[*SETPRIV, *plan.argv]))
     backend = LocalBackend(workspace, execute=True, sandbox=sandbox)
-    backend._confinement = confinement
-    monkeypatch.setattr(backend._sessions, "current", lambda _plan: session)
-    made = backend._view
+    backend._commands._confinement = confinement
+    monkeypatch.setattr(backend._commands._sessions, "current", lambda _plan: session)
+    made = backend._commands._view
 
     def view_of_nobody(of: Session) -> Overlay | None:
         overlay = made(of)
@@ -392,7 +392,7 @@ def test_as_nobody_a_copy_of_a_folder_holding_a_masked_file_commits_no_stand_in(
             os.chown(folder, NOBODY, NOBODY)
         return overlay
 
-    monkeypatch.setattr(backend, "_view", view_of_nobody)
+    monkeypatch.setattr(backend._commands, "_view", view_of_nobody)
     rule = Permission(operations=["read"], paths=["/proj/secrets/key"], action="deny")
     try:
         outcome = run_command(backend, command, mode="accept_edits", permissions=[rule])

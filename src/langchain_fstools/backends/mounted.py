@@ -21,7 +21,7 @@ import warnings
 from dataclasses import fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from langchain_fstools.backends.guarded import BackendView
+from langchain_fstools.backends.view import BackendView
 from langchain_fstools.core import paths
 from langchain_fstools.errors import PartialWrite
 

@@ -18,7 +18,7 @@ import posixpath
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from langchain_fstools.backends.guarded import BackendView, as_given
+from langchain_fstools.backends.view import BackendView, as_given
 from langchain_fstools.core import calls, paths
 from langchain_fstools.core.changesets import ChangeKind
 from langchain_fstools.errors import InvalidPath, PartialWrite

@@ -75,7 +75,7 @@ from langgraph.config import get_store
 from langgraph.errors import GraphInterrupt
 
 from langchain_fstools.backends.branch import BranchBackend, MergeResult, Proposed
-from langchain_fstools.backends.guarded import BackendView
+from langchain_fstools.backends.view import BackendView
 from langchain_fstools.core import calls
 from langchain_fstools.core.changesets import Change, ChangeSet
 from langchain_fstools.core.wording import plural

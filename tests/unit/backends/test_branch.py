@@ -17,9 +17,9 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langchain_fstools import FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.backends.branch import BranchBackend, MergeResult
-from langchain_fstools.backends.guarded import BackendView
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import merge_files
+from langchain_fstools.backends.view import BackendView
 from langchain_fstools.core import calls
 from langchain_fstools.core.results import Deletion, FileInfo, Write
 from langchain_fstools.errors import BranchFull

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from langchain_fstools.backends.guarded import BackendView, GuardedBackend
+from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.local.backend import LocalBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.state import StateBackend
+from langchain_fstools.backends.view import BackendView
 from langchain_fstools.core import calls
 from langchain_fstools.errors import StaleApproval
 from langchain_fstools.history.changes import HISTORY_KEY

@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from obstore.store import LocalStore, MemoryStore
 
 from langchain_fstools import FileToolkit, ObjectStoreBackend
-from langchain_fstools.backends.guarded import BackendView, GuardedBackend
+from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.objectstore import MARKER, paging, requests
 from langchain_fstools.backends.protocol import Backend, FileInfo
+from langchain_fstools.backends.view import BackendView
 from tests.unit.backends.store_requests import watch_requests
 
 # ----- pulls through the requests layer ---------------------------------------------------

@@ -19,7 +19,7 @@ import pytest
 from langchain_fstools.backends.protocol import Write
 from langchain_fstools.backends.sandbox import SandboxBackend, helper
 from langchain_fstools.backends.sandbox.transport import INLINE_REQUEST
-from langchain_fstools.errors import OutsideRoot, StoreUnavailable, VersionConflict
+from langchain_fstools.errors import OutsideRoot, SpecialFile, StoreUnavailable, VersionConflict
 from tests.unit.backends.sandbox_double import ENV, ShellSandbox
 
 
@@ -344,6 +344,7 @@ def test_a_read_in_the_sandbox_imports_neither_typing_nor_json(tmp_path: Path) -
     imported, output = imports_of_the_last_run(shell)
     assert helper.OPEN in output
     assert "langchain_fstools.backends.beneath" in imported  # what the helper imports
+    assert "langchain_fstools.backends.disk_operations" in imported  # its operations
     assert not imported & {"typing", "json"}
 
 
@@ -382,3 +383,13 @@ def test_without_the_c_codec_the_wire_is_json_module_s(monkeypatch: pytest.Monke
     dumps, loads = helper._json_codec()
     assert dumps(WIRE_VALUES[0]) == json.dumps(WIRE_VALUES[0], separators=(",", ":"))
     assert loads(dumps(WIRE_VALUES[0])) == WIRE_VALUES[0]
+
+
+def test_a_write_over_a_fifo_in_the_sandbox_is_refused_as_on_local_disk(tmp_path: Path) -> None:
+    """The helper writes with the local backend's steps (`backends.disk_operations`)."""
+    setup = Setup(tmp_path)
+    os.mkfifo(setup.root / "pipe")
+    with pytest.raises(SpecialFile) as caught:
+        setup.backend.write_bytes("/pipe", b"x")
+    assert caught.value == SpecialFile("/pipe", "FIFO")
+    assert stat.S_ISFIFO(os.lstat(setup.root / "pipe").st_mode)

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from langchain_fstools import LocalBackend
+from langchain_fstools.backends import disk_operations
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.guarded import GuardedBackend
-from langchain_fstools.backends.local import backend as local
+from langchain_fstools.backends.local import atomic_writes
 from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo, Write
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.backends.temporaries import TEMP_SUFFIX
@@ -30,7 +31,7 @@ class Syncs:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.files = 0
         self.directories: list[str] = []
-        real_file, real_directory = local._fsync_descriptor, local._fsync_directory
+        real_file, real_directory = atomic_writes._fsync_descriptor, disk_operations.fsync_directory
 
         def file(descriptor: int) -> None:
             self.files += 1
@@ -40,8 +41,8 @@ class Syncs:
             self.directories.append(str(Path(f"/proc/self/fd/{descriptor}").readlink()))
             real_directory(descriptor)
 
-        monkeypatch.setattr(local, "_fsync_descriptor", file)
-        monkeypatch.setattr(local, "_fsync_directory", directory)
+        monkeypatch.setattr(atomic_writes, "_fsync_descriptor", file)
+        monkeypatch.setattr(disk_operations, "fsync_directory", directory)
 
 
 def temps(root: Path) -> list[Path]:
@@ -111,7 +112,7 @@ def test_a_failed_rename_names_the_files_already_written(
             raise PermissionError(13, "Permission denied", target)
         real_replace(source, target, **at)
 
-    monkeypatch.setattr(local.os, "replace", replace)
+    monkeypatch.setattr(atomic_writes.os, "replace", replace)
     with pytest.raises(PartialWrite) as caught:
         backend.write_many([Write(f"/{n}.txt", b"x") for n in range(3)])
     assert caught.value.written == ("/0.txt",)
@@ -148,23 +149,23 @@ def test_a_large_batch_holds_a_bounded_number_of_replaced_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     backend = LocalBackend(tmp_path, durability="rename")
-    count = 2 * local._OPEN_TEMPS + 10
+    count = 2 * atomic_writes._OPEN_TEMPS + 10
     backend.write_many([Write(f"/{n}.txt", b"old") for n in range(count)])
     released: list[int] = []
-    real_close_all = local._close_all
+    real_close_all = atomic_writes._close_all
 
     def close_all(descriptors: tuple[int, ...]) -> None:
         released.append(len(descriptors))
         real_close_all(descriptors)
 
-    monkeypatch.setattr(local, "_close_all", close_all)
+    monkeypatch.setattr(atomic_writes, "_close_all", close_all)
     backend.write_many([Write(f"/{n}.txt", b"new") for n in range(count)])
     for _ in range(500):
         if sum(released) == count:
             break
         time.sleep(0.01)
     assert sum(released) == count  # every replaced file was held, then released
-    assert max(released) <= local._OPEN_TEMPS  # in bounded handfuls, not all at once
+    assert max(released) <= atomic_writes._OPEN_TEMPS  # in bounded handfuls, not all at once
     assert (tmp_path / f"{count - 1}.txt").read_bytes() == b"new"
 
 
@@ -183,7 +184,7 @@ def test_replaced_files_are_released_in_the_background(
             raise PermissionError(13, "Permission denied", target)
         real_replace(source, target, **at)
 
-    monkeypatch.setattr(local.os, "replace", replace)
+    monkeypatch.setattr(atomic_writes.os, "replace", replace)
     baseline = _descriptors_in(tmp_path)
     if fail_at is None:
         backend.write_many([Write(f"/{n}.txt", b"new") for n in range(5)])
@@ -203,7 +204,7 @@ def test_write_bytes_raises_the_plain_error(
     def failing(directory: int) -> None:
         raise OSError(5, "Input/output error", str(directory))
 
-    monkeypatch.setattr(local, "_fsync_directory", failing)
+    monkeypatch.setattr(disk_operations, "fsync_directory", failing)
     with pytest.raises(OSError, match="Input/output error") as caught:
         LocalBackend(tmp_path).write_bytes("/a.txt", b"a")
     assert caught.value.filename == "/a.txt"
@@ -289,7 +290,7 @@ def test_a_patch_whose_batch_fails_midway_changes_nothing(
             raise PermissionError(13, "Permission denied", target)
         real_replace(source, target, **at)
 
-    monkeypatch.setattr(local.os, "replace", replace)
+    monkeypatch.setattr(atomic_writes.os, "replace", replace)
     hunks = "".join(f"*** Update File: {n}.txt\n-{n}\n+changed\n" for n in range(4))
     with pytest.raises(PermissionError):
         apply_patch(
@@ -333,9 +334,9 @@ def test_the_io_threads_are_started_once_and_a_forked_child_starts_its_own(
 ) -> None:
     backend = LocalBackend(tmp_path)
     backend.write_many([Write("/a.txt", b"a"), Write("/b.txt", b"b")])
-    pool = local._io_threads(os.getpid())
+    pool = atomic_writes._io_threads(os.getpid())
     backend.write_many([Write("/c.txt", b"c"), Write("/d.txt", b"d")])
-    assert local._io_threads(os.getpid()) is pool
+    assert atomic_writes._io_threads(os.getpid()) is pool
     child = os.fork()
     if child == 0:  # the parent's pool threads do not exist here: a reuse would hang
         try:

@@ -137,7 +137,7 @@ def test_the_deadline_kills_the_whole_command(backend: LocalBackend) -> None:
 
 def test_a_session_whose_supervisor_died_is_started_again(backend: LocalBackend) -> None:
     _run(backend, "export KEPT=1")
-    session = backend._sessions.current(lambda: pytest.fail("a session runs"))
+    session = backend._commands._sessions.current(lambda: pytest.fail("a session runs"))
     assert session.process is not None
     session.process.kill()
     deadline = time.monotonic() + 10
@@ -149,7 +149,7 @@ def test_a_session_whose_supervisor_died_is_started_again(backend: LocalBackend)
 def test_closing_ends_every_process_of_the_session(tmp_path: Path) -> None:
     backend = LocalBackend(tmp_path, execute=True)
     _run(backend, "true")
-    folder = backend._sessions.current(lambda: pytest.fail("a session runs")).plan.folder
+    folder = backend._commands._sessions.current(lambda: pytest.fail("a session runs")).plan.folder
     before = _processes_naming(folder)
     backend.close()
     assert before
@@ -327,7 +327,7 @@ def test_at_most_max_sessions_run_and_the_one_idle_longest_ends_first(
             _run(backend, "true")
         with in_session("k4"):  # a fifth: k1 is busy, so k2 ends
             _run(backend, "true")
-        assert sorted(backend._sessions._sessions) == ["k1", "k3", "k4"]
+        assert sorted(backend._commands._sessions._sessions) == ["k1", "k3", "k4"]
         assert surviving_sleepers(duration, grace=0)
         with in_session("k0"):
             assert _run(backend, "pwd").strip() == str(tmp_path)  # a new session
@@ -353,9 +353,9 @@ def test_sessions_started_inside_a_block_end_when_it_says_nested_too(tmp_path: P
                 thread.start()
                 thread.join()
             inner.end()
-            assert sorted(backend._sessions._sessions) == ["a", "main"]
+            assert sorted(backend._commands._sessions._sessions) == ["a", "main"]
         outer.end()
-        assert sorted(backend._sessions._sessions) == ["main"]
+        assert sorted(backend._commands._sessions._sessions) == ["main"]
     finally:
         backend.close()
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from langchain_fstools import FileToolkit, LocalBackend
-from langchain_fstools.backends.guarded import BackendView
+from langchain_fstools.backends.view import BackendView
 from langchain_fstools.core import calls
 from tests.unit.backends.store_requests import watch_requests
 from tests.unit.tools.conftest import Run

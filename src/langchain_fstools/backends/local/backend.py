@@ -3,69 +3,41 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
-import errno
 import functools
 import logging
 import os
-import shutil
-import stat as stat_module
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Final, Literal, get_args
 
-from langchain_fstools.backends.beneath import LISTING, Beneath, Place
-from langchain_fstools.backends.file_versions import later_than, version_of
+from langchain_fstools.backends import disk_operations
+from langchain_fstools.backends.beneath import Beneath
 from langchain_fstools.backends.host_paths import is_inside, real_path
-from langchain_fstools.backends.local.journal import (
-    Folder,
-    Intent,
-    Journal,
-    Placement,
-    Removal,
-    Steps,
-    Target,
-    staging_place,
-)
-from langchain_fstools.backends.local.local_processes import LocalProcesses
-from langchain_fstools.backends.modes import kind_of, os_error, require_regular
-from langchain_fstools.backends.protocol import ABSENT, Backend, EntryKind, FileInfo
-from langchain_fstools.backends.temporaries import temporary_name
-from langchain_fstools.backends.write_locks import DEFAULT_LOCK_TIMEOUT, directories_locked
+from langchain_fstools.backends.local.atomic_writes import AtomicWrites
+from langchain_fstools.backends.local.local_commands import LocalCommands
+from langchain_fstools.backends.protocol import Backend, FileInfo
+from langchain_fstools.backends.write_locks import DEFAULT_LOCK_TIMEOUT
 from langchain_fstools.core import paths
-from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet, remove_folder
 from langchain_fstools.core.results import Deletion, Write
-from langchain_fstools.core.sparse_files import copy_sparse
 from langchain_fstools.errors import (
     ChangesNotCommitted,
-    CommandRefused,
-    DiskFull,
     ExecutionUnsupported,
-    InvalidPath,
     OutsideRoot,
     PartialWrite,
-    SandboxUnavailable,
-    VersionConflict,
 )
 from langchain_fstools.search.ripgrep import MEMORY_LIMIT, RipgrepSearch, find_ripgrep
 from langchain_fstools.search.spawner import SpawnedProcess, Spawner, available
 from langchain_fstools.shell.sandbox.environment import MINIMAL_ENV, CommandEnv, InheritEnv
-from langchain_fstools.shell.sandbox.overlay import Overlay, files_equal, open_upper, upper_path
-from langchain_fstools.shell.sandbox.protected import host_code_paths
-from langchain_fstools.shell.sandbox.sandbox import DEFAULT_SANDBOX, Confinement, Sandbox
-from langchain_fstools.shell.sandbox.unreadable import commands_unreadable, unreadable_paths
-from langchain_fstools.shell.session.output import reporter_if_listening
-from langchain_fstools.shell.session.session import Session, SessionEnded, Sessions
+from langchain_fstools.shell.sandbox.sandbox import DEFAULT_SANDBOX, Sandbox
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+    from collections.abc import Hashable, Iterator, Mapping, Sequence
 
+    from langchain_fstools.backends.local.local_processes import LocalProcesses
+    from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.core.results import ExecutionResult
     from langchain_fstools.search.contract import NativeSearch
-    from langchain_fstools.shell.sandbox.overlay import Layer, LowerTree
-    from langchain_fstools.shell.session.background import Background
+    from langchain_fstools.shell.sandbox.overlay import Layer
 
 logger = logging.getLogger(__name__)
 
@@ -75,20 +47,8 @@ Durability = Literal["fsync", "rename"]
 
 DURABILITIES: Final = get_args(Durability)
 
-_SYNC_THREADS = 16
-"""Most fsyncs a batch write runs at once (the filesystem commits them together)."""
-
-_OPEN_TEMPS = 256
-"""Most temporary files, and most replaced files, a batch write holds open at once."""
-
-
-_T = TypeVar("_T")
-
 _LEAST_SEARCH_MEMORY = 32 << 20
 """The smallest `search_memory_limit`: rg's spawner process lives under it too."""
-
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class LocalBackend(Backend):
@@ -241,7 +201,6 @@ class LocalBackend(Backend):
             )
         self._search_memory_limit = search_memory_limit
         self._durability: Durability = durability
-        self._lock_timeout = lock_timeout
         # Not `real_path`: a graph factory may build this on an event loop, where
         # `langgraph dev` refuses `os.readlink`; `os.path.realpath` only lstats.
         root = os.path.realpath(os.fspath(root_dir))
@@ -261,15 +220,17 @@ class LocalBackend(Backend):
             raise ValueError("env and inherit_env are for commands: pass execute=True with them")
         if inherit_env is None:
             inherit_env = True if sandbox is None else MINIMAL_ENV
-        self._env = CommandEnv.of(env, inherit_env)
+        env_built = CommandEnv.of(env, inherit_env)
         self.supports_execute = execute
         self._root = root
         self._beneath = Beneath(root)
-        self._journal = Journal(root, durable=durability == "fsync")
         self._sandbox = sandbox if execute else None
-        # Found on the first command (it starts bubblewrap once to check it works).
-        self._confinement: Confinement | None = None
-        self._sessions = Sessions()
+        self._writes = AtomicWrites(
+            self._beneath, durable=durability == "fsync", lock_timeout=lock_timeout
+        )
+        self._commands = LocalCommands(
+            self._beneath, self._writes, sandbox=self._sandbox, env=env_built
+        )
         self._use_ripgrep = use_ripgrep
         # Looked up on first use (PATH lookups block: a graph factory may build this
         # backend on an event loop, while searches and commands run in a thread there).
@@ -330,10 +291,8 @@ class LocalBackend(Backend):
 
     def stat(self, path: str) -> FileInfo:
         """Metadata of `path`; symlinks inside the root report their target."""
-        virtual = paths.normalize(path)
-        self._settle()
-        with paths.virtual_errors(virtual), self._beneath.place(virtual) as place:
-            return _info(virtual, _existing(place))
+        self._writes.settle()
+        return disk_operations.stat(self._beneath, paths.normalize(path))
 
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Bytes of a regular file, whole or `size` bytes from `start`.
@@ -345,20 +304,8 @@ class LocalBackend(Backend):
         Raises:
             OSError: `start` or `size` is negative (errno EINVAL, as `pread` says).
         """
-        virtual = paths.normalize(path)
-        self._settle()
-        with paths.virtual_errors(virtual), self._beneath.place(virtual) as place:
-            require_regular(virtual, _existing(place).st_mode)
-            if start < 0 or (size is not None and size < 0):
-                raise os_error(OSError, errno.EINVAL, virtual)
-            descriptor = os.open(place.name, _READ_FLAGS, dir_fd=place.directory)
-            try:
-                result = os.fstat(descriptor)
-                require_regular(virtual, result.st_mode)
-                wanted = max(result.st_size - start, 0)
-                return _pread(descriptor, start, wanted if size is None else min(size, wanted))
-            finally:
-                os.close(descriptor)
+        self._writes.settle()
+        return disk_operations.read(self._beneath, paths.normalize(path), start, size)
 
     def write_bytes(
         self, path: str, data: bytes, *, expected_version: str | None = None
@@ -393,191 +340,11 @@ class LocalBackend(Backend):
             PartialWrite: a removal, a rename or a directory sync failed after others
                 took effect.
         """
-        self._settle()
-        removals = sorted(
-            (self._removal(deletion) for deletion in deletions),
-            key=lambda removal: removal.path.count("/"),
-            reverse=True,
-        )
-        entries = [_Entry(w.path, w.expected_version, data=w.data) for w in writes]
-        return self._write_batch(entries, Steps(removals, receipt=receipt))
+        return self._writes.write_many(writes, deletions, receipt)
 
     def committed(self, receipt: str) -> bool:
         """Whether a batch given `receipt` took effect (a cut one is finished or undone first)."""
-        self._settle()
-        return self._journal.receipt(receipt) is not None
-
-    def _removal(self, deletion: Deletion) -> Removal:
-        """The journal's removal of `deletion`, whose entry must be there at its version."""
-        virtual = paths.normalize(deletion.path)
-        with paths.virtual_errors(virtual), self._beneath.place(virtual, follow=False) as place:
-            info = _existing(place)
-        if stat_module.S_ISDIR(info.st_mode):
-            return Removal(virtual, None)
-        actual = version_of(info)
-        if deletion.expected_version not in (None, actual):
-            raise VersionConflict(virtual, deletion.expected_version, actual)
-        return Removal(virtual, actual)
-
-    def _settle(self) -> None:
-        """Finish or undo the commits a killed process left (`Journal.recover`)."""
-        self._journal.recover(self._beneath, version_of)
-
-    def _write_batch(self, entries: Sequence[_Entry], steps: Steps | None = None) -> list[FileInfo]:
-        """`write_many` of files given by their bytes, by a source file, or links.
-
-        `steps`' removals and folders are taken first, after everything is staged. Its
-        new folders are made before the files are staged, so they are staged in place
-        (empty folders are all a reader may see meanwhile); they go again if staging fails.
-        A new folder at or below a removed entry waits for its removal (a visible step).
-        """
-        steps = steps or Steps()
-        virtuals = [e.path if e.canonical else paths.normalize(e.path) for e in entries]
-        removed = [r.path for r in steps.removals]
-        made = [
-            Folder(f.path, added=True, mode=None)
-            for f in steps.folders
-            if f.added and not any(paths.is_within(f.path, gone) for gone in removed)
-        ]  # a folder where the set removes an entry (`a.txt` becoming `a.txt/`) is made later
-        intent = None
-        if len(entries) > 1 or steps.removals or steps.folders or steps.receipt:
-            targets = [Target(v, e.follow) for v, e in zip(virtuals, entries, strict=True)]
-            intent = self._journal.begin(targets, [f.path for f in made])
-        staged: list[_Staged] = []
-        directories: dict[str, int] = {}
-        try:
-            self._stage_all(entries, virtuals, made, intent, staged=staged, directories=directories)
-            return self._write_staged(entries, steps, intent, staged, directories)
-        finally:
-            for descriptor in directories.values():
-                os.close(descriptor)
-
-    def _stage_all(
-        self,
-        entries: Sequence[_Entry],
-        virtuals: Sequence[str],
-        made: Sequence[Folder],
-        intent: Intent | None,
-        *,
-        staged: list[_Staged],
-        directories: dict[str, int],
-    ) -> None:
-        """Make the `made` folders and stage every entry onto `staged`.
-
-        On failure none is left, nor the folders, nor `intent`'s record.
-        """
-        try:
-            for folder in made:
-                self._commit_directory(folder)
-            for start in range(0, len(entries), _OPEN_TEMPS):
-                chunk = range(start, min(start + _OPEN_TEMPS, len(entries)))
-                self._stage_and_sync(
-                    entries, virtuals, chunk, intent, staged=staged, directories=directories
-                )
-        except BaseException as exc:
-            _discard(staged)
-            for folder in reversed(made):
-                with contextlib.suppress(OSError):
-                    self._remove_entry(Removal(folder.path, None))
-            if intent is not None:
-                self._journal.end(intent)
-            if isinstance(exc, OSError) and exc.errno in {errno.ENOSPC, errno.EDQUOT}:
-                free = os.statvfs(self._root)
-                needed = sum(_new_bytes(entry) for entry in entries)
-                path = exc.filename if isinstance(exc.filename, str) else paths.ROOT
-                raise DiskFull(path, needed, free.f_bavail * free.f_frsize) from None
-            raise
-
-    def _write_staged(
-        self,
-        entries: Sequence[_Entry],
-        steps: Steps,
-        intent: Intent | None,
-        staged: Sequence[_Staged],
-        directories: dict[str, int],
-    ) -> list[FileInfo]:
-        """Journal the staged batch, then take its visible steps (`_apply`)."""
-        if intent is not None:
-            placements = [
-                Placement(e.virtual, paths.join(e.folder, e.temp), e.follow) for e in staged
-            ]
-            self._journal.commit(intent, replace(steps, placements=placements))
-        replaced: list[int] = []
-        placed: list[tuple[str, int, str]] = []
-        removed: list[str] = []
-        try:
-            infos = self._apply(
-                steps, staged, directories, replaced=replaced, placed=placed, removed=removed
-            )
-        except Exception as exc:
-            _discard(staged[len(placed) :])
-            if intent is not None:
-                self._journal.end(intent)
-            if not placed and not removed:
-                raise
-            written = (*removed, *(e.path for e in entries[: len(placed)]))
-            raise PartialWrite(written, exc) from exc
-        except BaseException:
-            if intent is not None:
-                self._journal.release(intent)  # the next call finishes the batch
-            raise
-        finally:
-            _release_later(replaced)
-        if intent is not None:
-            self._journal.finish(intent)
-        return infos
-
-    def _apply(
-        self,
-        steps: Steps,
-        staged: Sequence[_Staged],
-        directories: dict[str, int],
-        *,
-        replaced: list[int],
-        placed: list[tuple[str, int, str]],
-        removed: list[str],
-    ) -> list[FileInfo]:
-        """Take `steps` (the removals onto `removed`), rename the staged files onto `placed`."""
-        for removal in steps.removals:
-            self._remove_entry(removal)
-            removed.append(removal.path)
-        for folder in steps.folders:
-            self._commit_directory(folder)
-        with directories_locked(
-            {entry.directory: entry.virtual for entry in staged}, self._lock_timeout
-        ):
-            for entry in staged:
-                with paths.virtual_errors(entry.virtual):
-                    _check_version(entry)
-            for entry in staged:
-                with paths.virtual_errors(entry.virtual):
-                    placed.append(self._rename(entry, directories, replaced))
-        if self._durability == "fsync":
-            synced = {d: v for v, d, _ in placed} | {e.directory: e.virtual for e in staged}
-            _sync_all([(v, d) for d, v in synced.items()], _fsync_directory)
-        return [_info(v, _stat_virtual(v, d, name)) for v, d, name in placed]
-
-    def _rename(
-        self, entry: _Staged, directories: dict[str, int], replaced: list[int]
-    ) -> tuple[str, int, str]:
-        """Rename `entry`'s temporary onto its target; the target's path, directory and name.
-
-        A folder missing when the temporary was staged is made now (once: the batch
-        holds it in `directories`).
-        """
-        directory, name = entry.directory, entry.name
-        if entry.missing:
-            name = entry.virtual.rpartition("/")[2]
-            held = directories.get(paths.parent(entry.virtual))
-            if held is None:
-                place = self._beneath.place(entry.virtual, follow=entry.follow, create=True)
-                held = _shared_directory(place, paths.parent(place.virtual), directories)
-                name = place.name
-            directory = held
-        elif entry.replaces:
-            _hold(entry, replaced)
-        os.replace(entry.temp, name, src_dir_fd=entry.directory, dst_dir_fd=directory)
-        return entry.virtual, directory, name
+        return self._writes.committed(receipt)
 
     async def awrite_many(
         self,
@@ -589,97 +356,13 @@ class LocalBackend(Backend):
         """Async `write_many`, in a worker thread."""
         return await asyncio.to_thread(lambda: self.write_many(writes, deletions, receipt=receipt))
 
-    def _stage_and_sync(
-        self,
-        entries: Sequence[_Entry],
-        virtuals: Sequence[str],
-        numbers: range,
-        intent: Intent | None,
-        *,
-        staged: list[_Staged],
-        directories: dict[str, int],
-    ) -> None:
-        """Stage entries `numbers` onto `staged`, fsync them together, close their descriptors."""
-        chunk: list[_Staged] = []
-        try:
-            for number in numbers:
-                tag = intent.tag(number) if intent is not None else None
-                chunk.append(self._stage(entries[number], virtuals[number], tag, directories))
-            if self._durability == "fsync":
-                files = [(e.virtual, e.descriptor) for e in chunk if e.descriptor >= 0]
-                _sync_all(files, _fsync_descriptor)
-                if any(entries[number].move for number in numbers):  # moved in unsynced
-                    _sync_filesystem(chunk[0].directory)
-        finally:
-            staged.extend(chunk)
-            for done in chunk:
-                if done.descriptor >= 0:
-                    os.close(done.descriptor)
-
-    def _stage(
-        self, entry: _Entry, virtual: str, tag: str | None, directories: dict[str, int]
-    ) -> _Staged:
-        """Make a temporary file (or link) for the target; a file's descriptor stays open.
-
-        The temporary is made in the target's directory, or in its deepest existing
-        ancestor where that is missing (see `journal.staging_place`): staging makes no
-        folder. The directory is held in `directories` (one descriptor per directory
-        of the batch), so the rename starts where the temporary file was made. A
-        replaced file's owner and mode go to the new one, unless the entry has a mode.
-        """
-        if virtual == paths.ROOT:
-            raise os_error(IsADirectoryError, errno.EISDIR, virtual)
-        with paths.virtual_errors(virtual):
-            place = staging_place(self._beneath, virtual, follow=entry.follow)
-            folder = place.virtual[: len(place.virtual) - len(place.name)].rstrip("/") or "/"
-            directory = _shared_directory(place, folder, directories)
-            current = place.info
-            name = place.name.rpartition("/")[2]
-            descriptor = -1
-            if entry.link is not None or entry.move:
-                temp = _create_temp_entry(directory, name, tag, entry, current)
-            else:
-                if current is not None and entry.follow:
-                    require_regular(virtual, current.st_mode)
-                descriptor, temp = _create_temp(directory, name, tag, private=current is not None)
-                try:
-                    if current is not None and stat_module.S_ISREG(current.st_mode):
-                        _copy_owner_and_mode(descriptor, current)
-                    entry.fill(descriptor)
-                    if entry.mode is not None:
-                        os.fchmod(descriptor, entry.mode)
-                    _stamp(descriptor, current)
-                except BaseException:
-                    os.close(descriptor)
-                    with contextlib.suppress(OSError):
-                        os.unlink(temp, dir_fd=directory)
-                    raise
-        return _Staged(
-            virtual,
-            place.name,
-            directory,
-            temp,
-            descriptor,
-            entry.expected,
-            replaces=current is not None,
-            folder=folder,
-            follow=entry.follow,
-        )
-
     def delete(self, path: str) -> None:
         """Remove a file, a symlink (never its target), or an empty directory.
 
         Raises:
             InvalidPath: `path` is the root.
         """
-        virtual = paths.normalize(path)
-        if virtual == paths.ROOT:
-            raise InvalidPath(virtual, "the workspace root cannot be deleted")
-        with paths.virtual_errors(virtual), self._beneath.place(virtual, follow=False) as place:
-            if stat_module.S_ISDIR(_existing(place).st_mode):
-                os.rmdir(place.name, dir_fd=place.directory)
-            else:
-                os.unlink(place.name, dir_fd=place.directory)
+        disk_operations.delete(self._beneath, paths.normalize(path))
 
     def mkdir(self, path: str) -> None:
         """Create a directory and its parents; an existing directory is fine.
@@ -687,19 +370,7 @@ class LocalBackend(Backend):
         Raises:
             FileExistsError: `path` or one of its parents is a file.
         """
-        virtual = paths.normalize(path)
-        with paths.virtual_errors(virtual):
-            try:
-                place = self._beneath.place(virtual, create=True)
-            except NotADirectoryError:  # a parent is a file
-                raise os_error(FileExistsError, errno.EEXIST, virtual) from None
-            with place:
-                if place.info is None:
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(place.name, dir_fd=place.directory)
-                    place.info = os.stat(place.name, dir_fd=place.directory)
-                if not stat_module.S_ISDIR(place.info.st_mode):
-                    raise os_error(FileExistsError, errno.EEXIST, virtual)
+        disk_operations.mkdir(self._beneath, paths.normalize(path))
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """Entries of a directory, sorted by name.
@@ -709,11 +380,10 @@ class LocalBackend(Backend):
         opened).
         """
         virtual = paths.normalize(path)
-        self._settle()
-        with paths.virtual_errors(virtual):
-            descriptor = self._open_directory(virtual)
+        self._writes.settle()
+        descriptor = disk_operations.open_directory(self._beneath, virtual)
         try:
-            return self._scan(virtual, descriptor)
+            return list(disk_operations.entries(self._beneath, virtual, descriptor))
         finally:
             os.close(descriptor)
 
@@ -721,9 +391,7 @@ class LocalBackend(Backend):
 
     def resolve(self, path: str) -> str:
         """The virtual path of what `path` reaches: symlinks followed inside the root."""
-        virtual = paths.normalize(path)
-        with paths.virtual_errors(virtual), self._beneath.place(virtual, partial=True) as place:
-            return place.virtual
+        return disk_operations.resolve(self._beneath, paths.normalize(path))
 
     def move(self, source: str, destination: str) -> FileInfo:
         """Rename a file or a directory tree as POSIX `rename` does, creating parents.
@@ -734,26 +402,8 @@ class LocalBackend(Backend):
         non-empty directory or an ancestor, `EISDIR`/`ENOTDIR` for kind mismatches.
         """
         origin, target = paths.normalize(source), paths.normalize(destination)
-        with paths.virtual_errors(origin):
-            start = self._beneath.place(origin, follow=False)
-        with start:
-            with paths.virtual_errors(origin):
-                _existing(start)
-            with paths.virtual_errors(target):
-                if origin == target:
-                    return self._describe(target, start.directory, start.name)
-                if paths.is_within(target, origin):
-                    raise os_error(OSError, errno.EINVAL, target)
-                if target == paths.ROOT:  # by path, rename(2) finds the root not empty
-                    raise os_error(OSError, errno.ENOTEMPTY, target)
-                with self._beneath.place(target, follow=False, create=True) as end:
-                    os.replace(
-                        start.name, end.name, src_dir_fd=start.directory, dst_dir_fd=end.directory
-                    )
-                    if self._durability == "fsync":
-                        for directory in {start.directory, end.directory}:
-                            _fsync_directory(directory)
-                    return self._describe(target, end.directory, end.name)
+        durable = self._durability == "fsync"
+        return disk_operations.move(self._beneath, origin, target, durable=durable)
 
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
         """Every entry below `path`, depth first, sorted; symlinked directories not entered.
@@ -762,11 +412,10 @@ class LocalBackend(Backend):
         through a link; one replaced or removed meanwhile is skipped.
         """
         virtual = paths.normalize(path)
-        self._settle()
-        with paths.virtual_errors(virtual):
-            descriptor = self._open_directory(virtual)
+        self._writes.settle()
+        descriptor = disk_operations.open_directory(self._beneath, virtual)
         try:
-            yield from self._walk(virtual, descriptor)
+            yield from disk_operations.walk(self._beneath, virtual, descriptor)
         finally:
             os.close(descriptor)
 
@@ -821,118 +470,21 @@ class LocalBackend(Backend):
         """
         if not self.supports_execute:
             raise ExecutionUnsupported(self.kind)
-        confinement = self._confinement_prepared()
-        session = self._sessions.current(confinement.session)
-        overlay = self._view(session)
-        if layer is not None and overlay is None:
-            raise ExecutionUnsupported("branch")  # commands would write in place
-        try:
-            layered = None
-            if layer is not None and overlay is not None:
-                layered = os.path.join(overlay.folder, "layer")
-                os.mkdir(layered, 0o700)
-                layer.build(layered)
-            overlay, args = self._masked_view(session, overlay, layered)
-            result, background = self._run(
-                session,
-                command,
-                overlay,
-                layered,
-                args,
-                timeout=timeout,
-                output_limit=output_limit,
-                yield_after=yield_after,
-            )
-            if background is not None:
-                background.view = overlay
-                return result
-            if overlay is None:
-                return result
-            if result.limit is not None and result.limit.name == "changed_bytes":
-                remove_folder(overlay.folder)  # nothing of it is kept
-                return result
-            lower: LowerTree = _Lower(self._beneath)
-            if layer is not None:
-                lower = layer.lower(lower)
-            changes = overlay.read_changes(lower, self._host_code)
-            return replace(result, changes=changes)
-        except BaseException:
-            if overlay is not None:
-                remove_folder(overlay.folder)
-            raise
+        return self._commands.run(
+            command,
+            timeout=timeout,
+            output_limit=output_limit,
+            yield_after=yield_after,
+            layer=layer,
+        )
 
     def processes(self) -> LocalProcesses | None:
         """The background processes of the current sandbox session (None without execute)."""
-        if not self.supports_execute:
-            return None
-        confinement = self._confinement_prepared()
-        session = self._sessions.current(confinement.session)
-        return LocalProcesses(
-            session,
-            start_view=lambda: self._view(session),
-            command_args=lambda: self._command_args(session),
-            workspace=self._root,
-            lower=_Lower(self._beneath),
-            host_code=self._host_code,
-            run=self.execute_changes,
-        )
-
-    def _view(self, session: Session) -> Overlay | None:
-        """A fresh copy-on-write view in `session`'s folder, or None (commands write in place)."""
-        assert self._confinement is not None  # noqa: S101 - prepared by the caller
-        return Overlay.create(session.plan.folder) if self._confinement.copy_on_write else None
-
-    def _command_args(self, session: Session, layered: str | None = None) -> dict[str, object]:
-        """What a command of `session` gets: the shell, environment, masks and read-only paths.
-
-        Found at its start: the sandbox's masks (`Confinement.command_masks`) and what
-        the permission rules deny reading in the workspace now, and in the `layered`
-        folder laid over it (`_unreadable`).
-        """
-        assert self._confinement is not None  # noqa: S101 - prepared by the caller
-        masks, read_only = self._confinement.command_masks(session.plan)
-        masks += self._unreadable(self._confinement, layered)
-        env = self._env.build(os.environ, secrets=self._sandbox is None)
-        return {"interpreter": find_shell(), "env": env, "masks": masks, "read_only": read_only}
-
-    def _masked_view(
-        self, session: Session, overlay: Overlay | None, layered: str | None
-    ) -> tuple[Overlay | None, Mapping[str, object]]:
-        """A command's arguments (`_command_args`), and its view told what they mask."""
-        args = self._command_args(session, layered)
-        if overlay is not None:
-            overlay = overlay.masking(session.plan.masked, cast("list[str]", args["masks"]))
-        return overlay, args
-
-    def _unreadable(self, confinement: Confinement, layered: str | None) -> list[str]:
-        """Real paths of the entries this call's commands must not see, now.
-
-        The workspace's, and those of a layer laid over it (`layered`, a branch's
-        files), each where the command's view shows it.
-
-        Raises:
-            CommandRefused: there is one, and no mount namespace to hide it in (Landlock
-                alone, or `sandbox=None`): the command would read it.
-        """
-        unreadable = commands_unreadable.get()
-        if unreadable is None:
-            return []
-        found = unreadable_paths(self._root, unreadable)
-        if layered is not None:
-            found += unreadable_paths(layered, unreadable)
-        if found and confinement.bwrap is None:
-            raise CommandRefused(
-                "unreadable",
-                f"{unreadable.why(found[0])} keeps {found[0]} from reads, and commands can be"
-                " kept from it only with bubblewrap, which this machine cannot run",
-            )
-        real = [os.path.realpath(os.path.join(self._root, path.lstrip("/"))) for path in found]
-        # a denied link to the workspace or a folder above it hides nothing it holds
-        return [path for path in dict.fromkeys(real) if not is_inside(path, self._root)]
+        return self._commands.processes() if self.supports_execute else None
 
     def close(self) -> None:
         """End the sandbox sessions of this backend's commands (and every process in them)."""
-        self._sessions.close()
+        self._commands.close()
 
     def command_root(self) -> str | None:
         """The workspace's real host path, where commands see it (None without execute)."""
@@ -940,12 +492,7 @@ class LocalBackend(Backend):
 
     def command_network(self) -> bool | tuple[str, ...] | None:
         """None without execute; True unconfined (`sandbox=None`); else the sandbox's."""
-        if not self.supports_execute:
-            return None
-        if self._sandbox is None:
-            return True
-        domains = self._sandbox.domains
-        return domains.names if domains is not None else bool(self._sandbox.network)
+        return self._commands.network() if self.supports_execute else None
 
     def contains_commands(self) -> bool:
         """Whether commands run on a copy-on-write view with no network.
@@ -953,76 +500,14 @@ class LocalBackend(Backend):
         True with bubblewrap working here, `workspace="copy-on-write"` and no network;
         probes the sandbox the first time.
         """
-        if not self.supports_execute or self._sandbox is None or self._sandbox.network:
-            return False
-        try:
-            confinement = self._confinement_prepared()
-        except SandboxUnavailable:
-            return False
-        return confinement.copy_on_write
+        return self.supports_execute and self._commands.contained()
 
     def hides_from_commands(self) -> bool:
         """Whether commands get a mount namespace to mask paths in (bubblewrap).
 
         Not with Landlock alone or `sandbox=None`; probes the sandbox the first time.
         """
-        if not self.supports_execute or self._sandbox is None:
-            return False
-        try:
-            confinement = self._confinement_prepared()
-        except SandboxUnavailable:
-            return False
-        return confinement.bwrap is not None
-
-    def _confinement_prepared(self) -> Confinement:
-        if self._confinement is None:
-            self._confinement = Confinement.prepare(self._sandbox, self._root)
-        return self._confinement
-
-    @functools.cached_property
-    def _host_code(self) -> tuple[str, ...]:
-        """Virtual paths of code this process runs later, found once (`shell.sandbox.protected`)."""
-        confinement = self._confinement
-        executables = [find_ripgrep(), confinement.bwrap if confinement is not None else None]
-        return tuple(host_code_paths(self._root, executables))
-
-    def _run(
-        self,
-        session: Session,
-        command: str,
-        overlay: Overlay | None,
-        layered: str | None,
-        args: Mapping[str, object],
-        *,
-        timeout: float,
-        output_limit: int,
-        yield_after: float | None,
-    ) -> tuple[ExecutionResult, Background | None]:
-        view = None if overlay is None else [self._root, overlay.upper, overlay.work]
-        if view is not None and layered is not None:
-            view.append(layered)
-        reporter = reporter_if_listening()
-        try:
-            before = session.state.cwd
-            result, after, background = session.run(
-                command,
-                timeout=timeout,
-                output_limit=output_limit,
-                view=view,
-                on_output=reporter.add if reporter is not None else None,
-                yield_after=yield_after,
-                **args,  # type: ignore[arg-type]
-            )
-        except SessionEnded as exc:  # the sandbox could not start, or ended: say why
-            raise SandboxUnavailable(str(exc.strerror or exc)) from None
-        except OSError as exc:
-            code = exc.errno if exc.errno is not None else errno.EIO
-            raise type(exc)(code, str(exc.strerror or exc), paths.ROOT) from None
-        finally:
-            if reporter is not None:
-                reporter.flush()
-        moved = replace(result, directory=after.cwd if after.cwd != before else None)
-        return moved, background
+        return self.supports_execute and self._commands.hidden()
 
     def commit(self, changes: ChangeSet) -> list[FileInfo]:
         """Apply a command's change set to the workspace, or nothing of it.
@@ -1043,77 +528,7 @@ class LocalBackend(Backend):
                 before the first change; a writer that slips in later stops the rest).
             DiskFull: the set does not fit on the disk (nothing is committed).
         """
-        self._settle()
-        deleted = {c.path for c in changes.changes if c.kind is ChangeKind.DELETED}
-        for change in changes.changes:
-            if not (change.kind is ChangeKind.ADDED and change.path in deleted):
-                self._check_before(change)  # an entry replacing a deleted one: checked by it
-        removals = [
-            Removal(c.path, None if c.entry == "directory" else c.before)
-            for c in sorted(
-                (c for c in changes.changes if c.kind is ChangeKind.DELETED),
-                key=lambda c: c.path.count("/"),
-                reverse=True,
-            )
-        ]
-        folders: list[Folder] = []
-        batch: list[_Entry] = []
-        move = os.stat(changes.source).st_dev == os.stat(self._root).st_dev
-        for change in changes.changes:
-            if change.kind is ChangeKind.DELETED:
-                continue
-            if change.entry == "directory":
-                folders.append(Folder(change.path, change.kind is ChangeKind.ADDED, change.mode))
-                continue
-            expected = change.before if change.before is not None else ABSENT
-            committed = _Entry(change.path, expected, follow=False, canonical=True)
-            if change.entry == "link":
-                batch.append(replace(committed, link=change.target))
-                continue
-            source = upper_path(changes, change.path)
-            batch.append(replace(committed, source=source, move=move, mode=change.mode))
-        return self._write_batch(batch, Steps(removals, folders))
-
-    def _check_before(self, change: Change) -> None:
-        """`VersionConflict` unless `change.path` is still what the change set found."""
-        if change.entry == "directory" and change.kind is not ChangeKind.ADDED:
-            return  # a directory's version changes with its entries: its files are checked
-        with paths.virtual_errors(change.path):
-            try:
-                with self._beneath.place(change.path, follow=False) as place:
-                    current = place.info
-            except (FileNotFoundError, NotADirectoryError):
-                current = None
-        actual = version_of(current) if current is not None else None
-        if actual != change.before:
-            raise VersionConflict(change.path, change.before or ABSENT, actual)
-
-    def _remove_entry(self, removal: Removal) -> None:
-        """Remove an entry (gone already: nothing to do); a file only at its version."""
-        with (
-            paths.virtual_errors(removal.path),
-            self._beneath.place(removal.path, follow=False) as place,
-        ):
-            if place.info is None:
-                return
-            if stat_module.S_ISDIR(place.info.st_mode):
-                os.rmdir(place.name, dir_fd=place.directory)
-                return
-            actual = version_of(place.info)
-            if removal.version is not None and actual != removal.version:
-                raise VersionConflict(removal.path, removal.version, actual)
-            os.unlink(place.name, dir_fd=place.directory)
-
-    def _commit_directory(self, folder: Folder) -> None:
-        """Create an added directory, or give a directory its new mode."""
-        with (
-            paths.virtual_errors(folder.path),
-            self._beneath.place(folder.path, follow=False, create=True) as place,
-        ):
-            if folder.added and place.info is None:
-                os.mkdir(place.name, 0o700, dir_fd=place.directory)
-            if folder.mode is not None:
-                os.chmod(place.name, folder.mode, dir_fd=place.directory, follow_symlinks=False)
+        return self._commands.commit(changes)
 
     # ----- helpers -----------------------------------------------------------------------
 
@@ -1128,102 +543,6 @@ class LocalBackend(Backend):
             raise OutsideRoot(virtual)
         return host
 
-    def _open_directory(self, virtual: str) -> int:
-        """A descriptor of the directory `virtual` resolves to, opened for listing."""
-        with self._beneath.place(virtual) as place:
-            return os.open(place.name, LISTING, dir_fd=place.directory)
-
-    def _walk(self, virtual: str, descriptor: int) -> Iterator[FileInfo]:
-        for info in self._scan(virtual, descriptor):
-            yield info
-            if info.is_dir and not info.link:
-                try:
-                    inner = os.open(info.name, LISTING, dir_fd=descriptor)
-                except OSError:  # replaced or removed since the scan
-                    continue
-                try:
-                    yield from self._walk(info.path, inner)
-                finally:
-                    os.close(inner)
-
-    def _scan(self, virtual: str, descriptor: int) -> list[FileInfo]:
-        """The entries of the directory open at `descriptor`, which `virtual` names."""
-        with paths.virtual_errors(virtual):
-            with os.scandir(descriptor) as scan:
-                names = sorted(entry.name for entry in scan)
-            listed = (self._listed(paths.join(virtual, name), descriptor, name) for name in names)
-            return [info for info in listed if info is not None]
-
-    def _listed(self, virtual: str, directory: int, name: str) -> FileInfo | None:
-        """One scanned entry; None if it vanished since the scan."""
-        try:
-            return self._describe(virtual, directory, name)
-        except FileNotFoundError:
-            return None
-
-    def _describe(self, virtual: str, directory: int, name: str) -> FileInfo:
-        """The entry `name` in `directory` as listed: a symlink as its target, with `link` set.
-
-        A link that leads outside the root or nowhere is a special entry: its target
-        is never examined further.
-        """
-        own = os.stat(name, dir_fd=directory, follow_symlinks=False)
-        if not stat_module.S_ISLNK(own.st_mode):
-            return _info(virtual, own)
-        try:
-            with self._beneath.place(virtual) as place:
-                target = _existing(place)
-        except (OutsideRoot, OSError):
-            return FileInfo(virtual, EntryKind.SPECIAL, 0, own.st_mtime, version_of(own), link=True)
-        return replace(_info(virtual, target), link=True)
-
-
-@functools.cache
-def find_shell() -> str:
-    """The `bash` on PATH, else `/bin/sh`; looked up once, when the first command runs."""
-    return shutil.which("bash") or "/bin/sh"
-
-
-@dataclass(frozen=True)
-class _Lower:
-    """The workspace as a change set is compared with it: walked beneath the root."""
-
-    beneath: Beneath
-
-    def lstat(self, virtual: str) -> os.stat_result | None:
-        try:
-            with self.beneath.place(virtual, follow=False) as place:
-                return place.info
-        except (OSError, OutsideRoot):
-            return None
-
-    def names(self, virtual: str) -> list[str]:
-        with self.beneath.place(virtual, follow=False) as place:
-            descriptor = os.open(place.name, LISTING, dir_fd=place.directory)
-        try:
-            return os.listdir(descriptor)
-        finally:
-            os.close(descriptor)
-
-    def readlink(self, virtual: str) -> str:
-        with self.beneath.place(virtual, follow=False) as place:
-            return os.readlink(place.name, dir_fd=place.directory)
-
-    def same_bytes(self, virtual: str, upper: str) -> bool:
-        with self.beneath.place(virtual, follow=False) as place:
-            lower = os.open(place.name, _READ_FLAGS, dir_fd=place.directory)
-        try:
-            new = open_upper(upper)
-            try:
-                return files_equal(lower, new)
-            finally:
-                os.close(new)
-        finally:
-            os.close(lower)
-
-    def version(self, result: os.stat_result) -> str:
-        return version_of(result)
-
 
 def _start_confined(spawner: Spawner, command: list[str], cwd: Path, stdin: bool) -> SpawnedProcess:  # noqa: FBT001 - the `RipgrepSearch.start` signature
     """Start rg through `spawner`, in the folder `cwd` (opened here, read beneath the root)."""
@@ -1232,305 +551,6 @@ def _start_confined(spawner: Spawner, command: list[str], cwd: Path, stdin: bool
         return spawner.spawn(command, cwd=directory, stdin=stdin)
     finally:
         os.close(directory)
-
-
-def _info(virtual: str, result: os.stat_result) -> FileInfo:
-    mode = result.st_mode
-    kind = kind_of(mode)
-    size = result.st_size if kind is EntryKind.FILE else 0
-    return FileInfo(virtual, kind, size, result.st_mtime, version_of(result))
-
-
-def _existing(place: Place) -> os.stat_result:
-    """The `lstat` of the entry a walk reached; `FileNotFoundError` if there is none."""
-    if place.info is None:
-        raise os_error(FileNotFoundError, errno.ENOENT, place.virtual)
-    return place.info
-
-
-def _shared_directory(place: Place, key: str, directories: dict[str, int]) -> int:
-    """The batch's descriptor of `place`'s directory (whose virtual path is `key`).
-
-    The first one opened is kept.
-    """
-    held = directories.get(key)
-    if held is None:
-        if place.owned:
-            place.owned = False  # the batch closes it
-            held = directories[key] = place.directory
-        else:
-            held = place.directory  # the root's own descriptor, never closed
-    else:
-        place.close()
-    return held
-
-
-def _pread(descriptor: int, start: int, size: int) -> bytes:
-    """Read at most `size` bytes from `start`, never allocating more than that."""
-    parts: list[bytes] = []
-    done = 0
-    while done < size and (chunk := os.pread(descriptor, size - done, start + done)):
-        parts.append(chunk)
-        done += len(chunk)
-    return b"".join(parts)
-
-
-def _create_temp(directory: int, name: str, tag: str | None, *, private: bool) -> tuple[int, str]:
-    """Create `.{name}.{tag}.fstools-tmp` exclusively in the directory open at `directory`.
-
-    A replacement starts private (0o600) until the old file's mode is copied; a new
-    file is created 0o666, which the kernel narrows by the umask.
-    """
-    mode = 0o600 if private else 0o666
-    return _exclusively(name, tag, lambda temp: os.open(temp, _TEMP_FLAGS, mode, dir_fd=directory))
-
-
-def _create_temp_entry(
-    directory: int, name: str, tag: str | None, entry: _Entry, previous: os.stat_result | None
-) -> str:
-    """Make `entry`'s link, or move its private source file in, under a temporary name.
-
-    A file is moved by a hard link and the removal of its old name, so an existing
-    name is never replaced; it gets a modification time of its own (as `_stamp`
-    gives). The caller syncs it.
-    """
-    link, source = entry.link, entry.source
-    if link is not None:
-        return _exclusively(name, tag, lambda temp: os.symlink(link, temp, dir_fd=directory))[1]
-    assert source is not None  # noqa: S101 - a move has a source
-    _, temp = _exclusively(
-        name, tag, lambda temp: os.link(source, temp, dst_dir_fd=directory, follow_symlinks=False)
-    )
-    os.unlink(source)
-    now = later_than(previous)
-    os.utime(temp, ns=(now, now), dir_fd=directory, follow_symlinks=False)
-    return temp
-
-
-def _exclusively(name: str, tag: str | None, make: Callable[[str], _T]) -> tuple[_T, str]:
-    """`make(temp)` under the `.{name}.{tag}.fstools-tmp` name (see `temporary_name`).
-
-    Without a tag, a random one, and another while the name is taken. `make` must
-    fail with `FileExistsError` where the name exists (an exclusive create).
-    """
-    while True:
-        temp = temporary_name(name, tag)
-        try:
-            return make(temp), temp
-        except FileExistsError:
-            if tag is not None:
-                raise
-
-
-def _sync_filesystem(directory: int) -> None:
-    """Flush the whole filesystem holding `directory` (`syncfs`), else every filesystem."""
-    descriptor = os.open(".", LISTING, dir_fd=directory)
-    try:
-        if _libc().syncfs(descriptor) != 0:
-            os.sync()
-    finally:
-        os.close(descriptor)
-
-
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _copy_owner_and_mode(descriptor: int, original: os.stat_result) -> None:
-    """Give the temporary file the replaced file's owner (when allowed) and mode."""
-    own = os.fstat(descriptor)
-    if (own.st_uid, own.st_gid) != (original.st_uid, original.st_gid):
-        with contextlib.suppress(PermissionError):
-            os.fchown(descriptor, original.st_uid, original.st_gid)
-    os.fchmod(descriptor, stat_module.S_IMODE(original.st_mode))
-
-
-def _stamp(descriptor: int, previous: os.stat_result | None) -> None:
-    """Set a precise modification time, later than the replaced file's.
-
-    The kernel stamps files with a coarse clock and reuses freed inode numbers, so two
-    quick same-size writes could otherwise share a version token.
-    """
-    now = later_than(previous)
-    os.utime(descriptor, ns=(now, now))
-
-
-def _write_all(descriptor: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(descriptor, view) :]
-
-
-def _check_version(entry: _Staged) -> None:
-    """Raise `VersionConflict` unless the target is at its expected version (None: no condition).
-
-    The target is looked at itself, never through a link: a link swapped in is a conflict.
-    """
-    expected = entry.expected_version
-    if expected is None:
-        return
-    try:
-        current = os.stat(entry.name, dir_fd=entry.directory, follow_symlinks=False)
-    except FileNotFoundError:
-        current = None
-    actual = version_of(current) if current is not None else None
-    if actual != (None if expected == ABSENT else expected):
-        raise VersionConflict(entry.virtual, expected, actual)
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """One target of a batch: a file's bytes, a file copied from `source`, or a link."""
-
-    path: str
-    expected: str | None
-    data: bytes = b""
-    source: str | None = None
-    """A private host file whose bytes the target gets (instead of `data`)."""
-    move: bool = False
-    """Rename `source` into place (on the same filesystem) rather than copy it."""
-    mode: int | None = None
-    """The permission bits the target gets (default: a replaced file's, or the umask's)."""
-    link: str | None = None
-    """Make the target a symbolic link to this (the file fields are unused)."""
-    follow: bool = True
-    """Write through a link at the target (False: replace the link itself)."""
-    canonical: bool = False
-    """The path is canonical already: a change set's, which may hold any bytes a name can."""
-
-    def fill(self, descriptor: int) -> None:
-        """Write the content into the new file open at `descriptor`."""
-        if self.source is None:
-            _write_all(descriptor, self.data)
-            return
-        source = os.open(self.source, _READ_FLAGS)
-        try:
-            copy_sparse(source, descriptor)  # a sparse file stays sparse
-        finally:
-            os.close(source)
-
-
-@dataclass(frozen=True, slots=True)
-class _Staged:
-    """A write whose temporary file is written, waiting for its rename."""
-
-    virtual: str
-    name: str
-    """The target's name in `directory`."""
-    directory: int
-    """Descriptor of the target's directory (held by the batch)."""
-    temp: str
-    """The temporary file's name in `directory`."""
-    descriptor: int
-    expected_version: str | None
-    replaces: bool
-    """Whether a file is already at the target (the rename replaces it)."""
-    folder: str
-    """The virtual path of `directory`."""
-    follow: bool
-    """Whether a link at the target is written through (else replaced)."""
-
-    @property
-    def missing(self) -> bool:
-        """Whether the target's folder did not exist when staged (`name` is a path from there)."""
-        return "/" in self.name
-
-
-def _new_bytes(entry: _Entry) -> int:
-    """Bytes of new content that staging `entry` writes (a move and a link write none)."""
-    if entry.link is not None or entry.move:
-        return 0
-    if entry.source is None:
-        return len(entry.data)
-    with contextlib.suppress(OSError):
-        return os.stat(entry.source).st_size
-    return 0
-
-
-def _discard(staged: Sequence[_Staged]) -> None:
-    """Remove the temporary files of writes that will not be renamed."""
-    for entry in staged:
-        with contextlib.suppress(OSError):
-            os.unlink(entry.temp, dir_fd=entry.directory)
-
-
-def _stat_virtual(virtual: str, directory: int, name: str) -> os.stat_result:
-    with paths.virtual_errors(virtual):
-        return os.stat(name, dir_fd=directory, follow_symlinks=False)
-
-
-def _sync_all(targets: Sequence[tuple[str, _T]], sync: Callable[[_T], None]) -> None:
-    """Run `sync` on every target, up to `_SYNC_THREADS` at once.
-
-    Concurrent fsyncs let the filesystem commit them in one journal transaction, where
-    a loop would wait for one commit per file. The first failure is raised, naming the
-    virtual path paired with its target.
-    """
-    if len(targets) == 1:
-        virtual, target = targets[0]
-        with paths.virtual_errors(virtual):
-            sync(target)
-        return
-    if not targets:
-        return
-    pool = _io_threads(os.getpid())
-    futures = [(virtual, pool.submit(sync, target)) for virtual, target in targets]
-    for virtual, future in futures:
-        with paths.virtual_errors(virtual):
-            future.result()
-
-
-@functools.cache
-def _io_threads(process: int) -> ThreadPoolExecutor:
-    """The threads that fsync side by side and release replaced files, started once per process.
-
-    Starting a thread costs up to a millisecond; keyed by process id, so a forked child
-    (which inherits the pool but not its threads) starts its own.
-    """
-    del process
-    return ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="fstools-io")
-
-
-def _hold(entry: _Staged, held: list[int]) -> None:
-    """Open the file about to be replaced, onto `held`, so the rename does not free it.
-
-    Renaming over a file frees its blocks inside the `rename` call when nothing holds
-    the file open, which costs more than the rename (on a filesystem mounted with
-    `discard`, several times more). Held open, the old inode is freed when
-    `_release_later` closes it, off the caller's path. Best effort: a file that cannot
-    be opened is freed by the rename as before.
-    """
-    if len(held) >= _OPEN_TEMPS:  # never hold many descriptors the process may need
-        _release_later(held)
-    with contextlib.suppress(OSError):
-        held.append(os.open(entry.name, _READ_FLAGS, dir_fd=entry.directory))
-
-
-def _release_later(descriptors: list[int]) -> None:
-    """Close `descriptors` on the background threads (freeing the files they hold); empty it."""
-    if descriptors:
-        _io_threads(os.getpid()).submit(_close_all, tuple(descriptors))
-        descriptors.clear()
-
-
-def _close_all(descriptors: Sequence[int]) -> None:
-    for descriptor in descriptors:
-        with contextlib.suppress(OSError):
-            os.close(descriptor)
-
-
-def _fsync_descriptor(descriptor: int) -> None:
-    os.fsync(descriptor)
-
-
-def _fsync_directory(directory: int) -> None:
-    """Sync the directory open at `directory` (a lookup descriptor cannot be synced)."""
-    descriptor = os.open(".", LISTING, dir_fd=directory)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 __all__ = ["DURABILITIES", "Durability", "LocalBackend"]

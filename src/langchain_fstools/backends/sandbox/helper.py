@@ -1,13 +1,14 @@
 """The helper that runs inside a sandbox: one file operation per run, and its wire format.
 
-`SandboxBackend` ships this module (with what it imports: `backends.beneath`,
-`backends.file_versions`, `backends.modes`, `core.paths`, and the search modules
-when a search asks for them; see `backends.shipping`) into the sandbox once, and each
-call runs it with the sandbox's `python3 -I -S` through one `execute` (the loader is in
-`backends.sandbox.transport`). The operations are the local backend's, on the
-sandbox's own disk: every path is walked beneath the root's directory descriptor
-(`backends.beneath`), so a symlink that leads outside the root is `OutsideRoot`, and
-versions are `backends.file_versions`' tokens, read in the same run as the write.
+`SandboxBackend` ships this module (with what it imports: `backends.disk_operations`,
+`backends.beneath`, `backends.file_versions`, `backends.modes`, `core.paths`, and the
+search modules when a search asks for them; see `backends.shipping`) into the sandbox
+once, and each call runs it with the sandbox's `python3 -I -S` through one `execute`
+(the loader is in `backends.sandbox.transport`). The operations are the local
+backend's own (`backends.disk_operations`), on the sandbox's disk: every path is
+walked beneath the root's directory descriptor (`backends.beneath`), so a symlink that
+leads outside the root is `OutsideRoot`, and versions are `backends.file_versions`'
+tokens, read in the same run as the write.
 
 The wire format, one fact for both ends (this module is imported by the client too):
     request  one command-line argument: base64 of the zlib-compressed JSON header, a
@@ -40,13 +41,13 @@ import stat as stat_module
 import sys
 import types
 import zlib
-from dataclasses import replace
 
 from langchain_fstools import errors
-from langchain_fstools.backends.beneath import LISTING, Beneath, Place
-from langchain_fstools.backends.file_versions import later_than, version_of
+from langchain_fstools.backends import disk_operations
+from langchain_fstools.backends.beneath import Beneath, Place
+from langchain_fstools.backends.file_versions import version_of
 from langchain_fstools.backends.host_paths import is_inside, real_path
-from langchain_fstools.backends.modes import kind_of, os_error, require_regular
+from langchain_fstools.backends.modes import os_error
 from langchain_fstools.backends.temporaries import temporary_name
 from langchain_fstools.backends.write_locks import DEFAULT_LOCK_TIMEOUT, directories_locked
 from langchain_fstools.core import paths
@@ -66,9 +67,6 @@ CLOSE: Final = ":fstools>"
 
 REQUEST_FILE: Final = "@"
 """First character of a request argument naming an uploaded request file."""
-
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 # ----- the wire format (both ends) ------------------------------------------------------------
@@ -293,9 +291,9 @@ def _request_bytes(argument: str, folder: str) -> bytes:
 def _spill(folder: str, reply: bytes) -> str:
     """Write a long reply to the private folder; its name."""
     name = f"out-{os.urandom(8).hex()}"
-    descriptor = os.open(os.path.join(folder, name), _TEMP_FLAGS, 0o600)
+    descriptor = os.open(os.path.join(folder, name), disk_operations.TEMP_FLAGS, 0o600)
     try:
-        _write_all(descriptor, reply)
+        disk_operations.write_all(descriptor, reply)
     finally:
         os.close(descriptor)
     return name
@@ -321,45 +319,9 @@ class Disk:
             )
         self.beneath = Beneath(real, fast=False)
 
-    def place(self, virtual: str, **options: bool) -> Place:
-        """`Beneath.place`, with errors naming the virtual path."""
-        with paths.virtual_errors(virtual):
-            return self.beneath.place(virtual, **options)
-
-    def info(self, virtual: str, directory: int, name: str) -> FileInfo:
-        """The entry `name` in `directory` as listed: a symlink as its target, `link` set.
-
-        A link that leads outside the root or nowhere is a special entry.
-        """
-        own = os.stat(name, dir_fd=directory, follow_symlinks=False)
-        if not stat_module.S_ISLNK(own.st_mode):
-            return _info(virtual, own)
-        try:
-            with self.beneath.place(virtual) as place:
-                target = _existing(place)
-        except (errors.OutsideRoot, OSError):
-            return FileInfo(virtual, EntryKind.SPECIAL, 0, own.st_mtime, version_of(own), link=True)
-        return replace(_info(virtual, target), link=True)
-
-    def entries(
-        self, virtual: str, descriptor: int, after: str | None = None
-    ) -> Iterator[FileInfo]:
-        """The entries of the directory open at `descriptor`, sorted, after `after`."""
-        with paths.virtual_errors(virtual), os.scandir(descriptor) as scan:
-            names = sorted(entry.name for entry in scan)
-        for name in names:
-            if after is not None and name <= after:
-                continue
-            with contextlib.suppress(FileNotFoundError):  # gone since the scan
-                yield self.info(paths.join(virtual, name), descriptor, name)
-
-    def open_directory(self, virtual: str) -> int:
-        """A descriptor of the directory `virtual` resolves to, opened for listing."""
-        with paths.virtual_errors(virtual), self.place(virtual) as place:
-            return os.open(place.name, LISTING, dir_fd=place.directory)
-
 
 # ----- the operations: (disk, *args, data=bytes) -> (JSON value, bytes) -------------------------
+# The file operations are `backends.disk_operations`', as on local disk.
 
 if TYPE_CHECKING:
     Reply = tuple[Any, bytes]
@@ -371,15 +333,18 @@ def _stat(disk: Disk, virtual: str, peek: int = 0, *, data: bytes) -> Reply:
     The bytes and the metadata then come from one open file, so they agree.
     """
     del data
-    with paths.virtual_errors(virtual), disk.place(virtual) as place:
-        status = _existing(place)
-        if not (peek and stat_module.S_ISREG(status.st_mode)):
-            return info_record(_info(virtual, status)), b""
-        descriptor = os.open(place.name, _READ_FLAGS, dir_fd=place.directory)
+    if not peek:
+        return info_record(disk_operations.stat(disk.beneath, virtual)), b""
+    with paths.virtual_errors(virtual), disk.beneath.place(virtual) as place:
+        status = disk_operations.existing(place)
+        if not stat_module.S_ISREG(status.st_mode):
+            return info_record(disk_operations.file_info(virtual, status)), b""
+        descriptor = os.open(place.name, disk_operations.READ_FLAGS, dir_fd=place.directory)
         try:
             status = os.fstat(descriptor)
-            head = _pread(descriptor, 0, peek) if stat_module.S_ISREG(status.st_mode) else b""
-            return info_record(_info(virtual, status)), head
+            regular = stat_module.S_ISREG(status.st_mode)
+            head = disk_operations.pread(descriptor, 0, peek) if regular else b""
+            return info_record(disk_operations.file_info(virtual, status)), head
         finally:
             os.close(descriptor)
 
@@ -397,29 +362,15 @@ def _read(  # noqa: PLR0917 - a request's arguments, in order
 ) -> Reply:
     """Bytes of a regular file, whole or a range; with `expected`, only at that version."""
     del data
-    with paths.virtual_errors(virtual), disk.place(virtual) as place:
-        require_regular(virtual, _existing(place).st_mode)
-        if start < 0 or (size is not None and size < 0):
-            raise os_error(OSError, errno.EINVAL, virtual)
-        descriptor = os.open(place.name, _READ_FLAGS, dir_fd=place.directory)
-        try:
-            result = os.fstat(descriptor)
-            require_regular(virtual, result.st_mode)
-            if expected is not None and version_of(result) != expected:
-                raise errors.VersionConflict(virtual, expected, version_of(result))
-            wanted = max(result.st_size - start, 0)
-            wanted = wanted if size is None else min(size, wanted)
-            return None, _pread(descriptor, start, wanted)
-        finally:
-            os.close(descriptor)
+    return None, disk_operations.read(disk.beneath, virtual, start, size, expected)
 
 
 def _list(disk: Disk, virtual: str, after: str | None, limit: int | None, data: bytes) -> Reply:
     del data
-    descriptor = disk.open_directory(virtual)
+    descriptor = disk_operations.open_directory(disk.beneath, virtual)
     try:
         listed: list[list[Any]] = []
-        for info in disk.entries(virtual, descriptor, after):
+        for info in disk_operations.entries(disk.beneath, virtual, descriptor, after):
             if limit is not None and len(listed) >= limit:
                 break
             listed.append(info_record(info))
@@ -431,86 +382,35 @@ def _list(disk: Disk, virtual: str, after: str | None, limit: int | None, data: 
 def _walk(disk: Disk, virtual: str, data: bytes) -> Reply:
     """Every entry below `virtual`, depth first, sorted; linked directories not entered."""
     del data
-    found: list[list[Any]] = []
-
-    def walk(path: str, descriptor: int) -> None:
-        for info in disk.entries(path, descriptor):
-            found.append(info_record(info))
-            if info.is_dir and not info.link:
-                try:
-                    inner = os.open(info.name, LISTING, dir_fd=descriptor)
-                except OSError:  # replaced or removed since the scan
-                    continue
-                try:
-                    walk(info.path, inner)
-                finally:
-                    os.close(inner)
-
-    descriptor = disk.open_directory(virtual)
+    descriptor = disk_operations.open_directory(disk.beneath, virtual)
     try:
-        walk(virtual, descriptor)
+        found = disk_operations.walk(disk.beneath, virtual, descriptor)
+        return [info_record(info) for info in found], b""
     finally:
         os.close(descriptor)
-    return found, b""
 
 
 def _resolve(disk: Disk, virtual: str, data: bytes) -> Reply:
     del data
-    with paths.virtual_errors(virtual), disk.place(virtual, partial=True) as place:
-        return place.virtual, b""
+    return disk_operations.resolve(disk.beneath, virtual), b""
 
 
 def _delete(disk: Disk, virtual: str, data: bytes) -> Reply:
     del data
-    if virtual == paths.ROOT:
-        raise errors.InvalidPath(virtual, "the workspace root cannot be deleted")
-    with paths.virtual_errors(virtual), disk.place(virtual, follow=False) as place:
-        if stat_module.S_ISDIR(_existing(place).st_mode):
-            os.rmdir(place.name, dir_fd=place.directory)
-        else:
-            os.unlink(place.name, dir_fd=place.directory)
+    disk_operations.delete(disk.beneath, virtual)
     return None, b""
 
 
 def _mkdir(disk: Disk, virtual: str, data: bytes) -> Reply:
     del data
-    with paths.virtual_errors(virtual):
-        try:
-            place = disk.beneath.place(virtual, create=True)
-        except NotADirectoryError:  # a parent is a file
-            raise os_error(FileExistsError, errno.EEXIST, virtual) from None
-        with place:
-            if place.info is None:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(place.name, dir_fd=place.directory)
-                place.info = os.stat(place.name, dir_fd=place.directory)
-            if not stat_module.S_ISDIR(place.info.st_mode):
-                raise os_error(FileExistsError, errno.EEXIST, virtual)
+    disk_operations.mkdir(disk.beneath, virtual)
     return None, b""
 
 
 def _move(disk: Disk, origin: str, target: str, data: bytes) -> Reply:
     """Rename as POSIX `rename` does, creating the target's parents (`LocalBackend.move`)."""
     del data
-    with paths.virtual_errors(origin):
-        start = disk.beneath.place(origin, follow=False)
-    with start:
-        with paths.virtual_errors(origin):
-            _existing(start)
-        with paths.virtual_errors(target):
-            if origin == target:
-                return info_record(disk.info(target, start.directory, start.name)), b""
-            if paths.is_within(target, origin):
-                raise os_error(OSError, errno.EINVAL, target)
-            if target == paths.ROOT:
-                raise os_error(OSError, errno.ENOTEMPTY, target)
-            with disk.beneath.place(target, follow=False, create=True) as end:
-                os.replace(
-                    start.name, end.name, src_dir_fd=start.directory, dst_dir_fd=end.directory
-                )
-                for directory in {start.directory, end.directory}:
-                    _fsync_directory(directory)
-                return info_record(disk.info(target, end.directory, end.name)), b""
+    return info_record(disk_operations.move(disk.beneath, origin, target)), b""
 
 
 def _write(disk: Disk, writes: list[list[Any]], data: bytes) -> Reply:
@@ -532,7 +432,7 @@ def _write(disk: Disk, writes: list[list[Any]], data: bytes) -> Reply:
                 entry.check()
             _rename_all(staged)
         for directory in {entry.place.directory for entry in staged}:
-            _fsync_directory(directory)
+            disk_operations.fsync_directory(directory)
         return [info_record(entry.info()) for entry in staged], b""
     finally:
         for entry in staged:
@@ -560,7 +460,9 @@ def _write_and_delete(
             if virtual == paths.ROOT:
                 raise errors.InvalidPath(virtual, "the workspace root cannot be deleted")
             with paths.virtual_errors(virtual):
-                removals.append(_Removal(virtual, expected, disk.place(virtual, follow=False)))
+                removals.append(
+                    _Removal(virtual, expected, disk.beneath.place(virtual, follow=False))
+                )
         steps: list[_Staged | _Removal] = [*staged, *removals]
         folders = {step.place.directory: step.virtual for step in steps}
         with directories_locked(folders, DEFAULT_LOCK_TIMEOUT):
@@ -571,7 +473,7 @@ def _write_and_delete(
         for removal in removals:
             removal.forget()
         for directory in folders:
-            _fsync_directory(directory)
+            disk_operations.fsync_directory(directory)
         return [info_record(entry.info()) for entry in staged], b""
     finally:
         for entry in staged:
@@ -685,12 +587,8 @@ class _Staged:
 
     def check(self) -> None:
         """Raise `VersionConflict` unless the target is at its expected version."""
-        if self.expected is None:
-            return
-        current = _lstat(self.place)
-        actual = version_of(current) if current is not None else None
-        if actual != (None if self.expected == "" else self.expected):
-            raise errors.VersionConflict(self.virtual, self.expected, actual)
+        place = self.place
+        disk_operations.check_version(self.virtual, place.directory, place.name, self.expected)
 
     def commit(self) -> None:
         """Keep the replaced file under a hard link, then rename the temporary over it."""
@@ -713,7 +611,7 @@ class _Staged:
     def info(self) -> FileInfo:
         """The written file's metadata, under the path the write named."""
         status = os.stat(self.place.name, dir_fd=self.place.directory, follow_symlinks=False)
-        return _info(self.virtual, status)
+        return disk_operations.file_info(self.virtual, status)
 
     def close(self) -> None:
         """Remove what is left (a temporary not renamed, a kept file), release the place."""
@@ -731,15 +629,15 @@ def _stage(disk: Disk, virtual: str, expected: str | None, content: bytes) -> _S
     entry = _Staged(virtual, expected, place)
     try:
         with paths.virtual_errors(virtual):
-            current = _file_slot(virtual, place)
-            entry.temp = temporary_name(place.name)
-            descriptor = os.open(entry.temp, _TEMP_FLAGS, 0o666, dir_fd=place.directory)
+            current = disk_operations.file_slot(virtual, place)
+            descriptor, entry.temp = disk_operations.create_temp(
+                place.directory, place.name, None, private=current is not None
+            )
             try:
-                _write_all(descriptor, content)
+                disk_operations.write_all(descriptor, content)
                 if current is not None:
-                    os.fchmod(descriptor, stat_module.S_IMODE(current.st_mode))
-                now = later_than(current)
-                os.utime(descriptor, ns=(now, now))
+                    disk_operations.copy_owner_and_mode(descriptor, current)
+                disk_operations.stamp(descriptor, current)
                 os.fsync(descriptor)
             finally:
                 os.close(descriptor)
@@ -747,14 +645,6 @@ def _stage(disk: Disk, virtual: str, expected: str | None, content: bytes) -> _S
         entry.close()
         raise
     return entry
-
-
-def _file_slot(virtual: str, place: Place) -> os.stat_result | None:
-    """What a write would replace at `place`: a file, or nothing; a directory is refused."""
-    current = place.info
-    if place.name == "." or (current is not None and stat_module.S_ISDIR(current.st_mode)):
-        raise os_error(IsADirectoryError, errno.EISDIR, virtual)
-    return current
 
 
 def _probe(disk: Disk, data: bytes) -> Reply:
@@ -863,46 +753,11 @@ _OPERATIONS: dict[str, Callable[..., Reply]] = {
 # ----- small helpers ----------------------------------------------------------------------------
 
 
-def _info(virtual: str, result: os.stat_result) -> FileInfo:
-    kind = kind_of(result.st_mode)
-    size = result.st_size if kind is EntryKind.FILE else 0
-    return FileInfo(virtual, kind, size, result.st_mtime, version_of(result))
-
-
-def _existing(place: Place) -> os.stat_result:
-    if place.info is None:
-        raise os_error(FileNotFoundError, errno.ENOENT, place.virtual)
-    return place.info
-
-
 def _lstat(place: Place) -> os.stat_result | None:
     try:
         return os.stat(place.name, dir_fd=place.directory, follow_symlinks=False)
     except FileNotFoundError:
         return None
-
-
-def _pread(descriptor: int, start: int, size: int) -> bytes:
-    parts: list[bytes] = []
-    done = 0
-    while done < size and (chunk := os.pread(descriptor, size - done, start + done)):
-        parts.append(chunk)
-        done += len(chunk)
-    return b"".join(parts)
-
-
-def _write_all(descriptor: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(descriptor, view) :]
-
-
-def _fsync_directory(directory: int) -> None:
-    descriptor = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=directory)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 __all__ = [
