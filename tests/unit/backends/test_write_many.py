@@ -353,3 +353,31 @@ def test_the_io_threads_are_started_once_and_a_forked_child_starts_its_own(
         os.waitpid(child, 0)
         pytest.fail("the forked child's batch write hung")
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_write_reports_the_version_of_the_file_it_made_not_of_one_renamed_over_it_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer's rename once the folder lock is free must not lend its version to ours.
+
+    An edit that trusted the reported version for the content it wrote (a known text)
+    would otherwise overwrite the other writer's change: a lost update.
+    """
+    backend = LocalBackend(tmp_path)  # durable: the fsyncs run after the lock is released
+    target = tmp_path / "f.txt"
+    target.write_text("old\n")
+    syncing = atomic_writes._sync_all  # noqa: SLF001 - the step between the lock and the return
+
+    def another_writer_first(*args: Any, **kwargs: Any) -> None:
+        if target.read_text() == "ours\n":
+            (tmp_path / "theirs.tmp").write_text("theirs, longer\n")
+            (tmp_path / "theirs.tmp").replace(target)
+        syncing(*args, **kwargs)
+
+    monkeypatch.setattr(atomic_writes, "_sync_all", another_writer_first)
+
+    (written,) = backend.write_many([Write("/f.txt", b"ours\n", expected_version=None)])
+
+    assert target.read_text() == "theirs, longer\n"
+    assert written.size == len(b"ours\n")
+    assert written.version != backend.stat("/f.txt").version

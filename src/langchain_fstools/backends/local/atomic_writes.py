@@ -191,7 +191,7 @@ class AtomicWrites:
             ]
             self._journal.commit(intent, replace(steps, placements=placements))
         replaced: list[int] = []
-        placed: list[tuple[str, int, str]] = []
+        placed: list[tuple[str, int, os.stat_result]] = []
         removed: list[str] = []
         try:
             infos = self._apply(
@@ -222,7 +222,7 @@ class AtomicWrites:
         directories: dict[str, int],
         *,
         replaced: list[int],
-        placed: list[tuple[str, int, str]],
+        placed: list[tuple[str, int, os.stat_result]],
         removed: list[str],
     ) -> list[FileInfo]:
         """Take `steps` (the removals onto `removed`), rename the staged files onto `placed`."""
@@ -245,15 +245,17 @@ class AtomicWrites:
         if self._durable:
             synced = {d: v for v, d, _ in placed} | {e.directory: e.virtual for e in staged}
             _sync_all([(v, d) for d, v in synced.items()], disk_operations.fsync_directory)
-        return [disk_operations.file_info(v, _stat_virtual(v, d, name)) for v, d, name in placed]
+        return [disk_operations.file_info(v, status) for v, _, status in placed]
 
     def _rename(
         self, entry: _Staged, directories: dict[str, int], replaced: list[int]
-    ) -> tuple[str, int, str]:
-        """Rename `entry`'s temporary onto its target; the target's path, directory and name.
+    ) -> tuple[str, int, os.stat_result]:
+        """Rename `entry`'s temporary onto its target; the target's path, directory and status.
 
         A folder missing when the temporary was staged is made now (once: the batch
-        holds it in `directories`).
+        holds it in `directories`). The status is taken under the batch's folder locks,
+        so it is the file this write made, never one another writer renamed over it since
+        (whose version a later edit would take for this content's).
         """
         directory, name = entry.directory, entry.name
         if entry.missing:
@@ -267,7 +269,7 @@ class AtomicWrites:
         elif entry.replaces:
             _hold(entry, replaced)
         os.replace(entry.temp, name, src_dir_fd=entry.directory, dst_dir_fd=directory)
-        return entry.virtual, directory, name
+        return entry.virtual, directory, _stat_virtual(entry.virtual, directory, name)
 
     def _stage_and_sync(
         self,

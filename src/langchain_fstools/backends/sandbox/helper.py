@@ -584,6 +584,7 @@ class _Staged:
         self.virtual, self.expected, self.place = virtual, expected, place
         self.temp = ""
         self.kept = ""
+        self.status: os.stat_result | None = None
 
     def check(self) -> None:
         """Raise `VersionConflict` unless the target is at its expected version."""
@@ -591,13 +592,18 @@ class _Staged:
         disk_operations.check_version(self.virtual, place.directory, place.name, self.expected)
 
     def commit(self) -> None:
-        """Keep the replaced file under a hard link, then rename the temporary over it."""
+        """Keep the replaced file under a hard link, then rename the temporary over it.
+
+        Called under the folders' write locks, which is when the new file's status is
+        taken: the file this write made, never one another writer renamed over it since.
+        """
         directory, name = self.place.directory, self.place.name
         if _lstat(self.place) is not None:
             self.kept = temporary_name(name)
             os.link(name, self.kept, src_dir_fd=directory, dst_dir_fd=directory)
         os.rename(self.temp, name, src_dir_fd=directory, dst_dir_fd=directory)
         self.temp = ""
+        self.status = os.stat(name, dir_fd=directory, follow_symlinks=False)
 
     def undo(self) -> None:
         """Put the replaced file back (or remove the new one)."""
@@ -609,9 +615,9 @@ class _Staged:
             os.unlink(name, dir_fd=directory)
 
     def info(self) -> FileInfo:
-        """The written file's metadata, under the path the write named."""
-        status = os.stat(self.place.name, dir_fd=self.place.directory, follow_symlinks=False)
-        return disk_operations.file_info(self.virtual, status)
+        """The written file's metadata (as renamed into place), under the path the write named."""
+        assert self.status is not None  # noqa: S101 - only after `commit`
+        return disk_operations.file_info(self.virtual, self.status)
 
     def close(self) -> None:
         """Remove what is left (a temporary not renamed, a kept file), release the place."""
