@@ -37,7 +37,6 @@ from langchain_fstools.permissions.review import TurnReview
 from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.tools.base import FileTool, call_key
 from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
-from langchain_fstools.tools.show_diagnostics import DiagnosticsTool
 from langchain_fstools.tools.toolkit import FileToolkit, require_backend
 from langchain_fstools.tools.undo_edit import UndoEditTool
 from langchain_fstools.tools.updates import merged_channels, state_after, with_state_update
@@ -429,10 +428,9 @@ def _class_for(cls: type[FilesystemMiddleware], kwargs: dict[str, Any]) -> type[
 def _middleware_tools(
     toolkit: FileToolkit, branches: BranchedCalls, names: list[str] | None, *, history: bool
 ) -> list[BaseTool]:
-    """The toolkit's tools, the branches' (`merge`), `undo_edit` and `diagnostics`.
+    """The toolkit's tools, the branches' (`merge`) and `undo_edit`.
 
-    The last two where they apply (history kept; language servers configured) and
-    `names` allows them.
+    The last where history is kept and `names` allows it.
     """
     context = toolkit.context
     found = [*toolkit.get_tools(), *branches.tools(context)]
@@ -442,8 +440,6 @@ def _middleware_tools(
 
     if history and wanted(UndoEditTool):
         found.append(UndoEditTool(context=context))
-    if context.diagnostics is not None and wanted(DiagnosticsTool):
-        found.append(DiagnosticsTool(context=context))
     return found
 
 

@@ -19,10 +19,13 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.guarded import BackendView
+from langchain_fstools.backends.mounted import Rerooted
 from langchain_fstools.core import calls
 from langchain_fstools.core.extras import require
 from langchain_fstools.formats import encoding
 from langchain_fstools.lsp.report import TextChange
+from langchain_fstools.lsp.servers import servers_wanted
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -64,13 +67,19 @@ MESSAGE_CHARS = 300
 """Longest message shown of one diagnostic."""
 
 
-def checker(settings: ToolSettings) -> Diagnostics | None:
-    """The language servers `settings.diagnostics` asks for, or None.
+def checker(settings: ToolSettings, backend: Backend) -> Diagnostics | None:
+    """The language servers `settings.diagnostics` asks for over `backend`, or None.
+
+    `"auto"` is True where `backend` keeps its files on local disk and
+    `lsp.servers.servers_wanted()` (the `lsp` extra is installed, and not turned off by
+    `LANGCHAIN_FSTOOLS_DIAGNOSTICS=off`); else False.
 
     Raises:
         MissingExtra: True, and the `lsp` extra is not installed.
     """
     wanted = settings.diagnostics
+    if wanted == "auto":
+        wanted = local_folder(backend) is not None and servers_wanted()
     if wanted is False:
         return None
     if wanted is True:
@@ -82,11 +91,15 @@ def checker(settings: ToolSettings) -> Diagnostics | None:
 
 
 def local_folder(backend: Backend) -> str | None:
-    """The host folder a bound backend keeps its files in, or None (not on local disk).
+    """The host folder a backend keeps its files in, or None (not on local disk).
 
-    A composite's folder is its default backend's: files under its mounts are left out
+    A view's (a permission guard, the branches' switch) is its inner backend's; a
+    composite's is its default backend's: files under its mounts are left out
     (`on_local_disk`).
     """
+    backend = _unwrapped(backend)
+    if isinstance(backend, Rerooted):  # its files are not at the paths the tools give
+        return None
     if isinstance(backend, CompositeBackend):
         return local_folder(backend.default)
     key = backend.storage_key()
@@ -97,6 +110,7 @@ def local_folder(backend: Backend) -> str | None:
 
 def on_local_disk(backend: Backend, changes: Sequence[TextChange]) -> list[TextChange]:
     """The changes of files `local_folder` holds (not under a composite's mounts)."""
+    backend = _unwrapped(backend)
     if not isinstance(backend, CompositeBackend):
         return list(changes)
     mounts = tuple(backend.routes)
@@ -105,6 +119,13 @@ def on_local_disk(backend: Backend, changes: Sequence[TextChange]) -> list[TextC
         for change in changes
         if not any(change.path == m or change.path.startswith(f"{m}/") for m in mounts)
     ]
+
+
+def _unwrapped(backend: Backend) -> Backend:
+    """The backend a view (`BackendView`) forwards to, through every layer but a mount's."""
+    while isinstance(backend, BackendView) and not isinstance(backend, Rerooted):
+        backend = backend.inner
+    return backend
 
 
 def diagnosed(
@@ -128,10 +149,11 @@ def diagnosed(
 def prepare_diagnostics(
     servers: Diagnostics | None, backend: Backend, info: FileInfo, context: ToolContextLike
 ) -> None:
-    """After a read, let the servers hold the file, in the background.
+    """After a read, let the servers hold the file, in the background (`Diagnostics.hold`).
 
     A later change elsewhere that breaks it (a function it calls renamed) is then
-    reported with that change: the servers re-check the files they hold.
+    reported with that change: the servers re-check the files they hold. A read never
+    starts a server: one not running gets the file when a checked change starts it.
     """
     if servers is None or info.size > MAX_COMMAND_FILE_BYTES or not servers.checks(info.path):
         return
@@ -143,7 +165,7 @@ def prepare_diagnostics(
         try:
             text = calls.run(read_text(info.path), backend)
             if text is not None:
-                servers.current(root, [(info.path, text)])
+                servers.hold(root, [(info.path, text)])
         except Exception:  # noqa: BLE001 - a warm-up only: a change checks anyway
             return
 
