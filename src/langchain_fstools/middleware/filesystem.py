@@ -374,7 +374,9 @@ class _SettlingFilesystemMiddleware(FilesystemMiddleware):
         decided = None
         if review is not None and review.pending(state):
             decided = yield from review.deciding(state, runtime)
-        merged = yield from self.branches.settling(state_after(state, decided or {}), runtime)
+        merged = yield from self.branches.settling(
+            state_after(state, decided or {}), runtime, self.toolkit.context
+        )
         if decided is None or merged is None:
             return decided or merged
         replies = [*decided.get("messages", []), *merged.get("messages", [])]

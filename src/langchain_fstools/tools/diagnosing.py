@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from langchain_fstools.backends.composite import CompositeBackend
 from langchain_fstools.backends.guarded import BackendView
@@ -39,11 +39,16 @@ if TYPE_CHECKING:
 
 
 class ToolContextLike(Protocol):
-    """What `prepare_diagnostics` needs of the toolkit's context: its background thread."""
+    """What this module needs of the toolkit's context (`base.ToolContext`)."""
+
+    diagnostics: Diagnostics | None
+    """The toolkit's language servers, or None."""
 
     def in_background(self, work: Callable[[], None]) -> None:
         """Run `work` later, on another thread."""
 
+
+T = TypeVar("T")
 
 MAX_SHOWN = 10
 """Most diagnostics listed in one result; the others are counted."""
@@ -172,6 +177,30 @@ def prepare_diagnostics(
     context.in_background(hold)
 
 
+def checked_change(
+    context: ToolContextLike, backend: Backend, paths: Iterable[str], change: Effect[T]
+) -> Effect[tuple[T, DiagnosticsReport | None]]:
+    """Run `change`, which may change `paths`, and what the servers say it did to them.
+
+    For a change outside a tool's body (a branch merged before the next model call):
+    the texts are read before and after (`texts_before`, `texts_after`), and the
+    report is None when nothing is checked (no servers, not on local disk, no text
+    changed).
+    """
+    servers = context.diagnostics
+    if servers is None or local_folder(backend) is None:
+        result = yield from change
+        return result, None
+    local = on_local_disk(backend, [TextChange(path, None, None) for path in paths])
+    before = yield from texts_before(servers, [item.path for item in local])
+    result = yield from change
+    changes = yield from texts_after(before)
+    if not changes:
+        return result, None
+    report = yield from diagnosed(servers, backend, changes)
+    return result, report
+
+
 def texts_before(
     servers: Diagnostics | None, paths: Iterable[str]
 ) -> Effect[dict[str, str | None]]:
@@ -227,14 +256,16 @@ def with_diagnostics(
     """
     text = render_diagnostics(report, count_tokens)
     content = f"{content}\n\n{text}" if isinstance(content, str) else [*content, text]
-    return content, {
-        **artifact,
-        "diagnostics": {
-            "introduced": [asdict(item) for item in report.introduced[:MAX_KEPT]],
-            "fixed": [asdict(item) for item in report.fixed[:MAX_KEPT]],
-            "counts": {"introduced": len(report.introduced), "fixed": len(report.fixed)},
-            "notes": list(report.notes),
-        },
+    return content, {**artifact, "diagnostics": report_data(report)}
+
+
+def report_data(report: DiagnosticsReport) -> dict[str, Any]:
+    """`report` as the artifact keeps it: the first `MAX_KEPT` of each kind, counts, notes."""
+    return {
+        "introduced": [asdict(item) for item in report.introduced[:MAX_KEPT]],
+        "fixed": [asdict(item) for item in report.fixed[:MAX_KEPT]],
+        "counts": {"introduced": len(report.introduced), "fixed": len(report.fixed)},
+        "notes": list(report.notes),
     }
 
 
@@ -289,6 +320,7 @@ def _line(item: Diagnostic) -> str:
 
 
 __all__ = [
+    "checked_change",
     "checker",
     "diagnosed",
     "local_folder",
@@ -297,6 +329,7 @@ __all__ = [
     "read_text",
     "render_current",
     "render_diagnostics",
+    "report_data",
     "texts_after",
     "texts_before",
     "with_diagnostics",

@@ -414,6 +414,53 @@ def test_a_branch_merge_gets_the_diagnostics_it_introduced(
     assert introduced(found["m1"]) == [("/m.py", "F821")]
 
 
+def test_the_merge_after_a_task_gets_the_diagnostics_it_introduced(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    deepagents = pytest.importorskip("deepagents")
+    (tmp_path / "m.py").write_text("def f():\n    return 1\n")
+    diagnostics = Diagnostics(servers=ONLY_RUFF, timeout=10)
+    servers.append(diagnostics)
+    files = FilesystemMiddleware(
+        backend=LocalBackend(tmp_path), branches=True, diagnostics=diagnostics
+    )
+    subagent = ScriptedChatModel(
+        turns=[
+            tool_call("read_file", call_id="a-1", file_path="/m.py"),
+            tool_call(
+                "edit_file",
+                call_id="a-2",
+                file_path="/m.py",
+                old_string="return 1",
+                new_string="return missing_a",
+            ),
+            "a edited /m.py.",
+        ],
+        disable_streaming=True,
+    )
+    model = ScriptedChatModel(
+        turns=[
+            tool_call("task", call_id="t-a", description="Edit.", subagent_type="a"),
+            "done",
+        ],
+        disable_streaming=True,
+    )
+    spec = {
+        "name": "a",
+        "description": "Subagent a.",
+        "system_prompt": "You edit files.",
+        "model": subagent,
+        "middleware": [files],
+    }
+    agent = deepagents.create_deep_agent(model=model, middleware=[files], subagents=[spec])
+    state = agent.invoke({"messages": [{"role": "user", "content": "Edit /m.py."}]})
+    found = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+    assert (tmp_path / "m.py").read_text() == "def f():\n    return missing_a\n"
+    assert "merged: /m.py" in found["t-a"].text
+    assert introduced(found["t-a"]) == [("/m.py", "F821")]
+    assert "/m.py:2:12: error F821 Undefined name `missing_a` (ruff)" in found["t-a"].text
+
+
 # ----- the read-only diagnostics tool ---------------------------------------------------
 
 
