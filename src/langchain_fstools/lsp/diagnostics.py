@@ -264,6 +264,10 @@ class Diagnostics:
             return DiagnosticsReport(notes=(self._ended(self._slots[(root, name)], name),))
         except Exception as exc:  # noqa: BLE001 - a server's bad answer never fails a change
             return DiagnosticsReport(notes=(f"Diagnostics unavailable: {name} failed ({exc!r}).",))
+        finally:  # idle from the end of its last check, not its start
+            slot = self._slots.get((root, name))
+            if slot is not None:
+                slot.used = time.monotonic()
 
     async def _server(
         self, root: str, name: str, spec: ServerSpec, deadline: float
@@ -323,9 +327,11 @@ class Diagnostics:
             await asyncio.sleep(min(self.idle_seconds / 4, 30))
             now = time.monotonic()
             for slot in self._slots.values():
-                if slot.server is not None and now - slot.used > self.idle_seconds:
-                    server, slot.server, slot.starts = slot.server, None, 0
-                    await server.stop()
+                server = slot.server
+                if server is None or server.lock.locked() or now - slot.used <= self.idle_seconds:
+                    continue  # running, checking, or used lately
+                slot.server, slot.starts = None, 0
+                await server.stop()
 
     async def _stop_all(self) -> None:
         servers = [slot.server for slot in self._slots.values() if slot.server is not None]

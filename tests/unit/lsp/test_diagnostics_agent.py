@@ -6,6 +6,8 @@ a fake server (`fake_server.py`) crashes, hangs or floods for the failure cases.
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
 import threading
 import time
@@ -20,6 +22,7 @@ from langchain_core.messages import ToolMessage
 
 from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.lsp import Diagnostics, ServerSpec, TextChange
+from langchain_fstools.shell.sandbox import confine
 from langchain_fstools.testing import ScriptedChatModel, parallel, tool_call
 
 FAKE = str(Path(__file__).with_name("fake_server.py"))
@@ -547,6 +550,52 @@ def message_of(message: ToolMessage) -> str:
 def test_a_server_has_no_network(tmp_path: Path, servers: list[Diagnostics]) -> None:
     message = broken_edit(tmp_path, servers, fake("net"))
     assert message_of(message) == "network refused"
+
+
+def test_a_server_reaches_no_socket_and_reads_only_the_workspace(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    """Confined as the search spawner's rg: Landlock reads, seccomp sockets."""
+    if confine.landlock_abi() < 1:
+        pytest.skip("the kernel has no Landlock: reads are not confined here")
+    workspace, outside = tmp_path / "workspace", tmp_path / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    secret = outside / "secret.txt"
+    secret.write_text("token\n")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as service:
+        service.bind(str(outside / "service.sock"))
+        service.listen()
+        (workspace / "app.py").write_text("fine = 1\n")
+        messages = run(
+            workspace,
+            [
+                tool_call("read_file", file_path="/app.py"),
+                edit("/app.py", "fine = 1", f"BAD {secret} {outside / 'service.sock'}"),
+            ],
+            servers,
+            table=fake("escape"),
+        )
+    assert message_of(messages[1]) == "loopback EPERM; unix EPERM; outside EACCES; inside ok"
+    assert secret.read_text() == "token\n"
+
+
+def test_an_unconfined_process_would_reach_them(tmp_path: Path) -> None:
+    """The fake server's probes, run here unconfined, succeed: the test above can fail."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("token\n")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as service:
+        service.bind(str(tmp_path / "service.sock"))
+        service.listen()
+        probe = (
+            "import sys; sys.argv = ['fake', 'escape']; sys.stdin = open('/dev/null');"
+            f"exec(open({FAKE!r}).read().split('while (message')[0]);"
+            f"print(escape('BAD {secret} {tmp_path / 'service.sock'}', {secret.as_uri()!r}))"
+        )
+        found = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    assert found == "loopback ok; unix ok; outside ok; inside ok"
 
 
 def test_host_paths_in_a_server_s_messages_are_hidden(
