@@ -60,8 +60,9 @@ class FileToolkit(BaseToolkit):
     Args:
         backend: Where the files live (`LocalBackend`, `StateBackend`, ...).
         tools: Names of the tools to include. Default: all of `TOOL_CLASSES` the toolkit
-            can serve (`execute` only when `backend.supports_execute`, `diagnostics`
-            only with language servers, see the `diagnostics` setting).
+            can serve (`execute` only when `backend.supports_execute`; `diagnostics`
+            only with language servers asked for, `diagnostics=True` or a
+            `Diagnostics`: by name where the `"auto"` default runs them).
         custom_tool_descriptions: Tool name -> the description the model reads instead
             of ours (deepagents' spelling). Default: none.
         **settings: Fields of `ToolSettings` (e.g. `read_limit=500`), listed under
@@ -115,7 +116,7 @@ class FileToolkit(BaseToolkit):
             )
         context = ToolContext(backend, ToolSettings(**settings))
         if tools is None:
-            names = tuple(name for name in TOOL_CLASSES if _servable(name, context))
+            names = tuple(name for name in TOOL_CLASSES if _by_default(name, context))
         else:
             names = tuple(tools)
         unknown = sorted(set(names) - set(TOOL_CLASSES))
@@ -191,6 +192,20 @@ def _servable(name: str, context: ToolContext) -> bool:
     if getattr(cls, "requires_servers", False) and context.diagnostics is None:
         return False
     return context.backend.supports_execute or not getattr(cls, "requires_execute", False)
+
+
+def _by_default(name: str, context: ToolContext) -> bool:
+    """Whether a toolkit of `context` includes `name` when no tools are named.
+
+    The servable tools, but one that needs language servers only where they were asked
+    for (`diagnostics=True` or a `Diagnostics`), not where the `"auto"` default found
+    them: every model call pays the schemas offered, within deepagents' budget.
+    """
+    if getattr(TOOL_CLASSES[name], "requires_servers", False) and (
+        context.settings.diagnostics == "auto"
+    ):
+        return False
+    return _servable(name, context)
 
 
 def _why_unservable(names: list[str], context: ToolContext) -> str:

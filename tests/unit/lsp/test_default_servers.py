@@ -48,17 +48,24 @@ def test_on_local_disk_the_default_servers_check_every_change(
     toolkit = FileToolkit(LocalBackend(tmp_path))
     toolkits.append(toolkit)
     tools = {tool.name: tool for tool in toolkit.get_tools()}
-    assert "diagnostics" in tools
     written = call(tools["write_file"], file_path="/app.py", content="print(missing)\n")
     assert "/app.py:1:7: error F821 Undefined name `missing` (ruff)" in written.content
     assert written.artifact["diagnostics"]["counts"]["introduced"] >= 1
 
 
 @pytest.mark.usefixtures("default_on")
-def test_the_middleware_offers_the_diagnostics_tool_by_default(tmp_path: Path) -> None:
+def test_the_diagnostics_tool_comes_by_name_or_with_servers_asked_for(tmp_path: Path) -> None:
+    """The default's servers check changes; their tool costs every model call its schema,
+    so it is offered where the servers were asked for, or by name."""
     middleware = FilesystemMiddleware(backend=LocalBackend(tmp_path))
-    assert "diagnostics" in {tool.name for tool in middleware.tools}
     assert middleware.toolkit.context.diagnostics is not None
+    assert "diagnostics" not in {tool.name for tool in middleware.tools}
+    named = FilesystemMiddleware(
+        backend=LocalBackend(tmp_path), tools=["read_file", "edit_file", "diagnostics"]
+    )
+    assert "diagnostics" in {tool.name for tool in named.tools}
+    asked = FilesystemMiddleware(backend=LocalBackend(tmp_path), diagnostics=True)
+    assert "diagnostics" in {tool.name for tool in asked.tools}
 
 
 def test_the_environment_variable_turns_the_default_off(
@@ -98,7 +105,10 @@ def test_diagnostics_false_turns_them_off(tmp_path: Path) -> None:
     assert "diagnostics" not in {tool.name for tool in middleware.tools}
 
 
-def test_the_diagnostics_tool_asked_by_name_needs_servers(tmp_path: Path) -> None:
+def test_the_diagnostics_tool_asked_by_name_needs_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(DIAGNOSTICS_ENV, "off")
     with pytest.raises(ValueError, match=r"\['diagnostics'\] need language servers"):
         FileToolkit(LocalBackend(tmp_path), tools=["read_file", "diagnostics"])
 

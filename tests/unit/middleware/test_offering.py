@@ -112,5 +112,5 @@ def test_over_mcp_every_tool_is_listed_from_the_start(tmp_path: Path) -> None:
     is listed where there are language servers)."""
     listed = {tool.name for tool in file_server(tmp_path, diagnostics=True).listing}
     assert listed == set(TOOL_CLASSES)
-    without = {tool.name for tool in file_server(tmp_path).listing}
+    without = {tool.name for tool in file_server(tmp_path, diagnostics=False).listing}
     assert without == set(TOOL_CLASSES) - {"diagnostics"}
