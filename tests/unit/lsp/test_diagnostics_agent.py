@@ -607,7 +607,9 @@ def test_host_paths_in_a_server_s_messages_are_hidden(
 
 
 def test_one_server_serves_every_thread_and_ends_when_idle(tmp_path: Path) -> None:
-    diagnostics = Diagnostics(servers=fake("ok"), timeout=10, idle_seconds=0.4)
+    # Idle after 2 s: long enough that a loaded machine reaches the first assertion
+    # before the server is reaped (it is idle from the end of its last check).
+    diagnostics = Diagnostics(servers=fake("ok"), timeout=10, idle_seconds=2)
     try:
         reports = []
 
@@ -622,7 +624,7 @@ def test_one_server_serves_every_thread_and_ends_when_idle(tmp_path: Path) -> No
             thread.join()
         assert [len(report.introduced) for report in reports] == [1, 1, 1, 1]
         assert len(diagnostics.server_pids()) == 1
-        for _ in range(200):  # the reaper looks every idle_seconds / 4
+        for _ in range(400):  # the reaper looks every idle_seconds / 4
             if not diagnostics.server_pids():
                 break
             time.sleep(0.05)
