@@ -70,7 +70,9 @@ def tool_call(tools: dict[str, Any], name: str, **args: Any) -> str:
 
 
 def tools_of(backend: Any, **settings: Any) -> dict[str, Any]:
-    return {tool.name: tool for tool in FileToolkit(backend, **settings).get_tools()}
+    # commits as the peers make them: no language servers (on by default on local disk)
+    toolkit = FileToolkit(backend, **{"diagnostics": False, **settings})
+    return {tool.name: tool for tool in toolkit.get_tools()}
 
 
 def alternate(

@@ -86,7 +86,7 @@ class Side:
     def __init__(self, root: Path, text: str, diagnostics: Diagnostics | None) -> None:
         """Write the file and read it once."""
         (root / "module.py").write_text(text)
-        settings: dict[str, Any] = {} if diagnostics is None else {"diagnostics": diagnostics}
+        settings: dict[str, Any] = {"diagnostics": diagnostics or False}
         tools = {t.name: t for t in FileToolkit(LocalBackend(root), **settings).get_tools()}
         self.edit, self.text = tools["edit_file"], text
         tools["read_file"].invoke({"file_path": "/module.py", "limit": 100_000})

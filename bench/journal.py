@@ -40,7 +40,7 @@ def one_patch() -> float:
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
         root = Path(tmp)
         write_workspace(root, files)
-        tools = {t.name: t for t in FileToolkit(LocalBackend(root)).get_tools()}
+        tools = {t.name: t for t in FileToolkit(LocalBackend(root), diagnostics=False).get_tools()}
         patch = build_patch(files, edits)
         started = time.perf_counter()
         tool_call(tools["apply_patch"], {"patch": patch})

@@ -108,7 +108,8 @@ def tool_call(tool: Any, args: dict[str, Any]) -> None:
 
 
 def ours_apply_patch(root: Path, files: dict[str, list[str]], edits: list[Edit]) -> None:
-    tools = {t.name: t for t in FileToolkit(LocalBackend(root)).get_tools()}
+    # the patch itself, as the peers apply it: no language servers (on by default)
+    tools = {t.name: t for t in FileToolkit(LocalBackend(root), diagnostics=False).get_tools()}
     tool_call(tools["apply_patch"], {"patch": build_patch(files, edits)})
 
 

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 import pytest
 from blockbuster import BlockBuster
 
+from langchain_fstools.lsp.servers import DIAGNOSTICS_ENV
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -40,9 +42,15 @@ SUITE_ENV = {
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Point the home folder's caches and configuration at `CACHE`, for every process."""
+    """Point the home folder's caches and configuration at `CACHE`, for every process.
+
+    Language servers are off by default in the suite (`LANGCHAIN_FSTOOLS_DIAGNOSTICS`,
+    unless the run sets it): a test of diagnostics gives its toolkit servers itself, so
+    the other tests start no ruff or ty server at each edit of a `.py` file.
+    """
     del config
     os.environ.update(SUITE_ENV)
+    os.environ.setdefault(DIAGNOSTICS_ENV, "off")
 
 
 # conformance.py is a library of test classes, not a test module: rewrite its asserts

@@ -10,6 +10,7 @@ from langchain_fstools.core.lazy import lazy_names
 
 __all__ = [
     "DEFAULT_SERVERS",
+    "DIAGNOSTICS_ENV",
     "Diagnostic",
     "Diagnostics",
     "DiagnosticsReport",
@@ -21,6 +22,7 @@ __getattr__, __dir__ = lazy_names(
     __name__,
     {
         "DEFAULT_SERVERS": "langchain_fstools.lsp.servers",
+        "DIAGNOSTICS_ENV": "langchain_fstools.lsp.servers",
         "Diagnostic": "langchain_fstools.lsp.report",
         "Diagnostics": "langchain_fstools.lsp.diagnostics",
         "DiagnosticsReport": "langchain_fstools.lsp.report",

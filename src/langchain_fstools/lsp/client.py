@@ -8,8 +8,17 @@ Documents: the first touch of a file opens it (`didOpen`), later texts replace i
 whole (`didChange`, full sync) and are saved (`didSave`), so the server sees exactly the
 text the tools wrote. Diagnostics are pulled (LSP 3.17 `textDocument/diagnostic`) where
 the server offers it, else the ones it publishes for that document's version are
-awaited. The server runs in the workspace folder with no network: `socket()` of the
-internet families fails in it (a seccomp filter, `shell.sandbox.confine`).
+awaited.
+
+The server runs in the workspace folder confined as ripgrep's spawner runs rg
+(`search.spawner`), with `shell.sandbox.confine`'s pieces applied before exec: a
+Landlock ruleset (`confine.read_only_ruleset`) lets it read files and list folders only
+beneath the workspace, read and run only its program, the files its command names (a
+script) and the loader's folders, and write nowhere; a seccomp filter refuses
+`socket()` of the network families and any path or abstract Unix socket (no network,
+no host service), as for a command without the network; `no_new_privs`. A server that
+cannot be confined does not start. Where the kernel lacks Landlock, the socket filter
+still applies and reads are not confined.
 """
 
 from __future__ import annotations
@@ -17,7 +26,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,12 +38,13 @@ from pygls.lsp.client import LanguageClient
 from langchain_fstools.shell.sandbox import confine
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from langchain_fstools.lsp.servers import ServerSpec
 
-_NO_NETWORK = (socket.AF_INET, socket.AF_INET6)
-"""Address families a language server may not open sockets of."""
+_DENIED_FAMILIES = (1, 2, 10, 17, 40)
+"""AF_UNIX, AF_INET, AF_INET6, AF_PACKET, AF_VSOCK: the socket families a language
+server may not open (a Unix one only as a stream pair: `confine`'s seccomp filter)."""
 
 _STOP_SECONDS = 2.0
 """How long a server may take to shut down before it is killed."""
@@ -59,10 +70,73 @@ class RawDiagnostic:
     message: str
 
 
-def _no_network() -> None:
-    """In the server's process before exec: no privileges to gain, no internet sockets."""
-    spec, _ = confine.parse([*confine.options(deny_family=[int(f) for f in _NO_NETWORK]), "--"])
-    confine.restrict_ahead(spec)
+def confinement(program: str, command: Sequence[str], root: str) -> int | None:
+    """The Landlock ruleset a server runs under; None where the kernel lacks Landlock.
+
+    It reads beneath `root`; it reads and runs its own files (`runtime_of` `program`
+    and of the files `command`'s arguments name, a script) and the loader's folders.
+    Blocks (it opens them): call it off the event loop.
+
+    Raises:
+        OSError: `root` cannot be opened.
+        confine.ConfineError: a rule could not be added.
+    """
+    named = [argument for argument in command[1:] if Path(argument).is_file()]
+    runnable: list[str] = []
+    libraries: list[str] = []
+    for item in (program, *named):
+        files, folders = runtime_of(item)
+        runnable += files
+        libraries += folders
+    descriptor = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return confine.read_only_ruleset(
+            descriptor, [*runnable, *confine.LOADER_FOLDERS], libraries
+        )
+    finally:
+        os.close(descriptor)
+
+
+def runtime_of(program: str) -> tuple[list[str], list[str]]:
+    """What running `program` reads: files (it, its real file) and library folders.
+
+    The library folder is the `lib` beside the `bin` folder it is in (as given, and
+    really): an interpreter's standard library, an environment's packages (and its
+    `pyvenv.cfg`). For a script, its `#!` interpreter's too (found on PATH after `env`).
+    """
+    given, real = Path(program), Path(program).resolve()
+    files = [program, str(real), str(given.parent.parent / "pyvenv.cfg")]
+    folders = [str(given.parent.parent / "lib"), str(real.parent.parent / "lib")]
+    try:
+        with real.open("rb") as file:
+            first = file.readline(256)
+    except OSError:
+        return files, folders
+    words = first[2:].decode(errors="replace").split() if first.startswith(b"#!") else []
+    if words and Path(words[0]).name == "env":
+        files.append(words[0])
+        words = [word for word in words[1:] if not word.startswith("-")]
+        words[:1] = [shutil.which(words[0]) or ""] if words else []
+    if words and words[0] and words[0] != program:
+        more_files, more_folders = runtime_of(words[0])
+        files += more_files
+        folders += more_folders
+    return files, folders
+
+
+def _confined(ruleset: int | None) -> Callable[[], None]:
+    """What the server's process applies before exec (`preexec_fn`).
+
+    No privileges to gain, no sockets of `_DENIED_FAMILIES` (seccomp), then `ruleset`.
+    """
+    spec, _ = confine.parse([*confine.options(deny_family=list(_DENIED_FAMILIES)), "--"])
+
+    def apply() -> None:
+        confine.restrict_ahead(spec)
+        if ruleset is not None:
+            confine.restrict_to(ruleset)
+
+    return apply
 
 
 class Server:
@@ -115,14 +189,23 @@ class Server:
 
         client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)(on_publish)
         try:
+            ruleset = await asyncio.to_thread(
+                confinement, self.program, self.spec.command, self.root
+            )
+        except (OSError, confine.ConfineError) as exc:
+            raise ServerGone(f"it could not be confined ({exc})") from None
+        try:
             await client.start_io(
                 self.program,
                 *self.spec.command[1:],
                 cwd=self.root,
-                preexec_fn=_no_network,
+                preexec_fn=_confined(ruleset),
             )
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
             raise ServerGone(str(exc)) from None
+        finally:
+            if ruleset is not None:
+                os.close(ruleset)
         self._client = client
         self._drain = asyncio.create_task(self._discard_stderr())
         uri = Path(self.root).as_uri()

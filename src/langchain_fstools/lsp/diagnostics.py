@@ -112,6 +112,9 @@ class Diagnostics:
         self._reaper: concurrent.futures.Future[None] | None = None
         self._programs: dict[str, str | None] = {}
         """Each server's program as found at its first use (None: not found)."""
+        self._held: dict[tuple[str, str], dict[str, str]] = {}
+        """Files read while their server was not running: (root, name) -> path -> text,
+        shown to the server when a change it checks starts it (`hold`)."""
 
     def checks(self, path: str) -> bool:
         """Whether some server of the table checks `path` (by its extension)."""
@@ -134,6 +137,19 @@ class Diagnostics:
             self._check(root, changes, fresh=True), self._running()
         )
         return _wait(future, self.timeout)
+
+    def hold(self, root: str, files: Sequence[tuple[str, str]]) -> None:
+        """Let the servers hold `(path, text)` files, so a later change that breaks them shows.
+
+        A running server is shown them now and asked what it says (the "before" of the
+        next change); a server not running is shown them when a change it checks starts
+        it. Holding never starts a server: only a checked change does (or `current`).
+        """
+        changes = [TextChange(path, None, text) for path, text in files]
+        self._find_programs(changes)
+        future = asyncio.run_coroutine_threadsafe(self._hold(root, changes), self._running())
+        with contextlib.suppress(Exception):
+            future.result(self.timeout + 1)
 
     def server_pids(self) -> list[int]:
         """The process ids of the running servers (for measuring them)."""
@@ -199,6 +215,23 @@ class Diagnostics:
             notes += report.notes
         return DiagnosticsReport(tuple(introduced), tuple(fixed), tuple(notes))
 
+    async def _hold(self, root: str, files: Sequence[TextChange]) -> None:
+        for name in sorted({name for file in files for name, _ in self._specs_for(file.path)}):
+            mine = [file for file in files if _suffix(file.path) in self.servers[name].extensions]
+            slot = self._slots.get((root, name))
+            started = slot is not None and slot.starting is not None and slot.starting.done()
+            server = slot.server if started and slot is not None else None
+            if server is None or not server.alive:
+                held = self._held.setdefault((root, name), {})
+                for file in mine:
+                    held.pop(file.path, None)
+                    held[file.path] = file.new_text or ""
+                for path in list(held)[:-MAX_OTHER_DOCUMENTS]:
+                    del held[path]
+                continue
+            async with asyncio.timeout(self.timeout), server.lock:
+                await _show_held(server, root, {f.path: f.new_text or "" for f in mine})
+
     async def _check_one(
         self,
         root: str,
@@ -219,7 +252,10 @@ class Diagnostics:
         try:
             async with asyncio.timeout(max(deadline - time.monotonic(), 0)):
                 async with server.lock:
-                    return await _compare(server, name, root, mine, fresh=fresh)
+                    held = self._held.pop((root, name), {})
+                    for change in mine:
+                        held.pop(change.checked_as, None)
+                    return await _compare(server, name, root, mine, held, fresh=fresh)
         except TimeoutError:
             return DiagnosticsReport(
                 notes=(f"Diagnostics not ready: {name} did not answer within {self.timeout:g} s.",)
@@ -228,6 +264,10 @@ class Diagnostics:
             return DiagnosticsReport(notes=(self._ended(self._slots[(root, name)], name),))
         except Exception as exc:  # noqa: BLE001 - a server's bad answer never fails a change
             return DiagnosticsReport(notes=(f"Diagnostics unavailable: {name} failed ({exc!r}).",))
+        finally:  # idle from the end of its last check, not its start
+            slot = self._slots.get((root, name))
+            if slot is not None:
+                slot.used = time.monotonic()
 
     async def _server(
         self, root: str, name: str, spec: ServerSpec, deadline: float
@@ -287,9 +327,11 @@ class Diagnostics:
             await asyncio.sleep(min(self.idle_seconds / 4, 30))
             now = time.monotonic()
             for slot in self._slots.values():
-                if slot.server is not None and now - slot.used > self.idle_seconds:
-                    server, slot.server, slot.starts = slot.server, None, 0
-                    await server.stop()
+                server = slot.server
+                if server is None or server.lock.locked() or now - slot.used <= self.idle_seconds:
+                    continue  # running, checking, or used lately
+                slot.server, slot.starts = None, 0
+                await server.stop()
 
     async def _stop_all(self) -> None:
         servers = [slot.server for slot in self._slots.values() if slot.server is not None]
@@ -298,19 +340,32 @@ class Diagnostics:
 
 
 async def _compare(
-    server: Server, name: str, root: str, changes: Sequence[TextChange], *, fresh: bool
+    server: Server,
+    name: str,
+    root: str,
+    changes: Sequence[TextChange],
+    held: Mapping[str, str],
+    *,
+    fresh: bool,
 ) -> DiagnosticsReport:
-    """Show `server` each change and compare what it says before and after."""
+    """Show `server` each change and compare what it says before and after.
+
+    The texts before the change are shown first, then the files reads handed over
+    (`held`, whose diagnostics now are their "before": the change, already on disk, must
+    not be visible yet), then the texts after.
+    """
     before: list[Diagnostic] = []
     after: list[Diagnostic] = []
-    touched: set[str] = set()
+    touched = {_uri(root, change.checked_as) for change in changes}
     for change in changes:
-        uri = _uri(root, change.checked_as)
-        touched.add(uri)
         if change.old_text is not None and not fresh:
+            uri = _uri(root, change.checked_as)
             await server.show(uri, change.old_text)
             was: Place = (change.path, change.old_cells)
             before += [_diagnostic(root, name, i, was) for i in await server.diagnostics(uri)]
+    await _show_held(server, root, held)
+    for change in changes:
+        uri = _uri(root, change.checked_as)
         if change.new_text is None:
             await server.close(uri)
             server.places.pop(uri, None)
@@ -328,6 +383,15 @@ async def _compare(
         place = server.places.get(uri)
         after += [_diagnostic(root, name, item, place) for item in await server.diagnostics(uri)]
     return _delta(before, after)
+
+
+async def _show_held(server: Server, root: str, files: Mapping[str, str]) -> None:
+    """Show `server` the files a read handed it, and ask what it says of each (kept)."""
+    for path, text in files.items():
+        uri = _uri(root, path)
+        await server.show(uri, text)
+        server.places[uri] = (path, ())
+        await server.diagnostics(uri)
 
 
 def _delta(before: Iterable[Diagnostic], after: Iterable[Diagnostic]) -> DiagnosticsReport:

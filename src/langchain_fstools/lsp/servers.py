@@ -5,10 +5,12 @@ file extensions it checks and the LSP language id of those files. `DEFAULT_SERVE
 holds the Python defaults, installed from PyPI wheels by the `lsp` extra (`ruff server`
 for lint, `ty server` for types), and servers of other languages that are used when
 their program is on PATH. A server whose program is missing is skipped.
+`servers_wanted` says whether the toolkits' default (`diagnostics="auto"`) runs them.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
@@ -57,6 +59,23 @@ DEFAULT_SERVERS: Mapping[str, ServerSpec] = {
 """The servers used unless replaced: name -> spec. Each is used when its program exists."""
 
 
+DIAGNOSTICS_ENV = "LANGCHAIN_FSTOOLS_DIAGNOSTICS"
+"""The environment variable that turns the default (`diagnostics="auto"`) off: `off`."""
+
+_OFF = frozenset({"off", "0", "false", "no"})
+
+
+def servers_wanted() -> bool:
+    """Whether `diagnostics="auto"` runs the default servers (on a backend on local disk).
+
+    Yes where the `lsp` extra is installed (pygls imports), unless `DIAGNOSTICS_ENV`
+    is `off` (or `0`, `false`, `no`).
+    """
+    if os.environ.get(DIAGNOSTICS_ENV, "").strip().lower() in _OFF:
+        return False
+    return importlib.util.find_spec("pygls") is not None
+
+
 def server_table(servers: Mapping[str, ServerSpec | None] | None) -> dict[str, ServerSpec]:
     """The defaults with `servers` laid over them (a name mapped to None removes one).
 
@@ -74,4 +93,4 @@ def server_table(servers: Mapping[str, ServerSpec | None] | None) -> dict[str, S
     return table
 
 
-__all__ = ["DEFAULT_SERVERS", "ServerSpec", "server_table"]
+__all__ = ["DEFAULT_SERVERS", "DIAGNOSTICS_ENV", "ServerSpec", "server_table", "servers_wanted"]

@@ -31,6 +31,7 @@ from mcp import types
 from pydantic import BaseModel
 
 from langchain_fstools._version import __version__
+from langchain_fstools.lsp.servers import servers_wanted
 from langchain_fstools.mcp.content import error_result, to_call_result
 from langchain_fstools.mcp.handles import HANDLE, InvalidHandle, ReadHandles
 from langchain_fstools.mcp.listing_cache import keep_listing, kept_listing, listing_key, wire
@@ -236,7 +237,7 @@ class FileServer:
         """What `tools/list` answers."""
         if listing_cache is not None:
             kind = (type(backend).__qualname__, backend.kind, backend.supports_execute)
-            self._key = listing_key([*self._asked, self.settings, kind])
+            self._key = listing_key([*self._asked, self.settings, kind, servers_wanted()])
             kept = kept_listing(listing_cache, self._key)
             if kept is not None:
                 self.listing = kept
@@ -250,13 +251,24 @@ class FileServer:
             ValueError: see `create_server`.
         """
         from langchain_fstools.permissions.rules import PROTECTED_PATHS, Policy  # noqa: PLC0415
+        from langchain_fstools.tools.diagnosing import checker  # noqa: PLC0415 - BaseTools
+        from langchain_fstools.tools.settings import ToolSettings  # noqa: PLC0415
         from langchain_fstools.tools.toolkit import TOOL_CLASSES  # noqa: PLC0415 - BaseTools
 
         tools, execute, mode, permissions, protected_paths, reads_only = self._asked
+        # One set of language servers for every session's toolkit.
+        wanted = ToolSettings(diagnostics=self.settings.get("diagnostics", "auto"))
+        servers = checker(wanted, self.backend)
+        self.settings["diagnostics"] = False if servers is None else servers
         names = (
             list(tools)
             if tools is not None
-            else [n for n in TOOL_CLASSES if execute or not _runs_commands(TOOL_CLASSES[n])]
+            else [
+                n
+                for n in TOOL_CLASSES
+                if (execute or not _runs_commands(TOOL_CLASSES[n]))
+                and (servers is not None or not _needs_servers(TOOL_CLASSES[n]))
+            ]
         )
         if reads_only:
             names = [n for n in names if n in TOOL_CLASSES and _reads(TOOL_CLASSES[n])]
@@ -447,6 +459,11 @@ def _reads(tool: object) -> bool:
 def _runs_commands(tool: object) -> bool:
     """Whether `tool` (a tool class) runs shell commands (it needs `execute=True`)."""
     return bool(getattr(tool, "requires_execute", False))
+
+
+def _needs_servers(tool: object) -> bool:
+    """Whether `tool` (a tool class) needs language servers (`diagnostics`)."""
+    return bool(getattr(tool, "requires_servers", False))
 
 
 @functools.cache

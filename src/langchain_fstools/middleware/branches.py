@@ -383,11 +383,14 @@ class BranchedCalls:
         """The tools branching adds: `merge`, for a branch that came back in conflict."""
         return [MergeTool(context=context)] if self.names else []
 
-    def settling(self, state: Any, runtime: Any) -> Effect[dict[str, Any] | None]:
+    def settling(
+        self, state: Any, runtime: Any, context: ToolContext | None = None
+    ) -> Effect[dict[str, Any] | None]:
         """Merge the branches of resumed calls, before the next model call (see `_NextStep`).
 
         Each merges through the tools' view over the files the ones before it left; its
-        call's result says what was merged, or why nothing was.
+        call's result says what was merged, or why nothing was, and what the toolkit's
+        (`context`'s) language servers say the merge introduced and fixed.
         """
         kept = state.get(KEPT_KEY) or {} if isinstance(state, Mapping) else {}
         due = [ident for ident, entry in kept.items() if entry and entry.get(NEXT_STEP)]
@@ -400,7 +403,7 @@ class BranchedCalls:
         view = self.view(self.storage)
         for ident in _in_call_order(state, due):
             backend = view.bind(StateRuntime(seen, config, store, ident))
-            text, merged, artifact = yield from merged_kept(backend, seen, ident)
+            text, merged, artifact = yield from merged_kept(backend, seen, ident, context)
             text = text[:1].upper() + text[1:]
             update = merged_channels(update, merged)
             seen = state_after(seen, merged)

@@ -37,7 +37,6 @@ from langchain_fstools.permissions.review import TurnReview
 from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.tools.base import FileTool, call_key
 from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
-from langchain_fstools.tools.show_diagnostics import DiagnosticsTool
 from langchain_fstools.tools.toolkit import FileToolkit, require_backend
 from langchain_fstools.tools.undo_edit import UndoEditTool
 from langchain_fstools.tools.updates import merged_channels, state_after, with_state_update
@@ -375,7 +374,9 @@ class _SettlingFilesystemMiddleware(FilesystemMiddleware):
         decided = None
         if review is not None and review.pending(state):
             decided = yield from review.deciding(state, runtime)
-        merged = yield from self.branches.settling(state_after(state, decided or {}), runtime)
+        merged = yield from self.branches.settling(
+            state_after(state, decided or {}), runtime, self.toolkit.context
+        )
         if decided is None or merged is None:
             return decided or merged
         replies = [*decided.get("messages", []), *merged.get("messages", [])]
@@ -429,10 +430,9 @@ def _class_for(cls: type[FilesystemMiddleware], kwargs: dict[str, Any]) -> type[
 def _middleware_tools(
     toolkit: FileToolkit, branches: BranchedCalls, names: list[str] | None, *, history: bool
 ) -> list[BaseTool]:
-    """The toolkit's tools, the branches' (`merge`), `undo_edit` and `diagnostics`.
+    """The toolkit's tools, the branches' (`merge`) and `undo_edit`.
 
-    The last two where they apply (history kept; language servers configured) and
-    `names` allows them.
+    The last where history is kept and `names` allows it.
     """
     context = toolkit.context
     found = [*toolkit.get_tools(), *branches.tools(context)]
@@ -442,8 +442,6 @@ def _middleware_tools(
 
     if history and wanted(UndoEditTool):
         found.append(UndoEditTool(context=context))
-    if context.diagnostics is not None and wanted(DiagnosticsTool):
-        found.append(DiagnosticsTool(context=context))
     return found
 
 

@@ -55,19 +55,6 @@ from langchain_fstools.shell.sandbox import confine
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-LOADER_FOLDERS = (
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/usr/lib",
-    "/usr/lib32",
-    "/usr/lib64",
-    "/usr/local/lib",
-    "/etc/ld.so.cache",
-)
-"""What a dynamically linked program reads before `main`: a spawned program may read
-and run files beneath these (never list them), besides its own executable."""
-
 _SHUTDOWN_SECONDS = 5.0
 """How long closing a spawner waits for its process to end."""
 _HEADER = struct.Struct("=I")
@@ -432,7 +419,7 @@ def serve(arguments: list[str]) -> None:
     channel = socket.socket(fileno=int(arguments[0]))
     root, memory, executable = int(arguments[1]), int(arguments[2]), arguments[3]
     devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-    ruleset = confine.read_only_ruleset(root, [executable, *LOADER_FOLDERS])
+    ruleset = confine.read_only_ruleset(root, [executable, *confine.LOADER_FOLDERS])
     os.close(root)
     if memory:
         resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
@@ -451,4 +438,4 @@ if __name__ == "__main__":
     serve(sys.argv[1:])
 
 
-__all__ = ["LOADER_FOLDERS", "SpawnedProcess", "Spawner", "available", "serve"]
+__all__ = ["SpawnedProcess", "Spawner", "available", "serve"]

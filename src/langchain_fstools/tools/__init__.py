@@ -24,10 +24,12 @@ from langchain_fstools.tools.notebook_edit import NotebookEditTool
 from langchain_fstools.tools.processes import ProcessTool
 from langchain_fstools.tools.read_file import ReadFileTool
 from langchain_fstools.tools.settings import ToolSettings
+from langchain_fstools.tools.show_diagnostics import DiagnosticsTool
 from langchain_fstools.tools.write_file import WriteFileTool
 
 __all__ = [
     "ApplyPatchTool",
+    "DiagnosticsTool",
     "EditFileTool",
     "ExecuteTool",
     "GlobTool",

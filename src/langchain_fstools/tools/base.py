@@ -155,7 +155,7 @@ class ToolContext:
         """The last version read of recently read text files, with their line indexes."""
         self.syntax_trees = syntax.TreeCache()
         """Parse trees of recently read or changed files, for incremental syntax checks."""
-        self.diagnostics = checker(self.settings)
+        self.diagnostics = checker(self.settings, backend)
         """The language servers that check every change (`settings.diagnostics`), or None."""
         self._background: ThreadPoolExecutor | None = None
         self._background_lock = threading.Lock()
@@ -218,6 +218,8 @@ class FileTool(BaseTool):
     read_only: bool = True
     requires_execute: ClassVar[bool] = False
     """Whether the tool needs a backend that can run commands (`supports_execute`)."""
+    requires_servers: ClassVar[bool] = False
+    """Whether the tool needs the toolkit's language servers (`ToolContext.diagnostics`)."""
     uses_processes: ClassVar[bool] = False
     """Whether every call works on background processes, which live in a session."""
     bounds_output: ClassVar[bool] = True

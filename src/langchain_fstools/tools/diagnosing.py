@@ -16,13 +16,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.guarded import BackendView
+from langchain_fstools.backends.mounted import Rerooted
 from langchain_fstools.core import calls
 from langchain_fstools.core.extras import require
 from langchain_fstools.formats import encoding
 from langchain_fstools.lsp.report import TextChange
+from langchain_fstools.lsp.servers import servers_wanted
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -36,11 +39,16 @@ if TYPE_CHECKING:
 
 
 class ToolContextLike(Protocol):
-    """What `prepare_diagnostics` needs of the toolkit's context: its background thread."""
+    """What this module needs of the toolkit's context (`base.ToolContext`)."""
+
+    diagnostics: Diagnostics | None
+    """The toolkit's language servers, or None."""
 
     def in_background(self, work: Callable[[], None]) -> None:
         """Run `work` later, on another thread."""
 
+
+T = TypeVar("T")
 
 MAX_SHOWN = 10
 """Most diagnostics listed in one result; the others are counted."""
@@ -64,13 +72,19 @@ MESSAGE_CHARS = 300
 """Longest message shown of one diagnostic."""
 
 
-def checker(settings: ToolSettings) -> Diagnostics | None:
-    """The language servers `settings.diagnostics` asks for, or None.
+def checker(settings: ToolSettings, backend: Backend) -> Diagnostics | None:
+    """The language servers `settings.diagnostics` asks for over `backend`, or None.
+
+    `"auto"` is True where `backend` keeps its files on local disk and
+    `lsp.servers.servers_wanted()` (the `lsp` extra is installed, and not turned off by
+    `LANGCHAIN_FSTOOLS_DIAGNOSTICS=off`); else False.
 
     Raises:
         MissingExtra: True, and the `lsp` extra is not installed.
     """
     wanted = settings.diagnostics
+    if wanted == "auto":
+        wanted = local_folder(backend) is not None and servers_wanted()
     if wanted is False:
         return None
     if wanted is True:
@@ -82,11 +96,15 @@ def checker(settings: ToolSettings) -> Diagnostics | None:
 
 
 def local_folder(backend: Backend) -> str | None:
-    """The host folder a bound backend keeps its files in, or None (not on local disk).
+    """The host folder a backend keeps its files in, or None (not on local disk).
 
-    A composite's folder is its default backend's: files under its mounts are left out
+    A view's (a permission guard, the branches' switch) is its inner backend's; a
+    composite's is its default backend's: files under its mounts are left out
     (`on_local_disk`).
     """
+    backend = _unwrapped(backend)
+    if isinstance(backend, Rerooted):  # its files are not at the paths the tools give
+        return None
     if isinstance(backend, CompositeBackend):
         return local_folder(backend.default)
     key = backend.storage_key()
@@ -97,6 +115,7 @@ def local_folder(backend: Backend) -> str | None:
 
 def on_local_disk(backend: Backend, changes: Sequence[TextChange]) -> list[TextChange]:
     """The changes of files `local_folder` holds (not under a composite's mounts)."""
+    backend = _unwrapped(backend)
     if not isinstance(backend, CompositeBackend):
         return list(changes)
     mounts = tuple(backend.routes)
@@ -105,6 +124,13 @@ def on_local_disk(backend: Backend, changes: Sequence[TextChange]) -> list[TextC
         for change in changes
         if not any(change.path == m or change.path.startswith(f"{m}/") for m in mounts)
     ]
+
+
+def _unwrapped(backend: Backend) -> Backend:
+    """The backend a view (`BackendView`) forwards to, through every layer but a mount's."""
+    while isinstance(backend, BackendView) and not isinstance(backend, Rerooted):
+        backend = backend.inner
+    return backend
 
 
 def diagnosed(
@@ -128,10 +154,11 @@ def diagnosed(
 def prepare_diagnostics(
     servers: Diagnostics | None, backend: Backend, info: FileInfo, context: ToolContextLike
 ) -> None:
-    """After a read, let the servers hold the file, in the background.
+    """After a read, let the servers hold the file, in the background (`Diagnostics.hold`).
 
     A later change elsewhere that breaks it (a function it calls renamed) is then
-    reported with that change: the servers re-check the files they hold.
+    reported with that change: the servers re-check the files they hold. A read never
+    starts a server: one not running gets the file when a checked change starts it.
     """
     if servers is None or info.size > MAX_COMMAND_FILE_BYTES or not servers.checks(info.path):
         return
@@ -143,11 +170,35 @@ def prepare_diagnostics(
         try:
             text = calls.run(read_text(info.path), backend)
             if text is not None:
-                servers.current(root, [(info.path, text)])
+                servers.hold(root, [(info.path, text)])
         except Exception:  # noqa: BLE001 - a warm-up only: a change checks anyway
             return
 
     context.in_background(hold)
+
+
+def checked_change(
+    context: ToolContextLike, backend: Backend, paths: Iterable[str], change: Effect[T]
+) -> Effect[tuple[T, DiagnosticsReport | None]]:
+    """Run `change`, which may change `paths`, and what the servers say it did to them.
+
+    For a change outside a tool's body (a branch merged before the next model call):
+    the texts are read before and after (`texts_before`, `texts_after`), and the
+    report is None when nothing is checked (no servers, not on local disk, no text
+    changed).
+    """
+    servers = context.diagnostics
+    if servers is None or local_folder(backend) is None:
+        result = yield from change
+        return result, None
+    local = on_local_disk(backend, [TextChange(path, None, None) for path in paths])
+    before = yield from texts_before(servers, [item.path for item in local])
+    result = yield from change
+    changes = yield from texts_after(before)
+    if not changes:
+        return result, None
+    report = yield from diagnosed(servers, backend, changes)
+    return result, report
 
 
 def texts_before(
@@ -205,14 +256,16 @@ def with_diagnostics(
     """
     text = render_diagnostics(report, count_tokens)
     content = f"{content}\n\n{text}" if isinstance(content, str) else [*content, text]
-    return content, {
-        **artifact,
-        "diagnostics": {
-            "introduced": [asdict(item) for item in report.introduced[:MAX_KEPT]],
-            "fixed": [asdict(item) for item in report.fixed[:MAX_KEPT]],
-            "counts": {"introduced": len(report.introduced), "fixed": len(report.fixed)},
-            "notes": list(report.notes),
-        },
+    return content, {**artifact, "diagnostics": report_data(report)}
+
+
+def report_data(report: DiagnosticsReport) -> dict[str, Any]:
+    """`report` as the artifact keeps it: the first `MAX_KEPT` of each kind, counts, notes."""
+    return {
+        "introduced": [asdict(item) for item in report.introduced[:MAX_KEPT]],
+        "fixed": [asdict(item) for item in report.fixed[:MAX_KEPT]],
+        "counts": {"introduced": len(report.introduced), "fixed": len(report.fixed)},
+        "notes": list(report.notes),
     }
 
 
@@ -267,6 +320,7 @@ def _line(item: Diagnostic) -> str:
 
 
 __all__ = [
+    "checked_change",
     "checker",
     "diagnosed",
     "local_folder",
@@ -275,6 +329,7 @@ __all__ = [
     "read_text",
     "render_current",
     "render_diagnostics",
+    "report_data",
     "texts_after",
     "texts_before",
     "with_diagnostics",

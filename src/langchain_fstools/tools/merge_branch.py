@@ -26,7 +26,13 @@ from langchain_fstools.core.wording import plural
 from langchain_fstools.errors import FsToolsError, InvalidArgument
 from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
 from langchain_fstools.tools.changes_shown import rewind_note
-from langchain_fstools.tools.diagnosing import texts_after, texts_before
+from langchain_fstools.tools.diagnosing import (
+    checked_change,
+    render_diagnostics,
+    report_data,
+    texts_after,
+    texts_before,
+)
 from langchain_fstools.tools.runtime import running_config
 from langchain_fstools.tools.targets import Target
 
@@ -38,6 +44,7 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.branch import FileConflict, MergeResult, Side
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
+    from langchain_fstools.tools.base import ToolContext
 
 KEEP_SECONDS = 3600.0
 """How long a branch whose merge conflicted is kept for `merge`."""
@@ -196,15 +203,22 @@ MERGING = "\nThe subagent's changes are merged before your next step."
 
 
 def merged_kept(
-    backend: Backend, state: Mapping[str, Any], ident: str
+    backend: Backend,
+    state: Mapping[str, Any],
+    ident: str,
+    context: ToolContext | None = None,
 ) -> Effect[tuple[str, dict[str, Any], dict[str, Any] | None]]:
     """Merge the branch kept under `ident` in `state` through `backend` (the tools' view).
+
+    With the toolkit's `context`, its language servers check what the merge changed
+    (`diagnosing.checked_change`), as they check a tool's change.
 
     Returns:
         What the call's result says now ("Error: ..." when nothing was merged); the
         state update: the merge's, the branch dropped; or, after a conflict, the branch
         kept for `merge` (no longer waiting for a step); and, after a conflict, the
-        result's artifact (the branch id and the conflicting paths), else None.
+        result's artifact (the branch id and the conflicting paths), after a merge with
+        diagnostics, their data (`diagnostics`), else None.
     """
     snapshot = kept_snapshot(state, ident)
     if snapshot is None:
@@ -217,9 +231,13 @@ def merged_kept(
     if branch is None:
         damaged = "Error: the kept changes in the state are damaged; nothing was merged."
         return f"{damaged} Run the task again.", {KEPT_KEY: {ident: None}}, None
+    merge = calls.blocking(functools.partial(branch.merge, receipt=merge_receipt(ident, snapshot)))
     try:
-        merge = functools.partial(branch.merge, receipt=merge_receipt(ident, snapshot))
-        result = yield from calls.blocking(merge)
+        if context is None:
+            result, report = (yield from merge), None
+        else:
+            checked = checked_change(context, backend, branch.changed, merge)
+            result, report = yield from checked
     except (FsToolsError, OSError) as exc:
         return f"Error: the merge failed ({exc}); nothing was merged.", {}, None
     if not result.clean:
@@ -228,7 +246,11 @@ def merged_kept(
         return "Error: " + conflicts_report(result, ident), kept, artifact
     update = {**backend.state_update(), KEPT_KEY: {ident: None}}
     merged = ", ".join(sorted((*result.merged, *result.present))) or "nothing left to change"
-    return f"they were merged: {merged}." + rewind_note(update), update, None
+    text = f"they were merged: {merged}." + rewind_note(update)
+    if not report or context is None:
+        return text, update, None
+    shown = render_diagnostics(report, context.settings.count_tokens)
+    return f"{text}\n\n{shown}", update, {"diagnostics": report_data(report)}
 
 
 def _restored(backend: Backend, snapshot: Mapping[str, Any]) -> BranchBackend | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from langchain_fstools.core.tokens import TokenCounter, default_counter
 from langchain_fstools.formats import syntax
@@ -50,10 +50,13 @@ class ToolSettings:
             them with the result, `"refuse"` the change (nothing is written), or
             `"off"`. Needs the `syntax` extra (tree-sitter grammars); without it nothing
             is checked. Default: `"report"`.
-        diagnostics: Language servers that check every change (`lsp.Diagnostics`), or
-            True for the default servers, or False for none. A change's result then
-            ends with the diagnostics it introduced and those it fixed. Needs the `lsp`
-            extra and a backend on local disk. Default: False.
+        diagnostics: Language servers that check every change (`lsp.Diagnostics`),
+            True for the default servers, False for none, or `"auto"`: the default
+            servers where the `lsp` extra is installed and the backend keeps its files
+            on local disk, unless the environment variable
+            `LANGCHAIN_FSTOOLS_DIAGNOSTICS` is `off`; else none, silently. A change's
+            result then ends with the diagnostics it introduced and those it fixed.
+            Needs the `lsp` extra and a backend on local disk. Default: `"auto"`.
 
     Counts are ints of at least 1 (`diff_lines`, `grep_head_limit` and
     `read_max_bytes` may be 0); times are seconds above 0, and `execute_timeout` is at
@@ -85,7 +88,7 @@ class ToolSettings:
     execute_output_limit: int = 100_000
     command_policy: CommandPolicy = field(default_factory=CommandPolicy)
     syntax_check: syntax.SyntaxCheck = "report"
-    diagnostics: Diagnostics | bool = False
+    diagnostics: Diagnostics | bool | Literal["auto"] = "auto"
 
     def __post_init__(self) -> None:
         """Refuse a setting the tools could not use, in one sentence.
@@ -114,8 +117,12 @@ class ToolSettings:
         if self.syntax_check not in syntax.SYNTAX_CHECKS:
             choices = ", ".join(repr(choice) for choice in syntax.SYNTAX_CHECKS)
             raise ValueError(f"syntax_check must be one of {choices}, not {self.syntax_check!r}")
-        if not isinstance(self.diagnostics, bool) and not hasattr(self.diagnostics, "check"):
-            raise TypeError("diagnostics must be a Diagnostics, True or False")
+        if not (
+            isinstance(self.diagnostics, bool)
+            or self.diagnostics == "auto"
+            or hasattr(self.diagnostics, "check")
+        ):
+            raise TypeError('diagnostics must be a Diagnostics, True, False or "auto"')
 
 
 def _check_count(name: str, value: object, *, low: int) -> None:

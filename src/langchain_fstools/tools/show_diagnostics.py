@@ -1,15 +1,15 @@
 """diagnostics: what the language servers say now of a file, or of a folder's files.
 
-Read-only. Added by `FilesystemMiddleware` only when the toolkit has language servers
-(`ToolSettings.diagnostics`); every change's result already carries the diagnostics it
-introduced, so this is for a file's existing ones.
+Read-only. In a toolkit (and so in `FilesystemMiddleware` and the MCP server) only when
+it has language servers (`ToolSettings.diagnostics`); every change's result already
+carries the diagnostics it introduced, so this is for a file's existing ones.
 """
 
 from __future__ import annotations
 
 import posixpath
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
@@ -53,6 +53,7 @@ class DiagnosticsTool(FileTool):
     """Ask the toolkit's language servers about a file or a folder, changing nothing."""
 
     name: str = "diagnostics"
+    requires_servers: ClassVar[bool] = True
     description: str = DESCRIPTION
     args_schema: type[DiagnosticsArgs] = DiagnosticsArgs
 

@@ -13,6 +13,7 @@ from pydantic import ConfigDict
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.tools import (
     ApplyPatchTool,
+    DiagnosticsTool,
     EditFileTool,
     ExecuteTool,
     GlobTool,
@@ -44,6 +45,7 @@ TOOL_CLASSES: dict[str, Callable[..., FileTool]] = {
         NotebookEditTool,
         ExecuteTool,
         ProcessTool,
+        DiagnosticsTool,
     )
 }
 """Every tool of the toolkit, by model-facing name."""
@@ -57,8 +59,10 @@ class FileToolkit(BaseToolkit):
 
     Args:
         backend: Where the files live (`LocalBackend`, `StateBackend`, ...).
-        tools: Names of the tools to include. Default: all of `TOOL_CLASSES` the backend
-            can serve (`execute` only when `backend.supports_execute`).
+        tools: Names of the tools to include. Default: all of `TOOL_CLASSES` the toolkit
+            can serve (`execute` only when `backend.supports_execute`; `diagnostics`
+            only with language servers asked for, `diagnostics=True` or a
+            `Diagnostics`: by name where the `"auto"` default runs them).
         custom_tool_descriptions: Tool name -> the description the model reads instead
             of ours (deepagents' spelling). Default: none.
         **settings: Fields of `ToolSettings` (e.g. `read_limit=500`), listed under
@@ -95,7 +99,8 @@ class FileToolkit(BaseToolkit):
                 `StateBackend` instead of `StateBackend()`), or a setting of the wrong
                 type.
             ValueError: an unknown tool name or setting, a setting out of range, a tool
-                the backend cannot serve (`execute` without `supports_execute`), or a
+                the toolkit cannot serve (`execute` without `supports_execute`,
+                `diagnostics` without language servers), or a
                 tool that changes only read files (`edit_file`, `write_file`,
                 `notebook_edit`) without `read_file`, or a custom description of a tool
                 not given.
@@ -103,8 +108,15 @@ class FileToolkit(BaseToolkit):
         require_backend(backend)
         if isinstance(tools, str):
             raise TypeError(f"tools must be a list of tool names, such as [{tools!r}]")
+        known = {f.name for f in dataclasses.fields(ToolSettings)}
+        unknown_settings = sorted(set(settings) - known)
+        if unknown_settings:
+            raise ValueError(
+                f"unknown settings {unknown_settings}; ToolSettings has {sorted(known)}"
+            )
+        context = ToolContext(backend, ToolSettings(**settings))
         if tools is None:
-            names = tuple(name for name in TOOL_CLASSES if _servable(name, backend))
+            names = tuple(name for name in TOOL_CLASSES if _by_default(name, context))
         else:
             names = tuple(tools)
         unknown = sorted(set(names) - set(TOOL_CLASSES))
@@ -116,18 +128,9 @@ class FileToolkit(BaseToolkit):
                 f"{blind} change only files the agent has read, so they need read_file;"
                 " add 'read_file' to tools"
             )
-        unservable = [name for name in names if not _servable(name, backend)]
+        unservable = [name for name in names if not _servable(name, context)]
         if unservable:
-            raise ValueError(
-                f"the {backend.kind} backend does not run commands, so it cannot serve"
-                f" {unservable}; {_how_to_execute(backend)}"
-            )
-        known = {f.name for f in dataclasses.fields(ToolSettings)}
-        unknown_settings = sorted(set(settings) - known)
-        if unknown_settings:
-            raise ValueError(
-                f"unknown settings {unknown_settings}; ToolSettings has {sorted(known)}"
-            )
+            raise ValueError(_why_unservable(unservable, context))
         descriptions = dict(custom_tool_descriptions or {})
         undescribed = sorted(set(descriptions) - set(names))
         if undescribed:
@@ -135,9 +138,9 @@ class FileToolkit(BaseToolkit):
                 f"custom_tool_descriptions names {undescribed}, which are not among the"
                 f" tools given {sorted(names)}"
             )
-        tool_settings = ToolSettings(**settings)
+        context.tool_names = frozenset(names)
         super().__init__(
-            context=ToolContext(backend, tool_settings, tool_names=names),
+            context=context,
             tool_names=names,
             descriptions=descriptions,
         )
@@ -183,9 +186,43 @@ def _how_to_execute(backend: Backend) -> str:
     return "use a backend that runs commands: LocalBackend(root, execute=True) or SSHBackend"
 
 
-def _servable(name: str, backend: Backend) -> bool:
-    """Whether `backend` can serve the tool `name`."""
-    return backend.supports_execute or not getattr(TOOL_CLASSES[name], "requires_execute", False)
+def _servable(name: str, context: ToolContext) -> bool:
+    """Whether a toolkit of `context` (its backend, its language servers) can serve `name`."""
+    cls = TOOL_CLASSES[name]
+    if getattr(cls, "requires_servers", False) and context.diagnostics is None:
+        return False
+    return context.backend.supports_execute or not getattr(cls, "requires_execute", False)
+
+
+def _by_default(name: str, context: ToolContext) -> bool:
+    """Whether a toolkit of `context` includes `name` when no tools are named.
+
+    The servable tools, but one that needs language servers only where they were asked
+    for (`diagnostics=True` or a `Diagnostics`), not where the `"auto"` default found
+    them: every model call pays the schemas offered, within deepagents' budget.
+    """
+    if getattr(TOOL_CLASSES[name], "requires_servers", False) and (
+        context.settings.diagnostics == "auto"
+    ):
+        return False
+    return _servable(name, context)
+
+
+def _why_unservable(names: list[str], context: ToolContext) -> str:
+    """Why a toolkit of `context` cannot serve `names`, and what to do."""
+    backend = context.backend
+    if not backend.supports_execute and any(
+        getattr(TOOL_CLASSES[name], "requires_execute", False) for name in names
+    ):
+        return (
+            f"the {backend.kind} backend does not run commands, so it cannot serve"
+            f" {names}; {_how_to_execute(backend)}"
+        )
+    return (
+        f"{names} need language servers: install the lsp extra (pip install"
+        " 'langchain-fstools[lsp]') on a backend on local disk, or pass diagnostics=True"
+        " or a Diagnostics"
+    )
 
 
 def require_backend(backend: object) -> None:

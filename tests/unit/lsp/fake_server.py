@@ -3,7 +3,10 @@
 Modes: `ok` (one warning per line containing "BAD"), `crash` (exits at the first
 change), `hang` (never answers a diagnostic request), `flood` (5,000 diagnostics for
 any text with "BAD"), `net` (the message says whether an internet socket could be
-opened), `paths` (the message names the file's host path and URI), `push` (no pull
+opened), `escape` (for a line `BAD <file> <socket>`, the message says how opening a TCP
+socket to loopback, connecting to the Unix socket, reading the file, and reading the
+document's own file went: `ok` or the error's name), `paths` (the message names the
+file's host path and URI), `push` (no pull
 diagnostics: it publishes them, with the document's version, at every open and
 change), `mute` (never answers initialize), `garbage` (answers a diagnostic request
 with a malformed report). Speaks just enough LSP over stdio: initialize, didOpen/didChange,
@@ -12,9 +15,11 @@ textDocument/diagnostic, publishDiagnostics, shutdown, exit.
 
 from __future__ import annotations
 
+import errno
 import json
 import socket
 import sys
+from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 MODE = sys.argv[1]
@@ -49,6 +54,49 @@ def network() -> str:
     return "network open"
 
 
+def attempt(action) -> str:
+    try:
+        action()
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    return "ok"
+
+
+def loopback() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1)
+        sock.connect_ex(("127.0.0.1", 9))
+
+
+def connect(path: str) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(path)
+
+
+def read_file(path: str) -> None:
+    with Path(path).open("rb") as file:
+        file.read(1)
+
+
+def escape(line: str, uri: str) -> str:
+    _, target, where = line.split()
+    return (
+        f"loopback {attempt(loopback)}; unix {attempt(lambda: connect(where))};"
+        f" outside {attempt(lambda: read_file(target))};"
+        f" inside {attempt(lambda: read_file(unquote(urlparse(uri).path)))}"
+    )
+
+
+def described(line: str, uri: str) -> str:
+    if MODE == "net":
+        return network()
+    if MODE == "paths":
+        return f"see {unquote(urlparse(uri).path)} and {uri}"
+    if MODE == "escape":
+        return escape(line, uri)
+    return "a bad line"
+
+
 def diagnostics(text: str, uri: str) -> list[dict]:
     found = []
     for number, line in enumerate(text.splitlines()):
@@ -62,10 +110,7 @@ def diagnostics(text: str, uri: str) -> list[dict]:
                     },
                     "severity": 2,
                     "code": f"B{copy}",
-                    "message": {
-                        "net": network(),
-                        "paths": f"see {unquote(urlparse(uri).path)} and {uri}",
-                    }.get(MODE, "a bad line"),
+                    "message": described(line, uri),
                 }
                 for copy in range(copies)
             ]

@@ -6,6 +6,8 @@ a fake server (`fake_server.py`) crashes, hangs or floods for the failure cases.
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
 import threading
 import time
@@ -20,6 +22,7 @@ from langchain_core.messages import ToolMessage
 
 from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.lsp import Diagnostics, ServerSpec, TextChange
+from langchain_fstools.shell.sandbox import confine
 from langchain_fstools.testing import ScriptedChatModel, parallel, tool_call
 
 FAKE = str(Path(__file__).with_name("fake_server.py"))
@@ -192,7 +195,8 @@ def test_diagnostics_off_for_one_tool(tmp_path: Path, servers: list[Diagnostics]
     result = agent.invoke({"messages": [("user", "go")]})
     last = [m for m in result["messages"] if isinstance(m, ToolMessage)][-1]
     assert "diagnostics" not in last.artifact
-    assert diagnostics.server_pids() == []
+    middleware.toolkit.context._background.submit(lambda: None).result()  # the read's hold
+    assert diagnostics.server_pids() == []  # a read never starts a server
 
 
 def test_a_backend_without_local_files_says_nothing_and_starts_no_server(
@@ -413,6 +417,53 @@ def test_a_branch_merge_gets_the_diagnostics_it_introduced(
     assert introduced(found["m1"]) == [("/m.py", "F821")]
 
 
+def test_the_merge_after_a_task_gets_the_diagnostics_it_introduced(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    deepagents = pytest.importorskip("deepagents")
+    (tmp_path / "m.py").write_text("def f():\n    return 1\n")
+    diagnostics = Diagnostics(servers=ONLY_RUFF, timeout=10)
+    servers.append(diagnostics)
+    files = FilesystemMiddleware(
+        backend=LocalBackend(tmp_path), branches=True, diagnostics=diagnostics
+    )
+    subagent = ScriptedChatModel(
+        turns=[
+            tool_call("read_file", call_id="a-1", file_path="/m.py"),
+            tool_call(
+                "edit_file",
+                call_id="a-2",
+                file_path="/m.py",
+                old_string="return 1",
+                new_string="return missing_a",
+            ),
+            "a edited /m.py.",
+        ],
+        disable_streaming=True,
+    )
+    model = ScriptedChatModel(
+        turns=[
+            tool_call("task", call_id="t-a", description="Edit.", subagent_type="a"),
+            "done",
+        ],
+        disable_streaming=True,
+    )
+    spec = {
+        "name": "a",
+        "description": "Subagent a.",
+        "system_prompt": "You edit files.",
+        "model": subagent,
+        "middleware": [files],
+    }
+    agent = deepagents.create_deep_agent(model=model, middleware=[files], subagents=[spec])
+    state = agent.invoke({"messages": [{"role": "user", "content": "Edit /m.py."}]})
+    found = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+    assert (tmp_path / "m.py").read_text() == "def f():\n    return missing_a\n"
+    assert "merged: /m.py" in found["t-a"].text
+    assert introduced(found["t-a"]) == [("/m.py", "F821")]
+    assert "/m.py:2:12: error F821 Undefined name `missing_a` (ruff)" in found["t-a"].text
+
+
 # ----- the read-only diagnostics tool ---------------------------------------------------
 
 
@@ -501,6 +552,52 @@ def test_a_server_has_no_network(tmp_path: Path, servers: list[Diagnostics]) -> 
     assert message_of(message) == "network refused"
 
 
+def test_a_server_reaches_no_socket_and_reads_only_the_workspace(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    """Confined as the search spawner's rg: Landlock reads, seccomp sockets."""
+    if confine.landlock_abi() < 1:
+        pytest.skip("the kernel has no Landlock: reads are not confined here")
+    workspace, outside = tmp_path / "workspace", tmp_path / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    secret = outside / "secret.txt"
+    secret.write_text("token\n")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as service:
+        service.bind(str(outside / "service.sock"))
+        service.listen()
+        (workspace / "app.py").write_text("fine = 1\n")
+        messages = run(
+            workspace,
+            [
+                tool_call("read_file", file_path="/app.py"),
+                edit("/app.py", "fine = 1", f"BAD {secret} {outside / 'service.sock'}"),
+            ],
+            servers,
+            table=fake("escape"),
+        )
+    assert message_of(messages[1]) == "loopback EPERM; unix EPERM; outside EACCES; inside ok"
+    assert secret.read_text() == "token\n"
+
+
+def test_an_unconfined_process_would_reach_them(tmp_path: Path) -> None:
+    """The fake server's probes, run here unconfined, succeed: the test above can fail."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("token\n")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as service:
+        service.bind(str(tmp_path / "service.sock"))
+        service.listen()
+        probe = (
+            "import sys; sys.argv = ['fake', 'escape']; sys.stdin = open('/dev/null');"
+            f"exec(open({FAKE!r}).read().split('while (message')[0]);"
+            f"print(escape('BAD {secret} {tmp_path / 'service.sock'}', {secret.as_uri()!r}))"
+        )
+        found = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    assert found == "loopback ok; unix ok; outside ok; inside ok"
+
+
 def test_host_paths_in_a_server_s_messages_are_hidden(
     tmp_path: Path, servers: list[Diagnostics]
 ) -> None:
@@ -510,7 +607,9 @@ def test_host_paths_in_a_server_s_messages_are_hidden(
 
 
 def test_one_server_serves_every_thread_and_ends_when_idle(tmp_path: Path) -> None:
-    diagnostics = Diagnostics(servers=fake("ok"), timeout=10, idle_seconds=0.4)
+    # Idle after 2 s: long enough that a loaded machine reaches the first assertion
+    # before the server is reaped (it is idle from the end of its last check).
+    diagnostics = Diagnostics(servers=fake("ok"), timeout=10, idle_seconds=2)
     try:
         reports = []
 
@@ -525,7 +624,7 @@ def test_one_server_serves_every_thread_and_ends_when_idle(tmp_path: Path) -> No
             thread.join()
         assert [len(report.introduced) for report in reports] == [1, 1, 1, 1]
         assert len(diagnostics.server_pids()) == 1
-        for _ in range(200):  # the reaper looks every idle_seconds / 4
+        for _ in range(400):  # the reaper looks every idle_seconds / 4
             if not diagnostics.server_pids():
                 break
             time.sleep(0.05)

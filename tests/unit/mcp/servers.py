@@ -38,9 +38,12 @@ class Client:
 
 
 def file_server(
-    root: Path, *, handle_key: bytes | None = None, reads_only: bool = False
+    root: Path, *, handle_key: bytes | None = None, reads_only: bool = False, **settings: Any
 ) -> FileServer:
-    """A server over `root` with every tool, no permission rules and eviction on."""
+    """A server over `root` with every tool, no permission rules and eviction on.
+
+    `settings` are `ToolSettings` fields (`diagnostics=True`: with language servers).
+    """
     return FileServer(
         LocalBackend(root, execute=True),
         tools=None,
@@ -49,7 +52,7 @@ def file_server(
         permissions=(),
         protected_paths=(),
         eviction=True,
-        settings={},
+        settings=settings,
         handle_key=handle_key,
         reads_only=reads_only,
     )

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def test_every_tool_converts_with_the_model_facing_schema(tmp_path: Path) -> None:
-    tools = FileToolkit(LocalBackend(tmp_path, execute=True)).get_tools()
+    tools = FileToolkit(LocalBackend(tmp_path, execute=True), diagnostics=True).get_tools()
     assert sorted(t.name for t in tools) == sorted(TOOL_CLASSES)
     for tool in tools:
         converted = to_fastmcp(tool)

@@ -108,5 +108,9 @@ def test_tools_of_the_agent_itself_are_always_offered(tmp_path: Path) -> None:
 
 
 def test_over_mcp_every_tool_is_listed_from_the_start(tmp_path: Path) -> None:
-    """MCP clients load the tool list once: nothing is withheld there."""
-    assert {tool.name for tool in file_server(tmp_path).listing} == set(TOOL_CLASSES)
+    """MCP clients load the tool list once: nothing is withheld there (`diagnostics`
+    is listed where there are language servers)."""
+    listed = {tool.name for tool in file_server(tmp_path, diagnostics=True).listing}
+    assert listed == set(TOOL_CLASSES)
+    without = {tool.name for tool in file_server(tmp_path, diagnostics=False).listing}
+    assert without == set(TOOL_CLASSES) - {"diagnostics"}

@@ -48,8 +48,11 @@ def _matches_snapshot(name: str, text: str) -> bool:
 
 @pytest.mark.parametrize("name", sorted(TOOL_CLASSES))
 def test_tool_schema_snapshot(name: str, tmp_path: Path) -> None:
-    """Every tool as the model sees it in the full toolkit with default settings."""
-    tools = FileToolkit(LocalBackend(tmp_path, execute=True)).get_tools()
+    """Every tool as the model sees it in the full toolkit with default settings.
+
+    With language servers (`diagnostics=True`), as where the `lsp` extra is installed.
+    """
+    tools = FileToolkit(LocalBackend(tmp_path, execute=True), diagnostics=True).get_tools()
     (tool,) = [tool for tool in tools if tool.name == name]
     rendered = json.dumps(convert_to_openai_tool(tool), indent=2, ensure_ascii=False) + "\n"
     assert _matches_snapshot(f"{name}.json", _portable(rendered, tmp_path))
@@ -143,7 +146,9 @@ def test_the_essential_rules_stay_in_the_descriptions(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", sorted(TOOL_CLASSES))
 def test_runtime_is_hidden_from_the_model(name: str, tmp_path: Path) -> None:
-    toolkit = FileToolkit(_backend_for(name, tmp_path), tools=sorted({name, "read_file"}))
+    toolkit = FileToolkit(
+        _backend_for(name, tmp_path), tools=sorted({name, "read_file"}), diagnostics=True
+    )
     (tool,) = [tool for tool in toolkit.get_tools() if tool.name == name]
     properties = convert_to_openai_tool(tool)["function"]["parameters"]["properties"]
     assert "runtime" not in properties

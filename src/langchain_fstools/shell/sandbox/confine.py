@@ -504,14 +504,35 @@ def _add_rule(libc: ctypes.CDLL, ruleset: int, descriptor: int, access: int) -> 
     )
 
 
-def read_only_ruleset(readable: int, runnable: list[str]) -> int | None:
+LOADER_FOLDERS = (
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/usr/lib",
+    "/usr/lib32",
+    "/usr/lib64",
+    "/usr/local/lib",
+    "/etc/ld.so.cache",
+)
+"""What a dynamically linked program reads before `main`: a program under
+`read_only_ruleset` may read and run files beneath these (never list them), besides its
+own executable."""
+
+
+def read_only_ruleset(
+    readable: int,
+    runnable: list[str],
+    libraries: list[str] = [],  # noqa: B006 - never changed
+) -> int | None:
     """A Landlock ruleset allowing reads beneath `readable` and running `runnable` only.
 
     Every file system right the kernel knows is handled, so a process restricted by it
     writes nowhere, reads files and lists folders only beneath the open folder
     `readable`, and reads and runs files only beneath the `runnable` paths (an
-    executable and the folders its loader reads; absent ones are skipped). Enforce it
-    with `restrict_to`; it may be enforced by any number of processes.
+    executable and the folders its loader reads; absent ones are skipped), and beneath
+    the `libraries` paths also lists folders (an interpreter's standard library, whose
+    imports list their folders). Enforce it with `restrict_to`; it may be enforced by
+    any number of processes.
 
     Returns:
         The ruleset's descriptor (close-on-exec), or None when the kernel lacks Landlock.
@@ -533,6 +554,8 @@ def read_only_ruleset(readable: int, runnable: list[str]) -> int | None:
         _add_rule(libc, ruleset, readable, reads)
         for path in runnable:
             _add_path_rule(libc, ruleset, path, _FS_READ_FILE | _FS_EXECUTE)
+        for path in libraries:
+            _add_path_rule(libc, ruleset, path, reads | _FS_EXECUTE)
     except BaseException:
         os.close(ruleset)
         raise
@@ -920,6 +943,7 @@ __all__ = [
     "FAILED",
     "FLAGS",
     "LISTS",
+    "LOADER_FOLDERS",
     "OTHER_PROCESS_CALLS",
     "RESTORED_SIGNALS",
     "RLIMITS",
