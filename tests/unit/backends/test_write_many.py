@@ -366,7 +366,7 @@ def test_a_write_reports_the_version_of_the_file_it_made_not_of_one_renamed_over
     backend = LocalBackend(tmp_path)  # durable: the fsyncs run after the lock is released
     target = tmp_path / "f.txt"
     target.write_text("old\n")
-    syncing = atomic_writes._sync_all  # noqa: SLF001 - the step between the lock and the return
+    syncing = atomic_writes._sync_all  # the step between the lock and the return
 
     def another_writer_first(*args: Any, **kwargs: Any) -> None:
         if target.read_text() == "ours\n":
