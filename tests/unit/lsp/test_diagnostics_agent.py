@@ -192,7 +192,9 @@ def test_diagnostics_off_for_one_tool(tmp_path: Path, servers: list[Diagnostics]
     result = agent.invoke({"messages": [("user", "go")]})
     last = [m for m in result["messages"] if isinstance(m, ToolMessage)][-1]
     assert "diagnostics" not in last.artifact
-    assert diagnostics.server_pids() == []
+    assert "F821" not in str(last.content)
+    # no pid check: the read hands app.py to the servers in the background (a warm-up),
+    # so whether a server runs by now is a race; the edit itself waits for none
 
 
 def test_a_backend_without_local_files_says_nothing_and_starts_no_server(
