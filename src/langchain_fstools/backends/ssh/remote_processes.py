@@ -91,7 +91,7 @@ class RemoteProcess(Background):
         self.before = before
         self.record = b""
         """The shell state it recorded, once ended (a `yield_after` command's)."""
-        self._line_waites = 0
+        self._watches = 0
         self._line_wait: _LineWait | None = None
         super().__init__(
             ident,
@@ -145,8 +145,8 @@ class RemoteProcess(Background):
         Raises:
             InvalidArgument: the host's Python cannot compile `pattern`.
         """
-        self._line_waites += 1
-        wait = self._line_wait = _LineWait(self._line_waites)
+        self._watches += 1
+        wait = self._line_wait = _LineWait(self._watches)
         if not self.running:
             wait.tell(matched=False)
         reply = self._call(
