@@ -296,8 +296,58 @@ def test_rewind_removes_the_folders_a_command_created_for_its_files(root: Path) 
 
     restored = _rewound(root, AIMessage(content="", tool_calls=[call]))
 
-    assert sorted(restored) == ["/build/out/x.o", "/build/y.o"]
+    assert sorted(restored) == ["/build", "/build/out", "/build/out/x.o", "/build/y.o"]
     assert not (root / "build").exists()
+
+
+def test_rewind_removes_the_folders_a_command_only_created(root: Path) -> None:
+    call = {"name": "execute", "args": {"command": "mkdir build"}, "id": "c1"}
+
+    assert _rewound(root, AIMessage(content="", tool_calls=[call])) == ["/build"]
+
+    assert not (root / "build").exists()
+
+
+def test_rewind_removes_a_nested_mkdir_p_and_keeps_the_folder_that_was_there(root: Path) -> None:
+    (root / "src").mkdir()
+    command = "mkdir -p src/build/x/y && mkdir -p out/a out/b && echo z > out/b/z"
+    call = {"name": "execute", "args": {"command": command}, "id": "c1"}
+
+    restored = _rewound(root, AIMessage(content="", tool_calls=[call]))
+
+    assert sorted(restored) == [
+        "/out",
+        "/out/a",
+        "/out/b",
+        "/out/b/z",
+        "/src/build",
+        "/src/build/x",
+        "/src/build/x/y",
+    ]
+    assert sorted(p.name for p in root.iterdir()) == [".git", "a.txt", "src"]
+    assert list((root / "src").iterdir()) == []
+
+
+def test_rewind_leaves_a_created_empty_folder_that_got_a_file_later(root: Path) -> None:
+    call = {"name": "execute", "args": {"command": "mkdir -p build/x"}, "id": "c1"}
+    later = root / "build" / "later.txt"
+
+    restored = _rewound(
+        root, AIMessage(content="", tool_calls=[call]), lambda: later.write_text("l")
+    )
+
+    assert restored == ["/build/x"]
+    assert sorted(p.name for p in (root / "build").iterdir()) == ["later.txt"]
+
+
+def test_rewind_removes_the_folders_a_write_file_created(root: Path) -> None:
+    args = {"file_path": "/docs/api/index.md", "content": "# API\n"}
+    call = {"name": "write_file", "args": args, "id": "c1"}
+
+    restored = _rewound(root, AIMessage(content="", tool_calls=[call]))
+
+    assert sorted(restored) == ["/docs", "/docs/api", "/docs/api/index.md"]
+    assert not (root / "docs").exists()
 
 
 def test_rewind_leaves_the_folders_that_were_there_before(root: Path) -> None:
@@ -305,7 +355,9 @@ def test_rewind_leaves_the_folders_that_were_there_before(root: Path) -> None:
     args = {"file_path": "/empty/new/file.txt", "content": "new\n"}
     call = {"name": "write_file", "args": args, "id": "c1"}
 
-    assert _rewound(root, AIMessage(content="", tool_calls=[call])) == ["/empty/new/file.txt"]
+    restored = _rewound(root, AIMessage(content="", tool_calls=[call]))
+
+    assert restored == ["/empty/new", "/empty/new/file.txt"]
 
     assert not (root / "empty" / "new").exists()
     assert (root / "empty").is_dir()  # empty now, as before: it was not the change's

@@ -20,6 +20,15 @@ then run with). Requests carry an `id` the answer repeats:
   the window, emptied (`head`, `dropped`, `tail`: `[stream, B64]` chunks), with
   `running`, `status`, `ended_by`; `{"op": "kill", "proc": K}`: end its group;
   `{"op": "list"}`: every process.
+- `{"op": "watch", "proc": K, "pattern": P, "watch": W}`: whether a line of its output
+  (either stream; the unread window's and, until one matches, what comes) matches the
+  regex `P`. Answer `{"matched": true}` when the window holds one, `{"matched": false,
+  "ended": true}` when its output ended without one, else `{"matched": false}` and
+  later the event `{"event": "line", "proc": K, "watch": W, "matched": M}` (M false:
+  its output ended first); `{"op": "unwatch", "proc": K}` stops the watch.
+- `{"op": "accepts", "port": N}`: whether a socket of the host listens on TCP port `N`
+  (`/proc/net/tcp` and `tcp6`; where those are missing, a connection to `127.0.0.1`,
+  then `::1`, within `PROBE_TIMEOUT`). Answer `{"accepts": A}`.
 
 Errors answer `{"id": I, "error": why}`. When a process ends, the event `{"event":
 "exit", "proc": K, "status": S, "ended_by": W, "record": B64}` follows its last output
@@ -41,9 +50,11 @@ import fcntl
 import json
 import os
 import pty
+import re
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -58,6 +69,10 @@ _TICK = 1.0
 _READ_SIZE = 65536
 _DRAIN_READS = 64
 """Reads of an ended process's output before its end is told (more comes with the next)."""
+PROBE_TIMEOUT = 0.5
+"""Seconds a connection probe of a port may take (loopback answers at once)."""
+_LISTEN = "0A"
+"""The state of a listening socket in `/proc/net/tcp`."""
 
 
 class Window:
@@ -101,6 +116,14 @@ class Window:
                 self.tail_size -= excess
                 self.dropped += excess
 
+    def streams(self) -> dict[str, bytes]:
+        """The kept output of each stream, its chunks joined (the middle dropped)."""
+        chunks = [(stream, base64.b64decode(data)) for stream, data in self.head]
+        kept: dict[str, bytes] = {}
+        for stream, data in [*chunks, *self.tail]:
+            kept[stream] = kept.get(stream, b"") + data
+        return kept
+
     @property
     def unread(self) -> bool:
         """Whether it holds output nobody read yet."""
@@ -133,6 +156,7 @@ class Process:
         self.status: int | None = None
         self.ended_by: str | None = None
         self.record: str | None = None
+        self.watch: Watch | None = None
 
     @property
     def running(self) -> bool:
@@ -146,6 +170,27 @@ class Process:
                 self.ended_by = reason
             with contextlib.suppress(OSError):
                 os.killpg(self.popen.pid, signal.SIGKILL)
+
+
+class Watch:
+    """A wait for a line of output matching `pattern`, told as event `ident`.
+
+    Args:
+        ident: The watch's id, which its event repeats.
+        pattern: The regex a line is searched with.
+        partial: The stream's unended last line, as kept so far (per stream).
+    """
+
+    def __init__(self, ident: object, pattern: re.Pattern[str], partial: dict[str, bytes]) -> None:
+        """Watch from the current output on."""
+        self.ident = ident
+        self.pattern = pattern
+        self.pending = partial
+
+    def matches(self, data: bytes, stream: str) -> bool:
+        """Whether `data` (from `stream`) completes or starts a matching line."""
+        *lines, self.pending[stream] = (self.pending.get(stream, b"") + data).split(b"\n")
+        return _matching(self.pattern, [*lines, self.pending[stream]])
 
 
 class Supervisor:
@@ -233,14 +278,26 @@ class Supervisor:
             return self._start(request)
         if op == "list":
             return {"processes": [_standing(p) for p in self.processes.values()]}
+        if op == "accepts":
+            return {"accepts": _accepts(int(str(request["port"])))}
         process = self.processes.get(str(request.get("proc")))
         if process is None:
             raise KeyError("no such process")
         process.active = time.monotonic()
+        return self._process_answer(process, op, request)
+
+    def _process_answer(
+        self, process: Process, op: object, request: dict[str, object]
+    ) -> dict[str, object]:
         if op == "read":
             return {**process.window.take(), **_standing(process)}
         if op == "kill":
             process.kill("kill")
+            return {}
+        if op == "watch":
+            return self._watch(process, request)
+        if op == "unwatch":
+            process.watch = None
             return {}
         if op == "write":
             if not process.running or process.stdin is None:
@@ -249,6 +306,29 @@ class Supervisor:
             self._flush(process)
             return {}
         raise ValueError(f"unknown op {op!r}")
+
+    def _watch(self, process: Process, request: dict[str, object]) -> dict[str, object]:
+        """Answer a watch from the window; watch what comes when it holds no such line."""
+        try:
+            pattern = re.compile(str(request["pattern"]))
+        except re.error as bad:
+            raise ValueError(f"not a regex here ({bad})") from None
+        kept = process.window.streams()
+        if _matching(pattern, [line for data in kept.values() for line in data.split(b"\n")]):
+            return {"matched": True}
+        if not process.outputs:
+            return {"matched": False, "ended": True}
+        partial = {stream: data.rsplit(b"\n", 1)[-1] for stream, data in kept.items()}
+        process.watch = Watch(request.get("watch"), pattern, partial)
+        return {"matched": False}
+
+    def _tell_watch(self, process: Process, *, matched: bool) -> None:
+        """Tell the watch of `process` its outcome, and end it."""
+        watch, process.watch = process.watch, None
+        if watch is not None:
+            self.send(
+                {"event": "line", "proc": process.ident, "watch": watch.ident, "matched": matched}
+            )
 
     def _start(self, request: dict[str, object]) -> dict[str, object]:
         ident = str(request["proc"])
@@ -324,13 +404,18 @@ class Supervisor:
         if not data:
             self._close_output(process, fd)
             return
-        process.window.add(data, process.outputs[fd])
+        stream = process.outputs[fd]
+        process.window.add(data, stream)
+        if process.watch is not None and process.watch.matches(data, stream):
+            self._tell_watch(process, matched=True)
 
     def _close_output(self, process: Process, fd: int) -> None:
         self.selector.unregister(fd)
         del process.outputs[fd]
         if fd != process.stdin:
             _close(fd)
+        if not process.outputs:
+            self._tell_watch(process, matched=False)
 
     def _flush(self, process: Process) -> None:
         fd = process.stdin
@@ -401,6 +486,31 @@ def _standing(process: Process) -> dict[str, object]:
         "status": process.status,
         "ended_by": process.ended_by,
     }
+
+
+def _matching(pattern: re.Pattern[str], lines: list[bytes]) -> bool:
+    """Whether one of `lines` (UTF-8, a carriage return at the end dropped) matches."""
+    return any(pattern.search(line.decode("utf-8", "replace").rstrip("\r")) for line in lines)
+
+
+def _accepts(port: int) -> bool:
+    """Whether a socket of the host listens on TCP `port` (see the module docstring)."""
+    tables = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(name) as opened:
+            tables.append(opened.read())
+    if tables:
+        wanted = format(port, "04X")
+        for table in tables:
+            for row in table.splitlines()[1:]:
+                fields = row.split()
+                if fields[1].rsplit(":", 1)[1] == wanted and fields[3] == _LISTEN:
+                    return True
+        return False
+    for host in ("127.0.0.1", "::1"):
+        with contextlib.suppress(OSError), socket.create_connection((host, port), PROBE_TIMEOUT):
+            return True
+    return False
 
 
 def _text(data: bytes) -> str:

@@ -16,7 +16,9 @@ Putting files back (`restore`) is all or nothing: every file must still be at th
 version the agent left it (else `ChangedOutsideAgent`, and nothing is written), writes
 are conditional on that version, and a failure midway restores the files already put
 back. A file created in folders that did not exist yet records those folders
-(`created_folders`); when it is removed again, each of them left empty goes too.
+(`created_folders`); when it is removed again, each of them left empty goes too. A
+folder a call created and left empty (`mkdir -p build/x`) is a record of its own
+(`folder`): undoing the call removes it if it is still empty, and leaves it otherwise.
 """
 
 from __future__ import annotations
@@ -79,6 +81,9 @@ class ChangeRecord(TypedDict):
     """The file's version right after the change; None if the change removed it."""
     created_folders: NotRequired[list[str]]
     """The folders the change created for a new file, deepest first (absent: none)."""
+    folder: NotRequired[bool]
+    """True: `path` is a folder the call created, with no file of its own (`before`
+    empty, `after` None); undoing the call removes it while it is empty."""
 
 
 class HistoryUpdate(TypedDict):
@@ -191,6 +196,15 @@ def change_record(
     return record
 
 
+def folder_record(*, tool_call_id: str, index: int, path: str) -> ChangeRecord:
+    """Build the record of a folder a call created (see `ChangeRecord.folder`)."""
+    record = change_record(
+        tool_call_id=tool_call_id, index=index, path=path, before=None, kept=True, after=None
+    )
+    record["folder"] = True
+    return record
+
+
 def earlier_bytes(record: ChangeRecord) -> bytes | None:
     """The file's bytes before the change, or None if it did not exist.
 
@@ -209,16 +223,21 @@ class Restore:
     """Put `path` back to `content` (None: remove it), if it is at version `expected`.
 
     `folders`: those the change made for the file, removed after it when left empty.
+    `folder`: `path` is a folder the change made; it is removed when left empty, and
+    `content` and `expected` are None.
     """
 
     path: str
     content: bytes | None
     expected: str | None
     folders: tuple[str, ...] = ()
+    folder: bool = False
 
 
 def _restore(record: ChangeRecord, expected: str | None) -> Restore:
     """Undo `record`'s change to a file now at version `expected`."""
+    if record.get("folder", False):
+        return Restore(record["path"], None, None, folder=True)
     folders = () if record["existed"] else tuple(record.get("created_folders", ()))
     return Restore(record["path"], earlier_bytes(record), expected, folders)
 
@@ -262,10 +281,14 @@ def plan_rewind(history: Sequence[ChangeRecord], to: str) -> list[Restore]:
         raise UnknownChange(to)
     first: dict[str, ChangeRecord] = {}
     last: dict[str, ChangeRecord] = {}
+    folders: list[Restore] = []
     for record in history[start:]:
+        if record.get("folder", False):
+            folders.append(_restore(record, None))
+            continue
         first.setdefault(record["path"], record)
         last[record["path"]] = record
-    return [_restore(first[path], last[path]["after"]) for path in first]
+    return [*(_restore(first[path], last[path]["after"]) for path in first), *folders]
 
 
 def plan_undo(history: Sequence[ChangeRecord], path: str) -> tuple[ChangeRecord, Restore]:
@@ -276,7 +299,7 @@ def plan_undo(history: Sequence[ChangeRecord], path: str) -> tuple[ChangeRecord,
         ChangeNotKept: its earlier content was too large to keep.
     """
     for record in reversed(history):
-        if record["path"] == path:
+        if record["path"] == path and not record.get("folder", False):
             return record, _restore(record, record["after"])
     raise UnknownChange(path)
 
@@ -311,19 +334,22 @@ def undo_update(
 def _stamps(
     earlier: Sequence[ChangeRecord], versions: Mapping[str, str | None]
 ) -> dict[str, str | None]:
-    last = {r["path"]: r["id"] for r in earlier}
+    last = {r["path"]: r["id"] for r in earlier if not r.get("folder", False)}
     return {last[path]: version for path, version in versions.items() if path in last}
 
 
 def restore(restores: Sequence[Restore]) -> calls.Effect[dict[str, str | None]]:
-    """Put files back, all or nothing; return each restored path's new version.
+    """Put files back, all or nothing, then remove the emptied folders the changes made.
+
+    Returns:
+        Each restored file's new version, and None for each folder removed.
 
     Raises:
         ChangedOutsideAgent: a file is not at the version the agent left it (nothing
             is written then).
     """
     current: list[tuple[Restore, str | None, bytes | None]] = []
-    for item in restores:
+    for item in (r for r in restores if not r.folder):
         version = yield from _version_of(item.path)
         if version != item.expected:
             raise ChangedOutsideAgent(item.path)
@@ -338,21 +364,34 @@ def restore(restores: Sequence[Restore]) -> calls.Effect[dict[str, str | None]]:
         for path, written, data in reversed(done):
             yield from _put(path, data, written)
         raise
-    yield from _remove_empty([f for item in restores if item.content is None for f in item.folders])
-    return {path: written for path, written, _ in done}
+    made = [
+        folder
+        for item in restores
+        if item.content is None
+        for folder in ((item.path,) if item.folder else item.folders)
+    ]
+    removed = yield from _remove_empty(made)
+    return {**{path: written for path, written, _ in done}, **dict.fromkeys(removed)}
 
 
-def _remove_empty(folders: Sequence[str]) -> calls.Effect[None]:
+def _remove_empty(folders: Sequence[str]) -> calls.Effect[list[str]]:
     """Remove each of `folders` (made by the changes undone) that is now empty, deepest first.
 
     A folder holding anything (a file written since, by anyone) stays, and so does one
-    that is gone already: only the folders the undone changes created can go.
+    that is gone already or is no folder now: only the folders the undone changes
+    created can go. Returns those removed.
     """
+    removed: list[str] = []
     for folder in sorted(set(folders), key=lambda f: f.count("/"), reverse=True):
         try:
+            info = yield from calls.stat(folder)
+            if not info.is_dir or info.link:
+                continue  # something else took its place since: not the change's to remove
             yield from calls.delete(folder)
         except OSError:
             continue  # not empty, or already gone
+        removed.append(folder)
+    return removed
 
 
 def _version_of(path: str) -> calls.Effect[str | None]:
@@ -394,6 +433,7 @@ __all__ = [
     "change_record",
     "combined_updates",
     "earlier_bytes",
+    "folder_record",
     "history_of",
     "merge_history",
     "plan_rewind",

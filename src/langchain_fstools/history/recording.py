@@ -5,11 +5,12 @@ notebook edits, patches) is recorded, with no tool knowing: the view captures a 
 bytes before `write_bytes`, `delete` or `move`, and its version after, and reports the
 records as a `file_history` state update (see `langchain_fstools.history.changes`).
 
-Only files are recorded, with the folders a new file's change created (so removing
-the file again removes them when left empty); a directory moved or removed is not. A
-command's committed change set is recorded file by file, under the command's tool call
-id, so undoing the call restores what the command changed. Calls outside a graph run (no
-tool call id) are not recorded.
+Files are recorded, with the folders a new file's change created (so removing the file
+again removes them when left empty), and so are the folders a call created with no file
+of its own (`mkdir`, a command's `mkdir -p build/x`), which undoing removes while they
+are empty; a directory moved or removed is not. A command's committed change set is
+recorded path by path, under the command's tool call id, so undoing the call restores
+what the command changed. Calls outside a graph run (no tool call id) are not recorded.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from langchain_fstools.history.changes import (
     ChangeRecord,
     HistoryUpdate,
     change_record,
+    folder_record,
 )
 
 if TYPE_CHECKING:
@@ -109,6 +111,19 @@ class RecordingBackend(BackendView):
             )
         )
 
+    def _record_folders(self, folders: Sequence[str]) -> None:
+        """Record `folders` as created by this call, but those a file record names already."""
+        if self.tool_call_id is None:
+            return
+        named = {f for r in self.records for f in r.get("created_folders", ())}
+        for folder in folders:
+            if folder not in named:
+                self.records.append(
+                    folder_record(
+                        tool_call_id=self.tool_call_id, index=len(self.records), path=folder
+                    )
+                )
+
     def _write(self, path: str, data: bytes, expected_version: str | None) -> Effect[FileInfo]:
         canonical = paths.normalize(path)
         before = yield from self._capture(canonical)
@@ -163,6 +178,14 @@ class RecordingBackend(BackendView):
         if before is not None:
             self._record(info.path, before, None)
 
+    def _mkdir(self, path: str) -> Effect[None]:
+        canonical = paths.normalize(path)
+        missing: tuple[str, ...] = ()
+        if canonical != paths.ROOT:
+            missing = yield from _missing_folders(posixpath.join(canonical, "_"))
+        yield from calls.mkdir(canonical)
+        self._record_folders(missing)
+
     def _move(self, source: str, destination: str) -> Effect[FileInfo]:
         source, destination = paths.normalize(source), paths.normalize(destination)
         source_info = yield from calls.stat(source)
@@ -179,10 +202,20 @@ class RecordingBackend(BackendView):
     def _commit(self, changes: ChangeSet) -> Effect[list[FileInfo]]:
         """Commit a command's change set, recording each file it changed (one record a file).
 
-        Links and directories are not recorded, nor names that are not UTF-8 (no tool
-        can name them to restore them).
+        A folder it added is recorded too (when no new file's record names it already);
+        links and other changes to directories are not, nor names that are not UTF-8 (no
+        tool can name them to restore them).
         """
         recorded = [c for c in changes.changes if c.entry == "file" and _nameable(c.path)]
+        deleted = {c.path for c in changes.changes if c.kind is ChangeKind.DELETED}
+        added_folders = [
+            c.path
+            for c in changes.changes
+            if c.entry == "directory"
+            and c.kind is ChangeKind.ADDED
+            and c.path not in deleted
+            and _nameable(c.path)
+        ]
         befores: list[_Before] = []
         for change in recorded:
             befores.append((yield from self._capture(change.path)))  # noqa: PERF401 - an effect
@@ -192,6 +225,7 @@ class RecordingBackend(BackendView):
             after = None if change.kind is ChangeKind.DELETED else versions.get(change.path)
             if change.kind is ChangeKind.DELETED or after is not None:
                 self._record(change.path, before, after)
+        self._record_folders(sorted(added_folders, key=lambda f: f.count("/"), reverse=True))
         return infos
 
     def commit(self, changes: ChangeSet) -> list[FileInfo]:
@@ -231,6 +265,14 @@ class RecordingBackend(BackendView):
     def delete(self, path: str) -> None:
         """Delete, recording a file's earlier content."""
         calls.run(self._delete(path), self.inner)
+
+    def mkdir(self, path: str) -> None:
+        """Create a directory and its parents, recording those it created."""
+        calls.run(self._mkdir(path), self.inner)
+
+    async def amkdir(self, path: str) -> None:
+        """Async `mkdir`."""
+        await calls.arun(self._mkdir(path), self.inner)
 
     def move(self, source: str, destination: str) -> FileInfo:
         """Move, recording both ends."""

@@ -333,7 +333,8 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
             to: The id of the first tool call to undo.
 
         Returns:
-            The paths restored.
+            The paths restored: the files put back, and the folders the undone calls
+            created that were removed (a folder holding a file since stays).
 
         Raises:
             ValueError: the middleware was built without `history=True`.

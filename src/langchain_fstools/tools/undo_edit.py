@@ -47,7 +47,7 @@ class UndoEditTool(FileTool):
     def usable(self, state: Mapping[str, Any], messages: Sequence[BaseMessage]) -> bool:
         """Offered once the thread has a recorded change to undo."""
         del messages
-        return bool(history_of(state))
+        return any(not record.get("folder", False) for record in history_of(state))
 
     def targets(self, args: UndoEditArgs) -> list[Target]:
         """A write of `file_path`."""

@@ -9,6 +9,7 @@ closing the backend leaves no process on the host; a host without Python 3 refus
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -315,14 +316,98 @@ def test_through_an_agent_a_host_without_python_answers_with_an_error(
     assert "no Python 3" in str(refused.content)
 
 
-@pytest.mark.parametrize("ready", [PORT, "listening"], ids=["port", "line"])
-def test_through_an_agent_ready_is_refused_in_a_sentence_and_nothing_runs_on(
-    ssh_backend: SSHBackend, sshd: Sshd, ssh_root: Path, ready: object
+READY_PORT = PORT + 1
+"""The port a server started with `ready=` listens on (apart from the web server's)."""
+
+SLOW_SERVER = (
+    "python3 -c 'import socket, time\n"
+    "time.sleep(1)\n"
+    f'server = socket.create_server(("127.0.0.1", {READY_PORT}))\n'
+    "while True:\n"
+    "    client, _ = server.accept()\n"
+    '    client.sendall(b"hello\\n")\n'
+    "    client.close()'"
+)
+"""Listens on `READY_PORT` of the host a second after it starts; says hello to each client."""
+
+ASK = (
+    "python3 -c 'import socket\n"
+    f'print(socket.create_connection(("127.0.0.1", {READY_PORT})).recv(16).decode())\''
+)
+"""One connection, no retry: it fails unless the server listens already."""
+
+
+def test_through_an_agent_ready_port_waits_until_the_host_port_listens(
+    ssh_backend: SSHBackend,
 ) -> None:
-    (refused,) = _messages(
+    started, asked = _messages(
         ssh_backend,
-        tool_call("execute", command="sleep 31.25", background=True, ready=ready),
+        tool_call("execute", command=SLOW_SERVER, background=True, ready=READY_PORT, timeout=10),
+        tool_call("execute", command=ASK),
     )
-    assert refused.status == "error"
-    assert "ready= is not available on this backend" in str(refused.content)
-    assert "sleep 31.25" not in _host_process_table(sshd, ssh_root)
+    assert started.status == "success", started.content
+    assert f"it is ready: port {READY_PORT} accepts connections" in str(started.content)
+    assert started.artifact["ready"] is True
+    assert str(asked.content).startswith("hello"), asked.content
+
+
+def test_through_an_agent_ready_regex_waits_for_a_line_printed_later(
+    ssh_backend: SSHBackend,
+) -> None:
+    command = "echo starting; sleep 1; echo 'listening on 8000' >&2; sleep 30"
+    started, read = _messages(
+        ssh_backend,
+        tool_call("execute", command=command, background=True, ready="listening on \\d+"),
+        tool_call("process", action="read", process_id="p1"),
+    )
+    assert started.status == "success", started.content
+    assert "it is ready: it printed a line matching 'listening on \\\\d+'" in str(started.content)
+    assert "listening on 8000" in str(read.content)  # the output stays for the model
+
+
+def test_a_line_already_in_the_hosts_window_is_ready_at_once(ssh_backend: SSHBackend) -> None:
+    table = _table(ssh_backend)
+    process = _started(table, "echo 'serving on 9'; sleep 30")
+    time.sleep(0.5)  # the line reaches the host's window; nobody read it
+    began = time.monotonic()
+    assert process.wait_for_line(re.compile(r"^serving on \d$"), 20)
+    assert time.monotonic() - began < 10
+    assert "serving on 9" in process.read().text  # the window is left to read
+    process.kill()
+
+
+def test_the_end_of_the_output_on_the_host_stops_the_wait(ssh_backend: SSHBackend) -> None:
+    table = _table(ssh_backend)
+    process = _started(table, "sleep 0.5; echo 'address already in use' >&2; exit 3")
+    began = time.monotonic()
+    assert not process.wait_for_line(re.compile("listening"), 30)
+    assert time.monotonic() - began < 20  # the end, not the 30 s bound, stopped it
+
+
+def test_through_an_agent_a_process_never_ready_runs_on_past_the_bound(
+    ssh_backend: SSHBackend,
+) -> None:
+    started, listed = _messages(
+        ssh_backend,
+        tool_call("execute", command="sleep 30", background=True, ready=READY_PORT, timeout=1),
+        tool_call("process", action="list"),
+    )
+    assert started.status == "success", started.content
+    assert (
+        f"after 1 s it is not ready yet (port {READY_PORT} does not accept connections)"
+        " and still runs"
+    ) in str(started.content)
+    assert "p1 is running" in str(listed.content)
+
+
+def test_through_an_agent_a_process_that_exits_before_ready_is_an_error(
+    ssh_backend: SSHBackend,
+) -> None:
+    command = "echo 'address already in use' >&2; exit 3"
+    (started,) = _messages(
+        ssh_backend,
+        tool_call("execute", command=command, background=True, ready="listening", timeout=10),
+    )
+    assert started.status == "error"
+    assert "address already in use" in str(started.content)
+    assert "process p1 exited with code 3 before it was ready" in str(started.content)

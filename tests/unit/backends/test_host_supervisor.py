@@ -1,8 +1,8 @@
 """The SSH host's supervisor, run here as the host runs it: JSON lines over its stdin and stdout.
 
 Its window keeps the head and tail of what came since the last read; it starts, feeds,
-reads, lists and kills processes, sends back a remembering command's shell state, and
-kills every process when its input ends.
+reads, lists and kills processes, watches for a line of output (`ready=`), sends back a
+remembering command's shell state, and kills every process when its input ends.
 """
 
 from __future__ import annotations
@@ -59,11 +59,20 @@ class Host:
 
     def end_of(self, proc: str) -> dict[str, Any]:
         """Wait for the exit event of `proc`."""
-        while not any(event["proc"] == proc for event in self.events):
+        return self.event_of("exit", proc)
+
+    def event_of(self, kind: str, proc: str) -> dict[str, Any]:
+        """Wait for the first event `kind` of `proc`."""
+
+        def found() -> dict[str, Any] | None:
+            wanted = (e for e in self.events if e["event"] == kind and e["proc"] == proc)
+            return next(wanted, None)
+
+        while (event := found()) is None:
             message = self._line()
             assert message.get("event"), message
             self.events.append(message)
-        return next(event for event in self.events if event["proc"] == proc)
+        return event
 
     def start(self, proc: str, command: str, **fields: Any) -> dict[str, Any]:
         request = {"proc": proc, "command": command, "cwd": "/", "limit": 1000, **fields}
@@ -117,6 +126,36 @@ def test_kill_ends_the_group_and_says_so(host: Host) -> None:
     assert host.ask("list")["processes"] == [
         {"proc": "p1", "running": False, "status": 137, "ended_by": "kill"}
     ]
+
+
+def test_a_line_already_in_the_window_matches_at_once_and_stays_to_read(host: Host) -> None:
+    host.start("p1", "echo 'serving on 9000' >&2; sleep 600")
+    if not host.ask("watch", proc="p1", pattern="^serving", watch=1)["matched"]:
+        assert host.event_of("line", "p1")["matched"] is True  # now it is in the window
+    answer = host.ask("watch", proc="p1", pattern=r"^serving on \d+$", watch=2)
+    assert answer["matched"] is True
+    assert _text(host.ask("read", proc="p1")["head"]) == b"serving on 9000\n"
+
+
+def test_a_line_that_comes_later_is_told_as_an_event(host: Host) -> None:
+    host.start("p1", "printf 'start\\nlisten'; sleep 0.3; echo 'ing on 8000'; sleep 600")
+    assert host.ask("watch", proc="p1", pattern=r"^listening on \d+$", watch=7)["matched"] is False
+    event = host.event_of("line", "p1")
+    assert (event["watch"], event["matched"]) == (7, True)
+
+
+def test_the_end_of_the_output_ends_the_watch_unmatched(host: Host) -> None:
+    host.start("p1", "sleep 0.3; echo 'address in use' >&2; exit 3")
+    assert host.ask("watch", proc="p1", pattern="listening", watch=1)["matched"] is False
+    assert host.event_of("line", "p1")["matched"] is False
+    host.end_of("p1")
+    answer = host.ask("watch", proc="p1", pattern="listening", watch=2)
+    assert (answer["matched"], answer["ended"]) == (False, True)
+
+
+def test_a_pattern_the_host_cannot_compile_is_an_error(host: Host) -> None:
+    host.start("p1", "sleep 600")
+    assert "not a regex here" in host.ask("watch", proc="p1", pattern="(", watch=1)["error"]
 
 
 def test_a_remembering_command_sends_its_shell_state_back(host: Host, tmp_path: Path) -> None:

@@ -11,8 +11,11 @@ from langchain.agents import create_agent
 from langchain_core.messages import ToolMessage
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend
+from langchain_fstools.history.changes import change_record, folder_record
 from langchain_fstools.testing import ScriptedChatModel, tool_call
+from langchain_fstools.tools.base import ToolContext
 from langchain_fstools.tools.toolkit import TOOL_CLASSES
+from langchain_fstools.tools.undo_edit import UndoEditTool
 from tests.media import one_cell_notebook
 from tests.unit.mcp.servers import file_server
 
@@ -84,6 +87,14 @@ def test_undo_edit_is_offered_while_there_is_a_change_to_undo(tmp_path: Path, sy
     assert [result.status for result in results] == ["success"] * 3
     assert ["undo_edit" in names for names in model.offered] == [False, False, True, False]
     assert not (tmp_path / "new.txt").exists()
+
+
+def test_undo_edit_is_not_offered_for_created_folders_alone(tmp_path: Path) -> None:
+    tool = UndoEditTool(context=ToolContext(LocalBackend(tmp_path)))
+    folder = folder_record(tool_call_id="c1", index=0, path="/build")
+    file = change_record(tool_call_id="c2", index=0, path="/a", before=None, kept=True, after="v")
+    assert tool.usable({"file_history": [folder]}, []) is False
+    assert tool.usable({"file_history": [folder, file]}, []) is True
 
 
 def test_undo_edit_called_with_nothing_to_undo_says_so(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 A `Background` over pipes this test writes (no process, no sandbox): the window read
 so far counts, a line split across chunks and stderr lines count, the end of the
-output stops the wait; the SSH backend refuses `ready=` with one sentence.
+output stops the wait.
 """
 
 from __future__ import annotations
@@ -12,10 +12,6 @@ import re
 import threading
 import time
 
-import pytest
-
-from langchain_fstools.backends.ssh.remote_processes import NO_READY, SSHProcesses
-from langchain_fstools.errors import InvalidArgument
 from langchain_fstools.shell.session.background import Background
 
 
@@ -81,11 +77,3 @@ def test_the_end_of_the_output_stops_the_wait() -> None:
     started = time.monotonic()
     assert not background.wait_for_line(re.compile("listening"), 30)
     assert time.monotonic() - started < 20  # the end, not the 30 s timeout, stopped it
-
-
-def test_the_ssh_backend_refuses_ready_with_a_sentence() -> None:
-    processes = SSHProcesses(lambda: None, lambda *_, **__: None, lambda _: None)  # type: ignore[arg-type]
-    with pytest.raises(InvalidArgument) as refused:
-        processes.accepts(8000)
-    assert refused.value.reason == NO_READY
-    assert NO_READY.startswith("ready= is not available on this backend")

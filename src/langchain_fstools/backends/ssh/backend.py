@@ -331,7 +331,10 @@ class SSHBackend(_Processes, _Search, _Files):
         def update(state: ShellState) -> None:
             self._states[key] = state
 
-        return SSHProcesses(lambda: self._tables.get(key), start, update)
+        def accepts(port: int) -> bool:
+            return self._call(self._port_listens(key, port))
+
+        return SSHProcesses(lambda: self._tables.get(key), start, update, accepts)
 
 
 __all__ = ["SSHBackend"]

@@ -4,7 +4,8 @@
 (`shell.session.session.session_key`). On first use a session opens one exec channel that runs
 `backends.host_supervisor` with the host's Python 3 (`python_path`; its source is
 sent as `python3 -I -S -c SOURCE`, nothing is installed) and speaks JSON lines with it:
-start, write, read, kill, list. The supervisor keeps each process's output window on
+start, write, read, kill, list, and for `ready=` watch (a line of a process's output)
+and accepts (a port of the host). The supervisor keeps each process's output window on
 the host (the head and tail since the last read, `output_limit` bytes), puts each
 process in a process group of its own, ends a process nobody read or wrote for
 `IDLE_LIMIT` seconds, and kills every group when the channel ends: on `kill`, when the
@@ -51,11 +52,6 @@ if TYPE_CHECKING:
     from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.shell.session.shell_state import ShellState
 
-NO_READY: Final = (
-    "ready= is not available on this backend; start it without, and read its output with"
-    " the process tool"
-)
-
 _END_WAIT: Final = 5.0
 """Seconds a closing session waits for its supervisor to kill its processes and exit."""
 
@@ -96,6 +92,8 @@ class RemoteProcess(Background):
         self.before = before
         self.record = b""
         """The shell state it recorded, once ended (a `yield_after` command's)."""
+        self._watches = 0
+        self._line_wait: _LineWait | None = None
         super().__init__(
             ident,
             command,
@@ -139,9 +137,39 @@ class RemoteProcess(Background):
             raise BrokenPipeError(0, "the process has ended")
 
     def wait_for_line(self, pattern: re.Pattern[str], timeout: float) -> bool:
-        """Refused: its output window lives on the host (`InvalidArgument`)."""
-        del pattern, timeout
-        raise InvalidArgument("ready", NO_READY)
+        """Whether a line of its output matches `pattern` within `timeout` seconds.
+
+        The supervisor searches the unread window on the host (both streams, a last
+        line not yet ended too), then the output as it comes, and tells the first match
+        or the end of the output. False once its output ended with no such line.
+
+        Raises:
+            InvalidArgument: the host's Python cannot compile `pattern`.
+        """
+        self._watches += 1
+        wait = self._line_wait = _LineWait(self._watches)
+        if not self.running:
+            wait.tell(matched=False)
+        reply = self._call(
+            self.channel.request(
+                "watch", proc=self.ident, pattern=pattern.pattern, watch=wait.ident
+            )
+        )
+        if "error" in reply:
+            raise InvalidArgument("ready", f"{pattern.pattern!r} is {reply['error']}")
+        if reply.get("matched") or reply.get("ended"):
+            return bool(reply.get("matched"))
+        if wait.told.wait(timeout):
+            return wait.matched
+        with contextlib.suppress(SSHConnectionFailed):
+            self._call(self.channel.request("unwatch", proc=self.ident))
+        return False
+
+    def saw_line(self, watch: object, *, matched: bool) -> None:
+        """The supervisor told watch `watch`'s outcome (a later watch ignores it)."""
+        wait = self._line_wait
+        if wait is not None and wait.ident == watch:
+            wait.tell(matched=matched)
 
     def finish(self, status: int | None, ended_by: str | None, record: bytes = b"") -> None:
         """It ended (the supervisor said so, or its session ended)."""
@@ -150,10 +178,26 @@ class RemoteProcess(Background):
         self._code, self.record = status, record
         self._finished_at = time.time()
         self._ended.set()
+        if self._line_wait is not None and ended_by == "session":  # no supervisor to tell it
+            self._line_wait.tell(matched=False)
 
     def _stop_remote(self) -> None:
         with contextlib.suppress(SSHConnectionFailed):
             self._call(self.channel.request("kill", proc=self.ident))
+
+
+@dataclass
+class _LineWait:
+    """A wait for the supervisor's answer to watch `ident`."""
+
+    ident: int
+    told: threading.Event = field(default_factory=threading.Event)
+    matched: bool = False
+
+    def tell(self, *, matched: bool) -> None:
+        """The outcome came."""
+        self.matched = matched
+        self.told.set()
 
 
 @dataclass
@@ -207,11 +251,15 @@ class _Channel:
         try:
             while line := await self.process.stdout.readline():
                 message = json.loads(line)
-                if message.get("event") == "exit":
-                    found = self.table.processes.get(message["proc"])
+                event = message.get("event")
+                found = self.table.processes.get(message.get("proc", ""))
+                if event == "exit":
                     if found is not None:
                         record = base64.b64decode(message.get("record") or "")
                         found.finish(message.get("status"), message.get("ended_by"), record)
+                elif event == "line":
+                    if found is not None:
+                        found.saw_line(message.get("watch"), matched=bool(message.get("matched")))
                 else:
                     future = self._pending.pop(message.get("id"), None)
                     if future is not None and not future.done():
@@ -247,6 +295,7 @@ class SSHProcesses:
         table: The session's table, or None while it has started nothing.
         start: Starts a command through the session's supervisor.
         update: Keeps the shell state a `yield_after` command recorded.
+        accepts: Asks the session's supervisor whether a port of the host listens.
     """
 
     def __init__(
@@ -254,11 +303,13 @@ class SSHProcesses:
         table: Callable[[], _Table | None],
         start: Callable[..., RemoteProcess],
         update: Callable[[ShellState], None],
+        accepts: Callable[[int], bool],
     ) -> None:
         """Bind the table of one session."""
         self._table = table
         self._start = start
         self._update = update
+        self._accepts = accepts
 
     def run(
         self, command: str, *, timeout: float, output_limit: int, yield_after: float
@@ -332,9 +383,13 @@ class SSHProcesses:
         del background
 
     def accepts(self, port: int) -> bool:
-        """Refused: `ready` is not available here (`InvalidArgument`)."""
-        del port
-        raise InvalidArgument("ready", NO_READY)
+        """Whether a socket of the host listens on TCP `port` now.
+
+        Asked of the session's supervisor, which reads the host's `/proc/net/tcp` and
+        `tcp6` (so nothing connects to the server), else connects to `127.0.0.1`, then
+        `::1` (see `backends.ssh.host_supervisor`).
+        """
+        return self._accepts(port)
 
 
 class _Processes(_Commands):
@@ -395,6 +450,13 @@ class _Processes(_Commands):
             del table.processes[ident]
             raise InvalidArgument("command", f"it could not start on the host ({reply['error']})")
         return process
+
+    async def _port_listens(self, key: str, port: int) -> bool:
+        """Whether a socket of the host listens on `port`, asked of session `key`'s supervisor."""
+        await self._session()
+        channel = await self._supervisor(self._tables.setdefault(key, _Table()), "ready")
+        reply = await channel.request("accepts", port=port)
+        return bool(reply.get("accepts"))
 
     async def _supervisor(self, table: _Table, argument: str) -> _Channel:
         """The session's supervisor: the one running, else a new one, ready to serve."""
