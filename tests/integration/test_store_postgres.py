@@ -143,6 +143,7 @@ def test_survives_a_server_restart(postgres: PostgresServer, postgres_url: str) 
     StoreUnavailable (the pool then drops it); after that the backend works again."""
     with pool(postgres_url, check=False) as connections:
         store = PostgresStore(connections)
+        store.setup()  # whatever ran before it in this worker
         backend = fresh(store)
         backend.write_bytes("/kept.txt", b"before")
         postgres.restart()
@@ -167,7 +168,9 @@ def test_a_checking_pool_recovers_without_an_error(
     postgres: PostgresServer, postgres_url: str
 ) -> None:
     with pool(postgres_url, check=True) as connections:
-        backend = fresh(PostgresStore(connections))
+        store = PostgresStore(connections)
+        store.setup()  # whatever ran before it in this worker
+        backend = fresh(store)
         backend.write_bytes("/kept.txt", b"before")
         postgres.restart()
         postgres.wait_ready()
