@@ -214,7 +214,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         if gate is not None:
             gate.tools = file_tools
             self.review = TurnReview(gate, self.turns.refused, self.branches.on_branch)
-            self.command_review = CommandReview(gate, self.toolkit.context.backend)
+            self.command_review = CommandReview(gate, self.toolkit.context)
 
     @property
     def name(self) -> str:

@@ -40,6 +40,7 @@ from langchain_fstools.permissions.approval import Approval, FileActionRequest, 
 from langchain_fstools.permissions.review import _require_checkpointer
 from langchain_fstools.shell.session.pending import drop, take
 from langchain_fstools.tools.changes_shown import COMMAND_REVIEWS_KEY, left_out_note, rewind_note
+from langchain_fstools.tools.diagnosing import checked_change, render_diagnostics
 from langchain_fstools.tools.execute import WAITING
 from langchain_fstools.tools.merge_branch import KEPT_KEY, merged_kept
 from langchain_fstools.tools.runtime import StateRuntime, running_config
@@ -51,9 +52,9 @@ if TYPE_CHECKING:
     from langchain.agents.middleware.human_in_the_loop import Decision
     from langchain_core.messages import ToolMessage
 
-    from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.permissions.gate import PermissionGate
+    from langchain_fstools.tools.base import ToolContext
 
 
 class CommandReview:
@@ -61,13 +62,16 @@ class CommandReview:
 
     Args:
         gate: The permission gate (its grants let an approved set through the guard).
-        tools_view: The tools' own backend (guarded, recording), unbound.
+        context: The toolkit's context: its backend (guarded, recording, unbound) is the
+            view commits go through, its language servers check what they change, as
+            they check a command committed at once.
     """
 
-    def __init__(self, gate: PermissionGate, tools_view: Backend) -> None:
-        """Keep the gate and the view commits go through."""
+    def __init__(self, gate: PermissionGate, context: ToolContext) -> None:
+        """Keep the gate and the toolkit's context."""
         self.gate = gate
-        self.tools_view = tools_view
+        self.context = context
+        self.tools_view = context.backend
 
     def pending(self, state: Any) -> dict[str, Any]:
         """The waiting commands' reviews, by tool call id."""
@@ -119,8 +123,10 @@ class CommandReview:
         approval = Approval(args={"command": review["command"]}, paths=review["asks"], expect={})
         self.gate.grant(call_id, approval)
         backend = self.tools_view.bind(call_runtime)
+        commit = calls.blocking(functools.partial(backend.commit, changes))
+        changed = [change.path for change in changes.changes if change.entry == "file"]
         try:
-            yield from calls.blocking(functools.partial(backend.commit, changes))
+            _, report = yield from checked_change(self.context, backend, changed, commit)
         except VersionConflict as conflict:
             stale = (
                 f"Error: {conflict.path} changed since the command ran; nothing was kept."
@@ -132,7 +138,10 @@ class CommandReview:
             yield from calls.blocking(changes.discard)
         update = backend.state_update()
         kept = "A person approved these changes; they are kept." + left_out_note(changes.left_out)
-        return kept + rewind_note(update), update
+        kept += rewind_note(update)
+        if report:
+            kept += "\n\n" + render_diagnostics(report, self.context.settings.count_tokens)
+        return kept, update
 
     def _merged(
         self,
@@ -151,7 +160,7 @@ class CommandReview:
         self.gate.grant(call_id, Approval(args={}, paths=review["asks"], expect={}))
         try:
             backend = self.tools_view.bind(call_runtime)
-            text, update, _ = yield from merged_kept(backend, state, call_id)
+            text, update, _ = yield from merged_kept(backend, state, call_id, self.context)
         finally:
             self.gate.revoke(call_id)
         if text.startswith("Error"):

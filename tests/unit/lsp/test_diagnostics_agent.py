@@ -19,6 +19,8 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.lsp import Diagnostics, ServerSpec, TextChange
@@ -360,6 +362,32 @@ def test_a_command_s_committed_change_set_gets_its_diagnostics(
     assert introduced(messages[0]) == [("/app.py", "F821")]
     assert "/app.py:2:16: error F821 Undefined name `valuez` (ruff)" in messages[0].content
     assert str(tmp_path) not in messages[0].content.split("Exit code")[1]
+
+
+def test_a_command_s_change_set_approved_later_gets_its_diagnostics(
+    tmp_path: Path, servers: list[Diagnostics]
+) -> None:
+    """In default mode the set waits for a person; its commit is checked as an at-once one."""
+    (tmp_path / "app.py").write_text(SOURCE)
+    diagnostics = Diagnostics(servers=ONLY_RUFF, timeout=10.0)
+    servers.append(diagnostics)
+    middleware = FilesystemMiddleware(
+        backend=LocalBackend(tmp_path, execute=True), diagnostics=diagnostics, mode="default"
+    )
+    turns = [tool_call("execute", command="sed -i 's/sum(values)/sum(valuez)/' app.py"), "done"]
+    agent = create_agent(
+        ScriptedChatModel(turns=turns), middleware=[middleware], checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "t"}}
+    first = agent.invoke({"messages": [("user", "go")]}, config, version="v2")
+    assert first.interrupts, "default mode asks about the command's changes"
+    assert "sum(values)" in (tmp_path / "app.py").read_text()  # nothing kept yet
+
+    after = agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+
+    (message,) = [m for m in after["messages"] if isinstance(m, ToolMessage)]
+    assert "A person approved these changes; they are kept." in message.content
+    assert "/app.py:2:16: error F821 Undefined name `valuez` (ruff)" in message.content
 
 
 def test_a_branch_merge_gets_the_diagnostics_it_introduced(
