@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deepagents.backends.protocol import ExecuteResponse
 
 from langchain_fstools.backends.protocol import Write
 from langchain_fstools.backends.sandbox import SandboxBackend, helper
 from langchain_fstools.backends.sandbox.transport import INLINE_REQUEST
 from langchain_fstools.errors import OutsideRoot, SpecialFile, StoreUnavailable, VersionConflict
+from langchain_fstools.tools.render import render_error
 from tests.unit.backends.sandbox_double import ENV, ShellSandbox
 
 
@@ -117,6 +119,28 @@ def test_a_provider_that_fails_is_a_store_failure() -> None:
         caught.value.cause == "the sandbox did not answer (ConnectionError: sandbox 42 was stopped)"
     )
     assert not caught.value.lasting
+
+
+def test_a_provider_that_says_it_failed_is_that_sentence_not_a_helper_failure() -> None:
+    """deepagents' providers answer a call they could not run with `Error: ...` and no code."""
+
+    class Gone(ShellSandbox):
+        def execute(self, command: str, *, timeout: int | None = None) -> object:
+            return ExecuteResponse(
+                output="Error: the sandbox is gone (its container 42 was removed); start a new"
+                " sandbox.",
+                exit_code=None,
+            )
+
+    backend = SandboxBackend(Gone(), "/workspace")
+    with pytest.raises(StoreUnavailable) as caught:
+        backend.stat("/")
+    assert caught.value.cause == (
+        "the sandbox is gone (its container 42 was removed); start a new sandbox"
+    )
+    message = render_error(caught.value, tool="read_file")
+    assert message.count("Error:") == 1
+    assert "helper" not in message
 
 
 def test_text_a_provider_adds_around_the_output_is_ignored(tmp_path: Path) -> None:

@@ -455,6 +455,9 @@ def _failure(output: str, response: Any) -> StoreUnavailable:
         return StoreUnavailable(
             "sandbox", "the sandbox has no python3, which the file tools need there", lasting=True
         )
+    if code is None and output.startswith("Error: "):  # the provider's own failure, in words
+        said = output.removeprefix("Error: ").strip().splitlines()[0].rstrip(".")
+        return StoreUnavailable("sandbox", said[:300])
     last = output.strip().splitlines()[-1:] or ["no output"]
     return StoreUnavailable(
         "sandbox", f"the sandbox's helper failed (exit {code}: {last[0][:200]})"
