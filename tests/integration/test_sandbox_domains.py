@@ -281,15 +281,16 @@ def _sockets(pid: int) -> int:
     return count
 
 
-def _proxy_pid() -> int:
+def _proxy_pid(proxy: DomainProxy) -> int:
+    """The process of `proxy` (named by its folder: another test's proxy may still run)."""
+    folder = proxy.socket_path.rpartition("/")[0].encode()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
                 parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
-                if (
-                    parent == os.getpid()
-                    and b"shell.network.proxy" in (entry / "cmdline").read_bytes()
-                ):
+                cmdline = (entry / "cmdline").read_bytes()
+                ours = b"shell.network.proxy" in cmdline and folder in cmdline.split(b"\0")
+                if parent == os.getpid() and ours:
                     return int(entry.name)
     raise AssertionError("the proxy's process was not found")
 
@@ -315,9 +316,8 @@ def test_the_proxy_lets_go_of_a_sessions_listener_when_the_session_ends(
 ) -> None:
     _, port = site
     confinement, proxy = _confined(workspace, port)
-    proxy.socket_path  # noqa: B018 - starts the proxy
     try:
-        pid = _proxy_pid()
+        pid = _proxy_pid(proxy)  # started by asking for its socket
         before = _sockets(pid)
         session = Session(confinement.session())
         try:
