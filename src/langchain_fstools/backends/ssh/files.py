@@ -143,13 +143,14 @@ class _Files(_Connection):
                     await handle.setstat(
                         asyncssh.SFTPAttrs(permissions=mode, atime=stamp, mtime=stamp)
                     )
+                    written = await handle.stat()  # ours, whatever is renamed over it later
                 await self._check_version(virtual, real, expected)
                 await sftp.posix_rename(temp, real)
         except BaseException:
             with contextlib.suppress(asyncssh.Error, OSError):
                 await sftp.remove(temp)
             raise
-        return _info(virtual, await self._attrs(virtual, real))
+        return _info(virtual, written)
 
     async def _check_version(self, virtual: str, real: str, expected: str | None) -> None:
         if expected is None:
