@@ -299,7 +299,7 @@ def test_as_nobody_a_credential_made_or_replaced_after_the_first_command_stays_h
 
     assert first.startswith("65534\n")
     assert "CREDENTIAL" not in first + second
-    assert second.endswith("end\n")
+    assert "end" in second.splitlines()  # it ran (its errors may come after, on stderr)
 
 
 @pytest.mark.parametrize("method", ["bwrap", "landlock"])
@@ -324,7 +324,7 @@ def test_as_nobody_a_first_credential_made_in_a_home_after_the_first_command_sta
 
     assert first == "OPEN\nend\n"
     assert "CREDENTIAL" not in second
-    assert second.endswith("end\n")
+    assert "end" in second.splitlines()  # it ran (its errors may come after, on stderr)
 
 
 def test_as_nobody_a_path_a_rule_denies_reading_is_masked_in_the_workspace(
