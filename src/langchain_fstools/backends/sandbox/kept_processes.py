@@ -25,7 +25,6 @@ port (probed in the sandbox), not for a line of output (its window lives there).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import math
 import threading
@@ -35,7 +34,6 @@ from typing import TYPE_CHECKING, Any, Final
 from langchain_fstools.core.results import ExecutionResult
 from langchain_fstools.errors import InvalidArgument, StoreUnavailable
 from langchain_fstools.shell.session.background import IDLE_LIMIT, Background, ProcessOutput
-from langchain_fstools.shell.session.output import OutputBuffer
 from langchain_fstools.shell.session.session import MAX_PROCESSES
 
 if TYPE_CHECKING:
@@ -91,15 +89,7 @@ class SandboxProcess(Background):
     def read(self) -> ProcessOutput:
         """The output since the last read, from the sandbox's window (emptied)."""
         reply = self._ask("process_read", self.ident)
-        buffer = OutputBuffer(self._limit)
-        for stream, data in reply.get("head", []):
-            buffer.add(base64.b64decode(data), stderr=stream == "err")
-        buffer.skip(int(reply.get("dropped", 0)))
-        for stream, data in reply.get("tail", []):
-            buffer.add(base64.b64decode(data), stderr=stream == "err")
-        return ProcessOutput(
-            buffer.text(), buffer.dropped_bytes, self.running, self.exit_code, self.ended_by
-        )
+        return self._window_kept_elsewhere(reply)
 
     def write(self, data: bytes) -> None:
         """Write `data` to its standard input in the sandbox.

@@ -41,7 +41,6 @@ from langchain_fstools.backends.ssh.exec import _Commands
 from langchain_fstools.core.results import ExecutionResult
 from langchain_fstools.errors import InvalidArgument, ProcessLimit, SSHConnectionFailed
 from langchain_fstools.shell.session.background import IDLE_LIMIT, Background, ProcessOutput
-from langchain_fstools.shell.session.output import OutputBuffer
 from langchain_fstools.shell.session.session import MAX_PROCESSES, START_TIMEOUT
 from langchain_fstools.shell.session.shell_state import remembering
 
@@ -113,15 +112,7 @@ class RemoteProcess(Background):
             if self.running:
                 raise
             reply = {}
-        buffer = OutputBuffer(self._limit)
-        for stream, data in reply.get("head", []):
-            buffer.add(base64.b64decode(data), stderr=stream == "err")
-        buffer.skip(int(reply.get("dropped", 0)))
-        for stream, data in reply.get("tail", []):
-            buffer.add(base64.b64decode(data), stderr=stream == "err")
-        return ProcessOutput(
-            buffer.text(), buffer.dropped_bytes, self.running, self.exit_code, self.ended_by
-        )
+        return self._window_kept_elsewhere(reply)
 
     def write(self, data: bytes) -> None:
         """Write `data` to its standard input on the host.

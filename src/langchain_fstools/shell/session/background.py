@@ -15,20 +15,21 @@ end is (`shell.sandbox.limits.limit_hit`).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import selectors
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from langchain_fstools.shell.sandbox.limits import CHANGED_EVERY
 from langchain_fstools.shell.session.output import STDERR_MARK, OutputBuffer
 
 if TYPE_CHECKING:
     import re
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from langchain_fstools.core.changesets import ChangeSet
     from langchain_fstools.core.results import ExecutionResult, LimitHit
@@ -176,6 +177,22 @@ class Background:
             self._reader.join(_TICK)
         return ProcessOutput(
             window.text(), window.dropped_bytes, self.running, self.exit_code, self._ended_by
+        )
+
+    def _window_kept_elsewhere(self, window: Mapping[str, Any]) -> ProcessOutput:
+        """`read`'s answer from a window a supervisor kept on another machine (emptied there).
+
+        `window` is `backends.host_supervisor`'s read reply: its head and tail as
+        `(stream, base64)` pairs and the bytes dropped between them.
+        """
+        buffer = OutputBuffer(self._limit)
+        for stream, data in window.get("head", []):
+            buffer.add(base64.b64decode(data), stderr=stream == "err")
+        buffer.skip(int(window.get("dropped", 0)))
+        for stream, data in window.get("tail", []):
+            buffer.add(base64.b64decode(data), stderr=stream == "err")
+        return ProcessOutput(
+            buffer.text(), buffer.dropped_bytes, self.running, self.exit_code, self.ended_by
         )
 
     def wait(self, seconds: float) -> bool:
