@@ -41,6 +41,8 @@ PORT = 19000 + os.getpid() % 1000
 """The port the remote web server listens on (127.0.0.1 of the host, here this machine)."""
 
 LIMIT = 10_000
+SUPERVISOR_LINE = "A supervisor of background processes on another machine"
+"""The first line of `backends.host_supervisor`'s docstring, in its command line (`-c SOURCE`)."""
 
 
 def _table(backend: SSHBackend) -> SSHProcesses:
@@ -58,9 +60,26 @@ def _until_output(process: RemoteProcess, wanted: str, seconds: float = 20) -> s
 
 
 def _host_process_table(sshd: Sshd, root: Path) -> str:
-    """The host's process table, as seen over a fresh connection."""
+    """The host's process table, as seen over a fresh connection.
+
+    The supervisors of other hosts are left out (other tests' sshd, Docker sandboxes'
+    keepers run the same program on this machine): a supervisor counts only when this
+    sshd serves it. Every other process counts wherever it is (one that left its
+    parent is still a leak).
+    """
+    assert sshd.process is not None
     with connect(sshd, root) as fresh:
-        return fresh.execute("ps -eww -o args=", timeout=20, output_limit=1_000_000).output
+        table = fresh.execute(
+            "ps -eww -o pid=,ppid=,args=", timeout=20, output_limit=1_000_000
+        ).output
+    rows = [[*row.split(None, 2), ""] for row in table.splitlines()]
+    parents = {pid: ppid for pid, ppid, *_ in rows}
+    served = {str(sshd.process.pid)}
+    while grown := {pid for pid, ppid in parents.items() if ppid in served} - served:
+        served |= grown
+    return "\n".join(
+        args for pid, _, args, *_ in rows if pid in served or SUPERVISOR_LINE not in args
+    )
 
 
 def _started(table: SSHProcesses, command: str, **options: Any) -> RemoteProcess:
