@@ -483,7 +483,10 @@ class ChangesNotCommitted(FsToolsError):
 
     Attributes:
         reason: `protected` (a path no command may change), `stale` (the path also
-            changed in the workspace while the command ran) or `denied` (a rule).
+            changed in the workspace while the command ran), `denied` (a rule),
+            `unapproved` (no thread to ask a person in), `unwritable` (the disk's
+            own permissions refused the agent's user) or `unreadable` (a workspace
+            folder the agent's user may not look into).
         path: The first path found.
         why: For a protected path, why in a few words ("git runs outside the sandbox").
         output: What the command printed, ending with its exit code line.

@@ -9,24 +9,17 @@ gives every local user that agent's identity, so the bit is never kept there eit
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import stat
 import subprocess
 import sys
-import sysconfig
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-NOBODY = 65534
-SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
-SYSTEM_PYTHON = "/usr/bin/python3"
-ROOT = Path(__file__).resolve().parents[2]
+from tests.integration.unprivileged import NOBODY, folder_of_nobody, run_child
 
 pytestmark = pytest.mark.integration
 
@@ -53,39 +46,13 @@ print(json.dumps({"status": status, "text": outcome.text, "asked": outcome.asked
 @pytest.fixture
 def place() -> Iterator[Path]:
     """A folder `nobody` owns, outside every home."""
-    assert os.geteuid() == 0, "these tests switch to nobody, which needs root (as in CI)"
-    assert shutil.which("setpriv"), "setpriv (util-linux) is missing"
-    assert Path(SYSTEM_PYTHON).exists(), "the system python3 is missing"
-    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="fstools-review-"))
-    base.chmod(0o755)
-    os.chown(base, NOBODY, NOBODY)
-    (base / "child.py").write_text(CHILD)
-    try:
+    with folder_of_nobody(CHILD, "fstools-review-") as base:
         yield base
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def as_nobody(place: Path, command: str, mode: str) -> dict[str, Any]:
     """Run one `execute` call through `create_agent` as `nobody`; what came back."""
-    path = os.pathsep.join([str(ROOT / "src"), str(ROOT), sysconfig.get_paths()["purelib"]])
-    temporary = place / "tmp"  # the waiting sets' folder too: not one root made in /tmp
-    temporary.mkdir(exist_ok=True)
-    os.chown(temporary, NOBODY, NOBODY)
-    env = {"PATH": os.environ["PATH"], "HOME": str(place), "PYTHONPATH": path}
-    env["TMPDIR"] = str(temporary)
-    done = subprocess.run(
-        [*SETPRIV, SYSTEM_PYTHON, str(place / "child.py"), str(place / "ws"), command, mode],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=place,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    found: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-    return found
+    return run_child(place, str(place / "ws"), command, mode)
 
 
 def test_the_agent_runs_as_nobody(place: Path) -> None:

@@ -558,19 +558,23 @@ def _marked(changes: ChangeSet) -> Effect[tuple[set[str], set[str]]]:
 
     A Python environment holds a `pyvenv.cfg`; a git directory holds `HEAD` and
     `objects`, whatever its name. A folder the set adds is not looked up (the set's
-    own files count).
+    own files count). A folder the agent's user may not look into (a command's
+    `chmod 000`) may be an environment for all the review can tell: it counts as one.
     """
     added = {change.path for change in changes.changes if change.kind is ChangeKind.ADDED}
     above = {folder for change in changes.changes for folder in _folders_above(change.path)}
     environments: set[str] = set()
     repositories: set[str] = set()
     for folder in sorted(above - added):
-        if (yield from calls.exists(paths.join(folder, "pyvenv.cfg"))):
+        try:
+            if (yield from calls.exists(paths.join(folder, "pyvenv.cfg"))):
+                environments.add(folder)
+            if (yield from calls.exists(paths.join(folder, "HEAD"))) and (
+                yield from calls.exists(paths.join(folder, "objects"))
+            ):
+                repositories.add(folder)
+        except PermissionError:
             environments.add(folder)
-        if (yield from calls.exists(paths.join(folder, "HEAD"))) and (
-            yield from calls.exists(paths.join(folder, "objects"))
-        ):
-            repositories.add(folder)
     return environments, repositories
 
 

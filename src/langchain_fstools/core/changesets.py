@@ -75,12 +75,16 @@ class ChangeSet:
             workspace, say), which no command may change (see `shell.sandbox.protected`).
         left_out: Virtual paths the command made that are not part of the set: empty
             files named as files masked in its view (what a copy of one leaves).
+        unreadable: A workspace folder the agent's user may not look into, where the
+            command changed something: what it changed there cannot be compared with
+            the workspace, so the set is never committed (`changes` is empty then).
     """
 
     changes: tuple[Change, ...]
     source: str
     host_code: tuple[str, ...] = ()
     left_out: tuple[str, ...] = ()
+    unreadable: str | None = None
 
     def discard(self) -> None:
         """Remove the waiting contents (after a commit, or instead of one): `source` is free now."""
@@ -88,7 +92,7 @@ class ChangeSet:
 
     def __bool__(self) -> bool:
         """Whether the command changed anything."""
-        return bool(self.changes)
+        return bool(self.changes) or self.unreadable is not None
 
     def to_record(self) -> dict[str, Any]:
         """The set as JSON-ready data (`from_record` reads it back)."""

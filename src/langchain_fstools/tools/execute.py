@@ -389,6 +389,8 @@ def _reviewed(changes: ChangeSet, output: str) -> Effect[ChangeReview]:
     it (`shell.sandbox.protected`), a path a permission rule denies, a path that also changed
     in the workspace while the command ran.
     """
+    if changes.unreadable is not None:
+        raise ChangesNotCommitted("unreadable", changes.unreadable, "", output)
     review = yield from calls.judge_changes(changes)
     if review.refused is not None:
         reason, path, why = review.refused
@@ -407,8 +409,8 @@ def _committed(changes: ChangeSet, output: str) -> Effect[None]:
         yield from calls.commit(changes)
     except VersionConflict as conflict:
         raise ChangesNotCommitted("stale", conflict.path, "", output) from None
-    except PermissionError as denied:
-        raise ChangesNotCommitted("denied", str(denied.filename), "", output) from None
+    except PermissionError as refused:  # the disk's own permissions, not a rule's
+        raise ChangesNotCommitted("unwritable", str(refused.filename), "", output) from None
 
 
 def _waiting(

@@ -352,6 +352,17 @@ def _not_committed(reason: str, path: str, why: str) -> str:
         return (
             f"{start} a permission rule denies changing {path}. Run a command that leaves it alone."
         )
+    if reason == "unreadable":
+        return (
+            f"{start} the agent's user may not look into the workspace's folders above"
+            f" {path}, so what the command changed there cannot be compared with them. Ask"
+            " the user to make them readable, or leave them alone."
+        )
+    if reason == "unwritable":
+        return (
+            f"{start} the agent's user may not write {path} (the disk refused it)."
+            " Check the owner and mode of its folder, or leave it out."
+        )
     if reason == "unapproved":
         return (
             f"{start} changing {path} needs a person's approval, and this call has no"

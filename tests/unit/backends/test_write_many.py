@@ -19,6 +19,7 @@ from langchain_fstools.backends.local import atomic_writes
 from langchain_fstools.backends.protocol import ABSENT, Backend, FileInfo, Write
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.backends.temporaries import TEMP_SUFFIX
+from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet
 from langchain_fstools.errors import PartialWrite, VersionConflict
 from langchain_fstools.history.recording import RecordingBackend
 from langchain_fstools.patch import apply_patch
@@ -381,3 +382,59 @@ def test_a_write_reports_the_version_of_the_file_it_made_not_of_one_renamed_over
     assert target.read_text() == "theirs, longer\n"
     assert written.size == len(b"ours\n")
     assert written.version != backend.stat("/f.txt").version
+
+
+def test_a_batch_found_stale_under_its_locks_leaves_no_folder_it_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "b.txt").write_text("b")
+    backend = LocalBackend(tmp_path)
+    version = backend.stat("/b.txt").version
+    real_locked = atomic_writes.directories_locked
+
+    @contextlib.contextmanager
+    def another_writer_first(*args: Any) -> Any:
+        (tmp_path / "b.txt").write_text("theirs")  # between the staging and the locks
+        with real_locked(*args):
+            yield
+
+    monkeypatch.setattr(atomic_writes, "directories_locked", another_writer_first)
+    writes = [Write("/fresh/deep/a.txt", b"a"), Write("/b.txt", b"ours", version)]
+    with pytest.raises(VersionConflict):
+        backend.write_many(writes)
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.txt"]
+    assert (tmp_path / "b.txt").read_text() == "theirs"
+
+
+def test_folders_are_given_their_modes_after_their_files_deepest_first(tmp_path: Path) -> None:
+    """A commit's folder closed to its owner (`chmod 500`) still gets the files below it."""
+    changes_root = tmp_path / "upper-set"
+    (changes_root / "upper" / "ro" / "in").mkdir(parents=True)
+    (changes_root / "upper" / "ro" / "in" / "f.txt").write_text("f")
+    root = tmp_path / "ws"
+    root.mkdir()
+    modes: list[tuple[str, int]] = []
+    real_chmod = os.chmod
+
+    def chmod(path: Any, mode: int, **kwargs: Any) -> None:
+        modes.append((str(path), mode))
+        real_chmod(path, mode, **kwargs)
+
+    changes = ChangeSet(
+        (
+            Change("/ro", ChangeKind.ADDED, "directory", 0o500),
+            Change("/ro/in", ChangeKind.ADDED, "directory", 0o500),
+            Change("/ro/in/f.txt", ChangeKind.ADDED, "file", 0o644),
+        ),
+        str(changes_root),
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "chmod", chmod)
+        LocalBackend(root).commit(changes)
+
+    assert modes == [("in", 0o500), ("ro", 0o500)]
+    assert (root / "ro" / "in" / "f.txt").read_text() == "f"
+    assert (root / "ro").stat().st_mode & 0o777 == 0o500
+    for folder in (root / "ro" / "in", root / "ro"):
+        folder.chmod(0o700)

@@ -35,6 +35,9 @@ from langchain_fstools.backends.local.journal import (
     Removal,
     Steps,
     Target,
+    give_mode,
+    make_folder,
+    modes_last,
     staging_place,
 )
 from langchain_fstools.backends.modes import os_error, require_regular
@@ -135,7 +138,7 @@ class AtomicWrites:
         directories: dict[str, int] = {}
         try:
             self._stage_all(entries, virtuals, made, intent, staged=staged, directories=directories)
-            return self._write_staged(entries, steps, intent, staged, directories)
+            return self._write_staged(entries, steps, intent, staged, directories, made=made)
         finally:
             for descriptor in directories.values():
                 os.close(descriptor)
@@ -156,7 +159,7 @@ class AtomicWrites:
         """
         try:
             for folder in made:
-                self._commit_directory(folder)
+                self._make_folder(folder.path)
             for start in range(0, len(entries), _OPEN_TEMPS):
                 chunk = range(start, min(start + _OPEN_TEMPS, len(entries)))
                 self._stage_and_sync(
@@ -164,9 +167,7 @@ class AtomicWrites:
                 )
         except BaseException as exc:
             _discard(staged)
-            for folder in reversed(made):
-                with contextlib.suppress(OSError):
-                    self._remove_entry(Removal(folder.path, None))
+            self._remove_made(made)
             if intent is not None:
                 self._journal.end(intent)
             if isinstance(exc, OSError) and exc.errno in {errno.ENOSPC, errno.EDQUOT}:
@@ -183,8 +184,14 @@ class AtomicWrites:
         intent: Intent | None,
         staged: Sequence[_Staged],
         directories: dict[str, int],
+        *,
+        made: Sequence[Folder],
     ) -> list[FileInfo]:
-        """Journal the staged batch, then take its visible steps (`_apply`)."""
+        """Journal the staged batch, then take its visible steps (`_apply`).
+
+        A failure before any visible step (a version found changed under the locks)
+        leaves nothing: the `made` folders go again.
+        """
         if intent is not None:
             placements = [
                 Placement(e.virtual, paths.join(e.folder, e.temp), e.follow) for e in staged
@@ -202,6 +209,7 @@ class AtomicWrites:
             if intent is not None:
                 self._journal.end(intent)
             if not placed and not removed:
+                self._remove_made(made)
                 raise
             written = (*removed, *(e.path for e in entries[: len(placed)]))
             raise PartialWrite(written, exc) from exc
@@ -230,7 +238,8 @@ class AtomicWrites:
             self._remove_entry(removal)
             removed.append(removal.path)
         for folder in steps.folders:
-            self._commit_directory(folder)
+            if folder.added:
+                self._make_folder(folder.path)
         with directories_locked(
             {entry.directory: entry.virtual for entry in staged}, self._lock_timeout
         ):
@@ -245,6 +254,9 @@ class AtomicWrites:
         if self._durable:
             synced = {d: v for v, d, _ in placed} | {e.directory: e.virtual for e in staged}
             _sync_all([(v, d) for d, v in synced.items()], disk_operations.fsync_directory)
+        for path, mode in modes_last(steps.folders):
+            with paths.virtual_errors(path):
+                give_mode(self._beneath, path, mode)
         return [disk_operations.file_info(v, status) for v, _, status in placed]
 
     def _rename(
@@ -366,16 +378,16 @@ class AtomicWrites:
                 raise VersionConflict(removal.path, removal.version, actual)
             os.unlink(place.name, dir_fd=place.directory)
 
-    def _commit_directory(self, folder: Folder) -> None:
-        """Create an added directory, or give a directory its new mode."""
-        with (
-            paths.virtual_errors(folder.path),
-            self._beneath.place(folder.path, follow=False, create=True) as place,
-        ):
-            if folder.added and place.info is None:
-                os.mkdir(place.name, 0o700, dir_fd=place.directory)
-            if folder.mode is not None:
-                os.chmod(place.name, folder.mode, dir_fd=place.directory, follow_symlinks=False)
+    def _remove_made(self, made: Sequence[Folder]) -> None:
+        """Remove the new folders a batch made, deepest first, while they are empty."""
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                self._remove_entry(Removal(folder.path, None))
+
+    def _make_folder(self, path: str) -> None:
+        """Make an added folder (its mode comes after the files: `modes_last`)."""
+        with paths.virtual_errors(path):
+            make_folder(self._beneath, path)
 
 
 def _shared_directory(place: Place, key: str, directories: dict[str, int]) -> int:

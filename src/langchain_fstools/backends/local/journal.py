@@ -10,8 +10,8 @@ three stages:
    existing ancestor) and synced. A full disk here changes nothing: what was staged and
    made goes again.
 2. The commit point. A *commit record* lists the visible steps in their order
-   (removals, deepest first; folders made or given a mode; temporaries renamed onto
-   their targets); it is synced with the journal folder.
+   (removals, deepest first; new folders made; temporaries renamed onto their targets;
+   folders given their modes, deepest first); it is synced with the journal folder.
 3. The visible steps; then both records are removed.
 
 Whoever uses the workspace next (`Journal.recover`, from any `LocalBackend` on the same
@@ -378,10 +378,13 @@ def _forward(
     """Take every step of a commit record that is not taken yet, then remove its temporaries."""
     for path, expected in record["removals"]:
         _remove(beneath, path, expected, version)
-    for path, added, mode in record["folders"]:
-        _make_folder(beneath, path, added=added, mode=mode)
+    for path, added, _ in record["folders"]:
+        if added:
+            make_folder(beneath, path)
     for path, temp, follow in record["placements"]:
         _place(beneath, path, temp, follow=follow)
+    for path, mode in modes_last([Folder(*row) for row in record["folders"]]):
+        give_mode(beneath, path, mode)
     for _, temp, _ in record["placements"]:
         _unlink(beneath, temp)
 
@@ -428,12 +431,28 @@ def _remove(
             os.unlink(place.name, dir_fd=place.directory)
 
 
-def _make_folder(beneath: Beneath, path: str, *, added: bool, mode: int | None) -> None:
+def make_folder(beneath: Beneath, path: str) -> None:
+    """Make the folder `path` (owner-only until `give_mode`) unless it is there."""
     with beneath.place(path, follow=False, create=True) as place:
-        if added and place.info is None:
+        if place.info is None:
             os.mkdir(place.name, 0o700, dir_fd=place.directory)
-        if mode is not None:
-            os.chmod(place.name, mode, dir_fd=place.directory, follow_symlinks=False)
+
+
+def modes_last(folders: Sequence[Folder]) -> list[tuple[str, int]]:
+    """The paths and modes of the folders of `folders` that get a mode, deepest first.
+
+    Modes are given after every file is in place, children before parents: a mode
+    that closes a folder to its owner (`chmod 000 a`) must not stop the commit from
+    reaching what it puts below.
+    """
+    given = [(f.path, f.mode) for f in folders if f.mode is not None]
+    return sorted(given, key=lambda given: given[0].count("/"), reverse=True)
+
+
+def give_mode(beneath: Beneath, path: str, mode: int) -> None:
+    """Give the folder `path` its new mode."""
+    with beneath.place(path, follow=False) as place:
+        os.chmod(place.name, mode, dir_fd=place.directory, follow_symlinks=False)
 
 
 def _place(beneath: Beneath, path: str, temp: str, *, follow: bool) -> None:

@@ -349,9 +349,16 @@ class _Lower:
     beneath: Beneath
 
     def lstat(self, virtual: str) -> os.stat_result | None:
+        """The entry's status; None where there is none.
+
+        A folder the agent's user may not look into raises `PermissionError`: what it
+        holds is unknown, not absent.
+        """
         try:
-            with self.beneath.place(virtual, follow=False) as place:
+            with paths.virtual_errors(virtual), self.beneath.place(virtual, follow=False) as place:
                 return place.info
+        except PermissionError:
+            raise
         except (OSError, OutsideRoot):
             return None
 

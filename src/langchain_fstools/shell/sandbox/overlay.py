@@ -175,7 +175,10 @@ class Overlay:
         `host_code`: what the set carries as code the host runs (`shell.sandbox.protected`).
         """
         scan = _Scan(self.upper, lower, self.started_ns, host_umask(), _masked_files(self.masks))
-        found = list(scan.directory(paths.ROOT, self.upper))
+        try:
+            found = list(scan.directory(paths.ROOT, self.upper))
+        except PermissionError as refused:  # the workspace's side: `LowerTree.lstat`
+            return ChangeSet((), self.folder, unreadable=str(refused.filename))
         return ChangeSet(tuple(found), self.folder, tuple(host_code), tuple(scan.left_out))
 
 
