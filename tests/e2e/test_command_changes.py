@@ -448,3 +448,13 @@ def test_a_set_that_does_not_fit_on_the_disk_changes_nothing(tmp_path: Path) -> 
         assert sorted(p.name for p in workspace.iterdir()) == ["old.txt"]
     finally:
         subprocess.run(["umount", "-l", str(workspace)], check=True)
+
+
+@pytest.mark.parametrize("mode", ["accept_edits", "default"])
+def test_what_a_command_made_that_is_not_kept_is_named_in_its_result(root: Path, mode: str) -> None:
+    outcome = run(root, "mkfifo pipe && mkdir -m 1777 shared && echo x > kept.txt", mode)
+
+    assert "Not kept: /pipe (FIFOs, sockets and devices are not kept" in outcome.text
+    assert "Not kept: /shared (empty, named as files hidden" in outcome.text
+    assert "A /kept.txt" in outcome.text
+    assert not (root / "pipe").exists()

@@ -74,7 +74,10 @@ class ChangeSet:
         host_code: Virtual paths of code the host runs later (a virtualenv inside the
             workspace, say), which no command may change (see `shell.sandbox.protected`).
         left_out: Virtual paths the command made that are not part of the set: empty
-            files named as files masked in its view (what a copy of one leaves).
+            files named as files masked in its view, and empty folders with a mask's
+            mode (what copying them leaves).
+        special: Virtual paths of FIFOs, sockets and devices the command made, which
+            are not part of the set either.
         unreadable: A workspace folder the agent's user may not look into, where the
             command changed something: what it changed there cannot be compared with
             the workspace, so the set is never committed (`changes` is empty then).
@@ -84,6 +87,7 @@ class ChangeSet:
     source: str
     host_code: tuple[str, ...] = ()
     left_out: tuple[str, ...] = ()
+    special: tuple[str, ...] = ()
     unreadable: str | None = None
 
     def discard(self) -> None:
@@ -101,6 +105,7 @@ class ChangeSet:
             "source": self.source,
             "host_code": list(self.host_code),
             "left_out": list(self.left_out),
+            "special": list(self.special),
         }
 
     @classmethod
@@ -110,7 +115,8 @@ class ChangeSet:
             Change(**{**change, "kind": ChangeKind(change["kind"])}) for change in record["changes"]
         )
         left_out = tuple(record.get("left_out", ()))
-        return cls(changes, record["source"], tuple(record["host_code"]), left_out)
+        special = tuple(record.get("special", ()))
+        return cls(changes, record["source"], tuple(record["host_code"]), left_out, special)
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,7 +137,7 @@ class CommandReview:
             self.gate.revoke(call_id)
             yield from calls.blocking(changes.discard)
         update = backend.state_update()
-        kept = "A person approved these changes; they are kept." + left_out_note(changes.left_out)
+        kept = "A person approved these changes; they are kept." + left_out_note(changes)
         kept += rewind_note(update)
         if report:
             kept += "\n\n" + render_diagnostics(report, self.context.settings.count_tokens)

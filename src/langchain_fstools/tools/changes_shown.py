@@ -172,16 +172,27 @@ def summary(changes: Sequence[Change]) -> str:
     return f"\nChanged ({len(shown):,} paths):\n" + "\n".join(lines)
 
 
-def left_out_note(left_out: Sequence[str]) -> str:
-    """A line naming the empty files a command made as copies of masked files, else ""."""
-    if not left_out:
-        return ""
-    names = ", ".join(_printable(path) for path in left_out[:SUMMARY_LINES])
-    more = f" and {len(left_out) - SUMMARY_LINES:,} more" if len(left_out) > SUMMARY_LINES else ""
-    return (
-        f"\nNot kept: {names}{more} (empty, named as files hidden from the command:"
-        " what copying them leaves)"
-    )
+def left_out_note(changes: ChangeSet) -> str:
+    """Lines naming what a command made that its set leaves out, else ""."""
+    note = ""
+    if changes.left_out:
+        note += (
+            f"\nNot kept: {_listed(changes.left_out)} (empty, named as files hidden from the"
+            " command or with a hidden folder's mode: what copying them leaves)"
+        )
+    if changes.special:
+        note += (
+            f"\nNot kept: {_listed(changes.special)} (FIFOs, sockets and devices are not"
+            " kept in the workspace: make them at run time, in the command that uses them)"
+        )
+    return note
+
+
+def _listed(names: Sequence[str]) -> str:
+    """`names` printed, at most `SUMMARY_LINES` of them, and how many more."""
+    shown = ", ".join(_printable(path) for path in names[:SUMMARY_LINES])
+    more = f" and {len(names) - SUMMARY_LINES:,} more" if len(names) > SUMMARY_LINES else ""
+    return shown + more
 
 
 def rewind_note(update: Mapping[str, Any]) -> str:

@@ -307,13 +307,13 @@ def settle(
         if review.asks:
             state = yield from _waiting(scope, command, changes, review)
             artifact["waiting"] = True
-            body += WAITING + summary(changes.changes) + left_out_note(changes.left_out)
+            body += WAITING + summary(changes.changes) + left_out_note(changes)
         else:
             files = [change.path for change in changes.changes if change.entry == "file"]
             before = yield from texts_before(scope.context.diagnostics, files)
             yield from _committed(changes, body)
             texts = yield from texts_after(before)
-            body += summary(changes.changes) + left_out_note(changes.left_out)
+            body += summary(changes.changes) + left_out_note(changes)
             body += rewind_note(scope.backend.state_update())
     finally:
         yield from calls.blocking(changes.discard)
@@ -431,7 +431,7 @@ def _waiting(
         raise ChangesNotCommitted("unapproved", review.asks[0], "", "")
     kept, key = yield from calls.blocking(functools.partial(keep, changes))
     diff = yield from effect_diff(kept, review.asks)
-    shown = (summary(kept.changes) + left_out_note(kept.left_out)).removeprefix("\n")
+    shown = (summary(kept.changes) + left_out_note(kept)).removeprefix("\n")
     request = {
         "key": key,
         "digest": (yield from calls.blocking(functools.partial(digest, kept))),

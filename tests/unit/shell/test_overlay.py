@@ -343,14 +343,37 @@ def test_a_mode_change_is_part_of_the_change(tmp_path: Path) -> None:
     assert (found["/a.txt"].old_mode, found["/a.txt"].mode) == (0o644, 0o755)
 
 
-def test_an_empty_folder_with_a_masks_mode_never_enters_a_change_set(tmp_path: Path) -> None:
+def test_an_empty_folder_with_a_masks_mode_never_enters_a_change_set_and_is_named(
+    tmp_path: Path,
+) -> None:
     root = workspace(tmp_path / "root")
+    backend = LocalBackend(root, execute=True)
+    command = "mkdir -m 1777 mask && mkdir -m 1777 kept && touch kept/f"
 
-    found = changes_of(root, "mkdir -m 1777 mask && mkdir -m 1777 kept && touch kept/f")
+    result = backend.execute_changes(command, timeout=30, output_limit=1000)
 
+    assert result.changes is not None, result.output
+    found = {change.path for change in result.changes.changes}
+    backend.commit(result.changes)
+    result.changes.discard()
     assert "/mask" not in found
+    assert result.changes.left_out == ("/mask",)
     assert not (root / "mask").exists()
     assert "/kept/f" in found
+
+
+def test_fifos_a_command_made_are_named_and_not_committed(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "root")
+    backend = LocalBackend(root, execute=True)
+    command = "mkfifo pipe && mkdir d && mkfifo d/pipe && rm a.txt && mkfifo a.txt"
+
+    result = backend.execute_changes(command, timeout=30, output_limit=1000)
+
+    assert result.changes is not None, result.output
+    assert result.changes.special == ("/a.txt", "/d/pipe", "/pipe"), result.output
+    assert {change.path for change in result.changes.changes} == {"/d"}
+    assert ChangeSet.from_record(result.changes.to_record()) == result.changes
+    result.changes.discard()
 
 
 def test_an_empty_new_file_named_as_a_masked_file_never_enters_a_change_set(

@@ -199,7 +199,7 @@ def _copied(changes: ChangeSet, parent: str) -> ChangeSet:
             _copy_file(source, target)
         else:  # what shutil makes of it (a named pipe: refused)
             shutil.copy2(source, target, follow_symlinks=False)
-    return ChangeSet(changes.changes, folder, changes.host_code, changes.left_out)
+    return replace(changes, source=folder)
 
 
 def _copy_file(source: Path, target: Path) -> None:

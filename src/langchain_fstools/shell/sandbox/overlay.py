@@ -21,7 +21,8 @@ never kept, and a new entry's group and world write bits are dropped as the host
 umask drops them; the change says which bits were dropped (`Change.dropped`), and a
 file's waiting content gets the mode kept, so the commit applies what the set says. An
 empty new folder with the mode of a mask's tmpfs (`drwxrwxrwt`: what copying a folder
-holding masked mount points leaves) is a mask artifact and never enters the set. A masked
+holding masked mount points leaves) is taken for a mask artifact and never enters the set
+(`ChangeSet.left_out` names it: a command's own such folder is not told apart). A masked
 file cannot be read at all (a device on a `nodev` mount: `EACCES`), so a copy of it
 fails loudly; an empty new file named as a file masked in the command's view
 (`Overlay.masking`) is what a copy that made its output before the read failed leaves,
@@ -31,7 +32,7 @@ What the kernel allows in a user namespace shapes what a command sees (and the d
 state): without `redirect_dir`, `rename(2)` of a directory that existed before the
 command fails with `EXDEV` (`mv` then copies, Python's `os.rename` fails); copy-up
 breaks hard links (each name is committed as a file of its own); FIFOs, sockets and
-devices a command creates are not committed.
+devices a command creates are not committed (`ChangeSet.special` names them).
 
 Whether a path also changed in the workspace while the command ran is told by its
 inode change time (`st_ctime`, which no program can set) against the command's start,
@@ -179,7 +180,13 @@ class Overlay:
             found = list(scan.directory(paths.ROOT, self.upper))
         except PermissionError as refused:  # the workspace's side: `LowerTree.lstat`
             return ChangeSet((), self.folder, unreadable=str(refused.filename))
-        return ChangeSet(tuple(found), self.folder, tuple(host_code), tuple(scan.left_out))
+        return ChangeSet(
+            tuple(found),
+            self.folder,
+            tuple(host_code),
+            tuple(scan.left_out),
+            tuple(scan.special),
+        )
 
 
 def upper_path(changes: ChangeSet, virtual: str) -> str:
@@ -195,6 +202,7 @@ class _Scan:
     umask: int
     masked: Callable[[str], bool]
     left_out: list[str] = field(default_factory=list)
+    special: list[str] = field(default_factory=list)
 
     def directory(self, virtual: str, host: str, *, replaced: bool = False) -> Iterator[Change]:
         """The changes below directory `virtual`, whose upper copy is at `host`.
@@ -228,7 +236,8 @@ class _Scan:
                 yield self.change(virtual, ChangeKind.MODIFIED, "link", low, target=target)
         elif stat_module.S_ISREG(mode):
             yield from self.changed_file(virtual, host, result, low)
-        # FIFOs, sockets and devices the command made are not committed.
+        else:  # FIFOs, sockets and devices are not committed: the result says so
+            self.special.append(virtual)
 
     def changed_file(
         self, virtual: str, host: str, result: os.stat_result, low: os.stat_result | None
@@ -260,7 +269,8 @@ class _Scan:
         bits = stat_module.S_IMODE(result.st_mode)
         if low is None or not stat_module.S_ISDIR(low.st_mode):
             if bits == _MASK_FOLDER and not os.listdir(host):
-                return  # a mask's empty tmpfs, copied: not the command's own folder
+                self.left_out.append(virtual)  # what copying a mask's empty tmpfs leaves
+                return
             yield from self.replacing(virtual, low, "directory", mode=bits)
             yield from self.directory(virtual, host, replaced=True)
             return
