@@ -325,7 +325,8 @@ class Backend(ABC):
         old). The batch is not atomic as a whole: a caller that needs all or nothing
         undoes the paths `PartialWrite` names. A backend may override this to sync once
         per batch instead of once per file, or to make the whole batch one commit
-        (`LocalBackend` journals it: all or nothing even across a crash).
+        (`LocalBackend` and `SandboxBackend` journal it: all or nothing even across a
+        crash).
 
         Default: `write_bytes` for each write, in order, then for each deletion `stat`
         (its version checked) and `delete`.

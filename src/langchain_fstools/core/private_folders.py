@@ -13,8 +13,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
-from pathlib import Path
+
+TYPE_CHECKING = False  # `typing` is not imported: a sandbox's helper imports `is_private`
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def private_folder(name: str) -> Path:
@@ -24,6 +26,9 @@ def private_folder(name: str) -> Path:
         PermissionError: it exists, but is not a folder this user owns with no access
             for group and others (another user made it, or it is a link).
     """
+    import tempfile  # noqa: PLC0415 - a sandbox's helper, which imports `is_private`, spares these
+    from pathlib import Path  # noqa: PLC0415 - the same
+
     folder = Path(tempfile.gettempdir(), f"{name}-{os.getuid()}")
     folder.mkdir(mode=0o700, exist_ok=True)
     if not is_private(folder):

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from langchain_fstools import LocalBackend
-from langchain_fstools.backends.local.journal import Journal, Target
+from langchain_fstools.backends.journal import Journal, Target
 from langchain_fstools.backends.temporaries import TEMP_SUFFIX
 from langchain_fstools.core.changesets import Change, ChangeKind, ChangeSet
 from langchain_fstools.core.results import Write

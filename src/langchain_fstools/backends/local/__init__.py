@@ -5,7 +5,7 @@ file operations beneath a directory descriptor (`backends.disk_operations`,
 `backends.beneath`, `backends.openat2`), per-folder write locks
 (`backends.write_locks`), host paths hidden from results (`backends.host_paths`), all
 shared with a sandbox's helper; the atomic multi-file writes (`atomic_writes`) and
-their journal (`journal`); commands, their change sets and commits
-(`local_commands`), background processes (`local_processes`) and a branch's overlay
+their journal (`backends.journal`, the helper's too); commands, their change sets and
+commits (`local_commands`), background processes (`local_processes`) and a branch's overlay
 layer (`branch_layer`).
 """

@@ -3,7 +3,7 @@
 `LocalBackend.write_many` and the commit of a command's change set both end here. A
 batch stages every file first (a temporary file beside its target, written and, with
 durability, fsynced side by side), so a batch that does not fit on the disk changes
-nothing; a batch of two changes or more is journaled (`backends.local.journal`) before
+nothing; a batch of two changes or more is journaled (`backends.journal`) before
 its first visible step, so a process killed in its middle leaves an intent record that
 the next call on the workspace finishes or undoes (`settle`). Versions are checked and
 files renamed under the folder locks every writer of this package takes
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, TypeVar
 from langchain_fstools.backends import disk_operations
 from langchain_fstools.backends.beneath import LISTING
 from langchain_fstools.backends.file_versions import later_than, version_of
-from langchain_fstools.backends.local.journal import (
+from langchain_fstools.backends.journal import (
     Folder,
     Intent,
     Journal,

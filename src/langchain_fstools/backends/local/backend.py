@@ -79,7 +79,7 @@ class LocalBackend(Backend):
     checks every expected version, renames them all, then fsyncs each directory
     once: each file still holds its old or its new content at any moment, and a
     batch that does not fit on the disk changes nothing (`DiskFull`). A batch is
-    journaled (`backends.local.journal`): a process killed in its middle leaves an
+    journaled (`backends.journal`): a process killed in its middle leaves an
     intent record, and the next call on the workspace, from any process, finishes
     the batch or undoes it and removes its temporary files. `durability="rename"`
     skips the syncs: a killed process still leaves old or new content, a power cut
@@ -330,7 +330,7 @@ class LocalBackend(Backend):
         checked, then the deletions are made (deepest first), the files renamed into
         place and each directory touched fsynced once. A conflict, or any failure before
         the first visible step (a full disk), changes nothing. Two changes or more are
-        journaled (`backends.local.journal`): a process killed once every file is staged
+        journaled (`backends.journal`): a process killed once every file is staged
         leaves the whole batch (the next call on the workspace finishes it), one killed
         before leaves none of it. A `receipt` is kept with the commit, in its journal,
         once it took effect (`committed`).
@@ -517,7 +517,7 @@ class LocalBackend(Backend):
         again for each file and link as it is renamed into place, under the folder
         locks every writer takes. Every file and link is staged first, so a set that
         does not fit on the disk changes nothing; then, journaled (see
-        `backends.local.journal`), deletions (deepest first), new directories and mode
+        `backends.journal`), deletions (deepest first), new directories and mode
         changes, and the files and links renamed into place (see `write_many`).
 
         Returns:

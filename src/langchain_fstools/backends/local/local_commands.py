@@ -21,8 +21,8 @@ from langchain_fstools.backends import disk_operations
 from langchain_fstools.backends.beneath import LISTING, Beneath
 from langchain_fstools.backends.file_versions import version_of
 from langchain_fstools.backends.host_paths import is_inside
+from langchain_fstools.backends.journal import Folder, Removal, Steps
 from langchain_fstools.backends.local.atomic_writes import BatchEntry
-from langchain_fstools.backends.local.journal import Folder, Removal, Steps
 from langchain_fstools.backends.local.local_processes import LocalProcesses
 from langchain_fstools.backends.protocol import ABSENT
 from langchain_fstools.core import paths

@@ -53,8 +53,9 @@ class SandboxBackend(_Search, Backend):
       permission bits, renamed over it. `write_many` stages every file, checks every
       version (of its deletions too), then renames them all and removes what it
       deletes, putting back every step taken if one fails: a conflict, a full disk or
-      a directory that is not empty changes nothing. There is no journal: a sandbox
-      that dies in the middle of the renames may keep some of them.
+      a directory that is not empty changes nothing. A batch of two changes or more
+      is journaled (`backends.journal`): a helper killed among its steps leaves a
+      record the next helper run finishes or undoes before anything else.
     - Ranged reads read only the range (`read_bytes(path, start, size)`), in the
       sandbox; `read_checked` checks the version in the same run.
     - Search: ripgrep in the sandbox when it is on its PATH, with the local backend's

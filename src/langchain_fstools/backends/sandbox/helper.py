@@ -1,8 +1,9 @@
 """The helper that runs inside a sandbox: one file operation per run, and its wire format.
 
 `SandboxBackend` ships this module (with what it imports: `backends.disk_operations`,
-`backends.beneath`, `backends.file_versions`, `backends.modes`, `core.paths`, and the
-search modules when a search asks for them; see `backends.shipping`) into the sandbox
+`backends.beneath`, `backends.file_versions`, `backends.modes`, `core.paths`,
+`backends.journal` for multi-file writes, and the search modules when a search asks for
+them; see `backends.shipping`) into the sandbox
 once, and each call runs it with the sandbox's `python3 -I -S` through one `execute`
 (the loader is in `backends.sandbox.transport`). The operations are the local
 backend's own (`backends.disk_operations`), on the sandbox's disk: every path is
@@ -55,9 +56,11 @@ from langchain_fstools.core.results import EntryKind, FileInfo
 
 TYPE_CHECKING = False  # `typing` is not imported: the sandbox's helper would pay for it
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
     from typing import Any, Final
+
+    from langchain_fstools.backends.journal import Intent, Journal, Steps
 
 OPEN: Final = "<fstools:"
 """Where a reply's frame starts on standard output."""
@@ -238,6 +241,7 @@ def main(argument: str, folder: str) -> None:
                 os.unlink(os.path.join(folder, os.path.basename(name)))
         disk = Disk(header["root"], folder)
         with _turn(folder, header["op"]):
+            disk.settle()
             value, out = _OPERATIONS[header["op"]](disk, *header.get("args", ()), data=data)
         reply = pack({"ok": value}, out)
         if header["op"] == "fetch":
@@ -318,6 +322,30 @@ class Disk:
                 lasting=True,
             )
         self.beneath = Beneath(real, fast=False)
+        raw = os.fsencode(real)
+        self.journal_folder = os.path.join(
+            folder, f"journal-{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"
+        )
+        """The journal of this root's batches (`_write`), named by 64 bits of checksums:
+        one folder per workspace root, with no `hashlib` to load."""
+
+    def journal(self) -> Journal:
+        """The journal of this workspace's multi-file writes (`backends.journal`)."""
+        from langchain_fstools.backends.journal import Journal  # noqa: PLC0415 - batches only
+
+        return Journal(self.beneath.root, durable=True, folder=self.journal_folder)
+
+    def settle(self) -> None:
+        """Finish or undo the batches a killed helper left, before anything else is done.
+
+        One listing when there are none; the journal is loaded only when there are.
+        """
+        try:
+            if not os.listdir(self.journal_folder):
+                return
+        except FileNotFoundError:
+            return
+        self.journal().recover(self.beneath, version_of)
 
 
 # ----- the operations: (disk, *args, data=bytes) -> (JSON value, bytes) -------------------------
@@ -413,105 +441,199 @@ def _move(disk: Disk, origin: str, target: str, data: bytes) -> Reply:
     return info_record(disk_operations.move(disk.beneath, origin, target)), b""
 
 
-def _write(disk: Disk, writes: list[list[Any]], data: bytes) -> Reply:
-    """Write files all or nothing: stage every one, check every version, rename them all.
+def _write(
+    disk: Disk, writes: list[list[Any]], deletions: Sequence[list[Any]] = (), data: bytes = b""
+) -> Reply:
+    """Write files and remove entries all or nothing: stage, verify, apply, undo on failure.
 
     Each write is `[virtual, expected version or None, size]`; their contents follow
-    one another in `data`. Versions are checked and files renamed under the write locks
-    every writer of this package takes (`backends.write_locks`, as `LocalBackend`
-    does), so of two writers that read one version, one wins. A conflict or a failure
-    while staging (a full disk) leaves every file as it was. A rename that fails puts
-    back the files renamed before it (each replaced file is kept under a hard link
-    until the batch is done).
+    one another in `data`. Each deletion is `[virtual, expected version or None]`: a
+    file, a link (never its target) or an empty directory. Every write is staged first
+    (a full disk changes nothing); under the write locks of every folder touched (those
+    every writer of this package takes, `backends.write_locks`, so of two writers that
+    read one version, one wins), every version is checked (a conflict or a missing
+    entry changes nothing); then the files are renamed into place and the entries
+    removed, a replaced file kept under a hard link and a removed file or link under a
+    temporary name beside it until the end. A step that fails (a directory that is not
+    empty) puts back every step before it: the removed entries, then the replaced files.
+
+    A batch of two changes or more is journaled (`backends.journal`, as on local disk,
+    in `Disk.journal`): a helper killed among its steps (the provider's timeout, an OOM
+    kill) leaves a record that the next helper run on the workspace settles first
+    (`Disk.settle`): the set is then whole, or absent if the kill came before every
+    file was staged. Limit: a helper killed while undoing a failed batch (a double
+    fault) may leave it part done.
     """
-    staged = _stage_all(disk, writes, data)
+    journal = disk.journal() if len(writes) + len(deletions) > 1 else None
+    intent = None
+    made = _missing_folders(disk, writes) if journal is not None else []
+    if journal is not None:
+        from langchain_fstools.backends.journal import Target  # noqa: PLC0415 - batches only
+
+        intent = journal.begin([Target(w[0], follow=True) for w in writes], made)
+    batch = _Batch()
     try:
-        folders = {entry.place.directory: entry.virtual for entry in staged}
-        with directories_locked(folders, DEFAULT_LOCK_TIMEOUT):
-            for entry in staged:
-                entry.check()
-            _rename_all(staged)
-        for directory in {entry.place.directory for entry in staged}:
-            disk_operations.fsync_directory(directory)
-        return [info_record(entry.info()) for entry in staged], b""
+        batch.all.extend(_stage_all(disk, writes, data, intent))
+        batch.all.extend(_removals(disk, deletions, intent))
+        with directories_locked(batch.folders(), DEFAULT_LOCK_TIMEOUT):
+            batch.check()
+            if journal is not None and intent is not None:
+                journal.commit(intent, batch.steps())
+            batch.apply()
+        batch.done()
+    except Exception:
+        if journal is not None and intent is not None:
+            if batch.settled:  # no step taken, or every one undone: the folders made go too
+                batch.close()
+                _remove_folders(disk, made)
+                journal.end(intent)
+            else:
+                journal.release(intent)  # left for the next run, which finishes the batch
+        raise
+    except BaseException:
+        if journal is not None and intent is not None:
+            journal.release(intent)  # the next run finishes the batch
+        raise
     finally:
-        for entry in staged:
-            entry.close()
+        batch.close()
+    if journal is not None and intent is not None:
+        journal.finish(intent)
+    return [info_record(entry.info()) for entry in batch.staged], b""
 
 
-def _write_and_delete(
-    disk: Disk, writes: list[list[Any]], deletions: list[list[Any]], data: bytes
-) -> Reply:
-    """`_write` with removals, all or nothing: stage, verify, apply, undo on failure.
+def _missing_folders(disk: Disk, writes: list[list[Any]]) -> list[str]:
+    """The folders a batch's writes make (parents first), which a roll-back removes."""
+    missing: dict[str, None] = {}
+    for virtual, _, _ in writes:
+        with (
+            contextlib.suppress(OSError, errors.OutsideRoot),
+            disk.beneath.place(virtual, partial=True) as place,
+        ):
+            folder = place.virtual[: len(place.virtual) - len(place.name)].rstrip("/") or "/"
+            for name in place.name.split("/")[:-1]:
+                folder = paths.join(folder, name)
+                missing[folder] = None
+    return list(missing)
 
-    Each deletion is `[virtual, expected version or None]`: a file, a link (never its
-    target) or an empty directory. Every write is staged first (a full disk changes
-    nothing); under the write locks of every folder touched, every version is checked
-    (a conflict or a missing entry changes nothing); then the files are renamed into
-    place and the entries removed, a removed file or link kept under a temporary name
-    beside it until the end. A step that fails (a directory that is not empty) puts
-    back every step before it: the removed entries, then the replaced files. There is
-    no journal: a sandbox that dies among the renames may keep some of them.
-    """
-    staged = _stage_all(disk, writes, data)
+
+def _remove_folders(disk: Disk, folders: list[str]) -> None:
+    """Remove the folders a failed batch made, deepest first, where they are empty."""
+    for folder in reversed(folders):
+        with (
+            contextlib.suppress(OSError, errors.OutsideRoot),
+            disk.beneath.place(folder, follow=False) as place,
+        ):
+            os.rmdir(place.name, dir_fd=place.directory)
+
+
+class _Batch:
+    """The staged writes and the removals of one `_write`, and which of its steps are taken."""
+
+    def __init__(self) -> None:
+        self.all: list[_Staged | _Removal] = []
+        """Every step, in the order they are taken: renames, then removals."""
+        self.settled = True
+        """Whether no step is taken, or every step taken was undone."""
+
+    @property
+    def staged(self) -> list[_Staged]:
+        """The writes, in order."""
+        return [step for step in self.all if isinstance(step, _Staged)]
+
+    def folders(self) -> dict[int, str]:
+        """The folders the batch changes, by descriptor (for their write locks)."""
+        return {step.place.directory: step.virtual for step in self.all}
+
+    def check(self) -> None:
+        """Raise unless every target and removed entry is at its expected version."""
+        for step in self.all:
+            step.check()
+
+    def steps(self) -> Steps:
+        """The journal's record of the visible steps (what is kept aside named beforehand)."""
+        from langchain_fstools.backends.journal import Placement, Removal, Steps  # noqa: PLC0415
+
+        return Steps(
+            removals=[Removal(r.virtual, r.version) for r in self.all if isinstance(r, _Removal)],
+            placements=[Placement(s.target(), s.temp_path(), follow=False) for s in self.staged],
+            kept=[step.kept_path() for step in self.all],
+        )
+
+    def apply(self) -> None:
+        """Rename every file into place, then remove every entry; undo all if one fails."""
+        self.settled = False
+        done: list[_Staged | _Removal] = []
+        for step in self.all:
+            try:
+                step.apply()
+            except OSError as exc:
+                for taken in reversed(done):
+                    taken.undo()
+                self.settled = True
+                raise os_error(type(exc), exc.errno or errno.EIO, step.virtual) from None
+            done.append(step)
+
+    def done(self) -> None:
+        """Every step is taken: what was kept aside goes, and the folders are synced."""
+        for step in self.all:
+            step.forget()
+        for directory in self.folders():
+            disk_operations.fsync_directory(directory)
+
+    def close(self) -> None:
+        """Release every place (a temporary not renamed is removed)."""
+        for step in self.all:
+            step.close()
+
+
+def _removals(disk: Disk, deletions: Sequence[list[Any]], intent: Intent | None) -> list[_Removal]:
+    """A batch's deletions, each walked to (`InvalidPath` for the root)."""
+    if any(virtual == paths.ROOT for virtual, _ in deletions):
+        raise errors.InvalidPath(paths.ROOT, "the workspace root cannot be deleted")
     removals: list[_Removal] = []
     try:
-        for virtual, expected in deletions:
-            if virtual == paths.ROOT:
-                raise errors.InvalidPath(virtual, "the workspace root cannot be deleted")
+        for number, (virtual, expected) in enumerate(deletions):
             with paths.virtual_errors(virtual):
-                removals.append(
-                    _Removal(virtual, expected, disk.beneath.place(virtual, follow=False))
-                )
-        steps: list[_Staged | _Removal] = [*staged, *removals]
-        folders = {step.place.directory: step.virtual for step in steps}
-        with directories_locked(folders, DEFAULT_LOCK_TIMEOUT):
-            for step in steps:
-                step.check()
-            _rename_all(staged)
-            _remove_all(removals, staged)
-        for removal in removals:
-            removal.forget()
-        for directory in folders:
-            disk_operations.fsync_directory(directory)
-        return [info_record(entry.info()) for entry in staged], b""
-    finally:
-        for entry in staged:
-            entry.close()
+                place = disk.beneath.place(virtual, follow=False)
+            removals.append(_Removal(virtual, expected, place, _tag(intent, f"d{number}")))
+    except BaseException:
         for removal in removals:
             removal.close()
+        raise
+    return removals
 
 
-def _remove_all(removals: list[_Removal], staged: list[_Staged]) -> None:
-    """Remove every entry; if one fails, put back those removed and the files renamed."""
-    for done, removal in enumerate(removals):
-        try:
-            removal.remove()
-        except OSError as exc:
-            for removed in reversed(removals[:done]):
-                removed.undo()
-            for renamed in reversed(staged):
-                renamed.undo()
-            raise os_error(type(exc), exc.errno or errno.EIO, removal.virtual) from None
+def _tag(intent: Intent | None, step: int | str) -> str | None:
+    """The tag of a journaled batch's temporary for `step` (None: a random one)."""
+    return intent.tag(step) if intent is not None else None
 
 
 class _Removal:
     """One deletion of a batch: its place, and what it removed until the batch is done."""
 
-    def __init__(self, virtual: str, expected: str | None, place: Place) -> None:
+    def __init__(self, virtual: str, expected: str | None, place: Place, tag: str | None) -> None:
         self.virtual, self.expected, self.place = virtual, expected, place
+        self.aside = temporary_name(place.name, tag)
         self.kept = ""
         self.mode: int | None = None
+        self.version: str | None = None
+        """The version the entry had when checked (None: a directory)."""
 
     def check(self) -> None:
         """Raise unless the entry exists, at its expected version when one is given."""
         current = _lstat(self.place)
         if current is None:
             raise os_error(FileNotFoundError, errno.ENOENT, self.virtual)
-        if self.expected is not None and version_of(current) != self.expected:
-            raise errors.VersionConflict(self.virtual, self.expected, version_of(current))
+        found = version_of(current)
+        if self.expected is not None and found != self.expected:
+            raise errors.VersionConflict(self.virtual, self.expected, found)
+        self.version = None if stat_module.S_ISDIR(current.st_mode) else found
 
-    def remove(self) -> None:
+    def kept_path(self) -> str:
+        """The virtual path a removed file or link is kept under until the end."""
+        return paths.join(paths.parent(self.place.virtual), self.aside)
+
+    def apply(self) -> None:
         """Remove an empty directory, or move a file or link aside (kept until the end)."""
         directory, name = self.place.directory, self.place.name
         current = os.stat(name, dir_fd=directory, follow_symlinks=False)
@@ -519,9 +641,8 @@ class _Removal:
             os.rmdir(name, dir_fd=directory)
             self.mode = stat_module.S_IMODE(current.st_mode)
             return
-        kept = temporary_name(name)
-        os.rename(name, kept, src_dir_fd=directory, dst_dir_fd=directory)
-        self.kept = kept
+        os.rename(name, self.aside, src_dir_fd=directory, dst_dir_fd=directory)
+        self.kept = self.aside
 
     def undo(self) -> None:
         """Put the entry back (an empty directory is made again, with its mode)."""
@@ -544,24 +665,16 @@ class _Removal:
         self.place.close()
 
 
-def _rename_all(staged: list[_Staged]) -> None:
-    """Rename every staged file into place; if one fails, put back those renamed before."""
-    for done, entry in enumerate(staged):
-        try:
-            entry.commit()
-        except OSError as exc:
-            for renamed in reversed(staged[:done]):
-                renamed.undo()
-            raise os_error(type(exc), exc.errno or errno.EIO, entry.virtual) from None
-
-
-def _stage_all(disk: Disk, writes: list[list[Any]], data: bytes) -> list[_Staged]:
+def _stage_all(
+    disk: Disk, writes: list[list[Any]], data: bytes, intent: Intent | None
+) -> list[_Staged]:
     """Stage every write; a full disk is `DiskFull`, with nothing left staged."""
     staged: list[_Staged] = []
     offset = 0
     try:
-        for virtual, expected, size in writes:
-            staged.append(_stage(disk, virtual, expected, data[offset : offset + size]))
+        for number, (virtual, expected, size) in enumerate(writes):
+            content = data[offset : offset + size]
+            staged.append(_stage(disk, virtual, expected, content, _tag(intent, number)))
             offset += size
     except OSError as exc:
         for entry in staged:
@@ -580,9 +693,10 @@ def _stage_all(disk: Disk, writes: list[list[Any]], data: bytes) -> list[_Staged
 class _Staged:
     """One file of a batch: its place, its temporary file, and the file it replaces."""
 
-    def __init__(self, virtual: str, expected: str | None, place: Place) -> None:
+    def __init__(self, virtual: str, expected: str | None, place: Place, tag: str | None) -> None:
         self.virtual, self.expected, self.place = virtual, expected, place
         self.temp = ""
+        self.aside = temporary_name(place.name, f"{tag}k" if tag else None)
         self.kept = ""
         self.status: os.stat_result | None = None
 
@@ -591,7 +705,19 @@ class _Staged:
         place = self.place
         disk_operations.check_version(self.virtual, place.directory, place.name, self.expected)
 
-    def commit(self) -> None:
+    def target(self) -> str:
+        """The virtual path the file is renamed onto (a link on the way followed)."""
+        return self.place.virtual
+
+    def temp_path(self) -> str:
+        """The virtual path of the temporary file."""
+        return paths.join(paths.parent(self.place.virtual), self.temp)
+
+    def kept_path(self) -> str:
+        """The virtual path the replaced file is kept under until the end."""
+        return paths.join(paths.parent(self.place.virtual), self.aside)
+
+    def apply(self) -> None:
         """Keep the replaced file under a hard link, then rename the temporary over it.
 
         Called under the folders' write locks, which is when the new file's status is
@@ -599,8 +725,8 @@ class _Staged:
         """
         directory, name = self.place.directory, self.place.name
         if _lstat(self.place) is not None:
-            self.kept = temporary_name(name)
-            os.link(name, self.kept, src_dir_fd=directory, dst_dir_fd=directory)
+            os.link(name, self.aside, src_dir_fd=directory, dst_dir_fd=directory)
+            self.kept = self.aside
         os.rename(self.temp, name, src_dir_fd=directory, dst_dir_fd=directory)
         self.temp = ""
         self.status = os.stat(name, dir_fd=directory, follow_symlinks=False)
@@ -614,9 +740,15 @@ class _Staged:
         else:
             os.unlink(name, dir_fd=directory)
 
+    def forget(self) -> None:
+        """The batch is done: the replaced file's hard link goes."""
+        if self.kept:
+            os.unlink(self.kept, dir_fd=self.place.directory)
+            self.kept = ""
+
     def info(self) -> FileInfo:
         """The written file's metadata (as renamed into place), under the path the write named."""
-        assert self.status is not None  # noqa: S101 - only after `commit`
+        assert self.status is not None  # noqa: S101 - only after `apply`
         return disk_operations.file_info(self.virtual, self.status)
 
     def close(self) -> None:
@@ -625,19 +757,22 @@ class _Staged:
             if name:
                 with contextlib.suppress(OSError):
                     os.unlink(name, dir_fd=self.place.directory)
+        self.temp = self.kept = ""
         self.place.close()
 
 
-def _stage(disk: Disk, virtual: str, expected: str | None, content: bytes) -> _Staged:
+def _stage(
+    disk: Disk, virtual: str, expected: str | None, content: bytes, tag: str | None
+) -> _Staged:
     """Walk to `virtual` (creating parents) and write its temporary file beside it."""
     with paths.virtual_errors(virtual):
         place = disk.beneath.place(virtual, create=True)
-    entry = _Staged(virtual, expected, place)
+    entry = _Staged(virtual, expected, place, tag)
     try:
         with paths.virtual_errors(virtual):
             current = disk_operations.file_slot(virtual, place)
             descriptor, entry.temp = disk_operations.create_temp(
-                place.directory, place.name, None, private=current is not None
+                place.directory, place.name, tag, private=current is not None
             )
             try:
                 disk_operations.write_all(descriptor, content)
@@ -737,7 +872,7 @@ _OPERATIONS: dict[str, Callable[..., Reply]] = {
     "mkdir": _mkdir,
     "move": _move,
     "write": _write,
-    "write_and_delete": _write_and_delete,
+    "write_and_delete": _write,
     "command_probe": _commands("probe"),
     "command_run": _commands("run"),
     "command_commit": _commands("commit"),

@@ -1,7 +1,8 @@
-"""Intent records that make a multi-file commit on local disk all or nothing across a crash.
+"""Intent records that make a multi-file commit all or nothing across a crash.
 
-A commit of several files (`LocalBackend.write_many`, `LocalBackend.commit`) goes in
-three stages:
+A commit of several files on local disk (`LocalBackend.write_many`, `LocalBackend.commit`)
+or in a sandbox (its helper's batch writes, `backends.sandbox.helper`) goes in three
+stages:
 
 1. Staging. A *staging record* naming every target (and the commit's new folders) is
    put in the journal folder, locked; the new folders are made (empty, they are all a
@@ -29,8 +30,13 @@ receipt exists exactly when the commit took effect, even across a crash: a merge
 resumed after its worker died asks for it instead of merging again. Receipts older than
 `RECEIPT_SECONDS` are removed when a new one is written.
 
-The journal folder is private: `{tempdir}/fstools-journal-{uid}/{digest of the root}`,
-made with mode 0700, and refused unless this user owns it and no one else may use it.
+The journal folder is private: `{tempdir}/fstools-journal-{uid}/{digest of the root}` on
+local disk, one given by the caller in a sandbox (beside its helper); made with mode 0700,
+and refused unless this user owns it and no one else may use it.
+
+A sandbox's helper imports this module for a multi-file write only, and for `recover`
+when the folder holds records: it imports nothing a short-lived process would pay for
+(`typing`, `logging`, `hashlib`, `secrets`, `tempfile` are not loaded on those paths).
 Limits: where the temporary folder does not survive a reboot (a tmpfs `/tmp`), a power
 cut during a commit's visible steps leaves them half done; the staging record is not
 synced, so a power cut while staging may leave temporaries behind. A killed process
@@ -43,28 +49,24 @@ import contextlib
 import errno
 import fcntl
 import functools
-import hashlib
 import json
-import logging
 import os
-import secrets
 import stat as stat_module
-import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
 
 from langchain_fstools.backends.temporaries import temporary_name
 from langchain_fstools.core import paths
 from langchain_fstools.core.private_folders import is_private
 from langchain_fstools.errors import OutsideRoot
 
+TYPE_CHECKING = False  # `typing` is not imported: the sandbox's helper would pay for it
 if TYPE_CHECKING:
+    import logging
     from collections.abc import Callable, Iterator, Sequence
+    from typing import Any, Final
 
     from langchain_fstools.backends.beneath import Beneath, Place
-
-logger = logging.getLogger(__name__)
 
 _STAGING: Final = ".staging"
 _COMMIT: Final = ".commit"
@@ -131,6 +133,10 @@ class Steps:
     placements: Sequence[Placement] = ()
     receipt: str | None = None
     """The name of the receipt the commit leaves when it ends (`Journal.finish`)."""
+    kept: Sequence[str] = ()
+    """Entries the commit keeps aside until it ends, to undo its steps on a failure (a
+    sandbox helper's: a replaced file's hard link, a removed file renamed aside); a
+    roll-forward removes them."""
 
 
 @dataclass(slots=True)
@@ -143,8 +149,8 @@ class Intent:
     record: dict[str, Any] | None = None
     """Its commit record, once put."""
 
-    def tag(self, number: int) -> str:
-        """The tag of the commit's temporary for its `number`-th target."""
+    def tag(self, number: int | str) -> str:
+        """The tag of the commit's temporary for its `number`-th target (or another step's)."""
         return f"{self.token}-{number}"
 
 
@@ -154,18 +160,26 @@ class Journal:
     Args:
         root: The workspace's real host path.
         durable: Sync the commit record and the steps taken when rolling forward.
+        folder: The journal folder (its parent must be private too). Default: one
+            per root in this user's temporary folder (module docstring).
     """
 
-    def __init__(self, root: str, *, durable: bool) -> None:
+    def __init__(self, root: str, *, durable: bool, folder: str | None = None) -> None:
         """Name the workspace; the folder is found on first use (never on an event loop)."""
         self._root = root
         self._durable = durable
+        self._folder = folder
         self._empty_at: int | None = None
         """The folder's modification time when it was last found empty."""
 
     @functools.cached_property
     def folder(self) -> str:
         """This workspace's journal folder (which may not exist yet)."""
+        if self._folder is not None:
+            return self._folder
+        import hashlib  # noqa: PLC0415 - a sandbox's helper names its folder and spares these
+        import tempfile  # noqa: PLC0415 - the same
+
         digest = hashlib.sha256(os.fsencode(self._root)).hexdigest()[:32]
         return os.path.join(tempfile.gettempdir(), f"fstools-journal-{os.getuid()}", digest)
 
@@ -178,7 +192,7 @@ class Journal:
                 roll-back removes again (when empty).
         """
         with _unnamed():
-            intent = Intent(secrets.token_hex(6), self._made())
+            intent = Intent(os.urandom(6).hex(), self._made())
         try:
             record = {"targets": [[t.path, t.follow] for t in targets], "folders": list(folders)}
             with _unnamed():
@@ -195,6 +209,7 @@ class Journal:
             "folders": [[f.path, f.added, f.mode] for f in steps.folders],
             "placements": [[p.path, p.temp, p.follow] for p in steps.placements],
             "receipt": steps.receipt,
+            "kept": list(steps.kept),
         }
         with _unnamed():
             if steps.receipt is not None:
@@ -248,7 +263,7 @@ class Journal:
         if seen == self._empty_at:
             return
         if not all(is_private(level) for level in (os.path.dirname(self.folder), self.folder)):
-            logger.warning("the journal folder is not private: its records are not read")
+            _logger().warning("the journal folder is not private: its records are not read")
             return
         names = os.listdir(self.folder)
         if not names and time.time_ns() - seen > _STILL_NS:
@@ -257,7 +272,7 @@ class Journal:
             try:
                 self._settle(token, beneath, version)
             except (OSError, OutsideRoot, ValueError, TypeError, KeyError):
-                logger.warning("an unfinished commit could not be settled", exc_info=True)
+                _logger().warning("an unfinished commit could not be settled", exc_info=True)
 
     def _made(self) -> str:
         """The journal folder, made private if missing; `PermissionError` if it is not private."""
@@ -340,7 +355,7 @@ class Journal:
             with contextlib.suppress(OSError):
                 if entry.stat(follow_symlinks=False).st_mtime < now - age:
                     os.unlink(entry.path)
-        part = os.path.join(folder, f".{secrets.token_hex(6)}{_PART}")
+        part = os.path.join(folder, f".{os.urandom(6).hex()}{_PART}")
         descriptor = os.open(part, _RECORD_FLAGS, 0o600)
         try:
             data = memoryview(json.dumps(changed).encode())
@@ -367,8 +382,17 @@ class Journal:
                     os.unlink(name)
 
 
+def _logger() -> logging.Logger:
+    """This module's logger (`logging` is loaded when there is something to say)."""
+    import logging  # noqa: PLC0415 - a sandbox's helper pays for it only then
+
+    return logging.getLogger(__name__)
+
+
 def _receipt_file(name: str) -> str:
     """The file name of receipt `name` (any string: a digest of it)."""
+    import hashlib  # noqa: PLC0415 - only receipts need it (a sandbox's helper takes none)
+
     return hashlib.sha256(name.encode()).hexdigest()[:40]
 
 
@@ -387,6 +411,8 @@ def _forward(
         give_mode(beneath, path, mode)
     for _, temp, _ in record["placements"]:
         _unlink(beneath, temp)
+    for kept in record.get("kept", ()):
+        _unlink(beneath, kept)
 
 
 def _back(beneath: Beneath, token: str, record: dict[str, Any]) -> None:
