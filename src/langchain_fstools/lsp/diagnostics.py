@@ -120,6 +120,15 @@ class Diagnostics:
         """Whether some server of the table checks `path` (by its extension)."""
         return bool(self._specs_for(path))
 
+    def extensions(self) -> frozenset[str]:
+        """The extensions of the files some server of the table checks.
+
+        Without looking the programs up (no PATH search: safe on the event loop).
+        """
+        return frozenset(
+            extension for spec in self.servers.values() for extension in spec.extensions
+        )
+
     def check(self, root: str, changes: Sequence[TextChange]) -> DiagnosticsReport:
         """What `changes` (already written under the host folder `root`) introduced and fixed.
 

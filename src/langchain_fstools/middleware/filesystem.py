@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 
 from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.factory import FactoryBackend
 from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.core import calls, paths
@@ -26,7 +27,7 @@ from langchain_fstools.history.recording import RecordingBackend
 from langchain_fstools.middleware import rewind as rewinding
 from langchain_fstools.middleware.branches import BranchedCalls
 from langchain_fstools.middleware.capabilities import adapted
-from langchain_fstools.middleware.offering import offered
+from langchain_fstools.middleware.offering import call_runtime, offered
 from langchain_fstools.middleware.prompt import SYSTEM_PROMPT, prompt_for, with_prompt
 from langchain_fstools.middleware.schemas import FilesystemHistoryState, FilesystemState
 from langchain_fstools.middleware.turns import OneChangePerTurn
@@ -37,7 +38,7 @@ from langchain_fstools.permissions.review import TurnReview
 from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.tools.base import FileTool, call_key
 from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
-from langchain_fstools.tools.toolkit import FileToolkit, require_backend
+from langchain_fstools.tools.toolkit import FileToolkit, as_backend
 from langchain_fstools.tools.undo_edit import UndoEditTool
 from langchain_fstools.tools.updates import merged_channels, state_after, with_state_update
 
@@ -105,7 +106,10 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     (`history.changes`), an `undo_edit` tool is added, and `rewind` puts files back.
 
     Args:
-        backend: Where the files live.
+        backend: Where the files live, or a function of the call's `ToolRuntime`
+            returning the backend (deepagents' factory): called at every tool call, and
+            at every model call to offer `execute` only where the backend it returns
+            runs commands. Return kept instances (see `backends.factory`).
         tools: Names of the tools to give (default: all).
         system_prompt: The section appended to the system prompt; None adds nothing.
             Default: `SYSTEM_PROMPT` where it applies: nothing (the tool descriptions
@@ -160,7 +164,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def __init__(
         self,
         *,
-        backend: Backend,
+        backend: Backend | Callable[[Any], Backend],
         tools: list[str] | None = None,
         system_prompt: str | None = SYSTEM_PROMPT,
         eviction: LargeResultEviction | bool = True,
@@ -176,13 +180,16 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         """Build the tools.
 
         Raises:
-            TypeError: `backend` is not a backend instance, or a setting has the wrong
-                type.
+            TypeError: `backend` is neither a backend instance nor a function returning
+                one, or a setting has the wrong type.
             ValueError: an unknown tool, setting, mode or rule, a setting out of range,
                 or an empty `name`.
         """
         super().__init__()
-        _check_arguments(backend, name, eviction, history_record_bytes)
+        backend = as_backend(backend)
+        self.factory = backend if isinstance(backend, FactoryBackend) else None
+        """The backend factory given (resolved per call), or None."""
+        _check_arguments(name, eviction, history_record_bytes)
         eviction = _deepagents_eviction(eviction, settings)
         self._name = name
         key = backend.storage_key()  # of the backend given: every middleware over it branches it
@@ -255,7 +262,11 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def _prepared(self, request: ModelRequest) -> ModelRequest:
         # Context editing may have run outside this middleware: read those again in full.
         self.toolkit.context.tracker.note_cleared(request.messages)
-        return with_prompt(offered(adapted(request), self.tools), self.system_prompt)
+        commands = self.factory is None or (
+            self.factory.resolved(call_runtime(request)).supports_execute
+        )
+        offer = offered(adapted(request), self.tools, commands=commands)
+        return with_prompt(offer, self.system_prompt)
 
     # ----- tool calls: admission, deferred state updates, eviction -------------------------
 
@@ -467,11 +478,8 @@ def _gated(mode: Mode | None, permissions: Sequence[Permission]) -> bool:
     return mode is not None or bool(permissions)
 
 
-def _check_arguments(
-    backend: object, name: object, eviction: object, history_record_bytes: object
-) -> None:
+def _check_arguments(name: object, eviction: object, history_record_bytes: object) -> None:
     """Refuse a wrong type (TypeError) or value (ValueError) at construction."""
-    require_backend(backend)
     if not isinstance(name, str) or not name:
         raise ValueError("name must be a non-empty string, e.g. 'FsToolsMiddleware'")
     if not isinstance(eviction, bool | LargeResultEviction):
