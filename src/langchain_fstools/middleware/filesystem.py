@@ -27,7 +27,7 @@ from langchain_fstools.history.recording import RecordingBackend
 from langchain_fstools.middleware import rewind as rewinding
 from langchain_fstools.middleware.branches import BranchedCalls
 from langchain_fstools.middleware.capabilities import adapted
-from langchain_fstools.middleware.offering import call_runtime, offered
+from langchain_fstools.middleware.offering import offered
 from langchain_fstools.middleware.prompt import SYSTEM_PROMPT, prompt_for, with_prompt
 from langchain_fstools.middleware.schemas import FilesystemHistoryState, FilesystemState
 from langchain_fstools.middleware.turns import OneChangePerTurn
@@ -106,10 +106,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     (`history.changes`), an `undo_edit` tool is added, and `rewind` puts files back.
 
     Args:
-        backend: Where the files live, or a function of the call's `ToolRuntime`
-            returning the backend (deepagents' factory): called at every tool call, and
-            at every model call to offer `execute` only where the backend it returns
-            runs commands. Return kept instances (see `backends.factory`).
+        backend: Where the files live, or a function of each call's runtime giving it.
         tools: Names of the tools to give (default: all).
         system_prompt: The section appended to the system prompt; None adds nothing.
             Default: `SYSTEM_PROMPT` where it applies: nothing (the tool descriptions
@@ -180,16 +177,13 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         """Build the tools.
 
         Raises:
-            TypeError: `backend` is neither a backend instance nor a function returning
-                one, or a setting has the wrong type.
+            TypeError: `backend` is no backend (nor a factory), or a setting's type.
             ValueError: an unknown tool, setting, mode or rule, a setting out of range,
                 or an empty `name`.
         """
         super().__init__()
-        backend = as_backend(backend)
+        backend = _check_arguments(backend, name, eviction, history_record_bytes)
         self.factory = backend if isinstance(backend, FactoryBackend) else None
-        """The backend factory given (resolved per call), or None."""
-        _check_arguments(name, eviction, history_record_bytes)
         eviction = _deepagents_eviction(eviction, settings)
         self._name = name
         key = backend.storage_key()  # of the backend given: every middleware over it branches it
@@ -262,11 +256,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def _prepared(self, request: ModelRequest) -> ModelRequest:
         # Context editing may have run outside this middleware: read those again in full.
         self.toolkit.context.tracker.note_cleared(request.messages)
-        commands = self.factory is None or (
-            self.factory.resolved(call_runtime(request)).supports_execute
-        )
-        offer = offered(adapted(request), self.tools, commands=commands)
-        return with_prompt(offer, self.system_prompt)
+        return with_prompt(offered(adapted(request), self.tools, self.factory), self.system_prompt)
 
     # ----- tool calls: admission, deferred state updates, eviction -------------------------
 
@@ -478,8 +468,11 @@ def _gated(mode: Mode | None, permissions: Sequence[Permission]) -> bool:
     return mode is not None or bool(permissions)
 
 
-def _check_arguments(name: object, eviction: object, history_record_bytes: object) -> None:
-    """Refuse a wrong type (TypeError) or value (ValueError) at construction."""
+def _check_arguments(
+    backend: object, name: object, eviction: object, history_record_bytes: object
+) -> Backend:
+    """The backend (`as_backend`); a wrong type (TypeError) or value (ValueError) refused."""
+    backend = as_backend(backend)
     if not isinstance(name, str) or not name:
         raise ValueError("name must be a non-empty string, e.g. 'FsToolsMiddleware'")
     if not isinstance(eviction, bool | LargeResultEviction):
@@ -488,6 +481,7 @@ def _check_arguments(name: object, eviction: object, history_record_bytes: objec
         raise TypeError("history_record_bytes must be an int")
     if history_record_bytes < 0:
         raise ValueError(f"history_record_bytes must be 0 or more, not {history_record_bytes}")
+    return backend
 
 
 def _deepagents_eviction(

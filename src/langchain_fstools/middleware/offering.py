@@ -24,14 +24,18 @@ if TYPE_CHECKING:
     from langchain.agents.middleware import ModelRequest
     from langchain_core.tools import BaseTool
 
+    from langchain_fstools.backends.factory import FactoryBackend
+
 
 def offered(
-    request: ModelRequest, own: Sequence[BaseTool], *, commands: bool = True
+    request: ModelRequest, own: Sequence[BaseTool], factory: FactoryBackend | None = None
 ) -> ModelRequest:
     """`request` without those of the `own` tools that are not usable at this call.
 
-    `commands` False withholds the tools that run commands too (`requires_execute`).
+    With a backend `factory`, the tools that run commands (`requires_execute`) are
+    withheld too unless the backend it gives for this call runs them.
     """
+    commands = factory is None or factory.resolved(call_runtime(request)).supports_execute
     mine = {id(tool) for tool in own}
     withheld = {
         id(tool)
