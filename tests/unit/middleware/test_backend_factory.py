@@ -9,8 +9,15 @@ import pytest
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
+from langgraph.store.memory import InMemoryStore
 
-from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend, StateBackend
+from langchain_fstools import (
+    FilesystemMiddleware,
+    FileToolkit,
+    LocalBackend,
+    StateBackend,
+    StoreBackend,
+)
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.testing import ScriptedChatModel, tool_call
 
@@ -48,6 +55,21 @@ def test_deepagents_state_backend_lambda_works_unchanged(sync: bool) -> None:
     assert "hello" in str(results[1].content)
     assert "/notes.md" in state["files"]
     assert "execute" not in model.offered[0]  # state runs no commands
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_deepagents_store_backend_lambda_uses_the_graph_s_store(sync: bool) -> None:
+    store = InMemoryStore()
+    model = ScriptedChatModel(
+        turns=[tool_call("write_file", file_path="/memo.md", content="kept\n"), "done"]
+    )
+    middleware = FilesystemMiddleware(backend=lambda rt: StoreBackend(rt))
+    agent = create_agent(model, middleware=[middleware], store=store)
+    question = {"messages": [{"role": "user", "content": "remember"}]}
+    state = agent.invoke(question) if sync else asyncio.run(agent.ainvoke(question))
+    (result,) = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert result.status == "success"
+    assert any("memo.md" in item.key for item in store.search(("filesystem",)))
 
 
 @pytest.mark.parametrize("sync", [True, False])

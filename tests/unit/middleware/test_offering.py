@@ -12,7 +12,7 @@ from langchain_core.messages import ToolMessage
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend
 from langchain_fstools.history.changes import change_record, folder_record
-from langchain_fstools.lsp import Diagnostics
+from langchain_fstools.lsp import Diagnostics, ServerSpec
 from langchain_fstools.testing import ScriptedChatModel, tool_call
 from langchain_fstools.tools.base import ToolContext
 from langchain_fstools.tools.toolkit import TOOL_CLASSES
@@ -160,3 +160,19 @@ def test_diagnostics_is_not_offered_for_files_no_server_checks(tmp_path: Path) -
     model, _ = _run(middleware, [], request="Fix web/app.ts")
     assert "diagnostics" not in model.offered[0]
     assert "diagnostics" in {tool.name for tool in middleware.tools}  # registered all along
+
+
+def test_diagnostics_is_withheld_once_the_only_server_of_a_file_is_found_missing(
+    tmp_path: Path,
+) -> None:
+    """A server counts until its program is looked up (the first change of one of its
+    files): no PATH search at a model call."""
+    servers = Diagnostics(servers={"ty": None, "ruff": None})
+    servers.servers["typescript"] = ServerSpec(
+        ("no-such-typescript-server-51",), frozenset({".ts"}), "typescript"
+    )
+    middleware = FilesystemMiddleware(backend=LocalBackend(tmp_path), diagnostics=servers)
+    write = tool_call("write_file", file_path="/app.ts", content="let x = 1;\n")
+    model, results = _run(middleware, [write], request="Write app.ts")
+    assert results[0].status == "success"
+    assert ["diagnostics" in names for names in model.offered] == [True, False]
