@@ -124,8 +124,8 @@ class Diagnostics:
         """The extensions of the files a server checks, but one whose program is missing.
 
         A program is looked up when a file of its server is first changed or asked
-        about (or read, in the background); until then its server counts. No PATH search here: safe on the
-        event loop.
+        about (or read, in the background); until then its server counts. No PATH
+        search here: safe on the event loop.
         """
         return frozenset(
             extension

@@ -167,3 +167,17 @@ def test_the_toolkit_resolves_the_factory_at_each_call(tmp_path: Path) -> None:
 def test_a_class_is_still_refused_with_the_instance_to_give() -> None:
     with pytest.raises(TypeError, match="not the class StateBackend"):
         FilesystemMiddleware(backend=StateBackend)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_a_per_user_factory_serves_the_permission_review_too(tmp_path: Path, sync: bool) -> None:
+    """The review's dry runs bind the backend outside a tool call: with the run's context."""
+    (tmp_path / "ann").mkdir()
+    workspaces = {"ann": LocalBackend(tmp_path / "ann")}
+    middleware = FilesystemMiddleware(
+        backend=lambda rt: workspaces[rt.context["user"]], mode="accept_edits"
+    )
+    write = tool_call("write_file", file_path="/mine.txt", content="ann\n")
+    _, results, _ = _run(middleware, [write], context={"user": "ann"}, sync=sync)
+    assert results[0].status == "success"
+    assert (tmp_path / "ann" / "mine.txt").read_text() == "ann\n"
