@@ -18,7 +18,9 @@ from langchain_fstools import (
     StateBackend,
     StoreBackend,
 )
+from langchain_fstools.backends.factory import FactoryBackend
 from langchain_fstools.backends.protocol import Backend
+from langchain_fstools.errors import NotInGraph
 from langchain_fstools.testing import ScriptedChatModel, tool_call
 
 if TYPE_CHECKING:
@@ -181,3 +183,11 @@ def test_a_per_user_factory_serves_the_permission_review_too(tmp_path: Path, syn
     _, results, _ = _run(middleware, [write], context={"user": "ann"}, sync=sync)
     assert results[0].status == "success"
     assert (tmp_path / "ann" / "mine.txt").read_text() == "ann\n"
+
+
+def test_unbound_the_factory_backend_has_no_files_and_says_why() -> None:
+    backend = FactoryBackend(lambda rt: StateBackend(rt))
+    with pytest.raises(NotInGraph, match="a factory of the graph runtime"):
+        backend.stat("/a.txt")
+    assert backend.command_root() is None
+    assert backend.contains_commands() is False  # asked about, never assumed contained
