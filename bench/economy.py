@@ -15,7 +15,9 @@ Counted with o200k_base (through `default_counter`): the text of every tool resu
 at every model call the fixed cost: the tool schemas the model is offered (the JSON
 `convert_to_openai_tool` makes, as providers receive it) plus the system prompt text
 the middleware adds. Ours offers a tool only while it can be of use (`notebook_edit`
-once a notebook was named), so the fixed cost is given for the first call, the mean,
+once a notebook was named, `diagnostics` once a file a language server checks was; the
+`lsp` extra's servers, where installed, check every change, as by default), so the
+fixed cost is given for the first call, the mean,
 the costliest call, and a call offered every tool. A whole session of N model calls is
 the mean fixed cost times N plus the session's results, for N = 10 and 50. Shared
 tools are the seven both have: ls, read_file, write_file, edit_file, glob, grep,

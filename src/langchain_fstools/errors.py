@@ -103,6 +103,21 @@ class NotInGraph(FsToolsError):
 
 
 @dataclass(eq=False)
+class NotABackend(FsToolsError, TypeError):
+    """A backend factory (`backend=lambda rt: ...`) returned something else."""
+
+    returned: str
+    """The type of what it returned."""
+
+    def __str__(self) -> str:
+        """One sentence naming what was returned and what is needed."""
+        return (
+            f"the backend factory returned {self.returned}, not a backend instance such as"
+            " StateBackend() or LocalBackend('./repo')"
+        )
+
+
+@dataclass(eq=False)
 class InvalidStateRecord(FsToolsError, ValueError):
     """A record in the graph state's `files` channel that is not a file record.
 
@@ -599,6 +614,7 @@ __all__ = [
     "NeverReady",
     "NoMatch",
     "NoOpEdit",
+    "NotABackend",
     "NotInGraph",
     "NotInMount",
     "NotReadYet",

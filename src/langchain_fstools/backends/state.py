@@ -273,8 +273,13 @@ class StateBackend(Backend):
     calls_may_block = False
     shares_namespace = True
 
-    def __init__(self, *, optional: bool = False) -> None:
-        """Keep files in graph state; see the class docstring for `optional`."""
+    def __init__(self, runtime: object = None, /, *, optional: bool = False) -> None:
+        """Keep files in graph state; see the class docstring for `optional`.
+
+        `runtime` is deepagents' spelling (`lambda rt: StateBackend(rt)`), taken and
+        ignored: the backend reads the runtime of each call when it is bound.
+        """
+        del runtime
         self.optional = optional
 
     @staticmethod

@@ -134,7 +134,13 @@ class StoreBackend(Backend):
     def __init__(
         self, store: BaseStore | None = None, *, namespace: NamespaceSource = DEFAULT_NAMESPACE
     ) -> None:
-        """Keep the store and the namespace (checked now when it is a tuple)."""
+        """Keep the store and the namespace (checked now when it is a tuple).
+
+        A runtime given for `store` (deepagents' `lambda rt: StoreBackend(rt)`) counts
+        as None: the graph's store, which the backend reads of each call when bound.
+        """
+        if store is not None and not isinstance(store, BaseStore) and hasattr(store, "state"):
+            store = None  # a ToolRuntime: its store is the graph's, read per call
         self.store = store
         self.namespace = namespace if callable(namespace) else _checked_namespace(namespace)
         self._writes: ConditionalWrites | None = _conditional_writes(store)

@@ -120,6 +120,20 @@ class Diagnostics:
         """Whether some server of the table checks `path` (by its extension)."""
         return bool(self._specs_for(path))
 
+    def extensions(self) -> frozenset[str]:
+        """The extensions of the files a server checks, but one whose program is missing.
+
+        A program is looked up when a file of its server is first changed or asked
+        about (or read, in the background); until then its server counts. No PATH
+        search here: safe on the event loop.
+        """
+        return frozenset(
+            extension
+            for name, spec in self.servers.items()
+            if self._programs.get(name, spec.command[0]) is not None
+            for extension in spec.extensions
+        )
+
     def check(self, root: str, changes: Sequence[TextChange]) -> DiagnosticsReport:
         """What `changes` (already written under the host folder `root`) introduced and fixed.
 

@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 
 from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.factory import FactoryBackend
 from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.state import StateBackend
 from langchain_fstools.core import calls, paths
@@ -37,7 +38,7 @@ from langchain_fstools.permissions.review import TurnReview
 from langchain_fstools.permissions.rules import PROTECTED_PATHS, Mode, Permission, Policy
 from langchain_fstools.tools.base import FileTool, call_key
 from langchain_fstools.tools.eviction import RESULTS_DIR, LargeResultEviction
-from langchain_fstools.tools.toolkit import FileToolkit, require_backend
+from langchain_fstools.tools.toolkit import FileToolkit, as_backend
 from langchain_fstools.tools.undo_edit import UndoEditTool
 from langchain_fstools.tools.updates import merged_channels, state_after, with_state_update
 
@@ -105,7 +106,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     (`history.changes`), an `undo_edit` tool is added, and `rewind` puts files back.
 
     Args:
-        backend: Where the files live.
+        backend: Where the files live, or a function of each call's runtime giving it.
         tools: Names of the tools to give (default: all).
         system_prompt: The section appended to the system prompt; None adds nothing.
             Default: `SYSTEM_PROMPT` where it applies: nothing (the tool descriptions
@@ -160,7 +161,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def __init__(
         self,
         *,
-        backend: Backend,
+        backend: Backend | Callable[[Any], Backend],
         tools: list[str] | None = None,
         system_prompt: str | None = SYSTEM_PROMPT,
         eviction: LargeResultEviction | bool = True,
@@ -176,13 +177,13 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
         """Build the tools.
 
         Raises:
-            TypeError: `backend` is not a backend instance, or a setting has the wrong
-                type.
+            TypeError: `backend` is no backend (nor a factory), or a setting's type.
             ValueError: an unknown tool, setting, mode or rule, a setting out of range,
                 or an empty `name`.
         """
         super().__init__()
-        _check_arguments(backend, name, eviction, history_record_bytes)
+        backend = _check_arguments(backend, name, eviction, history_record_bytes)
+        self.factory = backend if isinstance(backend, FactoryBackend) else None
         eviction = _deepagents_eviction(eviction, settings)
         self._name = name
         key = backend.storage_key()  # of the backend given: every middleware over it branches it
@@ -255,7 +256,7 @@ class FilesystemMiddleware(AgentMiddleware[FilesystemState, Any]):
     def _prepared(self, request: ModelRequest) -> ModelRequest:
         # Context editing may have run outside this middleware: read those again in full.
         self.toolkit.context.tracker.note_cleared(request.messages)
-        return with_prompt(offered(adapted(request), self.tools), self.system_prompt)
+        return with_prompt(offered(adapted(request), self.tools, self.factory), self.system_prompt)
 
     # ----- tool calls: admission, deferred state updates, eviction -------------------------
 
@@ -469,9 +470,9 @@ def _gated(mode: Mode | None, permissions: Sequence[Permission]) -> bool:
 
 def _check_arguments(
     backend: object, name: object, eviction: object, history_record_bytes: object
-) -> None:
-    """Refuse a wrong type (TypeError) or value (ValueError) at construction."""
-    require_backend(backend)
+) -> Backend:
+    """The backend (`as_backend`); a wrong type (TypeError) or value (ValueError) refused."""
+    backend = as_backend(backend)
     if not isinstance(name, str) or not name:
         raise ValueError("name must be a non-empty string, e.g. 'FsToolsMiddleware'")
     if not isinstance(eviction, bool | LargeResultEviction):
@@ -480,6 +481,7 @@ def _check_arguments(
         raise TypeError("history_record_bytes must be an int")
     if history_record_bytes < 0:
         raise ValueError(f"history_record_bytes must be 0 or more, not {history_record_bytes}")
+    return backend
 
 
 def _deepagents_eviction(

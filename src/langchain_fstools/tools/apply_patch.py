@@ -31,8 +31,7 @@ class ApplyPatchArgs(ToolArgs):
     patch: str = Field(description="From '*** Begin Patch' to '*** End Patch'.")
 
 
-DESCRIPTION = """Add, delete, update or move files with one patch, all or nothing; best for many
-changes at once. Format:
+DESCRIPTION = """Add, delete, update or move files with one patch, all or nothing. Format:
 
 *** Begin Patch
 *** Update File: /src/app.py
@@ -50,7 +49,7 @@ changes at once. Format:
   lines start with ` `, `-` or `+`. Give 3 unchanged lines around each change, exact,
   without line numbers; chunks in file order. `*** End of File` anchors one at the end.
 - Files changed since you read them are refused.
-- On a mismatch nothing changes; the error shows the closest lines: resend it all, fixed."""
+- On a mismatch the error shows the closest lines: resend it all, fixed."""
 
 _MIN_DIFF_LINES = 8
 

@@ -11,6 +11,7 @@ carrying the `ToolMessage`.
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from abc import abstractmethod
 from collections.abc import Callable  # noqa: TC003 - pydantic resolves field types at runtime
@@ -45,6 +46,7 @@ from langchain_fstools.tools.settings import ToolSettings
 from langchain_fstools.tools.targets import BOUNDED_OUTPUT, Preview
 
 if TYPE_CHECKING:
+    import re
     from collections.abc import Collection, Mapping, Sequence
 
     from langchain_core.callbacks import CallbackManagerForToolRun
@@ -112,6 +114,20 @@ def _compact(schema: dict[str, Any]) -> None:
             if len(kept) < len(options):
                 del spec["anyOf"], spec["default"]
                 spec.update(kept[0] if len(kept) == 1 else {"anyOf": kept})
+
+
+def named_in(messages: Sequence[BaseMessage], pattern: re.Pattern[str]) -> bool:
+    """Whether a message names what `pattern` finds: in its text or its tool calls' arguments.
+
+    What `FileTool.usable` asks of a thread to offer a tool once what it works on was
+    named (asked for, listed, read).
+    """
+    for message in messages:
+        calls_made = getattr(message, "tool_calls", None) or []
+        texts = (str(message.content), *(json.dumps(call["args"]) for call in calls_made))
+        if any(pattern.search(text) for text in texts):
+            return True
+    return False
 
 
 def call_key(runtime: Any) -> tuple[str, str]:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 class EditFileArgs(ToolArgs):
     """Arguments of edit_file."""
 
-    file_path: str = Field(description="Absolute path, e.g. /src/app.py.")
+    file_path: str = Field(description="Absolute path.")
     old_string: str = Field(description="The exact text to replace.")
     new_string: str = Field(description="The new text (must differ).")
     replace_all: bool = Field(default=False, description="Replace every match.")

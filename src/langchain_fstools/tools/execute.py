@@ -74,8 +74,7 @@ DESCRIPTION = """Run a bash command.
 -[network_on] Network on.
 - On timeout all is killed. Output over
   {execute_output_limit:*byte} is cut in the middle; stderr lines start `[stderr] `.
--[apply_patch] For patches use apply_patch.
-- sudo, rm -rf / are refused."""
+"""
 
 
 class ExecuteTool(FileTool):

@@ -28,8 +28,8 @@ class GlobArgs(ToolArgs):
     path: str | None = Field(default=None, description="Absolute folder to search. Default: /.")
 
 
-DESCRIPTION = """Find files by name: `*`, `?`, `**`, `[abc]`, `{{a,b}}`; a pattern without `/`
-matches at any depth. Newest first, at most {glob_limit:,}; skips ignored files and VCS folders."""
+DESCRIPTION = """Find files by name; a pattern without `/` matches at any depth. Newest
+first, at most {glob_limit:,}; skips ignored files and VCS folders."""
 
 NO_MATCH = "No files found matching {pattern!r} in {path}."
 

@@ -34,13 +34,12 @@ OutputMode = Literal["files_with_matches", "content", "count"]
 class GrepArgs(ToolArgs):
     """Arguments of grep."""
 
-    pattern: str = Field(description="Text to find (a regex only with regex=true).")
+    pattern: str = Field(description="Text to find.")
     path: str | None = Field(default=None, description="Absolute file or folder. Default: /.")
     glob: str | None = Field(default=None, description='Files to search, e.g. "*.py".')
     type: str | None = Field(default=None, description='File type, e.g. "py".')
     output_mode: OutputMode = Field(
-        default="files_with_matches",
-        description="Paths (newest first), matching lines as path:line:text, or counts.",
+        default="files_with_matches", description="Paths come newest first."
     )
     after_context: int | None = Field(default=None, alias="-A", description="Lines after.")
     before_context: int | None = Field(default=None, alias="-B", description="Lines before.")
@@ -50,13 +49,12 @@ class GrepArgs(ToolArgs):
     multiline: bool = Field(default=False, description="Matches may span lines.")
     head_limit: int | None = Field(default=None, description="Most entries; 0: all.")
     offset: int = Field(default=0, description="Entries to skip.")
-    regex: bool = Field(default=False, description="pattern is a ripgrep regex.")
+    regex: bool = Field(default=False, description="A regex pattern.")
 
 
 DESCRIPTION = """Search file contents (ripgrep). `pattern` is literal unless `regex=true`; a literal
-that finds nothing but looks like a regex is retried as one. Paged by `head_limit` and
-`offset`; lines cut at {line_width} characters. Skips ignored files, VCS folders and
-binaries.
+that finds nothing but looks like a regex is retried as one. Lines are cut at
+{line_width} characters. Skips ignored files, VCS folders and binaries.
 -[execute] Use it, not grep or rg in execute."""
 
 _REGEX_SPECIAL = re.compile(r"[\\.^$?*+()\[\]{}]")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -13,7 +12,7 @@ from langchain_fstools.core import calls, paths
 from langchain_fstools.formats import notebook, syntax
 from langchain_fstools.formats.kinds import Unreadable
 from langchain_fstools.lsp.report import TextChange
-from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome, named_in
 from langchain_fstools.tools.targets import Target
 from langchain_fstools.tools.writing import (
     changed,
@@ -37,7 +36,7 @@ _NOTEBOOK_NAME = re.compile(r"\.ipynb\b", re.IGNORECASE)
 class NotebookEditArgs(ToolArgs):
     """Arguments of notebook_edit."""
 
-    notebook_path: str = Field(description="Absolute path of the .ipynb file.")
+    notebook_path: str = Field(description="Absolute path.")
     new_source: str = Field(description="The cell's new source (ignored for delete).")
     cell_id: str | None = Field(
         default=None, description="The cell to replace, delete or insert after."
@@ -69,7 +68,7 @@ class NotebookEditTool(FileTool):
     def usable(self, state: Mapping[str, Any], messages: Sequence[BaseMessage]) -> bool:
         """Offered once a notebook was named in the thread (asked for, listed, read)."""
         del state
-        return any(_names_a_notebook(message) for message in messages)
+        return named_in(messages, _NOTEBOOK_NAME)
 
     def targets(self, args: NotebookEditArgs) -> list[Target]:
         """A write of `notebook_path`."""
@@ -199,13 +198,6 @@ def _apply(book: notebook.NotebookNode, args: NotebookEditArgs) -> tuple[str, st
             cell["outputs"] = []
             cell["execution_count"] = None
     return f"Replaced cell {target}", target
-
-
-def _names_a_notebook(message: BaseMessage) -> bool:
-    """Whether `message` (its text, or its tool calls' arguments) names a `.ipynb` file."""
-    calls_made = getattr(message, "tool_calls", None) or []
-    texts = (str(message.content), *(json.dumps(call["args"]) for call in calls_made))
-    return any(_NOTEBOOK_NAME.search(text) for text in texts)
 
 
 __all__ = ["DESCRIPTION", "NotebookEditArgs", "NotebookEditTool"]

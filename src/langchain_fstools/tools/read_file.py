@@ -42,7 +42,7 @@ class ReadFileArgs(ToolArgs):
 
     file_path: str = Field(description="Absolute path, e.g. /src/app.py.")
     offset: int | str | None = Field(
-        default=None, description='1-based line to start at, or a row such as "12.3". Default: 1.'
+        default=None, description='1-based line to start at, or a row such as "12.3".'
     )
     limit: int | None = Field(default=None, description="Most rows to read.")
     pages: str | None = Field(default=None, description='PDF pages, e.g. "1-5".')
@@ -53,7 +53,6 @@ DESCRIPTION = """Read a file as rows `N<TAB>line`; a cut read ends with the `off
 - Read a file before changing it; changes to files not read, or changed since, are refused.
 - Images come back as images; PDFs as text (over {pdf_pages_without_range:*page} need
   `pages`, at most {pdf_pages_per_call:*page} a call); notebooks as cells with ids.
--[notebook_edit] Edit notebooks with notebook_edit.
 -[read_max_bytes] Files over {read_max_size} need `offset`/`limit`."""
 
 UNCHANGED = (

@@ -427,7 +427,7 @@ def _remote_error(exc: BaseException) -> str | None:  # noqa: PLR0911 - one retu
             )
         case errors.NotInGraph(missing=missing):
             return f"Error: {missing}"
-        case errors.InvalidStateRecord():
+        case errors.InvalidStateRecord() | errors.NotABackend():
             return f"Error: {exc}. This is a setup problem, not your arguments: tell the user."
         case errors.ConditionalWritesIgnored():
             return (

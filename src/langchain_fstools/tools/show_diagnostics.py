@@ -1,22 +1,25 @@
 """diagnostics: what the language servers say now of a file, or of a folder's files.
 
-Read-only. In a toolkit (and so in `FilesystemMiddleware` and the MCP server) only when
-it has language servers (`ToolSettings.diagnostics`); every change's result already
-carries the diagnostics it introduced, so this is for a file's existing ones.
+Read-only. In a toolkit (and so in `FilesystemMiddleware` and the MCP server) whenever
+it has language servers (`ToolSettings.diagnostics`, the `"auto"` default included);
+every change's result already carries the diagnostics it introduced, so this is for a
+file's existing ones. The middleware offers it once the thread named a file a server
+checks (`usable`): a thread about other files never pays for its schema.
 """
 
 from __future__ import annotations
 
 import posixpath
-from functools import partial
-from typing import TYPE_CHECKING, ClassVar
+import re
+from functools import cache, partial
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
 from langchain_fstools.core import calls, paths
 from langchain_fstools.errors import InvalidArgument
 from langchain_fstools.lsp.report import TextChange
-from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome
+from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutcome, named_in
 from langchain_fstools.tools.diagnosing import (
     local_folder,
     on_local_disk,
@@ -26,6 +29,10 @@ from langchain_fstools.tools.diagnosing import (
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from langchain_core.messages import BaseMessage
+
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.lsp.diagnostics import Diagnostics
 
@@ -39,14 +46,11 @@ SKIPPED = frozenset({"node_modules", "__pycache__", "venv", "site-packages", "ta
 class DiagnosticsArgs(ToolArgs):
     """Arguments of diagnostics."""
 
-    path: str | None = Field(
-        default=None, description="A file or folder (absolute). Default: the workspace."
-    )
+    path: str | None = Field(default=None, description="Absolute file or folder. Default: /.")
 
 
-DESCRIPTION = """The language servers' current errors and warnings for a file, or for the
-source files of a folder (at most 50 files), as path:line:col: severity code message.
-Your changes already report the diagnostics they introduce; use this for existing ones."""
+DESCRIPTION = """The language servers' errors and warnings in a file, or a folder's source
+files (at most 50), now. Your changes already report those they introduce."""
 
 
 class DiagnosticsTool(FileTool):
@@ -56,6 +60,15 @@ class DiagnosticsTool(FileTool):
     requires_servers: ClassVar[bool] = True
     description: str = DESCRIPTION
     args_schema: type[DiagnosticsArgs] = DiagnosticsArgs
+
+    def usable(self, state: Mapping[str, Any], messages: Sequence[BaseMessage]) -> bool:
+        """Offered once the thread named a file some server checks (asked for, listed, read)."""
+        del state
+        servers = self.context.diagnostics
+        if servers is None:
+            return False
+        extensions = servers.extensions()
+        return bool(extensions) and named_in(messages, _file_names(extensions))
 
     def targets(self, args: DiagnosticsArgs) -> list[Target]:
         """A read of `path` (the workspace when not given)."""
@@ -80,6 +93,13 @@ class DiagnosticsTool(FileTool):
         text = render_current(report, len(texts), scope.context.settings.count_tokens)
         artifact = {"files": [path for path, _ in texts], "count": len(report.introduced)}
         return ToolOutcome(text, artifact)
+
+
+@cache
+def _file_names(extensions: frozenset[str]) -> re.Pattern[str]:
+    """A file name ending in one of `extensions` (`.py`), in any text."""
+    alternatives = "|".join(sorted(re.escape(extension) for extension in extensions))
+    return re.compile(rf"\w(?:{alternatives})\b", re.IGNORECASE)
 
 
 def _files(servers: Diagnostics, start: str) -> Effect[list[str]]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.tools import BaseTool, BaseToolkit
 from pydantic import ConfigDict
 
+from langchain_fstools.backends.factory import FactoryBackend
 from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.tools import (
     ApplyPatchTool,
@@ -58,11 +59,13 @@ class FileToolkit(BaseToolkit):
     records used outside graph state, so read-before-write holds across them.
 
     Args:
-        backend: Where the files live (`LocalBackend`, `StateBackend`, ...).
+        backend: Where the files live (`LocalBackend`, `StateBackend`, ...), or a
+            function of each call's `ToolRuntime` returning the backend for that call
+            (deepagents' factory, see `backends.factory`: return kept instances).
         tools: Names of the tools to include. Default: all of `TOOL_CLASSES` the toolkit
             can serve (`execute` only when `backend.supports_execute`; `diagnostics`
-            only with language servers asked for, `diagnostics=True` or a
-            `Diagnostics`: by name where the `"auto"` default runs them).
+            only with language servers: `diagnostics=True`, a `Diagnostics`, or the
+            `"auto"` default where it finds them).
         custom_tool_descriptions: Tool name -> the description the model reads instead
             of ours (deepagents' spelling). Default: none.
         **settings: Fields of `ToolSettings` (e.g. `read_limit=500`), listed under
@@ -86,7 +89,7 @@ class FileToolkit(BaseToolkit):
 
     def __init__(
         self,
-        backend: Backend,
+        backend: Backend | Callable[[Any], Backend],
         *,
         tools: list[str] | None = None,
         custom_tool_descriptions: Mapping[str, str] | None = None,
@@ -95,9 +98,9 @@ class FileToolkit(BaseToolkit):
         """Build the toolkit.
 
         Raises:
-            TypeError: `backend` is not a backend instance (e.g. the class
-                `StateBackend` instead of `StateBackend()`), or a setting of the wrong
-                type.
+            TypeError: `backend` is neither a backend instance nor a function of the
+                runtime returning one (e.g. the class `StateBackend` instead of
+                `StateBackend()`), or a setting of the wrong type.
             ValueError: an unknown tool name or setting, a setting out of range, a tool
                 the toolkit cannot serve (`execute` without `supports_execute`,
                 `diagnostics` without language servers), or a
@@ -105,7 +108,7 @@ class FileToolkit(BaseToolkit):
                 `notebook_edit`) without `read_file`, or a custom description of a tool
                 not given.
         """
-        require_backend(backend)
+        backend = as_backend(backend)
         if isinstance(tools, str):
             raise TypeError(f"tools must be a list of tool names, such as [{tools!r}]")
         known = {f.name for f in dataclasses.fields(ToolSettings)}
@@ -116,7 +119,7 @@ class FileToolkit(BaseToolkit):
             )
         context = ToolContext(backend, ToolSettings(**settings))
         if tools is None:
-            names = tuple(name for name in TOOL_CLASSES if _by_default(name, context))
+            names = tuple(name for name in TOOL_CLASSES if _servable(name, context))
         else:
             names = tuple(tools)
         unknown = sorted(set(names) - set(TOOL_CLASSES))
@@ -194,20 +197,6 @@ def _servable(name: str, context: ToolContext) -> bool:
     return context.backend.supports_execute or not getattr(cls, "requires_execute", False)
 
 
-def _by_default(name: str, context: ToolContext) -> bool:
-    """Whether a toolkit of `context` includes `name` when no tools are named.
-
-    The servable tools, but one that needs language servers only where they were asked
-    for (`diagnostics=True` or a `Diagnostics`), not where the `"auto"` default found
-    them: every model call pays the schemas offered, within deepagents' budget.
-    """
-    if getattr(TOOL_CLASSES[name], "requires_servers", False) and (
-        context.settings.diagnostics == "auto"
-    ):
-        return False
-    return _servable(name, context)
-
-
 def _why_unservable(names: list[str], context: ToolContext) -> str:
     """Why a toolkit of `context` cannot serve `names`, and what to do."""
     backend = context.backend
@@ -225,22 +214,23 @@ def _why_unservable(names: list[str], context: ToolContext) -> str:
     )
 
 
-def require_backend(backend: object) -> None:
-    """Refuse what is not a backend instance (a class, a factory) with a TypeError."""
+def as_backend(backend: object) -> Backend:
+    """`backend` as the tools use it; a factory of the runtime as a `FactoryBackend`.
+
+    An instance is used as it is; a function (deepagents' `lambda rt: StateBackend(rt)`)
+    is called at every call (`backends.factory`).
+
+    Raises:
+        TypeError: neither, e.g. the class `StateBackend` instead of `StateBackend()`.
+    """
     if isinstance(backend, Backend):
-        return
-    if isinstance(backend, type):
-        kind = f"the class {backend.__name__}"
-    elif callable(backend):
-        kind = (
-            "a factory (deepagents 0.7 dropped them too): a backend reads the runtime of"
-            " each call itself"
-        )
-    else:
-        kind = repr(backend)
+        return backend
+    if callable(backend) and not isinstance(backend, type):
+        return FactoryBackend(backend)
+    kind = f"the class {backend.__name__}" if isinstance(backend, type) else repr(backend)
     raise TypeError(
         f"backend must be a backend instance such as StateBackend() or"
-        f" LocalBackend('./repo'), not {kind}"
+        f" LocalBackend('./repo'), or a function of the runtime returning one, not {kind}"
     )
 
 
@@ -249,4 +239,4 @@ def _described(descriptions: Mapping[str, str], name: str) -> dict[str, str]:
     return {"description": descriptions[name]} if name in descriptions else {}
 
 
-__all__ = ["TOOL_CLASSES", "FileToolkit", "require_backend"]
+__all__ = ["TOOL_CLASSES", "FileToolkit", "as_backend"]

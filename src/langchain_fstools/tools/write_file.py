@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 class WriteFileArgs(ToolArgs):
     """Arguments of write_file."""
 
-    file_path: str = Field(description="Absolute path, e.g. /src/app.py.")
+    file_path: str = Field(description="Absolute path.")
     content: str = Field(description="The whole new content.")
 
 

@@ -54,18 +54,25 @@ def test_on_local_disk_the_default_servers_check_every_change(
 
 
 @pytest.mark.usefixtures("default_on")
-def test_the_diagnostics_tool_comes_by_name_or_with_servers_asked_for(tmp_path: Path) -> None:
-    """The default's servers check changes; their tool costs every model call its schema,
-    so it is offered where the servers were asked for, or by name."""
+def test_the_diagnostics_tool_comes_with_the_servers_the_default_finds(tmp_path: Path) -> None:
     middleware = FilesystemMiddleware(backend=LocalBackend(tmp_path))
     assert middleware.toolkit.context.diagnostics is not None
-    assert "diagnostics" not in {tool.name for tool in middleware.tools}
-    named = FilesystemMiddleware(
-        backend=LocalBackend(tmp_path), tools=["read_file", "edit_file", "diagnostics"]
-    )
-    assert "diagnostics" in {tool.name for tool in named.tools}
+    assert "diagnostics" in {tool.name for tool in middleware.tools}
+    toolkit = FileToolkit(LocalBackend(tmp_path))
+    assert "diagnostics" in {tool.name for tool in toolkit.get_tools()}
     asked = FilesystemMiddleware(backend=LocalBackend(tmp_path), diagnostics=True)
     assert "diagnostics" in {tool.name for tool in asked.tools}
+
+
+def test_without_servers_the_default_has_no_diagnostics_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No server program found: the default's `Diagnostics` would answer nothing."""
+    monkeypatch.setenv(DIAGNOSTICS_ENV, "off")
+    middleware = FilesystemMiddleware(backend=LocalBackend(tmp_path))
+    assert "diagnostics" not in {tool.name for tool in middleware.tools}
+    on_state = FilesystemMiddleware(backend=StateBackend(), diagnostics="auto")
+    assert "diagnostics" not in {tool.name for tool in on_state.tools}
 
 
 def test_the_environment_variable_turns_the_default_off(

@@ -44,12 +44,6 @@ def test_other_missing_names_stay_attribute_errors() -> None:
     assert not hasattr(langchain_fstools.backends, "NoSuchName")
 
 
-@pytest.mark.parametrize("build", [FileToolkit, lambda b: FilesystemMiddleware(backend=b)])
-def test_a_backend_factory_is_refused_in_one_sentence(build: Any) -> None:
-    with pytest.raises(TypeError, match=r"not a factory .* reads the runtime of each call itself"):
-        build(lambda rt: StateBackend())
-
-
 def test_tool_token_limit_before_evict_is_the_eviction_threshold() -> None:
     middleware = FilesystemMiddleware(backend=StateBackend(), tool_token_limit_before_evict=500)
     assert middleware.eviction is not None

@@ -12,6 +12,7 @@ from langchain_core.messages import ToolMessage
 
 from langchain_fstools import FilesystemMiddleware, LocalBackend
 from langchain_fstools.history.changes import change_record, folder_record
+from langchain_fstools.lsp import Diagnostics, ServerSpec
 from langchain_fstools.testing import ScriptedChatModel, tool_call
 from langchain_fstools.tools.base import ToolContext
 from langchain_fstools.tools.toolkit import TOOL_CLASSES
@@ -125,3 +126,53 @@ def test_over_mcp_every_tool_is_listed_from_the_start(tmp_path: Path) -> None:
     assert listed == set(TOOL_CLASSES)
     without = {tool.name for tool in file_server(tmp_path, diagnostics=False).listing}
     assert without == set(TOOL_CLASSES) - {"diagnostics"}
+
+
+def _checked_by_ruff(tmp_path: Path) -> FilesystemMiddleware:
+    """A workspace of a Python file and notes, with ruff as its only language server."""
+    (tmp_path / "notes.md").write_text("# notes\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("x = 1\n")
+    servers = Diagnostics(servers={"ty": None})
+    return FilesystemMiddleware(backend=LocalBackend(tmp_path), diagnostics=servers)
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_diagnostics_is_offered_once_a_file_a_server_checks_was_named(
+    tmp_path: Path, sync: bool
+) -> None:
+    middleware = _checked_by_ruff(tmp_path)
+    turns = [tool_call("ls", path="/"), tool_call("ls", path="/src")]
+    model, _ = _run(middleware, turns, request="Tidy up notes.md", sync=sync)
+    offered = [set(names) for names in model.offered]
+    assert ["diagnostics" in names for names in offered] == [False, False, True]
+    assert offered[2] >= {"diagnostics", "read_file", "edit_file"}
+
+
+def test_a_request_naming_a_source_file_offers_diagnostics_at_once(tmp_path: Path) -> None:
+    model, _ = _run(_checked_by_ruff(tmp_path), [], request="What is wrong in src/App.PY?")
+    assert "diagnostics" in model.offered[0]
+
+
+def test_diagnostics_is_not_offered_for_files_no_server_checks(tmp_path: Path) -> None:
+    servers = Diagnostics(servers={"ty": None, "typescript": None})
+    middleware = FilesystemMiddleware(backend=LocalBackend(tmp_path), diagnostics=servers)
+    model, _ = _run(middleware, [], request="Fix web/app.ts")
+    assert "diagnostics" not in model.offered[0]
+    assert "diagnostics" in {tool.name for tool in middleware.tools}  # registered all along
+
+
+def test_diagnostics_is_withheld_once_the_only_server_of_a_file_is_found_missing(
+    tmp_path: Path,
+) -> None:
+    """A server counts until its program is looked up (the first change of one of its
+    files): no PATH search at a model call."""
+    servers = Diagnostics(servers={"ty": None, "ruff": None})
+    servers.servers["typescript"] = ServerSpec(
+        ("no-such-typescript-server-51",), frozenset({".ts"}), "typescript"
+    )
+    middleware = FilesystemMiddleware(backend=LocalBackend(tmp_path), diagnostics=servers)
+    write = tool_call("write_file", file_path="/app.ts", content="let x = 1;\n")
+    model, results = _run(middleware, [write], request="Write app.ts")
+    assert results[0].status == "success"
+    assert ["diagnostics" in names for names in model.offered] == [True, False]
