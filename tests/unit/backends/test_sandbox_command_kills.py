@@ -19,6 +19,7 @@ import pytest
 from langchain_fstools.backends.sandbox import SandboxBackend
 from langchain_fstools.backends.temporaries import TEMP_SUFFIX
 from langchain_fstools.errors import StoreUnavailable
+from langchain_fstools.tools.render import render_error
 from tests.unit.backends.test_sandbox_journal import KILL_POINTS, _Crashing, _fill, _tree
 
 if TYPE_CHECKING:
@@ -115,8 +116,10 @@ def test_a_helper_killed_while_its_command_runs_keeps_nothing_of_the_command(
         " kill -9 $PPID; sleep 5"
     )
     started = time.monotonic()
-    with pytest.raises(StoreUnavailable, match="helper"):
+    with pytest.raises(StoreUnavailable) as caught:
         _run(crashing.backend, command)
+    sentence = render_error(caught.value, tool="execute")
+    assert "nothing the command changed is kept" in sentence
     assert (crashing.root / "src" / "a.py").read_text() == "a = 1\nmore\n"  # in place, so far
     crashing.backend.stat("/")  # kills what the command left running, and puts back
     assert _tree(crashing.root) == before
