@@ -129,3 +129,39 @@ def test_a_helper_killed_while_its_command_runs_keeps_nothing_of_the_command(
     assert not _leftovers(crashing)
     changes = _run(crashing.backend, "echo new > n.txt")
     assert _listed(changes) == [("A", "/n.txt", "file")]  # nothing of the killed command
+
+
+KILLED_MID_COMMAND = (
+    "echo more >> src/a.py; rm old.txt link; mkdir -p new/deep; echo x > new/deep/x.txt;"
+    " chmod 000 new; kill -9 $PPID"
+)
+"""Changes left in place by a command whose helper it kills (a folder closed among them)."""
+
+
+def test_a_put_back_killed_again_while_it_settles_is_finished_by_the_call_after(
+    tmp_path: Path,
+) -> None:
+    crashing = _Crashing(tmp_path)
+    before = _tree(crashing.root)
+
+    def killed_mid_command() -> None:
+        _fill(crashing.root)
+        crashing.backend.stat("/")
+        with pytest.raises(StoreUnavailable):
+            _run(crashing.backend, KILLED_MID_COMMAND)
+        assert (crashing.root / "new").exists()
+
+    killed_mid_command()
+    crashing.sandbox.env["FSTOOLS_KILL_OPS"] = "stat"
+    total = crashing.calls_of(lambda backend: backend.stat("/"))  # the settling run's calls
+    assert total > 10  # the put-back writes, unlinks and makes folders
+    assert _tree(crashing.root) == before
+    for point in _points(total):
+        crashing.sandbox.env["FSTOOLS_KILL_OPS"] = ""
+        killed_mid_command()
+        crashing.sandbox.env["FSTOOLS_KILL_OPS"] = "stat"
+        assert crashing.killed_at(lambda backend: backend.stat("/"), point), point
+        crashing.sandbox.env["FSTOOLS_KILL_OPS"] = ""
+        crashing.backend.stat("/")
+        assert _tree(crashing.root) == before, f"settling killed at call {point} of {total}"
+        assert not _leftovers(crashing), point
