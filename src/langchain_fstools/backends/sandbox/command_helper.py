@@ -47,8 +47,11 @@ batch's are (`helper.Disk.settle`). What a kill at each stage leaves, once settl
   workspace is put back as the manifest of step 1 has it, from `objects/` (step 5 done
   again: it is idempotent), so the next baseline never takes the command's changes in.
   The command's result is lost with its helper: the call fails, and nothing it did is
-  kept. Limit: between the command's start and the record of its process group (one
-  write) its group is not known, and a process it left running is not killed.
+  kept. Limits: between the command's start and the record of its process group (one
+  write) its group is not known, and a process it left running is not killed; a
+  process that left the group (`setsid`) is not killed either, as at the deadline; and
+  a group that ended whole before the next run leaves its id to the kernel, which could
+  give it to a new group meanwhile (the kernel does not while one of the group lives).
 - `command_commit`, before its journal's commit record: the set absent (staged
   temporaries removed); after it: the set whole (rolled forward). What the commit kept
   aside to undo a failure (its folder `.fstools-stage-<token>`) is removed.
