@@ -2,10 +2,11 @@
 
 The sandbox is the `sh -c` double; its `python3` is a wrapper (`KILLING_PYTHON`) that runs
 the helper's loader with the file-system calls of `os` counted, and SIGKILLs a helper
-running a batch (`write`, `write_and_delete`) at the n-th when `FSTOOLS_KILL_AT` is set,
-once (the calls that follow, an undo's included, run whole). One run counts the calls of the whole batch; then,
-for kill points spread over them, the workspace is made again, the batch killed there
-(the call fails), and the next call (a plain `stat`, another helper process) must find
+running a batch (`write`, `write_and_delete`, or the operations `FSTOOLS_KILL_OPS` names)
+at the n-th when `FSTOOLS_KILL_AT` is set, once (the calls that follow, an undo's
+included, run whole). One run counts the calls of the whole batch; then, for kill
+points spread over them, the workspace is made again, the batch killed there (the call
+fails), and the next call (a plain `stat`, another helper process) must find
 the set whole or absent, with no temporary left and no record unsettled.
 """
 
@@ -44,7 +45,7 @@ if argument.startswith("@"):
 else:
     packed = binascii.a2b_base64(argument)
 op = json.loads(zlib.decompress(packed).partition(b"\\n")[0])["op"]
-batch = op in ("write", "write_and_delete")
+batch = op in os.environ.get("FSTOOLS_KILL_OPS", "write write_and_delete").split()
 killed = os.environ.get("FSTOOLS_KILLED", "")
 armed = batch and not os.path.exists(killed)
 kill_at = int(os.environ.get("FSTOOLS_KILL_AT", "0")) if armed else 0

@@ -3,7 +3,7 @@
 Operations of the sandbox's helper (`backends.sandbox.helper` ships and runs them, one
 `execute` each; see `backends.sandbox.recorded_commands` for the host's side). They
 keep their files in `commands/` of the helper's private folder: `manifest.json`,
-`objects/<sha256>` and `stage/`.
+`objects/<sha256>`, `stage/` and, while one runs, `running.json`.
 
 - `command_probe`: the workspace paths of code the helper runs itself (its Python's
   prefixes and site-packages), which no command may change (`host_code`).
@@ -28,10 +28,34 @@ keep their files in `commands/` of the helper's private folder: `manifest.json`,
        Each change's `before` is the version of its path after the restore.
 - `command_commit` (the changes as `command_run` gave them; their bytes): every
   `before` is checked first (`VersionConflict`), and that no link leads a path out of
-  the workspace (`OutsideRoot`); every file and link is staged on the
-  workspace's file system, then deletions (deepest first), new directories and modes,
-  and renames into place; a failure undoes the steps taken (`DiskFull` when the disk is
-  full). The next `command_run` takes the commit into its baseline (step 1).
+  the workspace (`OutsideRoot`); every file and link is staged as a temporary in its
+  target's folder (or its deepest existing ancestor), then the visible steps are taken
+  in the journal's order (`backends.journal`): deletions (deepest first), new
+  directories, renames into place, directories' modes (deepest first). A failure undoes
+  the steps taken (`DiskFull` when the disk is full). The next `command_run` takes the
+  commit into its baseline (step 1).
+
+A kill (the provider's timeout, the OOM killer) never leaves a command's effect in the
+workspace, nor half a commit. Each operation keeps a record, `running.json` in
+`commands/`, locked (`flock`) for its life, before anything visible changes; the next
+helper run of any operation finds a record nobody holds and settles it first (`recover`,
+under the workspace's lock), and the commit's journal records are settled as every
+batch's are (`helper.Disk.settle`). What a kill at each stage leaves, once settled:
+
+- `command_run`, in step 1: the workspace as it was; step 2 (the command running) to
+  step 5 (the put-back): what is left of the command's process group is killed, and the
+  workspace is put back as the manifest of step 1 has it, from `objects/` (step 5 done
+  again: it is idempotent), so the next baseline never takes the command's changes in.
+  The command's result is lost with its helper: the call fails, and nothing it did is
+  kept. Limits: between the command's start and the record of its process group (one
+  write) its group is not known, and a process it left running is not killed; a
+  process that left the group (`setsid`) is not killed either, as at the deadline; and
+  a group that ended whole before the next run leaves its id to the kernel, which could
+  give it to a new group meanwhile (the kernel does not while one of the group lives).
+- `command_commit`, before its journal's commit record: the set absent (staged
+  temporaries removed); after it: the set whole (rolled forward). What the commit kept
+  aside to undo a failure (its folder `.fstools-stage-<token>`) is removed.
+  Limit: a kill while a failed commit is undone (a double fault) may leave it part done.
 """
 
 from __future__ import annotations
@@ -62,6 +86,7 @@ if TYPE_CHECKING:
     from typing import Any, Protocol
 
     from langchain_fstools.backends.beneath import Beneath
+    from langchain_fstools.backends.journal import Intent, Journal, Placement, Steps
 
     Entry = list[Any]
     """A scanned entry: [kind, mode, size, mtime_ns, ctime_ns, inode, hash-or-target];
@@ -77,6 +102,10 @@ if TYPE_CHECKING:
 
         beneath: Beneath
         folder: str
+
+        def journal(self) -> Journal:
+            """The journal of the workspace's multi-file writes."""
+            ...
 
 
 _CHUNK = 1 << 20
@@ -118,11 +147,14 @@ class _State:
     def object(self, digest: str) -> str:
         return os.path.join(self.folder, "objects", digest)
 
-    def load(self) -> Manifest:
+    def load(self, *, strict: bool = False) -> Manifest:
+        """The last manifest; none is empty, unless `strict` (`OSError`, `ValueError`)."""
         try:
             with open(os.path.join(self.folder, "manifest.json")) as file:
                 return json.load(file)  # type: ignore[no-any-return]
         except (OSError, ValueError):
+            if strict:
+                raise
             return {}
 
     def save(self, manifest: Manifest) -> None:
@@ -281,6 +313,116 @@ def _baseline(state: _State) -> Manifest:
     return now
 
 
+# ----- records of operations under way --------------------------------------------------
+
+_RECORD = "running.json"
+_GROUP_WIDTH = 12
+"""Characters kept in a run's record for its process group's id (JSON, padded)."""
+
+
+class _Record:
+    """`running.json`: a command or commit under way, locked until it ends (module docstring).
+
+    Made before anything visible changes; `end` removes it, `release` leaves it for
+    the next helper run (`recover`). A run's process group is written in place once
+    known (`started`): one write of a fixed width, whole or not at all.
+    """
+
+    def __init__(self, state: _State, op: str, aside: str | None = None) -> None:
+        import fcntl  # noqa: PLC0415 - only commands and commits take it
+
+        self.path = os.path.join(state.folder, _RECORD)
+        self.descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            fcntl.flock(self.descriptor, fcntl.LOCK_EX)
+            head = json.dumps({"op": op, "root": state.root, "aside": aside})[:-1]
+            self.offset = len((head + ', "group": ').encode())
+            text = head + ', "group": ' + "null".ljust(_GROUP_WIDTH) + "}"
+            os.write(self.descriptor, text.encode())
+        except BaseException:
+            self.release()
+            raise
+
+    def started(self, group: int) -> None:
+        os.pwrite(self.descriptor, str(group).ljust(_GROUP_WIDTH).encode(), self.offset)
+
+    def end(self) -> None:
+        _forget(self.path)
+        self.release()
+
+    def release(self) -> None:
+        if self.descriptor >= 0:
+            os.close(self.descriptor)
+            self.descriptor = -1
+
+
+def pending(folder: str) -> bool:
+    """Whether the private `folder` holds the record of an operation whose helper died."""
+    import fcntl  # noqa: PLC0415 - only when there is a record
+
+    try:
+        descriptor = os.open(os.path.join(folder, "commands", _RECORD), os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False  # a live command or commit
+    finally:
+        os.close(descriptor)
+    return True
+
+
+def recover(folder: str) -> None:
+    """Settle the record a killed helper left in `folder` (module docstring).
+
+    Called under the workspace's lock held alone (`helper.Disk.settle_commands`): a
+    run's process group is killed and its workspace put back as its manifest has it;
+    a commit's folder of entries kept aside is removed (its journal settles the set).
+    The record goes last: a helper killed here leaves it for the next run.
+    """
+    import fcntl  # noqa: PLC0415 - only when there is a record
+
+    path = os.path.join(folder, "commands", _RECORD)
+    try:
+        descriptor = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return  # settled by another run meanwhile
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return
+        try:
+            record = json.loads(os.read(descriptor, 1 << 16))
+        except ValueError:
+            record = {}  # cut while written: nothing was changed yet
+        with _disk_errors():
+            _settle_record(os.path.join(folder, "commands"), record)
+        _forget(path)
+    finally:
+        os.close(descriptor)
+
+
+def _settle_record(folder: str, record: dict[str, Any]) -> None:
+    if record.get("op") == "run":
+        group = record.get("group")
+        if isinstance(group, int) and group > 1:
+            with contextlib.suppress(OSError):
+                os.killpg(group, signal.SIGKILL)
+        state = _State(folder, record["root"])
+        try:
+            base = state.load(strict=True)
+        except (OSError, ValueError):
+            return  # no baseline to put back (never so after a run began): nothing is removed
+        after = _scan(state.root)
+        if not _untouched(base, after):
+            _restore(state, base, after, set())
+            _settle(state, base, after)
+    elif record.get("op") == "commit" and record.get("aside"):
+        shutil.rmtree(record["aside"], ignore_errors=True)
+
+
 # ----- running ------------------------------------------------------------------------
 
 
@@ -323,8 +465,13 @@ class _Window:
         return {"head": chunks(self.head), "dropped": self.dropped, "tail": chunks(self.tail)}
 
 
-def _execute(root: str, command: str, timeout: float, limit: int) -> dict[str, Any]:
-    """Run `command` in `root`, its group killed at the deadline and when the shell ends."""
+def _execute(
+    root: str, command: str, timeout: float, limit: int, started: Callable[[int], None]
+) -> dict[str, Any]:
+    """Run `command` in `root`, its group killed at the deadline and when the shell ends.
+
+    `started` is told the group's id as soon as the shell runs.
+    """
     process = subprocess.Popen(  # noqa: S603 - the agent's command, in its sandbox
         ["/bin/sh", "-c", command],
         cwd=root,
@@ -333,6 +480,7 @@ def _execute(root: str, command: str, timeout: float, limit: int) -> dict[str, A
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    started(process.pid)
     window = _Window(limit)
     selector = selectors.DefaultSelector()
     selector.register(process.stdout, selectors.EVENT_READ, "stdout")  # type: ignore[arg-type]
@@ -604,20 +752,31 @@ def run(disk: Disk, request: dict[str, Any], data: bytes) -> Reply:
     with _disk_errors():
         state = _State(os.path.join(disk.folder, "commands"), disk.beneath.root)
         base = _baseline(state)
-        answer = _execute(
-            state.root, request["command"], request["timeout"], request["output_limit"]
-        )
-        after = _scan(state.root)
-        if _untouched(base, after):  # nothing to compare, pack or put back
-            answer["changes"] = []
-            return answer, b""
-        diff = _Diff(state.root, base, after, _umask())
+        record = _Record(state, "run")
         try:
-            diff.directory("")
-            blob = _pack(state.root, diff.changes, request["changed_limit"])
-        finally:
-            _restore(state, base, after, diff.same_bytes)
-            _settle(state, base, after)
+            answer = _execute(
+                state.root,
+                request["command"],
+                request["timeout"],
+                request["output_limit"],
+                record.started,
+            )
+            after = _scan(state.root)
+            if _untouched(base, after):  # nothing to compare, pack or put back
+                record.end()
+                answer["changes"] = []
+                return answer, b""
+            diff = _Diff(state.root, base, after, _umask())
+            try:
+                diff.directory("")
+                blob = _pack(state.root, diff.changes, request["changed_limit"])
+            finally:
+                _restore(state, base, after, diff.same_bytes)
+                _settle(state, base, after)
+        except BaseException:
+            record.release()  # the next helper run puts the workspace back (`recover`)
+            raise
+        record.end()
         if blob is None:
             answer["limit"] = request["changed_limit"]
             return answer, b""
@@ -661,6 +820,8 @@ def _settle(state: _State, base: Manifest, after: Manifest) -> None:
 
 def commit(disk: Disk, changes: list[dict[str, Any]], data: bytes) -> Reply:
     """`command_commit`: each written path's [version, size, mtime_ns] (module docstring)."""
+    from langchain_fstools.backends.journal import Target  # noqa: PLC0415 - commits only
+
     with _disk_errors():
         state = _State(os.path.join(disk.folder, "commands"), disk.beneath.root)
         deleted = {c["path"] for c in changes if c["kind"] == "D"}
@@ -671,12 +832,49 @@ def commit(disk: Disk, changes: list[dict[str, Any]], data: bytes) -> Reply:
             if change["entry"] == "directory" and change["kind"] == "M":
                 continue  # a directory's version changes with its entries: its files are
             _check(state.root, change)
-        stage = tempfile.mkdtemp(dir=_stage_parent(state), prefix=".fstools-stage-")
+        journal = disk.journal()
+        placed = [c for c in changes if c["kind"] != "D" and c["entry"] != "directory"]
+        aside = os.path.join(_stage_parent(state), ".fstools-stage-" + os.urandom(6).hex())
+        record = _Record(state, "commit", aside)
         try:
-            staged = _stage(stage, changes, data)
-            return _Apply(state.root, stage).all(changes, staged), b""
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+            os.mkdir(aside, 0o700)
+            intent = journal.begin([Target("/" + c["path"], follow=False) for c in placed])
+            try:
+                placements = _stage(disk.beneath, intent.tag, placed, data)
+            except BaseException:
+                journal.end(intent)  # what was staged is removed by `_stage`
+                raise
+            steps = _steps(changes, placements)
+            written = _commit_staged(journal, intent, steps, _Apply(state.root, aside))
+        except Exception:
+            shutil.rmtree(aside, ignore_errors=True)
+            record.end()
+            raise
+        except BaseException:
+            record.release()
+            raise
+        shutil.rmtree(aside, ignore_errors=True)
+        record.end()
+        return written, b""
+
+
+def _commit_staged(
+    journal: Journal, intent: Intent, steps: Steps, taking: _Apply
+) -> dict[str, Any]:
+    """Journal the staged set's steps, then take them; undone on a failure."""
+    journal.commit(intent, steps)
+    try:
+        written = taking.all(steps)
+    except Exception:
+        for placement in steps.placements:  # those not renamed into place
+            _forget(os.path.join(taking.root, placement.temp.lstrip("/")))
+        journal.end(intent)
+        raise
+    except BaseException:
+        journal.release(intent)  # the next helper run finishes the commit
+        raise
+    journal.finish(intent)
+    return written
 
 
 def _confined(root: str, path: str) -> None:
@@ -694,10 +892,11 @@ def _confined(root: str, path: str) -> None:
 
 
 def _stage_parent(state: _State) -> str:
-    """Where staged entries wait: the private folder, if on the workspace's file system.
+    """Where a commit keeps replaced entries aside: the private folder, if on the same disk.
 
-    Else the workspace itself, for the commit's time: only a rename within one file
-    system is atomic.
+    That is, on the workspace's file system. Else the workspace itself, for the
+    commit's time (a kill: until the next helper run, `recover`): only a rename within
+    one file system is atomic.
     """
     same = os.stat(state.folder).st_dev == os.stat(state.root).st_dev
     return os.path.join(state.folder, "stage") if same else state.root
@@ -713,58 +912,114 @@ def _check(root: str, change: dict[str, Any]) -> None:
         raise errors.VersionConflict("/" + change["path"], expected or "", actual)
 
 
-def _stage(stage: str, changes: list[dict[str, Any]], blob: bytes) -> dict[str, str]:
-    """Every new file and link, complete in `stage`, before anything visible changes."""
-    staged = {}
+def _stage(
+    beneath: Beneath, tag: Callable[[int], str], changes: list[dict[str, Any]], blob: bytes
+) -> list[Placement]:
+    """Every new file and link, complete as a temporary, before anything visible changes.
+
+    The `n`-th is named with `tag(n)` in its target's folder, or in its deepest existing
+    ancestor (`journal.staging_place`), where the journal's roll-back finds it. On a
+    failure none is left.
+    """
+    from langchain_fstools.backends.journal import Placement, staging_place  # noqa: PLC0415
+    from langchain_fstools.backends.temporaries import temporary_name  # noqa: PLC0415
+
+    placements: list[Placement] = []
     offset = 0
-    for index, change in enumerate(changes):
-        if change["kind"] == "D" or change["entry"] == "directory":
-            continue
-        path = os.path.join(stage, str(index))
-        if change["entry"] == "link":
-            os.symlink(change["target"], path)
-        else:
-            size = change["size"]
-            with open(path, "wb") as file:
-                file.write(blob[offset : offset + size])
-                file.flush()
-                os.fsync(file.fileno())
-            offset += size
-            os.chmod(path, change["mode"])
-        staged[change["path"]] = path
-    return staged
+    try:
+        for number, change in enumerate(changes):
+            virtual = "/" + change["path"]
+            with staging_place(beneath, virtual, follow=False) as place:
+                folder = place.virtual[: len(place.virtual) - len(place.name)].rstrip("/")
+                name = temporary_name(place.name.rpartition("/")[2], tag(number))
+                temp = (folder or "") + "/" + name
+                if change["entry"] == "link":
+                    os.symlink(change["target"], name, dir_fd=place.directory)
+                else:
+                    size = change["size"]
+                    _staged_file(place.directory, name, blob[offset : offset + size], change)
+                    offset += size
+            placements.append(Placement(virtual, temp, follow=False))
+    except BaseException:
+        for placement in placements:
+            _forget(os.path.join(beneath.root, placement.temp.lstrip("/")))
+        raise
+    return placements
+
+
+def _staged_file(directory: int, name: str, data: bytes, change: dict[str, Any]) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    descriptor = os.open(name, flags, 0o600, dir_fd=directory)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+        os.fchmod(descriptor, change["mode"])
+        os.fsync(descriptor)
+    except BaseException:
+        os.close(descriptor)
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=directory)
+        raise
+    os.close(descriptor)
+
+
+def _steps(changes: list[dict[str, Any]], placements: list[Placement]) -> Steps:
+    """The journal's record of a set's visible steps: removals deepest first."""
+    from langchain_fstools.backends.journal import Folder, Removal, Steps  # noqa: PLC0415
+
+    removed = [c for c in changes if c["kind"] == "D"]
+    removed.sort(key=lambda c: _depth(c["path"]), reverse=True)
+    return Steps(
+        removals=[
+            Removal("/" + c["path"], None if c["entry"] == "directory" else c["before"])
+            for c in removed
+        ],
+        folders=[
+            Folder("/" + c["path"], added=c["kind"] == "A", mode=c["mode"])
+            for c in changes
+            if c["entry"] == "directory" and c["kind"] != "D"
+        ],
+        placements=placements,
+    )
 
 
 class _Apply:
     """The visible steps of a commit, each with its undo, undone in reverse on a failure.
 
-    A replaced or deleted file or link is kept aside (renamed, or linked, into the
-    staging folder, on the workspace's file system) until every step is taken, so an
-    undo puts it back; the staging folder goes with the commit.
+    The journal's steps (`journal.Steps`), in its order. A replaced or deleted file or
+    link is kept aside (renamed, or linked, into the folder `aside`, on the workspace's
+    file system) until every step is taken, so an undo puts it back; that folder goes
+    with the commit.
     """
 
-    def __init__(self, root: str, stage: str) -> None:
+    def __init__(self, root: str, aside: str) -> None:
         self.root = root
-        self.stage = stage
+        self.aside = aside
         self.undo: list[Callable[[], object]] = []
 
-    def all(self, changes: list[dict[str, Any]], staged: dict[str, str]) -> dict[str, Any]:
-        """Deletions (deepest first), folders and modes, then renames; what was written."""
+    def all(self, steps: Steps) -> dict[str, Any]:
+        """Deletions, new folders, renames, then modes; what each placement wrote."""
+        from langchain_fstools.backends.journal import modes_last  # noqa: PLC0415
+
         written = {}
         try:
-            removed = [c for c in changes if c["kind"] == "D"]
-            for change in sorted(removed, key=lambda c: _depth(c["path"]), reverse=True):
-                self.delete(os.path.join(self.root, change["path"]))
-            for change in changes:
-                full = os.path.join(self.root, change["path"])
-                if change["kind"] == "D":
-                    continue
-                if change["entry"] == "directory":
-                    self.directory(full, change)
-                    continue
-                self.place(full, staged[change["path"]])
+            for removal in steps.removals:
+                self.delete(self._full(removal.path))
+            for folder in steps.folders:
+                if folder.added:
+                    self.make(self._full(folder.path))
+            for placement in steps.placements:
+                full = self._full(placement.path)
+                self.place(full, self._full(placement.temp))
                 result = os.lstat(full)
-                written[change["path"]] = [version_of(result), result.st_size, result.st_mtime_ns]
+                written[placement.path[1:]] = [
+                    version_of(result),
+                    result.st_size,
+                    result.st_mtime_ns,
+                ]
+            for path, mode in modes_last(steps.folders):
+                self.mode(self._full(path), mode)
         except BaseException:
             for step in reversed(self.undo):
                 with contextlib.suppress(OSError):
@@ -772,29 +1027,33 @@ class _Apply:
             raise
         return written
 
+    def _full(self, virtual: str) -> str:
+        return os.path.join(self.root, virtual.lstrip("/"))
+
     def delete(self, full: str) -> None:
         result = os.lstat(full)
         if stat.S_ISDIR(result.st_mode):
             os.rmdir(full)
             self.undo.append(lambda: os.mkdir(full, stat.S_IMODE(result.st_mode)))
             return
-        aside = self._aside(full)
+        aside = self._aside()
         os.rename(full, aside)
         self.undo.append(lambda: os.rename(aside, full))
 
-    def directory(self, full: str, change: dict[str, Any]) -> None:
-        if change["kind"] == "A" and not os.path.lexists(full):
+    def make(self, full: str) -> None:
+        if not os.path.lexists(full):
             os.mkdir(full, 0o700)
             self.undo.append(lambda: os.rmdir(full))
-        else:
-            old = stat.S_IMODE(os.lstat(full).st_mode)
-            self.undo.append(lambda: os.chmod(full, old))
-        os.chmod(full, change["mode"])
+
+    def mode(self, full: str, mode: int) -> None:
+        old = stat.S_IMODE(os.lstat(full).st_mode)
+        os.chmod(full, mode)
+        self.undo.append(lambda: os.chmod(full, old))
 
     def place(self, full: str, staged: str) -> None:
         """Rename the staged entry to `full`, the old one linked aside."""
         if os.path.lexists(full):
-            aside = self._aside(full)
+            aside = self._aside()
             os.link(full, aside, follow_symlinks=False)
             os.rename(staged, full)
             self.undo.append(lambda: os.rename(aside, full))
@@ -802,6 +1061,5 @@ class _Apply:
             os.rename(staged, full)
             self.undo.append(lambda: os.unlink(full))
 
-    def _aside(self, full: str) -> str:
-        del full
-        return os.path.join(self.stage, "old-" + os.urandom(6).hex())
+    def _aside(self) -> str:
+        return os.path.join(self.aside, "old-" + os.urandom(6).hex())

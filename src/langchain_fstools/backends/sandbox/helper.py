@@ -240,6 +240,7 @@ def main(argument: str, folder: str) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(folder, os.path.basename(name)))
         disk = Disk(header["root"], folder)
+        disk.settle_commands()
         with _turn(folder, header["op"]):
             disk.settle()
             value, out = _OPERATIONS[header["op"]](disk, *header.get("args", ()), data=data)
@@ -346,6 +347,20 @@ class Disk:
         except FileNotFoundError:
             return
         self.journal().recover(self.beneath, version_of)
+
+    def settle_commands(self) -> None:
+        """Put back a command, or clear up a commit, whose helper was killed, first.
+
+        One `lstat` when there is none; else (`command_helper.recover`) under the
+        workspace's lock held alone, which a live command or commit holds itself.
+        """
+        if not os.path.lexists(os.path.join(self.folder, "commands", "running.json")):
+            return
+        from langchain_fstools.backends.sandbox import command_helper  # noqa: PLC0415
+
+        if command_helper.pending(self.folder):
+            with _turn(self.folder, "command_run"):
+                command_helper.recover(self.folder)
 
 
 # ----- the operations: (disk, *args, data=bytes) -> (JSON value, bytes) -------------------------

@@ -81,6 +81,8 @@ class SandboxCommands:
 
         Raises:
             DiskFull: the sandbox's disk was full for the helper's own copy.
+            StoreUnavailable: the helper did not answer (killed, or the sandbox is gone);
+                the next helper run puts back what the command changed meanwhile.
         """
         request = {
             "command": command,
@@ -89,7 +91,12 @@ class SandboxCommands:
             "changed_limit": self.changed_bytes if self.changed_bytes is not None else NO_LIMIT,
         }
         seconds = int(timeout) + HELPER_GRACE
-        answer, blob = yield from self.transport.call("command_run", request, timeout=seconds)
+        try:
+            answer, blob = yield from self.transport.call("command_run", request, timeout=seconds)
+        except StoreUnavailable as failure:  # its changes are put back (`command_helper`)
+            cause = failure.cause or "the helper did not answer"
+            kept = f"{cause}; nothing the command changed is kept"
+            raise replace(failure, cause=kept) from failure
         buffer = OutputBuffer(output_limit)
         for stream, data in answer["head"]:
             buffer.add(base64.b64decode(data), stderr=stream == "stderr")
