@@ -3,8 +3,10 @@
 One fixed tree with what searches must get right (`.gitignore` at two levels, `.ignore`,
 a negated rule, hidden files, a `.git` folder, a binary file, a long line, CRLF, a
 symlinked folder) is searched on `LocalBackend` with ripgrep and on `SandboxBackend`
-over a `sh -c` provider, with and without ripgrep in the sandbox; the answers must be
-equal, modification times included.
+over a `sh -c` provider, with ripgrep in the sandbox, with this environment's uploaded
+there, and with the engine; the answers must be equal, modification times included.
+A glob or grep through the tools is one round trip, and a search path that is not a
+folder inside the root gets the error a `stat` gives.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from langchain_fstools import FileToolkit
 from langchain_fstools.backends.local.backend import LocalBackend
 from langchain_fstools.backends.sandbox import SandboxBackend
 from langchain_fstools.search.contract import FileHits, GrepRequest, InvalidPattern
@@ -77,7 +80,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module", params=["ripgrep", "engine"])
+@pytest.fixture(scope="module", params=["ripgrep", "uploaded", "engine"])
 def sandbox(
     request: pytest.FixtureRequest, tree: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> SandboxBackend:
@@ -87,9 +90,16 @@ def sandbox(
         if request.param == "ripgrep"
         else ShellSandbox().env["PATH"]
     )
-    backend = SandboxBackend(ShellSandbox(path=path), str(tree), helper_folder=str(home / "helper"))
+    backend = SandboxBackend(
+        ShellSandbox(path=path),
+        str(tree),
+        helper_folder=str(home / "helper"),
+        use_ripgrep=request.param != "engine",
+    )
     backend.native_search()
-    assert backend.searches_with_ripgrep == (request.param == "ripgrep")
+    assert backend.searches_with_ripgrep == (request.param != "engine")
+    if request.param == "uploaded":
+        assert [p.name[:3] for p in (home / "helper").glob("rg-*")] == ["rg-"]
     return backend
 
 
@@ -147,3 +157,43 @@ def test_listing_agrees_with_local_ripgrep(
 def test_a_bad_regex_is_the_same_error(sandbox: SandboxBackend) -> None:
     with pytest.raises(InvalidPattern):
         hits_of(sandbox, GrepRequest(pattern="[", directory="/", regex=True))
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("grep", {"pattern": "needle", "path": "/sub"}),
+        ("grep", {"pattern": "needle", "output_mode": "content"}),
+        ("glob", {"pattern": "**/*.py"}),
+    ],
+)
+def test_a_search_through_the_tools_is_one_round_trip(
+    tree: Path, sandbox: SandboxBackend, tool: str, args: dict[str, Any]
+) -> None:
+    provider = sandbox.transport.sandbox
+    assert isinstance(provider, ShellSandbox)
+    found = {t.name: t for t in FileToolkit(sandbox).get_tools()}[tool]
+    local = {t.name: t for t in FileToolkit(LocalBackend(tree)).get_tools()}[tool]
+    before = provider.calls["execute"]
+    text = found.invoke(args)
+    assert provider.calls["execute"] - before == 1
+    assert text == local.invoke(args)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("grep", {"pattern": "needle", "path": "/missing"}),
+        ("grep", {"pattern": "needle", "path": "/linked"}),
+        ("grep", {"pattern": "needle", "path": "/app.py"}),
+        ("glob", {"pattern": "*", "path": "/app.py"}),
+        ("glob", {"pattern": "*", "path": "/missing/deeper"}),
+        ("glob", {"pattern": "*.py", "path": "/linked"}),
+    ],
+)
+def test_a_path_that_is_no_folder_in_the_root_answers_as_on_local_disk(
+    tree: Path, sandbox: SandboxBackend, tool: str, args: dict[str, Any]
+) -> None:
+    found = {t.name: t for t in FileToolkit(sandbox).get_tools()}[tool]
+    local = {t.name: t for t in FileToolkit(LocalBackend(tree)).get_tools()}[tool]
+    assert found.invoke(args) == local.invoke(args)
