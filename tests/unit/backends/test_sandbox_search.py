@@ -197,3 +197,18 @@ def test_a_path_that_is_no_folder_in_the_root_answers_as_on_local_disk(
     found = {t.name: t for t in FileToolkit(sandbox).get_tools()}[tool]
     local = {t.name: t for t in FileToolkit(LocalBackend(tree)).get_tools()}[tool]
     assert found.invoke(args) == local.invoke(args)
+
+
+def test_a_search_past_its_deadline_returns_part_of_the_answer_and_says_so(
+    sandbox: SandboxBackend,
+) -> None:
+    request = GrepRequest(pattern="needle", directory="/", mode="content")
+    whole = hits_of(sandbox, request)
+    found: list[FileHits] = []
+    search = sandbox.native_search()
+    complete = search.grep(request, deadline=time.monotonic() - 1, sink=found.append)
+    listing = search.list_files("/", globs=(), deadline=time.monotonic() - 1)
+    got = sorted((h.path, h.mtime, h.count, [vars_of(line) for line in h.lines]) for h in found)
+    assert complete is False or got == whole
+    assert all(entry in whole for entry in got)  # what came before the deadline is right
+    assert listing.complete is False or listing.files

@@ -182,9 +182,11 @@ def _delivered(
             sink(hits)
 
     if request.mode == "content":
-        delivered = ripgrep.parse_content(ran.stream, base, ran.mtime_of, filtered)
+        stream = ran.stream(b"\n")
+        delivered = ripgrep.parse_content(stream, base, ran.mtime_of, filtered)
     else:
-        delivered = ripgrep.parse_summaries(ran.stream, request, base, ran.mtime_of, filtered)
+        stream = ran.stream(b"\0" if request.mode == "files_with_matches" else b"\n")
+        delivered = ripgrep.parse_summaries(stream, request, base, ran.mtime_of, filtered)
     ripgrep.check_exit(
         ran.status,
         ran.errors,

@@ -159,10 +159,9 @@ class Ran:
         """Whether rg was stopped at its deadline."""
         return self.status == TIMED_OUT
 
-    @property
-    def stream(self) -> io.BytesIO:
-        """Rg's standard output, to read as it would be read from rg."""
-        return io.BytesIO(self.output)
+    def stream(self, separator: bytes) -> io.BytesIO:
+        """Rg's standard output to its last `separator` (a record cut short left out)."""
+        return io.BytesIO(self.output[: self.output.rfind(separator) + 1])
 
     def mtime_of(self, relative: str) -> float | None:
         """The modification time of a file rg named (None: gone, or not named)."""
