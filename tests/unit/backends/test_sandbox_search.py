@@ -212,3 +212,23 @@ def test_a_search_past_its_deadline_returns_part_of_the_answer_and_says_so(
     assert complete is False or got == whole
     assert all(entry in whole for entry in got)  # what came before the deadline is right
     assert listing.complete is False or listing.files
+
+
+class _RefusingRipgrep(ShellSandbox):
+    """A provider whose upload of ripgrep fails (as one that refuses large files)."""
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> Any:
+        if any("/rg-" in path for path, _ in files):
+            raise OSError("the provider refused the upload")
+        return super().upload_files(files)
+
+
+def test_a_provider_that_cannot_take_ripgrep_searches_with_the_engine(
+    tree: Path, tmp_path: Path
+) -> None:
+    provider = _RefusingRipgrep()
+    backend = SandboxBackend(provider, str(tree), helper_folder=str(tmp_path / "helper"))
+    request = GrepRequest(pattern="needle", directory="/", mode="content")
+    assert hits_of(backend, request) == hits_of(LocalBackend(tree), request)
+    assert not backend.searches_with_ripgrep
+    assert [p.name.endswith(".bad") for p in (tmp_path / "helper").glob("rg-*")] == [True]

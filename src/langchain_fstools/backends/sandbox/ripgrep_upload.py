@@ -13,6 +13,7 @@ is never sent it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import platform
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_fstools.backends.sandbox.transport import Execute, Upload
+from langchain_fstools.errors import StoreUnavailable
 from langchain_fstools.search import ripgrep
 
 if TYPE_CHECKING:
@@ -44,7 +46,8 @@ def uploaded_ripgrep(folder: str, machine: str, timeout: int) -> Exchange[str | 
         return path
     if "<fstools-rg-bad>" in str(answer.output):
         return None
-    yield Upload(((path, Path(local).read_bytes()),))
+    with contextlib.suppress(StoreUnavailable):  # a provider that cannot upload: not run
+        yield Upload(((path, Path(local).read_bytes()),))
     if _runs((yield Execute(_check(path), timeout))):
         return path
     yield Execute(f'p={shlex.quote(path)}; : > "$p.bad"; rm -f "$p"', timeout)
