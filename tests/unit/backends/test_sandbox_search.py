@@ -232,3 +232,19 @@ def test_a_provider_that_cannot_take_ripgrep_searches_with_the_engine(
     assert hits_of(backend, request) == hits_of(LocalBackend(tree), request)
     assert not backend.searches_with_ripgrep
     assert [p.name.endswith(".bad") for p in (tmp_path / "helper").glob("rg-*")] == [True]
+
+
+def test_an_rg_that_outlives_the_deadline_is_stopped_there(tree: Path, tmp_path: Path) -> None:
+    slow = tmp_path / "bin" / "rg"
+    slow.parent.mkdir()
+    slow.write_text("#!/bin/sh\nexec sleep 60\n")
+    slow.chmod(0o755)
+    provider = ShellSandbox(path=f"{slow.parent}:{ShellSandbox().env['PATH']}")
+    backend = SandboxBackend(provider, str(tree), helper_folder=str(tmp_path / "helper"))
+    search = backend.native_search()
+    started = time.monotonic()
+    request = GrepRequest(pattern="needle", directory="/")
+    complete = search.grep(request, deadline=started + 1.5, sink=lambda _hits: None)
+    listing = search.list_files("/", globs=(), deadline=time.monotonic() + 1)
+    assert (complete, listing.complete, listing.files) == (False, False, [])
+    assert time.monotonic() - started < 20  # not the 60 s the fake rg sleeps, twice

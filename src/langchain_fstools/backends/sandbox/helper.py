@@ -654,12 +654,12 @@ def _stage(disk: Disk, virtual: str, expected: str | None, content: bytes) -> _S
 
 
 def _probe(disk: Disk, data: bytes) -> Reply:
-    """What the sandbox offers: its Python, its machine, ripgrep and `timeout` on its PATH."""
+    """What the sandbox offers: its Python, its machine, and ripgrep on its PATH."""
     del disk, data
     import shutil  # noqa: PLC0415 - only the probe needs it
 
     offers = {"python": list(sys.version_info[:3]), "machine": os.uname().machine}
-    return offers | {"rg": shutil.which("rg"), "timeout": shutil.which("timeout")}, b""
+    return offers | {"rg": shutil.which("rg")}, b""
 
 
 def _search(disk: Disk, request: dict[str, Any], ripgrep: str | None, data: bytes) -> Reply:

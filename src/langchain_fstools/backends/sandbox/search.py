@@ -1,9 +1,9 @@
 """The sandbox backend's search: ripgrep from the sandbox's shell, else the helper's engine.
 
 A glob or grep is one `execute`. Where the sandbox has rg (its own on its PATH, or
-this environment's uploaded once: `backends.sandbox.ripgrep_upload`) and coreutils'
-`timeout`, the shell runs rg directly with the local backend's command line and a
-small Python stats what it found (`backends.sandbox.shell_search`); its output is
+this environment's uploaded once: `backends.sandbox.ripgrep_upload`), the shell runs
+rg directly with the local backend's command line and a small Python stops it at the
+deadline and stats what it found (`backends.sandbox.shell_search`); its output is
 parsed here by `search.ripgrep`'s parsers, so the results agree with ripgrep and
 `.gitignore` exactly as on local disk. Otherwise, and for a search path that is not a
 directory inside the root (a file, a missing path), the helper (`backends.sandbox.helper`)
@@ -55,7 +55,7 @@ class _Search:
                 machine, timeout = offers["machine"], transport.timeout
                 offers["rg"] = transport.run(uploaded_ripgrep(transport.folder, machine, timeout))
             transport.offers = offers
-        shell = self._run_rg if self._rg_path is not None and transport.offers["timeout"] else None
+        shell = self._run_rg if self._rg_path is not None else None
         return SandboxSearch(self._run_search, shell)
 
     @property
@@ -120,7 +120,7 @@ class SandboxSearch:
         run: Runs a `search.host` request in the helper (without its root and time,
             which the helper and the deadline give) and decodes its records.
         shell: Runs rg from the sandbox's shell (`_Search._run_rg`); None where the
-            sandbox has no rg or no `timeout`.
+            sandbox has no rg.
     """
 
     run: Callable[[dict[str, Any], float], Reply]

@@ -9,19 +9,19 @@ search modules' imports before rg even starts; deepagents' `BaseSandbox` runs on
        root; anything else (a file, a missing path, a link out of the root) prints
        `ODD` and nothing runs: the caller then asks the helper, whose search checks
        the root as the tools' `stat` does (`search.roots`);
-    2. runs rg under coreutils' `timeout` (the search's deadline), with the local
-       backend's own command line (`search.ripgrep.listing_command`, `grep_command`),
-       its standard error kept in the helper's private folder, its exit status
-       appended to its output;
-    3. pipes that output into `python3 -I -S -c STAMP`, which starts while rg walks
-       and stats the files rg names (their modification times, as on local disk),
-       then prints rg's output, its standard error, the folder it ran in and the
-       times as one reply in the helper's wire format (`helper.pack`, framed), spilled
-       to the private folder when long, as the helper's replies are.
+    2. runs rg with the local backend's own command line
+       (`search.ripgrep.listing_command`, `grep_command`), its standard error and its
+       pid kept in the helper's private folder, its exit status appended to its output;
+    3. pipes that output into `python3 -I -S -c STAMP`, which starts while rg walks,
+       stops rg at the search's deadline, stats the files rg named (their
+       modification times, as on local disk), then prints rg's output, its standard
+       error, the folder it ran in and the times as one reply in the helper's wire
+       format (`helper.pack`, framed), spilled to the private folder when long, as the
+       helper's replies are.
 
 The reply is parsed here by `search.ripgrep`'s own parsers, so the answers are the
 local backend's. Used when the sandbox has rg (its own, or one uploaded:
-`backends.sandbox.ripgrep_upload`) and `timeout`.
+`backends.sandbox.ripgrep_upload`).
 """
 
 from __future__ import annotations
@@ -38,30 +38,55 @@ ODD: Final = "<fstools-odd>"
 """What the script prints when the search path is not a directory inside the root."""
 
 TIMED_OUT: Final = 124
-"""coreutils' `timeout`'s exit status when it stopped the command at its deadline."""
+"""The status the reply gives rg when it was stopped at its deadline (as `timeout`'s)."""
 
 # $1 root, $2 directory (relative), $3 seconds, $4 python, $5 STAMP, $6 mode,
-# $7 private folder, $8 inline limit; then rg's command line.
+# $7 private folder, $8 inline limit; then rg's command line. rg runs in the background
+# so that its pid can be kept (for STAMP to stop it at the deadline), and is waited for.
 _SCRIPT: Final = f"""\
 cd -P -- "$1" 2>/dev/null && top=${{PWD%/}} && cd -P -- "$top/$2" 2>/dev/null \\
 && case $PWD/ in "$top"/*) ;; *) false ;; esac || {{ echo '{ODD}'; exit 0; }}
-seconds=$3 python=$4 stamp=$5 mode=$6 folder=$7 inline=$8
+seconds=$3 python=$4 stamp=$5 mode=$6 run=$7/rg.$$ inline=$8
 shift 8
-{{ timeout "$seconds" "$@" </dev/null 2>"$folder/rg-err.$$"; printf '\\0\\0\\0%d' $?; }} \\
-| "$python" -I -S -c "$stamp" "$mode" "$folder" "$folder/rg-err.$$" "$inline"
+{{ "$@" </dev/null 2>"$run.err" & echo $! >"$run.pid"; wait $!; status=$?; rm -f "$run.pid"
+printf '\\0\\0\\0%d' "$status"; }} | "$python" -I -S -c "$stamp" "$mode" "$run" "$inline" "$seconds"
 """
 
-# Reads rg's output (and its exit status after three NULs), stats the files it names
-# from the folder rg ran in, and prints the reply: `helper.pack`'s format, by hand, so
+# Reads rg's output (and its exit status after three NULs) until the deadline, when it
+# stops rg (its pid in `<run>.pid`, gone once rg was waited for); stats the files rg
+# named from the folder rg ran in; prints the reply: `helper.pack`'s format, by hand, so
 # that nothing but C modules loads.
 _STAMP: Final = r"""
-import binascii, os, sys, zlib
-mode, folder, errors, inline = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-out, _, status = sys.stdin.buffer.read().rpartition(b"\0\0\0")
+import binascii, os, select, sys, time, zlib
+mode, run, inline = sys.argv[1], sys.argv[2], int(sys.argv[3])
+deadline = time.monotonic() + float(sys.argv[4])
+poll = select.poll()
+poll.register(0, select.POLLIN)
+chunks, stopped = [], False
+while True:
+    left = deadline - time.monotonic()
+    if left <= 0 and not stopped:
+        stopped = True
+        for _ in range(100):
+            try:
+                with open(run + ".pid") as file:
+                    os.kill(int(file.read()), 15)
+                break
+            except ValueError:
+                time.sleep(0.001)
+            except OSError:
+                break
+    if poll.poll(None if stopped else max(left, 0) * 1000):
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+out, _, status = b"".join(chunks).rpartition(b"\0\0\0")
+status = 124 if stopped else int(status or -1)
 try:
-    with open(errors, "rb") as file:
+    with open(run + ".err", "rb") as file:
         err = file.read(65536)
-    os.unlink(errors)
+    os.unlink(run + ".err")
 except OSError:
     err = b""
 if mode == "json":
@@ -85,12 +110,12 @@ for name in names:
         except OSError:
             pass
 where = os.getcwd().encode("utf-8", "surrogateescape")
-header = b'{"ok":[%d,%d,%d,%d]}' % (int(status or -1), len(out), len(err), len(where))
+header = b'{"ok":[%d,%d,%d,%d]}' % (status, len(out), len(err), len(where))
 packed = zlib.compress(header + b"\n" + out + err + where + b"".join(times), 1)
 if inline and len(packed) * 4 // 3 > inline:
     name = "out-" + os.urandom(8).hex()
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-    descriptor = os.open(os.path.join(folder, name), flags, 0o600)
+    descriptor = os.open(os.path.join(os.path.dirname(run), name), flags, 0o600)
     with os.fdopen(descriptor, "wb") as file:
         file.write(packed)
     packed = zlib.compress(b'{"file":"' + name.encode() + b'"}\n', 1)
@@ -115,7 +140,7 @@ def command(
         rg: rg's command line (its executable first).
         root: The workspace root in the sandbox.
         directory: The canonical virtual directory searched.
-        seconds: How long rg may run (coreutils' `timeout`).
+        seconds: How long rg may run.
         python: The sandbox's Python.
         mode: How rg names files in its output: `null` (NUL after each), `count`
             (`--count --null`) or `json`.
