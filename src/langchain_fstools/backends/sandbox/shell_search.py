@@ -150,7 +150,7 @@ def command(
     arguments = [
         root,
         directory.lstrip("/"),
-        f"{max(seconds, 0.001):.3f}",
+        f"{max(seconds, 0.0):.3f}",
         python,
         _STAMP,
         mode,
