@@ -155,19 +155,7 @@ class RipgrepSearch:
         """
         cwd = self.host_dir(directory)
         keep = compile_glob_groups(globs)
-        prefix = directory if directory == paths.ROOT else directory + "/"
-        # One walker thread: this process stats what rg prints on the other core, and
-        # rg's parallel walker would spin for work on the core the stats need.
-        command = [
-            self.executable,
-            "--files",
-            "--null",
-            "--threads=1",
-            *COMMON_OPTIONS,
-            *parent_ignores(directory),
-            *type_filter(globs),
-            *_excluding(excluded, prefix),
-        ]
+        command = listing_command(self.executable, directory, globs, excluded)
         timed: list[tuple[str, float]] = []
         with paths.virtual_errors(directory):
             directory_fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
@@ -179,13 +167,7 @@ class RipgrepSearch:
             finally:
                 os.close(directory_fd)
         run.raise_for_error(directory, cwd, delivered=bool(timed), memory=self.memory_limit)
-        total = None
-        if newest is not None and len(timed) > newest > 0:
-            total = len(timed)
-            cutoff = heapq.nlargest(newest, map(itemgetter(1), timed))[-1]
-            timed = [(name, mtime) for name, mtime in timed if mtime >= cutoff]
-        found = [ListedFile(prefix + name, mtime) for name, mtime in timed]
-        return Listing(found, not run.timed_out, total)
+        return listing_of(timed, directory, newest, complete=not run.timed_out)
 
     def grep(
         self, request: GrepRequest, *, deadline: float, sink: Callable[[FileHits], None]
@@ -198,19 +180,9 @@ class RipgrepSearch:
             raise SpecialFile(request.directory, _special_kind(mode))
         single_file = stat_module.S_ISREG(mode)
         cwd = target.parent if single_file else target
-        options = query_options(request)
-        stdin = None
-        if len(request.pattern.encode("utf-8", "surrogatepass")) > ARGUMENT_BYTES:
-            options[-2:] = ["--file=-"]
-            stdin = request.pattern.encode("utf-8", "surrogatepass") + b"\n"
-        command = [
-            self.executable,
-            *COMMON_OPTIONS,
-            *parent_ignores(request.directory),
-            *options,
-        ]
-        if single_file:
-            command += ["--", target.name]
+        command, stdin = grep_command(
+            self.executable, request, target.name if single_file else None
+        )
         base = paths.parent(request.directory) if single_file else request.directory
         wanted = compile_glob_groups(() if single_file else request.globs)
 
@@ -232,6 +204,68 @@ class RipgrepSearch:
             request.directory, cwd, delivered=bool(delivered), grep=True, memory=self.memory_limit
         )
         return not run.timed_out
+
+
+def listing_command(
+    executable: str,
+    directory: str,
+    globs: tuple[tuple[str, ...], ...],
+    excluded: tuple[str, ...] = (),
+) -> list[str]:
+    """The rg command that lists the searchable files below `directory`, NUL-separated.
+
+    One walker thread: the caller stats what rg prints on the other core, and rg's
+    parallel walker would spin for work on the core the stats need.
+    """
+    prefix = directory if directory == paths.ROOT else directory + "/"
+    return [
+        executable,
+        "--files",
+        "--null",
+        "--threads=1",
+        *COMMON_OPTIONS,
+        *parent_ignores(directory),
+        *type_filter(globs),
+        *_excluding(excluded, prefix),
+    ]
+
+
+def listing_of(
+    timed: list[tuple[str, float]], directory: str, newest: int | None, *, complete: bool
+) -> Listing:
+    """The `Listing` of the files rg listed below `directory` (relative, with mtimes).
+
+    With `newest`, only files at least as new as the `newest`-th most recent one
+    become `ListedFile`s (most of a large listing is only counted).
+    """
+    prefix = directory if directory == paths.ROOT else directory + "/"
+    total = None
+    if newest is not None and len(timed) > newest > 0:
+        total = len(timed)
+        cutoff = heapq.nlargest(newest, map(itemgetter(1), timed))[-1]
+        timed = [(name, mtime) for name, mtime in timed if mtime >= cutoff]
+    found = [ListedFile(prefix + name, mtime) for name, mtime in timed]
+    return Listing(found, complete, total)
+
+
+def grep_command(
+    executable: str, request: GrepRequest, file_name: str | None = None
+) -> tuple[list[str], bytes | None]:
+    """The rg command for `request` (in its directory, or of `file_name` in its parent).
+
+    Returns:
+        The command, and what it reads on standard input (a pattern too long for
+        an argument), or None.
+    """
+    options = query_options(request)
+    stdin = None
+    if len(request.pattern.encode("utf-8", "surrogatepass")) > ARGUMENT_BYTES:
+        options[-2:] = ["--file=-"]
+        stdin = request.pattern.encode("utf-8", "surrogatepass") + b"\n"
+    command = [executable, *COMMON_OPTIONS, *parent_ignores(request.directory), *options]
+    if file_name is not None:
+        command += ["--", file_name]
+    return command, stdin
 
 
 def _excluding(excluded: tuple[str, ...], prefix: str) -> list[str]:
@@ -564,30 +598,59 @@ class _Run:
         grep: bool = False,
         memory: int | None = None,
     ) -> None:
-        """Turn rg's exit code 2 with a message (a bad glob or regex) into an error.
-
-        With `--no-messages`, rg prints nothing for unreadable files, so a message means
-        the query itself was refused. Paths in it are virtual ones. An rg that ran out
-        of memory (it aborts saying so) failed whatever it delivered before.
+        """`check_exit` for this run.
 
         Raises:
-            InvalidArgument: rg refused a glob.
-            InvalidPattern: rg refused the regex (grep only).
-            SearchFailed: rg did not start, reached its memory limit (`memory` bytes),
-                or any other error.
+            SearchFailed: rg did not start, or as `check_exit`.
+            InvalidArgument, InvalidPattern: as `check_exit`.
         """
         if self.start_failure is not None:
             raise SearchFailed(self.start_failure)
-        if _MEMORY_FAILURE in self.stderr_text and not self.timed_out:
-            raise SearchFailed(_memory_failure(memory))
-        if self.returncode != 2 or delivered or self.timed_out or not self.stderr_text.strip():  # noqa: PLR2004
-            return
-        reason = scrub(first_error_line(self.stderr_text), host, virtual)
-        if "glob" in self.stderr_text.split("\n", 1)[0]:
-            raise InvalidArgument("glob", reason)
-        if grep and "regex" in self.stderr_text:
-            raise InvalidPattern(reason)
-        raise SearchFailed(reason)
+        check_exit(
+            self.returncode,
+            self.stderr_text,
+            virtual,
+            host,
+            delivered=delivered,
+            timed_out=self.timed_out,
+            grep=grep,
+            memory=memory,
+        )
+
+
+def check_exit(
+    returncode: int | None,
+    stderr_text: str,
+    virtual: str,
+    host: Path | str,
+    *,
+    delivered: bool,
+    timed_out: bool,
+    grep: bool = False,
+    memory: int | None = None,
+) -> None:
+    """Turn rg's exit code 2 with a message (a bad glob or regex) into an error.
+
+    With `--no-messages`, rg prints nothing for unreadable files, so a message means
+    the query itself was refused. Paths in it are virtual ones (`host`, the folder rg
+    ran in, is spelled `virtual`). An rg that ran out of memory (it aborts saying so)
+    failed whatever it delivered before.
+
+    Raises:
+        InvalidArgument: rg refused a glob.
+        InvalidPattern: rg refused the regex (grep only).
+        SearchFailed: rg reached its memory limit (`memory` bytes), or any other error.
+    """
+    if _MEMORY_FAILURE in stderr_text and not timed_out:
+        raise SearchFailed(_memory_failure(memory))
+    if returncode != 2 or delivered or timed_out or not stderr_text.strip():  # noqa: PLR2004
+        return
+    reason = scrub(first_error_line(stderr_text), Path(host), virtual)
+    if "glob" in stderr_text.split("\n", 1)[0]:
+        raise InvalidArgument("glob", reason)
+    if grep and "regex" in stderr_text:
+        raise InvalidPattern(reason)
+    raise SearchFailed(reason)
 
 
 class _DeadlinePipe(io.RawIOBase):
@@ -654,8 +717,12 @@ __all__ = [
     "MEMORY_LIMIT",
     "RipgrepSearch",
     "Started",
+    "check_exit",
     "find_ripgrep",
     "first_error_line",
+    "grep_command",
+    "listing_command",
+    "listing_of",
     "parent_ignores",
     "parse_content",
     "parse_summaries",

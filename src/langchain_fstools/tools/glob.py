@@ -48,18 +48,16 @@ class GlobTool(FileTool):
     def _effect(self, scope: CallScope, args: GlobArgs) -> Effect[ToolOutcome]:
         searching.require_text("pattern", args.pattern)
         compile_globs([args.pattern])  # a malformed pattern fails here, on every engine
-        root = yield from searching.search_root(args.path)
-        if not root.is_dir:
-            raise NotADirectoryError(20, "Not a directory", root.path)
+        root = yield from searching.search_root(scope, args.path, listing=True)
         limit = scope.context.settings.glob_limit
         listing = yield from searching.list_files(
-            scope, root.path, ((args.pattern,),), searching.deadline_of(scope), newest=limit
+            scope, root, ((args.pattern,),), searching.deadline_of(scope), newest=limit
         )
         total = listing.count
         lines = grouped([(f.path, "") for f in newest(listing.files, limit)])
         if not total:
             shown = args.pattern if len(args.pattern) <= 200 else args.pattern[:200] + "…"  # noqa: PLR2004
-            lines = [NO_MATCH.format(pattern=shown, path=root.path)]
+            lines = [NO_MATCH.format(pattern=shown, path=root)]
         if total > limit:
             lines.append(
                 f"(Results are truncated: showing the {limit} most recently modified of "
@@ -74,7 +72,7 @@ class GlobTool(FileTool):
             )
         artifact = {
             "pattern": args.pattern,
-            "path": root.path,
+            "path": root,
             "total": total,
             "shown": min(limit, total),
             "complete": listing.complete,

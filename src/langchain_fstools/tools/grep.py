@@ -25,7 +25,6 @@ from langchain_fstools.tools.base import CallScope, FileTool, ToolArgs, ToolOutc
 from langchain_fstools.tools.targets import Target
 
 if TYPE_CHECKING:
-    from langchain_fstools.backends.protocol import FileInfo
     from langchain_fstools.core.calls import Effect
 
 OutputMode = Literal["files_with_matches", "content", "count"]
@@ -82,7 +81,7 @@ class GrepTool(FileTool):
             if value is not None:
                 searching.require_text(name, value)
         head_limit, offset = _paging(args, scope.context.settings.grep_head_limit)
-        root = yield from searching.search_root(args.path)
+        root = yield from searching.search_root(scope, args.path)
         request = _request(args, root)
         page = searching.ContentPage(
             None if head_limit is None or args.output_mode != "content" else offset + head_limit
@@ -121,7 +120,7 @@ class GrepTool(FileTool):
             text += f"\n{searching.skipped_note(outcome.skipped)}"
         artifact: dict[str, Any] = {
             "pattern": args.pattern,
-            "path": root.path,
+            "path": root,
             "mode": args.output_mode,
             "regex": request.regex or bool(note),
             "total": total,
@@ -175,7 +174,7 @@ def _paging(args: GrepArgs, default_limit: int) -> tuple[int | None, int]:
     return (None if limit == 0 else limit), args.offset
 
 
-def _request(args: GrepArgs, root: FileInfo) -> GrepRequest:
+def _request(args: GrepArgs, root: str) -> GrepRequest:
     for name, value in (
         ("-A", args.after_context),
         ("-B", args.before_context),
@@ -198,7 +197,7 @@ def _request(args: GrepArgs, root: FileInfo) -> GrepRequest:
     around = args.context or 0
     return GrepRequest(
         pattern=args.pattern,
-        directory=root.path,
+        directory=root,
         regex=args.regex,
         ignore_case=args.ignore_case,
         multiline=args.multiline,

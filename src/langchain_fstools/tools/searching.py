@@ -11,16 +11,15 @@ from typing import TYPE_CHECKING
 
 from langchain_fstools.core import calls, paths, progress
 from langchain_fstools.core.globs import compile_glob_groups
-from langchain_fstools.core.results import EntryKind
-from langchain_fstools.errors import InvalidArgument, SpecialFile
+from langchain_fstools.errors import InvalidArgument
 from langchain_fstools.formats.text import LINE_WIDTH
 from langchain_fstools.search import engine
 from langchain_fstools.search.contract import ListedFile, Listing, SearchOutcome
+from langchain_fstools.search.roots import checked_root, checks_root
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from langchain_fstools.backends.protocol import FileInfo
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.search.contract import FileHits, GrepRequest, SearchPart
     from langchain_fstools.tools.base import CallScope
@@ -56,17 +55,21 @@ def deadline_of(scope: CallScope) -> float:
     return time.monotonic() + scope.context.settings.search_timeout
 
 
-def search_root(path: str | None) -> Effect[FileInfo]:
-    """Stat the search path (default `/`): must exist, and be a directory or a file.
+def search_root(scope: CallScope, path: str | None, *, listing: bool = False) -> Effect[str]:
+    """The canonical search path (default `/`), checked (see `search.roots.checked_root`).
+
+    Where one native search covers it and checks its root in its own run
+    (`checks_root`), the check is left to it: one round trip, not two.
 
     Raises:
-        SpecialFile: a device, FIFO or socket (named as the backend names it).
+        FileNotFoundError, SpecialFile: the path is missing, or a device, FIFO or socket.
+        NotADirectoryError: `listing` and the path is a file.
     """
-    info = yield from calls.stat(paths.normalize(path or "/"))
-    if info.kind is EntryKind.SPECIAL:
-        yield from calls.read_bytes(info.path, 0, 0)  # raises, naming the kind
-        raise SpecialFile(info.path, "special file")
-    return info
+    directory = paths.normalize(path or "/")
+    parts = yield from search_parts(scope, directory)
+    if len(parts) == 1 and parts[0].directory == directory and checks_root(parts[0].native):
+        return directory
+    return (yield from checked_root(directory, listing=listing)).path
 
 
 def list_files(

@@ -3,8 +3,10 @@
 One fixed tree with what searches must get right (`.gitignore` at two levels, `.ignore`,
 a negated rule, hidden files, a `.git` folder, a binary file, a long line, CRLF, a
 symlinked folder) is searched on `LocalBackend` with ripgrep and on `SandboxBackend`
-over a `sh -c` provider, with and without ripgrep in the sandbox; the answers must be
-equal, modification times included.
+over a `sh -c` provider, with ripgrep in the sandbox, with this environment's uploaded
+there, and with the engine; the answers must be equal, modification times included.
+A glob or grep through the tools is one round trip, and a search path that is not a
+folder inside the root gets the error a `stat` gives.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from langchain_fstools import FileToolkit
 from langchain_fstools.backends.local.backend import LocalBackend
 from langchain_fstools.backends.sandbox import SandboxBackend
 from langchain_fstools.search.contract import FileHits, GrepRequest, InvalidPattern
@@ -77,7 +80,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module", params=["ripgrep", "engine"])
+@pytest.fixture(scope="module", params=["ripgrep", "uploaded", "engine"])
 def sandbox(
     request: pytest.FixtureRequest, tree: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> SandboxBackend:
@@ -87,9 +90,16 @@ def sandbox(
         if request.param == "ripgrep"
         else ShellSandbox().env["PATH"]
     )
-    backend = SandboxBackend(ShellSandbox(path=path), str(tree), helper_folder=str(home / "helper"))
+    backend = SandboxBackend(
+        ShellSandbox(path=path),
+        str(tree),
+        helper_folder=str(home / "helper"),
+        use_ripgrep=request.param != "engine",
+    )
     backend.native_search()
-    assert backend.searches_with_ripgrep == (request.param == "ripgrep")
+    assert backend.searches_with_ripgrep == (request.param != "engine")
+    if request.param == "uploaded":
+        assert [p.name[:3] for p in (home / "helper").glob("rg-*")] == ["rg-"]
     return backend
 
 
@@ -147,3 +157,94 @@ def test_listing_agrees_with_local_ripgrep(
 def test_a_bad_regex_is_the_same_error(sandbox: SandboxBackend) -> None:
     with pytest.raises(InvalidPattern):
         hits_of(sandbox, GrepRequest(pattern="[", directory="/", regex=True))
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("grep", {"pattern": "needle", "path": "/sub"}),
+        ("grep", {"pattern": "needle", "output_mode": "content"}),
+        ("glob", {"pattern": "**/*.py"}),
+    ],
+)
+def test_a_search_through_the_tools_is_one_round_trip(
+    tree: Path, sandbox: SandboxBackend, tool: str, args: dict[str, Any]
+) -> None:
+    provider = sandbox.transport.sandbox
+    assert isinstance(provider, ShellSandbox)
+    found = {t.name: t for t in FileToolkit(sandbox).get_tools()}[tool]
+    local = {t.name: t for t in FileToolkit(LocalBackend(tree)).get_tools()}[tool]
+    before = provider.calls["execute"]
+    text = found.invoke(args)
+    assert provider.calls["execute"] - before == 1
+    assert text == local.invoke(args)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("grep", {"pattern": "needle", "path": "/missing"}),
+        ("grep", {"pattern": "needle", "path": "/linked"}),
+        ("grep", {"pattern": "needle", "path": "/app.py"}),
+        ("glob", {"pattern": "*", "path": "/app.py"}),
+        ("glob", {"pattern": "*", "path": "/missing/deeper"}),
+        ("glob", {"pattern": "*.py", "path": "/linked"}),
+    ],
+)
+def test_a_path_that_is_no_folder_in_the_root_answers_as_on_local_disk(
+    tree: Path, sandbox: SandboxBackend, tool: str, args: dict[str, Any]
+) -> None:
+    found = {t.name: t for t in FileToolkit(sandbox).get_tools()}[tool]
+    local = {t.name: t for t in FileToolkit(LocalBackend(tree)).get_tools()}[tool]
+    assert found.invoke(args) == local.invoke(args)
+
+
+def test_a_search_past_its_deadline_returns_part_of_the_answer_and_says_so(
+    sandbox: SandboxBackend,
+) -> None:
+    request = GrepRequest(pattern="needle", directory="/", mode="content")
+    whole = hits_of(sandbox, request)
+    found: list[FileHits] = []
+    search = sandbox.native_search()
+    complete = search.grep(request, deadline=time.monotonic() - 1, sink=found.append)
+    listing = search.list_files("/", globs=(), deadline=time.monotonic() - 1)
+    got = sorted((h.path, h.mtime, h.count, [vars_of(line) for line in h.lines]) for h in found)
+    assert complete is False or got == whole
+    assert all(entry in whole for entry in got)  # what came before the deadline is right
+    assert listing.complete is False or listing.files
+
+
+class _RefusingRipgrep(ShellSandbox):
+    """A provider whose upload of ripgrep fails (as one that refuses large files)."""
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> Any:
+        if any("/rg-" in path for path, _ in files):
+            raise OSError("the provider refused the upload")
+        return super().upload_files(files)
+
+
+def test_a_provider_that_cannot_take_ripgrep_searches_with_the_engine(
+    tree: Path, tmp_path: Path
+) -> None:
+    provider = _RefusingRipgrep()
+    backend = SandboxBackend(provider, str(tree), helper_folder=str(tmp_path / "helper"))
+    request = GrepRequest(pattern="needle", directory="/", mode="content")
+    assert hits_of(backend, request) == hits_of(LocalBackend(tree), request)
+    assert not backend.searches_with_ripgrep
+    assert [p.name.endswith(".bad") for p in (tmp_path / "helper").glob("rg-*")] == [True]
+
+
+def test_an_rg_that_outlives_the_deadline_is_stopped_there(tree: Path, tmp_path: Path) -> None:
+    slow = tmp_path / "bin" / "rg"
+    slow.parent.mkdir()
+    slow.write_text("#!/bin/sh\nexec sleep 60\n")
+    slow.chmod(0o755)
+    provider = ShellSandbox(path=f"{slow.parent}:{ShellSandbox().env['PATH']}")
+    backend = SandboxBackend(provider, str(tree), helper_folder=str(tmp_path / "helper"))
+    search = backend.native_search()
+    started = time.monotonic()
+    request = GrepRequest(pattern="needle", directory="/")
+    complete = search.grep(request, deadline=started + 1.5, sink=lambda _hits: None)
+    listing = search.list_files("/", globs=(), deadline=time.monotonic() + 1)
+    assert (complete, listing.complete, listing.files) == (False, False, [])
+    assert time.monotonic() - started < 20  # not the 60 s the fake rg sleeps, twice

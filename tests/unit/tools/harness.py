@@ -46,8 +46,8 @@ BACKENDS = [
 store: StoreBackend on an InMemoryStore; composite: LocalBackend with /docs/ and /odd/
 mounted from graph state; objectstore: ObjectStoreBackend on obstore's MemoryStore;
 sandbox: SandboxBackend over a deepagents `BaseSandbox` subclass running `sh -c` here,
-with ripgrep on its PATH; sandbox-python: over a plain provider object without it (the
-engine runs in the sandbox)."""
+with ripgrep on its PATH; sandbox-python: over a plain provider object without it, and
+told not to search with ripgrep (not to upload it: the engine runs in the sandbox)."""
 
 
 class Harness:
@@ -70,7 +70,10 @@ class Harness:
                 helper_folder=str(tmp_path / "helper"),
             ),
             "sandbox-python": lambda: SandboxBackend(
-                ShellSandbox(), str(self.root), helper_folder=str(tmp_path / "helper")
+                ShellSandbox(),
+                str(self.root),
+                helper_folder=str(tmp_path / "helper"),
+                use_ripgrep=False,
             ),
         }.get(kind, lambda: LocalBackend(self.root, use_ripgrep=kind == "local"))()
         self.mounts = ["/docs/", "/odd/"] if kind == "composite" else []

@@ -58,9 +58,10 @@ class SandboxBackend(_Search, Backend):
       record the next helper run finishes or undoes before anything else.
     - Ranged reads read only the range (`read_bytes(path, start, size)`), in the
       sandbox; `read_checked` checks the version in the same run.
-    - Search: ripgrep in the sandbox when it is on its PATH, with the local backend's
-      command line and parsing; otherwise the package's own search engine runs there
-      (`backends.sandbox.search`).
+    - Search: ripgrep run from the sandbox's shell, one round trip a glob or grep, with
+      the local backend's command line and parsing (the sandbox's `rg`, or this
+      environment's uploaded once); otherwise the package's own search engine runs
+      there (`backends.sandbox.search`).
 
     A sandbox without Python 3.11+ (`python`) answers the first call with
     `StoreUnavailable` saying so, which the tools turn into one sentence for the model.
@@ -89,7 +90,9 @@ class SandboxBackend(_Search, Backend):
             Default: `/workspace`.
         python: Name or path of Python 3.11+ in the sandbox. Default: `python3`.
         timeout: Seconds one file operation may take in the sandbox. Default: 120.
-        use_ripgrep: Search with the sandbox's ripgrep when it has one. Default: True.
+        use_ripgrep: Search with ripgrep: the sandbox's, or this environment's uploaded
+            once where the sandbox lacks it and can run it
+            (`backends.sandbox.ripgrep_upload`). Default: True.
         helper_folder: Where the helper is kept in the sandbox: a folder the first
             call makes, private to the user commands run as. Default:
             `/tmp/.fstools-<sandbox id>`.

@@ -60,21 +60,17 @@ batch's are (`helper.Disk.settle`). What a kill at each stage leaves, once settl
 
 from __future__ import annotations
 
-import base64
+import binascii
 import collections
 import contextlib
 import errno
-import hashlib
 import json
 import os
 import selectors
-import shutil
 import signal
-import site
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 
 from langchain_fstools import errors
@@ -120,6 +116,8 @@ def probe(disk: Disk, data: bytes) -> Reply:
     """`command_probe`: the workspace paths of the code the helper runs (module docstring)."""
     del data
     root = disk.beneath.root
+    import site  # noqa: PLC0415 - only the probe needs it
+
     found = [sys.prefix, sys.exec_prefix, sys.base_prefix, *site.getsitepackages()]
     found.append(os.path.dirname(os.path.realpath(sys.executable)))
     inside: list[str] = []
@@ -254,6 +252,9 @@ def _open_file(path: str) -> int:
 
 def _store(state: _State, path: str) -> str:
     """Copy the file at `path` into the objects, by the hash of its bytes; the hash."""
+    import hashlib  # noqa: PLC0415 - a run that finds nothing new never hashes
+    import tempfile  # noqa: PLC0415 - the same
+
     digest = hashlib.sha256()
     handle, temporary = tempfile.mkstemp(dir=os.path.join(state.folder, "objects"))
     source = _open_file(path)
@@ -277,6 +278,8 @@ def _store(state: _State, path: str) -> str:
 
 
 def _hash(path: str) -> str:
+    import hashlib  # noqa: PLC0415 - a run that finds nothing changed never hashes
+
     digest = hashlib.sha256()
     source = _open_file(path)
     try:
@@ -420,6 +423,8 @@ def _settle_record(folder: str, record: dict[str, Any]) -> None:
             _restore(state, base, after, set())
             _settle(state, base, after)
     elif record.get("op") == "commit" and record.get("aside"):
+        import shutil  # noqa: PLC0415 - only a killed commit's
+
         shutil.rmtree(record["aside"], ignore_errors=True)
 
 
@@ -460,7 +465,7 @@ class _Window:
 
     def answer(self) -> dict[str, Any]:
         def chunks(kept: Any) -> list[list[str]]:
-            return [[s, base64.b64encode(d).decode()] for s, d in kept]
+            return [[s, binascii.b2a_base64(d, newline=False).decode()] for s, d in kept]
 
         return {"head": chunks(self.head), "dropped": self.dropped, "tail": chunks(self.tail)}
 
@@ -713,6 +718,8 @@ def _write_back(state: _State, full: str, old: Entry, new: Entry | None) -> None
             target = os.open(full, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
             temporary = None
         else:
+            import tempfile  # noqa: PLC0415 - only a restore that replaces a file
+
             target, temporary = tempfile.mkstemp(dir=os.path.dirname(full), prefix=".fstools-")
         try:
             _copy(source, target)
@@ -735,6 +742,8 @@ def _copy(source: int, target: int) -> None:
 def _remove(full: str, kind: str) -> None:
     try:
         if kind == "d":
+            import shutil  # noqa: PLC0415 - only a restore that removes a folder
+
             shutil.rmtree(full)
         else:
             os.unlink(full)
@@ -832,6 +841,8 @@ def commit(disk: Disk, changes: list[dict[str, Any]], data: bytes) -> Reply:
             if change["entry"] == "directory" and change["kind"] == "M":
                 continue  # a directory's version changes with its entries: its files are
             _check(state.root, change)
+        import shutil  # noqa: PLC0415 - a commit's, not every run's
+
         journal = disk.journal()
         placed = [c for c in changes if c["kind"] != "D" and c["entry"] != "directory"]
         aside = os.path.join(_stage_parent(state), ".fstools-stage-" + os.urandom(6).hex())

@@ -804,22 +804,31 @@ def _stage(
 
 
 def _probe(disk: Disk, data: bytes) -> Reply:
-    """What the sandbox offers: its Python, and ripgrep on its PATH."""
+    """What the sandbox offers: its Python, its machine, and ripgrep on its PATH."""
     del disk, data
     import shutil  # noqa: PLC0415 - only the probe needs it
 
-    return {"python": list(sys.version_info[:3]), "rg": shutil.which("rg")}, b""
+    offers = {"python": list(sys.version_info[:3]), "machine": os.uname().machine}
+    return offers | {"rg": shutil.which("rg")}, b""
 
 
 def _search(disk: Disk, request: dict[str, Any], ripgrep: str | None, data: bytes) -> Reply:
-    """A glob or grep (`search.host`'s request and records), by `ripgrep` or the engine."""
+    """A glob or grep (`search.host`'s request and records), by `ripgrep` or the engine.
+
+    Its root is checked first, as the tools' `stat` checks it (`search.roots`).
+    """
     del data
     import site  # noqa: PLC0415 - only searches load the engine and what it may use
 
+    from langchain_fstools.core import calls  # noqa: PLC0415 - the same
     from langchain_fstools.search import host  # noqa: PLC0415 - the same
+    from langchain_fstools.search.roots import checked_root  # noqa: PLC0415 - the same
 
     sys.path.extend(site.getsitepackages())  # compiled extensions the engine may use (re2)
 
+    listing = request["op"] == "list"
+    directory = request["directory"] if listing else request["search"]["directory"]
+    calls.run(checked_root(directory, listing=listing), _RootCalls(disk))
     native = None
     if ripgrep:
         from langchain_fstools.search.ripgrep import RipgrepSearch  # noqa: PLC0415 - the same
@@ -828,6 +837,23 @@ def _search(disk: Disk, request: dict[str, Any], ripgrep: str | None, data: byte
     out = io.BytesIO()
     host.main({**request, "root": disk.beneath.root, "whole_seconds": False}, out, native)
     return None, out.getvalue()
+
+
+class _RootCalls:
+    """The backend calls a search root's check makes (`search.roots`), on the sandbox's disk."""
+
+    calls_may_block = False
+
+    def __init__(self, disk: Disk) -> None:
+        self.disk = disk
+
+    def stat(self, virtual: str) -> FileInfo:
+        """As `SandboxBackend.stat`."""
+        return disk_operations.stat(self.disk.beneath, virtual)
+
+    def read_bytes(self, virtual: str, start: int = 0, size: int | None = None) -> bytes:
+        """As `SandboxBackend.read_bytes`."""
+        return disk_operations.read(self.disk.beneath, virtual, start, size, None)
 
 
 def _real_directory(root: str, virtual: str) -> Path:

@@ -44,7 +44,7 @@ import hashlib
 import re
 import shlex
 import zlib
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
@@ -348,6 +348,45 @@ class Transport:
             if answer.get("unread") and self._uploads_reach:  # the upload went elsewhere
                 self._uploads_reach = False
                 continue
+            if "file" in answer:
+                answer, out = helper.unpack((yield from self._fetch(answer["file"])))
+            if "error" in answer:
+                raise helper.raised(answer["error"])
+            return answer["ok"], out
+
+    def ask(
+        self, command: Callable[[int], str], timeout: int, declined: str
+    ) -> Exchange[tuple[Any, bytes] | None]:
+        """Run a command (not the helper) that prints a reply in the helper's format.
+
+        Args:
+            command: The command, given the longest reply it may print (base64
+                characters; a longer one is spilled to the private folder).
+            timeout: The provider's timeout, in seconds.
+            declined: What the command prints instead of a reply when it declines.
+
+        Returns:
+            The reply's value and bytes; None if the command declined.
+
+        Raises:
+            StoreUnavailable: the sandbox failed to answer, or the command printed
+                neither a reply nor `declined`.
+            OSError, FsToolsError: an error the reply carries.
+        """
+        spilled = False
+        while True:
+            response = yield Execute(command(self._inline), timeout)
+            output = str(response.output)
+            reply = _reply(output)
+            if reply is None:
+                if getattr(response, "truncated", False) and not spilled:
+                    self._inline = max(len(output) // 2, _LEAST_INLINE)  # the provider's cap
+                    spilled = True
+                    continue
+                if declined in output:
+                    return None
+                raise _failure(output, response)
+            answer, out = reply
             if "file" in answer:
                 answer, out = helper.unpack((yield from self._fetch(answer["file"])))
             if "error" in answer:
