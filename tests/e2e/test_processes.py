@@ -21,6 +21,7 @@ from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend
+from langchain_fstools.backends.local.local_processes import LocalProcesses
 from langchain_fstools.shell.sandbox.sandbox import find_bwrap
 from langchain_fstools.testing import ScriptedChatModel, tool_call
 
@@ -211,3 +212,33 @@ def test_a_background_processs_sparse_file_is_committed_sparse_on_another_file_s
     finally:
         backend.close()
         shutil.rmtree(folder)
+
+
+def test_what_a_process_writes_as_it_ends_during_a_read_is_reviewed_at_the_next_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read reviews a running process; it then writes and ends before the read is done."""
+    backend = LocalBackend(tmp_path, execute=True)
+    tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
+    finished = LocalProcesses.reviewed
+
+    def after_the_process_ended(self: LocalProcesses, background: Any) -> None:
+        deadline = time.monotonic() + 20
+        while background.running and time.monotonic() < deadline:
+            time.sleep(0.05)
+        finished(self, background)
+
+    try:
+        tools["execute"].invoke(
+            _call("execute", command="sleep 1; echo late > late.txt", background=True)
+        )
+        with monkeypatch.context() as patch:
+            patch.setattr(LocalProcesses, "reviewed", after_the_process_ended)
+            first = tools["process"].invoke(_call("process", action="read", process_id="p1"))
+        second = tools["process"].invoke(_call("process", action="read", process_id="p1"))
+    finally:
+        backend.close()
+
+    assert "is running" in str(first.content)
+    assert "A /late.txt" in str(second.content), second.content
+    assert (tmp_path / "late.txt").read_text() == "late\n"

@@ -152,7 +152,9 @@ class LocalProcesses:
 
         None too, and the view dropped, once it was stopped at a limit. The process is
         paused while its upper layer is read; the changed entries are copied out, so the
-        set stays as read while the process goes on.
+        set stays as read while the process goes on. The view goes once a review began
+        after the process ended (that read saw all it will ever write); one that ends
+        while it is read (or just after) is reviewed again at the next read.
         """
         overlay = background.view
         if not isinstance(overlay, Overlay):
@@ -162,13 +164,17 @@ class LocalProcesses:
             remove_folder(overlay.folder)
             background.view = None
             return None
-        paused = background.running and self._session.pause(background)
+        ended = not background.running
+        paused = not ended and self._session.pause(background)
         try:
-            changes = overlay.read_changes(self._lower, self._host_code)
-            return _copied(changes, overlay.folder)
+            changes = _copied(overlay.read_changes(self._lower, self._host_code), overlay.folder)
         finally:
             if paused:
                 self._session.resume(background)
+        if ended:
+            remove_folder(overlay.folder)
+            background.view = None
+        return changes
 
     def reviewed(self, background: Background) -> None:
         """The last review's set was committed (or dropped): the stale clock starts again."""
@@ -176,9 +182,6 @@ class LocalProcesses:
         if isinstance(overlay, Overlay):
             # the fine clock: never behind the inode times the commit (and its clean-up) set
             background.view = replace(overlay, started_ns=stamp(overlay.folder))
-            if not background.running:
-                remove_folder(overlay.folder)
-                background.view = None
 
 
 def _copied(changes: ChangeSet, parent: str) -> ChangeSet:
