@@ -16,22 +16,16 @@ import pytest
 from langchain_fstools.backends.protocol import ABSENT
 from langchain_fstools.backends.sandbox import SandboxBackend
 from langchain_fstools.core.results import Deletion, Write
+from tests.unit.backends.test_sandbox_journal import HELPER_OP, RUN_LOADER
 
 if TYPE_CHECKING:
     from langchain_fstools.sandboxes.docker import DockerSandbox
 
 pytestmark = pytest.mark.integration
 
-HOLDING_PYTHON = """\
-#!{python} -IS
-import binascii, json, os, sys, time, zlib
-argument = sys.argv[-1]
-if argument.startswith("@"):
-    with open(os.path.join(sys.argv[-3], argument[1:]), "rb") as request:
-        packed = request.read()
-else:
-    packed = binascii.a2b_base64(argument)
-op = json.loads(zlib.decompress(packed).partition(b"\\n")[0])["op"]
+HOLDING_PYTHON = (
+    HELPER_OP
+    + """\
 with open("/tmp/hold-at") as setting:
     hold_at = int(setting.read()) if op in ("write", "write_and_delete") else 0
 calls = [0]
@@ -44,15 +38,15 @@ def counted(real):
     return call
 for name in ("open", "write", "fsync", "rename", "replace", "link", "unlink", "rmdir", "mkdir"):
     setattr(os, name, counted(getattr(os, name)))
-start = sys.argv.index("-c")
-code, sys.argv = sys.argv[start + 1], ["-c", *sys.argv[start + 2 :]]
-try:
-    exec(compile(code, "<loader>", "exec"), {{"__name__": "__main__"}})
+"""
+    + RUN_LOADER
+    + """\
 finally:
     if op in ("write", "write_and_delete"):
         with open("/tmp/calls", "w") as out:
             out.write(str(calls[0]))
 """
+)
 
 BEFORE = {"/src/a.py": b"a = 1\n", "/src/b.py": b"b = 1\n", "/old.txt": b"old\n"}
 AFTER = {"/src/a.py": b"a = 2\n", "/src/b.py": b"b = 2\n", "/new/c.py": b"c = 1\n"}

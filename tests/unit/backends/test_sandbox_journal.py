@@ -35,9 +35,9 @@ if TYPE_CHECKING:
 KILL_POINTS = 24
 """Kill points per batch, spread evenly over its calls (first and last included)."""
 
-KILLING_PYTHON = """\
+HELPER_OP = """\
 #!{python} -IS
-import binascii, json, os, signal, sys, zlib
+import binascii, json, os, signal, sys, time, zlib
 argument = sys.argv[-1]
 if argument.startswith("@"):
     with open(os.path.join(sys.argv[-3], argument[1:]), "rb") as request:
@@ -45,6 +45,20 @@ if argument.startswith("@"):
 else:
     packed = binascii.a2b_base64(argument)
 op = json.loads(zlib.decompress(packed).partition(b"\\n")[0])["op"]
+"""
+"""A wrapper `python3`'s start: the operation of the helper request it is given (`op`)."""
+
+RUN_LOADER = """\
+start = sys.argv.index("-c")
+code, sys.argv = sys.argv[start + 1], ["-c", *sys.argv[start + 2 :]]
+try:
+    exec(compile(code, "<loader>", "exec"), {{"__name__": "__main__"}})
+"""
+"""Where a wrapper runs the helper's loader, as the real `python3 -c` would (then `finally:`)."""
+
+KILLING_PYTHON = (
+    HELPER_OP
+    + """\
 batch = op in os.environ.get("FSTOOLS_KILL_OPS", "write write_and_delete").split()
 killed = os.environ.get("FSTOOLS_KILLED", "")
 armed = batch and not os.path.exists(killed)
@@ -61,15 +75,15 @@ def counted(real):
     return call
 for name in ("open", "write", "fsync", "rename", "replace", "link", "unlink", "rmdir", "mkdir"):
     setattr(os, name, counted(getattr(os, name)))
-start = sys.argv.index("-c")
-code, sys.argv = sys.argv[start + 1], ["-c", *sys.argv[start + 2 :]]
-try:
-    exec(compile(code, "<loader>", "exec"), {{"__name__": "__main__"}})
+"""
+    + RUN_LOADER
+    + """\
 finally:
     if count_to:
         with open(count_to, "w") as out:
             out.write(str(calls[0]))
 """
+)
 
 Tree = dict[str, tuple[str, bytes | str | int]]
 
