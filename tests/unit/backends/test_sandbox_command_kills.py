@@ -22,6 +22,8 @@ from langchain_fstools.errors import StoreUnavailable
 from langchain_fstools.tools.render import render_error
 from tests.unit.backends.test_sandbox_journal import KILL_POINTS, _Crashing, _fill, _tree
 
+pytestmark = pytest.mark.usefixtures("host_copies_in_tmp_path")
+
 if TYPE_CHECKING:
     from pathlib import Path
 

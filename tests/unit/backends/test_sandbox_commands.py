@@ -22,6 +22,8 @@ from langchain_fstools.errors import DiskFull, OutsideRoot, VersionConflict
 from langchain_fstools.shell.sandbox.overlay import upper_path
 from tests.unit.backends.sandbox_double import ShellSandbox
 
+pytestmark = pytest.mark.usefixtures("host_copies_in_tmp_path")
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
