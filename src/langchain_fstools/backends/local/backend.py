@@ -438,10 +438,11 @@ class LocalBackend(Backend):
         result = self.execute_changes(command, timeout=timeout, output_limit=output_limit)
         if result.changes is not None:
             try:
-                refused = self.judge_changes(result.changes).refused
-                if refused is not None:
-                    raise ChangesNotCommitted(*refused, result.output)
-                self.commit(result.changes)
+                if result.changes:  # an empty set commits nothing
+                    refused = self.judge_changes(result.changes).refused
+                    if refused is not None:
+                        raise ChangesNotCommitted(*refused, result.output)
+                    self.commit(result.changes)
             finally:
                 result.changes.discard()
         return replace(result, changes=None)

@@ -175,7 +175,7 @@ class Overlay:
 
         `host_code`: what the set carries as code the host runs (`shell.sandbox.protected`).
         """
-        scan = _Scan(self.upper, lower, self.started_ns, host_umask(), _masked_files(self.masks))
+        scan = _Scan(self.upper, lower, self.started_ns, _masked_files(self.masks))
         try:
             found = list(scan.directory(paths.ROOT, self.upper))
         except PermissionError as refused:  # the workspace's side: `LowerTree.lstat`
@@ -199,10 +199,14 @@ class _Scan:
     upper: str
     lower: LowerTree
     started_ns: int
-    umask: int
     masked: Callable[[str], bool]
     left_out: list[str] = field(default_factory=list)
     special: list[str] = field(default_factory=list)
+
+    @functools.cached_property
+    def umask(self) -> int:
+        """The host's umask, read once a new entry needs it (most commands add none)."""
+        return host_umask()
 
     def directory(self, virtual: str, host: str, *, replaced: bool = False) -> Iterator[Change]:
         """The changes below directory `virtual`, whose upper copy is at `host`.
