@@ -150,14 +150,14 @@ def remove_folder_later(path: str) -> None:
     later; where it cannot be renamed, it is removed here. Removals left when the
     process exits run before it ends (the executor's threads are joined at exit).
     """
-    parent, name = os.path.split(path.rstrip("/"))
-    aside = os.path.join(parent, f".discarded-{name}")
+    folder = Path(path)
+    aside = folder.with_name(f".discarded-{folder.name}")
     try:
-        os.rename(path, aside)
+        folder.rename(aside)
     except OSError:
         remove_folder(path)
         return
-    _remover(os.getpid()).submit(remove_folder, aside)
+    _remover(os.getpid()).submit(remove_folder, str(aside))
 
 
 def removals_settled(timeout: float = 60.0) -> None:
