@@ -13,13 +13,20 @@ from langchain_fstools.backends.mounted import LayoutCheck, Rerooted
 from langchain_fstools.backends.protocol import Backend, EntryKind, FileInfo, check_limit
 from langchain_fstools.core import paths
 from langchain_fstools.errors import NotInMount
+from langchain_fstools.search.roots import WrappedSearch
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
     from langchain_fstools.core.changesets import ChangeReview, ChangeSet
     from langchain_fstools.core.results import Deletion, ExecutionResult, Write
-    from langchain_fstools.search.contract import SearchPart
+    from langchain_fstools.search.contract import (
+        FileHits,
+        GrepRequest,
+        Listing,
+        NativeSearch,
+        SearchPart,
+    )
     from langchain_fstools.shell.sandbox.overlay import Layer
     from langchain_fstools.shell.session.background import Processes
 
@@ -254,7 +261,10 @@ class CompositeBackend(Backend):
                 continue
             nested = tuple(self._mounts_below(mount))
             parts += [replace(p, excluded=(*p.excluded, *nested)) for p in mounted]
-        return parts
+        return [
+            p if p.native is None else replace(p, native=_MountedSearch(p.native, self._looking_in))
+            for p in parts
+        ]
 
     # ----- the core ----------------------------------------------------------------------
 
@@ -534,6 +544,40 @@ class CompositeBackend(Backend):
     async def acommit(self, changes: ChangeSet) -> list[FileInfo]:
         """Async `commit`, on the default backend."""
         return await self.default.acommit(changes)
+
+
+class _MountedSearch(WrappedSearch):
+    """A part's native search whose missing paths below a mount name its backend."""
+
+    def __init__(
+        self,
+        native: NativeSearch,
+        looking_in: Callable[[str], contextlib.AbstractContextManager[None]],
+    ) -> None:
+        super().__init__(native)
+        self.looking_in = looking_in
+
+    def list_files(
+        self,
+        directory: str,
+        *,
+        globs: tuple[tuple[str, ...], ...],
+        deadline: float,
+        newest: int | None = None,
+        excluded: tuple[str, ...] = (),
+    ) -> Listing:
+        """The part's `list_files`; a missing path below a mount is `NotInMount`."""
+        with self.looking_in(directory):
+            return self.native.list_files(
+                directory, globs=globs, deadline=deadline, newest=newest, excluded=excluded
+            )
+
+    def grep(
+        self, request: GrepRequest, *, deadline: float, sink: Callable[[FileHits], None]
+    ) -> bool:
+        """The part's `grep`; a missing path below a mount is `NotInMount`."""
+        with self.looking_in(request.directory):
+            return self.native.grep(request, deadline=deadline, sink=sink)
 
 
 __all__ = ["CompositeBackend"]

@@ -23,6 +23,7 @@ from langchain_fstools.core.changesets import ChangeKind, ChangeReview
 from langchain_fstools.core.records import digest
 from langchain_fstools.errors import FsToolsError, PartialWrite, StaleApproval
 from langchain_fstools.search.engine import ignored_among
+from langchain_fstools.search.roots import WrappedSearch
 from langchain_fstools.shell.sandbox.protected import classify
 from langchain_fstools.shell.sandbox.unreadable import hiding
 
@@ -131,13 +132,20 @@ class GuardedBackend(BackendView):
 
     def _checking(self, path: str, allowed: Callable[[PathGuard, str], bool]) -> Effect[str]:
         """The normalised path, once it and its resolution are visible and `allowed`."""
+        canonical, _ = yield from self._checked(path, allowed)
+        return canonical
+
+    def _checked(
+        self, path: str, allowed: Callable[[PathGuard, str], bool]
+    ) -> Effect[tuple[str, str]]:
+        """`_checking`'s path, and what the inner backend resolved it to."""
         canonical = paths.normalize(path)
         resolved = yield from calls.resolve(canonical)
         guard = self._guard()
         for spelling in {canonical, resolved}:
             if not guard.visible(spelling) or not allowed(guard, spelling):
                 raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), canonical)
-        return canonical
+        return canonical, resolved
 
     def _shown(
         self, directory: str, resolved: str, entries: Iterable[FileInfo]
@@ -537,8 +545,7 @@ class GuardedBackend(BackendView):
 
         Parts walked by the pure-Python engine need no filter: it walks this view.
         """
-        canonical = calls.run(self._checking(directory, _any), self.inner)
-        resolved = self.inner.resolve(canonical)
+        canonical, resolved = calls.run(self._checked(directory, _any), self.inner)
         guard = self._guard()
 
         def shown(path: str, *, searched: bool) -> bool:
@@ -640,11 +647,11 @@ class _HidingProcesses:
             return self.inner.accepts(port)
 
 
-class _GuardedSearch:
+class _GuardedSearch(WrappedSearch):
     """A native search whose results leave out what the guard hides."""
 
     def __init__(self, native: NativeSearch, shown: Callable[..., bool]) -> None:
-        self.native = native
+        super().__init__(native)
         self.shown = shown
 
     def list_files(

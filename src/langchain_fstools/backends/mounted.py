@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_fstools.backends.view import BackendView
 from langchain_fstools.core import paths
 from langchain_fstools.errors import PartialWrite
+from langchain_fstools.search.roots import WrappedSearch
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -83,7 +84,7 @@ class Rerooted(BackendView):
         return replace(info, path=self.outward(info.path))
 
     @contextlib.contextmanager
-    def _named_outward(self) -> Iterator[None]:
+    def named_outward(self) -> Iterator[None]:
         """Errors leave with workspace paths in them."""
         try:
             yield
@@ -150,7 +151,7 @@ class Rerooted(BackendView):
 
     def search_parts(self, directory: str) -> list[SearchPart]:
         """The inner parts, their directories and native searches in workspace paths."""
-        with self._named_outward():
+        with self.named_outward():
             parts = self.inner.search_parts(self.inward(directory))
         return [
             replace(
@@ -166,12 +167,12 @@ class Rerooted(BackendView):
 
     def stat(self, path: str) -> FileInfo:
         """Inner `stat`."""
-        with self._named_outward():
+        with self.named_outward():
             return self._info(self.inner.stat(self.inward(path)))
 
     def read_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Inner `read_bytes`."""
-        with self._named_outward():
+        with self.named_outward():
             return self.inner.read_bytes(self.inward(path), start, size)
 
     def read_checked(
@@ -179,7 +180,7 @@ class Rerooted(BackendView):
     ) -> bytes:
         """Inner `read_checked`."""
         inner = self.inward(path)
-        with self._named_outward():
+        with self.named_outward():
             return self.inner.read_checked(inner, start, size, expected_version=expected_version)
 
     def write_bytes(
@@ -187,7 +188,7 @@ class Rerooted(BackendView):
     ) -> FileInfo:
         """Inner `write_bytes`."""
         inner = self.inward(path)
-        with self._named_outward():
+        with self.named_outward():
             return self._info(
                 self.inner.write_bytes(inner, data, expected_version=expected_version)
             )
@@ -202,65 +203,65 @@ class Rerooted(BackendView):
         """Inner `write_many` (its own batch)."""
         inner = [replace(write, path=self.inward(write.path)) for write in writes]
         removed = [replace(deletion, path=self.inward(deletion.path)) for deletion in deletions]
-        with self._named_outward():
+        with self.named_outward():
             return [
                 self._info(info) for info in self.inner.write_many(inner, removed, receipt=receipt)
             ]
 
     def delete(self, path: str) -> None:
         """Inner `delete`."""
-        with self._named_outward():
+        with self.named_outward():
             self.inner.delete(self.inward(path))
 
     def mkdir(self, path: str) -> None:
         """Inner `mkdir`."""
-        with self._named_outward():
+        with self.named_outward():
             self.inner.mkdir(self.inward(path))
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """Inner `list_dir`."""
-        with self._named_outward():
+        with self.named_outward():
             return [self._info(e) for e in self.inner.list_dir(self.inward(path))]
 
     def list_page(self, path: str, *, after: str | None = None, limit: int) -> list[FileInfo]:
         """Inner `list_page` (names are the same inside and out)."""
         inner = self.inward(path)
-        with self._named_outward():
+        with self.named_outward():
             return [self._info(e) for e in self.inner.list_page(inner, after=after, limit=limit)]
 
     def exists(self, path: str) -> bool:
         """Inner `exists`."""
-        with self._named_outward():
+        with self.named_outward():
             return self.inner.exists(self.inward(path))
 
     def move(self, source: str, destination: str) -> FileInfo:
         """Inner `move`."""
         inner = self.inward(source), self.inward(destination)
-        with self._named_outward():
+        with self.named_outward():
             return self._info(self.inner.move(*inner))
 
     def walk(self, path: str = paths.ROOT) -> Iterator[FileInfo]:
         """Inner `walk`."""
         inner = self.inward(path)
-        with self._named_outward():
+        with self.named_outward():
             entries = self.inner.walk(inner)
             yield from (self._info(entry) for entry in entries)
 
     def resolve(self, path: str) -> str:
         """Inner `resolve`."""
-        with self._named_outward():
+        with self.named_outward():
             return self.outward(self.inner.resolve(self.inward(path)))
 
     # ----- async -----------------------------------------------------------------------
 
     async def astat(self, path: str) -> FileInfo:
         """Inner `astat`."""
-        with self._named_outward():
+        with self.named_outward():
             return self._info(await self.inner.astat(self.inward(path)))
 
     async def aread_bytes(self, path: str, start: int = 0, size: int | None = None) -> bytes:
         """Inner `aread_bytes`."""
-        with self._named_outward():
+        with self.named_outward():
             return await self.inner.aread_bytes(self.inward(path), start, size)
 
     async def aread_checked(
@@ -268,7 +269,7 @@ class Rerooted(BackendView):
     ) -> bytes:
         """Inner `aread_checked`."""
         inner = self.inward(path)
-        with self._named_outward():
+        with self.named_outward():
             return await self.inner.aread_checked(
                 inner, start, size, expected_version=expected_version
             )
@@ -278,7 +279,7 @@ class Rerooted(BackendView):
     ) -> FileInfo:
         """Inner `awrite_bytes`."""
         inner = self.inward(path)
-        with self._named_outward():
+        with self.named_outward():
             return self._info(
                 await self.inner.awrite_bytes(inner, data, expected_version=expected_version)
             )
@@ -293,23 +294,23 @@ class Rerooted(BackendView):
         """Inner `awrite_many`."""
         inner = [replace(write, path=self.inward(write.path)) for write in writes]
         removed = [replace(deletion, path=self.inward(deletion.path)) for deletion in deletions]
-        with self._named_outward():
+        with self.named_outward():
             infos = await self.inner.awrite_many(inner, removed, receipt=receipt)
             return [self._info(info) for info in infos]
 
     async def adelete(self, path: str) -> None:
         """Inner `adelete`."""
-        with self._named_outward():
+        with self.named_outward():
             await self.inner.adelete(self.inward(path))
 
     async def amkdir(self, path: str) -> None:
         """Inner `amkdir`."""
-        with self._named_outward():
+        with self.named_outward():
             await self.inner.amkdir(self.inward(path))
 
     async def alist_dir(self, path: str) -> list[FileInfo]:
         """Inner `alist_dir`."""
-        with self._named_outward():
+        with self.named_outward():
             return [self._info(e) for e in await self.inner.alist_dir(self.inward(path))]
 
     async def alist_page(
@@ -317,32 +318,32 @@ class Rerooted(BackendView):
     ) -> list[FileInfo]:
         """Inner `alist_page`."""
         inner = self.inward(path)
-        with self._named_outward():
+        with self.named_outward():
             page = await self.inner.alist_page(inner, after=after, limit=limit)
         return [self._info(e) for e in page]
 
     async def aexists(self, path: str) -> bool:
         """Inner `aexists`."""
-        with self._named_outward():
+        with self.named_outward():
             return await self.inner.aexists(self.inward(path))
 
     async def amove(self, source: str, destination: str) -> FileInfo:
         """Inner `amove`."""
         inner = self.inward(source), self.inward(destination)
-        with self._named_outward():
+        with self.named_outward():
             return self._info(await self.inner.amove(*inner))
 
     async def aresolve(self, path: str) -> str:
         """Inner `aresolve`."""
-        with self._named_outward():
+        with self.named_outward():
             return self.outward(await self.inner.aresolve(self.inward(path)))
 
 
-class _RerootedSearch:
+class _RerootedSearch(WrappedSearch):
     """An inner native search asked and answered in workspace paths."""
 
     def __init__(self, native: NativeSearch, view: Rerooted) -> None:
-        self.native = native
+        super().__init__(native)
         self.view = view
 
     def list_files(
@@ -356,13 +357,14 @@ class _RerootedSearch:
     ) -> Listing:
         """Inner `list_files`, its files in workspace paths."""
         view = self.view
-        listing = self.native.list_files(
-            view.inward(directory),
-            globs=globs,
-            deadline=deadline,
-            newest=newest,
-            excluded=tuple(view.inward(e) for e in excluded),
-        )
+        with view.named_outward():
+            listing = self.native.list_files(
+                view.inward(directory),
+                globs=globs,
+                deadline=deadline,
+                newest=newest,
+                excluded=tuple(view.inward(e) for e in excluded),
+            )
         files = [replace(f, path=view.outward(f.path)) for f in listing.files]
         return replace(listing, files=files)
 
@@ -376,7 +378,8 @@ class _RerootedSearch:
             sink(replace(hits, path=view.outward(hits.path)))
 
         inner = replace(request, directory=view.inward(request.directory))
-        return self.native.grep(inner, deadline=deadline, sink=outward)
+        with view.named_outward():
+            return self.native.grep(inner, deadline=deadline, sink=outward)
 
 
 def whole_paths_warning(mount: str, kind: str) -> str:

@@ -3,7 +3,8 @@
 A search path must exist and be a directory or a regular file (a glob's, a directory).
 The tools check it with a `stat` before they search, unless the search itself checks
 it in the same run (`checks_root`, a sandbox's search: one round trip instead of two),
-which then raises what this check raises.
+which then raises what this check raises. A backend that wraps a native search (a
+guard, a mount) passes that on (`WrappedSearch`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from langchain_fstools.errors import SpecialFile
 if TYPE_CHECKING:
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.core.results import FileInfo
+    from langchain_fstools.search.contract import NativeSearch
 
 
 def checked_root(path: str, *, listing: bool) -> Effect[FileInfo]:
@@ -43,4 +45,21 @@ def checks_root(native: object) -> bool:
     return getattr(native, "checks_root", False) is True
 
 
-__all__ = ["checked_root", "checks_root"]
+class WrappedSearch:
+    """A native search seen through a backend's wrapper, which checks its root as it does.
+
+    Attributes:
+        native: The wrapped native search.
+    """
+
+    def __init__(self, native: NativeSearch) -> None:
+        """Wrap `native`."""
+        self.native = native
+
+    @property
+    def checks_root(self) -> bool:
+        """Whether the wrapped search checks its root itself (`checks_root`)."""
+        return checks_root(self.native)
+
+
+__all__ = ["WrappedSearch", "checked_root", "checks_root"]

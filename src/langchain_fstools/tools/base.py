@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from langchain_fstools.backends.protocol import Backend
     from langchain_fstools.core.calls import Effect
     from langchain_fstools.lsp.report import TextChange
+    from langchain_fstools.search.contract import SearchPart
     from langchain_fstools.tools.targets import Target
 
 
@@ -213,6 +214,9 @@ class CallScope:
     reads: ReadLedger
     context: ToolContext
     runtime: Any
+    search_layouts: dict[str, list[SearchPart]] = field(default_factory=dict)
+    """The parts of the tree below each searched directory, found once per call
+    (`tools.searching.search_parts`)."""
 
 
 @dataclass(frozen=True)

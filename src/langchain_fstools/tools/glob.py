@@ -77,7 +77,7 @@ class GlobTool(FileTool):
             "shown": min(limit, total),
             "complete": listing.complete,
             "skipped": listing.skipped,
-            "engine": (yield from searching.engine_name(scope)),
+            "engine": (yield from searching.engine_name(scope, root)),
         }
         return ToolOutcome("\n".join(lines), artifact)
 

@@ -128,7 +128,7 @@ class GrepTool(FileTool):
             "offset": offset,
             "complete": complete,
             "skipped": outcome.skipped,
-            "engine": (yield from searching.engine_name(scope)),
+            "engine": (yield from searching.engine_name(scope, root)),
         }
         return ToolOutcome(text, artifact)
 

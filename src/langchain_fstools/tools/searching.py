@@ -230,11 +230,16 @@ def search_parts(scope: CallScope, directory: str) -> Effect[list[SearchPart]]:
     """The parts of the tree below `directory` and the engine of each, off the event loop.
 
     Finding a native search can block (a PATH lookup for `rg`, a round trip to ask an
-    SSH server for its `rg`), so the async path asks from a worker thread.
+    SSH server for its `rg`, a permission guard resolving the path on a remote
+    backend), so the async path asks from a worker thread, once per call and directory.
     """
+    known = scope.search_layouts.get(directory)
+    if known is not None:
+        return known
     parts: list[SearchPart] = yield from calls.blocking(
         partial(scope.backend.search_parts, directory)
     )
+    scope.search_layouts[directory] = parts
     if logger.isEnabledFor(logging.DEBUG):
         for part in parts:
             engine_used = "native" if part.native is not None else "python"
@@ -242,9 +247,9 @@ def search_parts(scope: CallScope, directory: str) -> Effect[list[SearchPart]]:
     return parts
 
 
-def engine_name(scope: CallScope) -> Effect[str]:
-    """Which engine served the call, for traces."""
-    parts = yield from search_parts(scope, "/")
+def engine_name(scope: CallScope, directory: str) -> Effect[str]:
+    """Which engine searched `directory` in this call, for traces."""
+    parts = yield from search_parts(scope, directory)
     natives = {part.native is not None for part in parts}
     return "native" if natives == {True} else "python" if natives == {False} else "mixed"
 

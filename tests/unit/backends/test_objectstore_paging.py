@@ -21,6 +21,7 @@ from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.objectstore import MARKER, paging, requests
 from langchain_fstools.backends.protocol import Backend, FileInfo
 from langchain_fstools.backends.view import BackendView
+from tests.unit.backends.guards import HidePrefix
 from tests.unit.backends.store_requests import watch_requests
 
 # ----- pulls through the requests layer ---------------------------------------------------
@@ -201,22 +202,6 @@ def test_ls_of_a_huge_directory_asks_for_one_page(pulls: Pulls) -> None:
 # ----- wrapping views ----------------------------------------------------------------------
 
 
-class HideH:
-    """A guard hiding every name that starts with `h`."""
-
-    def visible(self, path: str) -> bool:
-        return not path.rsplit("/", 1)[-1].startswith("h")
-
-    def readable(self, path: str) -> bool:
-        return True
-
-    def writable(self, path: str) -> bool:
-        return True
-
-    def expectation(self, path: str) -> None:
-        return None
-
-
 class Counted(BackendView):
     """A view counting the pages asked of the backend it wraps."""
 
@@ -241,7 +226,7 @@ def test_the_guarded_view_fills_pages_past_hidden_entries(use_async: bool) -> No
     names = ["a", *(f"h{n:02d}" for n in range(12)), "i", "j", "k"]
     fill(inner.store, [f"d/{name}" for name in names] + ["d/hh/x"])
     counted = Counted(inner)
-    guarded = GuardedBackend(counted, lambda _runtime: HideH()).bind(None)
+    guarded = GuardedBackend(counted, lambda _runtime: HidePrefix("h")).bind(None)
     if use_async:
         first = asyncio.run(guarded.alist_page("/d", after=None, limit=3))
     else:

@@ -19,9 +19,13 @@ from typing import Any
 import pytest
 
 from langchain_fstools import FileToolkit
+from langchain_fstools.backends.composite import CompositeBackend
+from langchain_fstools.backends.guarded import GuardedBackend
 from langchain_fstools.backends.local.backend import LocalBackend
+from langchain_fstools.backends.protocol import Backend
 from langchain_fstools.backends.sandbox import SandboxBackend
 from langchain_fstools.search.contract import FileHits, GrepRequest, InvalidPattern
+from tests.unit.backends.guards import HidePrefix
 from tests.unit.backends.sandbox_double import ShellSandbox, path_with_ripgrep
 
 TREE: dict[str, bytes] = {
@@ -178,6 +182,52 @@ def test_a_search_through_the_tools_is_one_round_trip(
     text = found.invoke(args)
     assert provider.calls["execute"] - before == 1
     assert text == local.invoke(args)
+
+
+def _wrapped(backend: Backend, wrapper: str, empty: Path) -> Backend:
+    """`backend` behind a permission guard, or mounted at `/repo/` of a composite."""
+    if wrapper == "guarded":
+        return GuardedBackend(backend, lambda _runtime: HidePrefix("mod")).bind(None)
+    return CompositeBackend(LocalBackend(empty), {"/repo/": backend})
+
+
+@pytest.mark.parametrize("wrapper", ["guarded", "mounted"])
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("grep", {"pattern": "needle", "path": "/sub", "output_mode": "content"}),
+        ("glob", {"pattern": "**/*.py", "path": "/sub"}),
+        ("grep", {"pattern": "needle", "path": "/missing"}),
+        ("glob", {"pattern": "*", "path": "/app.py"}),
+    ],
+)
+def test_a_search_through_a_guard_or_a_mount_keeps_its_round_trips_and_answers_as_local_disk(
+    tree: Path,
+    sandbox: SandboxBackend,
+    tmp_path: Path,
+    wrapper: str,
+    tool: str,
+    args: dict[str, Any],
+) -> None:
+    """The wrappers pass on that the sandbox's search checks its own root (no `stat` first).
+
+    A guard resolves the path once per call (links followed in the sandbox) to check
+    it: one round trip more, not one per look at the search's layout.
+    """
+    if wrapper == "mounted":
+        args = {**args, "path": "/repo" + args["path"]}
+    provider = sandbox.transport.sandbox
+    assert isinstance(provider, ShellSandbox)
+    found = {t.name: t for t in FileToolkit(_wrapped(sandbox, wrapper, tmp_path)).get_tools()}
+    local = {
+        t.name: t for t in FileToolkit(_wrapped(LocalBackend(tree), wrapper, tmp_path)).get_tools()
+    }
+    before = provider.calls["execute"]
+    text = found[tool].invoke(args)
+    if not text.startswith("Error:"):  # an error may ask more to say what is wrong
+        assert provider.calls["execute"] - before == (2 if wrapper == "guarded" else 1)
+    assert text.replace("sandbox backend", "local backend") == local[tool].invoke(args)
+    assert "/repo/" in text or wrapper != "mounted"  # errors and hits named outward
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -22,10 +24,11 @@ from hypothesis import strategies as st
 from langchain_fstools import LocalBackend
 from langchain_fstools.core.changesets import removals_settled
 from langchain_fstools.core.results import LimitHit
-from langchain_fstools.errors import CommandTooLarge
+from langchain_fstools.errors import CommandTooLarge, SandboxUnavailable
 from langchain_fstools.shell.sandbox import confine
+from langchain_fstools.shell.sandbox import sandbox as sandbox_module
 from langchain_fstools.shell.sandbox.plan import SessionPlan, session_folder
-from langchain_fstools.shell.sandbox.sandbox import Sandbox, helper_command
+from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap, helper_command
 from langchain_fstools.shell.sandbox.supervisor import MESSAGE_SIZE
 from langchain_fstools.shell.session import session as session_module
 from langchain_fstools.shell.session.session import (
@@ -144,6 +147,69 @@ def test_a_session_whose_supervisor_died_is_started_again(backend: LocalBackend)
     while session.alive and time.monotonic() < deadline:
         time.sleep(0.02)
     assert _run(backend, "echo ${KEPT-fresh}").strip() == "fresh"
+
+
+RACED = (
+    "bwrap: Can't bind mount /oldroot/ on /newroot/: Unable to apply mount flags: remount"
+    ' "/newroot/var/lib/docker/overlay2/l/merged": No such file or directory'
+)
+"""What bubblewrap says when a host mount goes away while it binds `/` (seen in CI)."""
+
+
+@pytest.mark.parametrize("failures", [1, 2, 3])
+def test_a_session_start_that_meets_a_mount_going_away_is_tried_again(
+    tmp_path: Path, failures: int
+) -> None:
+    """Up to three starts: a command meets the race twice and runs; three times, it is said."""
+    (tmp_path / "ws").mkdir()
+    backend = LocalBackend(tmp_path / "ws", execute=True)
+    try:
+        assert _run(backend, "echo first").strip() == "first"
+        confinement = backend._commands._confinement
+        assert confinement is not None
+        assert confinement.bwrap is not None
+        count = tmp_path / "starts"
+        racing = tmp_path / "racing-bwrap"
+        racing.write_text(
+            textwrap.dedent(
+                f"""\
+                #!/bin/sh
+                echo x >> {count}
+                if [ "$(wc -l < {count})" -le {failures} ]; then
+                    echo {shlex.quote(RACED)} >&2
+                    exit 1
+                fi
+                exec {confinement.bwrap} "$@"
+                """
+            )
+        )
+        racing.chmod(0o755)
+        backend._commands._confinement = dataclasses.replace(confinement, bwrap=str(racing))
+        backend._commands._sessions.end("")
+        if failures < 3:
+            assert _run(backend, "echo second").strip() == "second"
+        else:
+            with pytest.raises(SandboxUnavailable, match="No such file or directory"):
+                _run(backend, "echo second")
+        assert len(count.read_text().splitlines()) == min(failures + 1, 3)
+    finally:
+        backend.close()
+
+
+def test_the_sandbox_probe_that_meets_a_mount_going_away_is_tried_again(tmp_path: Path) -> None:
+    """A probe failing that way is not remembered as "no sandbox here" for the process."""
+    real = find_bwrap()
+    if real is None:
+        pytest.skip("no bubblewrap here")
+    count = tmp_path / "starts"
+    racing = tmp_path / "racing-bwrap"
+    racing.write_text(
+        f"#!/bin/sh\necho x >> {count}\nif [ $(wc -l < {count}) -le 2 ]; then\n"
+        f'  echo {shlex.quote(RACED)} >&2; exit 1\nfi\nexec {real} "$@"\n'
+    )
+    racing.chmod(0o755)
+    assert sandbox_module._probe(str(racing)) is None
+    assert len(count.read_text().splitlines()) == 3
 
 
 def test_closing_ends_every_process_of_the_session(tmp_path: Path) -> None:

@@ -37,7 +37,12 @@ from langchain_fstools.errors import (
 from langchain_fstools.search.ripgrep import find_ripgrep
 from langchain_fstools.shell.sandbox.overlay import Overlay, files_equal, open_upper, upper_path
 from langchain_fstools.shell.sandbox.protected import host_code_paths
-from langchain_fstools.shell.sandbox.sandbox import Confinement, Sandbox
+from langchain_fstools.shell.sandbox.sandbox import (
+    MOUNT_RACE_TRIES,
+    Confinement,
+    Sandbox,
+    mounts_raced,
+)
 from langchain_fstools.shell.sandbox.unreadable import commands_unreadable, unreadable_paths
 from langchain_fstools.shell.session.output import reporter_if_listening
 from langchain_fstools.shell.session.session import Session, SessionEnded, Sessions
@@ -86,9 +91,37 @@ class LocalCommands:
     ) -> ExecutionResult:
         """`LocalBackend.execute_changes`: `command` in this thread's session, its changes read.
 
+        A session whose bubblewrap met a host mount going away as it started
+        (`mounts_raced`) is started again, up to `MOUNT_RACE_TRIES` times: the command
+        had not run.
+
         Raises:
             ExecutionUnsupported: a layer without a view (commands would write in place).
         """
+        tried = 1
+        while True:
+            try:
+                return self._run_once(
+                    command,
+                    timeout=timeout,
+                    output_limit=output_limit,
+                    yield_after=yield_after,
+                    layer=layer,
+                )
+            except SandboxUnavailable as exc:
+                if tried >= MOUNT_RACE_TRIES or not mounts_raced(exc.reason):
+                    raise
+                tried += 1
+
+    def _run_once(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        output_limit: int,
+        yield_after: float | None,
+        layer: Layer | None,
+    ) -> ExecutionResult:
         confinement = self._confinement_prepared()
         session = self._sessions.current(confinement.session)
         overlay = self._view(session)

@@ -785,9 +785,36 @@ def find_bwrap() -> str | None:
     return max(working)[2] if working else None
 
 
+MOUNT_RACE_TRIES: Final = 3
+"""Starts of bubblewrap tried while the host's mounts change under it (`mounts_raced`)."""
+
+_MOUNT_RACE: Final = re.compile(r"bwrap: Can't .*: No such file or directory")
+
+
+def mounts_raced(reason: str) -> bool:
+    """Whether bubblewrap failed to start because a host mount went away meanwhile.
+
+    It binds `/` with every mount below it, then remounts each read-only; a mount
+    removed between the two (a container stopping, an image layer unmounted) fails the
+    start with `ENOENT`, and the next start does not meet it.
+    """
+    return _MOUNT_RACE.search(reason) is not None
+
+
 @functools.cache
 def _probe(bwrap: str) -> str | None:
-    """Why bubblewrap cannot start a sandbox here (its own words), or None if it can."""
+    """Why bubblewrap cannot start a sandbox here (its own words), or None if it can.
+
+    A start that met a host mount going away (`mounts_raced`) is tried again.
+    """
+    for _ in range(MOUNT_RACE_TRIES):
+        reason = _probe_once(bwrap)
+        if reason is None or not mounts_raced(reason):
+            return reason
+    return reason
+
+
+def _probe_once(bwrap: str) -> str | None:
     argv = [
         bwrap,
         *_namespace_flags(network=False),
@@ -833,6 +860,7 @@ __all__ = [
     "HOME_ALLOWED",
     "LANDLOCK_DOMAINS",
     "MASKED_SYSTEM_PATHS",
+    "MOUNT_RACE_TRIES",
     "SHELL_FILES",
     "SYSTEM_FOLDERS",
     "Confinement",
@@ -845,5 +873,6 @@ __all__ = [
     "home_directories",
     "home_masks",
     "masked_paths",
+    "mounts_raced",
     "root_only_paths",
 ]
