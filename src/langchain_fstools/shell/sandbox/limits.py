@@ -170,12 +170,24 @@ def _own_cgroups() -> dict[str, str]:
 
 
 def _lines(path: str) -> list[str]:
-    """The lines of a small kernel file; none when it cannot be read."""
+    """The lines of a small kernel file; none when it cannot be read.
+
+    Read with one `os.read` (these files fit in a page or a few): the counters are read
+    twice per command, and a text-mode file object costs twice that.
+    """
     try:
-        with open(path, encoding="utf-8") as file:
-            return file.read().splitlines()
+        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return []
+    try:
+        chunks = []
+        while chunk := os.read(descriptor, 1 << 16):
+            chunks.append(chunk)
+    except OSError:
+        return []
+    finally:
+        os.close(descriptor)
+    return b"".join(chunks).decode("utf-8", "replace").splitlines()
 
 
 def _write(path: str, value: str) -> None:
