@@ -41,15 +41,16 @@ import ctypes, os, time
 libc = ctypes.CDLL(None, use_errno=True)
 deadline = time.monotonic() + {seconds}
 swaps = 0
-while time.monotonic() < deadline and not os.path.exists("stop"):
+while time.monotonic() < deadline and not os.path.getsize("stop"):
     if libc.renameat2(-100, b"sub", -100, b"decoy", 2) == 0:
         swaps += 1
         if swaps == 1:
             open("swapping", "w").close()
 print("swaps", swaps)
 """
-"""The swapper as a command: exchanges `sub` and `decoy` until `stop` appears; makes
-`swapping` once it swapped."""
+"""The swapper as a command: exchanges `sub` and `decoy` until `stop` is written (made empty
+before it starts: a copy-on-write view may keep a file made after it out of sight, but shows
+what is written in a file it has not changed); makes `swapping` once it swapped."""
 
 
 def exchange(first: Path, second: Path) -> None:
@@ -228,11 +229,15 @@ def test_a_command_on_a_copy_on_write_view_cannot_swap_the_workspace(
 def race_a_command(arena: Path, tmp_path: Path, sandbox: Sandbox | None) -> tuple[list[Round], str]:
     """The file tools' race while the swapper runs as a command; its output."""
     backend = LocalBackend(arena, execute=True, sandbox=sandbox)
+    stop = arena / "stop"
+    stop.write_bytes(b"")
     result: list[str] = []
     command = threading.Thread(
         target=lambda: result.append(
             backend.execute(
-                f"python3 -c '{SWAPPER.format(seconds=60)}'", timeout=90, output_limit=1000
+                f"python3 -c '{SWAPPER.format(seconds=60)}'",
+                timeout=90,
+                output_limit=1000,
             ).output
         )
     )
@@ -247,6 +252,6 @@ def race_a_command(arena: Path, tmp_path: Path, sandbox: Sandbox | None) -> tupl
     try:
         rounds = race(tmp_path, lambda: time.sleep(0.05))
     finally:
-        (arena / "stop").touch()
+        stop.write_bytes(b"stop")
         command.join()
     return rounds, result[0]
