@@ -250,3 +250,37 @@ def test_what_a_process_writes_as_it_ends_during_a_read_is_reviewed_at_the_next_
     assert "is running" in str(first.content)
     assert "A /late.txt" in str(second.content), second.content
     assert (tmp_path / "late.txt").read_text() == "late\n"
+
+
+@pytest.mark.parametrize("sandbox", ["default", "none"])
+def test_a_process_on_its_own_view_is_said_to_need_a_restart_after_edits(
+    tmp_path: Path, sandbox: str
+) -> None:
+    """Its view keeps the files it looked up; started again, it runs the edited file."""
+    (tmp_path / "served.txt").write_text("one\n")
+    backend = LocalBackend(
+        tmp_path, execute=True, **({"sandbox": None} if sandbox == "none" else {})
+    )
+    tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
+    loop = "while :; do cat served.txt; sleep 0.1; done"
+    try:
+        started = tools["execute"].invoke(_call("execute", command=loop, background=True))
+        told = "kill it and start it again" in str(started.content)
+        assert told == (sandbox == "default"), started.content
+        tools["read_file"].invoke(_call("read_file", file_path="/served.txt"))
+        edited = tools["edit_file"].invoke(
+            _call("edit_file", file_path="/served.txt", old_string="one", new_string="two")
+        )
+        assert edited.status == "success", edited.content
+        tools["process"].invoke(_call("process", action="kill", process_id="p1"))
+        tools["execute"].invoke(_call("execute", command=loop, background=True))
+        seen = ""
+        deadline = time.monotonic() + 20
+        while "two" not in seen and time.monotonic() < deadline:
+            time.sleep(0.1)
+            seen += str(
+                tools["process"].invoke(_call("process", action="read", process_id="p2")).content
+            )
+        assert "two" in seen, seen
+    finally:
+        backend.close()

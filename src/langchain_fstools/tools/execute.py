@@ -216,7 +216,8 @@ def _through_processes(
                     raise
             return ToolOutcome(
                 f"Started process {started.ident} in the background{standing}. Read its output"
-                f' with process(action="read", process_id="{started.ident}").',
+                f' with process(action="read", process_id="{started.ident}").'
+                + _view_note(started),
                 artifact,
             )
         after = _yield_after(args.yield_after, timeout)
@@ -225,14 +226,32 @@ def _through_processes(
                 table.run, args.command, timeout=timeout, output_limit=limit, yield_after=after
             )
         )
-    if result.process_id is None:
-        return result
+        if result.process_id is None:
+            return result
+        moved = yield from calls.blocking(functools.partial(table.get, result.process_id))
     return ToolOutcome(
         (result.output or "(no output yet)\n").rstrip("\n")
         + f"\nStill running after {after:g} s: moved to the background as process"
         f" {result.process_id}. Read it with"
-        f' process(action="read", process_id="{result.process_id}").',
+        f' process(action="read", process_id="{result.process_id}").' + _view_note(moved),
         {"command": args.command, "process_id": result.process_id},
+    )
+
+
+def _view_note(process: Background) -> str:
+    """What the model must know of a process on a copy-on-write view of its own.
+
+    Its view keeps the workspace's files as it first looked them up: a file the agent
+    replaces later (every write tool writes a new file and renames it into place), or
+    makes where the process had looked for one, stays out of its sight (overlayfs
+    keeps the lower layer's entries it found), so a server goes on serving old code.
+    """
+    if process.view is None:
+        return ""
+    return (
+        " It runs on its own copy-on-write view of the workspace: files changed or made"
+        " after it started may stay out of its sight, so after editing what it runs,"
+        " kill it and start it again."
     )
 
 
