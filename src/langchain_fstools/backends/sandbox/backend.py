@@ -42,7 +42,9 @@ class SandboxBackend(_Search, Backend):
     The model sees `root` inside the sandbox as `/`. Every call is one `execute` of a
     small helper with the sandbox's `python3` (see `backends.sandbox.transport`), which
     the first call uploads into a private folder of the sandbox; the helper works on the
-    sandbox's disk as `LocalBackend` works on this one (`backends.sandbox.helper`):
+    sandbox's disk as `LocalBackend` works on this one (`backends.sandbox.helper`). The
+    first call also leaves the helper running there (`backends.sandbox.resident`), so
+    later file operations fork a worker of it instead of starting Python:
 
     - Confinement: every path is walked beneath the root's directory descriptor, so
       `..` and symlinks that lead outside the root are `OutsideRoot`; links inside are

@@ -25,6 +25,10 @@ imports, `backends.shipping`), kept in a private folder of the sandbox
     3. A folder that is not private (another owner, group or other permissions, a
        link) is refused (`UNSAFE`): code kept there could have been planted.
 
+A file operation is asked of the resident helper first (`backends.sandbox.resident`):
+the `execute` is then a short `sh` client that falls through to the loader above when
+no server answers, and the loader starts one for next time.
+
 Without `python3` (or with one older than 3.11) the first call fails with
 `StoreUnavailable` naming what is missing, a sentence the model can pass on; nothing is
 written. A reply the provider cut short (`truncated`) is asked again to be written to
