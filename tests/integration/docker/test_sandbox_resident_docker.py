@@ -83,13 +83,18 @@ def test_a_server_killed_between_calls_is_replaced_and_the_next_call_answers(
 def test_a_write_whose_worker_is_killed_changes_nothing_and_says_so(
     docker_sandbox: DockerSandbox,
 ) -> None:
-    """The worker waits for the workspace while a command runs, and is killed there."""
+    """The worker waits for the workspace while a command runs, and is killed there.
+
+    The command runs from a backend without the server, so the server's only child is
+    the write's worker.
+    """
     backend = SandboxBackend(docker_sandbox)
     backend.write_bytes("/a.txt", b"one")
     server = _server(docker_sandbox, backend)
     assert server is not None
+    holder = SandboxBackend(docker_sandbox, resident_idle=0)  # its helper: no worker
     command = threading.Thread(
-        target=backend.execute, args=("sleep 6",), kwargs={"timeout": 30, "output_limit": 1000}
+        target=holder.execute, args=("sleep 6",), kwargs={"timeout": 30, "output_limit": 1000}
     )
     command.start()
     time.sleep(2)  # the command holds the workspace
@@ -140,3 +145,20 @@ def test_threads_on_one_backend_are_all_answered_right(docker_sandbox: DockerSan
     for thread in threads:
         thread.join(timeout=120)
     assert failures == []
+
+
+def test_a_recorded_command_runs_in_a_worker_with_its_own_execute_environment(
+    docker_sandbox: DockerSandbox,
+) -> None:
+    """DockerSandbox gives each `execute` its own token (`FSTOOLS_EXEC`); the command sees its own."""
+    backend = _counting_backend(docker_sandbox)
+    backend.write_bytes("/a.txt", b"one")
+    assert backend.execute("true", timeout=30, output_limit=1000).exit_code == 0
+    started = _starts(docker_sandbox)
+    tokens = [
+        backend.execute("echo $FSTOOLS_EXEC", timeout=30, output_limit=1000).output.strip()
+        for _ in range(2)
+    ]
+    assert _starts(docker_sandbox) == started  # no Python started: the server's workers ran them
+    assert all(len(token) == 16 for token in tokens)
+    assert tokens[0] != tokens[1]

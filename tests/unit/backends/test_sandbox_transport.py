@@ -384,7 +384,7 @@ def test_a_read_in_the_sandbox_imports_neither_typing_nor_json(tmp_path: Path) -
 
 def test_a_recorded_command_in_the_sandbox_does_not_import_typing(tmp_path: Path) -> None:
     shell = RecordingShell()
-    setup = Setup(tmp_path, shell)
+    setup = Setup(tmp_path, shell, resident_idle=0)
     assert setup.backend.execute("true", timeout=30, output_limit=1000).exit_code == 0
     imported, output = imports_of_the_last_run(shell)
     assert helper.OPEN in output

@@ -29,7 +29,9 @@ next time. A server that finds the folder no longer private answers `REFUSED` an
 
 Each worker has the operation's deadline as an alarm: at the provider's timeout it is
 killed as the provider would kill the helper it started, and what it left is the next
-request's to settle (the journal's record, a temporary name).
+request's to settle (the journal's record, a temporary name, a command's record). Its
+environment is the client's (`/proc/<client pid>/environ`), so a recorded command run by
+a worker sees the variables the provider gave that `execute`, as from a helper run.
 
 The server ends after `IDLE_LIMIT` seconds without a request: it removes its pid file
 first (new clients fall back), serves what arrives for `GRACE` more seconds (clients
@@ -85,10 +87,9 @@ _NAME_LENGTH: Final = 15
 def served(op: str) -> bool:
     """Whether the resident server runs `op`.
 
-    Commands and background processes run in the provider's `execute` itself, whose
-    deadline and end kill what they started.
+    Background processes are started by a helper run of their own: they outlive it.
     """
-    return not op.startswith(("command_", "process_"))
+    return not op.startswith("process_")
 
 
 def name(digest: str) -> str:
@@ -119,9 +120,9 @@ def client(  # noqa: PLR0917 - one command's parts
         timeout: The operation's deadline in seconds (the worker's alarm).
         idle: The idle limit a server started by this command gets.
     """
-    request, spill, spilled = f"$r {timeout} $a", "", ""
-    if len(argument) + len(nonce) + 32 > LINE_LIMIT:
-        request = f"$r {timeout} {SPILLED}q-{nonce}"
+    request, spill, spilled = f"$r {timeout} $$ $a", "", ""
+    if len(argument) + len(nonce) + 48 > LINE_LIMIT:
+        request = f"$r {timeout} $$ {SPILLED}q-{nonce}"
         spill, spilled = f'printf %s "$a" > "$f/q-{nonce}" && ', f' "$f/q-{nonce}"'
     quoted = shlex.quote
     return (
@@ -279,9 +280,10 @@ class _Server:
 
     def _answer(self, line: str) -> bool:
         """Fork a worker for one request line; False when the server must end."""
-        reply_name, _, rest = line.partition(" ")
-        seconds, _, argument = rest.partition(" ")
-        if not reply_name.startswith("r-") or "/" in reply_name or not seconds.isdigit():
+        reply_name, seconds, client, argument = [*line.split(" ", 3), "", "", ""][:4]
+        if not reply_name.startswith("r-") or "/" in reply_name:
+            return True
+        if not seconds.isdigit() or not client.isdigit():
             return True
         reply = _open_reply(os.path.join(self.folder, reply_name))
         if reply is None:
@@ -296,16 +298,21 @@ class _Server:
             except OSError:  # no process can be made: the client reads an end of file
                 return True
             if not worker:
-                self._work(reply, int(seconds), argument)
+                self._work(reply, int(seconds), int(client), argument)
         finally:
             os.close(reply)
         return True
 
-    def _work(self, reply: int, seconds: int, argument: str) -> None:
-        """The worker: the reply FIFO as standard output, the deadline as an alarm."""
+    def _work(self, reply: int, seconds: int, client: int, argument: str) -> None:
+        """The worker: the reply FIFO as standard output, the deadline as an alarm.
+
+        Its environment is the client's (`/proc/<client>/environ`, the provider's
+        `execute`'s), which a recorded command inherits, as from a helper run.
+        """
         import signal  # noqa: PLC0415 - already loaded by `run`
 
         try:
+            _take_environment(client)
             os.close(self.requests)
             os.close(self.lock)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -321,6 +328,20 @@ class _Server:
             self.main(argument, self.folder)
         finally:
             os._exit(0)
+
+
+def _take_environment(client: int) -> None:
+    """Make the client's environment this process's `os.environ` (kept if unreadable)."""
+    try:
+        with open(f"/proc/{client}/environ", "rb") as file:
+            found = file.read()
+    except OSError:
+        return
+    os.environ.clear()
+    for entry in found.split(b"\0"):
+        key, equals, value = entry.partition(b"=")
+        if equals and key:
+            os.environb[key] = value
 
 
 def _open_reply(path: str) -> int | None:
