@@ -248,3 +248,9 @@ def test_the_request_fifo_and_the_folders_are_private(tmp_path: Path) -> None:
     assert stat.S_IMODE(place.stat().st_mode) == 0o700
     assert stat.S_ISFIFO((place / "in").stat().st_mode)
     assert stat.S_IMODE((place / "in").stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("idle", [-1.0, float("nan")])
+def test_an_idle_limit_below_zero_is_refused_at_construction(idle: float) -> None:
+    with pytest.raises(ValueError, match="resident_idle"):
+        SandboxBackend(ShellSandbox(), "/workspace", resident_idle=idle)

@@ -244,7 +244,8 @@ class _Server:
                 if not ready:
                     if ending:
                         return
-                    os.unlink(pid)  # new clients fall back; those that found it are served
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(pid)  # new clients fall back; those that found it are served
                     ending = time.monotonic() + GRACE
                     continue
                 pending += os.read(self.requests, 65536)
