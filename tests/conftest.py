@@ -105,7 +105,7 @@ def _resident_helpers_ended(request: pytest.FixtureRequest) -> Iterator[None]:
     requests for ten minutes after the test: it is ended by the pid file it keeps.
     """
     yield
-    folder = request.node.funcargs.get("tmp_path")
+    folder = getattr(request.node, "funcargs", {}).get("tmp_path")
     if not isinstance(folder, Path):
         return
     for depth in ("", "*/", "*/*/"):
