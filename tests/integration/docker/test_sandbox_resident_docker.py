@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from langchain_fstools.backends.sandbox import SandboxBackend
+from langchain_fstools.core.results import Write
 from langchain_fstools.errors import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -162,3 +163,50 @@ def test_a_recorded_command_runs_in_a_worker_with_its_own_execute_environment(
     assert _starts(docker_sandbox) == started  # no Python started: the server's workers ran them
     assert all(len(token) == 16 for token in tokens)
     assert tokens[0] != tokens[1]
+
+
+KILLER = """\
+end=$(( $(date +%s) + {seconds} ))
+while [ "$(date +%s)" -lt "$end" ]; do
+    for f in /proc/[0-9]*/stat; do
+        read p c t pp y < $f 2>/dev/null && [ "$pp" = {server} ] || continue
+        sleep {delay}; kill -KILL $p 2>/dev/null && echo "$p" >> /tmp/killed
+    done
+done
+"""
+"""Kills every worker of the server `delay` seconds after it finds it, for `seconds`."""
+
+
+@pytest.mark.parametrize("delay", ["0.01", "0.03"])
+def test_a_batch_whose_worker_is_killed_is_whole_or_absent_at_the_next_call(
+    docker_sandbox: DockerSandbox, delay: str
+) -> None:
+    backend = SandboxBackend(docker_sandbox)
+    old = [Write(f"/f{number}.txt", b"old %d\n" % number) for number in range(300)]
+    backend.write_many(old)
+    server = _server(docker_sandbox, backend)
+    assert server is not None
+    killer = threading.Thread(
+        target=docker_sandbox.execute,
+        args=(KILLER.format(seconds=6, server=server, delay=delay),),
+        kwargs={"timeout": 30},
+    )
+    killer.start()
+    time.sleep(1)
+    new = [Write(f"/f{number}.txt", b"new %d\n" % number * 5000) for number in range(300)]
+    with pytest.raises(StoreUnavailable) as caught:
+        backend.write_many(new)
+    assert caught.value.cause == (
+        "the sandbox's helper ended before it answered; check the file, then try again"
+    )
+    killer.join(timeout=60)
+    assert docker_sandbox.execute("cat /tmp/killed").output.strip()
+    backend.stat("/")  # the next call settles what the killed worker left
+    found = docker_sandbox.execute(
+        "for f in /workspace/f*.txt; do read word number < $f; echo $word; done | sort | uniq -c"
+    ).output.split()
+    assert found in (["300", "old"], ["300", "new"])
+    journal = docker_sandbox.execute(f"ls -A {backend.transport.folder}/journal-*").output
+    assert not journal.strip()  # no record left unsettled
+    names = sorted(info.path for info in backend.list_dir("/"))
+    assert names == sorted(write.path for write in old)  # no temporary left
