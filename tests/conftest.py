@@ -17,8 +17,10 @@ checkout (ignored by git), for the tests and every process they start (`SUITE_EN
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -92,3 +94,42 @@ def langgraph_dev_blockbuster() -> BlockBuster:
         if name in LANGGRAPH_DEV_ALLOWS or name.startswith("os.path."):
             detector.functions.pop(name)
     return detector
+
+
+@pytest.fixture(autouse=True)
+def _resident_helpers_ended(request: pytest.FixtureRequest) -> Iterator[None]:
+    """End the resident helpers a test's sandbox double started in its temporary folder.
+
+    `SandboxBackend` over `ShellSandbox` runs its helper on this machine, and the first
+    call starts a resident server there (`backends.sandbox.resident`) that would wait for
+    requests for ten minutes after the test: it is ended by the pid file it keeps.
+    """
+    yield
+    folder = getattr(request.node, "funcargs", {}).get("tmp_path")
+    if not isinstance(folder, Path):
+        return
+    for depth in ("", "*/", "*/*/"):
+        for pid_file in folder.glob(f"{depth}run-*/pid"):
+            end_resident_helper(pid_file)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _resident_helpers_of_the_session_ended(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[None]:
+    """End those of shared temporary folders (`tmp_path_factory`) once the session ends."""
+    yield
+    for pid_file in tmp_path_factory.getbasetemp().rglob("run-*/pid"):
+        end_resident_helper(pid_file)
+
+
+def end_resident_helper(pid_file: Path) -> None:
+    """SIGKILL the resident helper whose pid file this is, if it is still that process."""
+    try:
+        pid = int(pid_file.read_text())
+        named = Path(f"/proc/{pid}/stat").read_text().split()[1].startswith("(fstools-")
+    except (OSError, ValueError, IndexError):
+        return
+    if named:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

@@ -87,7 +87,9 @@ def test_a_batch_killed_by_the_provider_mid_set_is_whole_or_absent(
     )
     assert written.exit_code == 0, written.output
     plain = SandboxBackend(docker_sandbox)
-    holding = SandboxBackend(docker_sandbox, python="/tmp/holding-python3", timeout=3)
+    holding = SandboxBackend(  # its own Python start per call, not the resident helper's
+        docker_sandbox, python="/tmp/holding-python3", timeout=3, resident_idle=0
+    )
     _reset(docker_sandbox, plain)
     _batch(holding)  # counts the batch's calls
     total = int(docker_sandbox.execute("cat /tmp/calls").output)

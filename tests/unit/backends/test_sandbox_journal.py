@@ -160,8 +160,12 @@ class _Crashing:
         self.killed = tmp_path / "killed"
         self.sandbox = ShellSandbox()
         _fill(self.root)
-        self.backend = SandboxBackend(
-            self.sandbox, str(self.root), python=str(self.wrapper), helper_folder=str(self.helper)
+        self.backend = SandboxBackend(  # a Python start per call: the wrapper's, counted
+            self.sandbox,
+            str(self.root),
+            python=str(self.wrapper),
+            helper_folder=str(self.helper),
+            resident_idle=0,
         )
         self.backend.stat("/")  # the helper is installed and compiled
 

@@ -26,12 +26,19 @@ from tests.unit.backends.sandbox_double import ENV, ShellSandbox
 
 
 class Setup:
-    def __init__(self, tmp_path: Path, shell: ShellSandbox | None = None) -> None:
+    def __init__(
+        self, tmp_path: Path, shell: ShellSandbox | None = None, *, resident_idle: float = 600
+    ) -> None:
         self.root = tmp_path / "workspace"
         self.root.mkdir(exist_ok=True)
         self.folder = tmp_path / "helper"
         self.shell = shell or ShellSandbox()
-        self.backend = SandboxBackend(self.shell, str(self.root), helper_folder=str(self.folder))
+        self.backend = SandboxBackend(
+            self.shell,
+            str(self.root),
+            helper_folder=str(self.folder),
+            resident_idle=resident_idle,
+        )
 
 
 def test_the_first_call_uploads_the_helper_once_then_each_call_is_one_execute(
@@ -58,8 +65,11 @@ def test_the_helper_folder_is_private_and_holds_the_program_and_its_compiled_cod
     setup.backend.stat("/")
     assert stat.S_IMODE(setup.folder.stat().st_mode) == 0o700
     names = sorted(path.name for path in setup.folder.iterdir())
-    assert len(names) == 2
+    assert len(names) == 4
     assert names[1].startswith(names[0] + ".")  # the program, then its code for this Python
+    # the resident helper's run folder and lock (`backends.sandbox.resident`)
+    assert names[2:] == [f"run-{names[0]}", f"run-{names[0]}.lock"]
+    assert stat.S_IMODE((setup.folder / names[2]).stat().st_mode) == 0o700
 
 
 def test_a_folder_others_can_write_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
@@ -75,7 +85,7 @@ def test_a_folder_others_can_write_is_refused_and_nothing_is_written(tmp_path: P
 
 
 def test_a_planted_program_is_replaced_by_ours(tmp_path: Path) -> None:
-    setup = Setup(tmp_path)
+    setup = Setup(tmp_path, resident_idle=0)  # the loader's check (a server runs its own copy)
     setup.backend.stat("/")
     program = next(p for p in setup.folder.iterdir() if "." not in p.name)
     for path in setup.folder.iterdir():
@@ -360,9 +370,9 @@ def imports_of_the_last_run(shell: RecordingShell) -> tuple[set[str], str]:
 
 
 def test_a_read_in_the_sandbox_imports_neither_typing_nor_json(tmp_path: Path) -> None:
-    """Each operation starts a Python in the sandbox, which pays for every module imported."""
+    """A Python started for an operation (no resident helper) pays for every module imported."""
     shell = RecordingShell()
-    setup = Setup(tmp_path, shell)
+    setup = Setup(tmp_path, shell, resident_idle=0)
     setup.backend.write_bytes("/a.txt", b"one")
     assert setup.backend.read_bytes("/a.txt") == b"one"
     imported, output = imports_of_the_last_run(shell)
@@ -374,7 +384,7 @@ def test_a_read_in_the_sandbox_imports_neither_typing_nor_json(tmp_path: Path) -
 
 def test_a_recorded_command_in_the_sandbox_does_not_import_typing(tmp_path: Path) -> None:
     shell = RecordingShell()
-    setup = Setup(tmp_path, shell)
+    setup = Setup(tmp_path, shell, resident_idle=0)
     assert setup.backend.execute("true", timeout=30, output_limit=1000).exit_code == 0
     imported, output = imports_of_the_last_run(shell)
     assert helper.OPEN in output

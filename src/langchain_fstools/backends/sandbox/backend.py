@@ -14,6 +14,7 @@ from langchain_fstools.backends.protocol import Backend, check_limit
 from langchain_fstools.backends.sandbox.helper import info_of
 from langchain_fstools.backends.sandbox.kept_processes import SandboxProcesses
 from langchain_fstools.backends.sandbox.recorded_commands import SandboxCommands
+from langchain_fstools.backends.sandbox.resident import IDLE_LIMIT
 from langchain_fstools.backends.sandbox.search import _Search
 from langchain_fstools.backends.sandbox.transport import DEFAULT_TIMEOUT, Execute, Transport
 from langchain_fstools.core import paths
@@ -41,7 +42,9 @@ class SandboxBackend(_Search, Backend):
     The model sees `root` inside the sandbox as `/`. Every call is one `execute` of a
     small helper with the sandbox's `python3` (see `backends.sandbox.transport`), which
     the first call uploads into a private folder of the sandbox; the helper works on the
-    sandbox's disk as `LocalBackend` works on this one (`backends.sandbox.helper`):
+    sandbox's disk as `LocalBackend` works on this one (`backends.sandbox.helper`). The
+    first call also leaves the helper running there (`backends.sandbox.resident`), so
+    later file operations fork a worker of it instead of starting Python:
 
     - Confinement: every path is walked beneath the root's directory descriptor, so
       `..` and symlinks that lead outside the root are `OutsideRoot`; links inside are
@@ -98,10 +101,14 @@ class SandboxBackend(_Search, Backend):
             `/tmp/.fstools-<sandbox id>`.
         changed_bytes: Most bytes of new content one command may leave; above, nothing
             it changed is kept. None: no bound. Default: 4 GiB.
+        resident_idle: Seconds the resident helper waits for a request before it ends
+            (`backends.sandbox.resident`: a server the first call starts in the sandbox,
+            so later file operations skip Python's start); 0: none, one Python start
+            per operation. Default: 600.
 
     Raises:
         ValueError: `root` or `helper_folder` is not an absolute path, or `timeout` is
-            not positive.
+            not positive, or `resident_idle` is negative.
 
     Example:
         ```python
@@ -125,6 +132,7 @@ class SandboxBackend(_Search, Backend):
         use_ripgrep: bool = True,
         helper_folder: str | None = None,
         changed_bytes: int | None = 4 * GiB,
+        resident_idle: float = IDLE_LIMIT,
     ) -> None:
         """Remember the sandbox; nothing runs in it until the first call."""
         if not root.startswith("/"):
@@ -133,9 +141,16 @@ class SandboxBackend(_Search, Backend):
             raise ValueError(f"helper_folder must be absolute, not {helper_folder!r}")
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, not {timeout}")
+        if not resident_idle >= 0:
+            raise ValueError(f"resident_idle must be 0 or more seconds, not {resident_idle}")
         self._root = root.rstrip("/") or "/"
         self._transport = Transport(
-            sandbox, self._root, python=python, timeout=timeout, folder=helper_folder
+            sandbox,
+            self._root,
+            python=python,
+            timeout=timeout,
+            folder=helper_folder,
+            resident_idle=resident_idle,
         )
         self._use_ripgrep = use_ripgrep
         self._commands = SandboxCommands(self._transport, changed_bytes=changed_bytes)

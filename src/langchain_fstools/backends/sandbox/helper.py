@@ -229,11 +229,7 @@ def main(argument: str, folder: str) -> None:
     """
     inline = 0
     try:
-        try:
-            request = _request_bytes(argument, folder)
-        except FileNotFoundError:  # an upload that did not reach the folder
-            sys.stdout.write(framed(pack({"unread": True})) + "\n")
-            return
+        request = _request_bytes(argument, folder)
         header, data = unpack(request)
         inline = header.get("inline", 0)
         for name in header.get("drop", ()):
@@ -247,12 +243,33 @@ def main(argument: str, folder: str) -> None:
         reply = pack({"ok": value}, out)
         if header["op"] == "fetch":
             inline = 0  # a part of a reply is never spilled again
+    except _Unread:  # an upload that did not reach the folder
+        reply = pack({"unread": True})
     except Exception as exc:  # noqa: BLE001 - every failure is the reply
         reply = pack({"error": error_record(exc)})
     if inline and len(reply) * 4 // 3 > inline:
         reply = pack({"file": _spill(folder, reply)})
     sys.stdout.write(framed(reply) + "\n")
     sys.stdout.flush()
+
+
+def serve(folder: str, digest: str, idle: float) -> None:
+    """After a run, start the resident server for the next ones, unless one runs.
+
+    It is this process, forked (`backends.sandbox.resident`), with what the
+    operations import loaded once: the lock's `fcntl` and the journal of batches.
+
+    Args:
+        folder: The helper's private folder.
+        digest: The program's digest (a server per version of the package).
+        idle: Seconds the server waits for a request before it ends.
+    """
+    import fcntl  # noqa: F401, PLC0415 - loaded once for every worker
+
+    from langchain_fstools.backends import journal  # noqa: F401, PLC0415 - the same
+    from langchain_fstools.backends.sandbox import resident  # noqa: PLC0415 - starts only
+
+    resident.start(folder, digest, idle, main)
 
 
 _COMMAND_OPERATIONS: Final = frozenset({"command_run", "command_commit"})
@@ -282,6 +299,10 @@ def _turn(folder: str, op: str) -> Iterator[None]:
         os.close(descriptor)
 
 
+class _Unread(Exception):
+    """The request file is not in the folder: the provider's upload went elsewhere."""
+
+
 def _request_bytes(argument: str, folder: str) -> bytes:
     if not argument.startswith(REQUEST_FILE):
         return binascii.a2b_base64(argument, strict_mode=True)
@@ -289,8 +310,11 @@ def _request_bytes(argument: str, folder: str) -> bytes:
     try:
         with open(path, "rb") as file:
             return file.read()
+    except FileNotFoundError:
+        raise _Unread from None
     finally:
-        os.unlink(path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def _spill(folder: str, reply: bytes) -> str:
@@ -955,5 +979,6 @@ __all__ = [
     "main",
     "pack",
     "raised",
+    "serve",
     "unpack",
 ]

@@ -25,6 +25,10 @@ imports, `backends.shipping`), kept in a private folder of the sandbox
     3. A folder that is not private (another owner, group or other permissions, a
        link) is refused (`UNSAFE`): code kept there could have been planted.
 
+A file operation is asked of the resident helper first (`backends.sandbox.resident`):
+the `execute` is then a short `sh` client that falls through to the loader above when
+no server answers, and the loader starts one for next time.
+
 Without `python3` (or with one older than 3.11) the first call fails with
 `StoreUnavailable` naming what is missing, a sentence the model can pass on; nothing is
 written. A reply the provider cut short (`truncated`) is asked again to be written to
@@ -41,6 +45,7 @@ import base64
 import contextlib
 import functools
 import hashlib
+import os
 import re
 import shlex
 import zlib
@@ -49,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
 from langchain_fstools.backends import shipping
-from langchain_fstools.backends.sandbox import helper
+from langchain_fstools.backends.sandbox import helper, resident
 from langchain_fstools.core import calls
 from langchain_fstools.errors import StoreUnavailable
 
@@ -76,6 +81,10 @@ READS: Final = frozenset(
     {"probe", "stat", "exists", "read", "list", "walk", "resolve", "search", "fetch"}
 )
 """Operations that change nothing: asked again when the provider cut their reply short."""
+
+STARTS: Final = 3
+"""Resident servers started in a row without one answering, after which a transport stops
+asking for them (a provider that ends what its commands leave behind)."""
 
 _LEAST_INLINE: Final = 4096
 """The shortest reply a provider is assumed to print whole."""
@@ -156,7 +165,10 @@ class Deferred(type(sys)):
         return getattr(importlib.import_module(self.__name__), name)
 for name in ("inspect",):
     sys.modules[name] = Deferred(name)
-importlib.import_module({program!r}).main(argument, folder)
+program = importlib.import_module({program!r})
+program.main(argument, folder)
+if len(sys.argv) > 4:
+    program.serve(folder, digest, float(sys.argv[4]))
 """
 
 
@@ -251,6 +263,9 @@ class Transport:
         timeout: Seconds an operation may take. Default: `DEFAULT_TIMEOUT`.
         folder: The helper's private folder in the sandbox (made by the first call).
             Default: `/var/tmp/.fstools-<sandbox id>`.
+        resident_idle: Seconds the resident helper (`backends.sandbox.resident`) waits
+            for a request before it ends; 0: none, a Python start per operation.
+            Default: `resident.IDLE_LIMIT`.
     """
 
     def __init__(
@@ -261,6 +276,7 @@ class Transport:
         python: str = "python3",
         timeout: int = DEFAULT_TIMEOUT,
         folder: str | None = None,
+        resident_idle: float = resident.IDLE_LIMIT,
     ) -> None:
         """Remember the sandbox; nothing runs until the first operation."""
         self.sandbox = sandbox
@@ -277,6 +293,9 @@ class Transport:
         self._inline = INLINE_REPLY
         self._uploads_reach = True
         self._downloads_reach = True
+        self.resident_idle = resident_idle
+        self._starts = 0
+        """Resident servers asked for in a row that never answered (`STARTS`)."""
 
     # ----- driving ------------------------------------------------------------------------
 
@@ -326,20 +345,28 @@ class Transport:
         header = {"op": op, "root": self.root, "args": list(args), "inline": self._inline}
         installed = 0  # the program: 1 uploaded, 2 written through `execute`
         spilled = False
+        resident_failed = False  # the resident helper answered nothing: asked without it
+        seconds = timeout or self.timeout
         while True:
             if self._drop:
                 header["drop"], self._drop = self._drop, []
             argument = yield from self._argument(helper.pack(header, data))
-            response = yield Execute(self._command(argument), timeout or self.timeout)
+            served = self._served(op) and not resident_failed
+            response = yield Execute(self._command(argument, seconds, served=served), seconds)
             header.pop("drop", None)
             output = str(response.output)
             reply = _reply(output)
+            self._count_start(output, answered=served and reply is not None)
             if reply is None:
                 if MISSING in output and installed < 2:  # noqa: PLR2004 - both ways tried
                     yield from self._put(_digest(), _program(), through_execute=installed == 1)
                     installed += 1
                     continue
-                if getattr(response, "truncated", False) and op in READS and not spilled:
+                truncated = getattr(response, "truncated", False)
+                if served and not truncated and resident.NO_SERVER not in output:
+                    resident_failed = self._unanswered(op, output)
+                    continue
+                if truncated and op in READS and not spilled:
                     self._inline = max(len(output) // 2, _LEAST_INLINE)  # the provider's cap
                     header["inline"], spilled = self._inline, True
                     continue
@@ -393,9 +420,42 @@ class Transport:
                 raise helper.raised(answer["error"])
             return answer["ok"], out
 
-    def _command(self, argument: str) -> str:
-        return shlex.join(
-            [self.python, "-I", "-S", "-c", _loader(), self.folder, _digest(), argument]
+    def _count_start(self, output: str, *, answered: bool) -> None:
+        """Count a resident helper not found (the loader answered, and started one)."""
+        if answered:
+            self._starts = self._starts + 1 if resident.NO_SERVER in output else 0
+
+    def _unanswered(self, op: str, output: str) -> bool:
+        """The resident helper printed no reply: whether to ask again without it.
+
+        The folder is no longer private (the loader then says so), or the worker was
+        killed: a read is asked again, a change is reported (what it left is settled
+        by the next request).
+
+        Raises:
+            StoreUnavailable: a change was left unanswered.
+        """
+        if resident.REFUSED in output:
+            self._starts = STARTS
+            return True
+        if op in READS:
+            return True
+        raise StoreUnavailable(
+            "sandbox",
+            "the sandbox's helper ended before it answered; check the file, then try again",
+        )
+
+    def _served(self, op: str) -> bool:
+        """Whether `op` is asked of the resident helper (`backends.sandbox.resident`)."""
+        return bool(self.resident_idle) and self._starts < STARTS and resident.served(op)
+
+    def _command(self, argument: str, seconds: int, *, served: bool) -> str:
+        loader = [self.python, "-I", "-S", "-c", _loader()]
+        if not served:
+            return shlex.join([*loader, self.folder, _digest(), argument])
+        nonce = os.urandom(8).hex()
+        return resident.client(
+            self.folder, _digest(), argument, loader, nonce, seconds, self.resident_idle
         )
 
     def _argument(self, packed: bytes) -> Exchange[str]:
