@@ -53,6 +53,13 @@ before it starts: a copy-on-write view may keep a file made after it out of sigh
 what is written in a file it has not changed); makes `swapping` once it swapped."""
 
 
+def stop_file(arena: Path) -> Path:
+    """The swapper's stop file in `arena`, made empty: write to it to stop the swapper."""
+    stop = arena / "stop"
+    stop.write_bytes(b"")
+    return stop
+
+
 def exchange(first: Path, second: Path) -> None:
     """Swap two directory entries atomically (`renameat2` with `RENAME_EXCHANGE`)."""
     if _LIBC.renameat2(_AT_FDCWD, bytes(first), _AT_FDCWD, bytes(second), _RENAME_EXCHANGE):
@@ -229,8 +236,7 @@ def test_a_command_on_a_copy_on_write_view_cannot_swap_the_workspace(
 def race_a_command(arena: Path, tmp_path: Path, sandbox: Sandbox | None) -> tuple[list[Round], str]:
     """The file tools' race while the swapper runs as a command; its output."""
     backend = LocalBackend(arena, execute=True, sandbox=sandbox)
-    stop = arena / "stop"
-    stop.write_bytes(b"")
+    stop = stop_file(arena)
     result: list[str] = []
     command = threading.Thread(
         target=lambda: result.append(

@@ -20,7 +20,7 @@ import pytest
 from langchain_fstools import FileToolkit, LocalBackend
 from langchain_fstools.shell.sandbox.confine import landlock_abi
 from langchain_fstools.shell.sandbox.sandbox import Sandbox, find_bwrap
-from tests.unit.backends.test_local_races import SWAPPER, exchange
+from tests.unit.backends.test_local_races import SWAPPER, exchange, stop_file
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -115,6 +115,7 @@ _BWRAP = pytest.mark.skipif(find_bwrap() is None, reason="needs bubblewrap")
 def test_a_command_swapping_a_folder_never_lets_a_search_out(arena: Path, sandbox: Any) -> None:
     """The swapper is the agent's own `execute`, unconfined or in the default sandbox."""
     backend = LocalBackend(arena, execute=True, sandbox=sandbox)
+    stop = stop_file(arena)
     output: list[str] = []
     command = threading.Thread(
         target=lambda: output.append(
@@ -130,7 +131,7 @@ def test_a_command_swapping_a_folder_never_lets_a_search_out(arena: Path, sandbo
     try:
         results = search_while(backend, command.is_alive)
     finally:
-        (arena / "stop").touch()
+        stop.write_bytes(b"stop")
         command.join()
     assert_nothing_leaked(results)
     assert "swaps" in output[0], output
