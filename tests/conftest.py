@@ -109,7 +109,7 @@ def _resident_helpers_ended(request: pytest.FixtureRequest) -> Iterator[None]:
     if not isinstance(folder, Path):
         return
     for depth in ("", "*/", "*/*/"):
-        for pid_file in folder.glob(f"{depth}run-*/pid"):
+        for pid_file in _globbed(folder, f"{depth}run-*/pid"):
             end_resident_helper(pid_file)
 
 
@@ -119,8 +119,22 @@ def _resident_helpers_of_the_session_ended(
 ) -> Iterator[None]:
     """End those of shared temporary folders (`tmp_path_factory`) once the session ends."""
     yield
-    for pid_file in tmp_path_factory.getbasetemp().rglob("run-*/pid"):
+    for pid_file in _globbed(tmp_path_factory.getbasetemp(), "**/run-*/pid"):
         end_resident_helper(pid_file)
+
+
+def _globbed(folder: Path, pattern: str) -> list[Path]:
+    """`folder.glob(pattern)`, asked again when a folder went away meanwhile.
+
+    A discarded change set's copy is removed on a background thread, maybe while the
+    glob lists it.
+    """
+    for _ in range(5):
+        try:
+            return list(folder.glob(pattern))
+        except FileNotFoundError:
+            continue
+    return list(folder.glob(pattern))
 
 
 def end_resident_helper(pid_file: Path) -> None:
