@@ -82,12 +82,11 @@ from deepagents.backends.protocol import (  # noqa: E402
 )
 from deepagents.backends.sandbox import BaseSandbox  # noqa: E402
 from docker.types import Ulimit  # noqa: E402
-from docker.utils.socket import frames_iter  # noqa: E402
 
 from langchain_fstools.shell.sandbox.limits import DEFAULT_LIMITS, Limits  # noqa: E402
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from types import TracebackType
 
     from docker import DockerClient
@@ -386,8 +385,7 @@ class DockerSandbox(BaseSandbox):
         try:
             watch.start()
             with contextlib.suppress(OSError):
-                frames = frames_iter(stream, tty=False)  # type: ignore[no-untyped-call]  # untyped in types-docker
-                for _, chunk in frames:
+                for chunk in output_frames(stream):
                     output.add(chunk)
         finally:
             watch.finished()
@@ -691,6 +689,48 @@ class _Watch:
         raw = getattr(self.stream, "_sock", self.stream)
         with contextlib.suppress(OSError):
             raw.shutdown(socket.SHUT_RDWR)
+
+
+_FRAME_HEADER: Final = 8
+"""An exec stream's frame header: the stream (1 stdout, 2 stderr), three zeros, the size."""
+
+
+def output_frames(stream: Any) -> Iterator[bytes]:
+    """The payloads of a non-tty exec's output stream, as the engine framed them.
+
+    Read through the HTTP response's own buffered reader: reading its headers, the
+    reader may have taken the first frames too (a command that printed at once, on a
+    busy machine), and the raw socket `exec_start(socket=True)` hands out (what
+    docker-py's `frames_iter` reads) no longer has them: the output came back empty
+    while the command had printed (docker-py issue 3332).
+    """
+    response = getattr(stream, "_response", None)
+    reader = getattr(getattr(getattr(response, "raw", None), "_fp", None), "fp", None)
+    if reader is None:  # no response kept beside the socket: read the socket itself
+        reader = stream
+    while True:
+        header = _read_exactly(reader, _FRAME_HEADER)
+        if len(header) < _FRAME_HEADER:
+            return
+        size = int.from_bytes(header[4:], "big")
+        payload = _read_exactly(reader, size)
+        if payload:
+            yield payload
+        if len(payload) < size:
+            return
+
+
+def _read_exactly(reader: Any, size: int) -> bytes:
+    """`size` bytes from `reader`, fewer only at its end."""
+    parts: list[bytes] = []
+    left = size
+    while left > 0:
+        part = reader.read(left) if hasattr(reader, "read") else reader.recv(left)
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
 
 
 class _Output:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import time
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import pytest
 
-from langchain_fstools.sandboxes.docker import DockerSandbox
+from langchain_fstools.sandboxes.docker import DockerSandbox, output_frames
 from langchain_fstools.shell.sandbox.limits import Limits, MiB
 
 if TYPE_CHECKING:
@@ -156,3 +159,38 @@ async def test_concurrent_commands_each_get_their_own_output(
     assert [(r.output, r.exit_code) for r in results] == [
         (f"{n}\n{n + 1}\n{n + 2}\n", n) for n in range(8)
     ]
+
+
+class _Socket:
+    """A hijacked exec connection's raw socket, read to its end already."""
+
+    def __init__(self, response: object) -> None:
+        self._response = response
+
+    def read(self, size: int) -> bytes:
+        del size
+        return b""
+
+
+def test_output_the_http_reader_took_with_the_headers_is_read_from_it() -> None:
+    """Frames read ahead with the response's headers are not lost (docker-py issue 3332)."""
+    framed = b"".join(
+        bytes([stream, 0, 0, 0]) + len(data).to_bytes(4, "big") + data
+        for stream, data in [(1, b"first\n"), (2, b"second\n"), (1, b"x" * 70_000)]
+    )
+    reader = io.BufferedReader(io.BytesIO(framed))
+    response = SimpleNamespace(raw=SimpleNamespace(_fp=SimpleNamespace(fp=reader)))
+    assert list(output_frames(_Socket(response))) == [b"first\n", b"second\n", b"x" * 70_000]
+
+
+def test_commands_that_print_at_once_keep_their_output_on_a_busy_engine(
+    docker_sandbox: DockerSandbox,
+) -> None:
+    """Forty threads of quick commands: each one's output arrives whole."""
+
+    def run(number: int) -> str:
+        return docker_sandbox.execute(f"echo {number}").output
+
+    with ThreadPoolExecutor(8) as pool:
+        outputs = list(pool.map(run, range(40)))
+    assert outputs == [f"{number}\n" for number in range(40)]

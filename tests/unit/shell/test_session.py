@@ -631,13 +631,16 @@ def test_a_background_processs_descriptors_are_closed_on_kill_and_at_close(
     _run(backend, "true")  # the session, its supervisor and a spare
     processes = backend.processes()
     before = _descriptors()
-    for _ in range(3):
+    for _ in range(10):
         processes.start("sleep 30", output_limit=1000).kill()
     killed = _settled_descriptors(before)
     for _ in range(3):
         processes.start("sleep 30", output_limit=1000)
     backend.close()
-    assert killed == before  # each leaked two (the pipe its keeper says the end on)
+    # Each leaked two (the pipe its keeper says the end on): 20 for ten. The count is
+    # the whole process's, where another test's session may still be closing: a
+    # descriptor or two of slack, far below a leak per process.
+    assert killed - before <= 2, (before, killed)
     assert _descriptors() < before  # the session's own are gone too
 
 
