@@ -708,24 +708,25 @@ def output_frames(stream: Any) -> Iterator[bytes]:
     reader = getattr(getattr(getattr(response, "raw", None), "_fp", None), "fp", None)
     if reader is None:  # no response kept beside the socket: read the socket itself
         reader = stream
+    read = reader.read if hasattr(reader, "read") else reader.recv
     while True:
-        header = _read_exactly(reader, _FRAME_HEADER)
+        header = _read_exactly(read, _FRAME_HEADER)
         if len(header) < _FRAME_HEADER:
             return
         size = int.from_bytes(header[4:], "big")
-        payload = _read_exactly(reader, size)
+        payload = _read_exactly(read, size)
         if payload:
             yield payload
         if len(payload) < size:
             return
 
 
-def _read_exactly(reader: Any, size: int) -> bytes:
-    """`size` bytes from `reader`, fewer only at its end."""
+def _read_exactly(read: Callable[[int], bytes], size: int) -> bytes:
+    """`size` bytes from `read`, fewer only at the stream's end."""
     parts: list[bytes] = []
     left = size
     while left > 0:
-        part = reader.read(left) if hasattr(reader, "read") else reader.recv(left)
+        part = read(left)
         if not part:
             break
         parts.append(part)

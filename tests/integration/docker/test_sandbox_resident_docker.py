@@ -17,6 +17,7 @@ import pytest
 from langchain_fstools.backends.sandbox import SandboxBackend
 from langchain_fstools.core.results import Write
 from langchain_fstools.errors import StoreUnavailable
+from tests.unit.backends.test_sandbox_resident import each_thread_reads_what_it_wrote
 
 if TYPE_CHECKING:
     from langchain_fstools.sandboxes.docker import DockerSandbox
@@ -129,23 +130,7 @@ def test_a_write_whose_worker_is_killed_changes_nothing_and_says_so(
 def test_threads_on_one_backend_are_all_answered_right(docker_sandbox: DockerSandbox) -> None:
     backend = SandboxBackend(docker_sandbox)
     backend.write_bytes("/start.txt", b"")
-    failures: list[BaseException] = []
-
-    def work(number: int) -> None:
-        try:
-            for turn in range(3):
-                content = b"%d-%d" % (number, turn) * 1000  # longer than a FIFO line
-                backend.write_bytes(f"/t{number}.txt", content)
-                assert backend.read_bytes(f"/t{number}.txt") == content
-        except BaseException as error:  # noqa: BLE001 - reported below
-            failures.append(error)
-
-    threads = [threading.Thread(target=work, args=(number,)) for number in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert failures == []
+    assert each_thread_reads_what_it_wrote(backend, 6, 3, b"x" * 5000) == []
 
 
 def test_a_recorded_command_runs_in_a_worker_with_its_own_execute_environment(

@@ -93,27 +93,36 @@ def test_a_killed_server_is_replaced_by_the_next_call_which_still_answers(
     assert setup.python_starts() == started + 1
 
 
-def test_requests_from_many_threads_are_all_answered_right(tmp_path: Path) -> None:
-    setup = Setup(tmp_path)
-    setup.backend.write_bytes("/start.txt", b"")
-    big = os.urandom(6000)  # a request longer than a FIFO line: through a private file
+def each_thread_reads_what_it_wrote(
+    backend: SandboxBackend, threads: int, turns: int, padding: bytes
+) -> list[BaseException]:
+    """Each thread writes its own file `turns` times and reads it back; what failed.
+
+    `padding` makes each write longer than a FIFO line (through a private file).
+    """
     failures: list[BaseException] = []
 
     def work(number: int) -> None:
         try:
-            for turn in range(4):
-                content = b"%d-%d" % (number, turn) + big
-                setup.backend.write_bytes(f"/t{number}.bin", content)
-                assert setup.backend.read_bytes(f"/t{number}.bin") == content
-        except BaseException as error:  # noqa: BLE001 - reported below
+            for turn in range(turns):
+                content = b"%d-%d" % (number, turn) + padding
+                backend.write_bytes(f"/t{number}.bin", content)
+                assert backend.read_bytes(f"/t{number}.bin") == content
+        except BaseException as error:  # noqa: BLE001 - reported by the caller
             failures.append(error)
 
-    threads = [threading.Thread(target=work, args=(number,)) for number in range(8)]
-    for thread in threads:
+    started = [threading.Thread(target=work, args=(number,)) for number in range(threads)]
+    for thread in started:
         thread.start()
-    for thread in threads:
+    for thread in started:
         thread.join(timeout=120)
-    assert failures == []
+    return failures
+
+
+def test_requests_from_many_threads_are_all_answered_right(tmp_path: Path) -> None:
+    setup = Setup(tmp_path)
+    setup.backend.write_bytes("/start.txt", b"")
+    assert each_thread_reads_what_it_wrote(setup.backend, 8, 4, os.urandom(6000)) == []
     assert (
         sorted(path.name for path in setup.folder.iterdir() if path.name[:2] in {"q-", "r-"}) == []
     )
