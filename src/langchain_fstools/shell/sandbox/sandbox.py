@@ -788,7 +788,7 @@ def find_bwrap() -> str | None:
 MOUNT_RACE_TRIES: Final = 3
 """Starts of bubblewrap tried while the host's mounts change under it (`mounts_raced`)."""
 
-_MOUNT_RACE: Final = re.compile(r"bwrap: Can't .*: No such file or directory")
+_MOUNT_RACE: Final = re.compile(r"bwrap: Can't .*: (?:No such file or directory|Invalid argument)")
 
 
 def mounts_raced(reason: str) -> bool:
@@ -796,7 +796,8 @@ def mounts_raced(reason: str) -> bool:
 
     It binds `/` with every mount below it, then remounts each read-only; a mount
     removed between the two (a container stopping, an image layer unmounted) fails the
-    start with `ENOENT`, and the next start does not meet it.
+    start with `ENOENT`, or `EINVAL` while it is being taken down, and the next start
+    does not meet it.
     """
     return _MOUNT_RACE.search(reason) is not None
 
