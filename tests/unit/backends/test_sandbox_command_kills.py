@@ -113,8 +113,10 @@ def test_a_helper_killed_while_its_command_runs_keeps_nothing_of_the_command(
 ) -> None:
     crashing = _Crashing(tmp_path)
     before = _tree(crashing.root)
-    command = (
-        "echo more >> src/a.py; rm old.txt; (sleep 1; echo late > late.txt) &"
+    record = crashing.helper / "commands" / "running.json"
+    command = (  # killed once the record names its group (a kill before is documented)
+        f"until grep -q '\"group\": [0-9]' {record}; do sleep 0.01; done;"
+        " echo more >> src/a.py; rm old.txt; (sleep 1; echo late > late.txt) &"
         " kill -9 $PPID; sleep 5"
     )
     started = time.monotonic()
