@@ -289,11 +289,10 @@ class Journal:
     ) -> None:
         """Write a record under a part name, lock it, sync it if asked, then give it its name."""
         name = os.path.join(intent.folder, intent.token + suffix)
+        view = memoryview(json.dumps(record).encode())
         descriptor = os.open(name + _PART, _RECORD_FLAGS, 0o600)
         intent.held.append(descriptor)
         fcntl.flock(descriptor, fcntl.LOCK_EX)
-        data = json.dumps(record).encode()
-        view = memoryview(data)
         while view:
             view = view[os.write(descriptor, view) :]
         if sync:
@@ -370,16 +369,32 @@ class Journal:
             _fsync_folder(folder)
 
     def _remove(self, token: str, *, settled: bool) -> None:
-        """Remove a settled commit's records and parts, or parts a commit left long ago.
+        """Remove a settled commit's records and parts, or parts no live commit holds.
 
-        A part is locked only after it is made: one younger than `_PART_SECONDS` may be
-        a live commit's, and is left alone.
+        A part is written only under its lock: one that holds data and can be locked was
+        left by a killed or failed commit. An empty one may be a live commit's between
+        making and locking it, and is left alone until it is `_PART_SECONDS` old.
         """
-        for suffix in (_COMMIT, _STAGING, _COMMIT + _PART, _STAGING + _PART):
+        records = (_COMMIT, _STAGING) if settled else ()
+        for suffix in (*records, _COMMIT + _PART, _STAGING + _PART):
             name = os.path.join(self.folder, token + suffix)
             with contextlib.suppress(FileNotFoundError):
-                if settled or os.lstat(name).st_mtime < time.time() - _PART_SECONDS:
+                if settled or _abandoned(name):
                     os.unlink(name)
+
+
+def _abandoned(part: str) -> bool:
+    """Whether no live commit holds record part `part` (FileNotFoundError if it is gone)."""
+    descriptor = os.open(part, _OPEN_FLAGS)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        facts = os.fstat(descriptor)
+        return facts.st_size > 0 or facts.st_mtime < time.time() - _PART_SECONDS
+    finally:
+        os.close(descriptor)
 
 
 def _logger() -> logging.Logger:

@@ -11,6 +11,7 @@ is then opened by a new `LocalBackend` here, which settles what the killed one l
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -303,6 +304,28 @@ def test_a_live_commit_is_left_to_its_process(tmp_path: Path) -> None:
         assert _records(tmp_path) == [f"{intent.token}.staging"]
     finally:
         journal.end(intent)
+    assert _records(tmp_path) == []
+
+
+def test_a_record_part_is_removed_once_no_live_commit_can_hold_it(tmp_path: Path) -> None:
+    """A part is written under its lock: one with data that can be locked was left by a
+    killed commit; an empty one may be a live commit's that has not locked it yet."""
+    journal = Path(Journal(str(tmp_path.resolve()), durable=True).folder)
+    journal.mkdir(parents=True, mode=0o700, exist_ok=True)
+    (journal / "a1.staging.part").write_text('{"targets": [["/a.txt", true]]')  # cut short
+    (journal / "b2.staging.part").write_text("")
+    (journal / "c3.commit.part").write_text("")
+    os.utime(journal / "c3.commit.part", (1, 1))  # made long ago, never written
+    held = journal / "d4.staging.part"
+    held.write_text("{}")
+    with held.open("rb") as live:
+        fcntl.flock(live, fcntl.LOCK_EX)
+        LocalBackend(tmp_path).stat("/")
+        assert _records(tmp_path) == ["b2.staging.part", "d4.staging.part"]
+    LocalBackend(tmp_path).stat("/")
+    assert _records(tmp_path) == ["b2.staging.part"]
+    os.utime(journal / "b2.staging.part", (1, 1))
+    LocalBackend(tmp_path).stat("/")
     assert _records(tmp_path) == []
 
 
