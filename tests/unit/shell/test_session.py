@@ -157,6 +157,33 @@ RACED = (
 with `Invalid argument`, a mount being taken down)."""
 
 
+def _racing_bwrap(backend: LocalBackend, folder: Path, failures: int, error: str) -> Path:
+    """Put a bubblewrap in front of `backend`'s that fails its first `failures` starts as a
+    mount going away makes it fail; ends the session. The file counting the starts."""
+    confinement = backend._commands._confinement
+    assert confinement is not None
+    assert confinement.bwrap is not None
+    count = folder / "starts"
+    racing = folder / "racing-bwrap"
+    racing.write_text(
+        textwrap.dedent(
+            f"""\
+            #!/bin/sh
+            echo x >> {count}
+            if [ "$(wc -l < {count})" -le {failures} ]; then
+                echo {shlex.quote(RACED.replace("No such file or directory", error))} >&2
+                exit 1
+            fi
+            exec {confinement.bwrap} "$@"
+            """
+        )
+    )
+    racing.chmod(0o755)
+    backend._commands._confinement = dataclasses.replace(confinement, bwrap=str(racing))
+    backend._commands._sessions.end("")
+    return count
+
+
 @pytest.mark.parametrize("failures", [1, 2, 3])
 @pytest.mark.parametrize("error", ["No such file or directory", "Invalid argument"])
 def test_a_session_start_that_meets_a_mount_going_away_is_tried_again(
@@ -167,32 +194,36 @@ def test_a_session_start_that_meets_a_mount_going_away_is_tried_again(
     backend = LocalBackend(tmp_path / "ws", execute=True)
     try:
         assert _run(backend, "echo first").strip() == "first"
-        confinement = backend._commands._confinement
-        assert confinement is not None
-        assert confinement.bwrap is not None
-        count = tmp_path / "starts"
-        racing = tmp_path / "racing-bwrap"
-        racing.write_text(
-            textwrap.dedent(
-                f"""\
-                #!/bin/sh
-                echo x >> {count}
-                if [ "$(wc -l < {count})" -le {failures} ]; then
-                    echo {shlex.quote(RACED.replace("No such file or directory", error))} >&2
-                    exit 1
-                fi
-                exec {confinement.bwrap} "$@"
-                """
-            )
-        )
-        racing.chmod(0o755)
-        backend._commands._confinement = dataclasses.replace(confinement, bwrap=str(racing))
-        backend._commands._sessions.end("")
+        count = _racing_bwrap(backend, tmp_path, failures, error)
         if failures < 3:
             assert _run(backend, "echo second").strip() == "second"
         else:
             with pytest.raises(SandboxUnavailable, match=error):
                 _run(backend, "echo second")
+        assert len(count.read_text().splitlines()) == min(failures + 1, 3)
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize("failures", [2, 3])
+def test_a_background_start_that_meets_a_mount_going_away_is_tried_again(
+    tmp_path: Path, failures: int
+) -> None:
+    """The session's first command started in the background gets the same three starts."""
+    (tmp_path / "ws").mkdir()
+    backend = LocalBackend(tmp_path / "ws", execute=True)
+    try:
+        assert _run(backend, "echo first").strip() == "first"
+        count = _racing_bwrap(backend, tmp_path, failures, "Invalid argument")
+        table = backend.processes()
+        assert table is not None
+        if failures < 3:
+            started = table.start("echo started; sleep 30", output_limit=1000)
+            assert [process.ident for process in table.all()] == [started.ident]
+            started.kill()
+        else:
+            with pytest.raises(OSError, match="Invalid argument"):
+                table.start("sleep 30", output_limit=1000)
         assert len(count.read_text().splitlines()) == min(failures + 1, 3)
     finally:
         backend.close()

@@ -165,11 +165,11 @@ class LocalCommands:
     def processes(self) -> LocalProcesses:
         """The background processes of the current sandbox session."""
         confinement = self._confinement_prepared()
-        session = self._sessions.current(confinement.session)
         return LocalProcesses(
-            session,
-            start_view=lambda: self._view(session),
-            command_args=lambda: self._command_args(session),
+            self._sessions.current(confinement.session),
+            restart=lambda: self._sessions.current(confinement.session),
+            start_view=self._view,
+            command_args=self._command_args,
             workspace=self._root,
             lower=_Lower(self._beneath),
             host_code=self._host_code,

@@ -22,6 +22,8 @@ from langchain_fstools.core.changesets import ChangeKind, ChangeSet, remove_fold
 from langchain_fstools.core.sparse_files import copy_sparse
 from langchain_fstools.errors import InvalidArgument
 from langchain_fstools.shell.sandbox.overlay import Overlay, stamp, upper_path
+from langchain_fstools.shell.sandbox.sandbox import MOUNT_RACE_TRIES, mounts_raced
+from langchain_fstools.shell.session.session import SessionEnded
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -41,7 +43,8 @@ class LocalProcesses:
 
     Args:
         session: The session they run in.
-        start_view: Makes a command's copy-on-write view in the session (None when
+        restart: The session that replaces one that could not start.
+        start_view: Makes a command's copy-on-write view in a session (None when
             commands write in place).
         command_args: The keyword arguments every command of the session gets
             (`interpreter`, `env`, `masks`, `read_only`).
@@ -55,8 +58,9 @@ class LocalProcesses:
         self,
         session: Session,
         *,
-        start_view: Callable[[], Overlay | None],
-        command_args: Callable[[], Mapping[str, object]],
+        restart: Callable[[], Session],
+        start_view: Callable[[Session], Overlay | None],
+        command_args: Callable[[Session], Mapping[str, object]],
         workspace: str,
         lower: LowerTree,
         host_code: Sequence[str],
@@ -64,6 +68,7 @@ class LocalProcesses:
     ) -> None:
         """Bind the table to `session`."""
         self._session = session
+        self._restart = restart
         self._start_view = start_view
         self._command_args = command_args
         self._workspace = workspace
@@ -84,11 +89,27 @@ class LocalProcesses:
         )
 
     def start(self, command: str, *, output_limit: int, terminal: bool = False) -> Background:
-        """Start `command` in the background, on a copy-on-write view of its own."""
-        overlay = self._start_view()
+        """Start `command` in the background, on a copy-on-write view of its own.
+
+        A session whose bubblewrap met a host mount going away as it started
+        (`mounts_raced`) is started again, up to `MOUNT_RACE_TRIES` times: the command
+        had not run.
+        """
+        tried = 1
+        while True:
+            try:
+                return self._start_once(command, output_limit=output_limit, terminal=terminal)
+            except SessionEnded as exc:
+                if tried >= MOUNT_RACE_TRIES or not mounts_raced(str(exc.strerror or exc)):
+                    raise
+                tried += 1
+                self._session = self._restart()
+
+    def _start_once(self, command: str, *, output_limit: int, terminal: bool) -> Background:
+        overlay = self._start_view(self._session)
         view = None if overlay is None else [self._workspace, overlay.upper, overlay.work]
         try:
-            args = self._command_args()
+            args = self._command_args(self._session)
             if overlay is not None:
                 masks = cast("list[str]", args["masks"])
                 overlay = overlay.masking(self._session.plan.masked, masks)
@@ -118,7 +139,7 @@ class LocalProcesses:
             probe,
             timeout=_PROBE_TIMEOUT,
             output_limit=256,
-            **self._command_args(),  # type: ignore[arg-type]
+            **self._command_args(self._session),  # type: ignore[arg-type]
         )
         return result.exit_code == 0
 
