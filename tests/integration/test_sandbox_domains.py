@@ -342,7 +342,9 @@ def test_once_the_proxy_has_ended_a_commands_connection_is_refused_at_once(
     _, port = site
     confinement, proxy = _confined(workspace, port)
     session = Session(confinement.session())
-    command = f"curl -sS --max-time 20 http://pypi.test:{port}/; echo exit=$?"
+    # curl's message on standard output too: the exit line then follows it in one pipe
+    # (two pipes keep no order between them: `shell.session.process`)
+    command = f"curl -sS --max-time 20 http://pypi.test:{port}/ 2>&1; echo exit=$?"
     try:
         reached = _output(session, command)
         proxy.close()  # the proxy's process ends: nothing holds the listener
