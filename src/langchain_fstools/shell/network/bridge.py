@@ -2,19 +2,22 @@
 
 With allowed domains (`Sandbox(network=[...])`) a command's network namespace has only
 `lo`. Bubblewrap starts `python -I -S bridge.py PORT SOCKET -- HELPER...`: this script
-listens on `127.0.0.1:PORT`, starts a server (a grandchild, so the sandbox's init
-adopts it and the command has no child it did not start), and goes on with the rest of
-the line (the confinement helper, then the command), which finds the port already
-listening: the helper, a script on this same interpreter with the same flags, runs in
-this process as it would after `exec` (same pid, a fresh `__main__` namespace), saving
-a second interpreter's start; anything else is `exec`uted. The server connects to the
-Unix socket `SOCKET` once and passes the listening socket itself over it
-(`SCM_RIGHTS`), keeping no copy: the host-side proxy (`shell.network.proxy`) accepts each
-connection in the sandbox's namespace, reads its request and decides what it may reach,
-and a connection made before it accepts waits in the backlog. The server then holds the
-Unix connection open until the sandbox ends (its PID namespace with it), which tells the
-proxy to close the listener; if the proxy ends first, connections are refused. No byte
-of a connection crosses the bridge: a download crosses one relay, in the proxy.
+listens on `127.0.0.1:PORT`, connects to the Unix socket `SOCKET` and passes the
+listening socket itself over it (`SCM_RIGHTS`), keeping no copy: the host-side proxy
+(`shell.network.proxy`) accepts each connection in the sandbox's namespace, reads its
+request and decides what it may reach, and a connection made before it accepts waits in
+the backlog. The listener is passed, and closed here, before anything else runs, so no
+process of the sandbox ever holds it: once the proxy ends, connections are refused at
+once (a copy left in the sandbox, however briefly, would take them into a backlog
+nobody accepts from, then reset them). Then it starts a server (a grandchild, so the
+sandbox's init adopts it and the command has no child it did not start) that holds the
+Unix connection open until the sandbox ends (its PID namespace with it), which tells
+the proxy to close the listener; and it goes on with the rest of the line (the
+confinement helper, then the command), which finds the port already listening: the
+helper, a script on this same interpreter with the same flags, runs in this process as
+it would after `exec` (same pid, a fresh `__main__` namespace), saving a second
+interpreter's start; anything else is `exec`uted. No byte of a connection crosses the
+bridge: a download crosses one relay, in the proxy.
 
 The bridge starts before the helper installs its seccomp filter (which refuses the
 command Unix sockets) and connects to nothing but `SOCKET`, so it opens no other path
@@ -43,22 +46,35 @@ _PR_SET_DUMPABLE = 4
 _FAILED = 125
 
 
-def serve(listener: _socket.socket, path: str) -> NoReturn:
-    """Give `listener` to the proxy at `path`, then wait until the proxy or the sandbox ends.
+def give(listener: _socket.socket, path: str) -> _socket.socket | None:
+    """Pass `listener` to the proxy at `path`; the connection that keeps it served.
 
-    This process keeps no copy of `listener`; its Unix connection stays open as long as
-    it lives (the proxy closes the listener when it closes).
+    None when the proxy is gone (its connections are then refused). The caller closes
+    `listener` at once and before any command starts: from then on only the proxy holds
+    it, so once the proxy ends a connection is refused, never taken into a backlog
+    nobody accepts from.
     """
     upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         upstream.connect(path)
         rights = listener.fileno().to_bytes(4, sys.byteorder, signed=True)
         upstream.sendmsg([MARKER], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)])
-        listener.close()
+    except OSError:
+        upstream.close()
+        return None
+    return upstream
+
+
+def hold(upstream: _socket.socket) -> NoReturn:
+    """Keep the proxy's connection open until the proxy or the sandbox ends.
+
+    The proxy closes the listener when this connection ends.
+    """
+    try:
         while upstream.recv(1):  # the proxy sends nothing: this returns when it ends
             pass
     except OSError:
-        pass  # the proxy is gone: the listener closes with this process, connections fail
+        pass  # the proxy is gone
     os._exit(0)
 
 
@@ -99,17 +115,20 @@ def main(arguments: list[str]) -> NoReturn:
     except (ValueError, OSError) as exc:
         sys.stderr.write(f"sandbox: the proxy bridge cannot start: {exc or 'bad arguments'}\n")
         os._exit(_FAILED)
-    _undumpable()  # before the fork: the server is never dumpable, not even at its start
-    child = os.fork()
-    if child == 0:  # the server forks again and leaves: the command has no extra child
-        try:
-            if os.fork() == 0:
-                _detach()
-                serve(listener, path)
-        finally:
-            os._exit(0)
-    os.waitpid(child, 0)
+    upstream = give(listener, path)  # before the command: see `give`
     listener.close()
+    _undumpable()  # before the fork: the server is never dumpable, not even at its start
+    if upstream is not None:
+        child = os.fork()
+        if child == 0:  # the server forks again and leaves: the command has no extra child
+            try:
+                if os.fork() == 0:
+                    _detach()
+                    hold(upstream)
+            finally:
+                os._exit(0)
+        os.waitpid(child, 0)
+        upstream.close()
     if _same_interpreter(argv):  # the helper: run here, not in a second interpreter
         sys.argv = argv[3:]
         code = compile(_read(argv[3]), argv[3], "exec")  # as `python SCRIPT` would
@@ -147,4 +166,4 @@ if __name__ == "__main__":
     main(sys.argv[1:])
 
 
-__all__ = ["MARKER", "listen", "main", "serve"]
+__all__ = ["MARKER", "give", "hold", "listen", "main"]
