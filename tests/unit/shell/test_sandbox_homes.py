@@ -144,7 +144,7 @@ def test_a_masked_file_replaced_by_a_rename_stays_masked(home: Path, tmp_path: P
     (home / ".netrc.new").write_text("NEW-NETRC\n")
     (home / ".netrc.new").replace(home / ".netrc")
 
-    output = _read(backend, f"cat {home}/.netrc; echo end")
+    output = _read(backend, f"cat {home}/.netrc 2>&1; echo end")  # one pipe: in order
 
     assert "NEW-NETRC" not in output
     assert output.endswith("end\n")

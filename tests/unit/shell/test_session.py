@@ -154,7 +154,8 @@ RACED = (
     ' "/newroot/var/lib/docker/overlay2/l/merged": No such file or directory'
 )
 """What bubblewrap says when a host mount goes away while it binds `/` (seen in CI; also
-with `Invalid argument`, a mount being taken down)."""
+with `Invalid argument`, a mount being taken down, and `Read-only file system`, a masked
+path removed before bubblewrap mounted over it)."""
 
 
 def _racing_bwrap(backend: LocalBackend, folder: Path, failures: int, error: str) -> Path:
@@ -185,7 +186,9 @@ def _racing_bwrap(backend: LocalBackend, folder: Path, failures: int, error: str
 
 
 @pytest.mark.parametrize("failures", [1, 2, 3])
-@pytest.mark.parametrize("error", ["No such file or directory", "Invalid argument"])
+@pytest.mark.parametrize(
+    "error", ["No such file or directory", "Invalid argument", "Read-only file system"]
+)
 def test_a_session_start_that_meets_a_mount_going_away_is_tried_again(
     tmp_path: Path, failures: int, error: str
 ) -> None:

@@ -788,16 +788,21 @@ def find_bwrap() -> str | None:
 MOUNT_RACE_TRIES: Final = 3
 """Starts of bubblewrap tried while the host's mounts change under it (`mounts_raced`)."""
 
-_MOUNT_RACE: Final = re.compile(r"bwrap: Can't .*: (?:No such file or directory|Invalid argument)")
+_MOUNT_RACE: Final = re.compile(
+    r"bwrap: Can't .*: (?:No such file or directory|Invalid argument|Read-only file system)"
+)
 
 
 def mounts_raced(reason: str) -> bool:
-    """Whether bubblewrap failed to start because a host mount went away meanwhile.
+    """Whether bubblewrap failed to start because a host mount or a masked path went away.
 
     It binds `/` with every mount below it, then remounts each read-only; a mount
     removed between the two (a container stopping, an image layer unmounted) fails the
-    start with `ENOENT`, or `EINVAL` while it is being taken down, and the next start
-    does not meet it.
+    start with `ENOENT`, or `EINVAL` while it is being taken down. A path masked at the
+    start (a root-only file under `/var`, found when the command started) removed before
+    bubblewrap mounts over it fails it with `EROFS` (it would make the missing mount
+    point on the read-only root). The next start, with the masks found again, does not
+    meet either.
     """
     return _MOUNT_RACE.search(reason) is not None
 
