@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import subprocess
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
+from pygls.protocol import default_converter
 
 from langchain_fstools.shell.sandbox import confine
 
@@ -48,6 +50,11 @@ server may not open (a Unix one only as a stream pair: `confine`'s seccomp filte
 
 _STOP_SECONDS = 2.0
 """How long a server may take to shut down before it is killed."""
+
+_converter = functools.cache(default_converter)
+"""One message converter for every client: its (un)structuring code is generated once
+per process, not at each start, where it held the loop thread (every server's checks)
+for a few hundred ms on a loaded machine (`bench/lsp_start.py`)."""
 
 
 Place = tuple[str, tuple[tuple[int, str], ...]]
@@ -182,7 +189,7 @@ class Server:
         Raises:
             ServerGone: it could not be started or ended during the handshake.
         """
-        client = LanguageClient("langchain-fstools", "1")
+        client = LanguageClient("langchain-fstools", "1", converter_factory=_converter)
 
         async def on_publish(params: types.PublishDiagnosticsParams) -> None:
             await self._on_publish(params)

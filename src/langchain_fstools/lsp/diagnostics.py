@@ -307,20 +307,24 @@ class Diagnostics:
         return await self._started(slot, name, deadline)
 
     async def _started(self, slot: _Slot, name: str, deadline: float) -> Server | str:
-        """The slot's server once its start ends, waiting until `deadline` (it goes on after)."""
-        assert slot.starting is not None  # noqa: S101 - set by the caller
-        try:
-            await asyncio.wait_for(
-                asyncio.shield(slot.starting), max(deadline - time.monotonic(), 0)
-            )
-        except TimeoutError:
-            if not slot.starting.done():
-                return f"Diagnostics not ready: {name} is still starting."
-            failure = f"did not start within {self.start_timeout:g} s"
-        except Exception as exc:  # noqa: BLE001 - any failure to start is one sentence
-            failure = "could not start" if isinstance(exc, ServerGone) else f"failed ({exc!r})"
-        else:
+        """The slot's server once its start ends, waiting until `deadline` (it goes on after).
+
+        The start's own outcome decides, not how the wait ended: a start that ends in the
+        turn the deadline passes (a loaded machine) is a started server, not a failed one.
+        """
+        starting = slot.starting
+        assert starting is not None  # noqa: S101 - set by the caller
+        with contextlib.suppress(Exception):  # the outcome is read from `starting` below
+            await asyncio.wait_for(asyncio.shield(starting), max(deadline - time.monotonic(), 0))
+        if not starting.done():
+            return f"Diagnostics not ready: {name} is still starting."
+        exc = starting.exception()
+        if exc is None:
             return slot.server or f"Diagnostics unavailable: {name} stopped."
+        if isinstance(exc, TimeoutError):
+            failure = f"did not start within {self.start_timeout:g} s"
+        else:
+            failure = "could not start" if isinstance(exc, ServerGone) else f"failed ({exc!r})"
         server, slot.server = slot.server, None
         if server is not None:
             await server.stop()

@@ -54,11 +54,13 @@ def run(
     table: dict[str, ServerSpec | None] | None = None,
     backend: Any = None,
     timeout: float = 10.0,
+    diagnostics: Diagnostics | None = None,
     **settings: Any,
 ) -> list[ToolMessage]:
     """Run the scripted turns; the tool messages, in order."""
-    diagnostics = Diagnostics(servers=table, timeout=timeout)
-    servers.append(diagnostics)
+    if diagnostics is None:
+        diagnostics = Diagnostics(servers=table, timeout=timeout)
+        servers.append(diagnostics)
     middleware = FilesystemMiddleware(
         backend=backend or LocalBackend(root), diagnostics=diagnostics, **settings
     )
@@ -309,10 +311,29 @@ def test_a_server_crashing_twice_is_left_out(tmp_path: Path, servers: list[Diagn
     assert (tmp_path / "app.py").read_text() == "BAD = 3\n"
 
 
+def started(diagnostics: Diagnostics, root: Path) -> None:
+    """Start the servers and wait until they run: a deletion asks them nothing.
+
+    A start may take longer than a check's timeout on a loaded machine: the check then
+    says "not ready" after waiting at least its timeout, and the start goes on, ending
+    within `start_timeout`; so this many checks see it end, started or given up.
+    """
+    gone = [TextChange("/gone.py", None, None)]
+    for _ in range(int(diagnostics.start_timeout / diagnostics.timeout) + 2):
+        report = diagnostics.check(str(root), gone)
+        if not report.notes or not report.notes[0].startswith("Diagnostics not ready:"):
+            break
+    assert report.notes == (), report.notes
+    assert len(diagnostics.server_pids()) == 1
+
+
 def test_a_hanging_server_is_not_ready_within_the_timeout(
     tmp_path: Path, servers: list[Diagnostics]
 ) -> None:
-    message = broken_edit(tmp_path, servers, fake("hang"), timeout=0.5)
+    diagnostics = Diagnostics(servers=fake("hang"), timeout=0.5)
+    servers.append(diagnostics)
+    started(diagnostics, tmp_path)  # a running server that hangs, not a slow start
+    message = broken_edit(tmp_path, servers, None, diagnostics=diagnostics)
     assert message.content.endswith("Diagnostics not ready: fake did not answer within 0.5 s.")
 
 
