@@ -13,6 +13,7 @@ from langchain_core.messages import ToolMessage
 
 from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend, StateBackend
 from langchain_fstools.lsp import DIAGNOSTICS_ENV, Diagnostics
+from tests.unit.lsp.starting import started
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -47,6 +48,8 @@ def test_on_local_disk_the_default_servers_check_every_change(
 ) -> None:
     toolkit = FileToolkit(LocalBackend(tmp_path))
     toolkits.append(toolkit)
+    assert toolkit.context.diagnostics is not None
+    assert started(toolkit.context.diagnostics, tmp_path)  # a start may outlast a check's wait
     tools = {tool.name: tool for tool in toolkit.get_tools()}
     written = call(tools["write_file"], file_path="/app.py", content="print(missing)\n")
     assert "/app.py:1:7: error F821 Undefined name `missing` (ruff)" in written.content

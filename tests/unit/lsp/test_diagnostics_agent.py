@@ -26,6 +26,7 @@ from langchain_fstools import FilesystemMiddleware, FileToolkit, LocalBackend, S
 from langchain_fstools.lsp import Diagnostics, ServerSpec, TextChange
 from langchain_fstools.shell.sandbox import confine
 from langchain_fstools.testing import ScriptedChatModel, parallel, tool_call
+from tests.unit.lsp.starting import started
 
 FAKE = str(Path(__file__).with_name("fake_server.py"))
 ONLY_RUFF = {"ty": None}
@@ -311,28 +312,12 @@ def test_a_server_crashing_twice_is_left_out(tmp_path: Path, servers: list[Diagn
     assert (tmp_path / "app.py").read_text() == "BAD = 3\n"
 
 
-def started(diagnostics: Diagnostics, root: Path) -> None:
-    """Start the servers and wait until they run: a deletion asks them nothing.
-
-    A start may take longer than a check's timeout on a loaded machine: the check then
-    says "not ready" after waiting at least its timeout, and the start goes on, ending
-    within `start_timeout`; so this many checks see it end, started or given up.
-    """
-    gone = [TextChange("/gone.py", None, None)]
-    for _ in range(int(diagnostics.start_timeout / diagnostics.timeout) + 2):
-        report = diagnostics.check(str(root), gone)
-        if not report.notes or not report.notes[0].startswith("Diagnostics not ready:"):
-            break
-    assert report.notes == (), report.notes
-    assert len(diagnostics.server_pids()) == 1
-
-
 def test_a_hanging_server_is_not_ready_within_the_timeout(
     tmp_path: Path, servers: list[Diagnostics]
 ) -> None:
     diagnostics = Diagnostics(servers=fake("hang"), timeout=0.5)
     servers.append(diagnostics)
-    started(diagnostics, tmp_path)  # a running server that hangs, not a slow start
+    assert started(diagnostics, tmp_path) == 1  # a running server that hangs, not a slow start
     message = broken_edit(tmp_path, servers, None, diagnostics=diagnostics)
     assert message.content.endswith("Diagnostics not ready: fake did not answer within 0.5 s.")
 
