@@ -149,6 +149,29 @@ def test_a_session_whose_supervisor_died_is_started_again(backend: LocalBackend)
     assert _run(backend, "echo ${KEPT-fresh}").strip() == "fresh"
 
 
+def test_a_keeper_forked_just_before_its_supervisor_died_ends_at_once() -> None:
+    """Its parent-death signal, asked for once the parent is gone, would never come: a
+    keeper left so held the control socket, and the next command ran in it (CI)."""
+    script = textwrap.dedent(
+        """
+        import os, sys, time
+        from langchain_fstools.shell.sandbox import confine, supervisor
+        parent = os.getpid()
+        if os.fork() == 0:
+            deadline = time.monotonic() + 10
+            while os.getppid() == parent and time.monotonic() < deadline:
+                time.sleep(0.01)
+            supervisor._die_with(confine._libc(), parent)
+            sys.stdout.write("lived on")
+        """
+    )
+    # the forked child holds the output until it ends: read to its end
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, timeout=30, check=True
+    )
+    assert done.stdout == b"", done.stderr
+
+
 RACED = (
     "bwrap: Can't bind mount /oldroot/ on /newroot/: Unable to apply mount flags: remount"
     ' "/newroot/var/lib/docker/overlay2/l/merged": No such file or directory'
