@@ -634,6 +634,22 @@ def test_a_job_ends_when_its_keeper_writes_the_status_to_its_pipe() -> None:
     assert job.status == 3
 
 
+def test_a_job_whose_end_was_told_keeps_its_status_when_the_session_ends_after() -> None:
+    """The supervisor dying just after a command ended does not make that command fail."""
+    ended = "the sandbox session ended (exit status -9)"
+    by_pipe, by_message = _Job(1), _Job(2)
+    try:
+        os.write(by_pipe.wake[1], b"0\n")  # its keeper said it first
+        assert by_pipe.exited()
+        by_message.finish(0)  # the supervisor's message
+        for job in (by_pipe, by_message):
+            job.finish(None, ended)  # what the session's owner tells every job it still holds
+            assert (job.status, job.error) == (0, None)
+    finally:
+        by_pipe.close()
+        by_message.close()
+
+
 FORK_REFUSED = """
 import json, os, socket
 channel = socket.socket(
