@@ -261,6 +261,7 @@ class Supervisor:
         to_command, for_command = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # held until the keeper handles them: a pause or kill sent at once waits for it
         signal.pthread_sigmask(signal.SIG_BLOCK, _KEEPER_SIGNALS)
+        me = os.getpid()
         try:
             pid = os.fork()
         except OSError as exc:
@@ -275,7 +276,7 @@ class Supervisor:
         if pid == 0:
             try:
                 signal.set_wakeup_fd(-1)
-                self.libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+                _die_with(self.libc, me)
                 to_command.close()
                 later = [*self.later, *([self.hidden] if self.hidden is not None else [])]
                 keeper = Keeper(self.spec, self.hidden, self.channel)
@@ -579,6 +580,18 @@ class Command:
         except OSError as exc:
             os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
             os._exit(127)
+
+
+def _die_with(libc: ctypes.CDLL, parent: int) -> None:
+    """Be killed when `parent` ends; exit at once if it already has.
+
+    A child forked just before its parent was killed may set its parent-death signal
+    only once the parent is gone: none would ever come. A keeper left so holds the
+    control socket, so the agent would see the session live on in it.
+    """
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(confine.FAILED)
 
 
 def _unshare_mounts(libc: ctypes.CDLL) -> None:

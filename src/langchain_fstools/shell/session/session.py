@@ -107,10 +107,12 @@ class _Job:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def finish(self, status: int | None, error: str | None = None) -> None:
-        self.status, self.error = status, error
         # one lock with `close`: the waiter, woken by `ended`, may close the pipe at once,
         # and a write after that would land in whatever took the descriptor's number
         with self._lock:
+            if self.ended.is_set():  # told already: a session ending after it changes nothing
+                return
+            self.status, self.error = status, error
             self.ended.set()
             if not self.closed:
                 with contextlib.suppress(OSError):
