@@ -166,8 +166,7 @@ class LocalCommands:
         """The background processes of the current sandbox session."""
         confinement = self._confinement_prepared()
         return LocalProcesses(
-            self._sessions.current(confinement.session),
-            restart=lambda: self._sessions.current(confinement.session),
+            lambda: self._sessions.current(confinement.session),
             start_view=self._view,
             command_args=self._command_args,
             workspace=self._root,

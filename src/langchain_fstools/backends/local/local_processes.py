@@ -42,8 +42,8 @@ class LocalProcesses:
     """The background processes of one sandbox session of a `LocalBackend`.
 
     Args:
-        session: The session they run in.
-        restart: The session that replaces one that could not start.
+        current: The call's current session (a new one when the last could not start):
+            the table's, asked for again when a start meets `mounts_raced`.
         start_view: Makes a command's copy-on-write view in a session (None when
             commands write in place).
         command_args: The keyword arguments every command of the session gets
@@ -56,9 +56,8 @@ class LocalProcesses:
 
     def __init__(
         self,
-        session: Session,
+        current: Callable[[], Session],
         *,
-        restart: Callable[[], Session],
         start_view: Callable[[Session], Overlay | None],
         command_args: Callable[[Session], Mapping[str, object]],
         workspace: str,
@@ -66,9 +65,9 @@ class LocalProcesses:
         host_code: Sequence[str],
         run: Callable[..., ExecutionResult],
     ) -> None:
-        """Bind the table to `session`."""
-        self._session = session
-        self._restart = restart
+        """Bind the table to the current session."""
+        self._session = current()
+        self._current = current
         self._start_view = start_view
         self._command_args = command_args
         self._workspace = workspace
@@ -103,7 +102,7 @@ class LocalProcesses:
                 if tried >= MOUNT_RACE_TRIES or not mounts_raced(str(exc.strerror or exc)):
                     raise
                 tried += 1
-                self._session = self._restart()
+                self._session = self._current()
 
     def _start_once(self, command: str, *, output_limit: int, terminal: bool) -> Background:
         overlay = self._start_view(self._session)
