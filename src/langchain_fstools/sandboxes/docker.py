@@ -368,16 +368,8 @@ class DockerSandbox(BaseSandbox):
         limit = self.timeout if timeout is None else timeout
         if limit < 0:
             raise ValueError(f"timeout must be 0 (no limit) or more; got {limit}")
-        token = secrets.token_hex(8)
-        api = self._client.api
         try:
-            exec_id = api.exec_create(
-                self._id,
-                ["sh", "-c", _WRAPPER, "fstools", token, command, self.workspace],
-                environment={"FSTOOLS_EXEC": token},
-                workdir="/",  # the wrapper enters the workspace, or makes it again
-            )["Id"]
-            stream = api.exec_start(exec_id, socket=True)
+            token, exec_id, stream = self._start(command)
         except (docker.errors.APIError, requests.RequestException) as error:
             return ExecuteResponse(output=self._unavailable(error), exit_code=None)
         output = _Output(self.max_output_bytes)
@@ -401,6 +393,29 @@ class DockerSandbox(BaseSandbox):
         if code is None or (code == _KILLED and not self._survives()):
             return ExecuteResponse(output.text(self._gone()), None, truncated=truncated)
         return ExecuteResponse(output.text(), exit_code=code, truncated=truncated)
+
+    def open_stream(self, command: str) -> DockerStream:
+        """Start `command` as `execute` would, with its standard input open to this side.
+
+        What `SandboxBackend` keeps its relay on (`backends.sandbox.relay`): one
+        `docker exec -i`, written to and read from for as long as the command runs. It
+        counts as a running command for `idle_timeout`; it has no deadline.
+
+        Args:
+            command: The shell command.
+
+        Returns:
+            The stream: its standard input to write, its output (stderr in it) to read.
+
+        Raises:
+            ConnectionError: the engine refused or did not answer (the sentence says
+                which).
+        """
+        try:
+            _, _, stream = self._start(command, stdin=True)
+        except (docker.errors.APIError, requests.RequestException) as error:
+            raise ConnectionError(self._unavailable(error).removeprefix("Error: ")) from None
+        return DockerStream(stream)
 
     def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
         """Write each `(path, bytes)`, making missing parents; one error per file.
@@ -499,6 +514,24 @@ class DockerSandbox(BaseSandbox):
         await self.aclose()
 
     # ----- the engine's side ------------------------------------------------------------
+
+    def _start(self, command: str, *, stdin: bool = False) -> tuple[str, str, Any]:
+        """`command` started by `docker exec` through `_WRAPPER`: its token, exec and connection.
+
+        Raises:
+            docker.errors.APIError, requests.RequestException: the engine refused or
+                did not answer.
+        """
+        token = secrets.token_hex(8)
+        api = self._client.api
+        exec_id = api.exec_create(
+            self._id,
+            ["sh", "-c", _WRAPPER, "fstools", token, command, self.workspace],
+            environment={"FSTOOLS_EXEC": token},
+            workdir="/",  # the wrapper enters the workspace, or makes it again
+            stdin=stdin,
+        )["Id"]
+        return token, exec_id, api.exec_start(exec_id, socket=True)
 
     def _kill(self, token: str) -> None:
         """Kill the command started with `token`: its process group and its heirs."""
@@ -689,6 +722,40 @@ class _Watch:
         raw = getattr(self.stream, "_sock", self.stream)
         with contextlib.suppress(OSError):
             raw.shutdown(socket.SHUT_RDWR)
+
+
+class DockerStream:
+    """A command's `docker exec` connection, kept open: its input written, its output read.
+
+    Made by `DockerSandbox.open_stream`; `backends.sandbox.relay.SandboxStream`'s shape.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        """Hold the engine's hijacked connection `stream`."""
+        self._stream = stream
+        self._socket: socket.socket = getattr(stream, "_sock", stream)
+        self._frames = output_frames(stream)
+
+    def send(self, data: bytes) -> None:
+        """Write `data` to the command's standard input."""
+        self._socket.settimeout(None)
+        self._socket.sendall(data)
+
+    def receive(self, timeout: float | None) -> bytes:
+        """The next part of the command's output; `b""` once it ended.
+
+        Raises:
+            TimeoutError: nothing came within `timeout` seconds; the stream is then
+                broken (the engine's framing may have been cut).
+        """
+        self._socket.settimeout(timeout)
+        return next(self._frames, b"")
+
+    def close(self) -> None:
+        """End the command's standard input and the connection (the command then ends)."""
+        with contextlib.suppress(OSError):
+            self._socket.shutdown(socket.SHUT_RDWR)
+        self._stream.close()
 
 
 _FRAME_HEADER: Final = 8

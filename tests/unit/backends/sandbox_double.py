@@ -11,11 +11,14 @@ asked, so tests can count round trips, and can be made to misbehave as providers
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import select
 import signal
 import subprocess
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from deepagents.backends.protocol import ExecuteResponse, FileDownloadResponse, FileUploadResponse
 from deepagents.backends.sandbox import BaseSandbox
@@ -186,3 +189,70 @@ class ShellBaseSandbox(BaseSandbox):
 
     def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
         return self.shell.download_files(paths)
+
+
+class LocalStream:
+    """A process here whose standard input the test side writes: `SandboxStream`'s shape."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+
+    def send(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def receive(self, timeout: float | None) -> bytes:
+        assert self.process.stdout is not None
+        descriptor = self.process.stdout.fileno()
+        if not select.select([descriptor], [], [], timeout)[0]:
+            raise TimeoutError
+        return os.read(descriptor, 1 << 16)
+
+    def close(self) -> None:
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        self.process.wait(10)
+
+
+class StreamingShellSandbox(ShellSandbox):
+    """`ShellSandbox` that also keeps processes open (`open_stream`), as `DockerSandbox` does.
+
+    Args:
+        refuse_streams: `open_stream` raises `ConnectionError`, as an engine that
+            refuses would.
+        kwargs: `ShellSandbox`'s.
+    """
+
+    def __init__(
+        self, name: str = "double", *, refuse_streams: bool = False, **kwargs: Any
+    ) -> None:
+        super().__init__(name, **kwargs)
+        self.refuse_streams = refuse_streams
+        self.streams: list[LocalStream] = []
+
+    def open_stream(self, command: str) -> LocalStream:
+        self.calls["open_stream"] += 1
+        if self.refuse_streams:
+            raise ConnectionError("the engine refused the stream")
+        process = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            cwd="/",
+            start_new_session=True,
+        )
+        stream = LocalStream(process)
+        self.streams.append(stream)
+        return stream
+
+    def close(self) -> None:
+        """End every stream's process (what a provider's end of the sandbox does)."""
+        for stream in self.streams:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(stream.process.pid, signal.SIGKILL)
+            stream.close()

@@ -448,10 +448,12 @@ class SandboxBackend(_Search, Backend):
         The sandbox itself is the provider's to end (`DockerSandbox.close`).
         """
         self._processes.close()
+        self._transport.close()
 
     async def aclose(self) -> None:
         """Async `close`."""
         await self._processes.aclose()
+        await asyncio.to_thread(self._transport.close)
 
     def _in_root(self, command: str) -> str:
         return f"cd {shlex.quote(self._root)} && {command}"

@@ -41,6 +41,7 @@ its async twins, as `core.calls` drives backend calls.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import functools
@@ -55,6 +56,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from langchain_fstools.backends import shipping
 from langchain_fstools.backends.sandbox import helper, resident
+from langchain_fstools.backends.sandbox.relay import Relayed, Relays, StreamingSandbox
 from langchain_fstools.core import calls
 from langchain_fstools.errors import StoreUnavailable
 
@@ -81,6 +83,11 @@ READS: Final = frozenset(
     {"probe", "stat", "exists", "read", "list", "walk", "resolve", "search", "fetch"}
 )
 """Operations that change nothing: asked again when the provider cut their reply short."""
+
+AGENTS_COMMANDS: Final = frozenset({"command_run"})
+"""Operations that run the agent's own command: never relayed (`backends.sandbox.relay`),
+so that it gets the provider's `execute` (its environment, its way of ending what a
+command leaves behind), as without a relay."""
 
 STARTS: Final = 3
 """Resident servers started in a row without one answering, after which a transport stops
@@ -227,10 +234,17 @@ class SandboxLike(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Execute:
-    """Run `command` in the sandbox; the result is the provider's response."""
+    """Run `command` in the sandbox; the result is the provider's response.
+
+    `relayed`: the transport's own command, which a relay may run instead of the
+    provider's `execute` (`backends.sandbox.relay`); `repeatable`: running it twice is
+    harmless (it changes nothing).
+    """
 
     command: str
     timeout: int
+    relayed: bool = False
+    repeatable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,8 +278,8 @@ class Transport:
         folder: The helper's private folder in the sandbox (made by the first call).
             Default: `/var/tmp/.fstools-<sandbox id>`.
         resident_idle: Seconds the resident helper (`backends.sandbox.resident`) waits
-            for a request before it ends; 0: none, a Python start per operation.
-            Default: `resident.IDLE_LIMIT`.
+            for a request before it ends; 0: none, a Python start per operation (and
+            no relay: each one an `execute`). Default: `resident.IDLE_LIMIT`.
     """
 
     def __init__(
@@ -296,6 +310,12 @@ class Transport:
         self.resident_idle = resident_idle
         self._starts = 0
         """Resident servers asked for in a row that never answered (`STARTS`)."""
+        self._relays = (
+            Relays(sandbox, python)
+            if resident_idle and isinstance(sandbox, StreamingSandbox)
+            else None
+        )
+        """Where the transport's own commands run when the sandbox offers streams."""
 
     # ----- driving ------------------------------------------------------------------------
 
@@ -307,10 +327,17 @@ class Transport:
         """Drive `exchange` with the provider's async methods."""
         return await calls.adrive(exchange, self._aperform)
 
+    def close(self) -> None:
+        """Let the relays go (they end in the sandbox); the next operation starts one."""
+        if self._relays is not None:
+            self._relays.close()
+
     def _perform(self, request: Request) -> Any:
         try:
             match request:
                 case Execute(command=command, timeout=timeout):
+                    if relayed := self._relay(request):
+                        return relayed
                     return self.sandbox.execute(command, timeout=timeout)
                 case Upload(files=files):
                     return self.sandbox.upload_files(list(files))
@@ -323,6 +350,8 @@ class Transport:
         try:
             match request:
                 case Execute(command=command, timeout=timeout):
+                    if relayed := await asyncio.to_thread(self._relay, request):
+                        return relayed
                     return await self.sandbox.aexecute(command, timeout=timeout)
                 case Upload(files=files):
                     return await self.sandbox.aupload_files(list(files))
@@ -330,6 +359,12 @@ class Transport:
                     return await self.sandbox.adownload_files(list(paths))
         except Exception as exc:
             raise _unanswered(exc) from exc
+
+    def _relay(self, request: Execute) -> Relayed | None:
+        """The request run by a relay; None when the provider's `execute` is to run it."""
+        if not request.relayed or self._relays is None or not self._relays.usable:
+            return None
+        return self._relays.execute(request.command, request.timeout, repeatable=request.repeatable)
 
     # ----- one operation -----------------------------------------------------------------
 
@@ -352,7 +387,9 @@ class Transport:
                 header["drop"], self._drop = self._drop, []
             argument = yield from self._argument(helper.pack(header, data))
             served = self._served(op) and not resident_failed
-            response = yield Execute(self._command(argument, seconds, served=served), seconds)
+            command = self._command(argument, seconds, served=served)
+            relayed = served and op not in AGENTS_COMMANDS
+            response = yield Execute(command, seconds, relayed=relayed, repeatable=op in READS)
             header.pop("drop", None)
             output = str(response.output)
             reply = _reply(output)
@@ -386,6 +423,8 @@ class Transport:
     ) -> Exchange[tuple[Any, bytes] | None]:
         """Run a command (not the helper) that prints a reply in the helper's format.
 
+        The command changes nothing (a relay that ended may have it run again).
+
         Args:
             command: The command, given the longest reply it may print (base64
                 characters; a longer one is spilled to the private folder).
@@ -402,7 +441,7 @@ class Transport:
         """
         spilled = False
         while True:
-            response = yield Execute(command(self._inline), timeout)
+            response = yield Execute(command(self._inline), timeout, relayed=True, repeatable=True)
             output = str(response.output)
             reply = _reply(output)
             if reply is None:
