@@ -18,9 +18,8 @@ from langchain_fstools import FileToolkit
 from langchain_fstools.backends.sandbox import SandboxBackend, relay
 
 if TYPE_CHECKING:
-    from tests.integration.docker.engine import DockerEngine
-
     from langchain_fstools.sandboxes.docker import DockerSandbox
+    from tests.integration.docker.engine import DockerEngine
 
 pytestmark = pytest.mark.integration
 
@@ -74,7 +73,9 @@ def test_a_relay_killed_in_the_sandbox_loses_nothing(docker_sandbox: DockerSandb
     """Killed between calls (a provider's own clean-up): the next call still answers."""
     backend = SandboxBackend(docker_sandbox)
     backend.write_bytes("/a.txt", b"one")
-    killed = docker_sandbox.execute(f"for p in $({_RELAYS}); do kill -KILL $p; done; sleep 0.2; {_RELAYS}")
+    killed = docker_sandbox.execute(
+        f"for p in $({_RELAYS}); do kill -KILL $p; done; sleep 0.2; {_RELAYS}"
+    )
     assert killed.exit_code == 0
     assert not killed.output.strip()
     backend.write_bytes("/a.txt", b"two")

@@ -335,3 +335,30 @@ def test_a_change_whose_answer_was_lost_is_one_sentence_and_the_file_is_whole(
         backend.write_bytes("/a.txt", b"new\n" * 1000)
     monkeypatch.setattr(relay._Relay, "line", line)
     assert backend.read_bytes("/a.txt") in {b"old\n", b"new\n" * 1000}
+
+
+def test_a_forked_process_starts_its_own_relay_and_leaves_the_parents_alone(
+    backend: SandboxBackend, sandbox: StreamingShellSandbox
+) -> None:
+    """Two processes writing one stream would mix their commands: a fork starts its own."""
+    backend.write_bytes("/a.txt", b"parent\n")
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's report is its exit status and the pipe
+        status = 1
+        try:
+            backend.write_bytes("/b.txt", b"child\n")
+            opened = sandbox.calls["open_stream"]  # the parent's one, and its own
+            os.write(writing, backend.read_bytes("/a.txt") + b"%d" % opened)
+            backend.close()
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(writing)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert os.read(reading, 100) == b"parent\n2"
+    os.close(reading)
+    assert sandbox.calls["open_stream"] == 1  # counted here: the child's start is its own
+    assert backend.read_bytes("/b.txt") == b"child\n"  # the parent's relay still serves
+    assert sandbox.calls["open_stream"] == 1

@@ -38,6 +38,7 @@ mid-command would give.
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
 import threading
 import time
@@ -295,6 +296,8 @@ class Relays:
         self._idle: list[_Relay] = []
         self._lock = threading.Lock()
         self._failed_starts = 0
+        self._pid = os.getpid()
+        """The process whose relays `_idle` holds: a forked child starts its own."""
 
     @property
     def usable(self) -> bool:
@@ -338,6 +341,8 @@ class Relays:
         """Let every idle relay go (each then ends in the sandbox)."""
         with self._lock:
             idle, self._idle = self._idle, []
+            if self._pid != os.getpid():
+                return
         for relay in idle:
             relay.close()
 
@@ -346,6 +351,8 @@ class Relays:
         stale: list[_Relay] = []
         found = None
         with self._lock:
+            if self._pid != os.getpid():  # a fork's copy: the parent's streams are not ours
+                self._idle, self._pid = [], os.getpid()  # (closing them would end the parent's)
             now = time.monotonic()
             while self._idle:
                 relay = self._idle.pop()
