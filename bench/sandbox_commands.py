@@ -6,9 +6,10 @@
 baseline, runs the command, scans and diffs, restores; an empty set is not committed)
 timed side by side with the round trip's floor: one `docker exec` of `true` through the
 Docker SDK (`exec_create` + `exec_start`), `DockerSandbox.execute("true")` (the provider's own
-run, with its group-killing wrapper), and one run of the sandbox helper
-(`SandboxBackend.stat("/")`: the loader and the helper's imports, which every file
-operation pays too), so the last column is what recording itself costs. Medians of `--repeat` interleaved
+run, with its group-killing wrapper), and one file operation of the sandbox helper
+(`SandboxBackend.stat("/")`, through its relay: no `docker exec`), so the last column
+is what recording costs beyond one helper run (the command's own `execute`, which is
+the provider's, included). Medians of `--repeat` interleaved
 runs, for a workspace of each `--files` count (small files in 10 folders); target: at most
 2x the `docker exec` floor. Starts this checkout's Docker Engine and image
 (scripts/docker-engine, as the Docker tests do). A benchmark, not a test: it checks only

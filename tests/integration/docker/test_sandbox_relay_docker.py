@@ -114,3 +114,23 @@ def test_an_idle_sandbox_still_ends_itself_after_its_relay_ends(
             pytest.fail("the sandbox did not end itself once its relay was idle")
     finally:
         sandbox.close()
+
+
+def test_a_sandbox_gone_under_a_live_relay_is_one_sentence(docker_engine: DockerEngine) -> None:
+    """The container is removed by another client while a relay is kept open for it."""
+    sandbox = docker_engine.sandbox()
+    backend = SandboxBackend(sandbox)
+    tools = {tool.name: tool for tool in FileToolkit(backend).get_tools()}
+    backend.write_bytes("/notes.txt", b"one\n")
+    sandbox.close()
+    for name, args in [
+        ("write_file", {"file_path": "/other.txt", "content": "two\n"}),
+        ("read_file", {"file_path": "/notes.txt"}),
+        ("grep", {"pattern": "one", "path": "/"}),
+    ]:
+        message = tools[name].invoke({"type": "tool_call", "id": "c1", "name": name, "args": args})
+        assert message.status == "error", (name, message.content)
+        (sentence,) = [line for line in str(message.content).splitlines() if line]
+        assert "gone" in sentence, sentence
+        assert sentence.endswith(".")
+    backend.close()
