@@ -210,11 +210,11 @@ class LocalStream:
         return os.read(descriptor, 1 << 16)
 
     def close(self) -> None:
+        """Close this side's pipes (the process then ends; `StreamingShellSandbox.close` reaps it)."""
         for pipe in (self.process.stdin, self.process.stdout):
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
-        self.process.wait(10)
 
 
 class StreamingShellSandbox(ShellSandbox):
@@ -256,3 +256,4 @@ class StreamingShellSandbox(ShellSandbox):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(stream.process.pid, signal.SIGKILL)
             stream.close()
+            stream.process.wait(10)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -221,6 +222,36 @@ def test_a_relay_that_ends_after_it_took_a_change_says_so(relays: Relays, tmp_pa
 
 def test_a_read_whose_relay_ended_after_it_took_it_goes_to_execute(relays: Relays) -> None:
     assert relays.execute("kill -9 $PPID; sleep 5", 30, repeatable=True) is None
+
+
+@pytest.mark.parametrize("repeatable", [False, True])
+def test_a_silent_relay_is_let_go_at_the_commands_deadline(
+    sandbox: StreamingShellSandbox,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    *,
+    repeatable: bool,
+) -> None:
+    """Stopped (a frozen sandbox): it may run the command later, so a change is not sent
+    to `execute` again; and it does not run it once let go."""
+    monkeypatch.setattr(relay, "REPLY_GRACE", 0.5)
+    relays = Relays(sandbox, "python3")
+    assert _run(relays, "true").exit_code == 0
+    group = sandbox.streams[0].process.pid
+    os.killpg(group, signal.SIGSTOP)
+    marker = tmp_path / "ran"
+    started = time.monotonic()
+    answer = relays.execute(f"echo x > {marker}", 1, repeatable=repeatable)
+    assert time.monotonic() - started < 5
+    assert answer == (None if repeatable else Relayed(UNANSWERED, None))
+    os.killpg(group, signal.SIGCONT)
+    sandbox.streams[0].process.wait(10)  # it finds its output gone and ends
+    assert not marker.exists()
+    relays.close()
+
+
+def test_a_command_without_a_timeout_is_waited_for(relays: Relays) -> None:
+    assert _run(relays, "sleep 0.3; echo late", timeout=0).output == "late\n"
 
 
 def test_closing_the_stream_kills_the_running_command(

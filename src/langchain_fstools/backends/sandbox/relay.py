@@ -30,14 +30,16 @@ What a failure means here: a relay that cannot start (no python3, a provider tha
 refuses streams) is not used again after `STARTS` tries, and each command it would have
 run goes to `execute`; a stream that ends before the `+` ran nothing, and its command
 goes to `execute` too. One that ends or passes its deadline after the `+` may have run
-its command: a command the caller marked `repeatable` (a read) goes to `execute`, any
-other gets a response with no exit code and a sentence, as a sandbox that went away
+its command, and so may one silent past its command's timeout and `REPLY_GRACE` (then
+let go): a command the caller marked `repeatable` (a read) goes to `execute`, any other
+gets a response with no exit code and a sentence, as a sandbox that went away
 mid-command would give.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shlex
 import threading
@@ -232,7 +234,7 @@ class _Relay:
         self.used = time.monotonic()
 
     def take(self, size: int, until: float) -> bytes:
-        """The next `size` bytes it sends, by `until` (monotonic).
+        """The next `size` bytes it sends, by `until` (monotonic; `math.inf`: no limit).
 
         Raises:
             TimeoutError: they did not come in time.
@@ -265,7 +267,7 @@ class _Relay:
         if left <= 0:
             raise TimeoutError
         try:
-            chunk = self.stream.receive(left)
+            chunk = self.stream.receive(None if until == math.inf else left)
         except TimeoutError:
             raise
         except OSError as error:
@@ -321,7 +323,7 @@ class Relays:
         if relay is None:
             return None
         body = command.encode("utf-8", "surrogateescape")
-        until = time.monotonic() + HELLO_WAIT + (timeout or 0) + REPLY_GRACE
+        until = time.monotonic() + timeout + REPLY_GRACE if timeout > 0 else math.inf
         received = False
         try:
             relay.stream.send(b"%d %d\n" % (timeout, len(body)) + body)
@@ -329,11 +331,12 @@ class Relays:
             received = True
             code, cut, size = map(int, relay.line(until).split())
             output = relay.take(size, until)
-        except (_Ended, TimeoutError, OSError, ValueError):
+        except TimeoutError:  # silent: it may run the command yet
             relay.close()
-            if not received or repeatable:
-                return None
-            return Relayed(UNANSWERED, None)
+            return None if repeatable else Relayed(UNANSWERED, None)
+        except (_Ended, OSError, ValueError):  # before the `+`, it had started nothing
+            relay.close()
+            return None if repeatable or not received else Relayed(UNANSWERED, None)
         self._keep(relay)
         return Relayed(output.decode("utf-8", "replace"), code, truncated=cut > 0)
 

@@ -336,7 +336,7 @@ class Transport:
         try:
             match request:
                 case Execute(command=command, timeout=timeout):
-                    if relayed := self._relay(request):
+                    if self._relayable(request) and (relayed := self._relay(request)):
                         return relayed
                     return self.sandbox.execute(command, timeout=timeout)
                 case Upload(files=files):
@@ -350,7 +350,9 @@ class Transport:
         try:
             match request:
                 case Execute(command=command, timeout=timeout):
-                    if relayed := await asyncio.to_thread(self._relay, request):
+                    if self._relayable(request) and (
+                        relayed := await asyncio.to_thread(self._relay, request)
+                    ):
                         return relayed
                     return await self.sandbox.aexecute(command, timeout=timeout)
                 case Upload(files=files):
@@ -360,10 +362,13 @@ class Transport:
         except Exception as exc:
             raise _unanswered(exc) from exc
 
+    def _relayable(self, request: Execute) -> bool:
+        """Whether a relay is asked to run `request` (`backends.sandbox.relay`)."""
+        return request.relayed and self._relays is not None and self._relays.usable
+
     def _relay(self, request: Execute) -> Relayed | None:
         """The request run by a relay; None when the provider's `execute` is to run it."""
-        if not request.relayed or self._relays is None or not self._relays.usable:
-            return None
+        assert self._relays is not None  # noqa: S101 - `_relayable` said so
         return self._relays.execute(request.command, request.timeout, repeatable=request.repeatable)
 
     # ----- one operation -----------------------------------------------------------------
