@@ -44,7 +44,10 @@ class SandboxBackend(_Search, Backend):
     the first call uploads into a private folder of the sandbox; the helper works on the
     sandbox's disk as `LocalBackend` works on this one (`backends.sandbox.helper`). The
     first call also leaves the helper running there (`backends.sandbox.resident`), so
-    later file operations fork a worker of it instead of starting Python:
+    later file operations fork a worker of it instead of starting Python. Where the
+    provider also offers streams (`open_stream`, as `DockerSandbox` does), those
+    `execute`s go through a relay kept open in the sandbox instead
+    (`backends.sandbox.relay`), so they cost no round trip of the provider's:
 
     - Confinement: every path is walked beneath the root's directory descriptor, so
       `..` and symlinks that lead outside the root are `OutsideRoot`; links inside are
@@ -104,7 +107,7 @@ class SandboxBackend(_Search, Backend):
         resident_idle: Seconds the resident helper waits for a request before it ends
             (`backends.sandbox.resident`: a server the first call starts in the sandbox,
             so later file operations skip Python's start); 0: none, one Python start
-            per operation. Default: 600.
+            per operation, and no relay. Default: 600.
 
     Raises:
         ValueError: `root` or `helper_folder` is not an absolute path, or `timeout` is
