@@ -10,13 +10,14 @@ killed at any step leaves the set whole or absent.
 
 from __future__ import annotations
 
+import binascii
 import functools
 import time
 from typing import TYPE_CHECKING
 
 import pytest
 
-from langchain_fstools.backends.sandbox import SandboxBackend
+from langchain_fstools.backends.sandbox import SandboxBackend, command_helper
 from langchain_fstools.backends.temporaries import TEMP_SUFFIX
 from langchain_fstools.errors import StoreUnavailable
 from langchain_fstools.tools.render import render_error
@@ -169,3 +170,47 @@ def test_a_put_back_killed_again_while_it_settles_is_finished_by_the_call_after(
         crashing.backend.stat("/")
         assert _tree(crashing.root) == before, f"settling killed at call {point} of {total}"
         assert not _leftovers(crashing), point
+
+
+def test_a_command_runs_only_once_its_group_is_recorded(tmp_path: Path) -> None:
+    """The helper could be killed between the command's start and its record: the
+    command waits at the gate until the record is written, so none runs unrecorded."""
+    marker = tmp_path / "ran"
+    seen_while_recording: list[bool] = []
+
+    def recording(group: int) -> None:
+        time.sleep(0.3)  # a slow record: the command would have run by now
+        seen_while_recording.append(marker.exists())
+
+    answer = command_helper._execute(str(tmp_path), f"echo ran > {marker}", 30, 1000, recording)
+    assert seen_while_recording == [False]
+    assert answer["exit_code"] == 0
+    assert marker.read_text() == "ran\n"
+
+
+def test_a_command_whose_helper_ended_before_its_record_never_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+
+    def dying(group: int) -> None:
+        raise SystemExit(1)  # the helper ends here: its end of the gate closes
+
+    with pytest.raises(SystemExit):
+        command_helper._execute(str(tmp_path), f"echo ran > {marker}", 30, 1000, dying)
+    time.sleep(0.5)
+    assert not marker.exists()
+
+
+def test_the_gate_leaves_the_command_as_sh_c_runs_it(tmp_path: Path) -> None:
+    """Its $0, no arguments, empty input, and only its three standard descriptors."""
+    answer = command_helper._execute(
+        str(tmp_path),
+        'echo "$0 $# [$(cat)]"; ls /proc/$$/fd | tr "\\n" " "',
+        30,
+        1000,
+        lambda group: None,
+    )
+    stdout = b"".join(
+        binascii.a2b_base64(data) for stream, data in answer["head"] if stream == "stdout"
+    )
+    assert answer["exit_code"] == 0
+    assert stdout.decode().split("\n") == ["/bin/sh 0 []", "0 1 2 "]

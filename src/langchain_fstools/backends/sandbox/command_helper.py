@@ -47,9 +47,9 @@ batch's are (`helper.Disk.settle`). What a kill at each stage leaves, once settl
   workspace is put back as the manifest of step 1 has it, from `objects/` (step 5 done
   again: it is idempotent), so the next baseline never takes the command's changes in.
   The command's result is lost with its helper: the call fails, and nothing it did is
-  kept. Limits: between the command's start and the record of its process group (one
-  write) its group is not known, and a process it left running is not killed; a
-  process that left the group (`setsid`) is not killed either, as at the deadline; and
+  kept. The command's shell waits until its process group is recorded (`_GATE`), so
+  no command runs with its group unknown. Limits: a
+  process that left the group (`setsid`) is not killed, as at the deadline; and
   a group that ended whole before the next run leaves its id to the kernel, which could
   give it to a new group meanwhile (the kernel does not while one of the group lives).
 - `command_commit`, before its journal's commit record: the set absent (staged
@@ -470,22 +470,43 @@ class _Window:
         return {"head": chunks(self.head), "dropped": self.dropped, "tail": chunks(self.tail)}
 
 
+_GO = b"go\n"
+"""What the helper writes to the gate once the command's group is recorded."""
+
+_GATE = """IFS= read -r go && [ "$go" = go ] || exit 125
+exec /bin/sh -c "$1" </dev/null"""
+"""`sh -c _GATE /bin/sh COMMAND`, its input the gate (a pipe from the helper): wait for
+`_GO`, then run COMMAND with `sh -c` in the same process (its pid is the group's), its
+input empty; an end of file (the helper ended before it recorded the group) runs
+nothing."""
+
+
 def _execute(
     root: str, command: str, timeout: float, limit: int, started: Callable[[int], None]
 ) -> dict[str, Any]:
     """Run `command` in `root`, its group killed at the deadline and when the shell ends.
 
-    `started` is told the group's id as soon as the shell runs.
+    `started` is told the group's id before the command runs: the shell waits at
+    `_GATE` until `started` returned, and runs nothing if the helper ended first.
     """
-    process = subprocess.Popen(  # noqa: S603 - the agent's command, in its sandbox
-        ["/bin/sh", "-c", command],
-        cwd=root,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    started(process.pid)
+    gate, go = os.pipe()
+    try:
+        process = subprocess.Popen(  # noqa: S603 - the agent's command, in its sandbox
+            ["/bin/sh", "-c", _GATE, "/bin/sh", command],
+            cwd=root,
+            stdin=gate,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        os.close(gate)
+        gate = -1
+        started(process.pid)
+        os.write(go, _GO)
+    finally:
+        os.close(go)
+        if gate >= 0:
+            os.close(gate)
     window = _Window(limit)
     selector = selectors.DefaultSelector()
     selector.register(process.stdout, selectors.EVENT_READ, "stdout")  # type: ignore[arg-type]
