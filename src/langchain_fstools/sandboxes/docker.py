@@ -736,9 +736,13 @@ class DockerStream:
         self._socket: socket.socket = getattr(stream, "_sock", stream)
         self._frames = output_frames(stream)
 
-    def send(self, data: bytes) -> None:
-        """Write `data` to the command's standard input."""
-        self._socket.settimeout(None)
+    def send(self, data: bytes, timeout: float | None) -> None:
+        """Write `data` to the command's standard input, within `timeout` seconds.
+
+        Raises:
+            TimeoutError: it did not all go in time (the stream is then broken).
+        """
+        self._socket.settimeout(timeout)
         self._socket.sendall(data)
 
     def receive(self, timeout: float | None) -> bytes:

@@ -197,10 +197,14 @@ class LocalStream:
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, timeout: float | None) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
+        descriptor = self.process.stdin.fileno()
+        view = memoryview(data)
+        while view:
+            if not select.select([], [descriptor], [], timeout)[1]:
+                raise TimeoutError
+            view = view[os.write(descriptor, view[: select.PIPE_BUF]) :]
 
     def receive(self, timeout: float | None) -> bytes:
         assert self.process.stdout is not None

@@ -250,6 +250,27 @@ def test_a_silent_relay_is_let_go_at_the_commands_deadline(
     relays.close()
 
 
+def test_a_command_a_stopped_relay_could_not_take_whole_goes_to_execute(
+    sandbox: StreamingShellSandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Longer than the pipe holds: the send is bounded by the deadline too, and a relay
+    that never had the whole command never runs it."""
+    monkeypatch.setattr(relay, "REPLY_GRACE", 0.5)
+    relays = Relays(sandbox, "python3")
+    assert _run(relays, "true").exit_code == 0
+    group = sandbox.streams[0].process.pid
+    os.killpg(group, signal.SIGSTOP)
+    marker = tmp_path / "ran"
+    started = time.monotonic()
+    long_command = f"echo x > {marker} # {'.' * 300_000}"
+    assert relays.execute(long_command, 1, repeatable=False) is None
+    assert time.monotonic() - started < 5
+    os.killpg(group, signal.SIGCONT)
+    sandbox.streams[0].process.wait(10)
+    assert not marker.exists()
+    relays.close()
+
+
 def test_a_command_without_a_timeout_is_waited_for(relays: Relays) -> None:
     assert _run(relays, "sleep 0.3; echo late", timeout=0).output == "late\n"
 
@@ -373,8 +394,13 @@ def test_a_forked_process_starts_its_own_relay_and_leaves_the_parents_alone(
 ) -> None:
     """Two processes writing one stream would mix their commands: a fork starts its own."""
     backend.write_bytes("/a.txt", b"parent\n")
+    relays = backend._transport._relays
+    assert relays is not None
     reading, writing = os.pipe()
+    relays._lock.acquire()  # as another thread of the parent might hold it at the fork
     child = os.fork()
+    if child != 0:
+        relays._lock.release()
     if child == 0:  # pragma: no cover - the child's report is its exit status and the pipe
         status = 1
         try:

@@ -28,12 +28,12 @@ first) or after `RELAY_IDLE` seconds without a command, so a provider's own idle
 
 What a failure means here: a relay that cannot start (no python3, a provider that
 refuses streams) is not used again after `STARTS` tries, and each command it would have
-run goes to `execute`; a stream that ends before the `+` ran nothing, and its command
-goes to `execute` too. One that ends or passes its deadline after the `+` may have run
-its command, and so may one silent past its command's timeout and `REPLY_GRACE` (then
-let go): a command the caller marked `repeatable` (a read) goes to `execute`, any other
-gets a response with no exit code and a sentence, as a sandbox that went away
-mid-command would give.
+run goes to `execute`; a stream that ends before the `+`, or that did not take the whole
+command by its deadline, ran nothing, and its command goes to `execute` too. One that
+ends after the `+` may have run its command, and so may one silent past its command's
+timeout and `REPLY_GRACE` (then let go): a command the caller marked `repeatable` (a
+read) goes to `execute`, any other gets a response with no exit code and a sentence, as
+a sandbox that went away mid-command would give.
 """
 
 from __future__ import annotations
@@ -176,10 +176,12 @@ while True:
 class SandboxStream(Protocol):
     """A process in the sandbox: its standard input written here, its output read here."""
 
-    def send(self, data: bytes) -> None:
-        """Write `data` to the process's standard input.
+    def send(self, data: bytes, timeout: float | None) -> None:
+        """Write `data` to the process's standard input, within `timeout` seconds.
 
         Raises:
+            TimeoutError: it did not all go within `timeout` (the stream is then not
+                written again).
             OSError: the stream is broken.
         """
         ...
@@ -267,7 +269,7 @@ class _Relay:
         if left <= 0:
             raise TimeoutError
         try:
-            chunk = self.stream.receive(None if until == math.inf else left)
+            chunk = self.stream.receive(_left(until))
         except TimeoutError:
             raise
         except OSError as error:
@@ -279,6 +281,11 @@ class _Relay:
     def close(self) -> None:
         with contextlib.suppress(Exception):  # a broken stream's own failure to close
             self.stream.close()
+
+
+def _left(until: float) -> float | None:
+    """Seconds left until `until` (None: no limit)."""
+    return None if until == math.inf else max(until - time.monotonic(), 0.0)
 
 
 class Relays:
@@ -326,7 +333,11 @@ class Relays:
         until = time.monotonic() + timeout + REPLY_GRACE if timeout > 0 else math.inf
         received = False
         try:
-            relay.stream.send(b"%d %d\n" % (timeout, len(body)) + body)
+            relay.stream.send(b"%d %d\n" % (timeout, len(body)) + body, _left(until))
+        except OSError:  # the relay never had the whole command: it cannot run it
+            relay.close()
+            return None
+        try:
             relay.expect(RECEIVED, until)
             received = True
             code, cut, size = map(int, relay.line(until).split())
@@ -342,10 +353,9 @@ class Relays:
 
     def close(self) -> None:
         """Let every idle relay go (each then ends in the sandbox)."""
+        self._forget_if_forked()
         with self._lock:
             idle, self._idle = self._idle, []
-            if self._pid != os.getpid():
-                return
         for relay in idle:
             relay.close()
 
@@ -353,9 +363,8 @@ class Relays:
         """An idle relay used lately, or a new one; None if none starts."""
         stale: list[_Relay] = []
         found = None
+        self._forget_if_forked()
         with self._lock:
-            if self._pid != os.getpid():  # a fork's copy: the parent's streams are not ours
-                self._idle, self._pid = [], os.getpid()  # (closing them would end the parent's)
             now = time.monotonic()
             while self._idle:
                 relay = self._idle.pop()
@@ -366,6 +375,15 @@ class Relays:
         for relay in stale:
             relay.close()
         return found or self._start()
+
+    def _forget_if_forked(self) -> None:
+        """In a forked child, drop the parent's relays and its lock.
+
+        Closing the relays would end the parent's streams; another thread may have held
+        the lock at the fork.
+        """
+        if self._pid != os.getpid():
+            self._lock, self._idle, self._pid = threading.Lock(), [], os.getpid()
 
     def _start(self) -> _Relay | None:
         if not self.usable:
