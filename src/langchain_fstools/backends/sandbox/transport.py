@@ -27,7 +27,10 @@ imports, `backends.shipping`), kept in a private folder of the sandbox
 
 A file operation is asked of the resident helper first (`backends.sandbox.resident`):
 the `execute` is then a short `sh` client that falls through to the loader above when
-no server answers, and the loader starts one for next time.
+no server answers, and the loader starts one for next time. Where the provider offers
+streams, that client (and a search's shell) is run by a relay kept open in the sandbox
+instead of the provider's `execute` (`backends.sandbox.relay`); the agent's own
+commands never are (`AGENTS_COMMANDS`).
 
 Without `python3` (or with one older than 3.11) the first call fails with
 `StoreUnavailable` naming what is missing, a sentence the model can pass on; nothing is
