@@ -15,6 +15,10 @@ remote. deepagents' `BaseSandbox` builds its file operations on the three calls 
   command timed out (exit code 124, as deepagents' providers do). stderr goes to
   stdout's pipe, so the output keeps the order it was written in; past
   `max_output_bytes`, its first and last halves are kept and the result is `truncated`.
+- **`open_stream`** starts a command as `execute` does, with its standard input kept
+  open to this side (`docker exec -i`): `SandboxBackend` keeps its relay on one
+  (`backends.sandbox.relay`). It has no deadline and counts as a running command for
+  `idle_timeout` while it lives.
 - **`upload_files`** sends one tar archive for the batch's files in the workspace
   (`PUT .../archive`, extracted there, so a workspace volume of a read-only container
   takes them) and one for the others (extracted at `/`); parents are made, a directory
