@@ -18,7 +18,7 @@ import pytest
 from deepagents.backends.protocol import ExecuteResponse
 
 from langchain_fstools.backends.protocol import Write
-from langchain_fstools.backends.sandbox import SandboxBackend, helper
+from langchain_fstools.backends.sandbox import SandboxBackend, helper, transport
 from langchain_fstools.backends.sandbox.transport import INLINE_REQUEST
 from langchain_fstools.errors import OutsideRoot, SpecialFile, StoreUnavailable, VersionConflict
 from langchain_fstools.tools.render import render_error
@@ -427,3 +427,18 @@ def test_a_write_over_a_fifo_in_the_sandbox_is_refused_as_on_local_disk(tmp_path
         setup.backend.write_bytes("/pipe", b"x")
     assert caught.value == SpecialFile("/pipe", "FIFO")
     assert stat.S_ISFIFO(os.lstat(setup.root / "pipe").st_mode)
+
+
+async def test_the_first_async_call_of_a_process_reads_the_helpers_sources_off_the_loop(
+    tmp_path: Path,
+) -> None:
+    """The helper's program is read from the package once per process: not on the event
+    loop (blockbuster, as `langgraph dev` runs it, fails a blocking read there)."""
+    transport._digest.cache_clear()
+    transport._program.cache_clear()
+    (tmp_path / "workspace").mkdir()
+    backend = SandboxBackend(
+        ShellSandbox(), str(tmp_path / "workspace"), helper_folder=str(tmp_path / "helper")
+    )
+    await backend.awrite_bytes("/a.txt", b"one\n")
+    assert await backend.aread_bytes("/a.txt") == b"one\n"

@@ -328,6 +328,8 @@ class Transport:
 
     async def arun(self, exchange: Exchange[T]) -> T:
         """Drive `exchange` with the provider's async methods."""
+        if not _digest.cache_info().currsize:  # the process's first call reads the sources
+            await asyncio.to_thread(_digest)
         return await calls.adrive(exchange, self._aperform)
 
     def close(self) -> None:
