@@ -201,10 +201,10 @@ def test_a_command_whose_helper_ended_before_its_record_never_runs(tmp_path: Pat
 
 
 def test_the_gate_leaves_the_command_as_sh_c_runs_it(tmp_path: Path) -> None:
-    """Its $0, no arguments, empty input, and only its three standard descriptors."""
+    """Its $0, no arguments, empty input, and none of the gate's descriptors."""
     answer = command_helper._execute(
         str(tmp_path),
-        'echo "$0 $# [$(cat)]"; ls /proc/$$/fd | tr "\\n" " "',
+        'echo "$0 $# [$(cat)]"; ls /proc/$$/fd > fds; readlink /proc/$$/fd/0 > input',
         30,
         1000,
         lambda group: None,
@@ -213,4 +213,7 @@ def test_the_gate_leaves_the_command_as_sh_c_runs_it(tmp_path: Path) -> None:
         binascii.a2b_base64(data) for stream, data in answer["head"] if stream == "stdout"
     )
     assert answer["exit_code"] == 0
-    assert stdout.decode().split("\n") == ["/bin/sh 0 []", "0 1 2 "]
+    assert stdout == b"/bin/sh 0 []\n"
+    descriptors = [int(fd) for fd in (tmp_path / "fds").read_text().split()]
+    assert [fd for fd in descriptors if fd < 10] == [0, 1, 2]  # dash keeps its own at 10+
+    assert (tmp_path / "input").read_text() == "/dev/null\n"
