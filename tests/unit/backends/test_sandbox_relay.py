@@ -224,16 +224,28 @@ def test_a_read_whose_relay_ended_after_it_took_it_goes_to_execute(relays: Relay
     assert relays.execute("kill -9 $PPID; sleep 5", 30, repeatable=True) is None
 
 
-@pytest.mark.parametrize("repeatable", [False, True])
-def test_a_silent_relay_is_let_go_at_the_commands_deadline(
+@pytest.mark.parametrize(
+    ("padding", "repeatable", "expected"),
+    [
+        (0, False, Relayed(UNANSWERED, None)),
+        (0, True, None),
+        (300_000, False, None),
+    ],
+    ids=["silent-change", "silent-read", "not-taken-whole"],
+)
+def test_a_stopped_relay_is_let_go_at_the_commands_deadline(
     sandbox: StreamingShellSandbox,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
+    padding: int,
     *,
     repeatable: bool,
+    expected: Relayed | None,
 ) -> None:
-    """Stopped (a frozen sandbox): it may run the command later, so a change is not sent
-    to `execute` again; and it does not run it once let go."""
+    """Stopped (a frozen sandbox): one that took the command may run it later, so a change
+    is not sent to `execute` again; a command longer than the pipe holds is bounded by
+    the deadline in its sending too, and a relay that never had it whole never runs it;
+    and none runs once let go."""
     monkeypatch.setattr(relay, "REPLY_GRACE", 0.5)
     relays = Relays(sandbox, "python3")
     assert _run(relays, "true").exit_code == 0
@@ -241,32 +253,11 @@ def test_a_silent_relay_is_let_go_at_the_commands_deadline(
     os.killpg(group, signal.SIGSTOP)
     marker = tmp_path / "ran"
     started = time.monotonic()
-    answer = relays.execute(f"echo x > {marker}", 1, repeatable=repeatable)
+    answer = relays.execute(f"echo x > {marker} # {'.' * padding}", 1, repeatable=repeatable)
     assert time.monotonic() - started < 5
-    assert answer == (None if repeatable else Relayed(UNANSWERED, None))
+    assert answer == expected
     os.killpg(group, signal.SIGCONT)
-    sandbox.streams[0].process.wait(10)  # it finds its output gone and ends
-    assert not marker.exists()
-    relays.close()
-
-
-def test_a_command_a_stopped_relay_could_not_take_whole_goes_to_execute(
-    sandbox: StreamingShellSandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """Longer than the pipe holds: the send is bounded by the deadline too, and a relay
-    that never had the whole command never runs it."""
-    monkeypatch.setattr(relay, "REPLY_GRACE", 0.5)
-    relays = Relays(sandbox, "python3")
-    assert _run(relays, "true").exit_code == 0
-    group = sandbox.streams[0].process.pid
-    os.killpg(group, signal.SIGSTOP)
-    marker = tmp_path / "ran"
-    started = time.monotonic()
-    long_command = f"echo x > {marker} # {'.' * 300_000}"
-    assert relays.execute(long_command, 1, repeatable=False) is None
-    assert time.monotonic() - started < 5
-    os.killpg(group, signal.SIGCONT)
-    sandbox.streams[0].process.wait(10)
+    sandbox.streams[0].process.wait(10)  # it finds its input or output gone and ends
     assert not marker.exists()
     relays.close()
 

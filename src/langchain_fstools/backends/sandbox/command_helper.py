@@ -491,22 +491,21 @@ def _execute(
     """
     gate, go = os.pipe()
     try:
-        process = subprocess.Popen(  # noqa: S603 - the agent's command, in its sandbox
-            ["/bin/sh", "-c", _GATE, "/bin/sh", command],
-            cwd=root,
-            stdin=gate,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        os.close(gate)
-        gate = -1
+        try:
+            process = subprocess.Popen(  # noqa: S603 - the agent's command, in its sandbox
+                ["/bin/sh", "-c", _GATE, "/bin/sh", command],
+                cwd=root,
+                stdin=gate,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        finally:
+            os.close(gate)
         started(process.pid)
         os.write(go, _GO)
     finally:
         os.close(go)
-        if gate >= 0:
-            os.close(gate)
     window = _Window(limit)
     selector = selectors.DefaultSelector()
     selector.register(process.stdout, selectors.EVENT_READ, "stdout")  # type: ignore[arg-type]

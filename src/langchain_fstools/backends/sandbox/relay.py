@@ -265,12 +265,12 @@ class _Relay:
         return self.take(self.pending.index(b"\n") + 1, until)[:-1]
 
     def _more(self, until: float) -> None:
-        left = until - time.monotonic()
-        if left <= 0:
+        left = _left(until)
+        if left == 0:
             raise TimeoutError
         try:
-            chunk = self.stream.receive(_left(until))
-        except TimeoutError:
+            chunk = self.stream.receive(left)
+        except TimeoutError:  # an OSError too, but not a broken stream
             raise
         except OSError as error:
             raise _Ended from error
@@ -345,7 +345,7 @@ class Relays:
         except TimeoutError:  # silent: it may run the command yet
             relay.close()
             return None if repeatable else Relayed(UNANSWERED, None)
-        except (_Ended, OSError, ValueError):  # before the `+`, it had started nothing
+        except (_Ended, OSError, ValueError):  # ended or broken: before the `+`, nothing ran
             relay.close()
             return None if repeatable or not received else Relayed(UNANSWERED, None)
         self._keep(relay)
